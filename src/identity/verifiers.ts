@@ -1,0 +1,127 @@
+/**
+ * One verifier per signed action. Each takes the bytes a client may have signed in every form
+ * COMPAT.md lists (the spec's and the deployed clients'), tries them against the stated key and
+ * returns the name of the form that verified, or null. Nothing that no form verifies is accepted.
+ */
+import { canonicalJson, goEscapedJson, withoutSignature } from './canonical-json.js'
+import { developerProofMessage } from './hd.js'
+import { verifyRaw } from './keys.js'
+
+export type SignedForm = string
+
+type Candidate = readonly [form: SignedForm, message: string | Uint8Array]
+
+function firstVerifying(publicKey: Buffer, signature: Buffer, candidates: readonly Candidate[]): SignedForm | null {
+  for (const [form, message] of candidates) if (verifyRaw(publicKey, message, signature)) return form
+  return null
+}
+
+/** Candidates for a JSON object in canonical form, plain then Go-escaped. */
+function canonicalForms(name: string, value: unknown): Candidate[] {
+  const plain = canonicalJson(value)
+  const escaped = goEscapedJson(plain)
+  return escaped === null ? [[name, plain]] : [[name, plain], [`${name}-escaped`, escaped]]
+}
+
+type Body = Record<string, unknown>
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '')
+
+/** register entity: spec = canonical(body without signature); deployed = a fixed subset. */
+export function verifyEntityRegistration(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, [
+    ...canonicalForms('spec', withoutSignature(body)),
+    ...canonicalForms('deployed', deployedRegistrationSignable(body))
+  ])
+}
+
+export function deployedRegistrationSignable(body: Body): Body {
+  const entityType = str(body.entity_type)
+  let entityUrl = str(body.entity_url)
+  if (entityType === 'service' && entityUrl === '') entityUrl = str(body.service_endpoint)
+  const signable: Body = {
+    category: str(body.category),
+    entity_url: entityUrl,
+    name: str(body.name),
+    public_key: str(body.public_key),
+    summary: str(body.summary),
+    tags: Array.isArray(body.tags) ? body.tags : null
+  }
+  if (entityType !== '') signable.entity_type = entityType
+  return signable
+}
+
+/** developer proof: the developer key signs raw agent public key ‖ uint32be(index). */
+export function verifyDeveloperProof(developerKey: Buffer, agentKey: Buffer, index: number, signature: Buffer): boolean {
+  return verifyRaw(developerKey, developerProofMessage(agentKey, index), signature)
+}
+
+/** register developer: spec = canonical(body without signature); deployed = {github, name, profile_url, public_key}. */
+export function verifyDeveloperRegistration(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, [
+    ...canonicalForms('spec', withoutSignature(body)),
+    ...canonicalForms('deployed', {
+      github: str(body.github),
+      name: str(body.name),
+      profile_url: str(body.profile_url),
+      public_key: str(body.public_key)
+    })
+  ])
+}
+
+/**
+ * update entity or developer: spec = body `signature` over canonical(body without signature);
+ * deployed = an Authorization header signature over the raw request body bytes.
+ */
+export function verifyBodySignedUpdate(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, canonicalForms('spec', withoutSignature(body)))
+}
+
+export function verifyRawBody(rawBody: Uint8Array, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return verifyRaw(publicKey, rawBody, signature) ? 'raw-body' : null
+}
+
+/**
+ * deregister entity, delete developer: deployed = signature over the UTF-8 ID; spec = over the
+ * URL path. The path is tried as received and decoded, since clients encode IDs in paths.
+ */
+export function verifyDeletion(id: string, rawPath: string, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  const candidates: Candidate[] = [['id', id], ['path', rawPath]]
+  let decoded = rawPath
+  try { decoded = decodeURIComponent(rawPath) } catch { /* keep raw */ }
+  if (decoded !== rawPath) candidates.push(['path-decoded', decoded])
+  return firstVerifying(publicKey, signature, candidates)
+}
+
+/** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
+export function verifyHandleClaim(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, [
+    ...canonicalForms('spec', withoutSignature(body)),
+    ...canonicalForms('deployed', { developer_id: str(body.developer_id), handle: str(body.handle), public_key: str(body.public_key) })
+  ])
+}
+
+/** bind name: spec = canonical(body without signature); deployed = the five binding fields. */
+export function verifyNameBinding(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, [
+    ...canonicalForms('spec', withoutSignature(body)),
+    ...canonicalForms('deployed', {
+      capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags : null,
+      developer_handle: str(body.developer_handle),
+      entity_id: str(body.entity_id),
+      entity_name: str(body.entity_name),
+      version: str(body.version)
+    })
+  ])
+}
+
+/** release handle or name: a signature over `release:` + handle or FQAN. */
+export function verifyRelease(subject: string, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, [['release', `release:${subject}`]])
+}
+
+/** heartbeat: spec = agent_id followed by timestamp; deployed = the timestamp alone. */
+export function verifyHeartbeat(agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer): SignedForm | null {
+  return firstVerifying(publicKey, signature, [['spec', agentId + timestamp], ['deployed', timestamp]])
+}
+

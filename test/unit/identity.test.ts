@@ -1,0 +1,144 @@
+import test from 'ava'
+import { canonicalJson, goEscapedJson } from '../../src/identity/canonical-json.js'
+import { formatKey, parsePublicKey, parseSignature } from '../../src/identity/encoding.js'
+import { deriveAgentKeyPair, deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { keyPairFromSeed, sign, verifyRaw } from '../../src/identity/keys.js'
+import { parseAuthorization } from '../../src/identity/authorization.js'
+import {
+  deployedRegistrationSignable,
+  verifyDeletion,
+  verifyDeveloperProof,
+  verifyDeveloperRegistration,
+  verifyEntityRegistration,
+  verifyHeartbeat,
+  verifyNameBinding,
+  verifyHandleClaim,
+  verifyRelease
+} from '../../src/identity/verifiers.js'
+
+// Test vectors from COMPAT.md.
+const devSeed = Buffer.alloc(32, 1)
+const dev = keyPairFromSeed(devSeed)
+const agent = deriveAgentKeyPair(devSeed, 7)
+const AGENT_KEY = 'ed25519:Rf+eqPiJ8cVhLxf5Gs3FrayrBIzz/QpRua+TDPdGnd0='
+
+test('developer key and ID from the all-ones seed', t => {
+  t.is(formatKey(dev.publicKey), 'ed25519:iojj3XQJ8ZX9UtstPLpdcspnCb8dlBIb83SIAbQPb1w=')
+  t.is(deriveId('developer', dev.publicKey), 'zns:dev:34750f98bd59fcfc946da45aaabe933b')
+})
+
+test('HD derivation at index 7', t => {
+  t.is(deriveAgentSeed(devSeed, 7).toString('hex'), '74fbb532c5e738312fc82e989af7368147af15293fc10f5d3f0e32a83ead7fa4')
+  t.is(formatKey(agent.publicKey), AGENT_KEY)
+  t.is(deriveId('agent', agent.publicKey), 'zns:ad4be8ca0a9c510018ea5d63f35989ed')
+  t.is(deriveId('service', AGENT_KEY), 'zns:svc:ad4be8ca0a9c510018ea5d63f35989ed')
+})
+
+test('HD index must be an unsigned 32-bit integer', t => {
+  t.throws(() => deriveAgentSeed(devSeed, -1))
+  t.throws(() => deriveAgentSeed(devSeed, 2 ** 32))
+  t.throws(() => deriveAgentSeed(devSeed, 1.5))
+  t.notThrows(() => deriveAgentSeed(devSeed, 2 ** 32 - 1))
+})
+
+test('developer proof for index 7 (deterministic Ed25519)', t => {
+  const proof = sign(dev, developerProofMessage(agent.publicKey, 7))
+  t.is(proof, 'ed25519:z7/h8PUnQNXwLOmC39SrflEfImNuOTUoq/ns+ApXHCRmQO+S/ChLxT9DL2hI+jJwl7ldyctjOf6PIxAbLuRnCg==')
+  const sig = parseSignature(proof)!
+  t.true(verifyDeveloperProof(dev.publicKey, agent.publicKey, 7, sig))
+  t.false(verifyDeveloperProof(dev.publicKey, agent.publicKey, 8, sig), 'the index is covered')
+  t.false(verifyDeveloperProof(agent.publicKey, agent.publicKey, 7, sig), 'the developer key is checked')
+})
+
+test('deployed registration signable and its signature vector', t => {
+  const body = {
+    name: 'Doc <T&T>', category: 'tools', entity_url: 'https://a.example.com', tags: ['x'], public_key: AGENT_KEY,
+    developer_id: 'zns:dev:34750f98bd59fcfc946da45aaabe933b', entity_name: 'doc'
+  }
+  const signable = canonicalJson(deployedRegistrationSignable(body))
+  t.is(signable, '{"category":"tools","entity_url":"https://a.example.com","name":"Doc <T&T>","public_key":"ed25519:Rf+eqPiJ8cVhLxf5Gs3FrayrBIzz/QpRua+TDPdGnd0=","summary":"","tags":["x"]}')
+  const signature = sign(agent, signable)
+  t.is(signature, 'ed25519:3758pwYMBJGbADo4xPhHcjAw9neIsWHeqP9RosewSpt4L4AzcrASIaJOVfwKj4n38TzMgZvM+L8Blc8kiFiCAQ==')
+  t.is(verifyEntityRegistration({ ...body, signature }, agent.publicKey, parseSignature(signature)!), 'deployed')
+})
+
+test('registration: spec form, escaped fallback, and rejection of everything else', t => {
+  const body = { name: 'A & B', type: 'agent', category: 'x', entity_url: 'https://a.example', public_key: AGENT_KEY, tags: ['t'] }
+  const specSig = parseSignature(sign(agent, canonicalJson(body)))!
+  t.is(verifyEntityRegistration({ ...body, signature: 'x' }, agent.publicKey, specSig), 'spec')
+  const escaped = goEscapedJson(canonicalJson(body))!
+  t.true(escaped.includes('A \\u0026 B'))
+  t.is(verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, escaped))!), 'spec-escaped')
+  const deployedEscaped = goEscapedJson(canonicalJson(deployedRegistrationSignable(body)))!
+  t.is(verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, deployedEscaped))!), 'deployed-escaped')
+  t.is(verifyEntityRegistration({ ...body, summary: 'changed' }, agent.publicKey, specSig), null)
+  t.is(verifyEntityRegistration(body, dev.publicKey, specSig), null)
+})
+
+test('deployed registration: services sign service_endpoint as entity_url; entity_type only when sent', t => {
+  const svc = { name: 'S', entity_type: 'service', category: 'c', service_endpoint: 'https://s.example/api', public_key: AGENT_KEY }
+  t.deepEqual(deployedRegistrationSignable(svc), {
+    category: 'c', entity_url: 'https://s.example/api', name: 'S', public_key: AGENT_KEY, summary: '', tags: null, entity_type: 'service'
+  })
+  t.false('entity_type' in deployedRegistrationSignable({ name: 'x', entity_type: '' }))
+})
+
+test('canonical JSON sorts keys recursively by UTF-16 code unit and keeps array order', t => {
+  t.is(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null }, B: true, é: 'é' }),
+    '{"B":true,"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1,"é":"é"}')
+  t.is(canonicalJson({ s: '<>&\u2028' }), '{"s":"<>&\u2028"}')
+  t.is(goEscapedJson(canonicalJson({ s: '<>&\u2028\u2029' })), '{"s":"\\u003c\\u003e\\u0026\\u2028\\u2029"}')
+  t.is(goEscapedJson('{"s":"plain"}'), null)
+  t.is(canonicalJson({ a: undefined, b: 1 }), '{"b":1}')
+})
+
+test('heartbeat vector: the timestamp alone (deployed) and agent_id+timestamp (spec)', t => {
+  const ts = '2026-05-21T10:00:00Z'
+  const deployed = sign(agent, ts)
+  t.is(deployed, 'ed25519:o5PLTrt8uxrZCB6tfGP8VT8lHi6yM7dpap+bVhf17erjeiglJme/j/VrPp7U17zVz3JY1au7i31sDVQdSvzOBQ==')
+  const id = 'zns:ad4be8ca0a9c510018ea5d63f35989ed'
+  t.is(verifyHeartbeat(id, ts, agent.publicKey, parseSignature(deployed)!), 'deployed')
+  t.is(verifyHeartbeat(id, ts, agent.publicKey, parseSignature(sign(agent, id + ts))!), 'spec')
+  t.is(verifyHeartbeat(id, '2026-05-21T10:00:01Z', agent.publicKey, parseSignature(deployed)!), null)
+})
+
+test('developer registration: deployed subset with HTML escaping on', t => {
+  const body = { name: 'Alice', public_key: formatKey(dev.publicKey), profile_url: 'https://a.example/?a=1&b=2' }
+  const deployed = goEscapedJson(canonicalJson({ github: '', name: 'Alice', profile_url: body.profile_url, public_key: body.public_key }))!
+  t.is(verifyDeveloperRegistration({ ...body, handle: 'alice' }, dev.publicKey, parseSignature(sign(dev, deployed))!), 'deployed-escaped')
+  t.is(verifyDeveloperRegistration(body, dev.publicKey, parseSignature(sign(dev, canonicalJson(body)))!), 'spec')
+})
+
+test('handle claim, name binding, release and deletion messages', t => {
+  const claim = { developer_id: deriveId('developer', dev.publicKey), handle: 'acme', public_key: formatKey(dev.publicKey) }
+  t.is(verifyHandleClaim(claim, dev.publicKey, parseSignature(sign(dev, canonicalJson(claim)))!), 'spec')
+  const bind = { entity_id: 'zns:x', entity_name: 'doc', developer_handle: 'acme' }
+  const deployedBind = canonicalJson({ capability_tags: null, developer_handle: 'acme', entity_id: 'zns:x', entity_name: 'doc', version: '' })
+  t.is(verifyNameBinding(bind, dev.publicKey, parseSignature(sign(dev, deployedBind))!), 'deployed')
+  t.is(verifyRelease('acme', dev.publicKey, parseSignature(sign(dev, 'release:acme'))!), 'release')
+  const id = 'zns:svc:ad4be8ca0a9c510018ea5d63f35989ed'
+  t.is(verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey, parseSignature(sign(agent, id))!), 'id')
+  t.is(verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey,
+    parseSignature(sign(agent, `/v1/entities/${id}`))!), 'path-decoded')
+})
+
+test('key and signature wire forms', t => {
+  t.truthy(parsePublicKey(AGENT_KEY))
+  t.truthy(parsePublicKey(AGENT_KEY.slice('ed25519:'.length)), 'prefix optional on keys')
+  t.is(parsePublicKey('ed25519:short'), null)
+  const sig = sign(agent, 'm')
+  t.truthy(parseSignature(sig))
+  t.is(parseSignature(sig.slice('ed25519:'.length)), null, 'prefix mandatory on signatures')
+  t.true(verifyRaw(agent.publicKey, 'm', parseSignature(sig)!))
+  t.false(verifyRaw(Buffer.alloc(31), 'm', parseSignature(sig)!))
+})
+
+test('Authorization header forms', t => {
+  const sig = sign(agent, 'm')
+  t.is(parseAuthorization(`Bearer ${sig}`)?.role, 'self')
+  t.is(parseAuthorization(`Bearer-Dev ${sig}`)?.role, 'developer')
+  t.is(parseAuthorization(undefined), null)
+  t.is(parseAuthorization('Bearer nope'), undefined)
+  t.is(parseAuthorization('Basic abc'), undefined)
+})
