@@ -1,0 +1,52 @@
+import type { TObject, TSchema } from '@sinclair/typebox'
+import type { ErrorCode } from '../errors.js'
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE'
+
+export interface RequestContext {
+  method: string
+  /** The path exactly as received (percent-encoding intact). */
+  path: string
+  /** Path parameters, percent-decoded. */
+  params: Record<string, string>
+  query: URLSearchParams
+  /** Header names lowercased. */
+  headers: Record<string, string>
+  ip: string
+  /** The body bytes exactly as received (empty when there is none). */
+  raw: Buffer
+  /** The body parsed as JSON; throws invalid_json. Parsed once. */
+  json(): unknown
+}
+
+export interface Reply {
+  status: number
+  body: unknown
+  headers?: Record<string, string>
+  /** Set for non-JSON bodies (body is then a string or Buffer sent as is). */
+  contentType?: string
+}
+
+export type RateLimitClass = 'read' | 'write' | 'none'
+
+export interface RouteDefinition {
+  method: HttpMethod
+  /** OpenAPI-style template: /v1/entities/{entity_id} */
+  path: string
+  summary: string
+  tag: string
+  limit: RateLimitClass
+  /** For writes: the signer the per-key write limit counts against (a public key or a record ID). */
+  writer?: (ctx: RequestContext) => string | undefined
+  body?: TSchema
+  query?: TObject
+  responses: Record<number, { description: string; schema?: TSchema }>
+  /** Error codes this route can answer with (documented in the API description). */
+  errors?: readonly ErrorCode[]
+  /** Not listed in the API description (static assets). */
+  hidden?: boolean
+  handler: (ctx: RequestContext) => Reply | Promise<Reply>
+}
+
+export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
+  headers ? { status, body, headers } : { status, body }

@@ -1,0 +1,46 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+
+export interface GaugeSources {
+  entities(type: 'agent' | 'service'): number
+  developers(): number
+}
+
+/** Prometheus metrics (served at /metrics when metrics.enabled): requests, latencies, counts, rejections. */
+export class NodeMetrics {
+  readonly registry = new Registry()
+  private readonly requests: Counter<'route' | 'method' | 'status'>
+  private readonly latency: Histogram<'route' | 'method'>
+  private readonly rejections: Counter<'code'>
+
+  constructor(sources: GaugeSources) {
+    this.requests = new Counter({ name: 'registry_http_requests_total', help: 'HTTP requests by route template, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] })
+    this.latency = new Histogram({
+      name: 'registry_http_request_duration_seconds',
+      help: 'HTTP request latency by route template',
+      labelNames: ['route', 'method'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [this.registry]
+    })
+    this.rejections = new Counter({ name: 'registry_write_rejections_total', help: 'Rejected writes by error code', labelNames: ['code'], registers: [this.registry] })
+    new Gauge({
+      name: 'registry_entities',
+      help: 'Entities registered on this node by type',
+      labelNames: ['type'],
+      registers: [this.registry],
+      collect() {
+        this.set({ type: 'agent' }, sources.entities('agent'))
+        this.set({ type: 'service' }, sources.entities('service'))
+      }
+    })
+    new Gauge({ name: 'registry_developers', help: 'Developers registered on this node', registers: [this.registry], collect() { this.set(sources.developers()) } })
+  }
+
+  observe(route: string, method: string, status: number, seconds: number): void {
+    this.requests.inc({ route, method, status: String(status) })
+    this.latency.observe({ route, method }, seconds)
+  }
+
+  rejected(code: string): void {
+    this.rejections.inc({ code })
+  }
+}

@@ -1,0 +1,99 @@
+import type { NodeConfig } from '../../config.js'
+import type { NodeIdentity } from '../../identity/node-identity.js'
+import type { EntityCatalog } from '../../services/catalog.js'
+import type { DeveloperService } from '../../services/developers.js'
+import { NODE_VERSION } from '../../version.js'
+import { Health, NodeInfo } from '../../wire/node.js'
+import { json, type RouteDefinition } from '../http.js'
+import type { NodeMetrics } from '../metrics.js'
+import { buildSwaggerDocument, loadSwaggerAssets, SWAGGER_INDEX_HTML } from '../swagger.js'
+
+export interface NodeRouteComponents {
+  config: NodeConfig
+  identity: NodeIdentity
+  catalog: EntityCatalog
+  developers: DeveloperService
+  metrics: NodeMetrics | null
+  peerCount: () => number
+}
+
+export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
+  const authUrl = c.config.onboarding.auth_url || null
+  return [
+    {
+      method: 'GET',
+      path: '/health',
+      summary: 'Liveness of this node',
+      tag: 'node',
+      limit: 'none',
+      responses: { 200: { description: 'ok', schema: Health } },
+      handler: () => json(200, { status: 'ok' })
+    },
+    {
+      method: 'GET',
+      path: '/v1/info',
+      summary: 'Node identity, onboarding mode and counts',
+      tag: 'node',
+      limit: 'read',
+      responses: { 200: { description: 'node info', schema: NodeInfo } },
+      handler: () => {
+        const agents = c.catalog.count('agent')
+        const services = c.catalog.count('service')
+        return json(200, {
+          node_id: c.identity.registryId,
+          registry_id: c.identity.registryId,
+          name: c.config.name,
+          host: c.config.host,
+          version: NODE_VERSION,
+          onboarding_mode: c.config.onboarding.mode,
+          auth_url: authUrl,
+          developer_onboarding: { mode: c.config.onboarding.mode, auth_url: authUrl },
+          agent_count: agents,
+          service_count: services,
+          entity_count: agents + services,
+          developer_count: c.developers.count,
+          peer_count: c.peerCount(),
+          public_key: c.identity.publicKey
+        })
+      }
+    }
+  ]
+}
+
+/** Routes that describe the API itself; built last so the document covers every other route. */
+export function documentationRoutes(routes: readonly RouteDefinition[], metrics: NodeMetrics | null): RouteDefinition[] {
+  const docRoute: RouteDefinition = {
+    method: 'GET',
+    path: '/swagger/doc.json',
+    summary: 'This API description (Swagger 2.0)',
+    tag: 'node',
+    limit: 'none',
+    responses: { 200: { description: 'Swagger 2.0 document' } },
+    handler: () => json(200, doc)
+  }
+  const all = [...routes, docRoute]
+  if (metrics) {
+    all.push({
+      method: 'GET',
+      path: '/metrics',
+      summary: 'Prometheus metrics (when metrics.enabled)',
+      tag: 'node',
+      limit: 'none',
+      responses: { 200: { description: 'Prometheus text exposition' } },
+      handler: async () => ({ status: 200, body: await metrics.registry.metrics(), contentType: metrics.registry.contentType })
+    })
+  }
+  const doc = buildSwaggerDocument(all, {
+    title: 'Registry node',
+    description: 'A peer-to-peer registry node for AI agents and services. Errors are {error, message, field?}; see the README for every code.'
+  })
+  const assets = loadSwaggerAssets()
+  const page = (body: string | Buffer, contentType: string): RouteDefinition['handler'] => () => ({ status: 200, body, contentType })
+  const hidden = (path: string, handler: RouteDefinition['handler']): RouteDefinition => ({
+    method: 'GET', path, summary: 'API explorer', tag: 'node', limit: 'none', hidden: true, responses: { 200: { description: 'explorer' } }, handler
+  })
+  all.push(hidden('/swagger/index.html', page(SWAGGER_INDEX_HTML, 'text/html; charset=utf-8')))
+  all.push(hidden('/swagger', () => ({ status: 302, body: '', contentType: 'text/plain', headers: { Location: '/swagger/index.html' } })))
+  for (const [file, asset] of assets) all.push(hidden(`/swagger/${file}`, page(asset.body, asset.contentType)))
+  return all
+}

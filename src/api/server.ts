@@ -1,0 +1,214 @@
+/**
+ * The HTTP front on uWebSockets.js. One catch-all handler reads the request synchronously (uWS
+ * invalidates `req` after the handler returns), then routes through our own trie so that 404/405,
+ * decoded path parameters, CORS, rate limits, body caps and the error table are handled in one place.
+ */
+import { STATUS_CODES } from 'node:http'
+import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
+import type { Logger } from 'pino'
+import { RegistryError } from '../errors.js'
+import type { ClientIpResolver } from './client-ip.js'
+import type { Cors } from './cors.js'
+import type { Reply, RequestContext, RouteDefinition } from './http.js'
+import type { NodeMetrics } from './metrics.js'
+import { rateLimitHeaders, type FixedWindowLimiter, type RateDecision } from './rate-limit.js'
+import { Router } from './router.js'
+
+export interface RateLimiters {
+  reads: FixedWindowLimiter
+  writes: FixedWindowLimiter
+  writesPerIp: FixedWindowLimiter
+}
+
+export interface HttpServerComponents {
+  routes: readonly RouteDefinition[]
+  logger: Logger
+  cors: Cors
+  clientIp: ClientIpResolver
+  /** Absent when rate limiting is disabled. */
+  limiters: RateLimiters | null
+  metrics: NodeMetrics | null
+  bodyLimitBytes: number
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE', 'PATCH'])
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+export class HttpServer {
+  readonly app: TemplatedApp
+  private readonly router = new Router()
+  private listenSocket: us_listen_socket | null = null
+  private sweepTimer: NodeJS.Timeout | null = null
+  port = 0
+
+  constructor(private readonly c: HttpServerComponents) {
+    for (const route of c.routes) this.router.add(route)
+    this.app = uWS.App()
+    this.app.any('/*', (res, req) => this.handle(res, req))
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, token => {
+        if (!token) return reject(new Error(`cannot listen on ${host}:${port}`))
+        this.listenSocket = token
+        this.port = uWS.us_socket_local_port(token as unknown as uWS.us_socket)
+        resolve(this.port)
+      })
+      if (this.c.limiters) {
+        const { reads, writes, writesPerIp } = this.c.limiters
+        this.sweepTimer = setInterval(() => { reads.sweep(); writes.sweep(); writesPerIp.sweep() }, 60_000).unref()
+      }
+    })
+  }
+
+  /** Stops accepting connections. */
+  close(): void {
+    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket)
+    this.listenSocket = null
+    if (this.sweepTimer) clearInterval(this.sweepTimer)
+  }
+
+  private handle(res: HttpResponse, req: HttpRequest): void {
+    const started = performance.now()
+    const method = req.getCaseSensitiveMethod().toUpperCase()
+    const path = req.getUrl()
+    const rawQuery = req.getQuery() ?? ''
+    const headers: Record<string, string> = {}
+    req.forEach((k, v) => { headers[k] = v })
+    const ip = this.c.clientIp.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for'])
+    const state = { aborted: false, done: false }
+    res.onAborted(() => { state.aborted = true })
+    const cors = this.c.cors.headers(headers.origin)
+    let routeLabel = 'unmatched'
+    let limitHeaders: Record<string, string> = {}
+    let match: ReturnType<Router['match']> | undefined
+
+    const send = (reply: Reply, closeConnection = false): void => {
+      if (state.done) return
+      state.done = true
+      if (!state.aborted) {
+        const isJson = reply.contentType === undefined
+        const body = isJson ? JSON.stringify(reply.body) : (reply.body as string | Buffer)
+        res.cork(() => {
+          res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? ''}`)
+          res.writeHeader('Content-Type', reply.contentType ?? JSON_TYPE)
+          for (const [k, v] of Object.entries(cors)) res.writeHeader(k, v)
+          for (const [k, v] of Object.entries(limitHeaders)) res.writeHeader(k, v)
+          if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v)
+          res.end(method === 'HEAD' ? undefined : body, closeConnection)
+        })
+      }
+      const seconds = (performance.now() - started) / 1000
+      this.c.metrics?.observe(routeLabel, method, reply.status, seconds)
+      this.c.logger.info({ method, path, status: reply.status, ms: Math.round(seconds * 10_000) / 10, ip }, 'request')
+    }
+
+    const fail = (err: unknown, closeConnection = false): void => {
+      if (err instanceof RegistryError) {
+        if (match?.route?.limit === 'write') this.c.metrics?.rejected(err.code)
+        send({ status: err.status, body: err.toBody(), ...(err.headers ? { headers: err.headers } : {}) }, closeConnection)
+      } else {
+        this.c.logger.error({ err, method, path }, 'internal error')
+        send({ status: 500, body: new RegistryError('internal_error').toBody() })
+      }
+    }
+
+    if (method === 'OPTIONS') {
+      send({ status: 204, body: '', contentType: 'text/plain', headers: this.c.cors.preflight(headers.origin) })
+      return
+    }
+
+    try {
+      match = this.router.match(method, path)
+    } catch (err) {
+      fail(err)
+      return
+    }
+    if (!match.route) {
+      if (match.allowed.length === 0) fail(new RegistryError('route_not_found', `No route matches ${method} ${path}.`))
+      else send({ status: 405, body: new RegistryError('method_not_allowed', `${path} accepts ${match.allowed.join(', ')}.`).toBody(), headers: { Allow: match.allowed.join(', ') } })
+      return
+    }
+    const { route, params } = match
+    routeLabel = route.path
+
+    if (route.limit === 'read' && this.c.limiters) {
+      const decision = this.c.limiters.reads.take(ip)
+      limitHeaders = rateLimitHeaders(decision)
+      if (!decision.allowed) { fail(rateLimited(decision, 'reads')); return }
+    }
+
+    let parsed: { value: unknown } | undefined
+    const ctx: RequestContext = {
+      method, path, params, headers, ip,
+      query: new URLSearchParams(rawQuery),
+      raw: EMPTY,
+      json() {
+        if (parsed) return parsed.value
+        if (this.raw.length === 0) throw new RegistryError('invalid_json', 'A JSON body is required.')
+        try {
+          parsed = { value: JSON.parse(this.raw.toString('utf8')) }
+        } catch (err) {
+          throw new RegistryError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`)
+        }
+        return parsed.value
+      }
+    }
+
+    const run = (): void => {
+      try {
+        if (route.limit === 'write' && this.c.limiters) {
+          const perIp = this.c.limiters.writesPerIp.take(ip)
+          if (!perIp.allowed) { limitHeaders = rateLimitHeaders(perIp); throw rateLimited(perIp, 'writes from this address') }
+          const writer = route.writer?.(ctx)
+          if (writer) {
+            const decision = this.c.limiters.writes.take(writer)
+            limitHeaders = rateLimitHeaders(decision)
+            if (!decision.allowed) throw rateLimited(decision, 'writes by this key')
+          }
+        }
+        const result = route.handler(ctx)
+        if (result instanceof Promise) result.then(send, fail)
+        else send(result)
+      } catch (err) {
+        fail(err)
+      }
+    }
+
+    const length = headers['content-length']
+    const hasBody = BODY_METHODS.has(method) && ((length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined)
+    if (!hasBody) { run(); return }
+    if (length !== undefined && Number(length) > this.c.bodyLimitBytes) {
+      fail(tooLarge(this.c.bodyLimitBytes), true)
+      return
+    }
+    const contentType = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
+    if (contentType !== '' && contentType !== 'application/json' && !contentType.endsWith('+json') && contentType !== 'text/plain') {
+      fail(new RegistryError('unsupported_media_type', `Content-Type ${contentType} is not accepted; send application/json.`), true)
+      return
+    }
+    const chunks: Buffer[] = []
+    let received = 0
+    res.onData((chunk, isLast) => {
+      if (state.done) return
+      received += chunk.byteLength
+      if (received > this.c.bodyLimitBytes) { fail(tooLarge(this.c.bodyLimitBytes), true); return }
+      chunks.push(Buffer.from(chunk.slice(0)))
+      if (isLast) {
+        ctx.raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)
+        run()
+      }
+    })
+  }
+}
+
+const EMPTY = Buffer.alloc(0)
+
+function rateLimited(decision: RateDecision, what: string): RegistryError {
+  return new RegistryError('rate_limited', `Rate limit of ${decision.limit} ${what} per minute exceeded; retry in ${decision.resetSeconds} s.`)
+}
+
+function tooLarge(limit: number): RegistryError {
+  return new RegistryError('body_too_large', `The request body exceeds ${limit} bytes.`)
+}

@@ -1,0 +1,210 @@
+#!/usr/bin/env node
+/**
+ * registry-node: start | init | keys. Run `registry-node help` for usage.
+ */
+import './polyfills.js'
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { ConfigError, configTemplate, loadConfig, parseFlags, SETTINGS } from './config.js'
+import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
+import { formatKey } from './identity/encoding.js'
+import { deriveAgentKeyPair, developerProofMessage } from './identity/hd.js'
+import { deriveId } from './identity/ids.js'
+import { generateKeyPair, keyPairFromSeed, sign, type KeyPair } from './identity/keys.js'
+import { loadOrCreateNodeIdentity } from './identity/node-identity.js'
+import { NODE_KEY_FILE, startRegistryNode } from './node.js'
+import { NODE_VERSION } from './version.js'
+
+const USAGE = `registry-node ${NODE_VERSION}: a peer-to-peer registry node for AI agents and services
+
+Usage:
+  registry-node start [flags]          run a node (npm start -- [flags])
+  registry-node init [flags]           create the node identity and a commented config file
+  registry-node keys new [--out FILE]  create a developer key
+  registry-node keys derive --developer FILE --index N [--type agent|service] [--out FILE]
+                                       derive an HD entity key and its developer proof
+  registry-node keys show --key FILE   print the IDs and public key of a key file
+  registry-node keys sign --key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)
+                                       sign a JSON body (canonical, signature inserted), a text or a file's bytes
+
+Flags of start and init (also config file keys and REGISTRY_NODE_* environment variables;
+precedence: defaults < config file < environment < flags):
+  --config FILE                        TOML config file (env REGISTRY_NODE_CONFIG)
+${SETTINGS.map(s => `  --${s.kind === 'boolean' ? `[no-]${s.flag}` : `${s.flag} ${s.kind === 'integer' ? 'N' : s.kind === 'list' ? 'A,B' : 'VALUE'}`}`.padEnd(39) + `${s.doc} Default: ${JSON.stringify(s.default)}.`).join('\n')}
+`
+
+interface KeyFile {
+  type: 'developer' | 'entity'
+  public_key: string
+  seed: string
+  developer_id?: string
+  entity_ids?: { agent: string; service: string }
+  index?: number
+  developer_proof?: { developer_public_key: string; agent_public_key: string; index: number; signature: string }
+}
+
+function print(value: unknown): void {
+  process.stdout.write((typeof value === 'string' ? value : JSON.stringify(value, null, 2)) + '\n')
+}
+
+function fail(message: string): never {
+  process.stderr.write(`registry-node: ${message}\n`)
+  process.exit(2)
+}
+
+function flag(argv: string[], name: string): string | undefined {
+  const i = argv.indexOf(`--${name}`)
+  if (i !== -1) return argv[i + 1]
+  const inline = argv.find(a => a.startsWith(`--${name}=`))
+  return inline?.slice(name.length + 3)
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(() => true, () => false)
+}
+
+async function readKeyFile(path: string): Promise<{ file: KeyFile; keyPair: KeyPair }> {
+  const file = JSON.parse(await readFile(path, 'utf8')) as KeyFile
+  const seed = Buffer.from(file.seed ?? '', 'base64')
+  if (seed.length !== 32) fail(`${path} is not a key file (seed must be 32 bytes of base64)`)
+  return { file, keyPair: keyPairFromSeed(seed) }
+}
+
+async function writeKeyFile(path: string, file: KeyFile): Promise<void> {
+  if (await exists(path)) fail(`${path} exists; refusing to overwrite a key file`)
+  await mkdir(dirname(path), { recursive: true })
+  await writeFile(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })
+}
+
+async function readInput(source: string): Promise<Buffer> {
+  if (source !== '-') return readFile(source)
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks)
+}
+
+async function keys(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv
+  switch (sub) {
+    case 'new': {
+      const keyPair = generateKeyPair()
+      const out = flag(rest, 'out') ?? 'keys/developer.json'
+      const file: KeyFile = { type: 'developer', developer_id: deriveId('developer', keyPair.publicKey), public_key: formatKey(keyPair.publicKey), seed: keyPair.seed.toString('base64') }
+      await writeKeyFile(out, file)
+      print({ key_file: out, developer_id: file.developer_id, public_key: file.public_key })
+      return
+    }
+    case 'derive': {
+      const developerPath = flag(rest, 'developer') ?? fail('keys derive needs --developer FILE')
+      const indexText = flag(rest, 'index') ?? fail('keys derive needs --index N (never defaulted)')
+      const index = Number(indexText)
+      if (!Number.isInteger(index) || index < 0 || index > 0xffff_ffff) fail('--index must be an unsigned 32-bit integer')
+      const { file: dev, keyPair: devKey } = await readKeyFile(developerPath)
+      if (dev.type !== 'developer') fail(`${developerPath} is not a developer key file`)
+      const agent = deriveAgentKeyPair(devKey.seed, index)
+      const type = flag(rest, 'type') ?? 'agent'
+      if (type !== 'agent' && type !== 'service') fail('--type must be agent or service')
+      const proof = {
+        developer_public_key: formatKey(devKey.publicKey),
+        agent_public_key: formatKey(agent.publicKey),
+        index,
+        signature: sign(devKey, developerProofMessage(agent.publicKey, index))
+      }
+      const entityIds = { agent: deriveId('agent', agent.publicKey), service: deriveId('service', agent.publicKey) }
+      const file: KeyFile = {
+        type: 'entity', public_key: formatKey(agent.publicKey), seed: agent.seed.toString('base64'),
+        developer_id: deriveId('developer', devKey.publicKey), entity_ids: entityIds, index, developer_proof: proof
+      }
+      const out = flag(rest, 'out')
+      if (out) await writeKeyFile(out, file)
+      print({ ...(out ? { key_file: out } : {}), entity_id: entityIds[type], entity_ids: entityIds, public_key: file.public_key, developer_id: file.developer_id, developer_proof: proof })
+      return
+    }
+    case 'show': {
+      const { file, keyPair } = await readKeyFile(flag(rest, 'key') ?? fail('keys show needs --key FILE'))
+      print({
+        type: file.type, public_key: formatKey(keyPair.publicKey), developer_id: file.developer_id,
+        ...(file.type === 'entity' ? { entity_ids: { agent: deriveId('agent', keyPair.publicKey), service: deriveId('service', keyPair.publicKey) }, index: file.index } : {})
+      })
+      return
+    }
+    case 'sign': {
+      const { file, keyPair } = await readKeyFile(flag(rest, 'key') ?? fail('keys sign needs --key FILE'))
+      const message = flag(rest, 'message')
+      const rawPath = flag(rest, 'raw')
+      const bodyPath = flag(rest, 'body')
+      if (message !== undefined) return print(sign(keyPair, message))
+      if (rawPath !== undefined) return print(sign(keyPair, await readInput(rawPath)))
+      if (bodyPath === undefined) fail('keys sign needs --body FILE|-, --message TEXT or --raw FILE')
+      let body: Record<string, unknown>
+      try {
+        body = JSON.parse((await readInput(bodyPath)).toString('utf8')) as Record<string, unknown>
+      } catch (err) {
+        fail(`the body is not JSON: ${(err as Error).message}`)
+      }
+      body.public_key ??= formatKey(keyPair.publicKey)
+      if (rest.includes('--with-proof')) {
+        if (!file.developer_proof) fail('--with-proof needs an entity key file made by keys derive --out')
+        body.developer_id ??= file.developer_id
+        body.developer_proof ??= file.developer_proof
+      }
+      const unsigned = withoutSignature(body)
+      print(canonicalJson({ ...unsigned, signature: sign(keyPair, canonicalJson(unsigned)) }))
+      return
+    }
+    default:
+      fail(`unknown keys subcommand ${sub ?? ''}; see registry-node help`)
+  }
+}
+
+async function init(argv: string[]): Promise<void> {
+  const config = await loadConfig({ argv })
+  const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
+  const configPath = parseFlags(argv).configFile ?? 'registry-node.toml'
+  const written = !(await exists(configPath)) || argv.includes('--force')
+  if (written) await writeFile(configPath, configTemplate({ data_dir: config.data_dir }))
+  print({
+    registry_id: identity.registryId,
+    public_key: identity.publicKey,
+    node_key: resolve(config.data_dir, NODE_KEY_FILE),
+    config_file: resolve(configPath),
+    config_written: written,
+    next: `registry-node start --config ${configPath}`
+  })
+}
+
+async function start(argv: string[]): Promise<void> {
+  const config = await loadConfig({ argv })
+  const node = await startRegistryNode(config)
+  process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
+  let signals = 0
+  const shutdown = (signal: string): void => {
+    if (++signals > 1) process.exit(130)
+    node.logger.info({ signal }, 'shutting down: draining in-flight writes')
+    node.stop().then(() => process.exit(0), err => {
+      process.stderr.write(`registry-node: shutdown failed: ${(err as Error).message}\n`)
+      process.exit(1)
+    })
+  }
+  process.on('SIGINT', () => shutdown('SIGINT'))
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  switch (command) {
+    case 'start': return start(rest)
+    case 'init': return init(rest)
+    case 'keys': return keys(rest)
+    case undefined: case 'help': case '--help': case '-h': return print(USAGE)
+    case '--version': case 'version': return print(NODE_VERSION)
+    default: fail(`unknown command ${command}; see registry-node help`)
+  }
+}
+
+main(process.argv.slice(2)).catch(err => {
+  if (err instanceof ConfigError) fail(err.message)
+  process.stderr.write(`registry-node: ${(err as Error).stack ?? String(err)}\n`)
+  process.exit(1)
+})
+

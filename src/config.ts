@@ -1,0 +1,219 @@
+/**
+ * Node configuration. One table of settings drives the defaults, the config file (TOML),
+ * environment variables, command-line flags, the commented file `init` writes and the README.
+ * Precedence: defaults < config file < environment < flags.
+ */
+import { readFile } from 'node:fs/promises'
+import { parse as parseToml } from 'smol-toml'
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
+
+export interface NodeConfig {
+  data_dir: string
+  host: string
+  name: string
+  http: { host: string; port: number; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
+  p2p: { port: number; bootstrap: string[] }
+  onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
+  rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
+  log: { level: LogLevel }
+  metrics: { enabled: boolean }
+  tombstones: { retention_days: number }
+  limits: { max_list_limit: number }
+}
+
+type Kind = 'string' | 'integer' | 'boolean' | 'list'
+
+export interface Setting {
+  /** Dotted path in the config object and the TOML file. */
+  key: string
+  kind: Kind
+  default: string | number | boolean | string[]
+  doc: string
+  /** Long flag without dashes; booleans also take `--no-<flag>`. */
+  flag: string
+  choices?: readonly string[]
+  min?: number
+  max?: number
+}
+
+export const ENV_PREFIX = 'REGISTRY_NODE_'
+
+export const SETTINGS: readonly Setting[] = [
+  { key: 'data_dir', kind: 'string', default: './data', flag: 'data', doc: 'Directory for the LMDB store and the node key.' },
+  { key: 'host', kind: 'string', default: 'localhost', flag: 'host', doc: 'Public host name of this node, used in FQANs (<host>/<handle>/<entity>) and as home_registry.' },
+  { key: 'name', kind: 'string', default: 'registry-node', flag: 'name', doc: 'Human-readable node name shown to peers and in /v1/network/status.' },
+  { key: 'http.host', kind: 'string', default: '0.0.0.0', flag: 'http-host', doc: 'Address the HTTP/WebSocket front listens on.' },
+  { key: 'http.port', kind: 'integer', default: 8080, flag: 'http-port', min: 0, max: 65535, doc: 'HTTP port (0 picks a free port).' },
+  { key: 'http.body_limit_bytes', kind: 'integer', default: 65536, flag: 'body-limit', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest accepted request body; larger bodies get 413 body_too_large.' },
+  { key: 'http.cors_origins', kind: 'list', default: ['*'], flag: 'cors-origins', doc: 'Origins allowed by CORS ("*" for any).' },
+  { key: 'http.trusted_proxies', kind: 'list', default: [], flag: 'trusted-proxies', doc: 'Proxy addresses or CIDRs whose X-Forwarded-For is believed; otherwise the socket address is the client.' },
+  { key: 'p2p.port', kind: 'integer', default: 4001, flag: 'p2p-port', min: 0, max: 65535, doc: 'libp2p TCP/WebSocket port (used by the mesh).' },
+  { key: 'p2p.bootstrap', kind: 'list', default: [], flag: 'bootstrap', doc: 'Bootstrap peer multiaddrs (repeatable).' },
+  { key: 'onboarding.mode', kind: 'string', default: 'open', flag: 'mode', choices: ['open', 'restricted'], doc: 'open: anyone may register developers; restricted: an operator approves developers through the admin webhook.' },
+  { key: 'onboarding.auth_url', kind: 'string', default: '', flag: 'auth-url', doc: 'Where restricted-mode clients are sent to be approved (reported by /v1/info).' },
+  { key: 'onboarding.webhook_secret', kind: 'string', default: '', flag: 'webhook-secret', doc: 'Bearer secret of the admin endpoints.' },
+  { key: 'rate_limit.enabled', kind: 'boolean', default: true, flag: 'rate-limit', doc: 'Enforce rate limits (--no-rate-limit for benchmarks and testnets).' },
+  { key: 'rate_limit.reads_per_minute', kind: 'integer', default: 60, flag: 'reads-per-minute', min: 1, doc: 'Open reads (GET, search, resolve) per client IP per minute.' },
+  { key: 'rate_limit.writes_per_minute', kind: 'integer', default: 10, flag: 'writes-per-minute', min: 1, doc: 'Signed writes per public key per minute.' },
+  { key: 'rate_limit.writes_per_ip_per_minute', kind: 'integer', default: 300, flag: 'writes-per-ip-per-minute', min: 1, doc: 'Signed writes per client IP per minute, whatever the key (bounds floods of fresh keys).' },
+  { key: 'log.level', kind: 'string', default: 'info', flag: 'log-level', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], doc: 'Log level (request logs are at info).' },
+  { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
+  { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
+  { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities.' }
+]
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+export function envName(setting: Setting): string {
+  return ENV_PREFIX + setting.key.replace(/\./g, '_').toUpperCase()
+}
+
+function coerce(setting: Setting, value: unknown, source: string): string | number | boolean | string[] {
+  const where = `${setting.key} (${source})`
+  switch (setting.kind) {
+    case 'string': {
+      if (typeof value !== 'string') throw new ConfigError(`${where}: expected a string`)
+      if (setting.choices && !setting.choices.includes(value)) throw new ConfigError(`${where}: expected one of ${setting.choices.join(', ')}`)
+      return value
+    }
+    case 'integer': {
+      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value
+      if (typeof n !== 'number' || !Number.isInteger(n)) throw new ConfigError(`${where}: expected an integer`)
+      if (setting.min !== undefined && n < setting.min) throw new ConfigError(`${where}: must be at least ${setting.min}`)
+      if (setting.max !== undefined && n > setting.max) throw new ConfigError(`${where}: must be at most ${setting.max}`)
+      return n
+    }
+    case 'boolean': {
+      if (typeof value === 'boolean') return value
+      if (typeof value === 'string' && /^(1|true|yes|on)$/i.test(value)) return true
+      if (typeof value === 'string' && /^(0|false|no|off)$/i.test(value)) return false
+      throw new ConfigError(`${where}: expected true or false`)
+    }
+    case 'list': {
+      if (typeof value === 'string') return value.split(',').map(s => s.trim()).filter(Boolean)
+      if (Array.isArray(value) && value.every(v => typeof v === 'string')) return value as string[]
+      throw new ConfigError(`${where}: expected a list of strings`)
+    }
+  }
+}
+
+function setPath(target: Record<string, unknown>, key: string, value: unknown): void {
+  const parts = key.split('.')
+  let node = target
+  for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as Record<string, unknown>
+  node[parts[parts.length - 1] as string] = value
+}
+
+function getPath(source: Record<string, unknown>, key: string): unknown {
+  let node: unknown = source
+  for (const part of key.split('.')) {
+    if (node === null || typeof node !== 'object') return undefined
+    node = (node as Record<string, unknown>)[part]
+  }
+  return node
+}
+
+export function defaultConfig(): NodeConfig {
+  const config: Record<string, unknown> = {}
+  for (const s of SETTINGS) setPath(config, s.key, structuredClone(s.default))
+  return config as unknown as NodeConfig
+}
+
+export interface ParsedFlags {
+  values: Map<Setting, unknown>
+  configFile?: string
+  positionals: string[]
+}
+
+const FLAG_INDEX = new Map(SETTINGS.map(s => [s.flag, s]))
+
+/** Parses `--flag value`, `--flag=value`, boolean `--flag`/`--no-flag`; list flags repeat or take commas. */
+export function parseFlags(argv: readonly string[]): ParsedFlags {
+  const values = new Map<Setting, unknown>()
+  const positionals: string[] = []
+  let configFile: string | undefined
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string
+    if (!arg.startsWith('--')) { positionals.push(arg); continue }
+    const eq = arg.indexOf('=')
+    let name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
+    let inline: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1)
+    const takeValue = (): string => {
+      if (inline !== undefined) return inline
+      const next = argv[i + 1]
+      if (next === undefined || next.startsWith('--')) throw new ConfigError(`--${name} needs a value`)
+      i++
+      return next
+    }
+    if (name === 'config') { configFile = takeValue(); continue }
+    let setting = FLAG_INDEX.get(name)
+    if (!setting && name.startsWith('no-')) {
+      const positive = FLAG_INDEX.get(name.slice(3))
+      if (positive?.kind === 'boolean') { values.set(positive, false); continue }
+    }
+    if (!setting) throw new ConfigError(`unknown flag --${name}`)
+    if (setting.kind === 'boolean') { values.set(setting, inline === undefined ? true : coerce(setting, inline, `--${name}`)); continue }
+    const value = coerce(setting, takeValue(), `--${name}`)
+    if (setting.kind === 'list') values.set(setting, [...((values.get(setting) as string[] | undefined) ?? []), ...(value as string[])])
+    else values.set(setting, value)
+    name = ''
+  }
+  return configFile === undefined ? { values, positionals } : { values, positionals, configFile }
+}
+
+export interface LoadOptions {
+  argv?: readonly string[]
+  env?: NodeJS.ProcessEnv
+}
+
+/** Builds the configuration from defaults, the config file, the environment and flags, in that order. */
+export async function loadConfig({ argv = [], env = process.env }: LoadOptions = {}): Promise<NodeConfig> {
+  const flags = parseFlags(argv)
+  const config = defaultConfig() as unknown as Record<string, unknown>
+  const file = flags.configFile ?? env[ENV_PREFIX + 'CONFIG']
+  if (file) {
+    let parsed: Record<string, unknown>
+    try {
+      parsed = parseToml(await readFile(file, 'utf8')) as Record<string, unknown>
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`)
+    }
+    for (const s of SETTINGS) {
+      const v = getPath(parsed, s.key)
+      if (v !== undefined) setPath(config, s.key, coerce(s, v, file))
+    }
+  }
+  for (const s of SETTINGS) {
+    const v = env[envName(s)]
+    if (v !== undefined && v !== '') setPath(config, s.key, coerce(s, v, envName(s)))
+  }
+  for (const [s, v] of flags.values) setPath(config, s.key, v)
+  return config as unknown as NodeConfig
+}
+
+function tomlValue(value: Setting['default']): string {
+  return JSON.stringify(value)
+}
+
+/** The commented config file `registry-node init` writes: every setting at its default. */
+export function configTemplate(overrides: Partial<Record<string, Setting['default']>> = {}): string {
+  const lines = [
+    '# registry-node configuration (TOML).',
+    '# Precedence: defaults < this file < environment (REGISTRY_NODE_<SECTION>_<KEY>) < command-line flags.',
+    ''
+  ]
+  let section = ''
+  for (const s of SETTINGS) {
+    const dot = s.key.lastIndexOf('.')
+    const sec = dot === -1 ? '' : s.key.slice(0, dot)
+    const leaf = dot === -1 ? s.key : s.key.slice(dot + 1)
+    if (sec !== section) { lines.push('', `[${sec}]`); section = sec }
+    lines.push(`# ${s.doc} (flag --${s.flag}, env ${envName(s)})`)
+    const value = overrides[s.key] ?? s.default
+    lines.push(`${overrides[s.key] === undefined ? '# ' : ''}${leaf} = ${tomlValue(value)}`)
+  }
+  return lines.join('\n') + '\n'
+}

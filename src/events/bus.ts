@@ -1,0 +1,28 @@
+/**
+ * The node's internal event bus. Publishing never waits for subscribers: each subscriber is
+ * called synchronously and must not block (the activity stream buffers per subscriber).
+ */
+export interface RegistryEvent {
+  type: string
+  timestamp: string
+  data: Record<string, unknown>
+}
+
+export type EventListener = (event: RegistryEvent) => void
+
+export class EventBus {
+  private readonly listeners = new Set<EventListener>()
+
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  publish(type: string, data: Record<string, unknown>): void {
+    if (this.listeners.size === 0) return
+    const event: RegistryEvent = { type, timestamp: new Date().toISOString(), data }
+    for (const listener of this.listeners) {
+      try { listener(event) } catch { /* a failing subscriber must not affect the others */ }
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The composition root: builds every component from the configuration, starts them in order and
+ * stops them in reverse. Tests build nodes with a temp data dir and port 0.
+ */
+import './polyfills.js'
+import { join } from 'node:path'
+import type { Logger } from 'pino'
+import { ClientIpResolver } from './api/client-ip.js'
+import { Cors } from './api/cors.js'
+import type { RouteDefinition } from './api/http.js'
+import { NodeMetrics } from './api/metrics.js'
+import { FixedWindowLimiter } from './api/rate-limit.js'
+import { developerRoutes } from './api/routes/developers.js'
+import { entityRoutes } from './api/routes/entities.js'
+import { documentationRoutes, nodeRoutes } from './api/routes/node.js'
+import { HttpServer } from './api/server.js'
+import type { NodeConfig } from './config.js'
+import { EventBus } from './events/bus.js'
+import { loadOrCreateNodeIdentity, type NodeIdentity } from './identity/node-identity.js'
+import { createLogger } from './logger.js'
+import { EntityCatalog } from './services/catalog.js'
+import { DeveloperService } from './services/developers.js'
+import { EntityService } from './services/entities.js'
+import { WriteTracker } from './services/write-tracker.js'
+import { RegistryStore } from './store/registry-store.js'
+
+export const NODE_KEY_FILE = 'node-key.json'
+const TOMBSTONE_PURGE_INTERVAL_MS = 60 * 60 * 1000
+
+export interface RegistryNode {
+  readonly config: NodeConfig
+  readonly identity: NodeIdentity
+  readonly logger: Logger
+  readonly bus: EventBus
+  readonly entities: EntityService
+  readonly developers: DeveloperService
+  /** The bound HTTP port (useful with port 0). */
+  readonly httpPort: number
+  readonly url: string
+  stop(): Promise<void>
+}
+
+export interface NodeOptions {
+  logger?: Logger
+  now?: () => Date
+}
+
+export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
+  const logger = options.logger ?? createLogger(config.log.level)
+  const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
+  const store = await RegistryStore.open(config.data_dir)
+  const bus = new EventBus()
+  const catalog = new EntityCatalog()
+  catalog.load(store.allEntities())
+  const writes = new WriteTracker()
+  const settings = {
+    host: config.host,
+    mode: config.onboarding.mode,
+    tombstoneRetentionMs: config.tombstones.retention_days * 86_400_000
+  }
+  const now = options.now
+  const developers = new DeveloperService({ store, identity, bus, catalog, writes, settings, ...(now ? { now } : {}) })
+  const entities = new EntityService({ store, identity, bus, catalog, developers, writes, settings, ...(now ? { now } : {}) })
+
+  const metrics = config.metrics.enabled ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count }) : null
+  const routes: RouteDefinition[] = [
+    ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => 0 }),
+    ...entityRoutes(entities, { maxListLimit: config.limits.max_list_limit }),
+    ...developerRoutes(developers, entities, { maxListLimit: config.limits.max_list_limit })
+  ]
+  const rl = config.rate_limit
+  const http = new HttpServer({
+    routes: documentationRoutes(routes, metrics),
+    logger,
+    cors: new Cors(config.http.cors_origins),
+    clientIp: new ClientIpResolver(config.http.trusted_proxies),
+    limiters: rl.enabled
+      ? { reads: new FixedWindowLimiter(rl.reads_per_minute), writes: new FixedWindowLimiter(rl.writes_per_minute), writesPerIp: new FixedWindowLimiter(rl.writes_per_ip_per_minute) }
+      : null,
+    metrics,
+    bodyLimitBytes: config.http.body_limit_bytes
+  })
+
+  const purge = async (): Promise<void> => {
+    try {
+      const purged = await store.purgeExpiredTombstones(new Date())
+      if (purged > 0) logger.info({ purged }, 'expired tombstones purged')
+    } catch (err) {
+      logger.error({ err }, 'tombstone purge failed')
+    }
+  }
+  await purge()
+  const purgeTimer = setInterval(() => { void purge() }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
+
+  let port: number
+  try {
+    port = await http.listen(config.http.host, config.http.port)
+  } catch (err) {
+    clearInterval(purgeTimer)
+    await store.close()
+    throw err
+  }
+  const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
+  const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
+  logger.info({ url, registry_id: identity.registryId, entities: catalog.size, developers: developers.count }, 'node started')
+
+  let stopping: Promise<void> | null = null
+  return {
+    config, identity, logger, bus, entities, developers, httpPort: port, url,
+    stop() {
+      stopping ??= (async () => {
+        http.close()
+        clearInterval(purgeTimer)
+        await writes.drain()
+        await store.close()
+        logger.info('node stopped')
+        logger.flush()
+      })()
+      return stopping
+    }
+  }
+}

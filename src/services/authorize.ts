@@ -1,0 +1,79 @@
+/**
+ * Authorization of updates and deletions, in every form COMPAT.md lists. Returns how the
+ * signature was carried and which form verified, which the operation keeps for re-verification.
+ */
+import { RegistryError } from '../errors.js'
+import { parseAuthorization, type SignerRole } from '../identity/authorization.js'
+import { parseSignature } from '../identity/encoding.js'
+import { verifyBodySignedUpdate, verifyDeletion, verifyRawBody } from '../identity/verifiers.js'
+import type { OperationAuth } from '../store/records.js'
+
+export interface Credentials {
+  authorization?: string | undefined
+  xSignature?: string | undefined
+}
+
+/** The keys allowed to sign for a record: its own, and its owning developer's when it has one. */
+export interface SignerKeys {
+  self: Buffer
+  developer: Buffer | null
+}
+
+function keyFor(keys: SignerKeys, role: SignerRole): Buffer {
+  const key = role === 'self' ? keys.self : keys.developer
+  if (!key) throw new RegistryError('signature_invalid', 'Bearer-Dev was used but this record has no owning developer.')
+  return key
+}
+
+function signers(keys: SignerKeys): [SignerRole, Buffer][] {
+  return keys.developer ? [['self', keys.self], ['developer', keys.developer]] : [['self', keys.self]]
+}
+
+function headerSignature(credentials: Credentials) {
+  const auth = parseAuthorization(credentials.authorization)
+  if (auth === undefined) throw new RegistryError('signature_invalid', 'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>" or "Bearer-Dev ed25519:<base64 signature>".')
+  return auth
+}
+
+/** Update: Authorization over the raw body, or the body's own `signature` over its canonical JSON. */
+export function authorizeUpdate(credentials: Credentials, keys: SignerKeys, rawBody: Uint8Array, body: Record<string, unknown>): OperationAuth {
+  const auth = headerSignature(credentials)
+  if (auth) {
+    const key = keyFor(keys, auth.role)
+    const form = verifyRawBody(rawBody, key, auth.signature) ?? verifyBodySignedUpdate(body, key, auth.signature)
+    if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify against the ${auth.role === 'self' ? "record's" : "owning developer's"} key over the request body.`)
+    return { carrier: 'authorization', signer: auth.role, signature: 'ed25519:' + auth.signature.toString('base64'), form }
+  }
+  if (typeof body.signature === 'string') {
+    const signature = parseSignature(body.signature)
+    if (signature) {
+      for (const [role, key] of signers(keys)) {
+        const form = verifyBodySignedUpdate(body, key, signature)
+        if (form) return { carrier: 'body', signer: role, signature: body.signature, form }
+      }
+    }
+    throw new RegistryError('signature_invalid', 'The body signature does not verify over the canonical JSON of the body without `signature`.', 'signature')
+  }
+  throw new RegistryError('authorization_required')
+}
+
+/** Deletion: Authorization or X-Signature over the ID (deployed) or the URL path (spec). */
+export function authorizeDeletion(credentials: Credentials, keys: SignerKeys, id: string, path: string): OperationAuth {
+  const auth = headerSignature(credentials)
+  if (auth) {
+    const form = verifyDeletion(id, path, keyFor(keys, auth.role), auth.signature)
+    if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`)
+    return { carrier: 'authorization', signer: auth.role, signature: 'ed25519:' + auth.signature.toString('base64'), form }
+  }
+  if (credentials.xSignature) {
+    const text = credentials.xSignature.replace(/^bearer\s+/i, '').trim()
+    const signature = parseSignature(text)
+    if (!signature) throw new RegistryError('signature_invalid', 'Malformed X-Signature header: expected ed25519:<base64 signature>.')
+    for (const [role, key] of signers(keys)) {
+      const form = verifyDeletion(id, path, key, signature)
+      if (form) return { carrier: 'x-signature', signer: role, signature: text, form }
+    }
+    throw new RegistryError('signature_invalid', 'The X-Signature does not verify over the URL path or the ID.')
+  }
+  throw new RegistryError('authorization_required')
+}

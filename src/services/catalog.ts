@@ -1,0 +1,106 @@
+import type { EntityRecord, EntityType } from '../store/records.js'
+
+interface Facets {
+  type: EntityType
+  category: string
+  developerId: string | null
+}
+
+export interface CatalogQuery {
+  type?: EntityType | undefined
+  category?: string | undefined
+  developerId?: string | undefined
+  offset: number
+  limit: number
+}
+
+/**
+ * In-memory facets of the live entities (type, category, developer) in registration order, so
+ * listings and counts never scan LMDB. Rebuilt from the store at start.
+ */
+export class EntityCatalog {
+  private readonly facets = new Map<string, Facets>()
+  private readonly byType = new Map<string, Set<string>>()
+  private readonly byCategory = new Map<string, Set<string>>()
+  private readonly byDeveloper = new Map<string, Set<string>>()
+
+  load(records: Iterable<EntityRecord>): void {
+    const sorted = [...records].sort((a, b) => a.registered_at.localeCompare(b.registered_at))
+    for (const r of sorted) this.upsert(r)
+  }
+
+  get size(): number { return this.facets.size }
+
+  count(type: EntityType): number { return this.byType.get(type)?.size ?? 0 }
+
+  countByDeveloper(developerId: string): number { return this.byDeveloper.get(developerId)?.size ?? 0 }
+
+  has(id: string): boolean { return this.facets.has(id) }
+
+  upsert(record: EntityRecord): void {
+    const previous = this.facets.get(record.entity_id)
+    const next: Facets = { type: record.type, category: record.category.toLowerCase(), developerId: record.developer_id }
+    if (previous) this.unindex(record.entity_id, previous)
+    this.facets.set(record.entity_id, next)
+    add(this.byType, next.type, record.entity_id)
+    add(this.byCategory, next.category, record.entity_id)
+    if (next.developerId) add(this.byDeveloper, next.developerId, record.entity_id)
+  }
+
+  remove(id: string): void {
+    const previous = this.facets.get(id)
+    if (!previous) return
+    this.unindex(id, previous)
+    this.facets.delete(id)
+  }
+
+  /** IDs of one page and the total matching the filters. */
+  list(q: CatalogQuery): { ids: string[]; total: number } {
+    const candidates: Iterable<string>[] = []
+    if (q.type) candidates.push(this.byType.get(q.type) ?? [])
+    if (q.category !== undefined) candidates.push(this.byCategory.get(q.category.toLowerCase()) ?? [])
+    if (q.developerId !== undefined) candidates.push(this.byDeveloper.get(q.developerId) ?? [])
+    const source = candidates.length === 0 ? this.facets.keys() : smallest(candidates)
+    const ids: string[] = []
+    let total = 0
+    for (const id of source) {
+      const f = this.facets.get(id)
+      if (!f) continue
+      if (q.type && f.type !== q.type) continue
+      if (q.category !== undefined && f.category !== q.category.toLowerCase()) continue
+      if (q.developerId !== undefined && f.developerId !== q.developerId) continue
+      if (total >= q.offset && ids.length < q.limit) ids.push(id)
+      total++
+    }
+    return { ids, total }
+  }
+
+  private unindex(id: string, f: Facets): void {
+    del(this.byType, f.type, id)
+    del(this.byCategory, f.category, id)
+    if (f.developerId) del(this.byDeveloper, f.developerId, id)
+  }
+}
+
+function add(index: Map<string, Set<string>>, key: string, id: string): void {
+  let set = index.get(key)
+  if (!set) index.set(key, (set = new Set()))
+  set.add(id)
+}
+
+function del(index: Map<string, Set<string>>, key: string, id: string): void {
+  const set = index.get(key)
+  if (!set) return
+  set.delete(id)
+  if (set.size === 0) index.delete(key)
+}
+
+function smallest(sets: Iterable<string>[]): Iterable<string> {
+  let best = sets[0] as Iterable<string>
+  for (const s of sets) if (size(s) < size(best)) best = s
+  return best
+}
+
+function size(s: Iterable<string>): number {
+  return s instanceof Set ? s.size : Array.isArray(s) ? s.length : Infinity
+}

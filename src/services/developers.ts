@@ -1,0 +1,236 @@
+/**
+ * Developers: registration (open mode), profile updates, deregistration and reads. Writes follow
+ * the same verify → commit signed operation → acknowledge path as entities.
+ */
+import { RegistryError } from '../errors.js'
+import { formatKey, parsePublicKey, parseSignature } from '../identity/encoding.js'
+import { deriveId } from '../identity/ids.js'
+import type { NodeIdentity } from '../identity/node-identity.js'
+import { verifyDeveloperRegistration } from '../identity/verifiers.js'
+import type { EventBus } from '../events/bus.js'
+import type { RegistryStore, WriteTransaction } from '../store/registry-store.js'
+import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
+import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
+import { validate } from '../wire/validate.js'
+import { authorizeDeletion, authorizeUpdate } from './authorize.js'
+import type { EntityCatalog } from './catalog.js'
+import type { WriteRequest } from './entities.js'
+import { sealOperation, signatureFingerprint } from './operations.js'
+import { checkUrl } from './validation.js'
+import type { WriteTracker } from './write-tracker.js'
+
+export interface DeveloperServiceComponents {
+  store: RegistryStore
+  identity: NodeIdentity
+  bus: EventBus
+  catalog: EntityCatalog
+  writes: WriteTracker
+  settings: { host: string; mode: 'open' | 'restricted'; tombstoneRetentionMs: number }
+  now?: () => Date
+}
+
+export class DeveloperService {
+  private readonly now: () => Date
+  private developerCount = 0
+
+  constructor(private readonly c: DeveloperServiceComponents) {
+    this.now = c.now ?? (() => new Date())
+    for (const _ of c.store.allDevelopers()) this.developerCount++
+  }
+
+  get count(): number { return this.developerCount }
+
+  require(id: string): DeveloperRecord {
+    const record = this.c.store.getDeveloper(id)
+    if (!record) throw new RegistryError('developer_not_found', `No developer ${id} is registered on this node.`)
+    return record
+  }
+
+  view(record: DeveloperRecord): DeveloperRecordView {
+    return {
+      developer_id: record.developer_id,
+      name: record.name,
+      public_key: record.public_key,
+      signature: record.signature,
+      github: record.github,
+      profile_url: record.profile_url,
+      dev_handle: record.dev_handle,
+      handle: record.dev_handle,
+      dev_handle_verified: record.dev_handle_verified,
+      verification_method: record.verification_method,
+      verification_proof: record.verification_proof,
+      entity_count: this.c.catalog.countByDeveloper(record.developer_id),
+      implicit: record.implicit,
+      home_registry: record.home_registry,
+      registered_at: record.registered_at,
+      created_at: record.registered_at,
+      updated_at: record.updated_at,
+      schema_version: record.schema_version
+    }
+  }
+
+  async register(req: WriteRequest): Promise<{ developer_id: string; message: string; name: string; public_key: string }> {
+    if (this.c.settings.mode === 'restricted') {
+      throw new RegistryError('onboarding_required', 'Developer self-registration is disabled on this node; ask its operator for approval (see auth_url in GET /v1/info).')
+    }
+    const body = validate(DeveloperRegistrationRequest, req.body)
+    if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
+    const publicKey = parsePublicKey(body.public_key) as Buffer
+    const form = verifyDeveloperRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer)
+    if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
+    const developerId = deriveId('developer', publicKey)
+    const now = this.now().toISOString()
+    const fingerprint = signatureFingerprint(body.signature)
+    const op = sealOperation(this.c.identity, {
+      kind: 'developer.register',
+      subject: developerId,
+      body: req.raw,
+      path: req.path,
+      auth: { carrier: 'body', signer: 'self', signature: body.signature, form },
+      accepted_at: now,
+      origin: this.c.identity.registryId
+    })
+    let created = false
+    await this.c.writes.run(() => this.c.store.commit(tx => {
+      const existing = tx.getDeveloper(developerId)
+      if (existing && !existing.implicit) throw new RegistryError('developer_exists', `${developerId} is already registered; update it with PUT /v1/developers/${developerId}.`)
+      const tombstone = tx.getTombstone(developerId)
+      if (tombstone?.registration_signatures.includes(fingerprint)) throw new RegistryError('developer_deregistered')
+      if (tombstone) { tx.deleteTombstone(developerId); tx.dropOperations(developerId) }
+      created = !existing
+      tx.appendOperation(op)
+      tx.putDeveloper({
+        developer_id: developerId,
+        name: body.name,
+        public_key: formatKey(publicKey),
+        signature: body.signature,
+        github: body.github || null,
+        profile_url: body.profile_url || null,
+        dev_handle: null,
+        dev_handle_verified: false,
+        verification_method: null,
+        verification_proof: null,
+        home_registry: this.c.settings.host,
+        registered_at: existing?.registered_at ?? now,
+        updated_at: now,
+        schema_version: SCHEMA_VERSION,
+        implicit: false,
+        registration_signatures: [...(tombstone?.registration_signatures ?? []), ...(existing?.registration_signatures ?? []), fingerprint]
+      })
+    }))
+    if (created) this.developerCount++
+    this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, implicit: false })
+    return { developer_id: developerId, message: 'developer registered', name: body.name, public_key: formatKey(publicKey) }
+  }
+
+  async update(id: string, req: WriteRequest): Promise<DeveloperRecord> {
+    const existing = this.require(id)
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
+    const raw = req.body as Record<string, unknown>
+    for (const field of ['developer_id', 'public_key'] as const) {
+      if (raw[field] !== undefined && raw[field] !== existing[field] && formatKeyIfKey(raw[field]) !== existing[field]) {
+        throw new RegistryError('field_immutable', `${field} cannot be changed.`, field)
+      }
+    }
+    const body = validate(DeveloperUpdateRequest, raw)
+    if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
+    const auth = authorizeUpdate(req.credentials ?? {}, { self: parsePublicKey(existing.public_key) as Buffer, developer: null }, req.raw, raw)
+    const now = this.now().toISOString()
+    const next: DeveloperRecord = { ...existing, updated_at: now, signature: auth.signature }
+    if (body.name != null) { next.name = body.name; next.implicit = false }
+    if (body.github != null) next.github = body.github || null
+    if (body.profile_url != null) next.profile_url = body.profile_url || null
+    const op = sealOperation(this.c.identity, { kind: 'developer.update', subject: id, body: req.raw, path: req.path, auth, accepted_at: now, origin: this.c.identity.registryId })
+    await this.c.writes.run(() => this.c.store.commit(tx => {
+      if (!tx.getDeveloper(id)) throw new RegistryError('developer_not_found')
+      tx.appendOperation(op)
+      tx.putDeveloper(next)
+    }))
+    this.c.bus.publish('developer_updated', { developer_id: id, name: next.name })
+    return next
+  }
+
+  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ developer_id: string; message: string }> {
+    const existing = this.require(id)
+    const auth = authorizeDeletion(req.credentials ?? {}, { self: parsePublicKey(existing.public_key) as Buffer, developer: null }, id, req.path)
+    const owned = this.c.catalog.countByDeveloper(id)
+    if (owned > 0) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
+    const now = this.now()
+    const deletedAt = now.toISOString()
+    const op = sealOperation(this.c.identity, { kind: 'developer.deregister', subject: id, body: null, path: req.path, auth, accepted_at: deletedAt, origin: this.c.identity.registryId })
+    await this.c.writes.run(() => this.c.store.commit(tx => {
+      const current = tx.getDeveloper(id)
+      if (!current) throw new RegistryError('developer_not_found')
+      tx.deleteDeveloper(id)
+      tx.dropOperations(id)
+      tx.appendOperation(op)
+      tx.putTombstone({
+        subject: id,
+        kind: 'developer',
+        deleted_at: deletedAt,
+        expires_at: new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString(),
+        registration_signatures: current.registration_signatures
+      })
+    }))
+    this.developerCount--
+    this.c.bus.publish('developer_deregistered', { developer_id: id })
+    return { developer_id: id, message: 'developer deregistered' }
+  }
+
+  /**
+   * Inside an entity registration's transaction: the proof's developer must exist; in open mode
+   * an unknown one comes into being, recorded as an operation derived from the registration.
+   * Returns whether it was created (then call `implicitCommitted` after the commit).
+   */
+  ensureForProof(tx: WriteTransaction, proof: ProofSigner, registration: Operation, now: string): boolean {
+    if (tx.getDeveloper(proof.developerId)) return false
+    if (tx.getTombstone(proof.developerId)) {
+      throw new RegistryError('developer_deregistered', `Developer ${proof.developerId} was deregistered; register the developer again (POST /v1/developers) first.`, 'developer_id')
+    }
+    if (this.c.settings.mode === 'restricted') {
+      throw new RegistryError('onboarding_required', `Developer ${proof.developerId} is not registered on this node, and this node only admits approved developers.`, 'developer_id')
+    }
+    tx.putDeveloper({
+      developer_id: proof.developerId,
+      name: null,
+      public_key: formatKey(proof.developerKey),
+      signature: null,
+      github: null,
+      profile_url: null,
+      dev_handle: null,
+      dev_handle_verified: false,
+      verification_method: null,
+      verification_proof: null,
+      home_registry: this.c.settings.host,
+      registered_at: now,
+      updated_at: now,
+      schema_version: SCHEMA_VERSION,
+      implicit: true,
+      registration_signatures: []
+    })
+    tx.appendOperation(sealOperation(this.c.identity, {
+      ...registration,
+      kind: 'developer.implicit',
+      subject: proof.developerId,
+      auth: { carrier: 'proof', signer: 'developer', signature: proof.signature, form: 'proof' }
+    }))
+    return true
+  }
+
+  implicitCommitted(developerId: string): void {
+    this.developerCount++
+    this.c.bus.publish('developer_registered', { developer_id: developerId, implicit: true })
+  }
+}
+
+export interface ProofSigner {
+  developerId: string
+  developerKey: Buffer
+  signature: string
+}
+
+function formatKeyIfKey(value: unknown): string | null {
+  if (typeof value !== 'string') return null
+  const raw = parsePublicKey(value)
+  return raw ? formatKey(raw) : null
+}

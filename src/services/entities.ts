@@ -1,0 +1,334 @@
+/**
+ * Entities: registration, update, deregistration, reads and listings. Every write is verified
+ * (the owner's signature in any accepted form, the developer proof), committed as a signed
+ * operation together with the record in one transaction, and only then acknowledged.
+ */
+import { RegistryError, invalidField } from '../errors.js'
+import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.js'
+import { deriveId } from '../identity/ids.js'
+import type { NodeIdentity } from '../identity/node-identity.js'
+import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
+import type { EventBus } from '../events/bus.js'
+import type { RegistryStore } from '../store/registry-store.js'
+import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType, type PricingModel } from '../store/records.js'
+import { validate } from '../wire/validate.js'
+import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
+import { authorizeDeletion, authorizeUpdate, type Credentials } from './authorize.js'
+import type { EntityCatalog } from './catalog.js'
+import type { DeveloperService } from './developers.js'
+import { sealOperation, signatureFingerprint } from './operations.js'
+import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
+import type { WriteTracker } from './write-tracker.js'
+
+export const DEFAULT_VERSION = '0.1.0'
+export const DEFAULT_TTL = 86_400
+
+export interface EntityServiceComponents {
+  store: RegistryStore
+  identity: NodeIdentity
+  bus: EventBus
+  catalog: EntityCatalog
+  developers: DeveloperService
+  writes: WriteTracker
+  settings: { host: string; mode: 'open' | 'restricted'; tombstoneRetentionMs: number }
+  now?: () => Date
+}
+
+/** A write as it arrived: the exact body bytes, the parsed body, the path and signature headers. */
+export interface WriteRequest {
+  raw: Uint8Array
+  body: unknown
+  path: string
+  credentials?: Credentials
+}
+
+export interface RegistrationResult {
+  entity_id: string
+  message: string
+  status: 'active'
+  fqan: string | null
+  name_binding?: { requested: string; bound: boolean; fqan: string | null; reason: string | null; message: string }
+}
+
+interface VerifiedProof {
+  developerId: string
+  developerKey: Buffer
+  stored: DeveloperProof
+}
+
+export class EntityService {
+  private readonly now: () => Date
+
+  constructor(private readonly c: EntityServiceComponents) {
+    this.now = c.now ?? (() => new Date())
+  }
+
+  get(id: string): EntityRecord | undefined {
+    return this.c.store.getEntity(id)
+  }
+
+  require(id: string): EntityRecord {
+    const record = this.c.store.getEntity(id)
+    if (!record) throw new RegistryError('entity_not_found', `No entity ${id} is registered on this node.`)
+    return record
+  }
+
+  view(record: EntityRecord): EntityRecordView {
+    return {
+      entity_id: record.entity_id,
+      name: record.name,
+      type: record.type,
+      entity_type: record.type,
+      category: record.category,
+      summary: record.summary,
+      version: record.version,
+      tags: record.tags,
+      public_key: record.public_key,
+      signature: record.signature,
+      entity_url: record.entity_url,
+      service_endpoint: record.service_endpoint,
+      openapi_url: record.openapi_url,
+      codebase_hash: record.codebase_hash,
+      developer_id: record.developer_id,
+      owner: record.developer_id,
+      entity_index: record.entity_index,
+      developer_proof: record.developer_proof,
+      capability_summary: record.capability_summary,
+      pricing_model: record.pricing_model,
+      entity_pricing: record.pricing_model,
+      entity_name: record.entity_name,
+      fqan: null,
+      developer_handle: null,
+      status: record.status,
+      last_heartbeat: record.last_heartbeat,
+      ttl: record.ttl,
+      registered_at: record.registered_at,
+      updated_at: record.updated_at,
+      home_registry: record.home_registry,
+      schema_version: record.schema_version
+    }
+  }
+
+  list(q: { type?: EntityType | undefined; category?: string | undefined; developerId?: string | undefined; offset: number; limit: number }): { records: EntityRecord[]; total: number } {
+    const { ids, total } = this.c.catalog.list(q)
+    const records: EntityRecord[] = []
+    for (const id of ids) {
+      const r = this.c.store.getEntity(id)
+      if (r) records.push(r)
+    }
+    return { records, total }
+  }
+
+  async register(req: WriteRequest): Promise<RegistrationResult> {
+    const body = validate(RegistrationRequest, req.body)
+    const type: EntityType = eitherSpelling(body.type, body.entity_type, 'type', 'entity_type') ?? 'agent'
+    const name = body.name ?? body.entity_name
+    if (name === undefined || name === null) throw invalidField('name', 'is required (also accepted as entity_name)')
+    if (name.length === 0 || name.length > ENTITY_LIMITS.name) throw invalidField('name', `must be 1 to ${ENTITY_LIMITS.name} characters`)
+    const publicKey = parsePublicKey(body.public_key) as Buffer
+    const signature = parseSignature(body.signature) as Buffer
+    const entityId = deriveId(type, publicKey)
+    const reachability = checkReachability(type, body.entity_url ?? null, body.service_endpoint ?? null, body.openapi_url ?? null)
+    checkCapabilitySummary(body.capability_summary)
+    const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
+    const proofInput = body.developer_proof ?? null
+    if (body.developer_id && !proofInput) throw invalidField('developer_proof', 'is required when developer_id is given')
+
+    const form = verifyEntityRegistration(body as Record<string, unknown>, publicKey, signature)
+    if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
+    const proof = proofInput ? this.verifyProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+
+    const now = this.now().toISOString()
+    const fingerprint = signatureFingerprint(body.signature)
+    const op = sealOperation(this.c.identity, {
+      kind: 'entity.register',
+      subject: entityId,
+      body: req.raw,
+      path: req.path,
+      auth: { carrier: 'body', signer: 'self', signature: body.signature, form },
+      accepted_at: now,
+      origin: this.c.identity.registryId
+    })
+
+    const record: EntityRecord = {
+      entity_id: entityId,
+      type,
+      name,
+      category: body.category,
+      summary: body.summary ?? '',
+      version: body.version ?? DEFAULT_VERSION,
+      tags: body.tags ?? [],
+      public_key: formatKey(publicKey),
+      signature: body.signature,
+      ...reachability,
+      codebase_hash: body.codebase_hash ?? null,
+      developer_id: proof?.developerId ?? null,
+      entity_index: proof?.stored.index ?? body.entity_index ?? null,
+      developer_proof: proof?.stored ?? null,
+      capability_summary: body.capability_summary ?? null,
+      pricing_model: (pricing as PricingModel | null) ?? null,
+      entity_name: body.entity_name ?? null,
+      ttl: body.ttl ?? DEFAULT_TTL,
+      status: 'active',
+      last_heartbeat: null,
+      registered_at: now,
+      updated_at: now,
+      home_registry: this.c.settings.host,
+      schema_version: SCHEMA_VERSION,
+      registration_signatures: [fingerprint]
+    }
+
+    let createdDeveloper = false
+    await this.c.writes.run(() => this.c.store.commit(tx => {
+      if (tx.getEntity(entityId)) throw new RegistryError('entity_exists', `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`)
+      const tombstone = tx.getTombstone(entityId)
+      if (tombstone) {
+        if (tombstone.registration_signatures.includes(fingerprint)) throw new RegistryError('entity_deregistered')
+        record.registration_signatures = [...tombstone.registration_signatures, fingerprint]
+        tx.deleteTombstone(entityId)
+        tx.dropOperations(entityId)
+      }
+      if (proof) createdDeveloper = this.c.developers.ensureForProof(tx, { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature }, op, now)
+      tx.appendOperation(op)
+      tx.putEntity(record)
+    }))
+
+    this.c.catalog.upsert(record)
+    if (createdDeveloper && proof) this.c.developers.implicitCommitted(proof.developerId)
+    this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id })
+
+    const result: RegistrationResult = { entity_id: entityId, message: `${type} registered`, status: 'active', fqan: null }
+    if (record.entity_name) {
+      result.name_binding = {
+        requested: record.entity_name,
+        bound: false,
+        fqan: null,
+        reason: 'no_handle',
+        message: 'No FQAN was bound: the developer has no handle on this node. The registration itself succeeded.'
+      }
+    }
+    return result
+  }
+
+  async update(id: string, req: WriteRequest): Promise<EntityRecord> {
+    const existing = this.require(id)
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
+    const raw = req.body as Record<string, unknown>
+    rejectImmutable(existing, raw)
+    const body = validate(UpdateRequest, raw)
+    const auth = authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw)
+
+    const next: EntityRecord = { ...existing }
+    if (body.name != null) next.name = body.name
+    if (body.category != null) next.category = body.category
+    if (body.summary != null) next.summary = body.summary
+    if (body.version != null) next.version = body.version
+    if (body.tags != null) next.tags = body.tags
+    if (body.codebase_hash != null) next.codebase_hash = body.codebase_hash || null
+    if (body.capability_summary != null) { checkCapabilitySummary(body.capability_summary); next.capability_summary = body.capability_summary }
+    const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
+    if (pricing !== undefined) next.pricing_model = pricing as PricingModel
+    if (body.entity_name != null) next.entity_name = body.entity_name || null
+    if (body.ttl != null) next.ttl = body.ttl
+    const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
+    Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url)))
+    const now = this.now().toISOString()
+    next.signature = auth.signature
+    next.updated_at = now
+
+    const op = sealOperation(this.c.identity, { kind: 'entity.update', subject: id, body: req.raw, path: req.path, auth, accepted_at: now, origin: this.c.identity.registryId })
+    await this.c.writes.run(() => this.c.store.commit(tx => {
+      if (!tx.getEntity(id)) throw new RegistryError('entity_not_found')
+      tx.appendOperation(op)
+      tx.putEntity(next)
+    }))
+    this.c.catalog.upsert(next)
+    this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary })
+    return next
+  }
+
+  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
+    const existing = this.require(id)
+    const auth = authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path)
+    const now = this.now()
+    const deletedAt = now.toISOString()
+    const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
+    const op = sealOperation(this.c.identity, { kind: 'entity.deregister', subject: id, body: null, path: req.path, auth, accepted_at: deletedAt, origin: this.c.identity.registryId })
+    await this.c.writes.run(() => this.c.store.commit(tx => {
+      const current = tx.getEntity(id)
+      if (!current) throw new RegistryError('entity_not_found')
+      tx.deleteEntity(id)
+      tx.dropOperations(id)
+      tx.appendOperation(op)
+      tx.putTombstone({ subject: id, kind: 'entity', deleted_at: deletedAt, expires_at: expiresAt, registration_signatures: current.registration_signatures })
+    }))
+    this.c.catalog.remove(id)
+    this.c.bus.publish('agent_deregistered', { entity_id: id, name: existing.name, category: existing.category, tags: existing.tags })
+    return { entity_id: id, message: `${existing.type} deregistered`, tombstone: { deleted_at: deletedAt, expires_at: expiresAt } }
+  }
+
+  private signerKeys(record: EntityRecord) {
+    const developerKey = record.developer_proof ? parsePublicKey(record.developer_proof.developer_public_key) : null
+    return { self: parsePublicKey(record.public_key) as Buffer, developer: developerKey }
+  }
+
+  private verifyProof(
+    input: NonNullable<RegistrationRequest['developer_proof']>,
+    entityKey: Buffer,
+    claimedDeveloperId: string | null,
+    topLevelIndex: number | null
+  ): VerifiedProof {
+    const indexes = [input.index, input.agent_index, input.entity_index].filter((i): i is number => i !== undefined)
+    if (indexes.length === 0) throw invalidField('developer_proof.index', 'is required (also accepted as agent_index or entity_index)')
+    const index = indexes[0] as number
+    if (indexes.some(i => i !== index)) throw invalidField('developer_proof.index', 'index, agent_index and entity_index disagree')
+    if (topLevelIndex !== null && topLevelIndex !== index) throw invalidField('entity_index', 'differs from the developer proof index')
+    const signatureText = eitherSpelling(input.signature, input.developer_signature, 'developer_proof.signature', 'developer_proof.developer_signature')
+    if (!signatureText) throw invalidField('developer_proof.signature', 'is required (also accepted as developer_signature)')
+    if (input.agent_public_key !== undefined && !(parsePublicKey(input.agent_public_key) as Buffer).equals(entityKey)) {
+      throw invalidField('developer_proof.agent_public_key', 'must be the entity public_key')
+    }
+    const developerKey = parsePublicKey(input.developer_public_key) as Buffer
+    const developerId = deriveId('developer', developerKey)
+    if (claimedDeveloperId !== null && claimedDeveloperId !== developerId) {
+      throw new RegistryError('developer_proof_invalid', 'developer_id is not the ID of developer_proof.developer_public_key.', 'developer_id')
+    }
+    if (!verifyDeveloperProof(developerKey, entityKey, index, parseSignature(signatureText) as Buffer)) {
+      throw new RegistryError('developer_proof_invalid', 'The developer proof signature does not verify over the entity key and index.', 'developer_proof.signature')
+    }
+    return {
+      developerId,
+      developerKey,
+      stored: { developer_public_key: formatKey(developerKey), agent_public_key: formatKey(entityKey), index, signature: signatureText }
+    }
+  }
+}
+
+const IMMUTABLE = ['entity_id', 'public_key', 'type', 'entity_type', 'developer_id', 'developer_proof', 'entity_index'] as const
+
+function rejectImmutable(record: EntityRecord, body: Record<string, unknown>): void {
+  for (const field of IMMUTABLE) {
+    const sent = body[field]
+    if (sent === undefined || sent === null) continue
+    const current = field === 'entity_type' ? record.type : field === 'public_key' ? null : (record as unknown as Record<string, unknown>)[field]
+    if (field === 'public_key' && typeof sent === 'string' && parsePublicKey(sent)?.equals(parsePublicKey(record.public_key) as Buffer)) continue
+    if (JSON.stringify(sent) !== JSON.stringify(current)) throw new RegistryError('field_immutable', `${field} cannot be changed after registration; register a new entity instead.`, field)
+  }
+}
+
+function checkReachability(type: EntityType, entityUrl: string | null, serviceEndpoint: string | null, openapiUrl: string | null) {
+  if (entityUrl !== null && entityUrl !== '') checkUrl('entity_url', entityUrl, true)
+  if (serviceEndpoint !== null && serviceEndpoint !== '') checkUrl('service_endpoint', serviceEndpoint, false)
+  if (openapiUrl !== null && openapiUrl !== '') checkUrl('openapi_url', openapiUrl, false)
+  const entity_url = entityUrl || null
+  const service_endpoint = serviceEndpoint || null
+  if (type === 'agent' && !entity_url) throw invalidField('entity_url', 'is required for agents (an HTTPS URL)')
+  if (type === 'service' && !entity_url && !service_endpoint) throw invalidField('service_endpoint', 'is required for services (or give entity_url)')
+  return { entity_url, service_endpoint, openapi_url: openapiUrl || null }
+}
+
+function checkCapabilitySummary(summary: Record<string, unknown> | null | undefined): void {
+  if (summary && jsonSize(summary) > ENTITY_LIMITS.capabilitySummaryBytes) {
+    throw invalidField('capability_summary', `must be at most ${ENTITY_LIMITS.capabilitySummaryBytes} bytes as JSON`)
+  }
+}

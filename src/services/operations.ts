@@ -1,0 +1,19 @@
+import { createHash } from 'node:crypto'
+import { canonicalJson } from '../identity/canonical-json.js'
+import { sign } from '../identity/keys.js'
+import type { NodeIdentity } from '../identity/node-identity.js'
+import type { Operation } from '../store/records.js'
+
+/** The bytes the accepting node signs: the operation without its node signature, body as base64. */
+export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): string {
+  return canonicalJson({ ...op, body: op.body === null ? null : Buffer.from(op.body).toString('base64') })
+}
+
+export function sealOperation(identity: NodeIdentity, op: Omit<Operation, 'node_signature'>): Operation {
+  return { ...op, node_signature: sign(identity.keyPair, operationSigningBytes(op)) }
+}
+
+/** Short, stable fingerprint of a signature: what the replay guard remembers. */
+export function signatureFingerprint(signature: string): string {
+  return createHash('sha256').update(signature).digest().subarray(0, 16).toString('hex')
+}

@@ -1,0 +1,122 @@
+/**
+ * Storage shapes. These are what LMDB holds; the API renders them into wire shapes (src/wire)
+ * and never hands them out as they are.
+ */
+export const SCHEMA_VERSION = '1.0'
+
+export type EntityType = 'agent' | 'service'
+export type LivenessStatus = 'active' | 'inactive'
+
+export interface PricingModel {
+  model: string
+  base_price_usd?: number
+  currency?: string
+  payment_methods?: string[]
+  rates?: Record<string, number>
+}
+
+export interface DeveloperProof {
+  developer_public_key: string
+  agent_public_key: string
+  index: number
+  signature: string
+}
+
+export interface EntityRecord {
+  entity_id: string
+  type: EntityType
+  name: string
+  category: string
+  summary: string
+  version: string
+  tags: string[]
+  public_key: string
+  signature: string
+  entity_url: string | null
+  service_endpoint: string | null
+  openapi_url: string | null
+  codebase_hash: string | null
+  developer_id: string | null
+  entity_index: number | null
+  developer_proof: DeveloperProof | null
+  capability_summary: Record<string, unknown> | null
+  pricing_model: PricingModel | null
+  /** The name the registration asked to bind under the developer's handle. */
+  entity_name: string | null
+  ttl: number
+  status: LivenessStatus
+  last_heartbeat: string | null
+  registered_at: string
+  updated_at: string
+  home_registry: string
+  schema_version: string
+  /** SHA-256 (hex, 16 bytes) of every registration signature this ID has had: the replay guard. */
+  registration_signatures: string[]
+}
+
+export interface DeveloperRecord {
+  developer_id: string
+  /** Null for a developer that came into being implicitly through an entity's developer proof. */
+  name: string | null
+  public_key: string
+  signature: string | null
+  github: string | null
+  profile_url: string | null
+  dev_handle: string | null
+  dev_handle_verified: boolean
+  verification_method: string | null
+  verification_proof: string | null
+  home_registry: string
+  registered_at: string
+  updated_at: string
+  schema_version: string
+  implicit: boolean
+  registration_signatures: string[]
+}
+
+export type SubjectKind = 'entity' | 'developer'
+
+export interface Tombstone {
+  subject: string
+  kind: SubjectKind
+  deleted_at: string
+  expires_at: string
+  /** Carried over from the deleted record: a registration with one of these signatures is a replay. */
+  registration_signatures: string[]
+}
+
+export type OperationKind =
+  | 'entity.register'
+  | 'entity.update'
+  | 'entity.deregister'
+  | 'developer.register'
+  | 'developer.implicit'
+  | 'developer.update'
+  | 'developer.deregister'
+
+/** How the owner's signature on an operation was carried and which signed form verified. */
+export interface OperationAuth {
+  /** body: the `signature` member; authorization / x-signature: those headers. */
+  carrier: 'body' | 'authorization' | 'x-signature' | 'proof'
+  signer: 'self' | 'developer'
+  signature: string
+  form: string
+}
+
+/**
+ * A signed operation, kept as received so any node can verify the owner's signature again:
+ * the exact request body bytes, the signature and where it was carried, and when and where
+ * the home node accepted it.
+ */
+export interface Operation {
+  kind: OperationKind
+  subject: string
+  body: Uint8Array | null
+  /** The request path as received, for signatures over the path. */
+  path: string | null
+  auth: OperationAuth
+  accepted_at: string
+  origin: string
+  /** The accepting node's signature over the canonical operation without this field. */
+  node_signature: string
+}

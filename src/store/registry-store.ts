@@ -1,0 +1,112 @@
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { DeveloperRecord, EntityRecord, Operation, Tombstone } from './records.js'
+
+type OperationKey = [subject: string, seq: number]
+
+/** Writes made inside one LMDB transaction; reads inside it see its own writes. */
+export interface WriteTransaction {
+  getEntity(id: string): EntityRecord | undefined
+  getDeveloper(id: string): DeveloperRecord | undefined
+  getTombstone(subject: string): Tombstone | undefined
+  putEntity(record: EntityRecord): void
+  deleteEntity(id: string): void
+  putDeveloper(record: DeveloperRecord): void
+  deleteDeveloper(id: string): void
+  putTombstone(tombstone: Tombstone): void
+  deleteTombstone(subject: string): void
+  appendOperation(op: Operation): void
+  /** Drops a subject's operation history (a tombstone supersedes it). */
+  dropOperations(subject: string): void
+}
+
+/**
+ * The node's LMDB environment: one file, a named database per kind. Writes go through
+ * `commit`, which resolves only once the transaction is committed and flushed to disk.
+ */
+export class RegistryStore {
+  private constructor(
+    private readonly root: RootDatabase,
+    private readonly entities: Database<EntityRecord, string>,
+    private readonly developers: Database<DeveloperRecord, string>,
+    private readonly tombstones: Database<Tombstone, string>,
+    private readonly operations: Database<Operation, OperationKey>,
+    private readonly meta: Database<unknown, string>,
+    private opSeq: number
+  ) {}
+
+  static async open(dataDir: string): Promise<RegistryStore> {
+    await mkdir(dataDir, { recursive: true })
+    const root = open({ path: join(dataDir, 'registry.lmdb'), maxDbs: 16, mapSize: 2 ** 34, compression: false })
+    const operations = root.openDB<Operation, OperationKey>({ name: 'operations' })
+    let opSeq = 0
+    // Sequence numbers only order one subject's history; the largest in use is restored on open.
+    for (const key of operations.getKeys()) opSeq = Math.max(opSeq, (key as OperationKey)[1])
+    const store = new RegistryStore(
+      root,
+      root.openDB<EntityRecord, string>({ name: 'entities' }),
+      root.openDB<DeveloperRecord, string>({ name: 'developers' }),
+      root.openDB<Tombstone, string>({ name: 'tombstones' }),
+      operations,
+      root.openDB<unknown, string>({ name: 'meta' }),
+      opSeq
+    )
+    if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
+    return store
+  }
+
+  getEntity(id: string): EntityRecord | undefined { return this.entities.get(id) }
+  getDeveloper(id: string): DeveloperRecord | undefined { return this.developers.get(id) }
+  getTombstone(subject: string): Tombstone | undefined { return this.tombstones.get(subject) }
+  getMeta<T>(key: string): T | undefined { return this.meta.get(key) as T | undefined }
+
+  *allEntities(): Iterable<EntityRecord> { for (const { value } of this.entities.getRange()) yield value }
+  *allDevelopers(): Iterable<DeveloperRecord> { for (const { value } of this.developers.getRange()) yield value }
+  *allTombstones(): Iterable<Tombstone> { for (const { value } of this.tombstones.getRange()) yield value }
+
+  operationsOf(subject: string): Operation[] {
+    return [...this.operations.getRange({ start: [subject, 0], end: [subject, Number.MAX_SAFE_INTEGER] }).map(e => e.value)]
+  }
+
+  /**
+   * Runs `fn` in one write transaction (batched with concurrent ones by lmdb-js) and resolves
+   * after the commit is durable. If `fn` throws, nothing it wrote is kept.
+   */
+  async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
+    const result = await this.root.transaction(() => fn(this.tx))
+    await this.root.flushed
+    return result
+  }
+
+  private readonly tx: WriteTransaction = {
+    getEntity: id => this.entities.get(id),
+    getDeveloper: id => this.developers.get(id),
+    getTombstone: subject => this.tombstones.get(subject),
+    putEntity: record => { void this.entities.put(record.entity_id, record) },
+    deleteEntity: id => { void this.entities.remove(id) },
+    putDeveloper: record => { void this.developers.put(record.developer_id, record) },
+    deleteDeveloper: id => { void this.developers.remove(id) },
+    putTombstone: t => { void this.tombstones.put(t.subject, t) },
+    deleteTombstone: subject => { void this.tombstones.remove(subject) },
+    appendOperation: op => { void this.operations.put([op.subject, ++this.opSeq], op) },
+    dropOperations: subject => {
+      for (const key of this.operations.getKeys({ start: [subject, 0], end: [subject, Number.MAX_SAFE_INTEGER] })) void this.operations.remove(key)
+    }
+  }
+
+  /** Deletes tombstones past their retention, with their operations. Returns how many went. */
+  async purgeExpiredTombstones(now: Date): Promise<number> {
+    const expired = [...this.allTombstones()].filter(t => Date.parse(t.expires_at) <= now.getTime())
+    if (expired.length === 0) return 0
+    await this.commit(tx => {
+      for (const t of expired) { tx.deleteTombstone(t.subject); tx.dropOperations(t.subject) }
+    })
+    return expired.length
+  }
+
+  async close(): Promise<void> {
+    await this.root.flushed
+    await this.root.close()
+  }
+}

@@ -1,0 +1,84 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { DeveloperId, Nullable, PublicKey, Signature, Timestamp, Url } from './common.js'
+import { EntityRecordView } from './entities.js'
+
+export const DEVELOPER_LIMITS = { name: 100, github: 39 } as const
+
+const profileFields = {
+  name: Type.String({ minLength: 1, maxLength: DEVELOPER_LIMITS.name }),
+  github: Type.Optional(Nullable(Type.String({
+    maxLength: DEVELOPER_LIMITS.github,
+    pattern: '^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*$',
+    errorMessage: 'must be a GitHub user name'
+  }))),
+  profile_url: Type.Optional(Nullable(Url))
+}
+
+export const DeveloperRegistrationRequest = Type.Object(
+  {
+    ...profileFields,
+    public_key: PublicKey,
+    signature: Signature,
+    handle: Type.Optional(Nullable(Type.String()))
+  },
+  {
+    $id: 'DeveloperRegistrationRequest',
+    description: '`signature` is by the developer key over the canonical JSON of the body without `signature` (or the deployed form: {github, name, profile_url, public_key}).'
+  }
+)
+export type DeveloperRegistrationRequest = Static<typeof DeveloperRegistrationRequest>
+
+export const DeveloperUpdateRequest = Type.Object(
+  {
+    name: Type.Optional(profileFields.name),
+    github: profileFields.github,
+    profile_url: profileFields.profile_url,
+    signature: Type.Optional(Signature)
+  },
+  {
+    $id: 'DeveloperUpdateRequest',
+    description: 'Signed by `Authorization: Bearer ed25519:<sig>` over the raw body bytes, or by `signature` in the body over the canonical JSON of the body without it.'
+  }
+)
+export type DeveloperUpdateRequest = Static<typeof DeveloperUpdateRequest>
+
+export const DeveloperRecordView = Type.Object(
+  {
+    developer_id: DeveloperId,
+    name: Nullable(Type.String()),
+    public_key: PublicKey,
+    signature: Nullable(Signature),
+    github: Nullable(Type.String()),
+    profile_url: Nullable(Type.String()),
+    dev_handle: Nullable(Type.String()),
+    handle: Nullable(Type.String()),
+    dev_handle_verified: Type.Boolean(),
+    verification_method: Nullable(Type.String()),
+    verification_proof: Nullable(Type.String()),
+    entity_count: Type.Integer(),
+    implicit: Type.Boolean({ description: 'true when the developer came into being through an entity registration rather than POST /v1/developers' }),
+    home_registry: Type.String(),
+    registered_at: Timestamp,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    schema_version: Type.String()
+  },
+  { $id: 'DeveloperRecord' }
+)
+export type DeveloperRecordView = Static<typeof DeveloperRecordView>
+
+export const DeveloperRegistrationResponse = Type.Object(
+  { developer_id: DeveloperId, message: Type.String(), name: Type.String(), public_key: PublicKey },
+  { $id: 'DeveloperRegistrationResponse' }
+)
+
+export const DeveloperEntities = Type.Object(
+  {
+    developer_id: DeveloperId,
+    entities: Type.Array(Type.Ref(EntityRecordView)),
+    agents: Type.Array(Type.Ref(EntityRecordView), { description: 'the same list, under the key deployed clients read' }),
+    count: Type.Integer(),
+    total: Type.Integer()
+  },
+  { $id: 'DeveloperEntities' }
+)
