@@ -1,5 +1,6 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
+import type { ValueError } from '@sinclair/typebox/errors'
 import { invalidField } from '../errors.js'
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>()
@@ -19,6 +20,23 @@ function fieldName(path: string): string {
 }
 
 /**
+ * A union (e.g. a nullable field) reports only "expected union value"; its branches know more.
+ * The most specific branch error is the deepest one, preferring branches other than null.
+ */
+function mostSpecific(error: ValueError): ValueError {
+  const hasOwnMessage = (error.schema as { errorMessage?: string }).errorMessage !== undefined
+  let best = error
+  for (const branch of error.errors ?? []) {
+    const first = branch.First()
+    if (!first) continue
+    const candidate = mostSpecific(first)
+    const isNull = (candidate.schema as { type?: string }).type === 'null'
+    if (candidate.path.length > best.path.length || (best === error && !isNull && !hasOwnMessage)) best = candidate
+  }
+  return best
+}
+
+/**
  * Validates a parsed JSON value against a wire schema and returns it typed, or throws a
  * `validation_failed` error naming the first offending field. A schema may carry an
  * `errorMessage` option to replace the generic text.
@@ -26,8 +44,9 @@ function fieldName(path: string): string {
 export function validate<T extends TSchema>(schema: T, value: unknown): Static<T> {
   const check = checker(schema)
   if (check.Check(value)) return value
-  const first = check.Errors(value).First()
-  if (!first) throw invalidField('body', 'invalid')
+  const top = check.Errors(value).First()
+  if (!top) throw invalidField('body', 'invalid')
+  const first = mostSpecific(top)
   const custom = (first.schema as { errorMessage?: string }).errorMessage
   const missing = first.value === undefined
   throw invalidField(fieldName(first.path), missing ? 'is required' : custom ?? first.message.replace(/^Expected/, 'expected'))

@@ -1,0 +1,93 @@
+/**
+ * Deterministic test identities: the COMPAT developer (seed 0x01 × 32) and its HD agents, plus
+ * builders for signed bodies in the spec's form and in the deployed clients' forms.
+ */
+import { canonicalJson, withoutSignature } from '../../src/identity/canonical-json.js'
+import { formatKey } from '../../src/identity/encoding.js'
+import { deriveAgentKeyPair, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { deployedRegistrationSignable } from '../../src/identity/verifiers.js'
+
+export interface Developer {
+  keyPair: KeyPair
+  id: string
+  publicKey: string
+}
+
+export function developer(seedByte = 1): Developer {
+  const keyPair = keyPairFromSeed(Buffer.alloc(32, seedByte))
+  return { keyPair, id: deriveId('developer', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey) }
+}
+
+export interface Agent {
+  keyPair: KeyPair
+  index: number
+  publicKey: string
+  agentId: string
+  serviceId: string
+  proof: { developer_public_key: string; agent_public_key: string; index: number; signature: string }
+}
+
+export function agent(dev: Developer, index: number): Agent {
+  const keyPair = deriveAgentKeyPair(dev.keyPair.seed, index)
+  return {
+    keyPair,
+    index,
+    publicKey: formatKey(keyPair.publicKey),
+    agentId: deriveId('agent', keyPair.publicKey),
+    serviceId: deriveId('service', keyPair.publicKey),
+    proof: {
+      developer_public_key: dev.publicKey,
+      agent_public_key: formatKey(keyPair.publicKey),
+      index,
+      signature: sign(dev.keyPair, developerProofMessage(keyPair.publicKey, index))
+    }
+  }
+}
+
+/** Spec form: signature over the canonical JSON of the whole body without `signature`. */
+export function signSpec(keyPair: KeyPair, body: Record<string, unknown>): Record<string, unknown> {
+  const unsigned = withoutSignature(body)
+  return { ...unsigned, signature: sign(keyPair, canonicalJson(unsigned)) }
+}
+
+/** A spec-form agent registration with a developer proof. */
+export function specRegistration(dev: Developer, a: Agent, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return signSpec(a.keyPair, {
+    name: `Agent ${a.index}`,
+    type: 'agent',
+    category: 'tools',
+    summary: 'Translates documents between languages',
+    tags: ['translation', 'documents'],
+    entity_url: `https://agent${a.index}.example.com`,
+    public_key: a.publicKey,
+    developer_id: dev.id,
+    developer_proof: { developer_public_key: a.proof.developer_public_key, agent_public_key: a.proof.agent_public_key, index: a.index, signature: a.proof.signature },
+    ...fields
+  })
+}
+
+/** A deployed-client registration: Go field spellings, signature over the fixed subset. */
+export function deployedRegistration(dev: Developer, a: Agent, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    name: `Deployed ${a.index}`,
+    entity_type: 'agent',
+    category: 'tools',
+    tags: ['x'],
+    entity_url: `https://deployed${a.index}.example.com`,
+    public_key: a.publicKey,
+    developer_id: dev.id,
+    developer_proof: { developer_public_key: dev.publicKey, entity_index: a.index, developer_signature: a.proof.signature },
+    entity_pricing: { model: 'per_request', base_price_usd: 0.01, currency: 'USDC', payment_methods: ['x402'], rates: { default: 0.01 } },
+    ...fields
+  }
+  body.signature = sign(a.keyPair, canonicalJson(deployedRegistrationSignable(body)))
+  return body
+}
+
+export function developerRegistration(dev: Developer, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return signSpec(dev.keyPair, { name: 'Alice the Builder', public_key: dev.publicKey, github: 'alice', profile_url: 'https://alice.example.com', ...fields })
+}
+
+export { sign, canonicalJson }

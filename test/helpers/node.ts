@@ -1,0 +1,63 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pino } from 'pino'
+import { defaultConfig, type NodeConfig } from '../../src/config.js'
+import { startRegistryNode, type RegistryNode } from '../../src/node.js'
+
+export type ConfigOverrides = { [K in keyof NodeConfig]?: NodeConfig[K] extends object ? Partial<NodeConfig[K]> : NodeConfig[K] }
+
+export interface TestNode {
+  node: RegistryNode
+  url: string
+  dataDir: string
+  config: NodeConfig
+  /** Stops the node; `keepData` leaves the data dir for a restart. */
+  stop(keepData?: boolean): Promise<void>
+}
+
+export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): NodeConfig {
+  const base = defaultConfig()
+  const config = { ...base, data_dir: dataDir, host: 'registry.test' } as NodeConfig
+  for (const [key, value] of Object.entries(overrides)) {
+    const current = (config as unknown as Record<string, unknown>)[key]
+    ;(config as unknown as Record<string, unknown>)[key] = current !== null && typeof current === 'object' && !Array.isArray(current) ? { ...current, ...(value as object) } : value
+  }
+  config.http = { ...config.http, host: '127.0.0.1', port: 0, ...(overrides.http ?? {}) }
+  config.rate_limit = { ...config.rate_limit, enabled: false, ...(overrides.rate_limit ?? {}) }
+  return config
+}
+
+/** A real node: LMDB in a temp dir, uWS on an ephemeral port, rate limits off unless asked for. */
+export async function startTestNode(overrides: ConfigOverrides = {}, dataDir?: string): Promise<TestNode> {
+  const dir = dataDir ?? await mkdtemp(join(tmpdir(), 'registry-node-test-'))
+  const config = testConfig(dir, overrides)
+  const node = await startRegistryNode(config, { logger: pino({ level: 'silent' }) })
+  return {
+    node, url: node.url, dataDir: dir, config,
+    async stop(keepData = false) {
+      await node.stop()
+      if (!keepData) await rm(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+export interface HttpResult<T = any> {
+  status: number
+  body: T
+  headers: Headers
+}
+
+/** JSON over real HTTP. `raw` sends the string as is (for byte-exact signatures). */
+export async function http<T = any>(base: string, method: string, path: string, options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpResult<T>> {
+  const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
+  const res = await fetch(base + path, {
+    method,
+    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
+    ...(body !== undefined ? { body } : {})
+  })
+  const text = await res.text()
+  let parsed: unknown = text
+  try { parsed = JSON.parse(text) } catch { /* not JSON */ }
+  return { status: res.status, body: parsed as T, headers: res.headers }
+}

@@ -1,0 +1,35 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+export const REPO = fileURLToPath(new URL('../../', import.meta.url))
+
+export interface NodeProcess {
+  child: ChildProcess
+  url: string
+  output: () => string
+  exited: Promise<number | null>
+}
+
+/** Starts `registry-node start` from the sources as a child process and waits for its URL. */
+export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[] } = {}): Promise<NodeProcess> {
+  const entry = options.entry ?? ['--import', 'tsx', `${REPO}src/cli.ts`]
+  const child = spawn(process.execPath, [...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout!.on('data', d => { out += d })
+  child.stderr!.on('data', d => { out += d })
+  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 30_000)
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out)
+      if (m) { clearTimeout(timer); resolve(m[1] as string) }
+    }
+    child.stdout!.on('data', check)
+    void exited.then(code => { clearTimeout(timer); reject(new Error(`node exited with ${code}:\n${out}`)) })
+  })
+  return { child, url, output: () => out, exited }
+}
