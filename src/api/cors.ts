@@ -19,9 +19,9 @@ export class Cors {
     return { 'Access-Control-Allow-Origin': origin, Vary: 'Origin', 'Access-Control-Expose-Headers': EXPOSED_HEADERS }
   }
 
+  /** What a preflight adds to `headers(origin)` (which every response carries). */
   preflight(origin: string | undefined): Record<string, string> {
-    const base = this.headers(origin)
-    if (!base['Access-Control-Allow-Origin']) return base
-    return { ...base, 'Access-Control-Allow-Methods': ALLOWED_METHODS, 'Access-Control-Allow-Headers': ALLOWED_HEADERS, 'Access-Control-Max-Age': '86400' }
+    if (!this.headers(origin)['Access-Control-Allow-Origin']) return {}
+    return { 'Access-Control-Allow-Methods': ALLOWED_METHODS, 'Access-Control-Allow-Headers': ALLOWED_HEADERS, 'Access-Control-Max-Age': '86400' }
   }
 }

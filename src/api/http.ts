@@ -48,5 +48,10 @@ export interface RouteDefinition {
   handler: (ctx: RequestContext) => Reply | Promise<Reply>
 }
 
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
   headers ? { status, body, headers } : { status, body }
+
+/** A reply whose body is already JSON text. */
+export const jsonText = (status: number, text: string): Reply => ({ status, body: text, contentType: JSON_CONTENT_TYPE })

@@ -9,7 +9,7 @@ import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import type { ClientIpResolver } from './client-ip.js'
 import type { Cors } from './cors.js'
-import type { Reply, RequestContext, RouteDefinition } from './http.js'
+import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type RouteDefinition } from './http.js'
 import type { NodeMetrics } from './metrics.js'
 import { rateLimitHeaders, type FixedWindowLimiter, type RateDecision } from './rate-limit.js'
 import { Router } from './router.js'
@@ -32,7 +32,6 @@ export interface HttpServerComponents {
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE', 'PATCH'])
-const JSON_TYPE = 'application/json; charset=utf-8'
 
 export class HttpServer {
   readonly app: TemplatedApp
@@ -92,7 +91,7 @@ export class HttpServer {
         const body = isJson ? JSON.stringify(reply.body) : (reply.body as string | Buffer)
         res.cork(() => {
           res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? ''}`)
-          res.writeHeader('Content-Type', reply.contentType ?? JSON_TYPE)
+          res.writeHeader('Content-Type', reply.contentType ?? JSON_CONTENT_TYPE)
           for (const [k, v] of Object.entries(cors)) res.writeHeader(k, v)
           for (const [k, v] of Object.entries(limitHeaders)) res.writeHeader(k, v)
           if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v)

@@ -40,7 +40,9 @@ export function toSwaggerSchema(schema: JsonSchema, definitions: Record<string, 
       converted = { ...toSwaggerSchema(nonNull[0] as JsonSchema, definitions), description: 'one of several shapes' }
     }
     if (schema.description) converted = { ...converted, description: schema.description }
-    return nullable ? { ...converted, 'x-nullable': true } : converted
+    if (!nullable) return converted
+    // Swagger 2.0 ignores members beside $ref, so a nullable reference is wrapped in allOf.
+    return converted.$ref ? { allOf: [converted], 'x-nullable': true } : { ...converted, 'x-nullable': true }
   }
   const out: JsonSchema = {}
   for (const [key, value] of Object.entries(schema)) if (SWAGGER_KEYS.has(key)) out[key] = value

@@ -21,6 +21,8 @@ import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
 import type { WriteTracker } from './write-tracker.js'
 
 export const DEFAULT_VERSION = '0.1.0'
+/** Rendered records kept for reads; each write to a record drops its entry. */
+const RENDERED_CACHE_SIZE = 20_000
 export const DEFAULT_TTL = 86_400
 
 export interface EntityServiceComponents {
@@ -58,6 +60,7 @@ interface VerifiedProof {
 
 export class EntityService {
   private readonly now: () => Date
+  private readonly rendered = new Map<string, string>()
 
   constructor(private readonly c: EntityServiceComponents) {
     this.now = c.now ?? (() => new Date())
@@ -71,6 +74,21 @@ export class EntityService {
     const record = this.c.store.getEntity(id)
     if (!record) throw new RegistryError('entity_not_found', `No entity ${id} is registered on this node.`)
     return record
+  }
+
+  /** The record as JSON text, rendered once and served from memory until it changes. */
+  viewJson(id: string): string {
+    let text = this.rendered.get(id)
+    if (text === undefined) {
+      text = JSON.stringify(this.view(this.require(id)))
+      if (this.rendered.size >= RENDERED_CACHE_SIZE) this.rendered.delete(this.rendered.keys().next().value as string)
+      this.rendered.set(id, text)
+    }
+    return text
+  }
+
+  private changed(id: string): void {
+    this.rendered.delete(id)
   }
 
   view(record: EntityRecord): EntityRecordView {
@@ -193,6 +211,7 @@ export class EntityService {
       tx.putEntity(record)
     }))
 
+    this.changed(entityId)
     this.c.catalog.upsert(record)
     if (createdDeveloper && proof) this.c.developers.implicitCommitted(proof.developerId)
     this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id })
@@ -242,6 +261,7 @@ export class EntityService {
       tx.appendOperation(op)
       tx.putEntity(next)
     }))
+    this.changed(id)
     this.c.catalog.upsert(next)
     this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary })
     return next
@@ -262,6 +282,7 @@ export class EntityService {
       tx.appendOperation(op)
       tx.putTombstone({ subject: id, kind: 'entity', deleted_at: deletedAt, expires_at: expiresAt, registration_signatures: current.registration_signatures })
     }))
+    this.changed(id)
     this.c.catalog.remove(id)
     this.c.bus.publish('agent_deregistered', { entity_id: id, name: existing.name, category: existing.category, tags: existing.tags })
     return { entity_id: id, message: `${existing.type} deregistered`, tombstone: { deleted_at: deletedAt, expires_at: expiresAt } }

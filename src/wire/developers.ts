@@ -75,8 +75,8 @@ export const DeveloperRegistrationResponse = Type.Object(
 export const DeveloperEntities = Type.Object(
   {
     developer_id: DeveloperId,
-    entities: Type.Array(Type.Ref(EntityRecordView)),
-    agents: Type.Array(Type.Ref(EntityRecordView), { description: 'the same list, under the key deployed clients read' }),
+    entities: Type.Array(EntityRecordView),
+    agents: Type.Array(EntityRecordView, { description: 'the same list, under the key deployed clients read' }),
     count: Type.Integer(),
     total: Type.Integer()
   },

@@ -140,8 +140,8 @@ export const EntityRecordView = Type.Object(
     entity_index: Nullable(Uint32),
     developer_proof: Nullable(DeveloperProofStored),
     capability_summary: Nullable(Type.Record(Type.String(), Type.Unknown())),
-    pricing_model: Nullable(Type.Ref(PricingModelView)),
-    entity_pricing: Nullable(Type.Ref(PricingModelView)),
+    pricing_model: Nullable(PricingModelView),
+    entity_pricing: Nullable(PricingModelView),
     entity_name: Nullable(Type.String()),
     fqan: Nullable(Type.String()),
     developer_handle: Nullable(Type.String()),
@@ -197,7 +197,7 @@ export const EntityListQuery = Type.Object({
 
 export const EntityList = Type.Object(
   {
-    entities: Type.Array(Type.Ref(EntityRecordView)),
+    entities: Type.Array(EntityRecordView),
     count: Type.Integer({ description: 'items in this page' }),
     total: Type.Integer({ description: 'items matching the filters' }),
     limit: Type.Integer(),

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import test from 'ava'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http } from '../helpers/node.js'
-import { REPO, spawnNode } from '../helpers/process.js'
+import { REPO, spawnNode } from '../../scripts/lib/node-process.js'
 
 const dev = developer(5)
 

@@ -3,7 +3,7 @@ import type { EntityService } from '../../services/entities.js'
 import {
   DeregistrationResponse, EntityList, EntityListQuery, EntityRecordView, RegistrationRequest, RegistrationResponse, UpdateRequest
 } from '../../wire/entities.js'
-import { json, type RequestContext, type RouteDefinition } from '../http.js'
+import { json, jsonText, type RequestContext, type RouteDefinition } from '../http.js'
 import { bodyPublicKey, credentials, entityIdParam, intParam } from './params.js'
 
 export interface EntityRouteOptions {
@@ -72,7 +72,7 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       limit: 'read',
       responses: { 200: { description: 'the record', schema: EntityRecordView } },
       errors: ['invalid_id', 'entity_not_found'],
-      handler: ctx => json(200, entities.view(entities.require(entityIdParam(ctx))))
+      handler: ctx => jsonText(200, entities.viewJson(entityIdParam(ctx)))
     },
     {
       method: 'PUT',

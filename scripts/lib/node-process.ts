@@ -1,7 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url))
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
 
 export interface NodeProcess {
   child: ChildProcess
@@ -10,7 +18,7 @@ export interface NodeProcess {
   exited: Promise<number | null>
 }
 
-/** Starts `registry-node start` from the sources as a child process and waits for its URL. */
+/** Starts `registry-node start` (from the sources by default) as a child process and waits for its URL. */
 export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[] } = {}): Promise<NodeProcess> {
   const entry = options.entry ?? ['--import', 'tsx', `${REPO}src/cli.ts`]
   const child = spawn(process.execPath, [...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {

@@ -1,0 +1,133 @@
+/**
+ * G4: signed registrations over the full path (HTTP → validate → 2 Ed25519 verifies → LMDB commit
+ * and flush → 201), at a fixed offered rate, against a node in its own process.
+ *
+ *   npm run bench:registrations -- [--rate 1000] [--seconds 60] [--connections 64] [--kill9]
+ *
+ * --kill9 kills the node with SIGKILL halfway, restarts it on the same data and checks that every
+ * acknowledged registration is there. Prints one `name: value unit` line per figure.
+ */
+import { Agent, request } from 'node:http'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { canonicalJson } from '../../src/identity/canonical-json.js'
+import { formatKey } from '../../src/identity/encoding.js'
+import { deriveAgentKeyPair, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
+import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { percentile, report } from '../lib/report.js'
+
+const { values: args } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '60' },
+    connections: { type: 'string', default: '64' },
+    kill9: { type: 'boolean', default: false }
+  }
+})
+const rate = Number(args.rate)
+const seconds = Number(args.seconds)
+const total = Math.ceil(rate * seconds)
+
+function makeBodies(n: number): { id: string; body: string }[] {
+  const dev = keyPairFromSeed(Buffer.alloc(32, 7))
+  const devKey = formatKey(dev.publicKey)
+  const devId = deriveId('developer', dev.publicKey)
+  const out: { id: string; body: string }[] = []
+  for (let i = 0; i < n; i++) {
+    const a = deriveAgentKeyPair(dev.seed, i)
+    const body: Record<string, unknown> = {
+      name: `Bench agent ${i}`,
+      type: 'agent',
+      category: ['tools', 'finance', 'travel', 'research'][i % 4],
+      summary: `Benchmark agent number ${i} that translates and summarises documents`,
+      tags: ['bench', `t${i % 50}`],
+      entity_url: `https://agent${i}.bench.example`,
+      public_key: formatKey(a.publicKey),
+      developer_id: devId,
+      developer_proof: { developer_public_key: devKey, agent_public_key: formatKey(a.publicKey), index: i, signature: sign(dev, developerProofMessage(a.publicKey, i)) }
+    }
+    body.signature = sign(a, canonicalJson(body))
+    out.push({ id: deriveId('agent', a.publicKey), body: JSON.stringify(body) })
+  }
+  return out
+}
+
+function post(agent: Agent, url: URL, body: string): Promise<number> {
+  return new Promise(resolve => {
+    const req = request({ agent, host: url.hostname, port: url.port, path: '/v1/entities', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode ?? 0))
+    })
+    req.on('error', () => resolve(0))
+    req.end(body)
+  })
+}
+
+async function main(): Promise<void> {
+  const genStart = performance.now()
+  const bodies = makeBodies(total)
+  console.error(`generated ${total} signed registrations in ${((performance.now() - genStart) / 1000).toFixed(1)} s`)
+  const data = await mkdtemp(join(tmpdir(), 'bench-registrations-'))
+  const nodeArgs = ['--data', data, '--http-port', '0', '--no-rate-limit']
+  let node: NodeProcess = await spawnNode(nodeArgs)
+  const url = new URL(node.url)
+  const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
+  const latencies: number[] = []
+  const acked: string[] = []
+  let errors = 0
+  let failedStatus = 0
+  const cpuBefore = await cpuSeconds(node.child.pid!)
+  const started = performance.now()
+  const killAt = args.kill9 ? Math.floor(total / 2) : -1
+  const inflight: Promise<void>[] = []
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate
+    const wait = due - performance.now()
+    if (wait > 1) await new Promise(r => setTimeout(r, wait))
+    if (i === killAt) node.child.kill('SIGKILL')
+    const { id, body } = bodies[i]!
+    const t0 = performance.now()
+    inflight.push(post(agent, url, body).then(status => {
+      if (status === 201) { latencies.push(performance.now() - t0); acked.push(id) } else if (status === 0) errors++
+      else failedStatus++
+    }))
+  }
+  await Promise.all(inflight)
+  const elapsed = (performance.now() - started) / 1000
+  const cpu = args.kill9 ? NaN : (await cpuSeconds(node.child.pid!)) - cpuBefore
+  latencies.sort((a, b) => a - b)
+  report('offered_rate', rate, 'req/s')
+  report('duration', elapsed.toFixed(1), 's')
+  report('acknowledged', acked.length, 'registrations')
+  report('throughput', (acked.length / elapsed).toFixed(0), 'registrations/s')
+  report('latency_p50', percentile(latencies, 0.5).toFixed(1), 'ms')
+  report('latency_p99', percentile(latencies, 0.99).toFixed(1), 'ms')
+  report('latency_max', (latencies[latencies.length - 1] ?? 0).toFixed(1), 'ms')
+  report('non_201_responses', failedStatus, 'responses')
+  report('connection_errors', errors, 'requests')
+  if (!args.kill9) report('server_cpu', ((cpu / elapsed) * 100).toFixed(0), '% of one core')
+  report('searchable_after_reply', 'n/a (search arrives with the search issue)', '')
+
+  if (args.kill9) {
+    await node.exited
+    node = await spawnNode(nodeArgs)
+    let missing = 0
+    for (const id of acked) {
+      const res = await fetch(`${node.url}/v1/entities/${id}`)
+      await res.arrayBuffer()
+      if (res.status !== 200) missing++
+    }
+    report('kill9_acknowledged_before_kill', acked.length, 'registrations')
+    report('kill9_missing_after_restart', missing, 'registrations')
+  }
+  node.child.kill('SIGTERM')
+  await node.exited
+  agent.destroy()
+  await rm(data, { recursive: true, force: true })
+}
+
+await main()

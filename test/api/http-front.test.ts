@@ -1,0 +1,304 @@
+import test from 'ava'
+import { request as httpRequest } from 'node:http'
+import { NODE_VERSION } from '../../src/version.js'
+import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { agent, developer, specRegistration } from '../helpers/identities.js'
+
+const nodes: TestNode[] = []
+
+async function start(...args: Parameters<typeof startTestNode>): Promise<TestNode> {
+  const node = await startTestNode(...args)
+  nodes.push(node)
+  return node
+}
+
+let plain: TestNode
+
+test.before(async () => {
+  plain = await start()
+})
+
+test.after.always(async () => {
+  await Promise.all(nodes.map(n => n.stop()))
+})
+
+/** A raw request with a chunked body (no Content-Length), answered as status and parsed JSON. */
+function chunkedPost(base: string, path: string, chunks: string[]): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(base + path, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, res => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', c => { text += c })
+      res.on('end', () => {
+        let body: unknown = text
+        try { body = JSON.parse(text) } catch { /* not JSON */ }
+        resolve({ status: res.statusCode ?? 0, body })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    for (const c of chunks) req.write(c)
+    req.end()
+  })
+}
+
+test('GET /health answers ok', async t => {
+  const res = await http(plain.url, 'GET', '/health')
+  t.is(res.status, 200)
+  t.deepEqual(res.body, { status: 'ok' })
+  t.regex(res.headers.get('content-type') ?? '', /^application\/json/)
+})
+
+test('HEAD /health answers 200 without a body', async t => {
+  const res = await fetch(plain.url + '/health', { method: 'HEAD' })
+  t.is(res.status, 200)
+  t.is(await res.text(), '')
+})
+
+test('GET /v1/info describes the node', async t => {
+  const res = await http(plain.url, 'GET', '/v1/info')
+  t.is(res.status, 200)
+  const info = res.body
+  t.regex(info.node_id, /^zns:registry:[0-9a-f]{32}$/)
+  t.is(info.registry_id, info.node_id)
+  t.is(info.version, NODE_VERSION)
+  t.is(info.host, 'registry.test')
+  t.is(info.onboarding_mode, 'open')
+  t.is(info.auth_url, null)
+  t.deepEqual(info.developer_onboarding, { mode: 'open', auth_url: null })
+  for (const key of ['agent_count', 'service_count', 'entity_count', 'developer_count', 'peer_count']) t.is(typeof info[key], 'number', key)
+  t.regex(info.public_key, /^ed25519:/)
+})
+
+test('unknown path → 404 route_not_found', async t => {
+  const res = await http(plain.url, 'GET', '/v1/nothing-here')
+  t.is(res.status, 404)
+  t.is(res.body.error, 'route_not_found')
+  t.is(typeof res.body.message, 'string')
+  t.true(res.body.message.length > 0)
+})
+
+test('wrong method on a known path → 405 method_not_allowed with Allow', async t => {
+  const res = await http(plain.url, 'DELETE', '/v1/info')
+  t.is(res.status, 405)
+  t.is(res.body.error, 'method_not_allowed')
+  t.is(res.headers.get('allow'), 'GET')
+  const entities = await http(plain.url, 'PATCH', '/v1/entities')
+  t.is(entities.status, 405)
+  t.deepEqual(entities.headers.get('allow')?.split(', ').sort(), ['GET', 'POST'])
+})
+
+test('invalid JSON body → 400 invalid_json', async t => {
+  const res = await http(plain.url, 'POST', '/v1/entities', { raw: '{"name": ' })
+  t.is(res.status, 400)
+  t.is(res.body.error, 'invalid_json')
+})
+
+test('empty body → 400 invalid_json', async t => {
+  const none = await http(plain.url, 'POST', '/v1/entities')
+  t.is(none.status, 400)
+  t.is(none.body.error, 'invalid_json')
+  const empty = await http(plain.url, 'POST', '/v1/entities', { raw: '' })
+  t.is(empty.status, 400)
+  t.is(empty.body.error, 'invalid_json')
+})
+
+test('bad percent-encoding in a path parameter → 400 invalid_id', async t => {
+  const res = await http(plain.url, 'GET', '/v1/entities/zns%3')
+  t.is(res.status, 400)
+  t.is(res.body.error, 'invalid_id')
+})
+
+test('Content-Type application/x-www-form-urlencoded → 415 unsupported_media_type', async t => {
+  const res = await http(plain.url, 'POST', '/v1/entities', { raw: 'a=1&b=2', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  t.is(res.status, 415)
+  t.is(res.body.error, 'unsupported_media_type')
+})
+
+test('a body over the limit → 413 body_too_large (declared and streamed)', async t => {
+  const small = await start({ http: { body_limit_bytes: 2048 } })
+  const big = JSON.stringify({ name: 'x'.repeat(4096) })
+  const res = await http(small.url, 'POST', '/v1/entities', { raw: big })
+  t.is(res.status, 413)
+  t.is(res.body.error, 'body_too_large')
+  const streamed = await chunkedPost(small.url, '/v1/entities', ['{"name":"', 'y'.repeat(1500), 'y'.repeat(1500), '"}'])
+  t.is(streamed.status, 413)
+  t.is(streamed.body.error, 'body_too_large')
+  const fits = await http(small.url, 'POST', '/v1/entities', { raw: JSON.stringify({ name: 'x'.repeat(1000) }) })
+  t.is(fits.status, 400, 'a body under the limit is read and validated')
+  t.is(fits.body.error, 'validation_failed')
+})
+
+test('a chunked body under the limit is assembled from its chunks', async t => {
+  const res = await chunkedPost(plain.url, '/v1/entities', ['{"na', 'me": 1', '}'])
+  t.is(res.status, 400)
+  t.is(res.body.error, 'validation_failed', 'parsed as JSON, then validated')
+})
+
+test('read rate limit: X-RateLimit-* headers, then 429 with Retry-After; /health is not limited', async t => {
+  const limited = await start({ rate_limit: { enabled: true, reads_per_minute: 3, writes_per_minute: 2 } })
+  const remaining: string[] = []
+  for (let i = 0; i < 3; i++) {
+    const res = await http(limited.url, 'GET', '/v1/info')
+    t.is(res.status, 200)
+    t.is(res.headers.get('x-ratelimit-limit'), '3')
+    remaining.push(res.headers.get('x-ratelimit-remaining') ?? '')
+    const reset = Number(res.headers.get('x-ratelimit-reset'))
+    t.true(Number.isInteger(reset) && reset >= 1 && reset <= 60)
+  }
+  t.deepEqual(remaining, ['2', '1', '0'])
+  const fourth = await http(limited.url, 'GET', '/v1/info')
+  t.is(fourth.status, 429)
+  t.is(fourth.body.error, 'rate_limited')
+  const retry = Number(fourth.headers.get('retry-after'))
+  t.true(Number.isInteger(retry) && retry >= 1 && retry <= 60)
+  t.is(fourth.headers.get('x-ratelimit-remaining'), '0')
+  for (let i = 0; i < 5; i++) t.is((await http(limited.url, 'GET', '/health')).status, 200)
+})
+
+test('write rate limit counts by the body public key, before verification', async t => {
+  const limited = await start({ rate_limit: { enabled: true, reads_per_minute: 3, writes_per_minute: 2 } })
+  const dev = developer(40)
+  const a = agent(dev, 1)
+  const other = agent(dev, 2)
+  const body = { ...specRegistration(dev, a), signature: 'ed25519:' + 'A'.repeat(86) + '==' }
+  const statuses: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const res = await http(limited.url, 'POST', '/v1/entities', { body })
+    statuses.push(res.status)
+    if (i === 0) {
+      t.is(res.headers.get('x-ratelimit-limit'), '2')
+      t.is(res.headers.get('x-ratelimit-remaining'), '1')
+    }
+  }
+  t.not(statuses[0], 429)
+  t.not(statuses[1], 429)
+  t.is(statuses[2], 429)
+  const third = await http(limited.url, 'POST', '/v1/entities', { body })
+  t.is(third.body.error, 'rate_limited')
+  t.truthy(third.headers.get('retry-after'))
+  const unprefixed = await http(limited.url, 'POST', '/v1/entities', { body: { ...body, public_key: a.publicKey.slice('ed25519:'.length) } })
+  t.is(unprefixed.status, 429, 'the key counts the same with or without its prefix')
+  const fresh = await http(limited.url, 'POST', '/v1/entities', { body: specRegistration(dev, other) })
+  t.is(fresh.status, 201, 'a different key is still allowed')
+})
+
+test('trusted proxy: X-Forwarded-For clients are counted separately', async t => {
+  const proxied = await start({ rate_limit: { enabled: true, reads_per_minute: 1 }, http: { trusted_proxies: ['127.0.0.1'] } })
+  const a = await http(proxied.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '203.0.113.1' } })
+  const b = await http(proxied.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '203.0.113.2' } })
+  t.is(a.status, 200)
+  t.is(b.status, 200)
+  const again = await http(proxied.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '198.51.100.9, 203.0.113.1' } })
+  t.is(again.status, 429, 'the right-most untrusted hop is the client')
+})
+
+test('without trusted proxies X-Forwarded-For is ignored', async t => {
+  const direct = await start({ rate_limit: { enabled: true, reads_per_minute: 1 } })
+  const a = await http(direct.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '203.0.113.1' } })
+  const b = await http(direct.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '203.0.113.2' } })
+  t.is(a.status, 200)
+  t.is(b.status, 429)
+})
+
+test('CORS: any origin by default; preflight answers 204 with the allowed methods', async t => {
+  const res = await http(plain.url, 'GET', '/health', { headers: { origin: 'https://x.example' } })
+  t.is(res.headers.get('access-control-allow-origin'), '*')
+  t.regex(res.headers.get('access-control-expose-headers') ?? '', /X-RateLimit-Limit/)
+  const noOrigin = await http(plain.url, 'GET', '/health')
+  t.is(noOrigin.headers.get('access-control-allow-origin'), null)
+  const pre = await fetch(plain.url + '/v1/entities', {
+    method: 'OPTIONS',
+    headers: { origin: 'https://x.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' }
+  })
+  t.is(pre.status, 204)
+  t.is(pre.headers.get('access-control-allow-origin'), '*')
+  t.regex(pre.headers.get('access-control-allow-methods') ?? '', /POST/)
+  t.regex(pre.headers.get('access-control-allow-headers') ?? '', /Authorization/)
+})
+
+test('CORS: a configured origin list echoes allowed origins only', async t => {
+  const strict = await start({ http: { cors_origins: ['https://ok.example'] } })
+  const ok = await http(strict.url, 'GET', '/v1/info', { headers: { origin: 'https://ok.example' } })
+  t.is(ok.headers.get('access-control-allow-origin'), 'https://ok.example')
+  t.regex(ok.headers.get('vary') ?? '', /Origin/)
+  const bad = await http(strict.url, 'GET', '/v1/info', { headers: { origin: 'https://bad.example' } })
+  t.is(bad.status, 200)
+  t.is(bad.headers.get('access-control-allow-origin'), null)
+  const pre = await fetch(strict.url + '/v1/info', { method: 'OPTIONS', headers: { origin: 'https://bad.example' } })
+  t.is(pre.status, 204)
+  t.is(pre.headers.get('access-control-allow-origin'), null)
+  t.is(pre.headers.get('access-control-allow-methods'), null)
+})
+
+function collectRefs(value: unknown, out: string[] = []): string[] {
+  if (Array.isArray(value)) for (const v of value) collectRefs(v, out)
+  else if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k === '$ref' && typeof v === 'string') out.push(v)
+      else collectRefs(v, out)
+    }
+  }
+  return out
+}
+
+test('GET /swagger/doc.json is a Swagger 2.0 document of the API', async t => {
+  const res = await http(plain.url, 'GET', '/swagger/doc.json')
+  t.is(res.status, 200)
+  const doc = res.body
+  t.is(doc.swagger, '2.0')
+  t.is(doc.info.version, '0.2.0')
+  for (const path of ['/v1/entities', '/v1/entities/{entity_id}', '/v1/services', '/v1/developers/{developer_id}/agents', '/health', '/v1/info']) {
+    t.truthy(doc.paths[path], `paths has ${path}`)
+  }
+  t.falsy(doc.paths['/swagger/index.html'], 'explorer assets are hidden')
+  t.truthy(doc.definitions.RegistrationRequest)
+  t.truthy(doc.definitions.Error)
+  const post = doc.paths['/v1/entities'].post
+  t.truthy(post)
+  const bodyParam = post.parameters.find((p: { in: string }) => p.in === 'body')
+  t.truthy(bodyParam)
+  t.is(bodyParam.schema.$ref, '#/definitions/RegistrationRequest')
+  t.truthy(post.responses['401'])
+  t.truthy(post.responses['201'])
+  t.truthy(post.responses['429'], 'rate-limited routes document 429')
+  const byId = doc.paths['/v1/entities/{entity_id}'].get
+  t.true(byId.parameters.some((p: { name: string; in: string }) => p.name === 'entity_id' && p.in === 'path'))
+  const text = JSON.stringify(doc)
+  t.false(text.includes('anyOf'), 'no anyOf anywhere')
+  t.false(text.includes('$id'), 'no $id anywhere')
+  const refs = collectRefs(doc)
+  t.true(refs.length > 0)
+  t.true(refs.every(ref => ref.startsWith('#/definitions/')))
+  const dangling = [...new Set(refs.filter(ref => !doc.definitions[ref.slice('#/definitions/'.length)]))]
+  t.deepEqual(dangling, [], 'every $ref resolves to a definition')
+})
+
+test('the API explorer is served from local assets', async t => {
+  const page = await http(plain.url, 'GET', '/swagger/index.html')
+  t.is(page.status, 200)
+  t.regex(page.headers.get('content-type') ?? '', /^text\/html/)
+  t.true(String(page.body).includes('swagger-ui-bundle.js'))
+  const bundle = await fetch(plain.url + '/swagger/swagger-ui-bundle.js')
+  t.is(bundle.status, 200)
+  t.regex(bundle.headers.get('content-type') ?? '', /javascript/)
+  t.true((await bundle.arrayBuffer()).byteLength > 10_000)
+  const redirect = await fetch(plain.url + '/swagger', { redirect: 'manual' })
+  t.is(redirect.status, 302)
+  t.is(redirect.headers.get('location'), '/swagger/index.html')
+})
+
+test('metrics: served as Prometheus text when enabled, 404 by default', async t => {
+  const metered = await start({ metrics: { enabled: true } })
+  await http(metered.url, 'GET', '/health')
+  const res = await fetch(metered.url + '/metrics')
+  t.is(res.status, 200)
+  t.regex(res.headers.get('content-type') ?? '', /^text\/plain/)
+  const text = await res.text()
+  t.true(text.includes('registry_http_requests_total'))
+  t.true(text.includes('registry_entities'))
+  t.regex(text, /registry_http_requests_total\{[^}]*route="\/health"[^}]*\} 1/)
+  const off = await http(plain.url, 'GET', '/metrics')
+  t.is(off.status, 404)
+  t.is(off.body.error, 'route_not_found')
+})

@@ -1,0 +1,188 @@
+import test from 'ava'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parse as parseToml } from 'smol-toml'
+import { ConfigError, configTemplate, defaultConfig, envName, loadConfig, parseFlags, SETTINGS } from '../../src/config.js'
+
+let dir = ''
+
+test.before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'registry-node-config-'))
+})
+
+test.after.always(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true })
+})
+
+async function tomlFile(name: string, text: string): Promise<string> {
+  const file = join(dir, name)
+  await writeFile(file, text)
+  return file
+}
+
+test('defaults with no file, no environment and no flags', async t => {
+  const config = await loadConfig({ argv: [], env: {} })
+  t.deepEqual(config, defaultConfig())
+  t.is(config.http.port, 8080)
+  t.is(config.onboarding.mode, 'open')
+  t.true(config.rate_limit.enabled)
+  t.deepEqual(config.http.cors_origins, ['*'])
+  t.deepEqual(config.p2p.bootstrap, [])
+})
+
+test('defaultConfig returns independent copies (list defaults are not shared)', t => {
+  const a = defaultConfig()
+  a.http.cors_origins.push('https://mutated.example')
+  t.deepEqual(defaultConfig().http.cors_origins, ['*'])
+})
+
+test('precedence: defaults < TOML file < environment < flags', async t => {
+  const file = await tomlFile('precedence.toml', [
+    'name = "from-file"',
+    'host = "file.example"',
+    '[http]',
+    'port = 9001',
+    'body_limit_bytes = 4096',
+    '[rate_limit]',
+    'reads_per_minute = 11',
+    'writes_per_minute = 12',
+    '[log]',
+    'level = "warn"'
+  ].join('\n'))
+
+  const fileOnly = await loadConfig({ argv: ['--config', file], env: {} })
+  t.is(fileOnly.name, 'from-file')
+  t.is(fileOnly.host, 'file.example')
+  t.is(fileOnly.http.port, 9001)
+  t.is(fileOnly.http.body_limit_bytes, 4096)
+  t.is(fileOnly.rate_limit.reads_per_minute, 11)
+  t.is(fileOnly.log.level, 'warn')
+  t.is(fileOnly.http.host, '0.0.0.0', 'unset keys keep their defaults')
+  t.is(fileOnly.p2p.port, 4001)
+
+  const env = { REGISTRY_NODE_HTTP_PORT: '9002', REGISTRY_NODE_RATE_LIMIT_READS_PER_MINUTE: '21', REGISTRY_NODE_NAME: 'from-env' }
+  const withEnv = await loadConfig({ argv: ['--config', file], env })
+  t.is(withEnv.http.port, 9002)
+  t.is(withEnv.rate_limit.reads_per_minute, 21)
+  t.is(withEnv.name, 'from-env')
+  t.is(withEnv.rate_limit.writes_per_minute, 12, 'the file still applies where the environment is silent')
+
+  const withFlags = await loadConfig({ argv: ['--config', file, '--http-port', '9003', '--name=from-flag'], env })
+  t.is(withFlags.http.port, 9003)
+  t.is(withFlags.name, 'from-flag')
+  t.is(withFlags.rate_limit.reads_per_minute, 21)
+  t.is(withFlags.host, 'file.example')
+})
+
+test('the config file may also be named by REGISTRY_NODE_CONFIG; --config wins', async t => {
+  const a = await tomlFile('env-named.toml', 'name = "env-named"\n')
+  const b = await tomlFile('flag-named.toml', 'name = "flag-named"\n')
+  t.is((await loadConfig({ env: { REGISTRY_NODE_CONFIG: a } })).name, 'env-named')
+  t.is((await loadConfig({ argv: ['--config', b], env: { REGISTRY_NODE_CONFIG: a } })).name, 'flag-named')
+})
+
+test('environment names and coercion; empty values are ignored', async t => {
+  const port = SETTINGS.find(s => s.key === 'http.port')!
+  t.is(envName(port), 'REGISTRY_NODE_HTTP_PORT')
+  const config = await loadConfig({
+    env: {
+      REGISTRY_NODE_METRICS_ENABLED: 'yes',
+      REGISTRY_NODE_RATE_LIMIT_ENABLED: 'off',
+      REGISTRY_NODE_HTTP_CORS_ORIGINS: 'https://a.example, https://b.example',
+      REGISTRY_NODE_ONBOARDING_MODE: 'restricted',
+      REGISTRY_NODE_HOST: ''
+    }
+  })
+  t.true(config.metrics.enabled)
+  t.false(config.rate_limit.enabled)
+  t.deepEqual(config.http.cors_origins, ['https://a.example', 'https://b.example'])
+  t.is(config.onboarding.mode, 'restricted')
+  t.is(config.host, 'localhost')
+})
+
+test('--no-rate-limit and other boolean flag forms', async t => {
+  t.false((await loadConfig({ argv: ['--no-rate-limit'], env: {} })).rate_limit.enabled)
+  t.false((await loadConfig({ argv: ['--no-rate-limit'], env: { REGISTRY_NODE_RATE_LIMIT_ENABLED: 'true' } })).rate_limit.enabled, 'flags beat the environment')
+  t.true((await loadConfig({ argv: ['--metrics'], env: {} })).metrics.enabled)
+  t.true((await loadConfig({ argv: ['--metrics=on'], env: {} })).metrics.enabled)
+  t.false((await loadConfig({ argv: ['--metrics=false'], env: {} })).metrics.enabled)
+  await t.throwsAsync(loadConfig({ argv: ['--metrics=maybe'], env: {} }), { instanceOf: ConfigError })
+})
+
+test('list flags repeat and split on commas', async t => {
+  const config = await loadConfig({ argv: ['--bootstrap', '/ip4/1.1.1.1/tcp/4001', '--bootstrap=/ip4/2.2.2.2/tcp/4001,/ip4/3.3.3.3/tcp/4001', '--bootstrap', ' /dns4/x/tcp/1 , '], env: {} })
+  t.deepEqual(config.p2p.bootstrap, ['/ip4/1.1.1.1/tcp/4001', '/ip4/2.2.2.2/tcp/4001', '/ip4/3.3.3.3/tcp/4001', '/dns4/x/tcp/1'])
+  const file = await tomlFile('lists.toml', '[p2p]\nbootstrap = ["/ip4/9.9.9.9/tcp/1"]\n[http]\ntrusted_proxies = ["10.0.0.0/8"]\n')
+  const fromFile = await loadConfig({ argv: ['--config', file], env: {} })
+  t.deepEqual(fromFile.p2p.bootstrap, ['/ip4/9.9.9.9/tcp/1'])
+  t.deepEqual(fromFile.http.trusted_proxies, ['10.0.0.0/8'])
+  const overridden = await loadConfig({ argv: ['--config', file, '--bootstrap', '/ip4/8.8.8.8/tcp/1'], env: {} })
+  t.deepEqual(overridden.p2p.bootstrap, ['/ip4/8.8.8.8/tcp/1'], 'a flag replaces the file list rather than appending')
+})
+
+test('positionals are kept apart from flags', t => {
+  const parsed = parseFlags(['start', '--http-port', '1234', 'extra'])
+  t.deepEqual(parsed.positionals, ['start', 'extra'])
+  t.is(parsed.configFile, undefined)
+  t.is([...parsed.values.values()][0], 1234)
+})
+
+test('unknown flags, missing values, bad integers and bad choices are ConfigErrors', async t => {
+  await t.throwsAsync(loadConfig({ argv: ['--frobnicate'], env: {} }), { instanceOf: ConfigError, message: /unknown flag --frobnicate/ })
+  await t.throwsAsync(loadConfig({ argv: ['--no-http-port'], env: {} }), { instanceOf: ConfigError, message: /unknown flag/ })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port'], env: {} }), { instanceOf: ConfigError, message: /needs a value/ })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', '--metrics'], env: {} }), { instanceOf: ConfigError, message: /needs a value/ })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', 'eighty'], env: {} }), { instanceOf: ConfigError, message: /integer/ })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', '80.5'], env: {} }), { instanceOf: ConfigError, message: /integer/ })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', '70000'], env: {} }), { instanceOf: ConfigError, message: /at most 65535/ })
+  await t.throwsAsync(loadConfig({ argv: ['--body-limit', '10'], env: {} }), { instanceOf: ConfigError, message: /at least 1024/ })
+  await t.throwsAsync(loadConfig({ argv: ['--mode', 'closed'], env: {} }), { instanceOf: ConfigError, message: /open, restricted/ })
+  await t.throwsAsync(loadConfig({ argv: ['--log-level', 'loud'], env: {} }), { instanceOf: ConfigError })
+  await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_HTTP_PORT: 'x' } }), { instanceOf: ConfigError, message: /REGISTRY_NODE_HTTP_PORT/ })
+})
+
+test('config file errors are ConfigErrors', async t => {
+  await t.throwsAsync(loadConfig({ argv: ['--config', join(dir, 'missing.toml')], env: {} }), { instanceOf: ConfigError, message: /cannot read config file/ })
+  const broken = await tomlFile('broken.toml', '[http\nport = 1\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', broken], env: {} }), { instanceOf: ConfigError })
+  const wrongType = await tomlFile('wrong-type.toml', '[http]\nport = "eighty"\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', wrongType], env: {} }), { instanceOf: ConfigError, message: /http\.port/ })
+  const badMode = await tomlFile('bad-mode.toml', '[onboarding]\nmode = "closed"\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', badMode], env: {} }), { instanceOf: ConfigError })
+})
+
+test('configTemplate parses as TOML and, loaded back, gives the defaults', async t => {
+  const text = configTemplate()
+  const parsed = parseToml(text) as Record<string, unknown>
+  t.true(typeof parsed === 'object')
+  for (const s of SETTINGS) t.true(text.includes(`--${s.flag}`), `documents --${s.flag}`)
+  const file = await tomlFile('template.toml', text)
+  t.deepEqual(await loadConfig({ argv: ['--config', file], env: {} }), defaultConfig())
+})
+
+test('configTemplate with overrides sets those keys', async t => {
+  const text = configTemplate({ data_dir: '/var/lib/registry', 'http.port': 9090, 'onboarding.mode': 'restricted', 'metrics.enabled': true, 'rate_limit.enabled': false, 'p2p.bootstrap': ['/ip4/1.2.3.4/tcp/4001'] })
+  const parsed = parseToml(text) as Record<string, Record<string, unknown>>
+  t.is(parsed.data_dir as unknown, '/var/lib/registry')
+  t.is(parsed.http?.port, 9090)
+  t.is(parsed.onboarding?.mode, 'restricted')
+  t.is(parsed.metrics?.enabled, true)
+  t.is(parsed.rate_limit?.enabled, false)
+  t.deepEqual(parsed.p2p?.bootstrap, ['/ip4/1.2.3.4/tcp/4001'])
+  t.is(parsed.http?.host, undefined, 'keys without overrides stay commented out')
+  const file = await tomlFile('template-overrides.toml', text)
+  const config = await loadConfig({ argv: ['--config', file], env: {} })
+  t.is(config.data_dir, '/var/lib/registry')
+  t.is(config.http.port, 9090)
+  t.is(config.onboarding.mode, 'restricted')
+  t.true(config.metrics.enabled)
+  t.false(config.rate_limit.enabled)
+  t.deepEqual(config.p2p.bootstrap, ['/ip4/1.2.3.4/tcp/4001'])
+})
+
+test('configTemplate escapes strings so they survive TOML', t => {
+  const tricky = 'C:\\data "quoted"\tand\u00e9'
+  const parsed = parseToml(configTemplate({ name: tricky })) as Record<string, unknown>
+  t.is(parsed.name, tricky)
+})
