@@ -19,6 +19,7 @@ export interface NodeConfig {
   log: { level: LogLevel }
   metrics: { enabled: boolean }
   tombstones: { retention_days: number }
+  store: { commit_delay_ms: number }
   limits: { max_list_limit: number }
 }
 
@@ -60,6 +61,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'log.level', kind: 'string', default: 'info', flag: 'log-level', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'], doc: 'Log level (request logs are at info).' },
   { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
+  { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
   { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities.' }
 ]
 

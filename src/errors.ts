@@ -41,15 +41,12 @@ export class RegistryError extends Error {
   readonly code: ErrorCode
   readonly status: number
   readonly field: string | undefined
-  /** Extra response headers, e.g. Retry-After on rate_limited. */
-  readonly headers: Record<string, string> | undefined
 
-  constructor(code: ErrorCode, message?: string, field?: string, headers?: Record<string, string>) {
+  constructor(code: ErrorCode, message?: string, field?: string) {
     super(message ?? ERRORS[code].message)
     this.code = code
     this.status = ERRORS[code].status
     this.field = field
-    this.headers = headers
   }
 
   toBody(): ErrorBody {

@@ -48,7 +48,7 @@ export interface NodeOptions {
 export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
   const logger = options.logger ?? createLogger(config.log.level)
   const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
-  const store = await RegistryStore.open(config.data_dir)
+  const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms })
   const bus = new EventBus()
   const catalog = new EntityCatalog()
   catalog.load(store.allEntities())

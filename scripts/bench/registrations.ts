@@ -8,6 +8,7 @@
  * acknowledged registration is there. Prints one `name: value unit` line per figure.
  */
 import { Agent, request } from 'node:http'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -67,12 +68,28 @@ function post(agent: Agent, url: URL, body: string): Promise<number> {
   })
 }
 
+/**
+ * Upper bound of a quantile of the node's own request-latency histogram for POST /v1/entities:
+ * the time from request to reply inside the node, without the load generator's delays.
+ */
+function serverQuantile(metrics: string, q: number): string {
+  const buckets: [number, number][] = []
+  for (const line of metrics.split('\n')) {
+    const m = /^registry_http_request_duration_seconds_bucket\{.*le="([^"]+)".*route="\/v1\/entities".*\} (\d+)/.exec(line)
+      ?? /^registry_http_request_duration_seconds_bucket\{.*route="\/v1\/entities".*le="([^"]+)".*\} (\d+)/.exec(line)
+    if (m && /method="POST"/.test(line)) buckets.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])])
+  }
+  const total = buckets.find(([le]) => le === Infinity)?.[1] ?? 0
+  const bound = buckets.find(([, count]) => count >= q * total)?.[0] ?? Infinity
+  return bound === Infinity ? '>2500' : String(bound * 1000)
+}
+
 async function main(): Promise<void> {
   const genStart = performance.now()
   const bodies = makeBodies(total)
   console.error(`generated ${total} signed registrations in ${((performance.now() - genStart) / 1000).toFixed(1)} s`)
   const data = await mkdtemp(join(tmpdir(), 'bench-registrations-'))
-  const nodeArgs = ['--data', data, '--http-port', '0', '--no-rate-limit']
+  const nodeArgs = ['--data', data, '--http-port', '0', '--no-rate-limit', '--metrics']
   let node: NodeProcess = await spawnNode(nodeArgs)
   const url = new URL(node.url)
   const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
@@ -80,6 +97,8 @@ async function main(): Promise<void> {
   const acked: string[] = []
   let errors = 0
   let failedStatus = 0
+  const clientLoop = monitorEventLoopDelay({ resolution: 10 })
+  clientLoop.enable()
   const cpuBefore = await cpuSeconds(node.child.pid!)
   const started = performance.now()
   const killAt = args.kill9 ? Math.floor(total / 2) : -1
@@ -109,7 +128,14 @@ async function main(): Promise<void> {
   report('latency_max', (latencies[latencies.length - 1] ?? 0).toFixed(1), 'ms')
   report('non_201_responses', failedStatus, 'responses')
   report('connection_errors', errors, 'requests')
-  if (!args.kill9) report('server_cpu', ((cpu / elapsed) * 100).toFixed(0), '% of one core')
+  if (!args.kill9) {
+    report('server_cpu', ((cpu / elapsed) * 100).toFixed(0), '% of one core')
+    const metrics = await (await fetch(`${node.url}/metrics`)).text()
+    for (const q of [0.5, 0.99]) report(`server_side_latency_p${q * 100}_at_most`, serverQuantile(metrics, q), 'ms')
+    const lagMax = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(metrics)?.[1]
+    if (lagMax) report('server_event_loop_lag_max', (Number(lagMax) * 1000).toFixed(0), 'ms')
+    report('load_generator_event_loop_delay_max', (clientLoop.max / 1e6).toFixed(0), 'ms')
+  }
   report('searchable_after_reply', 'n/a (search arrives with the search issue)', '')
 
   if (args.kill9) {

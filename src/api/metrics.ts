@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 
 export interface GaugeSources {
   entities(type: 'agent' | 'service'): number
@@ -13,6 +13,8 @@ export class NodeMetrics {
   private readonly rejections: Counter<'code'>
 
   constructor(sources: GaugeSources) {
+    // Process metrics: event-loop lag, GC, heap, CPU, file descriptors.
+    collectDefaultMetrics({ register: this.registry })
     this.requests = new Counter({ name: 'registry_http_requests_total', help: 'HTTP requests by route template, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] })
     this.latency = new Histogram({
       name: 'registry_http_request_duration_seconds',

@@ -106,7 +106,7 @@ export class HttpServer {
     const fail = (err: unknown, closeConnection = false): void => {
       if (err instanceof RegistryError) {
         if (match?.route?.limit === 'write') this.c.metrics?.rejected(err.code)
-        send({ status: err.status, body: err.toBody(), ...(err.headers ? { headers: err.headers } : {}) }, closeConnection)
+        send({ status: err.status, body: err.toBody() }, closeConnection)
       } else {
         this.c.logger.error({ err, method, path }, 'internal error')
         send({ status: 500, body: new RegistryError('internal_error').toBody() })

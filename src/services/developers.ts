@@ -15,7 +15,8 @@ import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import type { EntityCatalog } from './catalog.js'
 import type { WriteRequest } from './entities.js'
-import { sealOperation, signatureFingerprint } from './operations.js'
+import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
+import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl } from './validation.js'
 import type { WriteTracker } from './write-tracker.js'
 
@@ -81,22 +82,12 @@ export class DeveloperService {
     const developerId = deriveId('developer', publicKey)
     const now = this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
-    const op = sealOperation(this.c.identity, {
-      kind: 'developer.register',
-      subject: developerId,
-      body: req.raw,
-      path: req.path,
-      auth: { carrier: 'body', signer: 'self', signature: body.signature, form },
-      accepted_at: now,
-      origin: this.c.identity.registryId
-    })
+    const op = acceptOperation(this.c.identity, 'developer.register', developerId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
     let created = false
     await this.c.writes.run(() => this.c.store.commit(tx => {
       const existing = tx.getDeveloper(developerId)
       if (existing && !existing.implicit) throw new RegistryError('developer_exists', `${developerId} is already registered; update it with PUT /v1/developers/${developerId}.`)
-      const tombstone = tx.getTombstone(developerId)
-      if (tombstone?.registration_signatures.includes(fingerprint)) throw new RegistryError('developer_deregistered')
-      if (tombstone) { tx.deleteTombstone(developerId); tx.dropOperations(developerId) }
+      const signatures = admitRegistration(tx, developerId, fingerprint, 'developer_deregistered')
       created = !existing
       tx.appendOperation(op)
       tx.putDeveloper({
@@ -115,7 +106,7 @@ export class DeveloperService {
         updated_at: now,
         schema_version: SCHEMA_VERSION,
         implicit: false,
-        registration_signatures: [...(tombstone?.registration_signatures ?? []), ...(existing?.registration_signatures ?? []), fingerprint]
+        registration_signatures: [...(existing?.registration_signatures ?? []), ...signatures]
       })
     }))
     if (created) this.developerCount++
@@ -140,7 +131,7 @@ export class DeveloperService {
     if (body.name != null) { next.name = body.name; next.implicit = false }
     if (body.github != null) next.github = body.github || null
     if (body.profile_url != null) next.profile_url = body.profile_url || null
-    const op = sealOperation(this.c.identity, { kind: 'developer.update', subject: id, body: req.raw, path: req.path, auth, accepted_at: now, origin: this.c.identity.registryId })
+    const op = acceptOperation(this.c.identity, 'developer.update', id, req, auth, now)
     await this.c.writes.run(() => this.c.store.commit(tx => {
       if (!tx.getDeveloper(id)) throw new RegistryError('developer_not_found')
       tx.appendOperation(op)
@@ -157,20 +148,12 @@ export class DeveloperService {
     if (owned > 0) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
     const now = this.now()
     const deletedAt = now.toISOString()
-    const op = sealOperation(this.c.identity, { kind: 'developer.deregister', subject: id, body: null, path: req.path, auth, accepted_at: deletedAt, origin: this.c.identity.registryId })
+    const op = acceptOperation(this.c.identity, 'developer.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
+    const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
     await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getDeveloper(id)
       if (!current) throw new RegistryError('developer_not_found')
-      tx.deleteDeveloper(id)
-      tx.dropOperations(id)
-      tx.appendOperation(op)
-      tx.putTombstone({
-        subject: id,
-        kind: 'developer',
-        deleted_at: deletedAt,
-        expires_at: new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString(),
-        registration_signatures: current.registration_signatures
-      })
+      bury(tx, 'developer', id, current.registration_signatures, op, expiresAt)
     }))
     this.developerCount--
     this.c.bus.publish('developer_deregistered', { developer_id: id })

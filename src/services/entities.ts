@@ -16,7 +16,8 @@ import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordVie
 import { authorizeDeletion, authorizeUpdate, type Credentials } from './authorize.js'
 import type { EntityCatalog } from './catalog.js'
 import type { DeveloperService } from './developers.js'
-import { sealOperation, signatureFingerprint } from './operations.js'
+import { acceptOperation, signatureFingerprint } from './operations.js'
+import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
 import type { WriteTracker } from './write-tracker.js'
 
@@ -158,15 +159,7 @@ export class EntityService {
 
     const now = this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
-    const op = sealOperation(this.c.identity, {
-      kind: 'entity.register',
-      subject: entityId,
-      body: req.raw,
-      path: req.path,
-      auth: { carrier: 'body', signer: 'self', signature: body.signature, form },
-      accepted_at: now,
-      origin: this.c.identity.registryId
-    })
+    const op = acceptOperation(this.c.identity, 'entity.register', entityId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
 
     const record: EntityRecord = {
       entity_id: entityId,
@@ -199,13 +192,7 @@ export class EntityService {
     let createdDeveloper = false
     await this.c.writes.run(() => this.c.store.commit(tx => {
       if (tx.getEntity(entityId)) throw new RegistryError('entity_exists', `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`)
-      const tombstone = tx.getTombstone(entityId)
-      if (tombstone) {
-        if (tombstone.registration_signatures.includes(fingerprint)) throw new RegistryError('entity_deregistered')
-        record.registration_signatures = [...tombstone.registration_signatures, fingerprint]
-        tx.deleteTombstone(entityId)
-        tx.dropOperations(entityId)
-      }
+      record.registration_signatures = admitRegistration(tx, entityId, fingerprint, 'entity_deregistered')
       if (proof) createdDeveloper = this.c.developers.ensureForProof(tx, { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature }, op, now)
       tx.appendOperation(op)
       tx.putEntity(record)
@@ -255,7 +242,7 @@ export class EntityService {
     next.signature = auth.signature
     next.updated_at = now
 
-    const op = sealOperation(this.c.identity, { kind: 'entity.update', subject: id, body: req.raw, path: req.path, auth, accepted_at: now, origin: this.c.identity.registryId })
+    const op = acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
     await this.c.writes.run(() => this.c.store.commit(tx => {
       if (!tx.getEntity(id)) throw new RegistryError('entity_not_found')
       tx.appendOperation(op)
@@ -273,14 +260,11 @@ export class EntityService {
     const now = this.now()
     const deletedAt = now.toISOString()
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
-    const op = sealOperation(this.c.identity, { kind: 'entity.deregister', subject: id, body: null, path: req.path, auth, accepted_at: deletedAt, origin: this.c.identity.registryId })
+    const op = acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
     await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getEntity(id)
       if (!current) throw new RegistryError('entity_not_found')
-      tx.deleteEntity(id)
-      tx.dropOperations(id)
-      tx.appendOperation(op)
-      tx.putTombstone({ subject: id, kind: 'entity', deleted_at: deletedAt, expires_at: expiresAt, registration_signatures: current.registration_signatures })
+      bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
     }))
     this.changed(id)
     this.c.catalog.remove(id)

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { canonicalJson } from '../identity/canonical-json.js'
 import { sign } from '../identity/keys.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
-import type { Operation } from '../store/records.js'
+import type { Operation, OperationAuth, OperationKind } from '../store/records.js'
 
 /** The bytes the accepting node signs: the operation without its node signature, body as base64. */
 export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): string {
@@ -11,6 +11,18 @@ export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): st
 
 export function sealOperation(identity: NodeIdentity, op: Omit<Operation, 'node_signature'>): Operation {
   return { ...op, node_signature: sign(identity.keyPair, operationSigningBytes(op)) }
+}
+
+/** An operation this node accepts now from a client request. */
+export function acceptOperation(
+  identity: NodeIdentity,
+  kind: OperationKind,
+  subject: string,
+  request: { raw: Uint8Array | null; path: string },
+  auth: OperationAuth,
+  acceptedAt: string
+): Operation {
+  return sealOperation(identity, { kind, subject, body: request.raw, path: request.path, auth, accepted_at: acceptedAt, origin: identity.registryId })
 }
 
 /** Short, stable fingerprint of a signature: what the replay guard remembers. */

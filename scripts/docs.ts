@@ -1,0 +1,67 @@
+/**
+ * Regenerates the README sections that mirror code tables (settings, error codes, field limits),
+ * between `<!-- name:start -->` and `<!-- name:end -->` markers. `npm run docs`; a unit test fails
+ * when the README is out of date.
+ */
+import { readFile, writeFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { envName, SETTINGS } from '../src/config.js'
+import { ERRORS } from '../src/errors.js'
+import { DEVELOPER_LIMITS } from '../src/wire/developers.js'
+import { ENTITY_LIMITS, PRICING_MODELS } from '../src/wire/entities.js'
+
+const README = fileURLToPath(new URL('../README.md', import.meta.url))
+
+const cell = (s: string) => s.replace(/\|/g, '\\|')
+
+export function generatedSections(): Record<string, string> {
+  const config = [
+    '| config key | flag | environment | default | meaning |',
+    '|---|---|---|---|---|',
+    ...SETTINGS.map(s => `| \`${s.key}\` | \`--${s.kind === 'boolean' ? `[no-]${s.flag}` : s.flag}\` | \`${envName(s)}\` | \`${JSON.stringify(s.default)}\` | ${cell(s.doc)}${s.choices ? ` One of ${s.choices.join(', ')}.` : ''} |`)
+  ].join('\n')
+  const errors = [
+    '| code | status | meaning |',
+    '|---|---|---|',
+    ...Object.entries(ERRORS).map(([code, e]) => `| \`${code}\` | ${e.status} | ${cell(e.message)} |`)
+  ].join('\n')
+  const limits = [
+    '| field | rule |',
+    '|---|---|',
+    `| \`name\` (entity) | 1 to ${ENTITY_LIMITS.name} characters; also accepted as \`entity_name\` |`,
+    `| \`type\` | \`agent\` or \`service\` (also \`entity_type\`); default \`agent\` |`,
+    `| \`category\` | required, 1 to ${ENTITY_LIMITS.category} characters |`,
+    `| \`summary\` | at most ${ENTITY_LIMITS.summary} characters |`,
+    `| \`tags\` | at most ${ENTITY_LIMITS.tags} strings of 1 to ${ENTITY_LIMITS.tag} characters |`,
+    '| `version` | semantic version (semver.org), default `0.1.0` |',
+    '| `entity_url` | HTTPS URL, at most 2048 characters; required for agents |',
+    '| `service_endpoint`, `openapi_url` | HTTP(S) URL, at most 2048 characters; a service needs `service_endpoint` or `entity_url` |',
+    `| \`codebase_hash\` | at most ${ENTITY_LIMITS.codebaseHash} characters |`,
+    `| \`capability_summary\` | JSON object of at most ${ENTITY_LIMITS.capabilitySummaryBytes} bytes |`,
+    `| \`pricing_model\` / \`entity_pricing\` | \`model\` one of ${PRICING_MODELS.join(', ')}; \`base_price_usd\` ≥ 0; \`currency\` \`USDC\`; at most ${ENTITY_LIMITS.paymentMethods} \`payment_methods\` and ${ENTITY_LIMITS.rates} \`rates\` (numbers ≥ 0) |`,
+    '| `ttl` | integer seconds, 60 to 31536000, default 86400 |',
+    `| \`entity_name\` | at most ${ENTITY_LIMITS.entityName} characters (binding rules come with handles) |`,
+    '| `developer_proof.index` | unsigned 32-bit; spelled `index`, `agent_index` or `entity_index`; never defaulted |',
+    `| \`name\` (developer) | 1 to ${DEVELOPER_LIMITS.name} characters |`,
+    `| \`github\` | a GitHub user name (at most ${DEVELOPER_LIMITS.github} characters) |`,
+    '| `profile_url` | HTTP(S) URL, at most 2048 characters |',
+    '| request body | at most `http.body_limit_bytes` (64 KiB by default) |'
+  ].join('\n')
+  return { config, errors, limits }
+}
+
+export function applySections(readme: string, sections: Record<string, string>): string {
+  let out = readme
+  for (const [name, body] of Object.entries(sections)) {
+    const pattern = new RegExp(`(<!-- ${name}:start -->\\n)[\\s\\S]*?(<!-- ${name}:end -->)`)
+    if (!pattern.test(out)) throw new Error(`README.md lacks the ${name} markers`)
+    out = out.replace(pattern, (_, a: string, b: string) => `${a}${body}\n${b}`)
+  }
+  return out
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const readme = await readFile(README, 'utf8')
+  await writeFile(README, applySections(readme, generatedSections()))
+  console.log('README.md sections regenerated')
+}
