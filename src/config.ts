@@ -141,8 +141,8 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     const arg = argv[i] as string
     if (!arg.startsWith('--')) { positionals.push(arg); continue }
     const eq = arg.indexOf('=')
-    let name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
-    let inline: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1)
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
+    const inline: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1)
     const takeValue = (): string => {
       if (inline !== undefined) return inline
       const next = argv[i + 1]
@@ -151,7 +151,7 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
       return next
     }
     if (name === 'config') { configFile = takeValue(); continue }
-    let setting = FLAG_INDEX.get(name)
+    const setting = FLAG_INDEX.get(name)
     if (!setting && name.startsWith('no-')) {
       const positive = FLAG_INDEX.get(name.slice(3))
       if (positive?.kind === 'boolean') { values.set(positive, false); continue }
@@ -161,7 +161,6 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
     const value = coerce(setting, takeValue(), `--${name}`)
     if (setting.kind === 'list') values.set(setting, [...((values.get(setting) as string[] | undefined) ?? []), ...(value as string[])])
     else values.set(setting, value)
-    name = ''
   }
   return configFile === undefined ? { values, positionals } : { values, positionals, configFile }
 }

@@ -32,6 +32,7 @@ export interface RegistryNode {
   readonly identity: NodeIdentity
   readonly logger: Logger
   readonly bus: EventBus
+  readonly store: RegistryStore
   readonly entities: EntityService
   readonly developers: DeveloperService
   /** The bound HTTP port (useful with port 0). */
@@ -106,7 +107,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, entities, developers, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, httpPort: port, url,
     stop() {
       stopping ??= (async () => {
         http.close()

@@ -34,13 +34,6 @@ export function goEscapedJson(canonical: string): string | null {
   return canonical.replace(GO_ESCAPABLE, ch => GO_ESCAPES[ch] as string)
 }
 
-/** Both byte forms a client may have signed, plain first. */
-export function canonicalCandidates(value: unknown): string[] {
-  const plain = canonicalJson(value)
-  const escaped = goEscapedJson(plain)
-  return escaped === null ? [plain] : [plain, escaped]
-}
-
 /** A copy of an object without its `signature` member. */
 export function withoutSignature<T extends Record<string, unknown>>(body: T): Omit<T, 'signature'> {
   const { signature: _signature, ...rest } = body

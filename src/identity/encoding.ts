@@ -25,8 +25,6 @@ export function formatKey(raw: Uint8Array): string {
   return KEY_PREFIX + Buffer.from(raw).toString('base64')
 }
 
-export const formatSignature = formatKey
-
 /** Canonical stored form of a public key string: always prefixed. */
 export function normalizePublicKey(text: string): string | null {
   const raw = parsePublicKey(text)

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { keyPairFromSeed, type KeyPair } from './keys.js'
 
 const AGENT_DOMAIN = Buffer.from('zns:agent:', 'ascii')
-export const MAX_HD_INDEX = 0xffff_ffff
+const MAX_HD_INDEX = 0xffff_ffff
 
 function uint32be(index: number): Buffer {
   if (!Number.isInteger(index) || index < 0 || index > MAX_HD_INDEX) throw new RangeError('HD index must be an unsigned 32-bit integer')

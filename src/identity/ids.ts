@@ -28,9 +28,3 @@ export function deriveId(kind: IdKind, publicKey: Uint8Array | string): string {
   if (!raw || raw.length !== 32) throw new TypeError('deriveId needs a 32-byte Ed25519 public key')
   return PREFIX[kind] + idHex(raw)
 }
-
-export function entityKindOfId(id: string): 'agent' | 'service' | null {
-  if (ID_PATTERNS.service.test(id)) return 'service'
-  if (ID_PATTERNS.agent.test(id)) return 'agent'
-  return null
-}

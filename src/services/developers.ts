@@ -127,15 +127,21 @@ export class DeveloperService {
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const auth = authorizeUpdate(req.credentials ?? {}, { self: parsePublicKey(existing.public_key) as Buffer, developer: null }, req.raw, raw)
     const now = this.now().toISOString()
-    const next: DeveloperRecord = { ...existing, updated_at: now, signature: auth.signature }
-    if (body.name != null) { next.name = body.name; next.implicit = false }
-    if (body.github != null) next.github = body.github || null
-    if (body.profile_url != null) next.profile_url = body.profile_url || null
+    const patch = (current: DeveloperRecord): DeveloperRecord => {
+      const next: DeveloperRecord = { ...current, updated_at: now, signature: auth.signature }
+      if (body.name != null) { next.name = body.name; next.implicit = false }
+      if (body.github != null) next.github = body.github || null
+      if (body.profile_url != null) next.profile_url = body.profile_url || null
+      return next
+    }
     const op = acceptOperation(this.c.identity, 'developer.update', id, req, auth, now)
-    await this.c.writes.run(() => this.c.store.commit(tx => {
-      if (!tx.getDeveloper(id)) throw new RegistryError('developer_not_found')
+    const next = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const current = tx.getDeveloper(id)
+      if (!current) throw new RegistryError('developer_not_found')
+      const updated = patch(current)
       tx.appendOperation(op)
-      tx.putDeveloper(next)
+      tx.putDeveloper(updated)
+      return updated
     }))
     this.c.bus.publish('developer_updated', { developer_id: id, name: next.name })
     return next

@@ -73,8 +73,9 @@ export class EntityService {
 
   require(id: string): EntityRecord {
     const record = this.c.store.getEntity(id)
-    if (!record) throw new RegistryError('entity_not_found', `No entity ${id} is registered on this node.`)
-    return record
+    if (record) return record
+    const tombstone = this.c.store.getTombstone(id)
+    throw new RegistryError('entity_not_found', tombstone ? `${id} was deregistered at ${tombstone.deleted_at}.` : `No entity ${id} is registered on this node.`)
   }
 
   /** The record as JSON text, rendered once and served from memory until it changes. */
@@ -142,8 +143,7 @@ export class EntityService {
     const body = validate(RegistrationRequest, req.body)
     const type: EntityType = eitherSpelling(body.type, body.entity_type, 'type', 'entity_type') ?? 'agent'
     const name = body.name ?? body.entity_name
-    if (name === undefined || name === null) throw invalidField('name', 'is required (also accepted as entity_name)')
-    if (name.length === 0 || name.length > ENTITY_LIMITS.name) throw invalidField('name', `must be 1 to ${ENTITY_LIMITS.name} characters`)
+    if (name === undefined || name === null || name === '') throw invalidField('name', 'is required (also accepted as entity_name)')
     const publicKey = parsePublicKey(body.public_key) as Buffer
     const signature = parseSignature(body.signature) as Buffer
     const entityId = deriveId(type, publicKey)
@@ -224,29 +224,35 @@ export class EntityService {
     const body = validate(UpdateRequest, raw)
     const auth = authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw)
 
-    const next: EntityRecord = { ...existing }
-    if (body.name != null) next.name = body.name
-    if (body.category != null) next.category = body.category
-    if (body.summary != null) next.summary = body.summary
-    if (body.version != null) next.version = body.version
-    if (body.tags != null) next.tags = body.tags
-    if (body.codebase_hash != null) next.codebase_hash = body.codebase_hash || null
-    if (body.capability_summary != null) { checkCapabilitySummary(body.capability_summary); next.capability_summary = body.capability_summary }
+    if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
     const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
-    if (pricing !== undefined) next.pricing_model = pricing as PricingModel
-    if (body.entity_name != null) next.entity_name = body.entity_name || null
-    if (body.ttl != null) next.ttl = body.ttl
     const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
-    Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url)))
     const now = this.now().toISOString()
-    next.signature = auth.signature
-    next.updated_at = now
+    // Applied inside the transaction, to the record as it is then: concurrent updates never undo each other.
+    const patch = (current: EntityRecord): EntityRecord => {
+      const next: EntityRecord = { ...current, signature: auth.signature, updated_at: now }
+      if (body.name != null) next.name = body.name
+      if (body.category != null) next.category = body.category
+      if (body.summary != null) next.summary = body.summary
+      if (body.version != null) next.version = body.version
+      if (body.tags != null) next.tags = body.tags
+      if (body.codebase_hash != null) next.codebase_hash = body.codebase_hash || null
+      if (body.capability_summary != null) next.capability_summary = body.capability_summary
+      if (pricing !== undefined) next.pricing_model = pricing as PricingModel
+      if (body.entity_name != null) next.entity_name = body.entity_name || null
+      if (body.ttl != null) next.ttl = body.ttl
+      return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url)))
+    }
+    patch(existing) // validates the result before anything is written
 
     const op = acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
-    await this.c.writes.run(() => this.c.store.commit(tx => {
-      if (!tx.getEntity(id)) throw new RegistryError('entity_not_found')
+    const next = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const current = tx.getEntity(id)
+      if (!current) throw new RegistryError('entity_not_found')
+      const updated = patch(current)
       tx.appendOperation(op)
-      tx.putEntity(next)
+      tx.putEntity(updated)
+      return updated
     }))
     this.changed(id)
     this.c.catalog.upsert(next)

@@ -64,7 +64,6 @@ export class RegistryStore {
   getEntity(id: string): EntityRecord | undefined { return this.entities.get(id) }
   getDeveloper(id: string): DeveloperRecord | undefined { return this.developers.get(id) }
   getTombstone(subject: string): Tombstone | undefined { return this.tombstones.get(subject) }
-  getMeta<T>(key: string): T | undefined { return this.meta.get(key) as T | undefined }
 
   *allEntities(): Iterable<EntityRecord> { for (const { value } of this.entities.getRange()) yield value }
   *allDevelopers(): Iterable<DeveloperRecord> { for (const { value } of this.developers.getRange()) yield value }

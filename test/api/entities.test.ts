@@ -271,3 +271,17 @@ test('an entity without a developer is accepted (the proof is only needed for HD
   const got = await http(base, 'GET', `/v1/entities/${a.agentId}`)
   t.like(got.body, { developer_id: null, owner: null, developer_proof: null })
 })
+
+test('concurrent updates of different fields both take effect', async t => {
+  const a = agent(dev, 12)
+  t.is((await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
+  const path = `/v1/entities/${a.agentId}`
+  const results = await Promise.all([
+    http(base, 'PUT', path, { body: signSpec(a.keyPair, { summary: 'first' }) }),
+    http(base, 'PUT', path, { body: signSpec(a.keyPair, { version: '3.0.0' }) }),
+    http(base, 'PUT', path, { body: signSpec(a.keyPair, { tags: ['third'] }) })
+  ])
+  t.deepEqual(results.map(r => r.status), [200, 200, 200])
+  const got = await http(base, 'GET', path)
+  t.like(got.body, { summary: 'first', version: '3.0.0', tags: ['third'] })
+})
