@@ -19,7 +19,7 @@ const USAGE = `registry-node ${NODE_VERSION}: a peer-to-peer registry node for A
 
 Usage:
   registry-node start [flags]          run a node (npm start -- [flags])
-  registry-node init [flags]           create the node identity and a commented config file
+  registry-node init [flags] [--force]  create the node identity and a commented config file (--force overwrites it)
   registry-node keys new [--out FILE]  create a developer key
   registry-node keys derive --developer FILE --index N [--type agent|service] [--out FILE]
                                        derive an HD entity key and its developer proof
@@ -158,10 +158,13 @@ async function keys(argv: string[]): Promise<void> {
 }
 
 async function init(argv: string[]): Promise<void> {
-  const config = await loadConfig({ argv })
+  const force = argv.includes('--force')
+  const flags = argv.filter(a => a !== '--force')
+  const configPath = parseFlags(flags).configFile ?? 'registry-node.toml'
+  const written = !(await exists(configPath)) || force
+  // --config names the file to create; it is read only when it already exists.
+  const config = await loadConfig({ argv: written ? withoutConfigFlag(flags) : flags })
   const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
-  const configPath = parseFlags(argv).configFile ?? 'registry-node.toml'
-  const written = !(await exists(configPath)) || argv.includes('--force')
   if (written) await writeFile(configPath, configTemplate({ data_dir: config.data_dir }))
   print({
     registry_id: identity.registryId,
@@ -171,6 +174,15 @@ async function init(argv: string[]): Promise<void> {
     config_written: written,
     next: `registry-node start --config ${configPath}`
   })
+}
+
+function withoutConfigFlag(argv: string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--config') { i++; continue }
+    if (!argv[i]!.startsWith('--config=')) out.push(argv[i]!)
+  }
+  return out
 }
 
 async function start(argv: string[]): Promise<void> {

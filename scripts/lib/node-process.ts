@@ -4,6 +4,12 @@ import { fileURLToPath } from 'node:url'
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url))
 
+/** `node --import` argument for tsx that works from any working directory. */
+export const TSX_IMPORT = import.meta.resolve('tsx')
+
+/** Node arguments that run the CLI from the sources. */
+export const CLI_FROM_SOURCES = ['--import', TSX_IMPORT, `${REPO}src/cli.ts`]
+
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 export async function cpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
@@ -20,7 +26,7 @@ export interface NodeProcess {
 
 /** Starts `registry-node start` (from the sources by default) as a child process and waits for its URL. */
 export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[] } = {}): Promise<NodeProcess> {
-  const entry = options.entry ?? ['--import', 'tsx', `${REPO}src/cli.ts`]
+  const entry = options.entry ?? CLI_FROM_SOURCES
   const child = spawn(process.execPath, [...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...process.env, ...options.env },

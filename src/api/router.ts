@@ -64,7 +64,8 @@ export class Router {
       const found = this.walk(literal, segments, i + 1, params)
       if (found) return found
     }
-    if (node.param && segment !== '') {
+    // An empty segment still matches a parameter, so a missing ID gets the route's own 400, not a 404.
+    if (node.param) {
       const found = this.walk(node.param.node, segments, i + 1, params)
       if (found) {
         params[node.param.name] = segment

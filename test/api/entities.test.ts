@@ -285,3 +285,12 @@ test('concurrent updates of different fields both take effect', async t => {
   const got = await http(base, 'GET', path)
   t.like(got.body, { summary: 'first', version: '3.0.0', tags: ['third'] })
 })
+
+test('a missing ID is a 400, as the spec says', async t => {
+  const res = await http(base, 'GET', '/v1/entities/')
+  t.is(res.status, 400)
+  t.like(res.body, { error: 'invalid_id', field: 'entity_id' })
+  const dev = await http(base, 'GET', '/v1/developers//entities')
+  t.is(dev.status, 400)
+  t.is(dev.body.error, 'invalid_id')
+})

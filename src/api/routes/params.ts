@@ -22,7 +22,7 @@ export function entityIdParam(ctx: RequestContext): string {
 
 export function developerIdParam(ctx: RequestContext): string {
   const id = ctx.params.developer_id ?? ''
-  if (!ID_PATTERNS.developer.test(id)) throw new RegistryError('invalid_id', `"${id}" is not a developer ID: expected zns:dev:<32 hex>.`, 'developer_id')
+  if (!ID_PATTERNS.developer.test(id)) throw new RegistryError('invalid_id', `${id === '' ? 'The developer ID is missing' : `"${id}" is not a developer ID`}: expected zns:dev:<32 hex>.`, 'developer_id')
   return id
 }
 
