@@ -3,7 +3,8 @@ import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { DeveloperRecord, EntityRecord, Operation, Tombstone } from './records.js'
 
-type OperationKey = [subject: string, seq: number]
+/** Index entry: a subject's operation, by sequence number. */
+type SubjectOperationKey = [subject: string, seq: number]
 
 /** Writes made inside one LMDB transaction; reads inside it see its own writes. */
 export interface WriteTransaction {
@@ -31,7 +32,8 @@ export class RegistryStore {
     private readonly entities: Database<EntityRecord, string>,
     private readonly developers: Database<DeveloperRecord, string>,
     private readonly tombstones: Database<Tombstone, string>,
-    private readonly operations: Database<Operation, OperationKey>,
+    private readonly operations: Database<Operation, number>,
+    private readonly subjectOperations: Database<null, SubjectOperationKey>,
     private readonly meta: Database<unknown, string>,
     private opSeq: number
   ) {}
@@ -44,18 +46,19 @@ export class RegistryStore {
   static async open(dataDir: string, options: { commitDelayMs?: number } = {}): Promise<RegistryStore> {
     await mkdir(dataDir, { recursive: true })
     const root = open({ path: join(dataDir, 'registry.lmdb'), maxDbs: 16, mapSize: 2 ** 34, compression: false, commitDelay: options.commitDelayMs ?? 0 })
-    const operations = root.openDB<Operation, OperationKey>({ name: 'operations' })
-    let opSeq = 0
-    // Sequence numbers only order one subject's history; the largest in use is restored on open.
-    for (const key of operations.getKeys()) opSeq = Math.max(opSeq, (key as OperationKey)[1])
+    // Operations are appended under a node-wide sequence number (cheap appends at the end of the
+    // B-tree, and a change log in order); a small index finds one subject's history.
+    const operations = root.openDB<Operation, number>({ name: 'oplog' })
+    const [lastSeq] = [...operations.getKeys({ reverse: true, limit: 1 })] as number[]
     const store = new RegistryStore(
       root,
       root.openDB<EntityRecord, string>({ name: 'entities' }),
       root.openDB<DeveloperRecord, string>({ name: 'developers' }),
       root.openDB<Tombstone, string>({ name: 'tombstones' }),
       operations,
+      root.openDB<null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
       root.openDB<unknown, string>({ name: 'meta' }),
-      opSeq
+      lastSeq ?? 0
     )
     if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
     return store
@@ -70,7 +73,16 @@ export class RegistryStore {
   *allTombstones(): Iterable<Tombstone> { for (const { value } of this.tombstones.getRange()) yield value }
 
   operationsOf(subject: string): Operation[] {
-    return [...this.operations.getRange({ start: [subject, 0], end: [subject, Number.MAX_SAFE_INTEGER] }).map(e => e.value)]
+    const ops: Operation[] = []
+    for (const [, seq] of this.subjectSeqs(subject)) {
+      const op = this.operations.get(seq)
+      if (op) ops.push(op)
+    }
+    return ops
+  }
+
+  private subjectSeqs(subject: string): SubjectOperationKey[] {
+    return [...this.subjectOperations.getKeys({ start: [subject, 0], end: [subject, Number.MAX_SAFE_INTEGER] })] as SubjectOperationKey[]
   }
 
   /**
@@ -93,9 +105,16 @@ export class RegistryStore {
     deleteDeveloper: id => { void this.developers.remove(id) },
     putTombstone: t => { void this.tombstones.put(t.subject, t) },
     deleteTombstone: subject => { void this.tombstones.remove(subject) },
-    appendOperation: op => { void this.operations.put([op.subject, ++this.opSeq], op) },
+    appendOperation: op => {
+      const seq = ++this.opSeq
+      void this.operations.put(seq, op)
+      void this.subjectOperations.put([op.subject, seq], null)
+    },
     dropOperations: subject => {
-      for (const key of this.operations.getKeys({ start: [subject, 0], end: [subject, Number.MAX_SAFE_INTEGER] })) void this.operations.remove(key)
+      for (const key of this.subjectSeqs(subject)) {
+        void this.operations.remove(key[1])
+        void this.subjectOperations.remove(key)
+      }
     }
   }
 
