@@ -38,6 +38,7 @@ export class HttpServer {
   private readonly router = new Router()
   private listenSocket: us_listen_socket | null = null
   private sweepTimer: NodeJS.Timeout | null = null
+  private closed = false
   port = 0
 
   constructor(private readonly c: HttpServerComponents) {
@@ -61,8 +62,9 @@ export class HttpServer {
     })
   }
 
-  /** Stops accepting connections. */
+  /** Stops accepting connections; requests on connections still open get 503 shutting_down. */
   close(): void {
+    this.closed = true
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket)
     this.listenSocket = null
     if (this.sweepTimer) clearInterval(this.sweepTimer)
@@ -113,6 +115,10 @@ export class HttpServer {
       }
     }
 
+    if (this.closed) {
+      fail(new RegistryError('shutting_down'), true)
+      return
+    }
     if (method === 'OPTIONS') {
       send({ status: 204, body: '', contentType: 'text/plain', headers: this.c.cors.preflight(headers.origin) })
       return

@@ -302,3 +302,16 @@ test('metrics: served as Prometheus text when enabled, 404 by default', async t 
   t.is(off.status, 404)
   t.is(off.body.error, 'route_not_found')
 })
+
+test('after stop, requests on connections still open get 503 shutting_down', async t => {
+  const n = await startTestNode()
+  t.is((await http(n.url, 'GET', '/health')).status, 200) // opens a keep-alive connection
+  await n.stop()
+  const late = await http(n.url, 'GET', '/v1/info').catch(() => null)
+  if (late) {
+    t.is(late.status, 503)
+    t.is(late.body.error, 'shutting_down')
+  } else {
+    t.pass('the connection was closed, which is also fine')
+  }
+})
