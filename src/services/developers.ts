@@ -5,30 +5,18 @@
 import { RegistryError } from '../errors.js'
 import { formatKey, parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
-import type { NodeIdentity } from '../identity/node-identity.js'
 import { verifyDeveloperRegistration } from '../identity/verifiers.js'
-import type { EventBus } from '../events/bus.js'
-import type { RegistryStore, WriteTransaction } from '../store/registry-store.js'
+import type { WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
-import type { EntityCatalog } from './catalog.js'
-import type { WriteRequest } from './entities.js'
+import type { ServiceComponents, WriteRequest } from './components.js'
 import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl } from './validation.js'
-import type { WriteTracker } from './write-tracker.js'
 
-export interface DeveloperServiceComponents {
-  store: RegistryStore
-  identity: NodeIdentity
-  bus: EventBus
-  catalog: EntityCatalog
-  writes: WriteTracker
-  settings: { host: string; mode: 'open' | 'restricted'; tombstoneRetentionMs: number }
-  now?: () => Date
-}
+export type DeveloperServiceComponents = ServiceComponents
 
 export class DeveloperService {
   private readonly now: () => Date

@@ -6,43 +6,24 @@
 import { RegistryError, invalidField } from '../errors.js'
 import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
-import type { NodeIdentity } from '../identity/node-identity.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
-import type { EventBus } from '../events/bus.js'
-import type { RegistryStore } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType, type PricingModel } from '../store/records.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
-import { authorizeDeletion, authorizeUpdate, type Credentials } from './authorize.js'
-import type { EntityCatalog } from './catalog.js'
+import { authorizeDeletion, authorizeUpdate } from './authorize.js'
+import type { ServiceComponents, WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import { acceptOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
-import type { WriteTracker } from './write-tracker.js'
 
 export const DEFAULT_VERSION = '0.1.0'
 /** Rendered records kept for reads; each write to a record drops its entry. */
 const RENDERED_CACHE_SIZE = 20_000
 export const DEFAULT_TTL = 86_400
 
-export interface EntityServiceComponents {
-  store: RegistryStore
-  identity: NodeIdentity
-  bus: EventBus
-  catalog: EntityCatalog
+export interface EntityServiceComponents extends ServiceComponents {
   developers: DeveloperService
-  writes: WriteTracker
-  settings: { host: string; mode: 'open' | 'restricted'; tombstoneRetentionMs: number }
-  now?: () => Date
-}
-
-/** A write as it arrived: the exact body bytes, the parsed body, the path and signature headers. */
-export interface WriteRequest {
-  raw: Uint8Array
-  body: unknown
-  path: string
-  credentials?: Credentials
 }
 
 export interface RegistrationResult {

@@ -1,0 +1,32 @@
+import type { EventBus } from '../events/bus.js'
+import type { NodeIdentity } from '../identity/node-identity.js'
+import type { RegistryStore } from '../store/registry-store.js'
+import type { Credentials } from './authorize.js'
+import type { EntityCatalog } from './catalog.js'
+import type { WriteTracker } from './write-tracker.js'
+
+export interface ServiceSettings {
+  /** Public host name: `home_registry` of records accepted here, and the FQAN host. */
+  host: string
+  mode: 'open' | 'restricted'
+  tombstoneRetentionMs: number
+}
+
+/** What every registry service is built from (the node's composition root provides them). */
+export interface ServiceComponents {
+  store: RegistryStore
+  identity: NodeIdentity
+  bus: EventBus
+  catalog: EntityCatalog
+  writes: WriteTracker
+  settings: ServiceSettings
+  now?: () => Date
+}
+
+/** A write as it arrived: the exact body bytes, the parsed body, the path and signature headers. */
+export interface WriteRequest {
+  raw: Uint8Array
+  body: unknown
+  path: string
+  credentials?: Credentials
+}
