@@ -12,6 +12,9 @@ export interface NodeConfig {
   data_dir: string
   host: string
   name: string
+  public_url: string
+  tls: { cert_file: string }
+  verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
   http: { host: string; port: number; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
   p2p: { port: number; bootstrap: string[] }
   onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
@@ -44,6 +47,12 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'data_dir', kind: 'string', default: './data', flag: 'data', doc: 'Directory for the LMDB store and the node key.' },
   { key: 'host', kind: 'string', default: 'localhost', flag: 'host', doc: 'Public host name of this node, used in FQANs (<host>/<handle>/<entity>) and as home_registry.' },
   { key: 'name', kind: 'string', default: 'registry-node', flag: 'name', doc: 'Human-readable node name shown to peers and in /v1/network/status.' },
+  { key: 'public_url', kind: 'string', default: '', flag: 'public-url', doc: 'Public base URL of this node (registry_url in onboarding redirects); empty: http://<Host header of the request>.' },
+  { key: 'tls.cert_file', kind: 'string', default: '', flag: 'tls-cert-file', doc: 'PEM certificate served for this host (by the node\'s TLS terminator); its SPKI fingerprint goes into the registry identity proof.' },
+  { key: 'verification.dns_servers', kind: 'list', default: [], flag: 'dns-servers', doc: 'DNS servers (ip or ip:port) for handle verification; empty: the system resolvers.' },
+  { key: 'verification.github_api_url', kind: 'string', default: 'https://api.github.com', flag: 'github-api-url', doc: 'GitHub API base URL for handle verification (GitHub Enterprise: https://host/api/v3).' },
+  { key: 'verification.github_ca_file', kind: 'string', default: '', flag: 'github-ca-file', doc: 'Extra CA certificate (PEM) trusted for the GitHub API, for a private CA.' },
+  { key: 'verification.timeout_ms', kind: 'integer', default: 5000, flag: 'verification-timeout-ms', min: 100, max: 60_000, doc: 'Time limit of each DNS or GitHub request made to verify a handle.' },
   { key: 'http.host', kind: 'string', default: '0.0.0.0', flag: 'http-host', doc: 'Address the HTTP/WebSocket front listens on.' },
   { key: 'http.port', kind: 'integer', default: 8080, flag: 'http-port', min: 0, max: 65535, doc: 'HTTP port (0 picks a free port).' },
   { key: 'http.body_limit_bytes', kind: 'integer', default: 65536, flag: 'body-limit', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest accepted request body; larger bodies get 413 body_too_large.' },

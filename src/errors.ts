@@ -11,7 +11,16 @@ export const ERRORS = {
   signature_invalid: { status: 401, message: 'The signature does not verify against the stated public key.' },
   developer_proof_invalid: { status: 401, message: 'The developer proof does not verify.' },
   authorization_required: { status: 401, message: 'This write must be signed: send Authorization: Bearer ed25519:<signature>.' },
+  handle_invalid: { status: 400, message: 'Handles are 3 to 32 characters of a-z, 0-9 and -, starting and ending with a letter or digit.' },
+  handle_reserved: { status: 400, message: 'This handle is reserved.' },
+  name_invalid: { status: 400, message: 'Entity names are 1 to 64 characters of a-z, 0-9 and -, starting and ending with a letter or digit.' },
+  fqan_invalid: { status: 400, message: 'Not a fully qualified agent name: expected [zns://]<host>/<handle>/<entity-name>[@<version>].' },
+  verification_failed: { status: 400, message: 'The ownership proof was not found.' },
+  admin_unauthorized: { status: 401, message: 'Admin endpoints need Authorization: Bearer <webhook secret>.' },
   onboarding_required: { status: 403, message: 'Developer self-registration is disabled on this node (restricted mode).' },
+  entity_not_owned: { status: 403, message: 'The entity does not belong to the developer who holds this handle.' },
+  handle_not_found: { status: 404, message: 'No developer has claimed this handle on this node.' },
+  name_not_found: { status: 404, message: 'No entity is bound to this name on this node.' },
   route_not_found: { status: 404, message: 'No route matches this path.' },
   entity_not_found: { status: 404, message: 'No entity with this ID is registered on this node.' },
   developer_not_found: { status: 404, message: 'No developer with this ID is registered on this node.' },
@@ -21,10 +30,17 @@ export const ERRORS = {
   developer_exists: { status: 409, message: 'A developer with this key is already registered.' },
   developer_deregistered: { status: 409, message: 'This developer was deregistered; replaying an earlier registration cannot restore it.' },
   developer_has_entities: { status: 409, message: 'This developer still owns registered entities; deregister them first.' },
+  handle_claimed: { status: 409, message: 'This handle is already claimed.' },
+  developer_has_handle: { status: 409, message: 'This developer already holds a handle; release it first (one handle per developer).' },
+  name_taken: { status: 409, message: 'This name is already bound to another entity under this handle.' },
+  onboarding_disabled: { status: 409, message: 'This node is in open mode: register developers with POST /v1/developers.' },
+  approval_exists: { status: 409, message: 'This approval state was already used.' },
   body_too_large: { status: 413, message: 'The request body exceeds the size limit.' },
   unsupported_media_type: { status: 415, message: 'Send the body as application/json.' },
   rate_limited: { status: 429, message: 'Too many requests; retry after the time in Retry-After.' },
   internal_error: { status: 500, message: 'Internal error.' },
+  verification_unavailable: { status: 502, message: 'The verification source (DNS or GitHub) could not be reached.' },
+  admin_unavailable: { status: 503, message: 'Admin endpoints need restricted mode and a webhook secret.' },
   shutting_down: { status: 503, message: 'The node is shutting down; retry on another node or later.' }
 } as const satisfies Record<string, { status: number; message: string }>
 
@@ -34,6 +50,7 @@ export interface ErrorBody {
   error: ErrorCode
   message: string
   field?: string
+  [extra: string]: unknown
 }
 
 export class RegistryError extends Error {
@@ -41,16 +58,21 @@ export class RegistryError extends Error {
   readonly code: ErrorCode
   readonly status: number
   readonly field: string | undefined
+  /** Further members of the error body, e.g. auth_url on onboarding_required. */
+  readonly extra: Record<string, unknown> | undefined
 
-  constructor(code: ErrorCode, message?: string, field?: string) {
+  constructor(code: ErrorCode, message?: string, field?: string, extra?: Record<string, unknown>) {
     super(message ?? ERRORS[code].message)
     this.code = code
     this.status = ERRORS[code].status
     this.field = field
+    this.extra = extra
   }
 
   toBody(): ErrorBody {
-    return this.field === undefined ? { error: this.code, message: this.message } : { error: this.code, message: this.message, field: this.field }
+    const body: ErrorBody = { error: this.code, message: this.message }
+    if (this.field !== undefined) body.field = this.field
+    return this.extra ? { ...this.extra, ...body } : body
   }
 }
 
