@@ -12,7 +12,11 @@ import { NodeMetrics } from './api/metrics.js'
 import { FixedWindowLimiter } from './api/rate-limit.js'
 import { developerRoutes } from './api/routes/developers.js'
 import { entityRoutes } from './api/routes/entities.js'
+import { handleRoutes } from './api/routes/handles.js'
+import { nameRoutes } from './api/routes/names.js'
 import { documentationRoutes, nodeRoutes } from './api/routes/node.js'
+import { onboardingRoutes } from './api/routes/onboarding.js'
+import { wellKnownRoutes } from './api/routes/well-known.js'
 import { HttpServer } from './api/server.js'
 import type { NodeConfig } from './config.js'
 import { EventBus } from './events/bus.js'
@@ -21,6 +25,12 @@ import { createLogger } from './logger.js'
 import { EntityCatalog } from './services/catalog.js'
 import { DeveloperService } from './services/developers.js'
 import { EntityService } from './services/entities.js'
+import { HandleService } from './services/handles.js'
+import { NameService } from './services/names.js'
+import { OnboardingService } from './services/onboarding.js'
+import { OwnershipVerifier, type TxtResolver } from './services/ownership-verification.js'
+import { RegistryProofProvider } from './services/registry-proof-provider.js'
+import { ResolutionService } from './services/resolution.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { RegistryStore } from './store/registry-store.js'
 
@@ -35,6 +45,8 @@ export interface RegistryNode {
   readonly store: RegistryStore
   readonly entities: EntityService
   readonly developers: DeveloperService
+  readonly handles: HandleService
+  readonly names: NameService
   /** The bound HTTP port (useful with port 0). */
   readonly httpPort: number
   readonly url: string
@@ -44,6 +56,8 @@ export interface RegistryNode {
 export interface NodeOptions {
   logger?: Logger
   now?: () => Date
+  /** Replaces the system DNS resolver used for handle verification. */
+  txtResolver?: TxtResolver
 }
 
 export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
@@ -57,17 +71,34 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const settings = {
     host: config.host,
     mode: config.onboarding.mode,
+    authUrl: config.onboarding.auth_url,
     tombstoneRetentionMs: config.tombstones.retention_days * 86_400_000
   }
-  const now = options.now
-  const developers = new DeveloperService({ store, identity, bus, catalog, writes, settings, ...(now ? { now } : {}) })
-  const entities = new EntityService({ store, identity, bus, catalog, developers, writes, settings, ...(now ? { now } : {}) })
+  const base = { store, identity, bus, catalog, writes, settings, ...(options.now ? { now: options.now } : {}) }
+  const v = config.verification
+  const ownership = new OwnershipVerifier({ dnsServers: v.dns_servers, githubApiUrl: v.github_api_url, githubCaFile: v.github_ca_file, timeoutMs: v.timeout_ms }, options.txtResolver)
+  const handles = new HandleService({ ...base, ownership })
+  const names = new NameService(base)
+  const developers = new DeveloperService({ ...base, handles })
+  const entities = new EntityService({ ...base, developers, names })
+  const resolution = new ResolutionService({ ...base, names })
+  const onboarding = new OnboardingService({
+    ...base, handles, onboarding: { mode: config.onboarding.mode, authUrl: config.onboarding.auth_url, webhookSecret: config.onboarding.webhook_secret }
+  })
+  const registryProof = new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })
+  if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
+    logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
+  }
 
   const metrics = config.metrics.enabled ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count }) : null
   const routes: RouteDefinition[] = [
     ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => 0 }),
     ...entityRoutes(entities, { maxListLimit: config.limits.max_list_limit }),
-    ...developerRoutes(developers, entities, { maxListLimit: config.limits.max_list_limit })
+    ...developerRoutes(developers, entities, { maxListLimit: config.limits.max_list_limit }),
+    ...handleRoutes(handles, names),
+    ...nameRoutes(names, resolution),
+    ...onboardingRoutes(onboarding, config.public_url),
+    ...wellKnownRoutes(registryProof)
   ]
   const rl = config.rate_limit
   const http = new HttpServer({
@@ -107,7 +138,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, store, entities, developers, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, handles, names, httpPort: port, url,
     stop() {
       stopping ??= (async () => {
         http.close()

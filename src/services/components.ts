@@ -9,6 +9,8 @@ export interface ServiceSettings {
   /** Public host name: `home_registry` of records accepted here, and the FQAN host. */
   host: string
   mode: 'open' | 'restricted'
+  /** Where restricted-mode clients get approved (returned with onboarding_required). */
+  authUrl: string
   tombstoneRetentionMs: number
 }
 

@@ -12,11 +12,14 @@ import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRec
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
+import type { HandleService } from './handles.js'
 import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl } from './validation.js'
 
-export type DeveloperServiceComponents = ServiceComponents
+export interface DeveloperServiceComponents extends ServiceComponents {
+  handles: HandleService
+}
 
 export class DeveloperService {
   private readonly now: () => Date
@@ -58,9 +61,9 @@ export class DeveloperService {
     }
   }
 
-  async register(req: WriteRequest): Promise<{ developer_id: string; message: string; name: string; public_key: string }> {
+  async register(req: WriteRequest): Promise<{ developer_id: string; message: string; name: string; public_key: string; handle: string | null }> {
     if (this.c.settings.mode === 'restricted') {
-      throw new RegistryError('onboarding_required', 'Developer self-registration is disabled on this node; ask its operator for approval (see auth_url in GET /v1/info).')
+      throw new RegistryError('onboarding_required', 'Developer self-registration is disabled on this node; ask its operator for approval at auth_url.', undefined, { auth_url: this.c.settings.authUrl || null })
     }
     const body = validate(DeveloperRegistrationRequest, req.body)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
@@ -96,10 +99,13 @@ export class DeveloperService {
         implicit: false,
         registration_signatures: [...(existing?.registration_signatures ?? []), ...signatures]
       })
+      // A handle in the registration is claimed in the same write (the spec form signs it too).
+      if (body.handle) this.c.handles.claimInTx(tx, developerId, body.handle, body.signature, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
     }))
     if (created) this.developerCount++
     this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, implicit: false })
-    return { developer_id: developerId, message: 'developer registered', name: body.name, public_key: formatKey(publicKey) }
+    if (body.handle) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
+    return { developer_id: developerId, message: 'developer registered', name: body.name, public_key: formatKey(publicKey), handle: body.handle ?? null }
   }
 
   async update(id: string, req: WriteRequest): Promise<DeveloperRecord> {
@@ -144,11 +150,15 @@ export class DeveloperService {
     const deletedAt = now.toISOString()
     const op = acceptOperation(this.c.identity, 'developer.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
-    await this.c.writes.run(() => this.c.store.commit(tx => {
+    const released = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getDeveloper(id)
       if (!current) throw new RegistryError('developer_not_found')
+      const handle = current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null
+      if (handle) this.c.handles.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, deletedAt)
       bury(tx, 'developer', id, current.registration_signatures, op, expiresAt)
+      return handle
     }))
+    if (released) this.c.bus.publish('handle_released', { handle: released, developer_id: id, action: 'release', reason: 'developer_deregistered' })
     this.developerCount--
     this.c.bus.publish('developer_deregistered', { developer_id: id })
     return { developer_id: id, message: 'developer deregistered' }
@@ -165,7 +175,7 @@ export class DeveloperService {
       throw new RegistryError('developer_deregistered', `Developer ${proof.developerId} was deregistered; register the developer again (POST /v1/developers) first.`, 'developer_id')
     }
     if (this.c.settings.mode === 'restricted') {
-      throw new RegistryError('onboarding_required', `Developer ${proof.developerId} is not registered on this node, and this node only admits approved developers.`, 'developer_id')
+      throw new RegistryError('onboarding_required', `Developer ${proof.developerId} is not registered on this node, and this node only admits approved developers.`, 'developer_id', { auth_url: this.c.settings.authUrl || null })
     }
     tx.putDeveloper({
       developer_id: proof.developerId,

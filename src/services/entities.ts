@@ -13,6 +13,7 @@ import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordVie
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
+import type { NameService } from './names.js'
 import { acceptOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
@@ -24,6 +25,7 @@ export const DEFAULT_TTL = 86_400
 
 export interface EntityServiceComponents extends ServiceComponents {
   developers: DeveloperService
+  names: NameService
 }
 
 export interface RegistrationResult {
@@ -46,6 +48,10 @@ export class EntityService {
 
   constructor(private readonly c: EntityServiceComponents) {
     this.now = c.now ?? (() => new Date())
+    // A record's rendering shows its FQAN, so name changes invalidate it too.
+    c.bus.subscribe(event => {
+      if (event.type.startsWith('name_') && typeof event.data.entity_id === 'string') this.changed(event.data.entity_id)
+    })
   }
 
   get(id: string): EntityRecord | undefined {
@@ -75,6 +81,7 @@ export class EntityService {
   }
 
   view(record: EntityRecord): EntityRecordView {
+    const binding = this.c.names.primaryOf(record.entity_id)
     return {
       entity_id: record.entity_id,
       name: record.name,
@@ -98,8 +105,8 @@ export class EntityService {
       pricing_model: record.pricing_model,
       entity_pricing: record.pricing_model,
       entity_name: record.entity_name,
-      fqan: null,
-      developer_handle: null,
+      fqan: binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null,
+      developer_handle: binding?.handle ?? null,
       status: record.status,
       last_heartbeat: record.last_heartbeat,
       ttl: record.ttl,
@@ -171,12 +178,13 @@ export class EntityService {
     }
 
     let createdDeveloper = false
-    await this.c.writes.run(() => this.c.store.commit(tx => {
+    const binding = await this.c.writes.run(() => this.c.store.commit(tx => {
       if (tx.getEntity(entityId)) throw new RegistryError('entity_exists', `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`)
       record.registration_signatures = admitRegistration(tx, entityId, fingerprint, 'entity_deregistered')
       if (proof) createdDeveloper = this.c.developers.ensureForProof(tx, { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature }, op, now)
       tx.appendOperation(op)
       tx.putEntity(record)
+      return record.entity_name ? this.c.names.bindForRegistration(tx, record.developer_id, entityId, record.entity_name, record.version, op) : null
     }))
 
     this.changed(entityId)
@@ -185,13 +193,14 @@ export class EntityService {
     this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id })
 
     const result: RegistrationResult = { entity_id: entityId, message: `${type} registered`, status: 'active', fqan: null }
-    if (record.entity_name) {
-      result.name_binding = {
-        requested: record.entity_name,
-        bound: false,
-        fqan: null,
-        reason: 'no_handle',
-        message: 'No FQAN was bound: the developer has no handle on this node. The registration itself succeeded.'
+    if (record.entity_name && binding) {
+      if (typeof binding === 'string') {
+        result.name_binding = { requested: record.entity_name, bound: false, fqan: null, reason: binding, message: `No FQAN was bound: ${BINDING_FAILURES[binding]} The registration itself succeeded.` }
+      } else {
+        const fqan = this.c.names.fqan(binding.handle, binding.entity_name)
+        result.fqan = fqan
+        result.name_binding = { requested: record.entity_name, bound: true, fqan, reason: null, message: `Bound as ${fqan}.` }
+        if (binding.bound_at === now) this.c.names.published(binding, 'name_registered', 'register')
       }
     }
     return result
@@ -248,11 +257,13 @@ export class EntityService {
     const deletedAt = now.toISOString()
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
     const op = acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
-    await this.c.writes.run(() => this.c.store.commit(tx => {
+    const releasedNames = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getEntity(id)
       if (!current) throw new RegistryError('entity_not_found')
       bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
+      return this.c.names.releaseEntityInTx(tx, id)
     }))
+    for (const binding of releasedNames) this.c.names.published(binding, 'name_released', 'release', { reason: 'entity_deregistered' })
     this.changed(id)
     this.c.catalog.remove(id)
     this.c.bus.publish('agent_deregistered', { entity_id: id, name: existing.name, category: existing.category, tags: existing.tags })
@@ -295,6 +306,12 @@ export class EntityService {
     }
   }
 }
+
+const BINDING_FAILURES = {
+  no_handle: 'the developer holds no handle on this node.',
+  invalid_name: 'entity_name must be 1 to 64 characters of a-z, 0-9 and -, starting and ending with a letter or digit.',
+  name_taken: 'the name is already bound to another entity under this handle.'
+} as const
 
 const IMMUTABLE = ['entity_id', 'public_key', 'type', 'entity_type', 'developer_id', 'developer_proof', 'entity_index'] as const
 

@@ -74,6 +74,46 @@ export interface DeveloperRecord {
   registration_signatures: string[]
 }
 
+/** A claimed handle. The owning developer's record mirrors `dev_handle` and the verification state. */
+export interface HandleRecord {
+  handle: string
+  developer_id: string
+  claimed_at: string
+  signature: string
+  verified: boolean
+  verification_method: string | null
+  verification_proof: string | null
+  verified_at: string | null
+}
+
+/** A name bound under a handle: FQAN = <host>/<handle>/<entity_name>. */
+export interface NameBinding {
+  handle: string
+  entity_name: string
+  entity_id: string
+  developer_id: string
+  version: string | null
+  capability_tags: string[]
+  bound_at: string
+  updated_at: string
+  signature: string
+}
+
+/** One entry of a binding's version history (a bind or an update). */
+export interface NameVersion {
+  version: string | null
+  entity_id: string
+  capability_tags: string[]
+  bound_at: string
+  signature: string
+}
+
+/** A restricted-mode approval, remembered by a hash of its state so a redelivered webhook cannot mint a second identity. */
+export interface Approval {
+  developer_id: string
+  approved_at: string
+}
+
 export type SubjectKind = 'entity' | 'developer'
 
 export interface Tombstone {
@@ -93,12 +133,18 @@ export type OperationKind =
   | 'developer.implicit'
   | 'developer.update'
   | 'developer.deregister'
+  | 'handle.claim'
+  | 'handle.verify'
+  | 'handle.release'
+  | 'name.bind'
+  | 'name.update'
+  | 'name.release'
 
 /** How the owner's signature on an operation was carried and which signed form verified. */
 export interface OperationAuth {
   /** body: the `signature` member; authorization / x-signature: those headers. */
-  carrier: 'body' | 'authorization' | 'x-signature' | 'proof'
-  signer: 'self' | 'developer'
+  carrier: 'body' | 'authorization' | 'x-signature' | 'proof' | 'node'
+  signer: 'self' | 'developer' | 'node'
   signature: string
   form: string
 }

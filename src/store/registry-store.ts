@@ -1,10 +1,15 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { DeveloperRecord, EntityRecord, Operation, Tombstone } from './records.js'
+import type { Approval, DeveloperRecord, EntityRecord, HandleRecord, NameBinding, NameVersion, Operation, Tombstone } from './records.js'
 
 /** Index entry: a subject's operation, by sequence number. */
 type SubjectOperationKey = [subject: string, seq: number]
+type NameKey = [handle: string, name: string]
+type NameVersionKey = [handle: string, name: string, seq: number]
+type EntityNameKey = [entityId: string, handle: string, name: string]
+
+const MAX = Number.MAX_SAFE_INTEGER
 
 /** Writes made inside one LMDB transaction; reads inside it see its own writes. */
 export interface WriteTransaction {
@@ -20,6 +25,18 @@ export interface WriteTransaction {
   appendOperation(op: Operation): void
   /** Drops a subject's operation history (a tombstone supersedes it). */
   dropOperations(subject: string): void
+  getHandle(handle: string): HandleRecord | undefined
+  putHandle(record: HandleRecord): void
+  deleteHandle(handle: string): void
+  getName(handle: string, name: string): NameBinding | undefined
+  /** Stores a binding and adds `version` to its history. */
+  putName(binding: NameBinding, version: NameVersion): void
+  /** Removes a binding with its history. */
+  deleteName(handle: string, name: string): void
+  namesOfHandle(handle: string): NameBinding[]
+  namesOfEntity(entityId: string): NameBinding[]
+  getApproval(stateHash: string): Approval | undefined
+  putApproval(stateHash: string, approval: Approval): void
 }
 
 /**
@@ -35,6 +52,11 @@ export class RegistryStore {
     private readonly operations: Database<Operation, number>,
     private readonly subjectOperations: Database<null, SubjectOperationKey>,
     private readonly meta: Database<unknown, string>,
+    private readonly handles: Database<HandleRecord, string>,
+    private readonly names: Database<NameBinding, NameKey>,
+    private readonly nameVersions: Database<NameVersion, NameVersionKey>,
+    private readonly entityNames: Database<null, EntityNameKey>,
+    private readonly approvals: Database<Approval, string>,
     private opSeq: number
   ) {}
 
@@ -58,6 +80,11 @@ export class RegistryStore {
       operations,
       root.openDB<null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
       root.openDB<unknown, string>({ name: 'meta' }),
+      root.openDB<HandleRecord, string>({ name: 'handles' }),
+      root.openDB<NameBinding, NameKey>({ name: 'names' }),
+      root.openDB<NameVersion, NameVersionKey>({ name: 'name_versions' }),
+      root.openDB<null, EntityNameKey>({ name: 'names_by_entity' }),
+      root.openDB<Approval, string>({ name: 'approvals' }),
       lastSeq ?? 0
     )
     if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
@@ -67,6 +94,22 @@ export class RegistryStore {
   getEntity(id: string): EntityRecord | undefined { return this.entities.get(id) }
   getDeveloper(id: string): DeveloperRecord | undefined { return this.developers.get(id) }
   getTombstone(subject: string): Tombstone | undefined { return this.tombstones.get(subject) }
+
+  getHandle(handle: string): HandleRecord | undefined { return this.handles.get(handle) }
+  getName(handle: string, name: string): NameBinding | undefined { return this.names.get([handle, name]) }
+  namesOfHandle(handle: string): NameBinding[] { return [...this.names.getRange({ start: [handle, ''], end: [handle, '\uffff'] }).map(e => e.value)] }
+  namesOfEntity(entityId: string): NameBinding[] {
+    const out: NameBinding[] = []
+    for (const [, handle, name] of this.entityNames.getKeys({ start: [entityId, '', ''], end: [entityId, '\uffff', ''] }) as Iterable<EntityNameKey>) {
+      const binding = this.names.get([handle, name])
+      if (binding) out.push(binding)
+    }
+    return out
+  }
+  /** A binding's history, newest first. */
+  nameHistory(handle: string, name: string): NameVersion[] {
+    return [...this.nameVersions.getRange({ start: [handle, name, MAX], end: [handle, name, 0], reverse: true }).map(e => e.value)]
+  }
 
   *allEntities(): Iterable<EntityRecord> { for (const { value } of this.entities.getRange()) yield value }
   *allDevelopers(): Iterable<DeveloperRecord> { for (const { value } of this.developers.getRange()) yield value }
@@ -82,7 +125,7 @@ export class RegistryStore {
   }
 
   private subjectSeqs(subject: string): SubjectOperationKey[] {
-    return [...this.subjectOperations.getKeys({ start: [subject, 0], end: [subject, Number.MAX_SAFE_INTEGER] })] as SubjectOperationKey[]
+    return [...this.subjectOperations.getKeys({ start: [subject, 0], end: [subject, MAX] })] as SubjectOperationKey[]
   }
 
   /**
@@ -110,6 +153,29 @@ export class RegistryStore {
       void this.operations.put(seq, op)
       void this.subjectOperations.put([op.subject, seq], null)
     },
+    getHandle: handle => this.handles.get(handle),
+    putHandle: record => { void this.handles.put(record.handle, record) },
+    deleteHandle: handle => { void this.handles.remove(handle) },
+    getName: (handle, name) => this.names.get([handle, name]),
+    putName: (binding, version) => {
+      const previous = this.names.get([binding.handle, binding.entity_name])
+      if (previous && previous.entity_id !== binding.entity_id) void this.entityNames.remove([previous.entity_id, binding.handle, binding.entity_name])
+      void this.names.put([binding.handle, binding.entity_name], binding)
+      void this.entityNames.put([binding.entity_id, binding.handle, binding.entity_name], null)
+      const [last] = [...this.nameVersions.getKeys({ start: [binding.handle, binding.entity_name, MAX], end: [binding.handle, binding.entity_name, 0], reverse: true, limit: 1 })] as NameVersionKey[]
+      void this.nameVersions.put([binding.handle, binding.entity_name, (last?.[2] ?? 0) + 1], version)
+    },
+    deleteName: (handle, name) => {
+      const binding = this.names.get([handle, name])
+      if (!binding) return
+      void this.names.remove([handle, name])
+      void this.entityNames.remove([binding.entity_id, handle, name])
+      for (const key of this.nameVersions.getKeys({ start: [handle, name, 0], end: [handle, name, MAX] })) void this.nameVersions.remove(key)
+    },
+    namesOfHandle: handle => this.namesOfHandle(handle),
+    namesOfEntity: entityId => this.namesOfEntity(entityId),
+    getApproval: stateHash => this.approvals.get(stateHash),
+    putApproval: (stateHash, approval) => { void this.approvals.put(stateHash, approval) },
     dropOperations: subject => {
       for (const key of this.subjectSeqs(subject)) {
         void this.operations.remove(key[1])

@@ -19,7 +19,7 @@ export const DeveloperRegistrationRequest = Type.Object(
     ...profileFields,
     public_key: PublicKey,
     signature: Signature,
-    handle: Type.Optional(Nullable(Type.String()))
+    handle: Type.Optional(Nullable(Type.String({ description: 'a handle to claim in the same write' })))
   },
   {
     $id: 'DeveloperRegistrationRequest',
@@ -68,7 +68,7 @@ export const DeveloperRecordView = Type.Object(
 export type DeveloperRecordView = Static<typeof DeveloperRecordView>
 
 export const DeveloperRegistrationResponse = Type.Object(
-  { developer_id: DeveloperId, message: Type.String(), name: Type.String(), public_key: PublicKey },
+  { developer_id: DeveloperId, message: Type.String(), name: Type.String(), public_key: PublicKey, handle: Nullable(Type.String({ description: 'the handle claimed in the same write, if the body had one' })) },
   { $id: 'DeveloperRegistrationResponse' }
 )
 

@@ -37,7 +37,7 @@ test('POST /v1/developers (spec form) → 201, and GET returns the record', asyn
   const dev = developer(2)
   const res = await registerDeveloper(shared.url, dev)
   t.is(res.status, 201)
-  t.deepEqual(res.body, { developer_id: dev.id, message: res.body.message, name: 'Alice the Builder', public_key: dev.publicKey })
+  t.deepEqual(res.body, { developer_id: dev.id, message: res.body.message, name: 'Alice the Builder', public_key: dev.publicKey, handle: null })
   t.is(typeof res.body.message, 'string')
 
   const got = await http(shared.url, 'GET', `/v1/developers/${dev.id}`)

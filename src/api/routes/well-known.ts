@@ -1,0 +1,25 @@
+import type { RegistryProofProvider } from '../../services/registry-proof-provider.js'
+import { RegistryProofSchema } from '../../wire/registry-proof.js'
+import { json, type RouteDefinition } from '../http.js'
+
+export const REGISTRY_PROOF_PATH = '/.well-known/node-registry.json'
+/** Caches may keep the proof at most this long, however far off its renewal is. */
+export const MAX_PROOF_CACHE_SECONDS = 3600
+
+export function wellKnownRoutes(provider: RegistryProofProvider): RouteDefinition[] {
+  return [
+    {
+      method: 'GET',
+      path: REGISTRY_PROOF_PATH,
+      summary: 'Registry identity proof: the node key signs this domain, its registry ID and its TLS key',
+      tag: 'node',
+      limit: 'none',
+      responses: { 200: { description: 'the signed proof', schema: RegistryProofSchema } },
+      handler: () => {
+        const proof = provider.current()
+        const maxAge = Math.min(MAX_PROOF_CACHE_SECONDS, provider.secondsUntilRenewal())
+        return json(200, proof, { 'Cache-Control': `public, max-age=${maxAge}` })
+      }
+    }
+  ]
+}

@@ -1,0 +1,38 @@
+/**
+ * Trust score in [0, 1] from signals that are costly to fake, each capped:
+ *   0.40  the developer's handle is verified (DNS or GitHub)           → verification
+ *   0.10  the developer registered a profile (not only implied by a proof) → developer_profile
+ *   0.30  record age, linear up to 90 days                               → age
+ *   0.20  the entity is active by this node's liveness state            → liveness
+ * An entity with no developer can reach at most 0.50. Search (later work) refines liveness into
+ * observed heartbeat uptime and adds verified home registries.
+ */
+import type { DeveloperRecord, EntityRecord, HandleRecord } from '../store/records.js'
+
+export const TRUST_WEIGHTS = { verification: 0.4, developer_profile: 0.1, age: 0.3, liveness: 0.2 } as const
+const AGE_FULL_DAYS = 90
+
+export interface TrustInputs {
+  entity: EntityRecord
+  developer: DeveloperRecord | undefined
+  handle: HandleRecord | undefined
+  now: Date
+}
+
+export function trustSignals({ entity, developer, handle, now }: TrustInputs): Record<keyof typeof TRUST_WEIGHTS, number> {
+  const ageDays = Math.max(0, (now.getTime() - Date.parse(entity.registered_at)) / 86_400_000)
+  return {
+    verification: handle?.verified ? TRUST_WEIGHTS.verification : 0,
+    developer_profile: developer && !developer.implicit ? TRUST_WEIGHTS.developer_profile : 0,
+    age: round(TRUST_WEIGHTS.age * Math.min(1, ageDays / AGE_FULL_DAYS)),
+    liveness: entity.status === 'active' ? TRUST_WEIGHTS.liveness : 0
+  }
+}
+
+export function trustScore(signals: Record<string, number>): number {
+  return round(Object.values(signals).reduce((a, b) => a + b, 0))
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000
+}
