@@ -3,6 +3,7 @@
  * registry-node: start | init | keys. Run `registry-node help` for usage.
  */
 import './polyfills.js'
+import { randomBytes } from 'node:crypto'
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { ConfigError, configTemplate, loadConfig, parseFlags, SETTINGS } from './config.js'
@@ -13,6 +14,7 @@ import { deriveId } from './identity/ids.js'
 import { generateKeyPair, keyPairFromSeed, sign, type KeyPair } from './identity/keys.js'
 import { loadOrCreateNodeIdentity } from './identity/node-identity.js'
 import { NODE_KEY_FILE, startRegistryNode } from './node.js'
+import { formatReport, verifyRegistry } from './verify-registry.js'
 import { NODE_VERSION } from './version.js'
 
 const USAGE = `registry-node ${NODE_VERSION}: a peer-to-peer registry node for AI agents and services
@@ -26,6 +28,9 @@ Usage:
   registry-node keys show --key FILE   print the IDs and public key of a key file
   registry-node keys sign --key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)
                                        sign a JSON body (canonical, signature inserted), a text or a file's bytes
+  registry-node verify-registry URL [--ca FILE]
+                                       fetch and check a node's registry identity proof (signature, ID,
+                                       expiry, domain, and over https the served certificate's SPKI)
 
 Flags of start and init (also config file keys and REGISTRY_NODE_* environment variables;
 precedence: defaults < config file < environment < flags):
@@ -165,13 +170,21 @@ async function init(argv: string[]): Promise<void> {
   // --config names the file to create; it is read only when it already exists.
   const config = await loadConfig({ argv: written ? withoutConfigFlag(flags) : flags })
   const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
-  if (written) await writeFile(configPath, configTemplate({ data_dir: config.data_dir }))
+  const overrides: Record<string, string> = { data_dir: config.data_dir }
+  let webhookSecret: string | undefined
+  if (config.onboarding.mode === 'restricted') {
+    webhookSecret = config.onboarding.webhook_secret || `whsec_${randomBytes(32).toString('hex')}`
+    Object.assign(overrides, { 'onboarding.mode': 'restricted', 'onboarding.webhook_secret': webhookSecret })
+    if (config.onboarding.auth_url) overrides['onboarding.auth_url'] = config.onboarding.auth_url
+  }
+  if (written) await writeFile(configPath, configTemplate(overrides), { mode: webhookSecret ? 0o600 : 0o644 })
   print({
     registry_id: identity.registryId,
     public_key: identity.publicKey,
     node_key: resolve(config.data_dir, NODE_KEY_FILE),
     config_file: resolve(configPath),
     config_written: written,
+    ...(webhookSecret && written ? { webhook_secret: webhookSecret, onboarding: 'give this secret to the operator site that calls POST /v1/admin/developers/approve' } : {}),
     next: `registry-node start --config ${configPath}`
   })
 }
@@ -202,9 +215,24 @@ async function start(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
 }
 
+async function verifyRegistryCommand(argv: string[]): Promise<void> {
+  const url = argv.find(a => !a.startsWith('--') && argv[argv.indexOf(a) - 1] !== '--ca') ?? fail('verify-registry needs a URL')
+  const caFile = flag(argv, 'ca')
+  const ca = caFile ? await readFile(caFile, 'utf8') : undefined
+  try {
+    const result = await verifyRegistry(url, ca ? { ca } : {})
+    print(formatReport(result))
+    process.exitCode = result.check.ok && result.tls !== 'mismatched' ? 0 : 1
+  } catch (err) {
+    print(`${(err as Error).message}\nFAILED`)
+    process.exitCode = 1
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
   switch (command) {
+    case 'verify-registry': return verifyRegistryCommand(rest)
     case 'start': return start(rest)
     case 'init': return init(rest)
     case 'keys': return keys(rest)

@@ -72,7 +72,7 @@ export class RegistryError extends Error {
   toBody(): ErrorBody {
     const body: ErrorBody = { error: this.code, message: this.message }
     if (this.field !== undefined) body.field = this.field
-    return this.extra ? { ...this.extra, ...body } : body
+    return this.extra ? { ...body, ...this.extra, ...body } : body
   }
 }
 

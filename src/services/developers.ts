@@ -12,6 +12,7 @@ import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRec
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
+import { implicitDeveloper } from './developer-records.js'
 import type { HandleService } from './handles.js'
 import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
@@ -28,6 +29,11 @@ export class DeveloperService {
   constructor(private readonly c: DeveloperServiceComponents) {
     this.now = c.now ?? (() => new Date())
     for (const _ of c.store.allDevelopers()) this.developerCount++
+    // Developers come into being in several services (proofs, claims, approvals); all say so on the bus.
+    c.bus.subscribe(event => {
+      if (event.type === 'developer_registered' && event.data.created === true) this.developerCount++
+      else if (event.type === 'developer_deregistered') this.developerCount--
+    })
   }
 
   get count(): number { return this.developerCount }
@@ -88,10 +94,11 @@ export class DeveloperService {
         signature: body.signature,
         github: body.github || null,
         profile_url: body.profile_url || null,
-        dev_handle: null,
-        dev_handle_verified: false,
-        verification_method: null,
-        verification_proof: null,
+        // An implicit developer completing its profile keeps the handle it already claimed.
+        dev_handle: existing?.dev_handle ?? null,
+        dev_handle_verified: existing?.dev_handle_verified ?? false,
+        verification_method: existing?.verification_method ?? null,
+        verification_proof: existing?.verification_proof ?? null,
         home_registry: this.c.settings.host,
         registered_at: existing?.registered_at ?? now,
         updated_at: now,
@@ -102,8 +109,7 @@ export class DeveloperService {
       // A handle in the registration is claimed in the same write (the spec form signs it too).
       if (body.handle) this.c.handles.claimInTx(tx, developerId, body.handle, body.signature, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
     }))
-    if (created) this.developerCount++
-    this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, implicit: false })
+    this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, implicit: false, created })
     if (body.handle) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
     return { developer_id: developerId, message: 'developer registered', name: body.name, public_key: formatKey(publicKey), handle: body.handle ?? null }
   }
@@ -159,7 +165,6 @@ export class DeveloperService {
       return handle
     }))
     if (released) this.c.bus.publish('handle_released', { handle: released, developer_id: id, action: 'release', reason: 'developer_deregistered' })
-    this.developerCount--
     this.c.bus.publish('developer_deregistered', { developer_id: id })
     return { developer_id: id, message: 'developer deregistered' }
   }
@@ -177,24 +182,7 @@ export class DeveloperService {
     if (this.c.settings.mode === 'restricted') {
       throw new RegistryError('onboarding_required', `Developer ${proof.developerId} is not registered on this node, and this node only admits approved developers.`, 'developer_id', { auth_url: this.c.settings.authUrl || null })
     }
-    tx.putDeveloper({
-      developer_id: proof.developerId,
-      name: null,
-      public_key: formatKey(proof.developerKey),
-      signature: null,
-      github: null,
-      profile_url: null,
-      dev_handle: null,
-      dev_handle_verified: false,
-      verification_method: null,
-      verification_proof: null,
-      home_registry: this.c.settings.host,
-      registered_at: now,
-      updated_at: now,
-      schema_version: SCHEMA_VERSION,
-      implicit: true,
-      registration_signatures: []
-    })
+    tx.putDeveloper(implicitDeveloper(proof.developerId, proof.developerKey, this.c.settings.host, now))
     tx.appendOperation(sealOperation(this.c.identity, {
       ...registration,
       kind: 'developer.implicit',
@@ -205,8 +193,7 @@ export class DeveloperService {
   }
 
   implicitCommitted(developerId: string): void {
-    this.developerCount++
-    this.c.bus.publish('developer_registered', { developer_id: developerId, implicit: true })
+    this.c.bus.publish('developer_registered', { developer_id: developerId, implicit: true, created: true })
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.js'
+import { deriveId } from '../identity/ids.js'
 import { verifyHandleClaim, verifyRelease } from '../identity/verifiers.js'
 import type { WriteTransaction } from '../store/registry-store.js'
 import type { DeveloperRecord, HandleRecord, OperationAuth } from '../store/records.js'
@@ -14,6 +15,7 @@ import { parseAuthorization } from '../identity/authorization.js'
 import { authorizeUpdate } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem } from './naming.js'
+import { implicitDeveloper } from './developer-records.js'
 import { acceptOperation } from './operations.js'
 
 /** Checks that a domain or GitHub account publishes a developer key (src/services/ownership-verification.ts). */
@@ -73,17 +75,31 @@ export class HandleService {
   async claim(req: WriteRequest): Promise<HandleRecord> {
     const body = validate(HandleClaimRequest, req.body)
     checkHandle(body.handle)
+    const bodyKey = parsePublicKey(body.public_key) as Buffer
     const developer = this.c.store.getDeveloper(body.developer_id)
-    if (!developer) throw new RegistryError('developer_not_found', `No developer ${body.developer_id} is registered on this node.`, 'developer_id')
-    const key = parsePublicKey(developer.public_key) as Buffer
-    if (!(parsePublicKey(body.public_key) as Buffer).equals(key)) {
+    // In open mode a developer may come into being with its first claim (the spec's implicit developer).
+    const implicit = !developer && this.c.settings.mode === 'open' && deriveId('developer', bodyKey) === body.developer_id
+    if (!developer && !implicit) {
+      if (this.c.settings.mode === 'restricted') throw new RegistryError('onboarding_required', `Developer ${body.developer_id} is not registered on this node.`, 'developer_id', { auth_url: this.c.settings.authUrl || null })
+      throw new RegistryError('developer_not_found', `No developer ${body.developer_id} is registered on this node, and it is not the ID of public_key.`, 'developer_id')
+    }
+    const key = developer ? parsePublicKey(developer.public_key) as Buffer : bodyKey
+    if (!bodyKey.equals(key)) {
       throw new RegistryError('signature_invalid', 'public_key is not the registered key of developer_id: a handle is claimed with the developer\'s own key.', 'public_key')
     }
     const form = verifyHandleClaim(body as Record<string, unknown>, key, parseSignature(body.signature) as Buffer)
     if (!form) throw new RegistryError('signature_invalid', 'The claim signature does not verify against the developer\'s key.', 'signature')
     const now = this.now().toISOString()
     const auth: OperationAuth = { carrier: 'body', signer: 'developer', signature: body.signature, form }
-    const record = await this.c.writes.run(() => this.c.store.commit(tx => this.claimInTx(tx, body.developer_id, body.handle, body.signature, req, auth, now)))
+    const record = await this.c.writes.run(() => this.c.store.commit(tx => {
+      if (implicit && !tx.getDeveloper(body.developer_id)) {
+        if (tx.getTombstone(body.developer_id)) throw new RegistryError('developer_deregistered', `Developer ${body.developer_id} was deregistered; register the developer again first.`, 'developer_id')
+        tx.putDeveloper(implicitDeveloper(body.developer_id, bodyKey, this.c.settings.host, now))
+        tx.appendOperation(acceptOperation(this.c.identity, 'developer.implicit', body.developer_id, req, auth, now))
+      }
+      return this.claimInTx(tx, body.developer_id, body.handle, body.signature, req, auth, now)
+    }))
+    if (implicit) this.c.bus.publish('developer_registered', { developer_id: body.developer_id, implicit: true, created: true })
     this.c.bus.publish('handle_claimed', { handle: record.handle, developer_id: record.developer_id, action: 'claim' })
     return record
   }

@@ -82,7 +82,7 @@ export class OnboardingService {
           { carrier: 'body', signer: 'developer', signature: claimSignature, form: 'spec' }, now)
       }
     }))
-    this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, approved: true })
+    this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, approved: true, created: true })
     if (body.handle) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
     return { developer_id: developerId, public_key: publicKey, private_key_enc: encryptPrivateKey(keyPair.seed, keyPair.publicKey, body.state), handle: body.handle ?? null }
   }

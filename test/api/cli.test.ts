@@ -73,3 +73,21 @@ test('init creates the node identity and a commented TOML config that start read
     await rm(dir, { recursive: true, force: true })
   }
 })
+
+test('init --mode restricted writes a webhook secret; verify-registry checks a live node', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'registry-restricted-'))
+  const node = await startTestNode()
+  try {
+    const out = JSON.parse(await cli(dir, ['init', '--mode', 'restricted', '--auth-url', 'https://auth.example', '--data', 'd', '--config', 'r.toml'])) as { webhook_secret: string }
+    t.regex(out.webhook_secret, /^whsec_[0-9a-f]{64}$/)
+    const config = parseToml(await readFile(join(dir, 'r.toml'), 'utf8')) as { onboarding: { mode: string; webhook_secret: string; auth_url: string } }
+    t.like(config.onboarding, { mode: 'restricted', webhook_secret: out.webhook_secret, auth_url: 'https://auth.example' })
+    const report = await cli(dir, ['verify-registry', node.url])
+    t.regex(report, /registry-identity|Registry identity proof/i)
+    t.true(report.trimEnd().endsWith('OK'), report)
+    await t.throwsAsync(cli(dir, ['verify-registry', 'http://127.0.0.1:9']), undefined, 'an unreachable node fails with a non-zero exit')
+  } finally {
+    await node.stop()
+    await rm(dir, { recursive: true, force: true })
+  }
+})
