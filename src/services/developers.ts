@@ -13,7 +13,7 @@ import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { implicitDeveloper } from './developer-records.js'
-import type { HandleService } from './handles.js'
+import { verificationTier, type HandleService } from './handles.js'
 import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl } from './validation.js'
@@ -57,6 +57,7 @@ export class DeveloperService {
       dev_handle_verified: record.dev_handle_verified,
       verification_method: record.verification_method,
       verification_proof: record.verification_proof,
+      verification_tier: verificationTier(record.dev_handle ? this.c.store.getHandle(record.dev_handle) : undefined),
       entity_count: this.c.catalog.countByDeveloper(record.developer_id),
       implicit: record.implicit,
       home_registry: record.home_registry,

@@ -50,7 +50,7 @@ export class EntityService {
     this.now = c.now ?? (() => new Date())
     // A record's rendering shows its FQAN, so name changes invalidate it too.
     c.bus.subscribe(event => {
-      if (event.type.startsWith('name_') && typeof event.data.entity_id === 'string') this.changed(event.data.entity_id)
+      if (BINDING_EVENTS.has(event.type) && typeof event.data.entity_id === 'string') this.changed(event.data.entity_id)
     })
   }
 
@@ -306,6 +306,8 @@ export class EntityService {
     }
   }
 }
+
+const BINDING_EVENTS = new Set(['name_registered', 'name_updated', 'name_released'])
 
 const BINDING_FAILURES = {
   no_handle: 'the developer holds no handle on this node.',

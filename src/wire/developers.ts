@@ -55,6 +55,7 @@ export const DeveloperRecordView = Type.Object(
     dev_handle_verified: Type.Boolean(),
     verification_method: Nullable(Type.String()),
     verification_proof: Nullable(Type.String()),
+    verification_tier: Type.String({ description: 'dns-verified, github-verified, self-claimed or unclaimed' }),
     entity_count: Type.Integer(),
     implicit: Type.Boolean({ description: 'true when the developer came into being through an entity registration rather than POST /v1/developers' }),
     home_registry: Type.String(),
