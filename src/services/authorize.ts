@@ -4,7 +4,7 @@
  */
 import { RegistryError } from '../errors.js'
 import { parseAuthorization, type SignerRole } from '../identity/authorization.js'
-import { parseSignature } from '../identity/encoding.js'
+import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { verifyBodySignedUpdate, verifyDeletion, verifyRawBody } from '../identity/verifiers.js'
 import type { OperationAuth } from '../store/records.js'
 
@@ -17,6 +17,12 @@ export interface Credentials {
 export interface SignerKeys {
   self: Buffer
   developer: Buffer | null
+}
+
+/** For records a developer signs directly (its profile, handle, names): Bearer and Bearer-Dev both mean that key. */
+export function developerSigner(publicKey: string): SignerKeys {
+  const key = parsePublicKey(publicKey) as Buffer
+  return { self: key, developer: key }
 }
 
 function keyFor(keys: SignerKeys, role: SignerRole): Buffer {
@@ -76,4 +82,17 @@ export function authorizeDeletion(credentials: Credentials, keys: SignerKeys, id
     throw new RegistryError('signature_invalid', 'The X-Signature does not verify over the URL path or the ID.')
   }
   throw new RegistryError('authorization_required')
+}
+
+/**
+ * A signed body that names its target (in the spec form it may, to bind the signature to it) must
+ * name the one in the path: a signature made for one name cannot be replayed against another.
+ */
+export function requireTarget(body: Record<string, unknown>, target: Record<string, string>): void {
+  for (const [field, value] of Object.entries(target)) {
+    const sent = body[field]
+    if (sent !== undefined && sent !== null && String(sent).toLowerCase() !== value.toLowerCase()) {
+      throw new RegistryError('validation_failed', `${field}: the body names ${String(sent)}, but the path names ${value}`, field)
+    }
+  }
 }

@@ -10,7 +10,7 @@ import type { WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
-import { authorizeDeletion, authorizeUpdate } from './authorize.js'
+import { authorizeDeletion, authorizeUpdate, developerSigner } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
@@ -126,7 +126,7 @@ export class DeveloperService {
     }
     const body = validate(DeveloperUpdateRequest, raw)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
-    const auth = authorizeUpdate(req.credentials ?? {}, { self: parsePublicKey(existing.public_key) as Buffer, developer: null }, req.raw, raw)
+    const auth = authorizeUpdate(req.credentials ?? {}, developerSigner(existing.public_key), req.raw, raw)
     const now = this.now().toISOString()
     const patch = (current: DeveloperRecord): DeveloperRecord => {
       const next: DeveloperRecord = { ...current, updated_at: now, signature: auth.signature }
@@ -150,7 +150,7 @@ export class DeveloperService {
 
   async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ developer_id: string; message: string }> {
     const existing = this.require(id)
-    const auth = authorizeDeletion(req.credentials ?? {}, { self: parsePublicKey(existing.public_key) as Buffer, developer: null }, id, req.path)
+    const auth = authorizeDeletion(req.credentials ?? {}, developerSigner(existing.public_key), id, req.path)
     const owned = this.c.catalog.countByDeveloper(id)
     if (owned > 0) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
     const now = this.now()

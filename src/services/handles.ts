@@ -12,7 +12,7 @@ import type { DeveloperRecord, HandleRecord, OperationAuth } from '../store/reco
 import { HandleClaimRequest, HandleVerifyRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
 import { parseAuthorization } from '../identity/authorization.js'
-import { authorizeUpdate } from './authorize.js'
+import { authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem } from './naming.js'
 import { implicitDeveloper } from './developer-records.js'
@@ -72,7 +72,8 @@ export class HandleService {
     return this.c.store.getHandle(handle) ? { handle, available: false, reason: 'claimed' } : { handle, available: true }
   }
 
-  async claim(req: WriteRequest): Promise<HandleRecord> {
+  /** Claims a handle; re-claiming one's own handle changes nothing (`created: false`). */
+  async claim(req: WriteRequest): Promise<{ record: HandleRecord; created: boolean }> {
     const body = validate(HandleClaimRequest, req.body)
     checkHandle(body.handle)
     const bodyKey = parsePublicKey(body.public_key) as Buffer
@@ -91,17 +92,20 @@ export class HandleService {
     if (!form) throw new RegistryError('signature_invalid', 'The claim signature does not verify against the developer\'s key.', 'signature')
     const now = this.now().toISOString()
     const auth: OperationAuth = { carrier: 'body', signer: 'developer', signature: body.signature, form }
-    const record = await this.c.writes.run(() => this.c.store.commit(tx => {
+    const result = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const existing = tx.getHandle(body.handle)
+      if (existing && existing.developer_id === body.developer_id) return { record: existing, created: false }
       if (implicit && !tx.getDeveloper(body.developer_id)) {
         if (tx.getTombstone(body.developer_id)) throw new RegistryError('developer_deregistered', `Developer ${body.developer_id} was deregistered; register the developer again first.`, 'developer_id')
         tx.putDeveloper(implicitDeveloper(body.developer_id, bodyKey, this.c.settings.host, now))
         tx.appendOperation(acceptOperation(this.c.identity, 'developer.implicit', body.developer_id, req, auth, now))
       }
-      return this.claimInTx(tx, body.developer_id, body.handle, body.signature, req, auth, now)
+      return { record: this.claimInTx(tx, body.developer_id, body.handle, body.signature, req, auth, now), created: true }
     }))
+    if (!result.created) return result
     if (implicit) this.c.bus.publish('developer_registered', { developer_id: body.developer_id, implicit: true, created: true })
-    this.c.bus.publish('handle_claimed', { handle: record.handle, developer_id: record.developer_id, action: 'claim' })
-    return record
+    this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: body.developer_id, action: 'claim' })
+    return result
   }
 
   /**
@@ -128,7 +132,8 @@ export class HandleService {
     const developer = this.developerOf(record)
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const body = validate(HandleVerifyRequest, req.body)
-    const auth = authorizeUpdate(req.credentials ?? {}, { self: parsePublicKey(developer.public_key) as Buffer, developer: null }, req.raw, req.body as Record<string, unknown>)
+    requireTarget(req.body as Record<string, unknown>, { handle })
+    const auth = authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>)
     const outcome = await this.c.ownership.verify(body.method, body.proof, developer.public_key)
     const now = this.now().toISOString()
     const updated = await this.c.writes.run(() => this.c.store.commit(tx => {

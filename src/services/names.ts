@@ -11,7 +11,7 @@ import type { WriteTransaction } from '../store/registry-store.js'
 import type { NameBinding, NameVersion, Operation } from '../store/records.js'
 import { NameBindRequest, NameUpdateRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { authorizeUpdate } from './authorize.js'
+import { authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem, isValidName } from './naming.js'
 import { acceptOperation, sealOperation } from './operations.js'
@@ -39,9 +39,11 @@ export class NameService {
     return binding
   }
 
-  /** The binding an entity is known by (its first), for records and search results. */
+  /** The binding an entity is known by (the earliest bound), for records and search results. */
   primaryOf(entityId: string): NameBinding | undefined {
-    return this.c.store.namesOfEntity(entityId)[0]
+    let first: NameBinding | undefined
+    for (const b of this.c.store.namesOfEntity(entityId)) if (!first || b.bound_at < first.bound_at) first = b
+    return first
   }
 
   ofHandle(handle: string): NameBinding[] {
@@ -126,7 +128,8 @@ export class NameService {
     if (!developer) throw new RegistryError('developer_not_found')
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
     const body = validate(NameUpdateRequest, req.body)
-    const auth = authorizeUpdate(req.credentials ?? {}, { self: parsePublicKey(developer.public_key) as Buffer, developer: null }, req.raw, req.body as Record<string, unknown>)
+    requireTarget(req.body as Record<string, unknown>, { developer_handle: handle, entity_name: name, fqan: this.fqan(handle, name) })
+    const auth = authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>)
     const now = this.now().toISOString()
     const op = acceptOperation(this.c.identity, 'name.update', `name:${handle}/${name}`, req, { ...auth, signer: 'developer' }, now)
     const updated = await this.c.writes.run(() => this.c.store.commit(tx => {
@@ -134,7 +137,7 @@ export class NameService {
       if (!current || current.developer_id !== binding.developer_id) throw new RegistryError('name_not_found')
       const next: NameBinding = {
         ...current,
-        version: body.version === undefined ? current.version : body.version,
+        version: body.version ?? current.version,
         capability_tags: body.capability_tags ?? current.capability_tags,
         updated_at: now,
         signature: auth.signature

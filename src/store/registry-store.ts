@@ -129,11 +129,12 @@ export class RegistryStore {
   }
 
   /**
-   * Runs `fn` in one write transaction (batched with concurrent ones by lmdb-js) and resolves
-   * after the commit is durable. If `fn` throws, nothing it wrote is kept.
+   * Runs `fn` in its own child transaction (batched into one commit with concurrent ones by
+   * lmdb-js) and resolves after the commit is durable. If `fn` throws, the child transaction is
+   * aborted: nothing it wrote is kept. (A plain lmdb-js `transaction` would keep earlier writes.)
    */
   async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
-    const result = await this.root.transaction(() => fn(this.tx))
+    const result = await this.root.childTransaction(() => fn(this.tx)) as T
     await this.root.flushed
     return result
   }

@@ -39,6 +39,7 @@ export const HandleVerifyRequest = Type.Object(
   {
     method: Type.String({ description: 'dns or github' }),
     proof: Type.String({ maxLength: 253, description: 'dns: a domain publishing TXT _zns-verify.<domain> = <developer key> or "v=zns1; k=ed25519; p=<key>"; github: a user name with a public gist holding the key' }),
+    handle: Type.Optional(Type.String({ description: 'when sent (and signed), must be the handle in the path' })),
     signature: Type.Optional(Signature)
   },
   {
@@ -64,7 +65,14 @@ export const NameBindRequest = Type.Object(
 export type NameBindRequest = Static<typeof NameBindRequest>
 
 export const NameUpdateRequest = Type.Object(
-  { version: Type.Optional(Nullable(Semver)), capability_tags: Type.Optional(Nullable(CapabilityTags)), signature: Type.Optional(Signature) },
+  {
+    version: Type.Optional(Nullable(Semver)),
+    capability_tags: Type.Optional(Nullable(CapabilityTags)),
+    developer_handle: Type.Optional(Type.String({ description: 'when sent (and signed), must be the handle in the path' })),
+    entity_name: Type.Optional(Type.String({ description: 'when sent, must be the name in the path' })),
+    fqan: Type.Optional(Type.String({ description: 'when sent, must be this binding\'s FQAN' })),
+    signature: Type.Optional(Signature)
+  },
   { $id: 'NameUpdateRequest', description: 'Signed by the handle\'s developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body.' }
 )
 export type NameUpdateRequest = Static<typeof NameUpdateRequest>

@@ -14,11 +14,11 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
     {
       method: 'POST', path: '/v1/handles', summary: 'Claim a handle (signed by the developer\'s registered key)', tag, limit: 'write', writer: bodyPublicKey,
       body: HandleClaimRequest,
-      responses: { 201: { description: 'claimed', schema: HandleView } },
+      responses: { 201: { description: 'claimed', schema: HandleView }, 200: { description: 'already claimed by this developer; nothing changed', schema: HandleView } },
       errors: ['invalid_json', 'validation_failed', 'handle_invalid', 'handle_reserved', 'signature_invalid', 'developer_not_found', 'handle_claimed', 'developer_has_handle'],
       handler: async ctx => {
-        const record = await handles.claim({ raw: ctx.raw, body: ctx.json(), path: ctx.path })
-        return json(201, { ...handles.view(record), message: 'handle claimed' })
+        const { record, created } = await handles.claim({ raw: ctx.raw, body: ctx.json(), path: ctx.path })
+        return json(created ? 201 : 200, { ...handles.view(record), message: created ? 'handle claimed' : 'handle already yours' })
       }
     },
     {
