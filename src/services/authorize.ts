@@ -5,7 +5,7 @@
 import { RegistryError } from '../errors.js'
 import { parseAuthorization, type SignerRole } from '../identity/authorization.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
-import { verifyBodySignedUpdate, verifyDeletion, verifyRawBody } from '../identity/verifiers.js'
+import { verifyBodySignedUpdate, verifyDeletion, verifyRawBody, verifyRelease } from '../identity/verifiers.js'
 import type { OperationAuth } from '../store/records.js'
 
 export interface Credentials {
@@ -95,4 +95,13 @@ export function requireTarget(body: Record<string, unknown>, target: Record<stri
       throw new RegistryError('validation_failed', `${field}: the body names ${String(sent)}, but the path names ${value}`, field)
     }
   }
+}
+
+/** Release of a handle or name: Authorization (Bearer or Bearer-Dev) over `release:<subject>` by the developer. */
+export function authorizeRelease(credentials: Credentials, subject: string, developerKey: string, what: string): OperationAuth {
+  const auth = headerSignature(credentials)
+  if (!auth) throw new RegistryError('authorization_required', `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`)
+  const form = verifyRelease(subject, parsePublicKey(developerKey) as Buffer, auth.signature)
+  if (!form) throw new RegistryError('signature_invalid', `The signature does not verify over "release:${subject}" with the key of the ${what}'s developer.`)
+  return { carrier: 'authorization', signer: 'developer', signature: 'ed25519:' + auth.signature.toString('base64'), form }
 }

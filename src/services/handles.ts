@@ -4,15 +4,14 @@
  * bound under the handle, so a later claimant inherits nothing). One handle per developer.
  */
 import { RegistryError } from '../errors.js'
-import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.js'
+import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
-import { verifyHandleClaim, verifyRelease } from '../identity/verifiers.js'
+import { verifyHandleClaim } from '../identity/verifiers.js'
 import type { WriteTransaction } from '../store/registry-store.js'
 import type { DeveloperRecord, HandleRecord, OperationAuth } from '../store/records.js'
 import { HandleClaimRequest, HandleVerifyRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { parseAuthorization } from '../identity/authorization.js'
-import { authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
+import { authorizeRelease, authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem } from './naming.js'
 import { implicitDeveloper } from './developer-records.js'
@@ -154,13 +153,8 @@ export class HandleService {
   async release(handle: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ handle: string; message: string; names_released: string[] }> {
     const record = this.require(handle)
     const developer = this.developerOf(record)
-    const header = parseAuthorization(req.credentials?.authorization)
-    if (header === undefined) throw new RegistryError('signature_invalid', 'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>".')
-    if (header === null) throw new RegistryError('authorization_required', `Releasing a handle needs Authorization: Bearer <signature over "release:${handle}"> by its developer.`)
-    const form = verifyRelease(handle, parsePublicKey(developer.public_key) as Buffer, header.signature)
-    if (!form) throw new RegistryError('signature_invalid', `The signature does not verify over "release:${handle}" with the handle owner's key.`)
+    const auth = authorizeRelease(req.credentials ?? {}, handle, developer.public_key, 'handle')
     const now = this.now().toISOString()
-    const auth: OperationAuth = { carrier: 'authorization', signer: 'developer', signature: formatKey(header.signature), form }
     const released = await this.c.writes.run(() => this.c.store.commit(tx => this.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, now)))
     for (const binding of released) this.c.bus.publish('name_released', { fqan: formatFqan(this.c.settings.host, handle, binding.name), entity_id: binding.entityId, developer_id: record.developer_id, action: 'release', reason: 'handle_released' })
     this.c.bus.publish('handle_released', { handle, developer_id: record.developer_id, action: 'release', names_released: released.length })

@@ -4,14 +4,13 @@
  * every bind and update adds to the binding's version history.
  */
 import { RegistryError, invalidField } from '../errors.js'
-import { parseAuthorization } from '../identity/authorization.js'
-import { formatKey, parsePublicKey, parseSignature } from '../identity/encoding.js'
-import { verifyNameBinding, verifyRelease } from '../identity/verifiers.js'
+import { parsePublicKey, parseSignature } from '../identity/encoding.js'
+import { verifyNameBinding } from '../identity/verifiers.js'
 import type { WriteTransaction } from '../store/registry-store.js'
 import type { NameBinding, NameVersion, Operation } from '../store/records.js'
 import { NameBindRequest, NameUpdateRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
+import { authorizeRelease, authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem, isValidName } from './naming.js'
 import { acceptOperation, sealOperation } from './operations.js'
@@ -156,13 +155,9 @@ export class NameService {
     const developer = this.c.store.getDeveloper(binding.developer_id)
     if (!developer) throw new RegistryError('developer_not_found')
     const fqan = this.fqan(handle, name)
-    const header = parseAuthorization(req.credentials?.authorization)
-    if (header === undefined) throw new RegistryError('signature_invalid', 'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>".')
-    if (header === null) throw new RegistryError('authorization_required', `Releasing a name needs Authorization: Bearer <signature over "release:${fqan}"> by the handle's developer.`)
-    const form = verifyRelease(fqan, parsePublicKey(developer.public_key) as Buffer, header.signature)
-    if (!form) throw new RegistryError('signature_invalid', `The signature does not verify over "release:${fqan}" with the key of the handle's developer.`)
+    const auth = authorizeRelease(req.credentials ?? {}, fqan, developer.public_key, 'name')
     const now = this.now().toISOString()
-    const op = acceptOperation(this.c.identity, 'name.release', `name:${handle}/${name}`, { raw: null, path: req.path }, { carrier: 'authorization', signer: 'developer', signature: formatKey(header.signature), form }, now)
+    const op = acceptOperation(this.c.identity, 'name.release', `name:${handle}/${name}`, { raw: null, path: req.path }, auth, now)
     await this.c.writes.run(() => this.c.store.commit(tx => {
       if (!tx.getName(handle, name)) throw new RegistryError('name_not_found')
       tx.deleteName(handle, name)
