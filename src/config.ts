@@ -23,6 +23,7 @@ export interface NodeConfig {
   metrics: { enabled: boolean }
   tombstones: { retention_days: number }
   store: { commit_delay_ms: number }
+  cards: { timeout_ms: number; max_bytes: number; cache_ttl_seconds: number; allow_private_addresses: boolean; ca_file: string }
   limits: { max_list_limit: number }
 }
 
@@ -71,6 +72,11 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
   { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
+  { key: 'cards.timeout_ms', kind: 'integer', default: 5000, flag: 'card-timeout-ms', min: 100, max: 60_000, doc: 'Time limit of one card fetch (connection, redirects and body).' },
+  { key: 'cards.max_bytes', kind: 'integer', default: 262_144, flag: 'card-max-bytes', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest card accepted.' },
+  { key: 'cards.cache_ttl_seconds', kind: 'integer', default: 3600, flag: 'card-cache-ttl', min: 0, max: 86_400, doc: 'How long a fetched card is served from the cache.' },
+  { key: 'cards.allow_private_addresses', kind: 'boolean', default: false, flag: 'card-allow-private', doc: 'Fetch cards from private, loopback and link-local addresses (testnets only: it opens the node to SSRF).' },
+  { key: 'cards.ca_file', kind: 'string', default: '', flag: 'card-ca-file', doc: 'Extra CA certificate (PEM) trusted when fetching cards (private PKI, tests).' },
   { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities.' }
 ]
 

@@ -40,6 +40,8 @@ export const ERRORS = {
   rate_limited: { status: 429, message: 'Too many requests; retry after the time in Retry-After.' },
   internal_error: { status: 500, message: 'Internal error.' },
   verification_unavailable: { status: 502, message: 'The verification source (DNS or GitHub) could not be reached.' },
+  card_unavailable: { status: 502, message: 'The entity\'s card could not be fetched from its entity_url.' },
+  card_address_refused: { status: 502, message: 'The entity\'s card URL leads to a private, loopback, link-local or metadata address, which this node does not fetch.' },
   admin_unavailable: { status: 503, message: 'Admin endpoints need restricted mode and a webhook secret.' },
   shutting_down: { status: 503, message: 'The node is shutting down; retry on another node or later.' }
 } as const satisfies Record<string, { status: number; message: string }>
