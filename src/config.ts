@@ -23,11 +23,15 @@ export interface NodeConfig {
   metrics: { enabled: boolean }
   tombstones: { retention_days: number }
   store: { commit_delay_ms: number }
+  search: {
+    embedder: string; dimension: number; weight_text: number; weight_semantic: number; weight_trust: number; weight_freshness: number
+    weight_availability: number; freshness_half_life_days: number; min_semantic_similarity: number
+  }
   cards: { timeout_ms: number; max_bytes: number; cache_ttl_seconds: number; allow_private_addresses: boolean; ca_file: string }
   limits: { max_list_limit: number }
 }
 
-type Kind = 'string' | 'integer' | 'boolean' | 'list'
+type Kind = 'string' | 'integer' | 'number' | 'boolean' | 'list'
 
 export interface Setting {
   /** Dotted path in the config object and the TOML file. */
@@ -72,6 +76,15 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
   { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
+  { key: 'search.embedder', kind: 'string', default: 'hash', flag: 'embedder', choices: ['hash'], doc: 'Embedder for semantic search: hash (feature hashing, no model needed).' },
+  { key: 'search.dimension', kind: 'integer', default: 256, flag: 'embedding-dimension', min: 64, max: 4096, doc: 'Dimension of the hash embedder (a power of two).' },
+  { key: 'search.weight_text', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'weight-text', doc: 'Ranking weight of text relevance (BM25).' },
+  { key: 'search.weight_semantic', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'weight-semantic', doc: 'Ranking weight of semantic similarity.' },
+  { key: 'search.weight_trust', kind: 'number', default: 0.2, min: 0, max: 1, flag: 'weight-trust', doc: 'Ranking weight of the trust score.' },
+  { key: 'search.weight_freshness', kind: 'number', default: 0.1, min: 0, max: 1, flag: 'weight-freshness', doc: 'Ranking weight of freshness.' },
+  { key: 'search.weight_availability', kind: 'number', default: 0.1, min: 0, max: 1, flag: 'weight-availability', doc: 'Ranking weight of availability.' },
+  { key: 'search.freshness_half_life_days', kind: 'integer', default: 30, flag: 'freshness-half-life-days', min: 1, max: 3650, doc: 'Freshness halves every this many days since the last update or heartbeat.' },
+  { key: 'search.min_semantic_similarity', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'min-semantic-similarity', doc: 'Cosine similarity at which an entity matches a query without sharing a word with it.' },
   { key: 'cards.timeout_ms', kind: 'integer', default: 5000, flag: 'card-timeout-ms', min: 100, max: 60_000, doc: 'Time limit of one card fetch (connection, redirects and body).' },
   { key: 'cards.max_bytes', kind: 'integer', default: 262_144, flag: 'card-max-bytes', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest card accepted.' },
   { key: 'cards.cache_ttl_seconds', kind: 'integer', default: 3600, flag: 'card-cache-ttl', min: 0, max: 86_400, doc: 'How long a fetched card is served from the cache.' },
@@ -96,9 +109,10 @@ function coerce(setting: Setting, value: unknown, source: string): string | numb
       if (setting.choices && !setting.choices.includes(value)) throw new ConfigError(`${where}: expected one of ${setting.choices.join(', ')}`)
       return value
     }
-    case 'integer': {
+    case 'integer':
+    case 'number': {
       const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value
-      if (typeof n !== 'number' || !Number.isInteger(n)) throw new ConfigError(`${where}: expected an integer`)
+      if (typeof n !== 'number' || !Number.isFinite(n) || (setting.kind === 'integer' && !Number.isInteger(n))) throw new ConfigError(`${where}: expected ${setting.kind === 'integer' ? 'an integer' : 'a number'}`)
       if (setting.min !== undefined && n < setting.min) throw new ConfigError(`${where}: must be at least ${setting.min}`)
       if (setting.max !== undefined && n > setting.max) throw new ConfigError(`${where}: must be at most ${setting.max}`)
       return n

@@ -16,6 +16,9 @@ import { handleRoutes } from './api/routes/handles.js'
 import { nameRoutes } from './api/routes/names.js'
 import { documentationRoutes, nodeRoutes } from './api/routes/node.js'
 import { onboardingRoutes } from './api/routes/onboarding.js'
+import { cardRoutes } from './api/routes/cards.js'
+import { searchRoutes } from './api/routes/search.js'
+import { CardFetcher } from './cards/card-fetcher.js'
 import { wellKnownRoutes } from './api/routes/well-known.js'
 import { HttpServer } from './api/server.js'
 import type { NodeConfig } from './config.js'
@@ -31,6 +34,8 @@ import { OnboardingService } from './services/onboarding.js'
 import { OwnershipVerifier, type TxtResolver } from './services/ownership-verification.js'
 import { RegistryProofProvider } from './services/registry-proof-provider.js'
 import { ResolutionService } from './services/resolution.js'
+import { SearchService } from './services/search.js'
+import { HashEmbedder } from './search/embedders/hash-embedder.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { RegistryStore } from './store/registry-store.js'
 
@@ -47,6 +52,7 @@ export interface RegistryNode {
   readonly developers: DeveloperService
   readonly handles: HandleService
   readonly names: NameService
+  readonly search: SearchService
   /** The bound HTTP port (useful with port 0). */
   readonly httpPort: number
   readonly url: string
@@ -85,6 +91,23 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const onboarding = new OnboardingService({
     ...base, handles, onboarding: { mode: config.onboarding.mode, authUrl: config.onboarding.auth_url, webhookSecret: config.onboarding.webhook_secret }
   })
+  const cc = config.cards
+  const cards = new CardFetcher({ timeoutMs: cc.timeout_ms, maxBytes: cc.max_bytes, cacheTtlMs: cc.cache_ttl_seconds * 1000, allowPrivateAddresses: cc.allow_private_addresses, caFile: cc.ca_file })
+  bus.subscribe(event => {
+    if ((event.type === 'agent_updated' || event.type === 'agent_deregistered') && typeof event.data.entity_id === 'string') cards.forget(event.data.entity_id)
+  })
+  const sc = config.search
+  const search = new SearchService({
+    ...base, names, logger, cards, embedder: new HashEmbedder(sc.dimension),
+    search: {
+      weights: { text: sc.weight_text, semantic: sc.weight_semantic, trust: sc.weight_trust, freshness: sc.weight_freshness, availability: sc.weight_availability },
+      halfLifeDays: sc.freshness_half_life_days,
+      minSemantic: sc.min_semantic_similarity
+    }
+  })
+  const indexStarted = performance.now()
+  const indexed = search.load()
+  logger.info({ entities: indexed, ms: Math.round(performance.now() - indexStarted) }, 'search index built')
   const registryProof = new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })
   if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
     logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
@@ -97,6 +120,8 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     ...developerRoutes(developers, entities, { maxListLimit: config.limits.max_list_limit }),
     ...handleRoutes(handles, names),
     ...nameRoutes(names, resolution),
+    ...searchRoutes(search, catalog),
+    ...cardRoutes(entities, cards),
     ...onboardingRoutes(onboarding, config.public_url),
     ...wellKnownRoutes(registryProof)
   ]
@@ -138,12 +163,13 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, store, entities, developers, handles, names, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, handles, names, search, httpPort: port, url,
     stop() {
       stopping ??= (async () => {
         http.close()
         clearInterval(purgeTimer)
         await writes.drain()
+        await search.idle()
         await store.close()
         logger.info('node stopped')
         logger.flush()

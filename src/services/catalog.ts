@@ -4,6 +4,7 @@ interface Facets {
   type: EntityType
   category: string
   developerId: string | null
+  tags: string[]
 }
 
 export interface CatalogQuery {
@@ -23,6 +24,7 @@ export class EntityCatalog {
   private readonly byType = new Map<string, Set<string>>()
   private readonly byCategory = new Map<string, Set<string>>()
   private readonly byDeveloper = new Map<string, Set<string>>()
+  private readonly byTag = new Map<string, Set<string>>()
 
   load(records: Iterable<EntityRecord>): void {
     const sorted = [...records].sort((a, b) => a.registered_at.localeCompare(b.registered_at))
@@ -39,12 +41,22 @@ export class EntityCatalog {
 
   upsert(record: EntityRecord): void {
     const previous = this.facets.get(record.entity_id)
-    const next: Facets = { type: record.type, category: record.category.toLowerCase(), developerId: record.developer_id }
+    const next: Facets = { type: record.type, category: record.category.toLowerCase(), developerId: record.developer_id, tags: [...new Set(record.tags.map(t => t.toLowerCase()))] }
     if (previous) this.unindex(record.entity_id, previous)
     this.facets.set(record.entity_id, next)
     add(this.byType, next.type, record.entity_id)
     add(this.byCategory, next.category, record.entity_id)
     if (next.developerId) add(this.byDeveloper, next.developerId, record.entity_id)
+    for (const tag of next.tags) add(this.byTag, tag, record.entity_id)
+  }
+
+  /** Categories in use with their entity counts, most used first (kept up to date on every write). */
+  categoryCounts(): { name: string; count: number }[] {
+    return counts(this.byCategory).map(([name, count]) => ({ name, count }))
+  }
+
+  tagCounts(): { tag: string; count: number }[] {
+    return counts(this.byTag).map(([tag, count]) => ({ tag, count }))
   }
 
   remove(id: string): void {
@@ -79,7 +91,12 @@ export class EntityCatalog {
     del(this.byType, f.type, id)
     del(this.byCategory, f.category, id)
     if (f.developerId) del(this.byDeveloper, f.developerId, id)
+    for (const tag of f.tags) del(this.byTag, tag, id)
   }
+}
+
+function counts(index: Map<string, Set<string>>): [string, number][] {
+  return [...index].map(([key, ids]): [string, number] => [key, ids.size]).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
 }
 
 function add(index: Map<string, Set<string>>, key: string, id: string): void {

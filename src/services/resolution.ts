@@ -48,7 +48,7 @@ export class ResolutionService {
   private view(entity: EntityRecord, binding: NameBinding | null, version: NameVersion | null) {
     const developer = entity.developer_id ? this.c.store.getDeveloper(entity.developer_id) : undefined
     const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
-    const signals = trustSignals({ entity, developer, handle, now: this.now() })
+    const signals = trustSignals({ registeredAt: Date.parse(entity.registered_at), active: entity.status === 'active', developer, handle, now: this.now().getTime() })
     const score = trustScore(signals)
     const tier = verificationTier(handle)
     const fqan = binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null

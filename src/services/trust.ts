@@ -7,25 +7,27 @@
  * An entity with no developer can reach at most 0.50. Search (later work) refines liveness into
  * observed heartbeat uptime and adds verified home registries.
  */
-import type { DeveloperRecord, EntityRecord, HandleRecord } from '../store/records.js'
+import type { DeveloperRecord, HandleRecord } from '../store/records.js'
 
 export const TRUST_WEIGHTS = { verification: 0.4, developer_profile: 0.1, age: 0.3, liveness: 0.2 } as const
 const AGE_FULL_DAYS = 90
 
 export interface TrustInputs {
-  entity: EntityRecord
+  /** When the entity was registered, ms since the epoch. */
+  registeredAt: number
+  active: boolean
   developer: DeveloperRecord | undefined
   handle: HandleRecord | undefined
-  now: Date
+  now: number
 }
 
-export function trustSignals({ entity, developer, handle, now }: TrustInputs): Record<keyof typeof TRUST_WEIGHTS, number> {
-  const ageDays = Math.max(0, (now.getTime() - Date.parse(entity.registered_at)) / 86_400_000)
+export function trustSignals({ registeredAt, active, developer, handle, now }: TrustInputs): Record<keyof typeof TRUST_WEIGHTS, number> {
+  const ageDays = Math.max(0, (now - registeredAt) / 86_400_000)
   return {
     verification: handle?.verified ? TRUST_WEIGHTS.verification : 0,
     developer_profile: developer && !developer.implicit ? TRUST_WEIGHTS.developer_profile : 0,
     age: round(TRUST_WEIGHTS.age * Math.min(1, ageDays / AGE_FULL_DAYS)),
-    liveness: entity.status === 'active' ? TRUST_WEIGHTS.liveness : 0
+    liveness: active ? TRUST_WEIGHTS.liveness : 0
   }
 }
 

@@ -1,0 +1,188 @@
+/**
+ * BM25F over an inverted index of typed arrays. Each document occupies a slot; a posting holds
+ * the slot and the term's frequency in each field, so field boosts apply at query time:
+ *   tf' = Σ_f boost_f · tf_f / (1 − b + b · len_f / avglen_f)      score = idf · tf' · (k1 + 1) / (tf' + k1)
+ * Deleting a document only marks its slot dead; postings of dead slots are skipped and dropped
+ * when a term's list is next rebuilt (compaction), so writes never rewrite large arrays.
+ */
+
+export const FIELDS = ['name', 'tags', 'category', 'summary', 'capabilities'] as const
+export type Field = (typeof FIELDS)[number]
+export type FieldTokens = Record<Field, readonly string[]>
+
+/** The spec's boosts (name 3.0, tags 2.0, category 1.5, summary 1.0) plus capability text at 1.0. */
+export const FIELD_BOOSTS: Readonly<Record<Field, number>> = { name: 3.0, tags: 2.0, category: 1.5, summary: 1.0, capabilities: 1.0 }
+
+const F = FIELDS.length
+const K1 = 1.2
+const B = 0.75
+const MAX_TF = 255
+
+class Postings {
+  slots = new Uint32Array(4)
+  tfs = new Uint8Array(4 * F)
+  length = 0
+  /** Live documents holding the term (for idf). */
+  df = 0
+
+  add(slot: number, tf: Uint8Array): void {
+    if (this.length === this.slots.length) {
+      const slots = new Uint32Array(this.slots.length * 2)
+      slots.set(this.slots)
+      this.slots = slots
+      const tfs = new Uint8Array(this.tfs.length * 2)
+      tfs.set(this.tfs)
+      this.tfs = tfs
+    }
+    this.slots[this.length] = slot
+    this.tfs.set(tf, this.length * F)
+    this.length++
+    this.df++
+  }
+
+  compact(alive: Uint8Array): void {
+    let w = 0
+    for (let r = 0; r < this.length; r++) {
+      const slot = this.slots[r] as number
+      if (!alive[slot]) continue
+      if (w !== r) {
+        this.slots[w] = slot
+        this.tfs.copyWithin(w * F, r * F, r * F + F)
+      }
+      w++
+    }
+    this.length = w
+  }
+}
+
+export interface TextHit {
+  slot: number
+  score: number
+}
+
+export class TextIndex {
+  private readonly postings = new Map<string, Postings>()
+  /** Per slot and field: token count. */
+  private lengths = new Uint16Array(1024 * F)
+  /** Per slot: the analyzed tokens of each field, in order (for phrases and deletion). */
+  private readonly tokens: (FieldTokens | undefined)[] = []
+  alive = new Uint8Array(1024)
+  private readonly lengthSums = new Float64Array(F)
+  private liveCount = 0
+  private scores = new Float32Array(1024)
+  private seen = new Uint8Array(1024)
+
+  get size(): number { return this.liveCount }
+
+  /** Indexes a document into `slot` (which must be free). */
+  add(slot: number, fields: FieldTokens): void {
+    this.ensure(slot + 1)
+    const counts = new Map<string, Uint8Array>()
+    FIELDS.forEach((field, f) => {
+      const tokens = fields[field]
+      this.lengths[slot * F + f] = Math.min(tokens.length, 65_535)
+      this.lengthSums[f] = (this.lengthSums[f] as number) + tokens.length
+      for (const token of tokens) {
+        let tf = counts.get(token)
+        if (!tf) counts.set(token, (tf = new Uint8Array(F)))
+        if ((tf[f] as number) < MAX_TF) tf[f] = (tf[f] as number) + 1
+      }
+    })
+    for (const [token, tf] of counts) {
+      let list = this.postings.get(token)
+      if (!list) this.postings.set(token, (list = new Postings()))
+      list.add(slot, tf)
+    }
+    this.tokens[slot] = fields
+    this.alive[slot] = 1
+    this.liveCount++
+  }
+
+  remove(slot: number): void {
+    const fields = this.tokens[slot]
+    if (!fields || !this.alive[slot]) return
+    this.alive[slot] = 0
+    this.liveCount--
+    this.tokens[slot] = undefined
+    FIELDS.forEach((field, f) => { this.lengthSums[f] = (this.lengthSums[f] as number) - fields[field].length })
+    for (const token of new Set(FIELDS.flatMap(f => fields[f]))) {
+      const list = this.postings.get(token)
+      if (!list) continue
+      list.df--
+      if (list.df === 0) this.postings.delete(token)
+      else if (list.length > 64 && list.length > 2 * list.df) list.compact(this.alive)
+    }
+  }
+
+  /** Documents holding `term`. */
+  documentFrequency(term: string): number {
+    return this.postings.get(term)?.df ?? 0
+  }
+
+  /**
+   * BM25F scores of every live document holding at least one term, each term weighted (1 for the
+   * user's words, less for synonym expansions). Returns the hits unsorted.
+   */
+  search(terms: readonly { term: string; weight: number }[]): TextHit[] {
+    const n = Math.max(1, this.liveCount)
+    const avg = FIELDS.map((_, f) => Math.max(1, (this.lengthSums[f] as number) / n))
+    const touched: number[] = []
+    const scores = this.scores
+    const seen = this.seen
+    for (const { term, weight } of terms) {
+      const list = this.postings.get(term)
+      if (!list || list.df === 0) continue
+      const idf = Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight
+      const { slots, tfs, length } = list
+      for (let i = 0; i < length; i++) {
+        const slot = slots[i] as number
+        if (!this.alive[slot]) continue
+        let tf = 0
+        for (let f = 0; f < F; f++) {
+          const count = tfs[i * F + f] as number
+          if (count === 0) continue
+          const norm = 1 - B + (B * (this.lengths[slot * F + f] as number)) / (avg[f] as number)
+          tf += (FIELD_BOOSTS[FIELDS[f] as Field] * count) / norm
+        }
+        if (!seen[slot]) { seen[slot] = 1; scores[slot] = 0; touched.push(slot) }
+        scores[slot] = (scores[slot] as number) + (idf * tf * (K1 + 1)) / (tf + K1)
+      }
+    }
+    const hits: TextHit[] = new Array(touched.length)
+    for (let i = 0; i < touched.length; i++) {
+      const slot = touched[i] as number
+      hits[i] = { slot, score: scores[slot] as number }
+      seen[slot] = 0
+    }
+    return hits
+  }
+
+  /** Whether the document's fields hold the analyzed phrase as consecutive tokens. */
+  hasPhrase(slot: number, phrase: readonly string[]): boolean {
+    const fields = this.tokens[slot]
+    if (!fields || phrase.length === 0) return false
+    for (const field of FIELDS) {
+      const tokens = fields[field]
+      outer: for (let i = 0; i + phrase.length <= tokens.length; i++) {
+        for (let j = 0; j < phrase.length; j++) if (tokens[i + j] !== phrase[j]) continue outer
+        return true
+      }
+    }
+    return false
+  }
+
+  private ensure(slots: number): void {
+    if (slots <= this.alive.length) return
+    let size = this.alive.length
+    while (size < slots) size *= 2
+    const grow = <T extends Uint8Array | Uint16Array | Float32Array>(a: T, per: number): T => {
+      const next = new (a.constructor as new (n: number) => T)(size * per)
+      next.set(a)
+      return next
+    }
+    this.alive = grow(this.alive, 1)
+    this.lengths = grow(this.lengths, F)
+    this.scores = grow(this.scores, 1)
+    this.seen = grow(this.seen, 1)
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * Search: keeps the engine in step with the store (through the bus), embeds off the write path,
+ * turns SearchRequests into engine queries and hits into SearchResults.
+ */
+import type { Logger } from 'pino'
+import type { CardFetcher } from '../cards/card-fetcher.js'
+import { RegistryError, invalidField } from '../errors.js'
+import { ID_PATTERNS } from '../identity/ids.js'
+import { analyze, analyzeQuery } from '../search/analyzer.js'
+import type { Embedder } from '../search/embedders/embedder.js'
+import type { RankingWeights } from '../search/ranking.js'
+import { SearchEngine, type SearchDocument } from '../search/search-engine.js'
+import type { FieldTokens } from '../search/text-index.js'
+import type { DeveloperRecord, EntityRecord, HandleRecord } from '../store/records.js'
+import { SEARCH_LIMITS, SearchRequest } from '../wire/search.js'
+import { validate } from '../wire/validate.js'
+import type { ServiceComponents } from './components.js'
+import type { NameService } from './names.js'
+import { parseFqan } from './naming.js'
+import { trustScore, trustSignals } from './trust.js'
+
+export interface SearchSettings {
+  weights: RankingWeights
+  halfLifeDays: number
+  minSemantic: number
+}
+
+export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'now'> {
+  names: NameService
+  embedder: Embedder
+  /** Live cards: enrichment, and card capabilities for the skills/protocols/languages/models filters. */
+  cards: Pick<CardFetcher, 'get' | 'cached'>
+  logger: Logger
+  search: SearchSettings
+}
+
+const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
+const EMBED_BATCH = 64
+const DEFAULT_ENRICH_TIMEOUT_MS = 3000
+
+/** Capability words a card declares (A2A skills by id, name and tags; plain lists otherwise). */
+function cardCapabilities(card: unknown): Record<(typeof CAPABILITY_KEYS)[number], Set<string>> {
+  const c = (card ?? {}) as Record<string, unknown>
+  const skills = Array.isArray(c.skills) ? c.skills.flatMap(s => (s && typeof s === 'object' ? stringsIn([(s as Record<string, unknown>).id, (s as Record<string, unknown>).name, (s as Record<string, unknown>).tags]) : stringsIn(s))) : []
+  const metadata = (c.metadata ?? {}) as Record<string, unknown>
+  return {
+    skills: lower([...skills, ...stringsIn(c.capabilities)]),
+    protocols: lower(stringsIn(c.protocols)),
+    languages: lower(stringsIn(c.languages)),
+    models: lower([...stringsIn(c.models), ...stringsIn(metadata.model)])
+  }
+}
+
+function lower(values: readonly string[]): Set<string> {
+  return new Set(values.map(v => v.toLowerCase()))
+}
+
+function stringsIn(value: unknown): string[] {
+  if (typeof value === 'string') return [value]
+  if (Array.isArray(value)) return value.flatMap(stringsIn)
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(stringsIn)
+  return []
+}
+
+export function searchDocument(r: EntityRecord): SearchDocument {
+  const caps = r.capability_summary ?? {}
+  const set = (key: string) => lower(stringsIn(caps[key]))
+  return {
+    entityId: r.entity_id,
+    type: r.type,
+    category: r.category.toLowerCase(),
+    tags: lower(r.tags),
+    developerId: r.developer_id,
+    active: r.status === 'active',
+    registeredAt: Date.parse(r.registered_at),
+    lastChange: Math.max(Date.parse(r.updated_at), r.last_heartbeat ? Date.parse(r.last_heartbeat) : 0),
+    capabilities: { skills: set('skills'), protocols: set('protocols'), languages: set('languages'), models: set('models') }
+  }
+}
+
+export function documentFields(r: EntityRecord): FieldTokens {
+  return {
+    name: analyze(r.name),
+    tags: r.tags.flatMap(analyze),
+    category: analyze(r.category),
+    summary: analyze(r.summary),
+    capabilities: stringsIn(r.capability_summary ?? {}).flatMap(analyze)
+  }
+}
+
+function embeddingText(r: EntityRecord): string {
+  return [r.name, r.category, r.tags.join(' '), r.summary, stringsIn(r.capability_summary ?? {}).join(' ')].join('. ')
+}
+
+export class SearchService {
+  readonly engine: SearchEngine
+  private readonly now: () => Date
+  private readonly pending = new Map<string, string>()
+  private flushing: Promise<void> | null = null
+  embedFailures = 0
+
+  constructor(private readonly c: SearchComponents) {
+    this.engine = new SearchEngine(c.embedder.dimension)
+    this.now = c.now ?? (() => new Date())
+    c.bus.subscribe(event => {
+      const id = event.data.entity_id
+      if (typeof id !== 'string') return
+      if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id)
+      else if (event.type === 'agent_deregistered') this.engine.remove(id)
+    })
+  }
+
+  /** Indexes every stored entity (at start); vectors follow in the background. */
+  load(): number {
+    for (const record of this.c.store.allEntities()) this.index(record)
+    return this.engine.size
+  }
+
+  /** Resolves once every queued embedding is done (tests, benchmarks, shutdown). */
+  async idle(): Promise<void> {
+    while (this.flushing || this.pending.size > 0) await (this.flushing ?? this.flush())
+  }
+
+  private reindex(id: string): void {
+    const record = this.c.store.getEntity(id)
+    if (record) this.index(record)
+    else this.engine.remove(id)
+  }
+
+  private index(record: EntityRecord): void {
+    this.engine.upsert(searchDocument(record), documentFields(record), null)
+    this.pending.set(record.entity_id, embeddingText(record))
+    if (!this.flushing) setImmediate(() => { void this.flush() })
+  }
+
+  private flush(): Promise<void> {
+    this.flushing ??= (async () => {
+      try {
+        while (this.pending.size > 0) {
+          const batch = [...this.pending].slice(0, EMBED_BATCH)
+          for (const [id] of batch) this.pending.delete(id)
+          try {
+            const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
+            batch.forEach(([id], i) => { if (this.engine.has(id)) this.engine.setVector(id, vectors[i] as Float32Array) })
+          } catch (err) {
+            this.embedFailures += batch.length
+            this.c.logger.error({ err, embedder: this.c.embedder.id, entities: batch.length }, 'embedding failed; these entities are searchable by text only until reindexed')
+          }
+        }
+      } finally {
+        this.flushing = null
+      }
+    })()
+    return this.flushing
+  }
+
+  async search(rawBody: unknown) {
+    const started = performance.now()
+    const body = validate(SearchRequest, rawBody ?? {})
+    const filter = this.filter(body)
+    const analyzed = analyzeQuery(body.query ?? '')
+    let vector: Float32Array | null = null
+    let semantic = 'used'
+    if (analyzed.terms.length > 0) {
+      try {
+        vector = (await this.c.embedder.embed([body.query as string]))[0] ?? null
+      } catch (err) {
+        this.embedFailures++
+        semantic = 'unavailable'
+        this.c.logger.error({ err, embedder: this.c.embedder.id }, 'query embedding failed; searching by text only')
+      }
+    } else {
+      semantic = 'not used (no query)'
+    }
+    const now = this.now().getTime()
+    const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
+    const offset = body.offset ?? 0
+    const trust = this.trustFunction(now)
+    const { hits, total } = this.engine.search({
+      terms: analyzed.terms,
+      phrases: analyzed.phrases,
+      vector,
+      filter,
+      trust,
+      minTrust: body.min_trust_score ?? 0,
+      minSemantic: this.c.search.minSemantic,
+      weights: this.c.search.weights,
+      halfLifeDays: this.c.search.halfLifeDays,
+      now,
+      offset,
+      limit
+    })
+    const results = []
+    for (const hit of hits) {
+      const record = this.c.store.getEntity(hit.doc.entityId)
+      if (!record) continue
+      const binding = this.c.names.primaryOf(record.entity_id)
+      results.push({
+        entity_id: record.entity_id,
+        name: record.name,
+        summary: record.summary,
+        category: record.category,
+        tags: record.tags,
+        type: record.type,
+        entity_type: record.type,
+        developer_id: record.developer_id,
+        developer_handle: binding?.handle ?? null,
+        fqan: binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null,
+        capability_summary: record.capability_summary,
+        entity_url: record.entity_url,
+        service_endpoint: record.service_endpoint,
+        home_registry: record.home_registry,
+        status: record.status,
+        last_heartbeat: record.last_heartbeat,
+        score: hit.score,
+        score_breakdown: hit.breakdown
+      })
+    }
+    if (body.enrich) await this.enrich(results, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
+    const latency = Math.round((performance.now() - started) * 100) / 100
+    this.c.bus.publish('search_local', { query: body.query ?? '', results: results.length, total_found: total, latency_ms: latency })
+    return {
+      results,
+      total_found: total,
+      total,
+      has_more: offset + results.length < total,
+      offset,
+      max_results: limit,
+      federated_peer_count: 0,
+      search_stats: { local_results: total, federated_results: 0, peers_queried: 0, latency_ms: latency, embedder: this.c.embedder.id, semantic }
+    }
+  }
+
+  /** Fetches the page's cards in parallel; whatever is not back by the deadline is reported as such. */
+  private async enrich(results: { entity_id: string; entity_url: string | null; card?: unknown; agent_card?: unknown; card_verification?: string; card_error?: string }[], timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    const deadline = new Promise<'timeout'>(resolve => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
+    await Promise.all(results.map(async result => {
+      const record = this.c.store.getEntity(result.entity_id)
+      if (!record) return
+      const outcome = await Promise.race([this.c.cards.get(record).catch((err: unknown) => err as Error), deadline])
+      if (outcome === 'timeout') { result.card = null; result.agent_card = null; result.card_error = `no card within ${timeoutMs} ms` }
+      else if (outcome instanceof Error) { result.card = null; result.agent_card = null; result.card_error = outcome.message }
+      else { result.card = outcome.card; result.agent_card = outcome.card; result.card_verification = outcome.verification }
+    }))
+    clearTimeout(timer)
+  }
+
+  /** The request's filters as one predicate (all combined with AND). */
+  private filter(body: SearchRequest): (doc: SearchDocument) => boolean {
+    const checks: ((doc: SearchDocument) => boolean)[] = []
+    const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
+    if (typeText === 'agent' || typeText === 'service') checks.push(d => d.type === typeText)
+    else if (typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
+    const status = (body.status ?? 'active').toLowerCase()
+    if (status === 'active' || status === 'online') checks.push(d => d.active)
+    else if (status === 'offline' || status === 'inactive') checks.push(d => !d.active)
+    else if (status !== 'any') throw invalidField('status', 'must be online, active, offline or any')
+    if (body.category) { const c = body.category.toLowerCase(); checks.push(d => d.category === c) }
+    if (body.tags?.length) { const tags = [...lower(body.tags)]; checks.push(d => tags.every(t => d.tags.has(t))) }
+    if (body.developer_id) { const id = body.developer_id; checks.push(d => d.developerId === id) }
+    if (body.developer_handle) {
+      const owner = this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null
+      checks.push(d => owner !== null && d.developerId === owner)
+    }
+    if (body.fqan) {
+      const target = this.entityOfFqan(body.fqan)
+      checks.push(d => d.entityId === target)
+    }
+    for (const key of CAPABILITY_KEYS) {
+      const wanted = body[key]
+      if (!wanted?.length) continue
+      const values = [...lower(wanted)]
+      checks.push(d => {
+        if (values.every(v => d.capabilities[key].has(v))) return true
+        const card = this.c.cards.cached(d.entityId)
+        if (!card) return false
+        const declared = cardCapabilities(card.card)[key]
+        return values.every(v => d.capabilities[key].has(v) || declared.has(v))
+      })
+    }
+    return doc => checks.every(check => check(doc))
+  }
+
+  /** The entity an FQAN or entity ID names (null: none on this node). */
+  private entityOfFqan(text: string): string | null {
+    if (ID_PATTERNS.entity.test(text)) return text
+    const parsed = parseFqan(text)
+    if (!parsed) throw new RegistryError('fqan_invalid', `"${text}" is neither an FQAN nor an entity ID.`, 'fqan')
+    if (parsed.host !== null && parsed.host !== this.c.settings.host.toLowerCase()) return null
+    return this.c.names.get(parsed.handle, parsed.name)?.entity_id ?? null
+  }
+
+  /** Trust per document, with the developer's records read once per query. */
+  private trustFunction(now: number): (doc: SearchDocument) => number {
+    const developers = new Map<string, { developer: DeveloperRecord | undefined; handle: HandleRecord | undefined }>()
+    return doc => {
+      let dev = doc.developerId ? developers.get(doc.developerId) : { developer: undefined, handle: undefined }
+      if (!dev && doc.developerId) {
+        const developer = this.c.store.getDeveloper(doc.developerId)
+        dev = { developer, handle: developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined }
+        developers.set(doc.developerId, dev)
+      }
+      return trustScore(trustSignals({ registeredAt: doc.registeredAt, active: doc.active, developer: dev?.developer, handle: dev?.handle, now }))
+    }
+  }
+}

@@ -1,0 +1,97 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { DeveloperId, EntityId, Nullable } from './common.js'
+
+export const SEARCH_LIMITS = { maxResults: 100, defaultResults: 20, queryLength: 500, listItems: 20, timeoutMs: 30_000 } as const
+
+const StringList = Type.Array(Type.String({ maxLength: 100 }), { maxItems: SEARCH_LIMITS.listItems })
+
+export const SearchRequest = Type.Object(
+  {
+    query: Type.Optional(Nullable(Type.String({ maxLength: SEARCH_LIMITS.queryLength, description: 'free text; "quoted phrases" add 5.0 on an exact match' }))),
+    category: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    tags: Type.Optional(Nullable(StringList)),
+    type: Type.Optional(Nullable(Type.String({ description: 'agent (default), service or any; also spelled entity_type' }))),
+    entity_type: Type.Optional(Nullable(Type.String())),
+    status: Type.Optional(Nullable(Type.String({ description: 'online or active (default), offline, any' }))),
+    developer_id: Type.Optional(Nullable(DeveloperId)),
+    developer_handle: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    fqan: Type.Optional(Nullable(Type.String({ maxLength: 300, description: 'an FQAN, or an entity ID' }))),
+    skills: Type.Optional(Nullable(StringList)),
+    protocols: Type.Optional(Nullable(StringList)),
+    languages: Type.Optional(Nullable(StringList)),
+    models: Type.Optional(Nullable(StringList)),
+    min_trust_score: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1 }))),
+    max_results: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: SEARCH_LIMITS.maxResults }))),
+    offset: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 10_000 }))),
+    timeout_ms: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: SEARCH_LIMITS.timeoutMs }))),
+    federated: Type.Optional(Nullable(Type.Boolean())),
+    enrich: Type.Optional(Nullable(Type.Boolean()))
+  },
+  {
+    $id: 'SearchRequest',
+    description: 'Every field is optional; filters combine with AND. Without a query, results are ordered by trust, availability and freshness.'
+  }
+)
+export type SearchRequest = Static<typeof SearchRequest>
+
+const ScoreBreakdown = Type.Object(
+  {
+    text_relevance: Type.Number(),
+    semantic_similarity: Type.Number(),
+    trust_score: Type.Number(),
+    freshness: Type.Number(),
+    availability: Type.Number()
+  },
+  { $id: 'ScoreBreakdown', description: 'each signal in [0, 1]; score = 0.30 text + 0.30 semantic + 0.20 trust + 0.10 freshness + 0.10 availability by default' }
+)
+
+export const SearchResult = Type.Object(
+  {
+    entity_id: EntityId,
+    name: Type.String(),
+    summary: Type.String(),
+    category: Type.String(),
+    tags: Type.Array(Type.String()),
+    type: Type.String(),
+    entity_type: Type.String(),
+    developer_id: Nullable(DeveloperId),
+    developer_handle: Nullable(Type.String()),
+    fqan: Nullable(Type.String()),
+    capability_summary: Nullable(Type.Record(Type.String(), Type.Unknown())),
+    entity_url: Nullable(Type.String()),
+    service_endpoint: Nullable(Type.String()),
+    home_registry: Type.String(),
+    status: Type.String(),
+    last_heartbeat: Nullable(Type.String()),
+    score: Type.Number(),
+    score_breakdown: ScoreBreakdown,
+    card: Type.Optional(Type.Unknown({ description: 'the live card, only with enrich: true (null when it could not be fetched in time)' })),
+    agent_card: Type.Optional(Type.Unknown({ description: 'same as card' })),
+    card_verification: Type.Optional(Type.String({ description: 'verified, invalid or unsigned' })),
+    card_error: Type.Optional(Type.String({ description: 'why card is null' }))
+  },
+  { $id: 'SearchResult' }
+)
+
+export const SearchResponse = Type.Object(
+  {
+    results: Type.Array(SearchResult),
+    total_found: Type.Integer({ description: 'every match of the filters, exact' }),
+    total: Type.Integer(),
+    has_more: Type.Boolean(),
+    offset: Type.Integer(),
+    max_results: Type.Integer(),
+    federated_peer_count: Type.Integer(),
+    search_stats: Type.Object({
+      local_results: Type.Integer(),
+      federated_results: Type.Integer(),
+      peers_queried: Type.Integer(),
+      latency_ms: Type.Number(),
+      embedder: Type.String()
+    })
+  },
+  { $id: 'SearchResponse' }
+)
+
+export const CategoryCounts = Type.Array(Type.Object({ name: Type.String(), count: Type.Integer() }), { $id: 'CategoryCounts' })
+export const TagCounts = Type.Array(Type.Object({ tag: Type.String(), count: Type.Integer() }), { $id: 'TagCounts' })
