@@ -35,7 +35,10 @@ export async function spawnNode(args: string[], options: { cwd?: string; env?: N
   let out = ''
   child.stdout!.on('data', d => { out += d })
   child.stderr!.on('data', d => { out += d })
-  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
+  // Never leave a node running behind a failed test or benchmark.
+  const killOnExit = (): void => { child.kill('SIGKILL') }
+  process.once('exit', killOnExit)
+  const exited = new Promise<number | null>(resolve => child.on('exit', code => { process.off('exit', killOnExit); resolve(code) }))
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 30_000)
     const check = () => {

@@ -134,24 +134,24 @@ export class SearchService {
   }
 
   private flush(): Promise<void> {
-    this.flushing ??= (async () => {
-      try {
-        while (this.pending.size > 0) {
-          const batch = [...this.pending].slice(0, EMBED_BATCH)
-          for (const [id] of batch) this.pending.delete(id)
-          try {
-            const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
-            batch.forEach(([id], i) => { if (this.engine.has(id)) this.engine.setVector(id, vectors[i] as Float32Array) })
-          } catch (err) {
-            this.embedFailures += batch.length
-            this.c.logger.error({ err, embedder: this.c.embedder.id, entities: batch.length }, 'embedding failed; these entities are searchable by text only until reindexed')
-          }
-        }
-      } finally {
-        this.flushing = null
-      }
-    })()
+    // Assigned before the drain can settle (and cleared by the settled promise), so `flushing`
+    // never outlives the work even when there is nothing to embed.
+    this.flushing ??= this.drainEmbeddings().finally(() => { this.flushing = null })
     return this.flushing
+  }
+
+  private async drainEmbeddings(): Promise<void> {
+    while (this.pending.size > 0) {
+      const batch = [...this.pending].slice(0, EMBED_BATCH)
+      for (const [id] of batch) this.pending.delete(id)
+      try {
+        const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
+        batch.forEach(([id], i) => { if (this.engine.has(id)) this.engine.setVector(id, vectors[i] as Float32Array) })
+      } catch (err) {
+        this.embedFailures += batch.length
+        this.c.logger.error({ err, embedder: this.c.embedder.id, entities: batch.length }, 'embedding failed; these entities are searchable by text only until reindexed')
+      }
+    }
   }
 
   async search(rawBody: unknown) {
