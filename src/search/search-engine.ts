@@ -58,6 +58,8 @@ export class SearchEngine {
   private readonly docs: (SearchDocument | undefined)[] = []
   private readonly slots = new Map<string, number>()
   private readonly free: number[] = []
+  /** Trust of the current query's candidates, by slot (reused between queries). */
+  private trustOf = new Float32Array(1024)
 
   constructor(readonly dimension: number) {
     this.vectors = new FlatVectorIndex(dimension)
@@ -99,51 +101,117 @@ export class SearchEngine {
     this.free.push(slot)
   }
 
+  /**
+   * Ranks the matches of a query. A first, numeric pass scores every candidate into typed arrays
+   * and keeps the best `offset + limit` in a heap; only those get a full breakdown.
+   */
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
-    const textScores = new Map<number, number>()
+    const slotCount = this.docs.length
+    if (this.trustOf.length < slotCount) this.trustOf = new Float32Array(Math.max(slotCount, this.trustOf.length * 2))
+    const trustOf = this.trustOf
+    const text = new Float32Array(slotCount)
+    const textSlots: number[] = []
     if (q.terms.length > 0) {
       for (const hit of this.text.search(q.terms)) {
         let score = hit.score
         for (const phrase of q.phrases) if (this.text.hasPhrase(hit.slot, phrase)) score += PHRASE_BONUS
-        textScores.set(hit.slot, score)
+        text[hit.slot] = score
+        textSlots.push(hit.slot)
       }
+    }
+    let semantic: Float32Array | null = null
+    if (q.vector) {
+      semantic = new Float32Array(slotCount)
+      this.vectors.scoreAll(q.vector, slotCount, semantic)
     }
     const textQuery = q.terms.length > 0 || q.vector !== null
-    const candidates: { slot: number; doc: SearchDocument; text: number; semantic: number }[] = []
+    // Candidates: documents matching the text or close enough in meaning (or every document for a filter-only query).
+    const candidates: number[] = []
     let maxText = 0
-    const consider = (slot: number, doc: SearchDocument, text: number): void => {
-      const semantic = q.vector ? Math.max(0, this.vectors.similarity(slot, q.vector)) : 0
-      if (textQuery && text === 0 && semantic < q.minSemantic) return
-      if (!q.filter(doc)) return
-      candidates.push({ slot, doc, text, semantic })
-      if (text > maxText) maxText = text
-    }
-    if (q.vector !== null || !textQuery) {
-      // Semantic or filter-only: every document is a candidate (exact scan).
-      for (let slot = 0; slot < this.docs.length; slot++) {
-        const doc = this.docs[slot]
-        if (doc) consider(slot, doc, textScores.get(slot) ?? 0)
-      }
-    } else {
-      for (const [slot, text] of textScores) {
-        const doc = this.docs[slot]
-        if (doc) consider(slot, doc, text)
-      }
-    }
-    const hits: EngineHit[] = []
-    for (const c of candidates) {
-      const trust = q.trust(c.doc)
+    // Keyword-only queries visit their text hits; semantic and filter-only queries every slot.
+    const visit = q.vector === null && textQuery ? textSlots : null
+    const count = visit ? visit.length : slotCount
+    for (let i = 0; i < count; i++) {
+      const slot = visit ? (visit[i] as number) : i
+      const doc = this.docs[slot]
+      if (!doc) continue
+      const t = text[slot] as number
+      if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < q.minSemantic)) continue
+      if (!q.filter(doc)) continue
+      const trust = q.trust(doc)
       if (trust < q.minTrust) continue
-      const breakdown: ScoreBreakdown = {
-        text_relevance: round4(maxText > 0 ? c.text / maxText : 0),
-        semantic_similarity: round4(c.semantic),
-        trust_score: round4(trust),
-        freshness: round4(freshness(c.doc.lastChange, q.now, q.halfLifeDays)),
-        availability: c.doc.active ? 1 : 0
-      }
-      hits.push({ doc: c.doc, score: round4(combine(breakdown, q.weights)), breakdown })
+      candidates.push(slot)
+      trustOf[slot] = trust
+      if (t > maxText) maxText = t
     }
-    hits.sort((a, b) => b.score - a.score || (a.doc.entityId < b.doc.entityId ? -1 : 1))
-    return { hits: hits.slice(q.offset, q.offset + q.limit), total: hits.length }
+    const w = q.weights
+    const k = q.offset + q.limit
+    const heap = new TopK(k)
+    for (const slot of candidates) {
+      const doc = this.docs[slot] as SearchDocument
+      const score =
+        w.text * (maxText > 0 ? (text[slot] as number) / maxText : 0) +
+        w.semantic * Math.max(0, semantic ? (semantic[slot] as number) : 0) +
+        w.trust * (trustOf[slot] as number) +
+        w.freshness * freshness(doc.lastChange, q.now, q.halfLifeDays) +
+        w.availability * (doc.active ? 1 : 0)
+      heap.offer(slot, score, doc.entityId)
+    }
+    const hits: EngineHit[] = heap.sorted().slice(q.offset).map(({ slot }) => {
+      const doc = this.docs[slot] as SearchDocument
+      const breakdown: ScoreBreakdown = {
+        text_relevance: round4(maxText > 0 ? (text[slot] as number) / maxText : 0),
+        semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
+        trust_score: round4(trustOf[slot] as number),
+        freshness: round4(freshness(doc.lastChange, q.now, q.halfLifeDays)),
+        availability: doc.active ? 1 : 0
+      }
+      return { doc, score: round4(combine(breakdown, q.weights)), breakdown }
+    })
+    return { hits, total: candidates.length }
+  }
+}
+
+/** The k best (score descending, entity ID ascending on ties) of a stream, in a binary min-heap. */
+class TopK {
+  private readonly items: { slot: number; score: number; id: string }[] = []
+  constructor(private readonly k: number) {}
+
+  private worse(a: { score: number; id: string }, b: { score: number; id: string }): boolean {
+    return a.score < b.score || (a.score === b.score && a.id > b.id)
+  }
+
+  offer(slot: number, score: number, id: string): void {
+    if (this.k <= 0) return
+    const h = this.items
+    const item = { slot, score, id }
+    if (h.length < this.k) {
+      h.push(item)
+      let i = h.length - 1
+      while (i > 0) {
+        const p = (i - 1) >> 1
+        if (!this.worse(h[i] as typeof item, h[p] as typeof item)) break
+        ;[h[i], h[p]] = [h[p] as typeof item, h[i] as typeof item]
+        i = p
+      }
+      return
+    }
+    if (!this.worse(h[0] as typeof item, item)) return
+    h[0] = item
+    let i = 0
+    for (;;) {
+      const l = 2 * i + 1
+      const r = l + 1
+      let m = i
+      if (l < h.length && this.worse(h[l] as typeof item, h[m] as typeof item)) m = l
+      if (r < h.length && this.worse(h[r] as typeof item, h[m] as typeof item)) m = r
+      if (m === i) break
+      ;[h[i], h[m]] = [h[m] as typeof item, h[i] as typeof item]
+      i = m
+    }
+  }
+
+  sorted(): { slot: number; score: number; id: string }[] {
+    return [...this.items].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1))
   }
 }

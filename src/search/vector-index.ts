@@ -36,6 +36,21 @@ export class FlatVectorIndex {
     return sum
   }
 
+  /** Similarity of every slot below `slots` with `query`, written into `out` (0 where no vector). */
+  scoreAll(query: Float32Array, slots: number, out: Float32Array): void {
+    const v = this.vectors
+    const d = this.dimension
+    const present = this.present
+    const n = Math.min(slots, present.length)
+    for (let slot = 0; slot < n; slot++) {
+      if (present[slot] !== 1) { out[slot] = 0; continue }
+      const base = slot * d
+      let sum = 0
+      for (let i = 0; i < d; i++) sum += (v[base + i] as number) * (query[i] as number)
+      out[slot] = sum
+    }
+  }
+
   private ensure(slots: number): void {
     if (slots <= this.present.length) return
     let size = this.present.length

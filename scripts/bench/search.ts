@@ -1,0 +1,103 @@
+/**
+ * G3 (first part): the search engine at 100k entities. Generates entities from a Zipf-distributed
+ * vocabulary that includes this domain's frequent words (agent, ai, api, data, service), indexes
+ * them with the same document builders the node uses, and measures keyword, semantic and hybrid
+ * (with filters) query latency, plus build time and memory.
+ *
+ *   npm run bench:search -- [--entities 100000] [--queries 200]
+ *
+ * Loading through the HTTP write path and the approximate vector index are the next steps.
+ */
+import { parseArgs } from 'node:util'
+import { analyzeQuery } from '../../src/search/analyzer.js'
+import { HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
+import { DEFAULT_WEIGHTS } from '../../src/search/ranking.js'
+import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.js'
+import { documentFields, searchDocument } from '../../src/services/search.js'
+import type { EntityRecord } from '../../src/store/records.js'
+import { percentile, report } from '../lib/report.js'
+
+const { values: args } = parseArgs({ options: { entities: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' } } })
+const N = Number(args.entities)
+const Q = Number(args.queries)
+
+// A deterministic generator (mulberry32) so every run measures the same corpus.
+let seed = 42
+const random = (): number => {
+  seed |= 0; seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+const DOMAIN = ['agent', 'ai', 'api', 'data', 'service', 'translate', 'summarize', 'code', 'search', 'image', 'voice', 'chat', 'weather', 'payment', 'email', 'calendar', 'document', 'scrape', 'sentiment', 'finance', 'travel', 'recommend', 'classify', 'extract', 'generate', 'test', 'security', 'map', 'crypto', 'health']
+const vocabulary = [...DOMAIN, ...Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}`)]
+// Zipf(s≈1.07): rank r drawn with probability ∝ 1/r^s.
+const weights = vocabulary.map((_, r) => 1 / Math.pow(r + 1, 1.07))
+const cumulative = weights.reduce<number[]>((acc, w) => { acc.push((acc[acc.length - 1] ?? 0) + w); return acc }, [])
+const totalWeight = cumulative[cumulative.length - 1] as number
+const word = (): string => {
+  const x = random() * totalWeight
+  let lo = 0, hi = cumulative.length - 1
+  while (lo < hi) { const mid = (lo + hi) >> 1; if ((cumulative[mid] as number) < x) lo = mid + 1; else hi = mid }
+  return vocabulary[lo] as string
+}
+const words = (n: number) => Array.from({ length: n }, word).join(' ')
+const CATEGORIES = ['tools', 'finance', 'travel', 'research', 'language', 'productivity', 'developer-tools', 'data', 'media', 'health']
+
+function entity(i: number): EntityRecord {
+  const now = new Date(Date.now() - Math.floor(random() * 200) * 86_400_000).toISOString()
+  return {
+    entity_id: `zns:${i.toString(16).padStart(32, '0')}`, type: random() < 0.8 ? 'agent' : 'service', name: words(3), category: CATEGORIES[i % CATEGORIES.length] as string,
+    summary: words(20), version: '1.0.0', tags: [word(), word(), word()], public_key: '', signature: '', entity_url: null, service_endpoint: null, openapi_url: null,
+    codebase_hash: null, developer_id: `zns:dev:${(i % 500).toString(16).padStart(32, '0')}`, entity_index: null, developer_proof: null,
+    capability_summary: { skills: [word(), word()] }, pricing_model: null, entity_name: null, ttl: 86400, status: random() < 0.9 ? 'active' : 'inactive',
+    last_heartbeat: null, registered_at: now, updated_at: now, home_registry: 'bench', schema_version: '1.0', registration_signatures: []
+  }
+}
+
+const embedder = new HashEmbedder(256)
+const engine = new SearchEngine(embedder.dimension)
+const heap0 = process.memoryUsage().heapUsed
+const t0 = performance.now()
+for (let i = 0; i < N; i++) {
+  const r = entity(i)
+  const vector = embedder.embedOne([r.name, r.category, r.tags.join(' '), r.summary].join('. '))
+  engine.upsert(searchDocument(r), documentFields(r), vector)
+}
+const buildSeconds = (performance.now() - t0) / 1000
+global.gc?.()
+report('entities', N, '')
+report('index_build', buildSeconds.toFixed(1), 's')
+report('index_build_rate', (N / buildSeconds).toFixed(0), 'entities/s')
+report('heap_used', ((process.memoryUsage().heapUsed - heap0) / 2 ** 20).toFixed(0), 'MiB')
+report('rss', (process.memoryUsage().rss / 2 ** 20).toFixed(0), 'MiB')
+
+function run(name: string, make: (i: number) => Partial<EngineQuery> & { text: string }): void {
+  const latencies: number[] = []
+  let found = 0
+  const started = performance.now()
+  for (let i = 0; i < Q; i++) {
+    const spec = make(i)
+    const analyzed = analyzeQuery(spec.text)
+    const t = performance.now()
+    const vector = spec.vector === undefined ? embedder.embedOne(spec.text) : spec.vector
+    const { total } = engine.search({
+      terms: spec.terms ?? analyzed.terms, phrases: analyzed.phrases, vector, filter: spec.filter ?? (d => d.active && d.type === 'agent'),
+      trust: () => 0.5, minTrust: 0, minSemantic: 0.3, weights: DEFAULT_WEIGHTS, halfLifeDays: 30, now: Date.now(), offset: 0, limit: 20
+    })
+    latencies.push(performance.now() - t)
+    found += total
+  }
+  const seconds = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  report(`${name}_p50`, percentile(latencies, 0.5).toFixed(2), 'ms')
+  report(`${name}_p95`, percentile(latencies, 0.95).toFixed(2), 'ms')
+  report(`${name}_p99`, percentile(latencies, 0.99).toFixed(2), 'ms')
+  report(`${name}_qps`, (Q / seconds).toFixed(0), 'queries/s')
+  report(`${name}_mean_matches`, (found / Q).toFixed(0), 'entities')
+}
+
+run('keyword_common', i => ({ text: `${DOMAIN[i % 5]} ${DOMAIN[5 + (i % 20)]}`, vector: null }))
+run('keyword_rare', i => ({ text: `${vocabulary[200 + i]} ${vocabulary[900 + i]}`, vector: null }))
+run('semantic', () => ({ text: words(4), terms: [] }))
+run('hybrid_filtered', i => ({ text: `${DOMAIN[i % 10]} ${words(2)}`, filter: d => d.active && d.type === 'agent' && d.category === CATEGORIES[i % CATEGORIES.length] }))
