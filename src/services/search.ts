@@ -11,13 +11,13 @@ import type { Embedder } from '../search/embedders/embedder.js'
 import type { RankingWeights } from '../search/ranking.js'
 import { SearchEngine, type SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
-import type { DeveloperRecord, EntityRecord, HandleRecord } from '../store/records.js'
+import type { EntityRecord } from '../store/records.js'
 import { SEARCH_LIMITS, SearchRequest } from '../wire/search.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
 import type { NameService } from './names.js'
 import { parseFqan } from './naming.js'
-import { trustScore, trustSignals } from './trust.js'
+import { developerTrustPart, fastTrust } from './trust.js'
 
 export interface SearchSettings {
   weights: RankingWeights
@@ -291,17 +291,22 @@ export class SearchService {
     return this.c.names.get(parsed.handle, parsed.name)?.entity_id ?? null
   }
 
-  /** Trust per document, with the developer's records read once per query. */
+  /** Trust per document, with each developer's records read once per query. */
   private trustFunction(now: number): (doc: SearchDocument) => number {
-    const developers = new Map<string, { developer: DeveloperRecord | undefined; handle: HandleRecord | undefined }>()
+    const developerParts = new Map<string, number>()
     return doc => {
-      let dev = doc.developerId ? developers.get(doc.developerId) : { developer: undefined, handle: undefined }
-      if (!dev && doc.developerId) {
-        const developer = this.c.store.getDeveloper(doc.developerId)
-        dev = { developer, handle: developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined }
-        developers.set(doc.developerId, dev)
+      let part = 0
+      if (doc.developerId) {
+        const known = developerParts.get(doc.developerId)
+        if (known === undefined) {
+          const developer = this.c.store.getDeveloper(doc.developerId)
+          part = developerTrustPart(developer, developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined)
+          developerParts.set(doc.developerId, part)
+        } else {
+          part = known
+        }
       }
-      return trustScore(trustSignals({ registeredAt: doc.registeredAt, active: doc.active, developer: dev?.developer, handle: dev?.handle, now }))
+      return fastTrust(part, doc.registeredAt, doc.active, now)
     }
   }
 }

@@ -31,6 +31,19 @@ export function trustSignals({ registeredAt, active, developer, handle, now }: T
   }
 }
 
+/**
+ * The same score as trustScore(trustSignals(…)) without allocating: the developer's part
+ * (verification, profile) is computed once per developer, age and liveness per entity.
+ */
+export function fastTrust(developerPart: number, registeredAt: number, active: boolean, now: number): number {
+  const ageDays = Math.max(0, (now - registeredAt) / 86_400_000)
+  return round(developerPart + round(TRUST_WEIGHTS.age * Math.min(1, ageDays / AGE_FULL_DAYS)) + (active ? TRUST_WEIGHTS.liveness : 0))
+}
+
+export function developerTrustPart(developer: DeveloperRecord | undefined, handle: HandleRecord | undefined): number {
+  return (handle?.verified ? TRUST_WEIGHTS.verification : 0) + (developer && !developer.implicit ? TRUST_WEIGHTS.developer_profile : 0)
+}
+
 export function trustScore(signals: Record<string, number>): number {
   return round(Object.values(signals).reduce((a, b) => a + b, 0))
 }

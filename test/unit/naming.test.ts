@@ -39,3 +39,14 @@ test('version selection: exact, major and major.minor prefixes pick the highest 
   t.is(selectVersion(history, '2.2.0-rc.1')?.version, '2.2.0-rc.1')
   t.is(selectVersion(history, '3'), null)
 })
+
+test('fast trust equals the signal-by-signal trust score', async t => {
+  const { fastTrust, developerTrustPart, trustScore, trustSignals } = await import('../../src/services/trust.js')
+  const now = Date.parse('2026-06-01T00:00:00Z')
+  const developer = { implicit: false } as never
+  const handle = { verified: true } as never
+  for (const [registeredAt, active] of [[now - 10 * 86_400_000, true], [now - 200 * 86_400_000, false], [now, true]] as const) {
+    t.is(fastTrust(developerTrustPart(developer, handle), registeredAt, active, now), trustScore(trustSignals({ registeredAt, active, developer, handle, now })))
+    t.is(fastTrust(developerTrustPart(undefined, undefined), registeredAt, active, now), trustScore(trustSignals({ registeredAt, active, developer: undefined, handle: undefined, now })))
+  }
+})
