@@ -119,11 +119,8 @@ export class SearchEngine {
         textSlots.push(hit.slot)
       }
     }
-    let semantic: Float32Array | null = null
-    if (q.vector) {
-      semantic = new Float32Array(slotCount)
-      this.vectors.scoreAll(q.vector, slotCount, semantic)
-    }
+    // Similarities are computed only for documents that pass the filters (they are the costly part).
+    const semantic: Float32Array | null = q.vector ? new Float32Array(slotCount) : null
     const textQuery = q.terms.length > 0 || q.vector !== null
     // Candidates: documents matching the text or close enough in meaning (or every document for a filter-only query).
     const candidates: number[] = []
@@ -134,10 +131,10 @@ export class SearchEngine {
     for (let i = 0; i < count; i++) {
       const slot = visit ? (visit[i] as number) : i
       const doc = this.docs[slot]
-      if (!doc) continue
+      if (!doc || !q.filter(doc)) continue
       const t = text[slot] as number
+      if (semantic && q.vector) semantic[slot] = this.vectors.similarity(slot, q.vector)
       if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < q.minSemantic)) continue
-      if (!q.filter(doc)) continue
       const trust = q.trust(doc)
       if (trust < q.minTrust) continue
       candidates.push(slot)
