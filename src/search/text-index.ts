@@ -71,6 +71,9 @@ export class TextIndex {
   private liveCount = 0
   private scores = new Float32Array(1024)
   private seen = new Uint8Array(1024)
+  /** Per slot and field: boost / (1 − b + b · len / avglen), for the averages in `normAverages`. */
+  private norms = new Float32Array(1024 * F)
+  private readonly normAverages = new Float64Array(F).fill(1)
 
   get size(): number { return this.liveCount }
 
@@ -96,6 +99,27 @@ export class TextIndex {
     this.tokens[slot] = fields
     this.alive[slot] = 1
     this.liveCount++
+    this.computeNorms(slot)
+  }
+
+  private computeNorms(slot: number): void {
+    for (let f = 0; f < F; f++) {
+      const norm = 1 - B + (B * (this.lengths[slot * F + f] as number)) / (this.normAverages[f] as number)
+      this.norms[slot * F + f] = FIELD_BOOSTS[FIELDS[f] as Field] / norm
+    }
+  }
+
+  /** Recomputes every slot's norms when an average field length has drifted more than 2 %. */
+  private refreshNorms(): void {
+    const n = Math.max(1, this.liveCount)
+    let drifted = false
+    for (let f = 0; f < F; f++) {
+      const avg = Math.max(1, (this.lengthSums[f] as number) / n)
+      if (Math.abs(avg - (this.normAverages[f] as number)) > 0.02 * (this.normAverages[f] as number)) drifted = true
+    }
+    if (!drifted) return
+    for (let f = 0; f < F; f++) this.normAverages[f] = Math.max(1, (this.lengthSums[f] as number) / n)
+    for (let slot = 0; slot < this.tokens.length; slot++) if (this.alive[slot]) this.computeNorms(slot)
   }
 
   remove(slot: number): void {
@@ -125,7 +149,8 @@ export class TextIndex {
    */
   search(terms: readonly { term: string; weight: number }[]): TextHit[] {
     const n = Math.max(1, this.liveCount)
-    const avg = FIELDS.map((_, f) => Math.max(1, (this.lengthSums[f] as number) / n))
+    this.refreshNorms()
+    const norms = this.norms
     const touched: number[] = []
     const scores = this.scores
     const seen = this.seen
@@ -138,11 +163,11 @@ export class TextIndex {
         const slot = slots[i] as number
         if (!this.alive[slot]) continue
         let tf = 0
+        const at = i * F
+        const ns = slot * F
         for (let f = 0; f < F; f++) {
-          const count = tfs[i * F + f] as number
-          if (count === 0) continue
-          const norm = 1 - B + (B * (this.lengths[slot * F + f] as number)) / (avg[f] as number)
-          tf += (FIELD_BOOSTS[FIELDS[f] as Field] * count) / norm
+          const count = tfs[at + f] as number
+          if (count !== 0) tf += (norms[ns + f] as number) * count
         }
         if (!seen[slot]) { seen[slot] = 1; scores[slot] = 0; touched.push(slot) }
         scores[slot] = (scores[slot] as number) + (idf * tf * (K1 + 1)) / (tf + K1)
@@ -182,6 +207,7 @@ export class TextIndex {
     }
     this.alive = grow(this.alive, 1)
     this.lengths = grow(this.lengths, F)
+    this.norms = grow(this.norms, F)
     this.scores = grow(this.scores, 1)
     this.seen = grow(this.seen, 1)
   }
