@@ -108,12 +108,15 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const indexStarted = performance.now()
   const indexed = search.load()
   logger.info({ entities: indexed, ms: Math.round(performance.now() - indexStarted) }, 'search index built')
+  const metrics = config.metrics.enabled
+    ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures })
+    : null
   const registryProof = new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })
   if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
     logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
   }
 
-  const metrics = config.metrics.enabled ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count }) : null
+
   const routes: RouteDefinition[] = [
     ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => 0 }),
     ...entityRoutes(entities, { maxListLimit: config.limits.max_list_limit }),

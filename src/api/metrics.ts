@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export interface GaugeSources {
   entities(type: 'agent' | 'service'): number
   developers(): number
+  embeddingFailures(): number
 }
 
 /** Prometheus metrics (served at /metrics when metrics.enabled): requests, latencies, counts, rejections. */
@@ -35,6 +36,7 @@ export class NodeMetrics {
       }
     })
     new Gauge({ name: 'registry_developers', help: 'Developers registered on this node', registers: [this.registry], collect() { this.set(sources.developers()) } })
+    new Gauge({ name: 'registry_embedding_failures', help: 'Texts the embedder failed on since start (searchable by text only)', registers: [this.registry], collect() { this.set(sources.embeddingFailures()) } })
   }
 
   observe(route: string, method: string, status: number, seconds: number): void {

@@ -97,6 +97,8 @@ export class SearchService {
   private readonly now: () => Date
   private readonly pending = new Map<string, string>()
   private flushing: Promise<void> | null = null
+  private flushScheduled = false
+  /** Texts the embedder failed on (also logged); exported as a metric. */
   embedFailures = 0
 
   constructor(private readonly c: SearchComponents) {
@@ -130,7 +132,10 @@ export class SearchService {
   private index(record: EntityRecord): void {
     this.engine.upsert(searchDocument(record), documentFields(record), null)
     this.pending.set(record.entity_id, embeddingText(record))
-    if (!this.flushing) setImmediate(() => { void this.flush() })
+    if (!this.flushing && !this.flushScheduled) {
+      this.flushScheduled = true
+      setImmediate(() => { this.flushScheduled = false; void this.flush() })
+    }
   }
 
   private flush(): Promise<void> {
