@@ -102,28 +102,3 @@ run('keyword_rare', i => ({ text: `${vocabulary[200 + i]} ${vocabulary[900 + i]}
 run('semantic', () => ({ text: words(4), terms: [] }))
 run('hybrid_filtered', i => ({ text: `${DOMAIN[i % 10]} ${words(2)}`, filter: d => d.active && d.type === 'agent' && d.category === CATEGORIES[i % CATEGORIES.length] }))
 
-// Approximate vectors (IVF): recall@10 of semantic-only queries against the exact scan above.
-const semanticQueries = Array.from({ length: Q }, () => words(4))
-const semanticTop = (text: string): string[] => engine.search({
-  terms: [], phrases: [], vector: embedder.embedOne(text), filter: () => true, trust: () => 0.5, minTrust: 0, minSemantic: 0,
-  weights: { text: 0, semantic: 1, trust: 0, freshness: 0, availability: 0 }, halfLifeDays: 30, now: Date.now(), offset: 0, limit: 10
-}).hits.map(h => h.doc.entityId)
-const exactTop = semanticQueries.map(semanticTop)
-const trainStart = performance.now()
-engine.useApproximateVectors({ nprobe: 1 }, random)
-report('ivf_train', ((performance.now() - trainStart) / 1000).toFixed(1), 's')
-for (const nprobe of [8, 16, 32, 64]) {
-  ;(engine as unknown as { ivf: { options: { nprobe: number } } }).ivf.options.nprobe = nprobe
-  const latencies: number[] = []
-  let overlap = 0
-  semanticQueries.forEach((text, i) => {
-    const t = performance.now()
-    const top = semanticTop(text)
-    latencies.push(performance.now() - t)
-    const exact = new Set(exactTop[i])
-    overlap += top.filter(id => exact.has(id)).length / Math.max(1, exact.size)
-  })
-  latencies.sort((a, b) => a - b)
-  report(`ivf_nprobe${nprobe}_recall_at_10`, (overlap / Q).toFixed(3), '')
-  report(`ivf_nprobe${nprobe}_semantic_p95`, percentile(latencies, 0.95).toFixed(2), 'ms')
-}

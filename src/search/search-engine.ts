@@ -6,7 +6,6 @@
 import type { QueryTerm } from './analyzer.js'
 import { combine, freshness, PHRASE_BONUS, round4, type RankingWeights, type ScoreBreakdown } from './ranking.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
-import { IvfIndex, type IvfOptions } from './ivf-index.js'
 import { FlatVectorIndex } from './vector-index.js'
 
 export interface CapabilitySets {
@@ -62,21 +61,8 @@ export class SearchEngine {
   /** Trust of the current query's candidates, by slot (reused between queries). */
   private trustOf = new Float32Array(1024)
 
-  private ivf: IvfIndex | null = null
-
   constructor(readonly dimension: number) {
     this.vectors = new FlatVectorIndex(dimension)
-  }
-
-  /**
-   * Switches semantic search to the approximate IVF index (trained now on the current vectors);
-   * later vectors are filed into it as they arrive.
-   */
-  useApproximateVectors(options: IvfOptions, random?: () => number): void {
-    const slots: number[] = []
-    for (let slot = 0; slot < this.docs.length; slot++) if (this.docs[slot] && this.vectors.has(slot)) slots.push(slot)
-    this.ivf = new IvfIndex(this.vectors, options)
-    this.ivf.train(slots, random)
   }
 
   get size(): number { return this.slots.size }
@@ -100,7 +86,6 @@ export class SearchEngine {
 
   private setSlotVector(slot: number, vector: Float32Array): void {
     this.vectors.set(slot, vector)
-    this.ivf?.insert(slot)
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
@@ -115,7 +100,6 @@ export class SearchEngine {
     if (slot === undefined) return
     this.text.remove(slot)
     this.vectors.remove(slot)
-    this.ivf?.remove(slot)
     this.docs[slot] = undefined
     this.slots.delete(entityId)
     this.free.push(slot)
@@ -145,15 +129,8 @@ export class SearchEngine {
     // Candidates: documents matching the text or close enough in meaning (or every document for a filter-only query).
     const candidates: number[] = []
     let maxText = 0
-    // Keyword-only queries visit their text hits; semantic queries also the approximate index's
-    // candidates when it is in use, or every slot; filter-only queries every slot.
-    let visit: number[] | null = q.vector === null && textQuery ? textSlots : null
-    if (q.vector !== null && this.ivf?.trained) {
-      const seen = new Uint8Array(slotCount)
-      visit = []
-      for (const slot of textSlots) { seen[slot] = 1; visit.push(slot) }
-      for (const slot of this.ivf.candidates(q.vector)) if (!seen[slot]) { seen[slot] = 1; visit.push(slot) }
-    }
+    // Keyword-only queries visit their text hits; semantic and filter-only queries every slot.
+    const visit = q.vector === null && textQuery ? textSlots : null
     const count = visit ? visit.length : slotCount
     for (let i = 0; i < count; i++) {
       const slot = visit ? (visit[i] as number) : i

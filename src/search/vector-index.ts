@@ -36,40 +36,6 @@ export class FlatVectorIndex {
     return sum
   }
 
-  /** Dot product of a stored vector with `other[offset … offset + dimension)`. */
-  dotWith(slot: number, other: Float32Array, offset: number): number {
-    const v = this.vectors
-    const base = slot * this.dimension
-    let sum = 0
-    for (let i = 0; i < this.dimension; i++) sum += (v[base + i] as number) * (other[offset + i] as number)
-    return sum
-  }
-
-  /** Adds a stored vector into `target` at `offset` (k-means centroids). */
-  addTo(slot: number, target: Float32Array, offset: number): void {
-    const base = slot * this.dimension
-    for (let i = 0; i < this.dimension; i++) target[offset + i] = (target[offset + i] as number) + (this.vectors[base + i] as number)
-  }
-
-  copyTo(slot: number, target: Float32Array, offset: number): void {
-    target.set(this.vectors.subarray(slot * this.dimension, (slot + 1) * this.dimension), offset)
-  }
-
-  /** Similarity of every slot below `slots` with `query`, written into `out` (0 where no vector). */
-  scoreAll(query: Float32Array, slots: number, out: Float32Array): void {
-    const v = this.vectors
-    const d = this.dimension
-    const present = this.present
-    const n = Math.min(slots, present.length)
-    for (let slot = 0; slot < n; slot++) {
-      if (present[slot] !== 1) { out[slot] = 0; continue }
-      const base = slot * d
-      let sum = 0
-      for (let i = 0; i < d; i++) sum += (v[base + i] as number) * (query[i] as number)
-      out[slot] = sum
-    }
-  }
-
   private ensure(slots: number): void {
     if (slots <= this.present.length) return
     let size = this.present.length
