@@ -35,7 +35,7 @@ import { OwnershipVerifier, type TxtResolver } from './services/ownership-verifi
 import { RegistryProofProvider } from './services/registry-proof-provider.js'
 import { ResolutionService } from './services/resolution.js'
 import { SearchService } from './services/search.js'
-import { HashEmbedder } from './search/embedders/hash-embedder.js'
+import { createEmbedder } from './search/embedders/create.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { RegistryStore } from './store/registry-store.js'
 
@@ -98,7 +98,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   })
   const sc = config.search
   const search = new SearchService({
-    ...base, names, logger, cards, embedder: new HashEmbedder(sc.dimension),
+    ...base, names, logger, cards, embedder: createEmbedder(sc),
     search: {
       weights: { text: sc.weight_text, semantic: sc.weight_semantic, trust: sc.weight_trust, freshness: sc.weight_freshness, availability: sc.weight_availability },
       halfLifeDays: sc.freshness_half_life_days,
