@@ -13,6 +13,7 @@
  */
 import { createHash } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
+import { seededRandom } from './lib/random.js'
 
 type Kind = 'keyword' | 'natural' | 'paraphrase'
 interface Family {
@@ -205,13 +206,7 @@ const SECOND = [
 ]
 const PER_FAMILY = 13
 
-let seed = 7
-const random = (): number => {
-  seed |= 0; seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+const random = seededRandom(7)
 const pick = <T>(xs: readonly T[], n: number): T[] => {
   const copy = [...xs]
   for (let i = copy.length - 1; i > 0; i--) { const j = Math.floor(random() * (i + 1)); [copy[i], copy[j]] = [copy[j] as T, copy[i] as T] }

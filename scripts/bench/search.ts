@@ -16,19 +16,13 @@ import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.j
 import { documentFields, searchDocument } from '../../src/services/search.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { percentile, report } from '../lib/report.js'
+import { seededRandom } from '../lib/random.js'
 
 const { values: args } = parseArgs({ options: { entities: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' } } })
 const N = Number(args.entities)
 const Q = Number(args.queries)
 
-// A deterministic generator (mulberry32) so every run measures the same corpus.
-let seed = 42
-const random = (): number => {
-  seed |= 0; seed = (seed + 0x6d2b79f5) | 0
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+const random = seededRandom(42)
 const DOMAIN = ['agent', 'ai', 'api', 'data', 'service', 'translate', 'summarize', 'code', 'search', 'image', 'voice', 'chat', 'weather', 'payment', 'email', 'calendar', 'document', 'scrape', 'sentiment', 'finance', 'travel', 'recommend', 'classify', 'extract', 'generate', 'test', 'security', 'map', 'crypto', 'health']
 const vocabulary = [...DOMAIN, ...Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}`)]
 // Zipf(s≈1.07): rank r drawn with probability ∝ 1/r^s.
