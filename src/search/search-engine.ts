@@ -44,6 +44,8 @@ export interface EngineQuery {
   now: number
   offset: number
   limit: number
+  /** When the filters already name the only possible entities (an FQAN or ID), just these. */
+  only?: readonly string[]
 }
 
 export interface EngineHit {
@@ -130,7 +132,8 @@ export class SearchEngine {
     const candidates: number[] = []
     let maxText = 0
     // Keyword-only queries visit their text hits; semantic and filter-only queries every slot.
-    const visit = q.vector === null && textQuery ? textSlots : null
+    const only = q.only?.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] })
+    const visit = only ?? (q.vector === null && textQuery ? textSlots : null)
     const count = visit ? visit.length : slotCount
     for (let i = 0; i < count; i++) {
       const slot = visit ? (visit[i] as number) : i

@@ -163,6 +163,7 @@ export class SearchService {
     const started = performance.now()
     const body = validate(SearchRequest, rawBody ?? {})
     const filter = this.filter(body)
+    const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
     const analyzed = analyzeQuery(body.query ?? '')
     let vector: Float32Array | null = null
     let semantic = 'used'
@@ -193,7 +194,8 @@ export class SearchService {
       halfLifeDays: this.c.search.halfLifeDays,
       now,
       offset,
-      limit
+      limit,
+      ...(onlyEntity !== undefined ? { only: onlyEntity === null ? [] : [onlyEntity] } : {})
     })
     const results = []
     for (const hit of hits) {
