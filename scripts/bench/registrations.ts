@@ -127,7 +127,7 @@ async function main(): Promise<void> {
       if (status === 201) {
         latencies.push(performance.now() - t0)
         acked.push(id)
-        if (!args.kill9 && !process.env.NO_PROBE && acked.length % 100 === 0) searchable.push(searchableAfter(node.url, id))
+        if (!args.kill9 && acked.length % 100 === 0) searchable.push(searchableAfter(node.url, id))
       } else if (status === 0) errors++
       else failedStatus++
     }))
