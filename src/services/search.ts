@@ -162,8 +162,9 @@ export class SearchService {
   async search(rawBody: unknown) {
     const started = performance.now()
     const body = validate(SearchRequest, rawBody ?? {})
-    const filter = this.filter(body)
+    // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
+    const filter = this.filter(body)
     const analyzed = analyzeQuery(body.query ?? '')
     let vector: Float32Array | null = null
     let semantic = 'used'
@@ -269,10 +270,6 @@ export class SearchService {
     if (body.developer_handle) {
       const owner = this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null
       checks.push(d => owner !== null && d.developerId === owner)
-    }
-    if (body.fqan) {
-      const target = this.entityOfFqan(body.fqan)
-      checks.push(d => d.entityId === target)
     }
     for (const key of CAPABILITY_KEYS) {
       const wanted = body[key]
