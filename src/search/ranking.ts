@@ -6,7 +6,14 @@
  *   trust            the trust score (src/services/trust.ts), already in [0, 1]
  *   freshness        2^(−age / half-life), age since the later of updated_at and last_heartbeat
  *   availability     1 for active entities, 0 for inactive ones (the liveness state)
+ *
+ * The optional `rrf` fusion replaces the first two terms (w_text · text + w_semantic · semantic)
+ * by reciprocal rank fusion of the text and semantic rankings (k = 60), scaled so that a document
+ * first in both gets w_text + w_semantic; the breakdown still shows the raw signals.
  */
+export type Fusion = 'weighted' | 'rrf'
+export const RRF_K = 60
+
 export interface RankingWeights {
   text: number
   semantic: number

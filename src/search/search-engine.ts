@@ -2,11 +2,16 @@
  * The local search engine: BM25F text index, vector index and the documents' filter facets, kept
  * in step with the store, and the ranking of one query. It knows entities only as documents;
  * the search service turns requests into queries and hits into results.
+ *
+ * What every query reads per candidate lives in typed columns by slot (kind and status flags,
+ * registration and change times, the developer's trust part), so the common filters and the
+ * ranking signals cost array reads, not object lookups; the rarer filters (category, tags,
+ * developer, capabilities) run as a predicate on the document.
  */
 import type { QueryTerm } from './analyzer.js'
-import { combine, freshness, PHRASE_BONUS, round4, type RankingWeights, type ScoreBreakdown } from './ranking.js'
+import { combine, freshness, PHRASE_BONUS, RRF_K, round4, type Fusion, type RankingWeights, type ScoreBreakdown } from './ranking.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
-import { FlatVectorIndex } from './vector-index.js'
+import { VectorIndex } from './vector-index.js'
 
 export interface CapabilitySets {
   skills: ReadonlySet<string>
@@ -30,16 +35,25 @@ export interface SearchDocument {
   capabilities: CapabilitySets
 }
 
+/** The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's own. */
+export type TrustFormula = (developerPart: number, registeredAt: number, active: boolean, now: number) => number
+
 export interface EngineQuery {
   terms: readonly QueryTerm[]
   phrases: readonly (readonly string[])[]
   vector: Float32Array | null
-  filter: (doc: SearchDocument) => boolean
-  trust: (doc: SearchDocument) => number
+  /** null: any kind. */
+  type: 'agent' | 'service' | null
+  /** true: active only, false: inactive only, null: both. */
+  active: boolean | null
+  /** The other filters, or null when there are none. */
+  filter: ((doc: SearchDocument) => boolean) | null
+  trust: TrustFormula
   minTrust: number
   /** A document without a text match counts as a match when its similarity reaches this. */
   minSemantic: number
   weights: RankingWeights
+  fusion: Fusion
   halfLifeDays: number
   now: number
   offset: number
@@ -54,20 +68,37 @@ export interface EngineHit {
   breakdown: ScoreBreakdown
 }
 
+const SERVICE = 1
+const ACTIVE = 2
+const NO_DEVELOPER = -1
+
 export class SearchEngine {
   private readonly text = new TextIndex()
-  private readonly vectors: FlatVectorIndex
+  private readonly vectors: VectorIndex
   private readonly docs: (SearchDocument | undefined)[] = []
   private readonly slots = new Map<string, number>()
   private readonly free: number[] = []
-  /** Trust of the current query's candidates, by slot (reused between queries). */
+  // Columns by slot.
+  private flags = new Uint8Array(1024)
+  private registeredAt = new Float64Array(1024)
+  private lastChange = new Float64Array(1024)
+  private developerOf = new Int32Array(1024).fill(NO_DEVELOPER)
+  // Developers: a number each, and the part of trust that comes from the developer.
+  private readonly developerNumbers = new Map<string, number>()
+  private developerParts = new Float32Array(256)
+  // Per-query scratch space, reused (text scores are reset after each query).
+  private textScores = new Float32Array(1024)
   private trustOf = new Float32Array(1024)
+  private scoreOf = new Float32Array(1024)
 
-  constructor(readonly dimension: number) {
-    this.vectors = new FlatVectorIndex(dimension)
+  constructor(readonly dimension: number, options: { simd?: boolean } = {}) {
+    this.vectors = new VectorIndex(dimension, options)
   }
 
   get size(): number { return this.slots.size }
+
+  /** Whether the vector scan runs on WebAssembly SIMD. */
+  get simd(): boolean { return this.vectors.simd }
 
   has(entityId: string): boolean { return this.slots.has(entityId) }
 
@@ -75,26 +106,33 @@ export class SearchEngine {
   upsert(doc: SearchDocument, fields: FieldTokens, vector: Float32Array | null): void {
     this.remove(doc.entityId)
     const slot = this.free.pop() ?? this.docs.length
+    this.ensure(slot + 1)
     this.docs[slot] = doc
     this.slots.set(doc.entityId, slot)
+    this.writeColumns(slot, doc)
     this.text.add(slot, fields)
-    if (vector) this.setSlotVector(slot, vector)
+    if (vector) this.vectors.set(slot, vector)
   }
 
   setVector(entityId: string, vector: Float32Array): void {
     const slot = this.slots.get(entityId)
-    if (slot !== undefined) this.setSlotVector(slot, vector)
+    if (slot !== undefined) this.vectors.set(slot, vector)
   }
 
-  private setSlotVector(slot: number, vector: Float32Array): void {
-    this.vectors.set(slot, vector)
+  /** The part of trust that depends on the developer only (verified handle, profile), for all their documents. */
+  setDeveloperPart(developerId: string, part: number): void {
+    const n = this.developerNumber(developerId)
+    this.developerParts[n] = part
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
   patch(entityId: string, change: Partial<Pick<SearchDocument, 'active' | 'lastChange'>>): void {
     const slot = this.slots.get(entityId)
     const doc = slot === undefined ? undefined : this.docs[slot]
-    if (doc && slot !== undefined) this.docs[slot] = { ...doc, ...change }
+    if (!doc || slot === undefined) return
+    const next = { ...doc, ...change }
+    this.docs[slot] = next
+    this.writeColumns(slot, next)
   }
 
   remove(entityId: string): void {
@@ -103,119 +141,215 @@ export class SearchEngine {
     this.text.remove(slot)
     this.vectors.remove(slot)
     this.docs[slot] = undefined
+    this.flags[slot] = 0
     this.slots.delete(entityId)
     this.free.push(slot)
   }
 
+  private writeColumns(slot: number, doc: SearchDocument): void {
+    this.flags[slot] = (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
+    this.registeredAt[slot] = doc.registeredAt
+    this.lastChange[slot] = doc.lastChange
+    this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
+  }
+
+  private developerNumber(developerId: string): number {
+    let n = this.developerNumbers.get(developerId)
+    if (n === undefined) {
+      n = this.developerNumbers.size
+      this.developerNumbers.set(developerId, n)
+      if (n >= this.developerParts.length) {
+        const parts = new Float32Array(this.developerParts.length * 2)
+        parts.set(this.developerParts)
+        this.developerParts = parts
+      }
+    }
+    return n
+  }
+
   /**
-   * Ranks the matches of a query. A first, numeric pass scores every candidate into typed arrays
-   * and keeps the best `offset + limit` in a heap; only those get a full breakdown.
+   * Ranks the matches of a query. A first pass visits the candidate slots (the text hits of a
+   * keyword-only query; every slot when there is a vector or no text), applies the filters and
+   * computes trust; a second scores the survivors and keeps the best `offset + limit` in a heap.
+   * Only the returned page gets a full breakdown.
    */
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
     const slotCount = this.docs.length
-    if (this.trustOf.length < slotCount) this.trustOf = new Float32Array(Math.max(slotCount, this.trustOf.length * 2))
-    const trustOf = this.trustOf
-    const text = new Float32Array(slotCount)
-    const textSlots: number[] = []
-    if (q.terms.length > 0) {
-      for (const hit of this.text.search(q.terms)) {
-        let score = hit.score
-        for (const phrase of q.phrases) if (this.text.hasPhrase(hit.slot, phrase)) score += PHRASE_BONUS
-        text[hit.slot] = score
-        textSlots.push(hit.slot)
+    const textScores = this.textScores
+    const touched: number[] = []
+    try {
+      if (q.terms.length > 0) {
+        this.text.search(q.terms, textScores, touched)
+        if (q.phrases.length > 0) {
+          for (const slot of touched) {
+            for (const phrase of q.phrases) if (this.text.hasPhrase(slot, phrase)) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+          }
+        }
       }
+      const semantic = q.vector ? this.vectors.scan(q.vector, slotCount) : null
+      const candidates = this.candidates(q, touched, semantic)
+      return this.rank(q, candidates, semantic)
+    } finally {
+      for (const slot of touched) textScores[slot] = 0
     }
-    // Similarities are computed only for documents that pass the filters (they are the costly part).
-    const semantic: Float32Array | null = q.vector ? new Float32Array(slotCount) : null
+  }
+
+  private candidates(q: EngineQuery, textHits: readonly number[], semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
+    const { flags, textScores, trustOf, registeredAt, developerOf, developerParts, docs } = this
     const textQuery = q.terms.length > 0 || q.vector !== null
-    // Candidates: documents matching the text or close enough in meaning (or every document for a filter-only query).
-    const candidates: number[] = []
-    let maxText = 0
-    // Keyword-only queries visit their text hits; semantic and filter-only queries every slot.
     const only = q.only?.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] })
-    const visit = only ?? (q.vector === null && textQuery ? textSlots : null)
-    const count = visit ? visit.length : slotCount
+    const visit = only ?? (q.vector === null && textQuery ? textHits : null)
+    const count = visit ? visit.length : docs.length
+    const wantKind = q.type === null ? -1 : q.type === 'service' ? SERVICE : 0
+    const wantActive = q.active === null ? -1 : q.active ? ACTIVE : 0
+    const { filter, trust, minTrust, minSemantic, now } = q
+    const out = new Int32Array(count)
+    let found = 0
+    let maxText = 0
     for (let i = 0; i < count; i++) {
       const slot = visit ? (visit[i] as number) : i
-      const doc = this.docs[slot]
-      if (!doc || !q.filter(doc)) continue
-      const t = text[slot] as number
-      if (semantic && q.vector) semantic[slot] = this.vectors.similarity(slot, q.vector)
-      if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < q.minSemantic)) continue
-      const trust = q.trust(doc)
-      if (trust < q.minTrust) continue
-      candidates.push(slot)
-      trustOf[slot] = trust
+      const f = flags[slot] as number
+      if (docs[slot] === undefined) continue
+      if (wantKind !== -1 && (f & SERVICE) !== wantKind) continue
+      if (wantActive !== -1 && (f & ACTIVE) !== wantActive) continue
+      const t = textScores[slot] as number
+      if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < minSemantic)) continue
+      if (filter !== null && !filter(docs[slot] as SearchDocument)) continue
+      const developer = developerOf[slot] as number
+      const score = trust(developer === NO_DEVELOPER ? 0 : (developerParts[developer] as number), registeredAt[slot] as number, (f & ACTIVE) !== 0, now)
+      if (score < minTrust) continue
+      trustOf[slot] = score
+      out[found++] = slot
       if (t > maxText) maxText = t
     }
+    return { slots: out.subarray(0, found), maxText }
+  }
+
+  private rank(q: EngineQuery, { slots, maxText }: { slots: Int32Array; maxText: number }, semantic: Float32Array | null): { hits: EngineHit[]; total: number } {
+    const { textScores, trustOf, lastChange, flags, scoreOf } = this
     const w = q.weights
-    const k = q.offset + q.limit
-    const heap = new TopK(k)
-    for (const slot of candidates) {
-      const doc = this.docs[slot] as SearchDocument
-      const score =
-        w.text * (maxText > 0 ? (text[slot] as number) / maxText : 0) +
-        w.semantic * Math.max(0, semantic ? (semantic[slot] as number) : 0) +
-        w.trust * (trustOf[slot] as number) +
-        w.freshness * freshness(doc.lastChange, q.now, q.halfLifeDays) +
-        w.availability * (doc.active ? 1 : 0)
-      heap.offer(slot, score, doc.entityId)
+    const relevance = q.fusion === 'rrf' && q.terms.length > 0 && semantic ? this.fusedRelevance(slots, semantic, w) : null
+    const decay = Math.LN2 / (q.halfLifeDays * 86_400_000)
+    const heap = new TopK(q.offset + q.limit)
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as number
+      const fresh = Math.exp(-Math.max(0, q.now - (lastChange[slot] as number)) * decay)
+      const relevant = relevance
+        ? (relevance[i] as number)
+        : w.text * (maxText > 0 ? (textScores[slot] as number) / maxText : 0) + w.semantic * Math.max(0, semantic ? (semantic[slot] as number) : 0)
+      const score = relevant + w.trust * (trustOf[slot] as number) + w.freshness * fresh + w.availability * ((flags[slot] as number) & ACTIVE ? 1 : 0)
+      scoreOf[slot] = score
+      heap.offer(slot, score, this.docs as SearchDocument[])
     }
-    const hits: EngineHit[] = heap.sorted().slice(q.offset).map(({ slot }) => {
+    const hits: EngineHit[] = heap.sorted(this.docs as SearchDocument[]).slice(q.offset).map(slot => {
       const doc = this.docs[slot] as SearchDocument
       const breakdown: ScoreBreakdown = {
-        text_relevance: round4(maxText > 0 ? (text[slot] as number) / maxText : 0),
+        text_relevance: round4(maxText > 0 ? (textScores[slot] as number) / maxText : 0),
         semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
         trust_score: round4(trustOf[slot] as number),
         freshness: round4(freshness(doc.lastChange, q.now, q.halfLifeDays)),
         availability: doc.active ? 1 : 0
       }
-      return { doc, score: round4(combine(breakdown, q.weights)), breakdown }
+      return { doc, score: round4(relevance ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
     })
-    return { hits, total: candidates.length }
+    return { hits, total: slots.length }
+  }
+
+  /**
+   * Reciprocal rank fusion of the text and semantic rankings of the candidates:
+   *   (w_text / (k + rank_text) + w_semantic / (k + rank_semantic)) / (1 / (k + 1)),   k = 60
+   * which is w_text + w_semantic for a document first in both. A document without a text match
+   * (or with similarity ≤ 0) takes no part in that ranking. Returned by candidate index.
+   */
+  private fusedRelevance(slots: Int32Array, semantic: Float32Array, w: RankingWeights): Float32Array {
+    const fused = new Float32Array(slots.length)
+    const addRanks = (value: (slot: number) => number, weight: number): void => {
+      const order = Array.from(slots.keys()).filter(i => value(slots[i] as number) > 0)
+      order.sort((a, b) => value(slots[b] as number) - value(slots[a] as number))
+      order.forEach((i, rank) => { fused[i] = (fused[i] as number) + (weight * (RRF_K + 1)) / (RRF_K + rank + 1) })
+    }
+    addRanks(slot => this.textScores[slot] as number, w.text)
+    addRanks(slot => semantic[slot] as number, w.semantic)
+    return fused
+  }
+
+  private ensure(slots: number): void {
+    if (slots <= this.flags.length) return
+    let size = this.flags.length
+    while (size < slots) size *= 2
+    const grow = <T extends Uint8Array | Int32Array | Float32Array | Float64Array>(a: T, fill = 0): T => {
+      const next = new (a.constructor as new (n: number) => T)(size)
+      if (fill !== 0) next.fill(fill)
+      next.set(a)
+      return next
+    }
+    this.flags = grow(this.flags)
+    this.registeredAt = grow(this.registeredAt)
+    this.lastChange = grow(this.lastChange)
+    this.developerOf = grow(this.developerOf, NO_DEVELOPER)
+    this.textScores = grow(this.textScores)
+    this.trustOf = grow(this.trustOf)
+    this.scoreOf = grow(this.scoreOf)
   }
 }
 
-/** The k best (score descending, entity ID ascending on ties) of a stream, in a binary min-heap. */
+/**
+ * The k best slots (score descending, entity ID ascending on ties) of a stream, in a binary
+ * min-heap of slots and scores; a slot worse than the heap's root is rejected with one comparison.
+ */
 class TopK {
-  private readonly items: { slot: number; score: number; id: string }[] = []
-  constructor(private readonly k: number) {}
+  private readonly slots: Int32Array
+  private readonly scores: Float64Array
+  private size = 0
 
-  private worse(a: { score: number; id: string }, b: { score: number; id: string }): boolean {
-    return a.score < b.score || (a.score === b.score && a.id > b.id)
+  constructor(private readonly k: number) {
+    this.slots = new Int32Array(Math.max(0, k))
+    this.scores = new Float64Array(Math.max(0, k))
   }
 
-  offer(slot: number, score: number, id: string): void {
-    if (this.k <= 0) return
-    const h = this.items
-    const item = { slot, score, id }
-    if (h.length < this.k) {
-      h.push(item)
-      let i = h.length - 1
+  /** Whether (sa, a) ranks below (sb, b). */
+  private static worse(sa: number, a: number, sb: number, b: number, docs: readonly SearchDocument[]): boolean {
+    return sa < sb || (sa === sb && (docs[a] as SearchDocument).entityId > (docs[b] as SearchDocument).entityId)
+  }
+
+  offer(slot: number, score: number, docs: readonly SearchDocument[]): void {
+    const { slots, scores, k } = this
+    if (k <= 0) return
+    if (this.size < k) {
+      let i = this.size++
       while (i > 0) {
         const p = (i - 1) >> 1
-        if (!this.worse(h[i] as typeof item, h[p] as typeof item)) break
-        ;[h[i], h[p]] = [h[p] as typeof item, h[i] as typeof item]
+        if (!TopK.worse(score, slot, scores[p] as number, slots[p] as number, docs)) break
+        slots[i] = slots[p] as number
+        scores[i] = scores[p] as number
         i = p
       }
+      slots[i] = slot
+      scores[i] = score
       return
     }
-    if (!this.worse(h[0] as typeof item, item)) return
-    h[0] = item
+    if (score < (scores[0] as number) || !TopK.worse(scores[0] as number, slots[0] as number, score, slot, docs)) return
     let i = 0
     for (;;) {
       const l = 2 * i + 1
       const r = l + 1
-      let m = i
-      if (l < h.length && this.worse(h[l] as typeof item, h[m] as typeof item)) m = l
-      if (r < h.length && this.worse(h[r] as typeof item, h[m] as typeof item)) m = r
-      if (m === i) break
-      ;[h[i], h[m]] = [h[m] as typeof item, h[i] as typeof item]
+      let m = -1
+      let ms = score
+      let mslot = slot
+      if (l < k && TopK.worse(scores[l] as number, slots[l] as number, ms, mslot, docs)) { m = l; ms = scores[l] as number; mslot = slots[l] as number }
+      if (r < k && TopK.worse(scores[r] as number, slots[r] as number, ms, mslot, docs)) { m = r; ms = scores[r] as number; mslot = slots[r] as number }
+      if (m === -1) break
+      slots[i] = mslot
+      scores[i] = ms
       i = m
     }
+    slots[i] = slot
+    scores[i] = score
   }
 
-  sorted(): { slot: number; score: number; id: string }[] {
-    return [...this.items].sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1))
+  sorted(docs: readonly SearchDocument[]): number[] {
+    const order = Array.from({ length: this.size }, (_, i) => i)
+    order.sort((a, b) => (TopK.worse(this.scores[a] as number, this.slots[a] as number, this.scores[b] as number, this.slots[b] as number, docs) ? 1 : -1))
+    return order.map(i => this.slots[i] as number)
   }
 }

@@ -2,6 +2,8 @@
  * BM25F over an inverted index of typed arrays. Each document occupies a slot; a posting holds
  * the slot and the term's frequency in each field, so field boosts apply at query time:
  *   tf' = Σ_f boost_f · tf_f / (1 − b + b · len_f / avglen_f)      score = idf · tf' · (k1 + 1) / (tf' + k1)
+ * Each posting also keeps its saturated term weight tf' · (k1 + 1) / (tf' + k1), so a query costs
+ * one multiply-add per posting; the weights are recomputed when an average field length drifts.
  * Deleting a document only marks its slot dead; postings of dead slots are skipped and dropped
  * when a term's list is next rebuilt (compaction), so writes never rewrite large arrays.
  */
@@ -21,11 +23,13 @@ const MAX_TF = 255
 class Postings {
   slots = new Uint32Array(4)
   tfs = new Uint8Array(4 * F)
+  /** Saturated BM25F term weight of each posting (before idf). */
+  weights = new Float32Array(4)
   length = 0
   /** Live documents holding the term (for idf). */
   df = 0
 
-  add(slot: number, tf: Uint8Array): void {
+  add(slot: number, tf: Uint8Array, weight: number): void {
     if (this.length === this.slots.length) {
       const slots = new Uint32Array(this.slots.length * 2)
       slots.set(this.slots)
@@ -33,9 +37,13 @@ class Postings {
       const tfs = new Uint8Array(this.tfs.length * 2)
       tfs.set(this.tfs)
       this.tfs = tfs
+      const weights = new Float32Array(this.weights.length * 2)
+      weights.set(this.weights)
+      this.weights = weights
     }
     this.slots[this.length] = slot
     this.tfs.set(tf, this.length * F)
+    this.weights[this.length] = weight
     this.length++
     this.df++
   }
@@ -48,16 +56,12 @@ class Postings {
       if (w !== r) {
         this.slots[w] = slot
         this.tfs.copyWithin(w * F, r * F, r * F + F)
+        this.weights[w] = this.weights[r] as number
       }
       w++
     }
     this.length = w
   }
-}
-
-export interface TextHit {
-  slot: number
-  score: number
 }
 
 export class TextIndex {
@@ -69,8 +73,6 @@ export class TextIndex {
   alive = new Uint8Array(1024)
   private readonly lengthSums = new Float64Array(F)
   private liveCount = 0
-  private scores = new Float32Array(1024)
-  private seen = new Uint8Array(1024)
   /** Per slot and field: boost / (1 − b + b · len / avglen), for the averages in `normAverages`. */
   private norms = new Float32Array(1024 * F)
   private readonly normAverages = new Float64Array(F).fill(1)
@@ -91,15 +93,26 @@ export class TextIndex {
         if ((tf[f] as number) < MAX_TF) tf[f] = (tf[f] as number) + 1
       }
     })
-    for (const [token, tf] of counts) {
-      let list = this.postings.get(token)
-      if (!list) this.postings.set(token, (list = new Postings()))
-      list.add(slot, tf)
-    }
     this.tokens[slot] = fields
     this.alive[slot] = 1
     this.liveCount++
     this.computeNorms(slot)
+    for (const [token, tf] of counts) {
+      let list = this.postings.get(token)
+      if (!list) this.postings.set(token, (list = new Postings()))
+      list.add(slot, tf, this.termWeight(slot, tf, 0))
+    }
+  }
+
+  /** tf' = Σ_f norm_f · tf_f, saturated: tf' · (k1 + 1) / (tf' + k1). `tfs` holds F counts from `at`. */
+  private termWeight(slot: number, tfs: Uint8Array, at: number): number {
+    let tf = 0
+    const ns = slot * F
+    for (let f = 0; f < F; f++) {
+      const count = tfs[at + f] as number
+      if (count !== 0) tf += (this.norms[ns + f] as number) * count
+    }
+    return (tf * (K1 + 1)) / (tf + K1)
   }
 
   private computeNorms(slot: number): void {
@@ -120,6 +133,9 @@ export class TextIndex {
     if (!drifted) return
     for (let f = 0; f < F; f++) this.normAverages[f] = Math.max(1, (this.lengthSums[f] as number) / n)
     for (let slot = 0; slot < this.tokens.length; slot++) if (this.alive[slot]) this.computeNorms(slot)
+    for (const list of this.postings.values()) {
+      for (let i = 0; i < list.length; i++) list.weights[i] = this.termWeight(list.slots[i] as number, list.tfs, i * F)
+    }
   }
 
   remove(slot: number): void {
@@ -144,42 +160,28 @@ export class TextIndex {
   }
 
   /**
-   * BM25F scores of every live document holding at least one term, each term weighted (1 for the
-   * user's words, less for synonym expansions). Returns the hits unsorted.
+   * Adds the BM25F score of every live document holding at least one term into `scores` (indexed
+   * by slot; untouched slots must be 0) and appends each newly scored slot to `touched`. Terms are
+   * weighted: 1 for the user's words, less for synonym expansions.
    */
-  search(terms: readonly { term: string; weight: number }[]): TextHit[] {
+  search(terms: readonly { term: string; weight: number }[], scores: Float32Array, touched: number[]): void {
     const n = Math.max(1, this.liveCount)
     this.refreshNorms()
-    const norms = this.norms
-    const touched: number[] = []
-    const scores = this.scores
-    const seen = this.seen
+    const alive = this.alive
     for (const { term, weight } of terms) {
       const list = this.postings.get(term)
       if (!list || list.df === 0) continue
       const idf = Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight
-      const { slots, tfs, length } = list
+      const { slots, weights, length } = list
       for (let i = 0; i < length; i++) {
         const slot = slots[i] as number
-        if (!this.alive[slot]) continue
-        let tf = 0
-        const at = i * F
-        const ns = slot * F
-        for (let f = 0; f < F; f++) {
-          const count = tfs[at + f] as number
-          if (count !== 0) tf += (norms[ns + f] as number) * count
-        }
-        if (!seen[slot]) { seen[slot] = 1; scores[slot] = 0; touched.push(slot) }
-        scores[slot] = (scores[slot] as number) + (idf * tf * (K1 + 1)) / (tf + K1)
+        if (!alive[slot]) continue
+        const previous = scores[slot] as number
+        // Every contribution is positive (idf > 0, weight > 0), so 0 means "not yet scored".
+        if (previous === 0) touched.push(slot)
+        scores[slot] = previous + idf * (weights[i] as number)
       }
     }
-    const hits: TextHit[] = new Array(touched.length)
-    for (let i = 0; i < touched.length; i++) {
-      const slot = touched[i] as number
-      hits[i] = { slot, score: scores[slot] as number }
-      seen[slot] = 0
-    }
-    return hits
   }
 
   /** Whether the document's fields hold the analyzed phrase as consecutive tokens. */
@@ -208,7 +210,5 @@ export class TextIndex {
     this.alive = grow(this.alive, 1)
     this.lengths = grow(this.lengths, F)
     this.norms = grow(this.norms, F)
-    this.scores = grow(this.scores, 1)
-    this.seen = grow(this.seen, 1)
   }
 }

@@ -8,8 +8,8 @@ import { RegistryError, invalidField } from '../errors.js'
 import { ID_PATTERNS } from '../identity/ids.js'
 import { analyze, analyzeQuery } from '../search/analyzer.js'
 import type { Embedder } from '../search/embedders/embedder.js'
-import type { RankingWeights } from '../search/ranking.js'
-import { SearchEngine, type SearchDocument } from '../search/search-engine.js'
+import type { Fusion, RankingWeights } from '../search/ranking.js'
+import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
 import type { EntityRecord } from '../store/records.js'
 import { SEARCH_LIMITS, SearchRequest } from '../wire/search.js'
@@ -21,6 +21,7 @@ import { developerTrustPart, fastTrust } from './trust.js'
 
 export interface SearchSettings {
   weights: RankingWeights
+  fusion: Fusion
   halfLifeDays: number
   minSemantic: number
 }
@@ -106,6 +107,8 @@ export class SearchService {
     this.now = c.now ?? (() => new Date())
     c.bus.subscribe(event => {
       const id = event.data.entity_id
+      const developerId = event.data.developer_id
+      if (typeof developerId === 'string' && (event.type.startsWith('developer_') || event.type.startsWith('handle_'))) this.refreshDeveloper(developerId)
       if (typeof id !== 'string') return
       if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id)
       else if (event.type === 'agent_deregistered') this.engine.remove(id)
@@ -130,6 +133,7 @@ export class SearchService {
   }
 
   private index(record: EntityRecord): void {
+    if (record.developer_id) this.refreshDeveloper(record.developer_id)
     this.engine.upsert(searchDocument(record), documentFields(record), null)
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
@@ -164,7 +168,7 @@ export class SearchService {
     const body = validate(SearchRequest, rawBody ?? {})
     // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
-    const filter = this.filter(body)
+    const filters = this.filters(body)
     const analyzed = analyzeQuery(body.query ?? '')
     let vector: Float32Array | null = null
     let semantic = 'used'
@@ -182,16 +186,16 @@ export class SearchService {
     const now = this.now().getTime()
     const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
     const offset = body.offset ?? 0
-    const trust = this.trustFunction(now)
     const { hits, total } = this.engine.search({
       terms: analyzed.terms,
       phrases: analyzed.phrases,
       vector,
-      filter,
-      trust,
+      ...filters,
+      trust: fastTrust,
       minTrust: body.min_trust_score ?? 0,
       minSemantic: this.c.search.minSemantic,
       weights: this.c.search.weights,
+      fusion: body.fusion ?? this.c.search.fusion,
       halfLifeDays: this.c.search.halfLifeDays,
       now,
       offset,
@@ -254,16 +258,13 @@ export class SearchService {
     clearTimeout(timer)
   }
 
-  /** The request's filters as one predicate (all combined with AND). */
-  private filter(body: SearchRequest): (doc: SearchDocument) => boolean {
-    const checks: ((doc: SearchDocument) => boolean)[] = []
+  /** The request's filters (all combined with AND): kind and status as columns, the rest as one predicate. */
+  private filters(body: SearchRequest): Pick<EngineQuery, 'type' | 'active' | 'filter'> {
     const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
-    if (typeText === 'agent' || typeText === 'service') checks.push(d => d.type === typeText)
-    else if (typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
+    if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
     const status = (body.status ?? 'active').toLowerCase()
-    if (status === 'active' || status === 'online') checks.push(d => d.active)
-    else if (status === 'offline' || status === 'inactive') checks.push(d => !d.active)
-    else if (status !== 'any') throw invalidField('status', 'must be online, active, offline or any')
+    if (!['active', 'online', 'offline', 'inactive', 'any'].includes(status)) throw invalidField('status', 'must be online, active, offline or any')
+    const checks: ((doc: SearchDocument) => boolean)[] = []
     if (body.category) { const c = body.category.toLowerCase(); checks.push(d => d.category === c) }
     if (body.tags?.length) { const tags = [...lower(body.tags)]; checks.push(d => tags.every(t => d.tags.has(t))) }
     if (body.developer_id) { const id = body.developer_id; checks.push(d => d.developerId === id) }
@@ -283,7 +284,11 @@ export class SearchService {
         return values.every(v => d.capabilities[key].has(v) || declared.has(v))
       })
     }
-    return doc => checks.every(check => check(doc))
+    return {
+      type: typeText === 'agent' || typeText === 'service' ? typeText : null,
+      active: status === 'any' ? null : status === 'active' || status === 'online',
+      filter: checks.length === 0 ? null : checks.length === 1 ? (checks[0] as (doc: SearchDocument) => boolean) : doc => checks.every(check => check(doc))
+    }
   }
 
   /** The entity an FQAN or entity ID names (null: none on this node). */
@@ -295,22 +300,10 @@ export class SearchService {
     return this.c.names.get(parsed.handle, parsed.name)?.entity_id ?? null
   }
 
-  /** Trust per document, with each developer's records read once per query. */
-  private trustFunction(now: number): (doc: SearchDocument) => number {
-    const developerParts = new Map<string, number>()
-    return doc => {
-      let part = 0
-      if (doc.developerId) {
-        const known = developerParts.get(doc.developerId)
-        if (known === undefined) {
-          const developer = this.c.store.getDeveloper(doc.developerId)
-          part = developerTrustPart(developer, developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined)
-          developerParts.set(doc.developerId, part)
-        } else {
-          part = known
-        }
-      }
-      return fastTrust(part, doc.registeredAt, doc.active, now)
-    }
+  /** Recomputes the developer's part of trust (verified handle, profile) for all their documents. */
+  private refreshDeveloper(developerId: string): void {
+    const developer = this.c.store.getDeveloper(developerId)
+    const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
+    this.engine.setDeveloperPart(developerId, developerTrustPart(developer, handle))
   }
 }

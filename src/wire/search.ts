@@ -25,7 +25,8 @@ export const SearchRequest = Type.Object(
     offset: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 10_000 }))),
     timeout_ms: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: SEARCH_LIMITS.timeoutMs }))),
     federated: Type.Optional(Nullable(Type.Boolean())),
-    enrich: Type.Optional(Nullable(Type.Boolean()))
+    enrich: Type.Optional(Nullable(Type.Boolean())),
+    fusion: Type.Optional(Nullable(Type.Union([Type.Literal('weighted'), Type.Literal('rrf')], { description: 'weighted (default: the weighted sum of normalised scores) or rrf (reciprocal rank fusion of the text and semantic rankings)' })))
   },
   {
     $id: 'SearchRequest',

@@ -1,5 +1,5 @@
 import test from 'ava'
-import { agent, deployedRegistration, developer, signSpec, specRegistration } from '../helpers/identities.js'
+import { agent, deployedRegistration, developer, developerRegistration, signSpec, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode, type TestNode } from '../helpers/node.js'
 
 const dev = developer(31)
@@ -121,4 +121,27 @@ test('GET /v1/categories and /v1/tags: counts, most used first', async t => {
   const tags = await http(n.url, 'GET', '/v1/tags')
   t.deepEqual(tags.body[0], { tag: 'translation', count: 2 })
   for (let i = 1; i < tags.body.length; i++) t.true(tags.body[i - 1].count >= tags.body[i].count)
+})
+
+test('fusion: rrf ranks by reciprocal rank fusion on request; an unknown fusion is a 400', async t => {
+  const res = await search({ query: 'translate documents', fusion: 'rrf' })
+  t.is(res.status, 200, JSON.stringify(res.body))
+  t.is(res.body.results[0].name, 'Doc Translator')
+  const weighted = await search({ query: 'translate documents' })
+  t.notDeepEqual(res.body.results.map((r: { score: number }) => r.score), weighted.body.results.map((r: { score: number }) => r.score))
+  t.deepEqual(res.body.results[0].score_breakdown, weighted.body.results[0].score_breakdown, 'the breakdown shows the raw signals either way')
+  const bad = await search({ query: 'x', fusion: 'borda' })
+  t.is(bad.status, 400)
+  t.is(bad.body.field, 'fusion')
+})
+
+test.serial('trust follows the developer: registering a profile raises every entity of theirs at once', async t => {
+  const newcomer = developer(33)
+  const registered = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(newcomer, agent(newcomer, 1), { name: 'Tide Tables', category: 'data', tags: ['tides'], summary: 'Tide tables for harbours' }) })
+  t.is(registered.status, 201, JSON.stringify(registered.body))
+  const before = (await search({ query: 'tide tables' })).body.results[0].score_breakdown.trust_score
+  const profile = await http(n.url, 'POST', '/v1/developers', { body: developerRegistration(newcomer, { name: 'Harbour Labs' }) })
+  t.is(profile.status, 201, JSON.stringify(profile.body))
+  const after = (await search({ query: 'tide tables' })).body.results[0].score_breakdown.trust_score
+  t.is(Math.round((after - before) * 1000) / 1000, 0.1)
 })

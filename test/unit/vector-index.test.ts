@@ -1,0 +1,71 @@
+import test from 'ava'
+import { Int8Matrix, quantize } from '../../src/search/int8-dot.js'
+import { VectorIndex } from '../../src/search/vector-index.js'
+import { l2normalize } from '../../src/search/embedders/embedder.js'
+import { seededRandom } from '../../scripts/lib/random.js'
+
+const random = seededRandom(7)
+const randomVector = (dim: number) => l2normalize(Float32Array.from({ length: dim }, () => random() - 0.5))
+const exactDot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * (b[i] as number), 0)
+
+test('the WebAssembly SIMD kernel is available and agrees with the JavaScript loop', t => {
+  for (const dim of [8, 16, 100, 256, 384]) {
+    const simd = new Int8Matrix(dim)
+    const plain = new Int8Matrix(dim, { simd: false })
+    t.true(simd.simd)
+    t.false(plain.simd)
+    for (let i = 0; i < 3000; i++) {
+      const { values } = quantize(randomVector(dim))
+      simd.set(i, values)
+      plain.set(i, values)
+    }
+    const query = quantize(randomVector(dim)).values
+    t.deepEqual([...simd.scan(query, 3000)], [...plain.scan(query, 3000)], `dimension ${dim}`)
+    t.is(simd.dot(query, 17), plain.scan(query, 3000)[17])
+  }
+})
+
+test('vectors survive the memory growing', t => {
+  const m = new Int8Matrix(32)
+  const first = quantize(randomVector(32)).values.slice()
+  m.set(0, first)
+  for (let i = 1; i < 5000; i++) m.set(i, quantize(randomVector(32)).values)
+  t.is(m.scan(first, 5000)[0], first.reduce((s, x) => s + x * x, 0))
+})
+
+test('quantised cosine similarities are within 0.01 of the exact ones', t => {
+  const dim = 256
+  const index = new VectorIndex(dim)
+  const vectors = Array.from({ length: 500 }, () => randomVector(dim))
+  vectors.forEach((v, i) => index.set(i, v))
+  const query = randomVector(dim)
+  const similarities = index.scan(query, vectors.length)
+  let worst = 0
+  vectors.forEach((v, i) => { worst = Math.max(worst, Math.abs((similarities[i] as number) - exactDot(v, query))) })
+  t.true(worst < 0.01, `worst error ${worst}`)
+  t.true(Math.abs(index.similarity(3, query) - exactDot(vectors[3] as Float32Array, query)) < 0.01)
+  t.true(Math.abs(index.similarity(3, vectors[3] as Float32Array) - 1) < 0.01)
+})
+
+test('a removed or never embedded slot has similarity 0', t => {
+  const index = new VectorIndex(16)
+  const v = randomVector(16)
+  index.set(0, v)
+  index.set(2, v)
+  index.remove(2)
+  const s = index.scan(v, 3)
+  t.true((s[0] as number) > 0.99)
+  t.is(s[1], 0)
+  t.is(s[2], 0)
+  t.is(index.similarity(5000, v), 0)
+})
+
+test('a vector of the wrong dimension is refused', t => {
+  t.throws(() => new VectorIndex(16).set(0, new Float32Array(8)), { instanceOf: RangeError })
+})
+
+test('a zero vector quantises to zeros with scale 0', t => {
+  const { values, scale } = quantize(new Float32Array(4))
+  t.deepEqual([...values], [0, 0, 0, 0])
+  t.is(scale, 0)
+})
