@@ -10,10 +10,18 @@
  * nDCG@10: graded gains (2^rel − 1), log2(rank + 1) discount, ideal ranking from the judgments.
  * Recall@10: share of the entities judged ≥ 1 that appear in the top 10.
  * MRR: 1 / rank of the first result judged ≥ 2 (0 when none is in the top 10).
+ *
+ * With a local ONNX model folder (model.onnx + tokenizer.json), the same figures for the onnx
+ * embedder instead, prefixed `onnx_`:
+ *
+ *   npm run eval -- --embedder onnx --model-dir <dir> [--max-tokens 256] [--threads 1]
  */
 import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
 import { analyzeQuery } from '../src/search/analyzer.js'
+import type { Embedder } from '../src/search/embedders/embedder.js'
 import { HashEmbedder } from '../src/search/embedders/hash-embedder.js'
+import { OnnxEmbedder } from '../src/search/embedders/onnx-embedder.js'
 import { DEFAULT_WEIGHTS, type RankingWeights } from '../src/search/ranking.js'
 import { SearchEngine } from '../src/search/search-engine.js'
 import { documentFields, searchDocument } from '../src/services/search.js'
@@ -23,6 +31,16 @@ import { report } from './lib/report.js'
 interface FixtureEntity { id: string; name: string; category: string; summary: string; tags: string[]; capability_summary: { skills: string[] }; type: 'agent' | 'service' }
 type Kind = 'keyword' | 'natural' | 'paraphrase'
 interface FixtureQuery { id: string; query: string; kind: Kind; relevance: Record<string, number> }
+
+const { values: args } = parseArgs({
+  options: {
+    embedder: { type: 'string', default: 'hash' },
+    'model-dir': { type: 'string', default: '' },
+    'max-tokens': { type: 'string', default: '256' },
+    threads: { type: 'string', default: '1' }
+  }
+})
+if (args.embedder !== 'hash' && args.embedder !== 'onnx') throw new Error(`--embedder must be hash or onnx, got ${args.embedder}`)
 
 const K = 10
 const KINDS: readonly Kind[] = ['keyword', 'natural', 'paraphrase']
@@ -81,17 +99,25 @@ report('eval_recall10_ceiling', fmt(mean(queries.map(q => { const n = Object.val
 
 const records = entities.map(record)
 const now = Date.now()
-for (const dimension of [256, 1024]) {
-  const embedder = new HashEmbedder(dimension)
-  const engine = new SearchEngine(dimension)
-  for (const r of records) engine.upsert(searchDocument(r), documentFields(r), embedder.embedOne(embeddingText(r)))
-  const prefix = `hash${dimension}`
+/** Embedders to evaluate, each with the prefix of its figures. */
+const runs: { prefix: string; embedder: Embedder }[] = args.embedder === 'onnx'
+  ? [{ prefix: 'onnx', embedder: await OnnxEmbedder.load(args['model-dir'], { maxTokens: Number(args['max-tokens']), threads: Number(args.threads) }) }]
+  : [256, 1024].map(dimension => ({ prefix: `hash${dimension}`, embedder: new HashEmbedder(dimension) }))
+
+for (const { prefix, embedder } of runs) {
+  if (args.embedder === 'onnx') report(`${prefix}_embedder`, embedder.id, '')
+  const engine = new SearchEngine(embedder.dimension)
+  const embedStarted = performance.now()
+  const vectors = await embedder.embed(records.map(embeddingText))
+  if (args.embedder === 'onnx') report(`${prefix}_embed_ms_per_entity`, ((performance.now() - embedStarted) / records.length).toFixed(2), 'ms')
+  records.forEach((r, i) => engine.upsert(searchDocument(r), documentFields(r), vectors[i] as Float32Array))
+  const queryVectors = await embedder.embed(queries.map(q => q.query))
   const ndcgByMode = new Map<string, number>()
   for (const mode of MODES) {
-    const perQuery = queries.map(q => {
+    const perQuery = queries.map((q, qi) => {
       const analyzed = analyzeQuery(q.query)
       const { hits } = engine.search({
-        terms: mode.text ? analyzed.terms : [], phrases: mode.text ? analyzed.phrases : [], vector: mode.vector ? embedder.embedOne(q.query) : null,
+        terms: mode.text ? analyzed.terms : [], phrases: mode.text ? analyzed.phrases : [], vector: mode.vector ? queryVectors[qi] as Float32Array : null,
         filter: () => true, trust: () => 0.5, minTrust: 0, minSemantic: mode.minSemantic, weights: mode.weights, halfLifeDays: 30, now, offset: 0, limit: K
       })
       const ranked = hits.map(h => h.doc.entityId)

@@ -27,6 +27,7 @@ export interface NodeConfig {
     embedder: string; dimension: number; weight_text: number; weight_semantic: number; weight_trust: number; weight_freshness: number
     weight_availability: number; freshness_half_life_days: number; min_semantic_similarity: number
     http_url: string; http_model: string; http_style: 'openai' | 'ollama'; http_api_key: string; http_timeout_ms: number; http_batch_size: number
+    onnx_model_dir: string; onnx_max_tokens: number; onnx_threads: number
   }
   cards: { timeout_ms: number; max_bytes: number; cache_ttl_seconds: number; allow_private_addresses: boolean; ca_file: string }
   limits: { max_list_limit: number }
@@ -77,14 +78,17 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
   { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
-  { key: 'search.embedder', kind: 'string', default: 'hash', flag: 'embedder', choices: ['hash', 'http'], doc: 'Embedder for semantic search: hash (feature hashing, no model needed) or http (an OpenAI- or Ollama-style embeddings service).' },
-  { key: 'search.dimension', kind: 'integer', default: 256, flag: 'embedding-dimension', min: 8, max: 8192, doc: 'Embedding dimension: for hash a power of two from 64 to 4096; for http the model\'s output size.' },
+  { key: 'search.embedder', kind: 'string', default: 'hash', flag: 'embedder', choices: ['hash', 'http', 'onnx'], doc: 'Embedder for semantic search: hash (feature hashing, no model needed), http (an OpenAI- or Ollama-style embeddings service) or onnx (a local ONNX model folder, run in a worker thread).' },
+  { key: 'search.dimension', kind: 'integer', default: 256, flag: 'embedding-dimension', min: 8, max: 8192, doc: 'Embedding dimension: for hash a power of two from 64 to 4096; for http the model\'s output size; onnx ignores it and uses the model\'s.' },
   { key: 'search.http_url', kind: 'string', default: '', flag: 'embedder-url', doc: 'http embedder endpoint, e.g. http://127.0.0.1:11434/api/embed (Ollama) or https://api.openai.com/v1/embeddings.' },
   { key: 'search.http_model', kind: 'string', default: '', flag: 'embedder-model', doc: 'http embedder model name.' },
   { key: 'search.http_style', kind: 'string', default: 'openai', flag: 'embedder-style', choices: ['openai', 'ollama'], doc: 'http embedder request and answer shape.' },
   { key: 'search.http_api_key', kind: 'string', default: '', flag: 'embedder-api-key', doc: 'Bearer key for the http embedder (prefer the environment variable).' },
   { key: 'search.http_timeout_ms', kind: 'integer', default: 10_000, flag: 'embedder-timeout-ms', min: 100, max: 120_000, doc: 'Time limit of one http embedder request.' },
   { key: 'search.http_batch_size', kind: 'integer', default: 32, flag: 'embedder-batch-size', min: 1, max: 2048, doc: 'Texts per http embedder request.' },
+  { key: 'search.onnx_model_dir', kind: 'string', default: '', flag: 'embedder-model-dir', doc: 'onnx embedder model folder: model.onnx (or onnx/model.onnx) and tokenizer.json, e.g. an ONNX export of sentence-transformers/all-MiniLM-L6-v2. Nothing is downloaded.' },
+  { key: 'search.onnx_max_tokens', kind: 'integer', default: 256, flag: 'embedder-max-tokens', min: 8, max: 8192, doc: 'onnx embedder: longer texts are truncated to this many tokens (special tokens included).' },
+  { key: 'search.onnx_threads', kind: 'integer', default: 1, flag: 'embedder-threads', min: 0, max: 256, doc: 'onnx embedder: onnxruntime threads of its worker thread; 0 lets onnxruntime choose (one per core).' },
   { key: 'search.weight_text', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'weight-text', doc: 'Ranking weight of text relevance (BM25).' },
   { key: 'search.weight_semantic', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'weight-semantic', doc: 'Ranking weight of semantic similarity.' },
   { key: 'search.weight_trust', kind: 'number', default: 0.2, min: 0, max: 1, flag: 'weight-trust', doc: 'Ranking weight of the trust score.' },

@@ -98,7 +98,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   })
   const sc = config.search
   const search = new SearchService({
-    ...base, names, logger, cards, embedder: createEmbedder(sc),
+    ...base, names, logger, cards, embedder: await createEmbedder(sc),
     search: {
       weights: { text: sc.weight_text, semantic: sc.weight_semantic, trust: sc.weight_trust, freshness: sc.weight_freshness, availability: sc.weight_availability },
       halfLifeDays: sc.freshness_half_life_days,
