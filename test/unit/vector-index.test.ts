@@ -21,7 +21,7 @@ test('the WebAssembly SIMD kernel is available and agrees with the JavaScript lo
     }
     const query = quantize(randomVector(dim)).values
     t.deepEqual([...simd.scan(query, 3000)], [...plain.scan(query, 3000)], `dimension ${dim}`)
-    t.is(simd.dot(query, 17), plain.scan(query, 3000)[17])
+    t.is(simd.dot(query, 17), plain.scan(query, 3000)[17] as number)
   }
 })
 
