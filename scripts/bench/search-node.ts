@@ -1,0 +1,395 @@
+/**
+ * G3 and G8: search on a real node holding N entities. Generates N signed registrations from the
+ * Zipf corpus (scripts/lib/corpus.ts), loads them through the node's write path (POST /v1/entities
+ * over keep-alive HTTP), waits until they are indexed and embedded, then measures keyword,
+ * semantic and hybrid-with-filters latency over HTTP (one connection) and queries/s (several),
+ * the node's RSS, and a restart on the same data: time until /health, until search sees every
+ * entity (index rebuilt from LMDB) and until semantic search has caught up.
+ *
+ *   npm run bench:search -- [--entities 100000] [--queries 300] [--concurrency 8] [--connections 64]
+ *                           [--developers 500] [--workers 2] [--keep]
+ *
+ * Entities: 60% carry a developer proof (HD keys of one of --developers developers), the rest
+ * have their own random key; 20% are services. Prints one `name: value unit` line per figure
+ * (progress goes to stderr).
+ */
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { Agent, request } from 'node:http'
+import { availableParallelism, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { isMainThread, parentPort, Worker } from 'node:worker_threads'
+import { canonicalJson } from '../../src/identity/canonical-json.js'
+import { formatKey } from '../../src/identity/encoding.js'
+import { deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { CATEGORIES, DOMAIN, VOCABULARY, entityContent, registrationBody, zipfCorpus, type EntityContent } from '../lib/corpus.js'
+import { spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { percentile, report } from '../lib/report.js'
+
+// ---------------------------------------------------------------------------------------------
+// Signing (in worker threads)
+
+/** One entity to sign: its content, and its developer (index into the developers) and HD index. */
+interface SignJob { i: number; content: EntityContent; developer: number | null; hdIndex: number }
+interface Signed { id: string; body: string }
+
+const developerSeed = (d: number): Buffer => createHash('sha256').update(`bench-search-node developer ${d}`).digest()
+const ownSeed = (i: number): Buffer => createHash('sha256').update(`bench-search-node entity ${i}`).digest()
+
+/**
+ * keyPairFromSeed imports the seed as PKCS#8 DER, which costs about 0.5 ms here (OpenSSL 3
+ * decoders); a JWK import of the same seed costs about a tenth of that. Node derives the key from
+ * `d` alone; main() checks the result against keyPairFromSeed before using it.
+ */
+function fastKeyPair(seed: Buffer): KeyPair {
+  const privateKeyObject: KeyObject = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: seed.toString('base64url'), x: '' }, format: 'jwk' })
+  const x = createPublicKey(privateKeyObject).export({ format: 'jwk' }).x as string
+  return { seed, publicKey: Buffer.from(x, 'base64url'), privateKeyObject }
+}
+
+function signJobs(jobs: readonly SignJob[]): Signed[] {
+  const developers = new Map<number, { keyPair: KeyPair; key: string; id: string }>()
+  return jobs.map(job => {
+    let keyPair: KeyPair
+    const body = registrationBody(job.content, job.i)
+    if (job.developer === null) {
+      keyPair = fastKeyPair(ownSeed(job.i))
+      body.public_key = formatKey(keyPair.publicKey)
+    } else {
+      let dev = developers.get(job.developer)
+      if (!dev) {
+        const keyPair = fastKeyPair(developerSeed(job.developer))
+        dev = { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
+        developers.set(job.developer, dev)
+      }
+      keyPair = fastKeyPair(deriveAgentSeed(dev.keyPair.seed, job.hdIndex))
+      body.public_key = formatKey(keyPair.publicKey)
+      body.developer_id = dev.id
+      body.developer_proof = {
+        developer_public_key: dev.key,
+        agent_public_key: body.public_key,
+        index: job.hdIndex,
+        signature: sign(dev.keyPair, developerProofMessage(keyPair.publicKey, job.hdIndex))
+      }
+    }
+    body.signature = sign(keyPair, canonicalJson(body))
+    return { id: deriveId(job.content.type, keyPair.publicKey), body: JSON.stringify(body) }
+  })
+}
+
+if (!isMainThread) {
+  parentPort!.once('message', (jobs: SignJob[]) => parentPort!.postMessage(signJobs(jobs)))
+}
+
+/** Workers do not inherit tsx's loader from `--import tsx`: they register it, then load this file. */
+const WORKER_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
+
+async function signInWorkers(jobs: SignJob[], workers: number): Promise<Signed[]> {
+  if (workers <= 1) return signJobs(jobs)
+  const size = Math.ceil(jobs.length / workers)
+  const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<Signed[]>((resolve, reject) => {
+    const worker = new Worker(WORKER_BOOT, { eval: true })
+    worker.once('message', (signed: Signed[]) => { resolve(signed); void worker.terminate() })
+    worker.once('error', reject)
+    worker.postMessage(jobs.slice(w * size, (w + 1) * size))
+  })))
+  return parts.flat()
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+interface Reply { status: number; text: string; ms: number }
+
+function call(agent: Agent, base: URL, method: string, path: string, body?: string): Promise<Reply> {
+  return new Promise(resolve => {
+    const started = performance.now()
+    const headers: Record<string, string | number> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+    const req = request({ agent, host: base.hostname, port: base.port, path, method, headers }, res => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }))
+      res.on('error', err => resolve({ status: 0, text: String(err), ms: performance.now() - started }))
+    })
+    req.on('error', err => resolve({ status: 0, text: String(err), ms: performance.now() - started }))
+    req.end(body)
+  })
+}
+
+interface SearchReply {
+  total_found: number
+  results: { entity_id: string; score_breakdown: { text_relevance: number; semantic_similarity: number } }[]
+  search_stats: { latency_ms: number; semantic?: string }
+}
+
+async function search(agent: Agent, base: URL, query: Record<string, unknown>): Promise<{ reply: Reply; body: SearchReply | null }> {
+  const reply = await call(agent, base, 'POST', '/v1/search', JSON.stringify(query))
+  return { reply, body: reply.status === 200 ? (JSON.parse(reply.text) as SearchReply) : null }
+}
+
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
+const seconds = (ms: number) => (ms / 1000).toFixed(1)
+
+/** Resident and peak resident memory of a process, MiB (Linux /proc). */
+async function memory(pid: number): Promise<{ rss: number; hwm: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024 }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readiness checks
+
+/** Every entity, whatever its type and status (an empty query with filters is allowed). */
+const EVERYTHING = { type: 'any', status: 'any', max_results: 1 }
+
+/** The text of an entity as a query: finds it by words, and its similarity shows whether it has a vector yet. */
+const selfQuery = (c: EntityContent) => `${c.name} ${c.summary}`.slice(0, 500)
+
+/** True when every listed entity is found by its own text with a semantic similarity > 0 (it has a vector). */
+async function embedded(agent: Agent, base: URL, probes: readonly { id: string; content: EntityContent }[]): Promise<boolean> {
+  for (const p of probes) {
+    const { body } = await search(agent, base, { query: selfQuery(p.content), fqan: p.id, type: 'any', status: 'any', max_results: 1 })
+    const hit = body?.results[0]
+    if (!hit || hit.entity_id !== p.id || !(hit.score_breakdown.semantic_similarity > 0)) return false
+  }
+  return true
+}
+
+/** Polls `check` every `everyMs` until it is true or `limitMs` passes; the time it took, or Infinity. */
+async function until(check: () => Promise<boolean>, since: number, limitMs: number, everyMs = 50): Promise<number> {
+  while (performance.now() - since < limitMs) {
+    if (await check()) return performance.now() - since
+    await sleep(everyMs)
+  }
+  return Infinity
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+type QueryMaker = (i: number) => Record<string, unknown>
+
+/** Natural-language requests whose words are not in the corpus (only the vector scan can match them). */
+const PARAPHRASES = [
+  'something that turns spoken words into written text for meetings',
+  'help me plan a cheap trip abroad next spring',
+  'keep an eye on my monthly spending and warn me',
+  'find bugs in my pull requests before review',
+  'write short overviews of long reports',
+  'which tool answers customer questions at night',
+  'watch prices of stocks and tell me when they drop',
+  'turn my photos into drawings',
+  'book a table for dinner near the office',
+  'check whether a website is down'
+]
+
+function queryMakers(): Record<string, QueryMaker> {
+  const corpus = zipfCorpus(7)
+  const rare = (): string => VOCABULARY[1000 + Math.floor(corpus.random() * (VOCABULARY.length - 1000))] as string
+  return {
+    keyword_common: i => ({ query: `${DOMAIN[i % 5]} ${DOMAIN[5 + (i % 20)]}` }),
+    keyword_rare: i => ({ query: `${VOCABULARY[200 + (i % 700)]} ${VOCABULARY[900 + ((i * 7) % 19_000)]}` }),
+    semantic: i => ({ query: `${PARAPHRASES[i % PARAPHRASES.length]} ${rare()} ${rare()}` }),
+    hybrid_filtered: i => {
+      const query = `${DOMAIN[i % 10]} ${corpus.words(2)}`
+      const category = CATEGORIES[i % CATEGORIES.length]
+      switch (i % 3) {
+        case 0: return { query, category }
+        case 1: return { query, category, tags: [DOMAIN[(i >> 1) % 5]] }
+        default: return { query, type: 'service', skills: [DOMAIN[i % 5]] }
+      }
+    }
+  }
+}
+
+interface Measured { client: number[]; server: number[]; totals: number; semanticHits: number; errors: number; firstError: string | null }
+
+/** Runs `count` queries with `concurrency` clients over keep-alive connections. */
+async function runQueries(base: URL, make: QueryMaker, count: number, concurrency: number, from = 0): Promise<Measured & { seconds: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
+  const m: Measured = { client: [], server: [], totals: 0, semanticHits: 0, errors: 0, firstError: null }
+  let next = 0
+  const started = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < count) {
+      const i = next++
+      const { reply, body } = await search(agent, base, make(from + i))
+      if (!body) { m.errors++; m.firstError ??= `${reply.status} ${reply.text.slice(0, 300)}`; continue }
+      m.client.push(reply.ms)
+      m.server.push(body.search_stats.latency_ms)
+      m.totals += body.total_found
+      m.semanticHits += body.results.filter(r => r.score_breakdown.semantic_similarity > 0).length
+    }
+  }))
+  const elapsed = (performance.now() - started) / 1000
+  agent.destroy()
+  return { ...m, seconds: elapsed }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const { values: args } = parseArgs({
+    options: {
+      entities: { type: 'string', default: '100000' },
+      queries: { type: 'string', default: '300' },
+      concurrency: { type: 'string', default: '8' },
+      connections: { type: 'string', default: '64' },
+      developers: { type: 'string', default: '500' },
+      workers: { type: 'string', default: String(availableParallelism()) },
+      keep: { type: 'boolean', default: false }
+    }
+  })
+  const N = Number(args.entities)
+  const Q = Number(args.queries)
+  const concurrency = Number(args.concurrency)
+  const developerCount = Number(args.developers)
+  const benchStarted = performance.now()
+
+  // The fast key import must give the same keys as the node's own code.
+  for (const seed of [ownSeed(0), developerSeed(1)]) {
+    const a = fastKeyPair(seed)
+    const b = keyPairFromSeed(seed)
+    if (!a.publicKey.equals(b.publicKey) || sign(a, 'x') !== sign(b, 'x')) throw new Error('fastKeyPair disagrees with keyPairFromSeed')
+  }
+
+  // 1. The corpus, signed.
+  const corpus = zipfCorpus(42)
+  const hdNext = new Array<number>(developerCount).fill(0)
+  const jobs: SignJob[] = []
+  for (let i = 0; i < N; i++) {
+    const content = entityContent(corpus, i)
+    const developer = developerCount > 0 && corpus.random() < 0.6 ? Math.floor(corpus.random() * developerCount) : null
+    jobs.push({ i, content, developer, hdIndex: developer === null ? 0 : hdNext[developer]!++ })
+  }
+  const signStarted = performance.now()
+  const signed = await signInWorkers(jobs, Number(args.workers))
+  const signMs = performance.now() - signStarted
+  console.error(`signed ${N} registrations in ${seconds(signMs)} s (${args.workers} workers)`)
+
+  // 2. A node on a fresh data directory.
+  const data = await mkdtemp(join(tmpdir(), 'bench-search-node-'))
+  const nodeArgs = ['--data', data, '--http-port', '0', '--no-rate-limit', '--log-level', 'warn']
+  let node: NodeProcess = await spawnNode(nodeArgs)
+  let base = new URL(node.url)
+  const pid = (): number => node.child.pid!
+
+  // 3. Load through the write path.
+  const writeAgent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
+  const failures: string[] = []
+  let failed = 0
+  let lastAcked = -1
+  let next = 0
+  const loadStarted = performance.now()
+  let lastProgress = loadStarted
+  await Promise.all(Array.from({ length: Number(args.connections) }, async () => {
+    while (next < N) {
+      const i = next++
+      const reply = await call(writeAgent, base, 'POST', '/v1/entities', signed[i]!.body)
+      if (reply.status === 201) lastAcked = i
+      else { failed++; if (failures.length < 5) failures.push(`#${i} ${reply.status} ${reply.text.slice(0, 400)}`) }
+      if (performance.now() - lastProgress > 10_000) { lastProgress = performance.now(); console.error(`  loaded ${next} of ${N}`) }
+    }
+  }))
+  const loadMs = performance.now() - loadStarted
+  writeAgent.destroy()
+
+  report('entities', N, '')
+  report('developers', new Set(jobs.map(j => j.developer).filter(d => d !== null)).size, '')
+  report('sign_time', seconds(signMs), `s (${args.workers} worker threads, not part of the node)`)
+  report('load_time', seconds(loadMs), 's')
+  report('load_rate', (N / (loadMs / 1000)).toFixed(0), `registrations/s (${args.connections} keep-alive connections)`)
+  report('load_failures', failed, 'registrations')
+  for (const f of failures) console.error(`  load failure: ${f}`)
+  if (failed > 0) throw new Error(`${failed} registrations failed`)
+
+  // 4. Indexed (every entity counted) and embedded (the last acknowledged one has a vector).
+  const readAgent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const last = { id: signed[lastAcked]!.id, content: jobs[lastAcked]!.content }
+  const waitStarted = performance.now()
+  const countedAfter = await until(async () => (await search(readAgent, base, EVERYTHING)).body?.total_found === N, waitStarted, 600_000)
+  const embeddedAfter = await until(() => embedded(readAgent, base, [last]), waitStarted, 600_000)
+  report('all_counted_after_load', countedAfter === Infinity ? 'never' : (countedAfter / 1000).toFixed(2), 's')
+  report('all_embedded_after_load', embeddedAfter === Infinity ? 'never' : (embeddedAfter / 1000).toFixed(2), 's')
+  const afterLoad = await memory(pid())
+  report('node_rss_after_load', afterLoad.rss.toFixed(0), 'MiB')
+
+  // 5. Queries: warm-up, latency on one connection, then throughput with several.
+  const makers = queryMakers()
+  for (const make of Object.values(makers)) await runQueries(base, make, 20, 1, 1_000_000)
+  for (const [name, make] of Object.entries(makers)) {
+    const m = await runQueries(base, make, Q, 1)
+    if (m.errors > 0) console.error(`  ${name}: ${m.errors} errors, first: ${m.firstError}`)
+    const client = m.client.sort((a, b) => a - b)
+    const server = m.server.sort((a, b) => a - b)
+    report(`${name}_p50`, percentile(client, 0.5).toFixed(1), 'ms')
+    report(`${name}_p95`, percentile(client, 0.95).toFixed(1), 'ms')
+    report(`${name}_p99`, percentile(client, 0.99).toFixed(1), 'ms')
+    report(`${name}_server_p95`, percentile(server, 0.95).toFixed(1), 'ms (search_stats.latency_ms)')
+    report(`${name}_mean_matches`, (m.totals / Math.max(1, client.length)).toFixed(0), 'entities (total_found)')
+    if (name === 'semantic') report('semantic_mean_vector_hits', (m.semanticHits / Math.max(1, client.length)).toFixed(1), 'of the returned results have semantic similarity > 0')
+    const t = await runQueries(base, make, Q, concurrency, Q)
+    if (t.errors > 0) console.error(`  ${name} (concurrent): ${t.errors} errors, first: ${t.firstError}`)
+    report(`${name}_qps`, (t.client.length / t.seconds).toFixed(0), `queries/s (${concurrency} connections)`)
+  }
+  const mixed = await runQueries(base, i => (Object.values(makers)[i % 4] as QueryMaker)(i), Q * 2, concurrency, 2 * Q)
+  report('mixed_qps', (mixed.client.length / mixed.seconds).toFixed(0), `queries/s (${concurrency} connections, the four kinds in turn)`)
+  const afterQueries = await memory(pid())
+  report('node_rss', afterQueries.rss.toFixed(0), 'MiB')
+  report('node_rss_peak', afterQueries.hwm.toFixed(0), 'MiB (VmHWM, includes the load)')
+  readAgent.destroy()
+
+  // 6. Restart on the same data (G8). Probes for embedding: the entity the node embeds last (the
+  // greatest ID: LMDB order), plus a spread of others.
+  const byId = signed.map((s, i) => ({ id: s.id, content: jobs[i]!.content })).sort((a, b) => (a.id < b.id ? -1 : 1))
+  const probes = [byId[byId.length - 1]!, ...Array.from({ length: 9 }, (_, k) => byId[Math.floor((k * byId.length) / 9)]!)]
+  const stopStarted = performance.now()
+  node.child.kill('SIGTERM')
+  const code = await node.exited
+  report('stop_time', ((performance.now() - stopStarted) / 1000).toFixed(2), `s (SIGTERM to exit, code ${code})`)
+
+  const startedAt = performance.now()
+  try {
+    node = await spawnNode([...nodeArgs, '--log-level', 'info'])
+  } catch (err) {
+    report('restart_listening', '> 30', 's (spawnNode gave up)')
+    console.error((err as Error).message.slice(0, 2000))
+    throw err
+  }
+  const listening = performance.now() - startedAt
+  const atListening = await memory(node.child.pid!)
+  base = new URL(node.url)
+  const restartAgent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const health = await until(async () => (await call(restartAgent, base, 'GET', '/health')).status === 200, startedAt, 600_000, 10)
+  let firstSearch = Infinity
+  const full = await until(async () => {
+    const { body } = await search(restartAgent, base, { ...EVERYTHING, query: `${DOMAIN[0]} ${DOMAIN[5]}` })
+    if (body && firstSearch === Infinity) firstSearch = performance.now() - startedAt
+    return (await search(restartAgent, base, EVERYTHING)).body?.total_found === N
+  }, startedAt, 600_000, 10)
+  const semanticReady = await until(() => embedded(restartAgent, base, probes), startedAt, 600_000, 50)
+  const built = /"ms":(\d+)[^\n]*"msg":"search index built"|"msg":"search index built"[^\n]*"ms":(\d+)/.exec(node.output())
+  report('restart_index_build', built ? (Number(built[1] ?? built[2]) / 1000).toFixed(2) : 'not logged', 's (the node\'s "search index built" log: text index from LMDB)')
+  report('restart_listening', (listening / 1000).toFixed(2), 's (spawn to "listening on")')
+  report('restart_health', (health / 1000).toFixed(2), 's (spawn to the first /health 200)')
+  report('restart_first_search', (firstSearch / 1000).toFixed(2), 's (spawn to the first answered keyword search)')
+  report('restart_all_searchable', (full / 1000).toFixed(2), 's (spawn until search counts every entity)')
+  report('restart_semantic_ready', semanticReady === Infinity ? 'never' : (semanticReady / 1000).toFixed(2), `s (spawn until ${probes.length} probe entities, the last in LMDB order among them, have vectors)`)
+  const restarted = await memory(node.child.pid!)
+  report('node_rss_after_restart', restarted.rss.toFixed(0), 'MiB')
+  report('node_rss_peak_until_listening', atListening.hwm.toFixed(0), 'MiB (VmHWM when "listening on" was printed: LMDB read and text index)')
+  report('node_rss_peak_after_restart', restarted.hwm.toFixed(0), 'MiB (VmHWM, includes embedding the whole store)')
+  restartAgent.destroy()
+
+  node.child.kill('SIGTERM')
+  await node.exited
+  if (args.keep) console.error(`data kept in ${data}`)
+  else await rm(data, { recursive: true, force: true })
+  report('bench_time', seconds(performance.now() - benchStarted), 's')
+}
+
+if (isMainThread) await main()
