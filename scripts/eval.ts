@@ -22,7 +22,7 @@ import { analyzeQuery } from '../src/search/analyzer.js'
 import type { Embedder } from '../src/search/embedders/embedder.js'
 import { HashEmbedder } from '../src/search/embedders/hash-embedder.js'
 import { OnnxEmbedder } from '../src/search/embedders/onnx-embedder.js'
-import { DEFAULT_WEIGHTS, type RankingWeights } from '../src/search/ranking.js'
+import { DEFAULT_WEIGHTS, type Fusion, type RankingWeights } from '../src/search/ranking.js'
 import { SearchEngine } from '../src/search/search-engine.js'
 import { documentFields, searchDocument } from '../src/services/search.js'
 import type { EntityRecord } from '../src/store/records.js'
@@ -66,12 +66,13 @@ function embeddingText(r: EntityRecord): string {
 
 const ZERO: RankingWeights = { text: 0, semantic: 0, trust: 0, freshness: 0, availability: 0 }
 /** minSemantic: 0 when the vector is all there is; the node's default (0.30) for hybrid, as served. */
-interface Mode { name: string; weights: RankingWeights; text: boolean; vector: boolean; minSemantic: number }
+interface Mode { name: string; weights: RankingWeights; text: boolean; vector: boolean; minSemantic: number; fusion?: Fusion }
 const MODES: Mode[] = [
   { name: 'bm25', weights: { ...ZERO, text: 1 }, text: true, vector: false, minSemantic: 0 },
   { name: 'semantic', weights: { ...ZERO, semantic: 1 }, text: false, vector: true, minSemantic: 0 },
   { name: 'hybrid', weights: { ...ZERO, text: 0.5, semantic: 0.5 }, text: true, vector: true, minSemantic: 0.3 },
-  { name: 'hybrid_spec', weights: { ...DEFAULT_WEIGHTS }, text: true, vector: true, minSemantic: 0.3 }
+  { name: 'hybrid_spec', weights: { ...DEFAULT_WEIGHTS }, text: true, vector: true, minSemantic: 0.3 },
+  { name: 'hybrid_rrf', weights: { ...ZERO, text: 0.5, semantic: 0.5 }, text: true, vector: true, minSemantic: 0.3, fusion: 'rrf' }
 ]
 
 function ndcg(ranked: readonly string[], rel: Record<string, number>): number {
@@ -118,7 +119,8 @@ for (const { prefix, embedder } of runs) {
       const analyzed = analyzeQuery(q.query)
       const { hits } = engine.search({
         terms: mode.text ? analyzed.terms : [], phrases: mode.text ? analyzed.phrases : [], vector: mode.vector ? queryVectors[qi] as Float32Array : null,
-        filter: () => true, trust: () => 0.5, minTrust: 0, minSemantic: mode.minSemantic, weights: mode.weights, halfLifeDays: 30, now, offset: 0, limit: K
+        type: null, active: null, filter: null, trust: () => 0.5, minTrust: 0, minSemantic: mode.minSemantic, weights: mode.weights,
+        fusion: mode.fusion ?? 'weighted', halfLifeDays: 30, now, offset: 0, limit: K
       })
       const ranked = hits.map(h => h.doc.entityId)
       return { kind: q.kind, ndcg: ndcg(ranked, q.relevance), recall: recall(ranked, q.relevance), rr: reciprocalRank(ranked, q.relevance) }

@@ -21,11 +21,17 @@ export interface NodeConfig {
   rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
   log: { level: LogLevel }
   metrics: { enabled: boolean }
+  liveness: {
+    inactive_after_seconds: number; sweep_interval_seconds: number; max_clock_skew_seconds: number; flush_interval_ms: number
+    max_entities_per_connection: number; frames_per_second_per_entity: number; max_frame_bytes: number
+  }
+  activity: { queue_size: number }
   tombstones: { retention_days: number }
   store: { commit_delay_ms: number }
+  verify: { workers: number; inline_max_rate: number }
   search: {
     embedder: string; dimension: number; weight_text: number; weight_semantic: number; weight_trust: number; weight_freshness: number
-    weight_availability: number; freshness_half_life_days: number; min_semantic_similarity: number
+    weight_availability: number; freshness_half_life_days: number; min_semantic_similarity: number; fusion: 'weighted' | 'rrf'
     http_url: string; http_model: string; http_style: 'openai' | 'ollama'; http_api_key: string; http_timeout_ms: number; http_batch_size: number
     onnx_model_dir: string; onnx_max_tokens: number; onnx_threads: number
   }
@@ -78,6 +84,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
   { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
+  { key: 'verify.workers', kind: 'integer', default: 1, flag: 'verify-workers', min: 0, max: 64, doc: 'Worker threads that verify client signatures under load, so verification does not hold up the HTTP thread; 0 verifies on the HTTP thread only. One suits 2 cores (the HTTP thread needs the other).' },
+  { key: 'verify.inline_max_rate', kind: 'integer', default: 500, flag: 'verify-inline-max-rate', min: 0, doc: 'Signatures per second below which an idle pool verifies on the HTTP thread (cheaper than a thread hop at low rates); 0 always uses the workers.' },
   { key: 'search.embedder', kind: 'string', default: 'hash', flag: 'embedder', choices: ['hash', 'http', 'onnx'], doc: 'Embedder for semantic search: hash (feature hashing, no model needed), http (an OpenAI- or Ollama-style embeddings service) or onnx (a local ONNX model folder, run in a worker thread).' },
   { key: 'search.dimension', kind: 'integer', default: 256, flag: 'embedding-dimension', min: 8, max: 8192, doc: 'Embedding dimension: for hash a power of two from 64 to 4096; for http the model\'s output size; onnx ignores it and uses the model\'s.' },
   { key: 'search.http_url', kind: 'string', default: '', flag: 'embedder-url', doc: 'http embedder endpoint, e.g. http://127.0.0.1:11434/api/embed (Ollama) or https://api.openai.com/v1/embeddings.' },
@@ -96,6 +104,15 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'search.weight_availability', kind: 'number', default: 0.1, min: 0, max: 1, flag: 'weight-availability', doc: 'Ranking weight of availability.' },
   { key: 'search.freshness_half_life_days', kind: 'integer', default: 30, flag: 'freshness-half-life-days', min: 1, max: 3650, doc: 'Freshness halves every this many days since the last update or heartbeat.' },
   { key: 'search.min_semantic_similarity', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'min-semantic-similarity', doc: 'Cosine similarity at which an entity matches a query without sharing a word with it.' },
+  { key: 'search.fusion', kind: 'string', default: 'weighted', flag: 'fusion', choices: ['weighted', 'rrf'], doc: 'How text and semantic relevance combine: weighted (the spec\'s weighted sum of normalised scores) or rrf (reciprocal rank fusion, k = 60); a request may override it.' },
+  { key: 'liveness.inactive_after_seconds', kind: 'number', default: 300, flag: 'inactive-after-seconds', min: 0.1, doc: 'Silence after which a home entity becomes inactive (the spec: 5 minutes).' },
+  { key: 'liveness.sweep_interval_seconds', kind: 'number', default: 60, flag: 'sweep-interval-seconds', min: 0.05, doc: 'How often the inactivity sweep runs (the spec: 60 seconds).' },
+  { key: 'liveness.max_clock_skew_seconds', kind: 'number', default: 60, flag: 'max-clock-skew-seconds', min: 1, doc: 'Largest accepted difference between a heartbeat timestamp and the node clock.' },
+  { key: 'liveness.flush_interval_ms', kind: 'integer', default: 5000, flag: 'liveness-flush-ms', min: 10, max: 300_000, doc: 'How often last-seen times are written to LMDB in one batch (a crash loses at most this much heartbeat history; status changes are written at once).' },
+  { key: 'liveness.max_entities_per_connection', kind: 'integer', default: 50, flag: 'max-entities-per-connection', min: 1, max: 10_000, doc: 'Entities one multiplexed /v1/heartbeat connection may carry.' },
+  { key: 'liveness.frames_per_second_per_entity', kind: 'number', default: 1, flag: 'heartbeat-rate', min: 0.01, doc: 'Heartbeat frames per second one connection may send per entity it may carry (bursts of 10 × this); a connection that keeps exceeding it is closed.' },
+  { key: 'liveness.max_frame_bytes', kind: 'integer', default: 1024, flag: 'heartbeat-frame-bytes', min: 256, max: 65_536, doc: 'Largest heartbeat frame (× max_entities_per_connection on /v1/heartbeat); larger frames close the connection (1009).' },
+  { key: 'activity.queue_size', kind: 'integer', default: 256, flag: 'activity-queue-size', min: 1, max: 100_000, doc: 'Events buffered per /v1/ws/activity subscriber; a slower subscriber loses events (the spec: 256).' },
   { key: 'cards.timeout_ms', kind: 'integer', default: 5000, flag: 'card-timeout-ms', min: 100, max: 60_000, doc: 'Time limit of one card fetch (connection, redirects and body).' },
   { key: 'cards.max_bytes', kind: 'integer', default: 262_144, flag: 'card-max-bytes', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest card accepted.' },
   { key: 'cards.cache_ttl_seconds', kind: 'integer', default: 3600, flag: 'card-cache-ttl', min: 0, max: 86_400, doc: 'How long a fetched card is served from the cache.' },

@@ -24,6 +24,12 @@ import { HttpServer } from './api/server.js'
 import type { NodeConfig } from './config.js'
 import { EventBus } from './events/bus.js'
 import { loadOrCreateNodeIdentity, type NodeIdentity } from './identity/node-identity.js'
+import { VerifyPool } from './identity/verify-pool.js'
+import { verifyHeartbeat } from './identity/verifiers.js'
+import { LivenessService } from './services/liveness.js'
+import { NODE_VERSION } from './version.js'
+import { Sockets } from './api/sockets.js'
+import { socketRoutes } from './api/routes/sockets.js'
 import { createLogger } from './logger.js'
 import { EntityCatalog } from './services/catalog.js'
 import { DeveloperService } from './services/developers.js'
@@ -53,6 +59,7 @@ export interface RegistryNode {
   readonly handles: HandleService
   readonly names: NameService
   readonly search: SearchService
+  readonly liveness: LivenessService
   /** The bound HTTP port (useful with port 0). */
   readonly httpPort: number
   readonly url: string
@@ -80,14 +87,22 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     authUrl: config.onboarding.auth_url,
     tombstoneRetentionMs: config.tombstones.retention_days * 86_400_000
   }
-  const base = { store, identity, bus, catalog, writes, settings, ...(options.now ? { now: options.now } : {}) }
+  const verifier = new VerifyPool({ workers: config.verify.workers, inlineMaxRate: config.verify.inline_max_rate, onWorkerError: err => logger.error({ err }, 'signature verification worker failed') })
+  const base = { store, identity, bus, catalog, writes, settings, verifier, ...(options.now ? { now: options.now } : {}) }
   const v = config.verification
   const ownership = new OwnershipVerifier({ dnsServers: v.dns_servers, githubApiUrl: v.github_api_url, githubCaFile: v.github_ca_file, timeoutMs: v.timeout_ms }, options.txtResolver)
+  const lc = config.liveness
+  const liveness = new LivenessService({
+    ...base,
+    verifyHeartbeat: (agentId, timestamp, publicKey, signature) => verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier),
+    liveness: { inactiveAfterMs: lc.inactive_after_seconds * 1000, sweepIntervalMs: lc.sweep_interval_seconds * 1000, maxClockSkewMs: lc.max_clock_skew_seconds * 1000, flushIntervalMs: lc.flush_interval_ms }
+  })
+  liveness.load()
   const handles = new HandleService({ ...base, ownership })
   const names = new NameService(base)
   const developers = new DeveloperService({ ...base, handles })
-  const entities = new EntityService({ ...base, developers, names })
-  const resolution = new ResolutionService({ ...base, names })
+  const entities = new EntityService({ ...base, developers, names, liveness })
+  const resolution = new ResolutionService({ ...base, names, liveness })
   const onboarding = new OnboardingService({
     ...base, handles, onboarding: { mode: config.onboarding.mode, authUrl: config.onboarding.auth_url, webhookSecret: config.onboarding.webhook_secret }
   })
@@ -98,18 +113,19 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   })
   const sc = config.search
   const search = new SearchService({
-    ...base, names, logger, cards, embedder: await createEmbedder(sc),
+    ...base, names, logger, cards, liveness, embedder: await createEmbedder(sc),
     search: {
       weights: { text: sc.weight_text, semantic: sc.weight_semantic, trust: sc.weight_trust, freshness: sc.weight_freshness, availability: sc.weight_availability },
       halfLifeDays: sc.freshness_half_life_days,
-      minSemantic: sc.min_semantic_similarity
+      minSemantic: sc.min_semantic_similarity,
+      fusion: sc.fusion
     }
   })
   const indexStarted = performance.now()
   const indexed = search.load()
   logger.info({ entities: indexed, ms: Math.round(performance.now() - indexStarted) }, 'search index built')
   const metrics = config.metrics.enabled
-    ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures })
+    ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures, embeddingBacklog: () => search.embeddingBacklog })
     : null
   const registryProof = new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })
   if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
@@ -126,7 +142,8 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     ...searchRoutes(search, catalog),
     ...cardRoutes(entities, cards),
     ...onboardingRoutes(onboarding, config.public_url),
-    ...wellKnownRoutes(registryProof)
+    ...wellKnownRoutes(registryProof),
+    ...socketRoutes()
   ]
   const rl = config.rate_limit
   const http = new HttpServer({
@@ -138,7 +155,14 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       ? { reads: new FixedWindowLimiter(rl.reads_per_minute), writes: new FixedWindowLimiter(rl.writes_per_minute), writesPerIp: new FixedWindowLimiter(rl.writes_per_ip_per_minute) }
       : null,
     metrics,
-    bodyLimitBytes: config.http.body_limit_bytes
+    bodyLimitBytes: config.http.body_limit_bytes,
+    sockets: new Sockets({
+      liveness, bus, logger,
+      limits: { maxEntitiesPerConnection: lc.max_entities_per_connection, framesPerSecondPerEntity: lc.frames_per_second_per_entity, maxFrameBytes: lc.max_frame_bytes },
+      greeting: () => ({ registry_id: identity.registryId, name: config.name, host: config.host, public_key: identity.publicKey, version: NODE_VERSION }),
+      activityQueueLimit: config.activity.queue_size,
+      closed: (): boolean => http.closed
+    })
   })
 
   const purge = async (): Promise<void> => {
@@ -151,13 +175,16 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
   await purge()
   const purgeTimer = setInterval(() => { void purge() }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
+  liveness.start()
 
   let port: number
   try {
     port = await http.listen(config.http.host, config.http.port)
   } catch (err) {
     clearInterval(purgeTimer)
+    await liveness.stop()
     await store.close()
+    await verifier.close()
     throw err
   }
   const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
@@ -166,14 +193,16 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, store, entities, developers, handles, names, search, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, httpPort: port, url,
     stop() {
       stopping ??= (async () => {
         http.close()
         clearInterval(purgeTimer)
         await writes.drain()
+        await liveness.stop()
         await search.idle()
         await store.close()
+        await verifier.close()
         logger.info('node stopped')
         logger.flush()
       })()

@@ -4,6 +4,7 @@ export interface GaugeSources {
   entities(type: 'agent' | 'service'): number
   developers(): number
   embeddingFailures(): number
+  embeddingBacklog(): number
 }
 
 /** Prometheus metrics (served at /metrics when metrics.enabled): requests, latencies, counts, rejections. */
@@ -36,6 +37,7 @@ export class NodeMetrics {
       }
     })
     new Gauge({ name: 'registry_developers', help: 'Developers registered on this node', registers: [this.registry], collect() { this.set(sources.developers()) } })
+    new Gauge({ name: 'registry_embedding_backlog', help: 'Entities waiting for their embedding (searchable by text until it is done)', registers: [this.registry], collect() { this.set(sources.embeddingBacklog()) } })
     new Gauge({ name: 'registry_embedding_failures', help: 'Texts the embedder failed on since start (searchable by text only)', registers: [this.registry], collect() { this.set(sources.embeddingFailures()) } })
   }
 

@@ -29,6 +29,8 @@ export interface HttpServerComponents {
   limiters: RateLimiters | null
   metrics: NodeMetrics | null
   bodyLimitBytes: number
+  /** WebSocket endpoints, registered ahead of the HTTP routes. */
+  sockets?: { register(app: TemplatedApp): void; close(): void }
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE', 'PATCH'])
@@ -38,12 +40,14 @@ export class HttpServer {
   private readonly router = new Router()
   private listenSocket: us_listen_socket | null = null
   private sweepTimer: NodeJS.Timeout | null = null
-  private closed = false
+  closed = false
   port = 0
 
   constructor(private readonly c: HttpServerComponents) {
     for (const route of c.routes) this.router.add(route)
     this.app = uWS.App()
+    // A WebSocket route yields plain (non-upgrade) requests to the catch-all below.
+    c.sockets?.register(this.app)
     this.app.any('/*', (res, req) => this.handle(res, req))
   }
 
@@ -65,6 +69,7 @@ export class HttpServer {
   /** Stops accepting connections; requests on connections still open get 503 shutting_down. */
   close(): void {
     this.closed = true
+    this.c.sockets?.close()
     if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket)
     this.listenSocket = null
     if (this.sweepTimer) clearInterval(this.sweepTimer)

@@ -2,18 +2,20 @@
  * One verifier per signed action. Each takes the bytes a client may have signed in every form
  * COMPAT.md lists (the spec's and the deployed clients'), tries them against the stated key and
  * returns the name of the form that verified, or null. Nothing that no form verifies is accepted.
+ * The checking itself is the given SignatureVerifier's: inline, or the node's worker pool
+ * (verify-pool.ts), which is why every verifier answers a promise.
  */
 import { canonicalJson, goEscapedJson, withoutSignature } from './canonical-json.js'
 import { developerProofMessage } from './hd.js'
-import { verifyRaw } from './keys.js'
+import type { SignatureVerifier } from './verify-pool.js'
 
 export type SignedForm = string
 
 type Candidate = readonly [form: SignedForm, message: string | Uint8Array]
 
-function firstVerifying(publicKey: Buffer, signature: Buffer, candidates: readonly Candidate[]): SignedForm | null {
-  for (const [form, message] of candidates) if (verifyRaw(publicKey, message, signature)) return form
-  return null
+async function firstVerifying(verifier: SignatureVerifier, publicKey: Buffer, signature: Buffer, candidates: readonly Candidate[]): Promise<SignedForm | null> {
+  const index = await verifier.firstVerifying(publicKey, signature, candidates.map(([, message]) => message))
+  return candidates[index]?.[0] ?? null
 }
 
 /** Candidates for a JSON object in canonical form, plain then Go-escaped. */
@@ -28,8 +30,8 @@ type Body = Record<string, unknown>
 const str = (v: unknown): string => (typeof v === 'string' ? v : '')
 
 /** register entity: spec = canonical(body without signature); deployed = a fixed subset. */
-export function verifyEntityRegistration(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, [
+export async function verifyEntityRegistration(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
     ...canonicalForms('deployed', deployedRegistrationSignable(body))
   ])
@@ -52,13 +54,13 @@ export function deployedRegistrationSignable(body: Body): Body {
 }
 
 /** developer proof: the developer key signs raw agent public key ‖ uint32be(index). */
-export function verifyDeveloperProof(developerKey: Buffer, agentKey: Buffer, index: number, signature: Buffer): boolean {
-  return verifyRaw(developerKey, developerProofMessage(agentKey, index), signature)
+export async function verifyDeveloperProof(developerKey: Buffer, agentKey: Buffer, index: number, signature: Buffer, verifier: SignatureVerifier): Promise<boolean> {
+  return (await verifier.firstVerifying(developerKey, signature, [developerProofMessage(agentKey, index)])) === 0
 }
 
 /** register developer: spec = canonical(body without signature); deployed = {github, name, profile_url, public_key}. */
-export function verifyDeveloperRegistration(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, [
+export async function verifyDeveloperRegistration(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
     ...canonicalForms('deployed', {
       github: str(body.github),
@@ -73,37 +75,37 @@ export function verifyDeveloperRegistration(body: Body, publicKey: Buffer, signa
  * update entity or developer: spec = body `signature` over canonical(body without signature);
  * deployed = an Authorization header signature over the raw request body bytes.
  */
-export function verifyBodySignedUpdate(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, canonicalForms('spec', withoutSignature(body)))
+export async function verifyBodySignedUpdate(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, canonicalForms('spec', withoutSignature(body)))
 }
 
-export function verifyRawBody(rawBody: Uint8Array, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return verifyRaw(publicKey, rawBody, signature) ? 'raw-body' : null
+export async function verifyRawBody(rawBody: Uint8Array, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [['raw-body', rawBody]])
 }
 
 /**
  * deregister entity, delete developer: deployed = signature over the UTF-8 ID; spec = over the
  * URL path. The path is tried as received and decoded, since clients encode IDs in paths.
  */
-export function verifyDeletion(id: string, rawPath: string, publicKey: Buffer, signature: Buffer): SignedForm | null {
+export async function verifyDeletion(id: string, rawPath: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
   const candidates: Candidate[] = [['id', id], ['path', rawPath]]
   let decoded = rawPath
   try { decoded = decodeURIComponent(rawPath) } catch { /* keep raw */ }
   if (decoded !== rawPath) candidates.push(['path-decoded', decoded])
-  return firstVerifying(publicKey, signature, candidates)
+  return firstVerifying(verifier, publicKey, signature, candidates)
 }
 
 /** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
-export function verifyHandleClaim(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, [
+export async function verifyHandleClaim(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
     ...canonicalForms('deployed', { developer_id: str(body.developer_id), handle: str(body.handle), public_key: str(body.public_key) })
   ])
 }
 
 /** bind name: spec = canonical(body without signature); deployed = the five binding fields. */
-export function verifyNameBinding(body: Body, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, [
+export async function verifyNameBinding(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
     ...canonicalForms('deployed', {
       capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags : null,
@@ -116,12 +118,12 @@ export function verifyNameBinding(body: Body, publicKey: Buffer, signature: Buff
 }
 
 /** release handle or name: a signature over `release:` + handle or FQAN. */
-export function verifyRelease(subject: string, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, [['release', `release:${subject}`]])
+export async function verifyRelease(subject: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [['release', `release:${subject}`]])
 }
 
 /** heartbeat: spec = agent_id followed by timestamp; deployed = the timestamp alone. */
-export function verifyHeartbeat(agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer): SignedForm | null {
-  return firstVerifying(publicKey, signature, [['spec', agentId + timestamp], ['deployed', timestamp]])
+export async function verifyHeartbeat(agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [['spec', agentId + timestamp], ['deployed', timestamp]])
 }
 

@@ -32,11 +32,13 @@ export interface SearchDocument {
   registeredAt: number
   /** Later of updated_at and last_heartbeat, ms. */
   lastChange: number
+  /** Share of the observed time the entity was active, in [0, 1] (trust counts it). */
+  uptime: number
   capabilities: CapabilitySets
 }
 
 /** The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's own. */
-export type TrustFormula = (developerPart: number, registeredAt: number, active: boolean, now: number) => number
+export type TrustFormula = (developerPart: number, registeredAt: number, uptime: number, now: number) => number
 
 export interface EngineQuery {
   terms: readonly QueryTerm[]
@@ -82,6 +84,7 @@ export class SearchEngine {
   private flags = new Uint8Array(1024)
   private registeredAt = new Float64Array(1024)
   private lastChange = new Float64Array(1024)
+  private uptime = new Float32Array(1024)
   private developerOf = new Int32Array(1024).fill(NO_DEVELOPER)
   // Developers: a number each, and the part of trust that comes from the developer.
   private readonly developerNumbers = new Map<string, number>()
@@ -126,13 +129,16 @@ export class SearchEngine {
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
-  patch(entityId: string, change: Partial<Pick<SearchDocument, 'active' | 'lastChange'>>): void {
+  patch(entityId: string, change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>>): void {
     const slot = this.slots.get(entityId)
     const doc = slot === undefined ? undefined : this.docs[slot]
     if (!doc || slot === undefined) return
-    const next = { ...doc, ...change }
-    this.docs[slot] = next
-    this.writeColumns(slot, next)
+    // Heartbeats patch often: documents are mutated in place rather than copied.
+    const mutable = doc as { -readonly [K in keyof SearchDocument]: SearchDocument[K] }
+    if (change.active !== undefined) mutable.active = change.active
+    if (change.lastChange !== undefined) mutable.lastChange = Math.max(doc.lastChange, change.lastChange)
+    if (change.uptime !== undefined) mutable.uptime = change.uptime
+    this.writeColumns(slot, doc)
   }
 
   remove(entityId: string): void {
@@ -150,6 +156,7 @@ export class SearchEngine {
     this.flags[slot] = (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
     this.registeredAt[slot] = doc.registeredAt
     this.lastChange[slot] = doc.lastChange
+    this.uptime[slot] = doc.uptime
     this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
   }
 
@@ -195,7 +202,7 @@ export class SearchEngine {
   }
 
   private candidates(q: EngineQuery, textHits: readonly number[], semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
-    const { flags, textScores, trustOf, registeredAt, developerOf, developerParts, docs } = this
+    const { flags, textScores, trustOf, registeredAt, uptime, developerOf, developerParts, docs } = this
     const textQuery = q.terms.length > 0 || q.vector !== null
     const only = q.only?.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] })
     const visit = only ?? (q.vector === null && textQuery ? textHits : null)
@@ -216,7 +223,7 @@ export class SearchEngine {
       if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < minSemantic)) continue
       if (filter !== null && !filter(docs[slot] as SearchDocument)) continue
       const developer = developerOf[slot] as number
-      const score = trust(developer === NO_DEVELOPER ? 0 : (developerParts[developer] as number), registeredAt[slot] as number, (f & ACTIVE) !== 0, now)
+      const score = trust(developer === NO_DEVELOPER ? 0 : (developerParts[developer] as number), registeredAt[slot] as number, uptime[slot] as number, now)
       if (score < minTrust) continue
       trustOf[slot] = score
       out[found++] = slot
@@ -286,6 +293,7 @@ export class SearchEngine {
     this.flags = grow(this.flags)
     this.registeredAt = grow(this.registeredAt)
     this.lastChange = grow(this.lastChange)
+    this.uptime = grow(this.uptime)
     this.developerOf = grow(this.developerOf, NO_DEVELOPER)
     this.textScores = grow(this.textScores)
     this.trustOf = grow(this.trustOf)

@@ -6,6 +6,7 @@ import { RegistryError } from '../errors.js'
 import { parseAuthorization, type SignerRole } from '../identity/authorization.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { verifyBodySignedUpdate, verifyDeletion, verifyRawBody, verifyRelease } from '../identity/verifiers.js'
+import type { SignatureVerifier } from '../identity/verify-pool.js'
 import type { OperationAuth } from '../store/records.js'
 
 export interface Credentials {
@@ -42,11 +43,11 @@ function headerSignature(credentials: Credentials) {
 }
 
 /** Update: Authorization over the raw body, or the body's own `signature` over its canonical JSON. */
-export function authorizeUpdate(credentials: Credentials, keys: SignerKeys, rawBody: Uint8Array, body: Record<string, unknown>): OperationAuth {
+export async function authorizeUpdate(credentials: Credentials, keys: SignerKeys, rawBody: Uint8Array, body: Record<string, unknown>, verifier: SignatureVerifier): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (auth) {
     const key = keyFor(keys, auth.role)
-    const form = verifyRawBody(rawBody, key, auth.signature) ?? verifyBodySignedUpdate(body, key, auth.signature)
+    const form = (await verifyRawBody(rawBody, key, auth.signature, verifier)) ?? (await verifyBodySignedUpdate(body, key, auth.signature, verifier))
     if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify against the ${auth.role === 'self' ? "record's" : "owning developer's"} key over the request body.`)
     return { carrier: 'authorization', signer: auth.role, signature: 'ed25519:' + auth.signature.toString('base64'), form }
   }
@@ -54,7 +55,7 @@ export function authorizeUpdate(credentials: Credentials, keys: SignerKeys, rawB
     const signature = parseSignature(body.signature)
     if (signature) {
       for (const [role, key] of signers(keys)) {
-        const form = verifyBodySignedUpdate(body, key, signature)
+        const form = await verifyBodySignedUpdate(body, key, signature, verifier)
         if (form) return { carrier: 'body', signer: role, signature: body.signature, form }
       }
     }
@@ -64,10 +65,10 @@ export function authorizeUpdate(credentials: Credentials, keys: SignerKeys, rawB
 }
 
 /** Deletion: Authorization or X-Signature over the ID (deployed) or the URL path (spec). */
-export function authorizeDeletion(credentials: Credentials, keys: SignerKeys, id: string, path: string): OperationAuth {
+export async function authorizeDeletion(credentials: Credentials, keys: SignerKeys, id: string, path: string, verifier: SignatureVerifier): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (auth) {
-    const form = verifyDeletion(id, path, keyFor(keys, auth.role), auth.signature)
+    const form = await verifyDeletion(id, path, keyFor(keys, auth.role), auth.signature, verifier)
     if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`)
     return { carrier: 'authorization', signer: auth.role, signature: 'ed25519:' + auth.signature.toString('base64'), form }
   }
@@ -76,7 +77,7 @@ export function authorizeDeletion(credentials: Credentials, keys: SignerKeys, id
     const signature = parseSignature(text)
     if (!signature) throw new RegistryError('signature_invalid', 'Malformed X-Signature header: expected ed25519:<base64 signature>.')
     for (const [role, key] of signers(keys)) {
-      const form = verifyDeletion(id, path, key, signature)
+      const form = await verifyDeletion(id, path, key, signature, verifier)
       if (form) return { carrier: 'x-signature', signer: role, signature: text, form }
     }
     throw new RegistryError('signature_invalid', 'The X-Signature does not verify over the URL path or the ID.')
@@ -98,10 +99,10 @@ export function requireTarget(body: Record<string, unknown>, target: Record<stri
 }
 
 /** Release of a handle or name: Authorization (Bearer or Bearer-Dev) over `release:<subject>` by the developer. */
-export function authorizeRelease(credentials: Credentials, subject: string, developerKey: string, what: string): OperationAuth {
+export async function authorizeRelease(credentials: Credentials, subject: string, developerKey: string, what: string, verifier: SignatureVerifier): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (!auth) throw new RegistryError('authorization_required', `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`)
-  const form = verifyRelease(subject, parsePublicKey(developerKey) as Buffer, auth.signature)
+  const form = await verifyRelease(subject, parsePublicKey(developerKey) as Buffer, auth.signature, verifier)
   if (!form) throw new RegistryError('signature_invalid', `The signature does not verify over "release:${subject}" with the key of the ${what}'s developer.`)
   return { carrier: 'authorization', signer: 'developer', signature: 'ed25519:' + auth.signature.toString('base64'), form }
 }

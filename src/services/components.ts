@@ -1,5 +1,6 @@
 import type { EventBus } from '../events/bus.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
+import type { SignatureVerifier } from '../identity/verify-pool.js'
 import type { RegistryStore } from '../store/registry-store.js'
 import type { Credentials } from './authorize.js'
 import type { EntityCatalog } from './catalog.js'
@@ -22,6 +23,8 @@ export interface ServiceComponents {
   catalog: EntityCatalog
   writes: WriteTracker
   settings: ServiceSettings
+  /** Checks client signatures: the node's verification pool (inline when the load is low). */
+  verifier: SignatureVerifier
   now?: () => Date
 }
 

@@ -75,7 +75,7 @@ export class DeveloperService {
     const body = validate(DeveloperRegistrationRequest, req.body)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const publicKey = parsePublicKey(body.public_key) as Buffer
-    const form = verifyDeveloperRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer)
+    const form = await verifyDeveloperRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer, this.c.verifier)
     if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
     const developerId = deriveId('developer', publicKey)
     const now = this.now().toISOString()
@@ -126,7 +126,7 @@ export class DeveloperService {
     }
     const body = validate(DeveloperUpdateRequest, raw)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
-    const auth = authorizeUpdate(req.credentials ?? {}, developerSigner(existing.public_key), req.raw, raw)
+    const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(existing.public_key), req.raw, raw, this.c.verifier)
     const now = this.now().toISOString()
     const patch = (current: DeveloperRecord): DeveloperRecord => {
       const next: DeveloperRecord = { ...current, updated_at: now, signature: auth.signature }
@@ -150,7 +150,7 @@ export class DeveloperService {
 
   async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ developer_id: string; message: string }> {
     const existing = this.require(id)
-    const auth = authorizeDeletion(req.credentials ?? {}, developerSigner(existing.public_key), id, req.path)
+    const auth = await authorizeDeletion(req.credentials ?? {}, developerSigner(existing.public_key), id, req.path, this.c.verifier)
     const owned = this.c.catalog.countByDeveloper(id)
     if (owned > 0) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
     const now = this.now()

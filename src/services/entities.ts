@@ -13,6 +13,7 @@ import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordVie
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
+import type { LivenessView } from './liveness.js'
 import type { NameService } from './names.js'
 import { acceptOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
@@ -26,6 +27,8 @@ export const DEFAULT_TTL = 86_400
 export interface EntityServiceComponents extends ServiceComponents {
   developers: DeveloperService
   names: NameService
+  /** Status and last heartbeat of home entities, fresher than the stored record. */
+  liveness?: LivenessView
 }
 
 export interface RegistrationResult {
@@ -44,7 +47,8 @@ interface VerifiedProof {
 
 export class EntityService {
   private readonly now: () => Date
-  private readonly rendered = new Map<string, string>()
+  /** Rendered JSON, with the liveness it shows (heartbeats change it without a write). */
+  private readonly rendered = new Map<string, { text: string; live: string }>()
 
   constructor(private readonly c: EntityServiceComponents) {
     this.now = c.now ?? (() => new Date())
@@ -67,17 +71,23 @@ export class EntityService {
 
   /** The record as JSON text, rendered once and served from memory until it changes. */
   viewJson(id: string): string {
-    let text = this.rendered.get(id)
-    if (text === undefined) {
-      text = JSON.stringify(this.view(this.require(id)))
-      if (this.rendered.size >= RENDERED_CACHE_SIZE) this.rendered.delete(this.rendered.keys().next().value as string)
-      this.rendered.set(id, text)
-    }
+    const current = this.c.liveness?.current(id)
+    const live = current ? `${current.status} ${current.last_heartbeat}` : ''
+    const cached = this.rendered.get(id)
+    if (cached !== undefined && cached.live === live) return cached.text
+    const text = JSON.stringify(this.view(this.require(id)))
+    if (cached === undefined && this.rendered.size >= RENDERED_CACHE_SIZE) this.rendered.delete(this.rendered.keys().next().value as string)
+    this.rendered.set(id, { text, live })
     return text
   }
 
   private changed(id: string): void {
     this.rendered.delete(id)
+  }
+
+  private liveness(record: EntityRecord): Pick<EntityRecordView, 'status' | 'last_heartbeat'> {
+    const live = this.c.liveness?.current(record.entity_id)
+    return live ? { status: live.status, last_heartbeat: live.last_heartbeat } : { status: record.status, last_heartbeat: record.last_heartbeat }
   }
 
   view(record: EntityRecord): EntityRecordView {
@@ -107,8 +117,7 @@ export class EntityService {
       entity_name: record.entity_name,
       fqan: binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null,
       developer_handle: binding?.handle ?? null,
-      status: record.status,
-      last_heartbeat: record.last_heartbeat,
+      ...this.liveness(record),
       ttl: record.ttl,
       registered_at: record.registered_at,
       updated_at: record.updated_at,
@@ -141,9 +150,21 @@ export class EntityService {
     const proofInput = body.developer_proof ?? null
     if (body.developer_id && !proofInput) throw invalidField('developer_proof', 'is required when developer_id is given')
 
-    const form = verifyEntityRegistration(body as Record<string, unknown>, publicKey, signature)
+    // Both signatures are checked together (one batch when the pool verifies); the errors keep
+    // their order: the registration signature, then the proof's fields, then its signature.
+    const verifyingForm = verifyEntityRegistration(body as Record<string, unknown>, publicKey, signature, this.c.verifier)
+    let proof: VerifiedProof | null = null
+    let proofProblem: unknown = null
+    try {
+      proof = proofInput ? this.parseProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+    } catch (err) {
+      proofProblem = err
+    }
+    const verifyingProof = proof ? verifyDeveloperProof(proof.developerKey, publicKey, proof.stored.index, parseSignature(proof.stored.signature) as Buffer, this.c.verifier) : true
+    const [form, proofVerifies] = await Promise.all([verifyingForm, verifyingProof])
     if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
-    const proof = proofInput ? this.verifyProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+    if (proofProblem !== null) throw proofProblem
+    if (!proofVerifies) throw new RegistryError('developer_proof_invalid', 'The developer proof signature does not verify over the entity key and index.', 'developer_proof.signature')
 
     const now = this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
@@ -212,7 +233,7 @@ export class EntityService {
     const raw = req.body as Record<string, unknown>
     rejectImmutable(existing, raw)
     const body = validate(UpdateRequest, raw)
-    const auth = authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw)
+    const auth = await authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw, this.c.verifier)
 
     if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
     const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
@@ -252,7 +273,7 @@ export class EntityService {
 
   async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
     const existing = this.require(id)
-    const auth = authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path)
+    const auth = await authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path, this.c.verifier)
     const now = this.now()
     const deletedAt = now.toISOString()
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
@@ -275,7 +296,8 @@ export class EntityService {
     return { self: parsePublicKey(record.public_key) as Buffer, developer: developerKey }
   }
 
-  private verifyProof(
+  /** The developer proof's fields, checked; its signature is checked by the caller. */
+  private parseProof(
     input: NonNullable<RegistrationRequest['developer_proof']>,
     entityKey: Buffer,
     claimedDeveloperId: string | null,
@@ -295,9 +317,6 @@ export class EntityService {
     const developerId = deriveId('developer', developerKey)
     if (claimedDeveloperId !== null && claimedDeveloperId !== developerId) {
       throw new RegistryError('developer_proof_invalid', 'developer_id is not the ID of developer_proof.developer_public_key.', 'developer_id')
-    }
-    if (!verifyDeveloperProof(developerKey, entityKey, index, parseSignature(signatureText) as Buffer)) {
-      throw new RegistryError('developer_proof_invalid', 'The developer proof signature does not verify over the entity key and index.', 'developer_proof.signature')
     }
     return {
       developerId,

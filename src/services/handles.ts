@@ -87,7 +87,7 @@ export class HandleService {
     if (!bodyKey.equals(key)) {
       throw new RegistryError('signature_invalid', 'public_key is not the registered key of developer_id: a handle is claimed with the developer\'s own key.', 'public_key')
     }
-    const form = verifyHandleClaim(body as Record<string, unknown>, key, parseSignature(body.signature) as Buffer)
+    const form = await verifyHandleClaim(body as Record<string, unknown>, key, parseSignature(body.signature) as Buffer, this.c.verifier)
     if (!form) throw new RegistryError('signature_invalid', 'The claim signature does not verify against the developer\'s key.', 'signature')
     const now = this.now().toISOString()
     const auth: OperationAuth = { carrier: 'body', signer: 'developer', signature: body.signature, form }
@@ -132,7 +132,7 @@ export class HandleService {
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const body = validate(HandleVerifyRequest, req.body)
     requireTarget(req.body as Record<string, unknown>, { handle })
-    const auth = authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>)
+    const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>, this.c.verifier)
     const outcome = await this.c.ownership.verify(body.method, body.proof, developer.public_key)
     const now = this.now().toISOString()
     const updated = await this.c.writes.run(() => this.c.store.commit(tx => {
@@ -153,7 +153,7 @@ export class HandleService {
   async release(handle: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ handle: string; message: string; names_released: string[] }> {
     const record = this.require(handle)
     const developer = this.developerOf(record)
-    const auth = authorizeRelease(req.credentials ?? {}, handle, developer.public_key, 'handle')
+    const auth = await authorizeRelease(req.credentials ?? {}, handle, developer.public_key, 'handle', this.c.verifier)
     const now = this.now().toISOString()
     const released = await this.c.writes.run(() => this.c.store.commit(tx => this.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, now)))
     for (const binding of released) this.c.bus.publish('name_released', { fqan: formatFqan(this.c.settings.host, handle, binding.name), entity_id: binding.entityId, developer_id: record.developer_id, action: 'release', reason: 'handle_released' })

@@ -87,7 +87,7 @@ export class NameService {
     if (!handle) throw new RegistryError('handle_not_found', `Handle ${body.developer_handle} is not claimed on this node.`, 'developer_handle')
     const developer = this.c.store.getDeveloper(handle.developer_id)
     if (!developer) throw new RegistryError('developer_not_found', undefined, 'developer_handle')
-    const form = verifyNameBinding(body as Record<string, unknown>, parsePublicKey(developer.public_key) as Buffer, parseSignature(body.signature) as Buffer)
+    const form = await verifyNameBinding(body as Record<string, unknown>, parsePublicKey(developer.public_key) as Buffer, parseSignature(body.signature) as Buffer, this.c.verifier)
     if (!form) throw new RegistryError('signature_invalid', `The binding signature does not verify against the key of ${handle.developer_id}, who holds ${handle.handle}.`, 'signature')
     const entity = this.c.store.getEntity(body.entity_id)
     if (!entity) throw new RegistryError('entity_not_found', `No entity ${body.entity_id} is registered on this node.`, 'entity_id')
@@ -128,7 +128,7 @@ export class NameService {
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
     const body = validate(NameUpdateRequest, req.body)
     requireTarget(req.body as Record<string, unknown>, { developer_handle: handle, entity_name: name, fqan: this.fqan(handle, name) })
-    const auth = authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>)
+    const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>, this.c.verifier)
     const now = this.now().toISOString()
     const op = acceptOperation(this.c.identity, 'name.update', `name:${handle}/${name}`, req, { ...auth, signer: 'developer' }, now)
     const updated = await this.c.writes.run(() => this.c.store.commit(tx => {
@@ -155,7 +155,7 @@ export class NameService {
     const developer = this.c.store.getDeveloper(binding.developer_id)
     if (!developer) throw new RegistryError('developer_not_found')
     const fqan = this.fqan(handle, name)
-    const auth = authorizeRelease(req.credentials ?? {}, fqan, developer.public_key, 'name')
+    const auth = await authorizeRelease(req.credentials ?? {}, fqan, developer.public_key, 'name', this.c.verifier)
     const now = this.now().toISOString()
     const op = acceptOperation(this.c.identity, 'name.release', `name:${handle}/${name}`, { raw: null, path: req.path }, auth, now)
     await this.c.writes.run(() => this.c.store.commit(tx => {

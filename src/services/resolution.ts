@@ -8,10 +8,12 @@ import type { ServiceComponents } from './components.js'
 import { verificationTier } from './handles.js'
 import type { NameService } from './names.js'
 import { parseFqan, selectVersion } from './naming.js'
+import type { LivenessView } from './liveness.js'
 import { trustScore, trustSignals } from './trust.js'
 
 export interface ResolutionComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'now'> {
   names: NameService
+  liveness?: LivenessView
 }
 
 export class ResolutionService {
@@ -48,7 +50,9 @@ export class ResolutionService {
   private view(entity: EntityRecord, binding: NameBinding | null, version: NameVersion | null) {
     const developer = entity.developer_id ? this.c.store.getDeveloper(entity.developer_id) : undefined
     const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
-    const signals = trustSignals({ registeredAt: Date.parse(entity.registered_at), active: entity.status === 'active', developer, handle, now: this.now().getTime() })
+    const live = this.c.liveness?.current(entity.entity_id)
+    const uptime = live?.uptime ?? (entity.status === 'active' ? 1 : 0)
+    const signals = trustSignals({ registeredAt: Date.parse(entity.registered_at), uptime, developer, handle, now: this.now().getTime() })
     const score = trustScore(signals)
     const tier = verificationTier(handle)
     const fqan = binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null
@@ -68,8 +72,8 @@ export class ResolutionService {
       entity_url: entity.entity_url,
       service_endpoint: entity.service_endpoint,
       public_key: entity.public_key,
-      status: entity.status,
-      last_heartbeat: entity.last_heartbeat,
+      status: live?.status ?? entity.status,
+      last_heartbeat: live ? live.last_heartbeat : entity.last_heartbeat,
       trust_score: score,
       verification_tier: tier,
       trust: { score, verification_tier: tier, signals }

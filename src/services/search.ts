@@ -17,6 +17,7 @@ import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
 import type { NameService } from './names.js'
 import { parseFqan } from './naming.js'
+import type { LiveView, LivenessView } from './liveness.js'
 import { developerTrustPart, fastTrust } from './trust.js'
 
 export interface SearchSettings {
@@ -31,6 +32,8 @@ export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus
   embedder: Embedder
   /** Live cards: enrichment, and card capabilities for the skills/protocols/languages/models filters. */
   cards: Pick<CardFetcher, 'get' | 'cached'>
+  /** Liveness of home entities (availability, uptime for trust, heartbeat freshness). */
+  liveness?: LivenessView
   logger: Logger
   search: SearchSettings
 }
@@ -63,8 +66,10 @@ function stringsIn(value: unknown): string[] {
   return []
 }
 
-export function searchDocument(r: EntityRecord): SearchDocument {
+export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument {
   const caps = r.capability_summary ?? {}
+  const status = live?.status ?? r.status
+  const lastHeartbeat = live ? live.last_heartbeat : r.last_heartbeat
   const set = (key: string) => lower(stringsIn(caps[key]))
   return {
     entityId: r.entity_id,
@@ -72,9 +77,10 @@ export function searchDocument(r: EntityRecord): SearchDocument {
     category: r.category.toLowerCase(),
     tags: lower(r.tags),
     developerId: r.developer_id,
-    active: r.status === 'active',
+    active: status === 'active',
     registeredAt: Date.parse(r.registered_at),
-    lastChange: Math.max(Date.parse(r.updated_at), r.last_heartbeat ? Date.parse(r.last_heartbeat) : 0),
+    lastChange: Math.max(Date.parse(r.updated_at), lastHeartbeat ? Date.parse(lastHeartbeat) : 0),
+    uptime: live?.uptime ?? (status === 'active' ? 1 : 0),
     capabilities: { skills: set('skills'), protocols: set('protocols'), languages: set('languages'), models: set('models') }
   }
 }
@@ -112,6 +118,7 @@ export class SearchService {
       if (typeof id !== 'string') return
       if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id)
       else if (event.type === 'agent_deregistered') this.engine.remove(id)
+      else if (event.type === 'agent_heartbeat' || event.type === 'agent_became_active' || event.type === 'agent_became_inactive') this.refreshLiveness(id)
     })
   }
 
@@ -132,9 +139,15 @@ export class SearchService {
     else this.engine.remove(id)
   }
 
+  private refreshLiveness(id: string): void {
+    const live = this.c.liveness?.current(id)
+    if (!live) return
+    this.engine.patch(id, { active: live.status === 'active', uptime: live.uptime, ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {}) })
+  }
+
   private index(record: EntityRecord): void {
     if (record.developer_id) this.refreshDeveloper(record.developer_id)
-    this.engine.upsert(searchDocument(record), documentFields(record), null)
+    this.engine.upsert(searchDocument(record, this.c.liveness?.current(record.entity_id)), documentFields(record), null)
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
@@ -151,7 +164,11 @@ export class SearchService {
 
   private async drainEmbeddings(): Promise<void> {
     while (this.pending.size > 0) {
-      const batch = [...this.pending].slice(0, EMBED_BATCH)
+      const batch: [string, string][] = []
+      for (const entry of this.pending) {
+        batch.push(entry)
+        if (batch.length === EMBED_BATCH) break
+      }
       for (const [id] of batch) this.pending.delete(id)
       try {
         const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
@@ -160,7 +177,14 @@ export class SearchService {
         this.embedFailures += batch.length
         this.c.logger.error({ err, embedder: this.c.embedder.id, entities: batch.length }, 'embedding failed; these entities are searchable by text only until reindexed')
       }
+      // An embedder may finish synchronously (hash): let requests in between batches.
+      await new Promise<void>(resolve => setImmediate(resolve))
     }
+  }
+
+  /** Entities waiting for their vector (a metric: how far semantic search lags behind writes). */
+  get embeddingBacklog(): number {
+    return this.pending.size
   }
 
   async search(rawBody: unknown) {
@@ -222,8 +246,8 @@ export class SearchService {
         entity_url: record.entity_url,
         service_endpoint: record.service_endpoint,
         home_registry: record.home_registry,
-        status: record.status,
-        last_heartbeat: record.last_heartbeat,
+        status: hit.doc.active ? 'active' : 'inactive',
+        last_heartbeat: this.c.liveness?.current(record.entity_id)?.last_heartbeat ?? record.last_heartbeat,
         score: hit.score,
         score_breakdown: hit.breakdown
       })

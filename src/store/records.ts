@@ -129,6 +129,7 @@ export type OperationKind =
   | 'entity.register'
   | 'entity.update'
   | 'entity.deregister'
+  | 'entity.status'
   | 'developer.register'
   | 'developer.implicit'
   | 'developer.update'
@@ -139,6 +140,22 @@ export type OperationKind =
   | 'name.bind'
   | 'name.update'
   | 'name.release'
+
+/**
+ * What this node has observed of a home entity's heartbeats (times in ms since the epoch). Kept
+ * in memory, flushed in batches; uptime = (active_ms + time active since active_since) / time
+ * since observed_since.
+ */
+export interface LivenessRecord {
+  last_seen: number
+  active: boolean
+  /** When the current active period began (null while inactive). */
+  active_since: number | null
+  /** Total time of the finished active periods. */
+  active_ms: number
+  /** When this node began observing the entity (its registration here). */
+  observed_since: number
+}
 
 /** How the owner's signature on an operation was carried and which signed form verified. */
 export interface OperationAuth {

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { Approval, DeveloperRecord, EntityRecord, HandleRecord, NameBinding, NameVersion, Operation, Tombstone } from './records.js'
+import type { Approval, DeveloperRecord, EntityRecord, HandleRecord, LivenessRecord, NameBinding, NameVersion, Operation, Tombstone } from './records.js'
 
 /** Index entry: a subject's operation, by sequence number. */
 type SubjectOperationKey = [subject: string, seq: number]
@@ -37,6 +37,8 @@ export interface WriteTransaction {
   namesOfEntity(entityId: string): NameBinding[]
   getApproval(stateHash: string): Approval | undefined
   putApproval(stateHash: string, approval: Approval): void
+  putLiveness(entityId: string, record: LivenessRecord): void
+  deleteLiveness(entityId: string): void
 }
 
 /**
@@ -57,6 +59,7 @@ export class RegistryStore {
     private readonly nameVersions: Database<NameVersion, NameVersionKey>,
     private readonly entityNames: Database<null, EntityNameKey>,
     private readonly approvals: Database<Approval, string>,
+    private readonly liveness: Database<LivenessRecord, string>,
     private opSeq: number
   ) {}
 
@@ -85,6 +88,7 @@ export class RegistryStore {
       root.openDB<NameVersion, NameVersionKey>({ name: 'name_versions' }),
       root.openDB<null, EntityNameKey>({ name: 'names_by_entity' }),
       root.openDB<Approval, string>({ name: 'approvals' }),
+      root.openDB<LivenessRecord, string>({ name: 'liveness' }),
       lastSeq ?? 0
     )
     if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
@@ -114,6 +118,8 @@ export class RegistryStore {
   *allEntities(): Iterable<EntityRecord> { for (const { value } of this.entities.getRange()) yield value }
   *allDevelopers(): Iterable<DeveloperRecord> { for (const { value } of this.developers.getRange()) yield value }
   *allTombstones(): Iterable<Tombstone> { for (const { value } of this.tombstones.getRange()) yield value }
+  /** Last-seen state of the entities whose home is this node, as last flushed. */
+  *allLiveness(): Iterable<[string, LivenessRecord]> { for (const { key, value } of this.liveness.getRange()) yield [key, value] }
 
   operationsOf(subject: string): Operation[] {
     const ops: Operation[] = []
@@ -177,6 +183,8 @@ export class RegistryStore {
     namesOfEntity: entityId => this.namesOfEntity(entityId),
     getApproval: stateHash => this.approvals.get(stateHash),
     putApproval: (stateHash, approval) => { void this.approvals.put(stateHash, approval) },
+    putLiveness: (entityId, record) => { void this.liveness.put(entityId, record) },
+    deleteLiveness: entityId => { void this.liveness.remove(entityId) },
     dropOperations: subject => {
       for (const key of this.subjectSeqs(subject)) {
         void this.operations.remove(key[1])

@@ -1,7 +1,7 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler'
 import type { ValueError } from '@sinclair/typebox/errors'
-import { invalidField } from '../errors.js'
+import { RegistryError, type ErrorCode } from '../errors.js'
 
 const compiled = new WeakMap<TSchema, TypeCheck<TSchema>>()
 
@@ -41,13 +41,14 @@ function mostSpecific(error: ValueError): ValueError {
  * `validation_failed` error naming the first offending field. A schema may carry an
  * `errorMessage` option to replace the generic text.
  */
-export function validate<T extends TSchema>(schema: T, value: unknown): Static<T> {
+export function validate<T extends TSchema>(schema: T, value: unknown, code: ErrorCode = 'validation_failed'): Static<T> {
   const check = checker(schema)
   if (check.Check(value)) return value
   const top = check.Errors(value).First()
-  if (!top) throw invalidField('body', 'invalid')
+  if (!top) throw new RegistryError(code, 'body: invalid', 'body')
   const first = mostSpecific(top)
   const custom = (first.schema as { errorMessage?: string }).errorMessage
   const missing = first.value === undefined
-  throw invalidField(fieldName(first.path), missing ? 'is required' : custom ?? first.message.replace(/^Expected/, 'expected'))
+  const field = fieldName(first.path)
+  throw new RegistryError(code, `${field}: ${missing ? 'is required' : custom ?? first.message.replace(/^Expected/, 'expected')}`, field)
 }

@@ -2,6 +2,7 @@ import test from 'ava'
 import { parsePublicKey, parseSignature } from '../../src/identity/encoding.js'
 import { verifyRaw } from '../../src/identity/keys.js'
 import { verifyDeletion, verifyEntityRegistration, verifyRawBody } from '../../src/identity/verifiers.js'
+import { inlineVerifier } from '../../src/identity/verify-pool.js'
 import { operationSigningBytes } from '../../src/services/operations.js'
 import { agent, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
 import { sign } from '../../src/identity/keys.js'
@@ -28,9 +29,9 @@ test('every write is kept as a signed operation that can be verified again from 
     const [register, update] = ops as [typeof ops[0], typeof ops[0]]
     // The owner's signature verifies again from the stored bytes alone (what a peer will do).
     const body = JSON.parse(Buffer.from(register.body!).toString('utf8')) as Record<string, unknown>
-    t.is(verifyEntityRegistration(body, a.keyPair.publicKey, parseSignature(register.auth.signature)!), 'deployed')
+    t.is(await verifyEntityRegistration(body, a.keyPair.publicKey, parseSignature(register.auth.signature)!, inlineVerifier), 'deployed')
     t.is(register.auth.form, 'deployed')
-    t.is(verifyRawBody(update.body!, a.keyPair.publicKey, parseSignature(update.auth.signature)!), 'raw-body')
+    t.is(await verifyRawBody(update.body!, a.keyPair.publicKey, parseSignature(update.auth.signature)!, inlineVerifier), 'raw-body')
     t.like(update.auth, { carrier: 'authorization', signer: 'self', form: 'raw-body' })
     t.deepEqual(n.node.store.operationsOf(dev.id).map(o => o.kind), ['developer.implicit'])
 
@@ -39,7 +40,7 @@ test('every write is kept as a signed operation that can be verified again from 
     t.is((await http(n.url, 'DELETE', `/v1/entities/${b.agentId}`, { headers: { authorization: `Bearer-Dev ${sign(dev.keyPair, b.agentId)}` } })).status, 200)
     const afterDelete = n.node.store.operationsOf(b.agentId)
     t.deepEqual(afterDelete.map(o => o.kind), ['entity.deregister'], 'the tombstone supersedes the history')
-    t.is(verifyDeletion(b.agentId, afterDelete[0]!.path!, dev.keyPair.publicKey, parseSignature(afterDelete[0]!.auth.signature)!), 'id')
+    t.is(await verifyDeletion(b.agentId, afterDelete[0]!.path!, dev.keyPair.publicKey, parseSignature(afterDelete[0]!.auth.signature)!, inlineVerifier), 'id')
     t.truthy(n.node.store.getTombstone(b.agentId))
   } finally {
     await n.stop()

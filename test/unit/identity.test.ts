@@ -16,6 +16,7 @@ import {
   verifyHandleClaim,
   verifyRelease
 } from '../../src/identity/verifiers.js'
+import { inlineVerifier } from '../../src/identity/verify-pool.js'
 
 // Test vectors from COMPAT.md.
 const devSeed = Buffer.alloc(32, 1)
@@ -42,16 +43,16 @@ test('HD index must be an unsigned 32-bit integer', t => {
   t.notThrows(() => deriveAgentSeed(devSeed, 2 ** 32 - 1))
 })
 
-test('developer proof for index 7 (deterministic Ed25519)', t => {
+test('developer proof for index 7 (deterministic Ed25519)', async t => {
   const proof = sign(dev, developerProofMessage(agent.publicKey, 7))
   t.is(proof, 'ed25519:z7/h8PUnQNXwLOmC39SrflEfImNuOTUoq/ns+ApXHCRmQO+S/ChLxT9DL2hI+jJwl7ldyctjOf6PIxAbLuRnCg==')
   const sig = parseSignature(proof)!
-  t.true(verifyDeveloperProof(dev.publicKey, agent.publicKey, 7, sig))
-  t.false(verifyDeveloperProof(dev.publicKey, agent.publicKey, 8, sig), 'the index is covered')
-  t.false(verifyDeveloperProof(agent.publicKey, agent.publicKey, 7, sig), 'the developer key is checked')
+  t.true(await verifyDeveloperProof(dev.publicKey, agent.publicKey, 7, sig, inlineVerifier))
+  t.false(await verifyDeveloperProof(dev.publicKey, agent.publicKey, 8, sig, inlineVerifier), 'the index is covered')
+  t.false(await verifyDeveloperProof(agent.publicKey, agent.publicKey, 7, sig, inlineVerifier), 'the developer key is checked')
 })
 
-test('deployed registration signable and its signature vector', t => {
+test('deployed registration signable and its signature vector', async t => {
   const body = {
     name: 'Doc <T&T>', category: 'tools', entity_url: 'https://a.example.com', tags: ['x'], public_key: AGENT_KEY,
     developer_id: 'zns:dev:34750f98bd59fcfc946da45aaabe933b', entity_name: 'doc'
@@ -60,20 +61,20 @@ test('deployed registration signable and its signature vector', t => {
   t.is(signable, '{"category":"tools","entity_url":"https://a.example.com","name":"Doc <T&T>","public_key":"ed25519:Rf+eqPiJ8cVhLxf5Gs3FrayrBIzz/QpRua+TDPdGnd0=","summary":"","tags":["x"]}')
   const signature = sign(agent, signable)
   t.is(signature, 'ed25519:3758pwYMBJGbADo4xPhHcjAw9neIsWHeqP9RosewSpt4L4AzcrASIaJOVfwKj4n38TzMgZvM+L8Blc8kiFiCAQ==')
-  t.is(verifyEntityRegistration({ ...body, signature }, agent.publicKey, parseSignature(signature)!), 'deployed')
+  t.is(await verifyEntityRegistration({ ...body, signature }, agent.publicKey, parseSignature(signature)!, inlineVerifier), 'deployed')
 })
 
-test('registration: spec form, escaped fallback, and rejection of everything else', t => {
+test('registration: spec form, escaped fallback, and rejection of everything else', async t => {
   const body = { name: 'A & B', type: 'agent', category: 'x', entity_url: 'https://a.example', public_key: AGENT_KEY, tags: ['t'] }
   const specSig = parseSignature(sign(agent, canonicalJson(body)))!
-  t.is(verifyEntityRegistration({ ...body, signature: 'x' }, agent.publicKey, specSig), 'spec')
+  t.is(await verifyEntityRegistration({ ...body, signature: 'x' }, agent.publicKey, specSig, inlineVerifier), 'spec')
   const escaped = goEscapedJson(canonicalJson(body))!
   t.true(escaped.includes('A \\u0026 B'))
-  t.is(verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, escaped))!), 'spec-escaped')
+  t.is(await verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, escaped))!, inlineVerifier), 'spec-escaped')
   const deployedEscaped = goEscapedJson(canonicalJson(deployedRegistrationSignable(body)))!
-  t.is(verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, deployedEscaped))!), 'deployed-escaped')
-  t.is(verifyEntityRegistration({ ...body, summary: 'changed' }, agent.publicKey, specSig), null)
-  t.is(verifyEntityRegistration(body, dev.publicKey, specSig), null)
+  t.is(await verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, deployedEscaped))!, inlineVerifier), 'deployed-escaped')
+  t.is(await verifyEntityRegistration({ ...body, summary: 'changed' }, agent.publicKey, specSig, inlineVerifier), null)
+  t.is(await verifyEntityRegistration(body, dev.publicKey, specSig, inlineVerifier), null)
 })
 
 test('deployed registration: services sign service_endpoint as entity_url; entity_type only when sent', t => {
@@ -93,34 +94,34 @@ test('canonical JSON sorts keys recursively by UTF-16 code unit and keeps array 
   t.is(canonicalJson({ a: undefined, b: 1 }), '{"b":1}')
 })
 
-test('heartbeat vector: the timestamp alone (deployed) and agent_id+timestamp (spec)', t => {
+test('heartbeat vector: the timestamp alone (deployed) and agent_id+timestamp (spec)', async t => {
   const ts = '2026-05-21T10:00:00Z'
   const deployed = sign(agent, ts)
   t.is(deployed, 'ed25519:o5PLTrt8uxrZCB6tfGP8VT8lHi6yM7dpap+bVhf17erjeiglJme/j/VrPp7U17zVz3JY1au7i31sDVQdSvzOBQ==')
   const id = 'zns:ad4be8ca0a9c510018ea5d63f35989ed'
-  t.is(verifyHeartbeat(id, ts, agent.publicKey, parseSignature(deployed)!), 'deployed')
-  t.is(verifyHeartbeat(id, ts, agent.publicKey, parseSignature(sign(agent, id + ts))!), 'spec')
-  t.is(verifyHeartbeat(id, '2026-05-21T10:00:01Z', agent.publicKey, parseSignature(deployed)!), null)
+  t.is(await verifyHeartbeat(id, ts, agent.publicKey, parseSignature(deployed)!, inlineVerifier), 'deployed')
+  t.is(await verifyHeartbeat(id, ts, agent.publicKey, parseSignature(sign(agent, id + ts))!, inlineVerifier), 'spec')
+  t.is(await verifyHeartbeat(id, '2026-05-21T10:00:01Z', agent.publicKey, parseSignature(deployed)!, inlineVerifier), null)
 })
 
-test('developer registration: deployed subset with HTML escaping on', t => {
+test('developer registration: deployed subset with HTML escaping on', async t => {
   const body = { name: 'Alice', public_key: formatKey(dev.publicKey), profile_url: 'https://a.example/?a=1&b=2' }
   const deployed = goEscapedJson(canonicalJson({ github: '', name: 'Alice', profile_url: body.profile_url, public_key: body.public_key }))!
-  t.is(verifyDeveloperRegistration({ ...body, handle: 'alice' }, dev.publicKey, parseSignature(sign(dev, deployed))!), 'deployed-escaped')
-  t.is(verifyDeveloperRegistration(body, dev.publicKey, parseSignature(sign(dev, canonicalJson(body)))!), 'spec')
+  t.is(await verifyDeveloperRegistration({ ...body, handle: 'alice' }, dev.publicKey, parseSignature(sign(dev, deployed))!, inlineVerifier), 'deployed-escaped')
+  t.is(await verifyDeveloperRegistration(body, dev.publicKey, parseSignature(sign(dev, canonicalJson(body)))!, inlineVerifier), 'spec')
 })
 
-test('handle claim, name binding, release and deletion messages', t => {
+test('handle claim, name binding, release and deletion messages', async t => {
   const claim = { developer_id: deriveId('developer', dev.publicKey), handle: 'acme', public_key: formatKey(dev.publicKey) }
-  t.is(verifyHandleClaim(claim, dev.publicKey, parseSignature(sign(dev, canonicalJson(claim)))!), 'spec')
+  t.is(await verifyHandleClaim(claim, dev.publicKey, parseSignature(sign(dev, canonicalJson(claim)))!, inlineVerifier), 'spec')
   const bind = { entity_id: 'zns:x', entity_name: 'doc', developer_handle: 'acme' }
   const deployedBind = canonicalJson({ capability_tags: null, developer_handle: 'acme', entity_id: 'zns:x', entity_name: 'doc', version: '' })
-  t.is(verifyNameBinding(bind, dev.publicKey, parseSignature(sign(dev, deployedBind))!), 'deployed')
-  t.is(verifyRelease('acme', dev.publicKey, parseSignature(sign(dev, 'release:acme'))!), 'release')
+  t.is(await verifyNameBinding(bind, dev.publicKey, parseSignature(sign(dev, deployedBind))!, inlineVerifier), 'deployed')
+  t.is(await verifyRelease('acme', dev.publicKey, parseSignature(sign(dev, 'release:acme'))!, inlineVerifier), 'release')
   const id = 'zns:svc:ad4be8ca0a9c510018ea5d63f35989ed'
-  t.is(verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey, parseSignature(sign(agent, id))!), 'id')
-  t.is(verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey,
-    parseSignature(sign(agent, `/v1/entities/${id}`))!), 'path-decoded')
+  t.is(await verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey, parseSignature(sign(agent, id))!, inlineVerifier), 'id')
+  t.is(await verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey,
+    parseSignature(sign(agent, `/v1/entities/${id}`))!, inlineVerifier), 'path-decoded')
 })
 
 test('key and signature wire forms', t => {

@@ -45,8 +45,8 @@ test('fast trust equals the signal-by-signal trust score', async t => {
   const now = Date.parse('2026-06-01T00:00:00Z')
   const developer = { implicit: false } as never
   const handle = { verified: true } as never
-  for (const [registeredAt, active] of [[now - 10 * 86_400_000, true], [now - 200 * 86_400_000, false], [now, true]] as const) {
-    t.is(fastTrust(developerTrustPart(developer, handle), registeredAt, active, now), trustScore(trustSignals({ registeredAt, active, developer, handle, now })))
-    t.is(fastTrust(developerTrustPart(undefined, undefined), registeredAt, active, now), trustScore(trustSignals({ registeredAt, active, developer: undefined, handle: undefined, now })))
+  for (const [registeredAt, uptime] of [[now - 10 * 86_400_000, 1], [now - 200 * 86_400_000, 0], [now, 0.37]] as const) {
+    t.is(fastTrust(developerTrustPart(developer, handle), registeredAt, uptime, now), trustScore(trustSignals({ registeredAt, uptime, developer, handle, now })))
+    t.is(fastTrust(developerTrustPart(undefined, undefined), registeredAt, uptime, now), trustScore(trustSignals({ registeredAt, uptime, developer: undefined, handle: undefined, now })))
   }
 })

@@ -1,0 +1,289 @@
+/**
+ * Ed25519 verification off the HTTP thread. Under load a registration's two or three verifies are
+ * the largest cost on the main thread (docs/decisions.md), so a pool of worker threads takes them
+ * when the rate calls for it:
+ *
+ * - Inline below `inlineMaxRate` signatures per second while nothing is queued in the pool; at or
+ *   above it, or while the pool still has jobs in flight, jobs go to the workers. Measured on the
+ *   2-core development machine (a 600-byte message): a verify costs the main thread 120–150 µs
+ *   inline; through the pool 33 µs with one job per event-loop turn, 17 µs with two, 7 µs with
+ *   sixteen; a lone job answers in 0.15 ms inline and 0.26 ms through a worker (p50). Below the
+ *   default 500/s inline costs at most about 7 % of a core and answers sooner; above it the hop pays.
+ *   Workers start on the first need (a node that never sees load starts none); until one is
+ *   ready, verification stays inline.
+ * - Jobs queued during one event-loop turn leave together (setImmediate), packed into one
+ *   transferred ArrayBuffer per worker, so the postMessage cost is paid per batch, not per job.
+ * - Each worker caches public KeyObjects (keys.ts), as the main thread does.
+ * - A worker that dies takes nothing with it: its jobs are verified inline and it is replaced;
+ *   after three deaths in a row without an answer in between the pool stays inline for good.
+ *
+ * The worker is verify-worker.js next to this module (dist/), or verify-worker.ts loaded through
+ * tsx when running from the sources (tests, benchmarks, `npm run dev`).
+ */
+import { Worker } from 'node:worker_threads'
+import { verifyRaw } from './keys.js'
+import { VERIFY_WORKER, type VerifyWorkerReply, type VerifyWorkerRequest } from './verify-worker.js'
+
+export type SignedMessage = string | Uint8Array
+
+/** Checks a signature against candidate messages: how services verify (verifiers.ts). */
+export interface SignatureVerifier {
+  /** The index of the first message `signature` verifies for under `publicKey`, or -1. Never rejects. */
+  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): Promise<number>
+}
+
+export function firstVerifyingInline(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): number {
+  for (let i = 0; i < messages.length; i++) if (verifyRaw(publicKey, messages[i] as SignedMessage, signature)) return i
+  return -1
+}
+
+/** Verifies on the calling thread. */
+export const inlineVerifier: SignatureVerifier = {
+  firstVerifying: (publicKey, signature, messages) => Promise.resolve(firstVerifyingInline(publicKey, signature, messages))
+}
+
+export interface VerifyPoolOptions {
+  /** Worker threads; 0 verifies everything inline. */
+  workers: number
+  /** Verifications per second below which an idle pool verifies inline; 0 sends every job to the workers. */
+  inlineMaxRate?: number
+  /** Most jobs in one message to a worker. */
+  maxBatch?: number
+  /** Told when a worker fails (the jobs it held are verified inline). */
+  onWorkerError?: (err: Error) => void
+  /** Replaces the worker entry (tests). */
+  workerUrl?: URL
+}
+
+export interface VerifyPoolStats {
+  inline: number
+  pooled: number
+  batches: number
+  /** Jobs of dead workers, verified inline instead. */
+  retriedInline: number
+  workerDeaths: number
+  workersReady: number
+  broken: boolean
+}
+
+export const DEFAULT_INLINE_MAX_RATE = 500
+const DEFAULT_MAX_BATCH = 256
+const RATE_WINDOW_MS = 250
+const MAX_CONSECUTIVE_DEATHS = 3
+
+interface Job {
+  publicKey: Buffer
+  signature: Buffer
+  messages: readonly SignedMessage[]
+  resolve: (index: number) => void
+}
+
+interface Slot {
+  worker: Worker
+  ready: boolean
+  dead: boolean
+  /** Jobs sent and not yet answered. */
+  load: number
+  batches: Map<number, Job[]>
+}
+
+export class VerifyPool implements SignatureVerifier {
+  private readonly size: number
+  private readonly inlineMaxRate: number
+  private readonly maxBatch: number
+  private readonly slots: Slot[] = []
+  private queued: Job[] = []
+  private flushScheduled = false
+  private nextBatchId = 1
+  private closed = false
+  private broken = false
+  private consecutiveDeaths = 0
+  private windowStart = performance.now()
+  private windowCount = 0
+  private lastRate = 0
+  private readonly counts = { inline: 0, pooled: 0, batches: 0, retriedInline: 0, workerDeaths: 0 }
+
+  constructor(private readonly options: VerifyPoolOptions) {
+    this.size = Math.max(0, Math.floor(options.workers))
+    this.inlineMaxRate = options.inlineMaxRate ?? DEFAULT_INLINE_MAX_RATE
+    this.maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH)
+  }
+
+  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): Promise<number> {
+    if (publicKey.length !== 32 || signature.length !== 64 || messages.length === 0) return Promise.resolve(-1)
+    if (!this.offload() || messages.length > 255) {
+      this.counts.inline++
+      return Promise.resolve(firstVerifyingInline(publicKey, signature, messages))
+    }
+    this.counts.pooled++
+    return new Promise(resolve => {
+      this.queued.push({ publicKey, signature, messages, resolve })
+      if (!this.flushScheduled) {
+        this.flushScheduled = true
+        setImmediate(() => this.flush())
+      }
+    })
+  }
+
+  /** Starts the workers now rather than on the first need, and waits until they are ready. */
+  async start(): Promise<void> {
+    this.spawnMissing()
+    await Promise.all(this.slots.map(slot => slot.ready || slot.dead ? undefined : new Promise<void>(resolve => {
+      const done = (): void => { slot.worker.off('message', done); slot.worker.off('exit', done); resolve() }
+      slot.worker.on('message', done)
+      slot.worker.on('exit', done)
+    })))
+  }
+
+  stats(): VerifyPoolStats {
+    return { ...this.counts, workersReady: this.slots.filter(s => s.ready && !s.dead).length, broken: this.broken }
+  }
+
+  /** Stops the workers; jobs they held, and any later ones, are verified inline. */
+  async close(): Promise<void> {
+    this.closed = true
+    const slots = this.slots.splice(0)
+    this.flush()
+    await Promise.all(slots.map(slot => slot.worker.terminate()))
+  }
+
+  /** Whether this job goes to the workers: by the recent rate, or because the pool is busy anyway. */
+  private offload(): boolean {
+    if (this.size === 0 || this.closed || this.broken) return false
+    const now = performance.now()
+    const elapsed = now - this.windowStart
+    if (elapsed >= RATE_WINDOW_MS) {
+      this.lastRate = (this.windowCount * 1000) / elapsed
+      this.windowStart = now
+      this.windowCount = 0
+    }
+    this.windowCount++
+    const rate = Math.max(this.lastRate, (this.windowCount * 1000) / RATE_WINDOW_MS)
+    const busy = this.queued.length > 0 || this.slots.some(s => s.load > 0)
+    if (!busy && rate < this.inlineMaxRate) return false
+    this.spawnMissing()
+    return this.slots.some(s => s.ready)
+  }
+
+  private spawnMissing(): void {
+    if (this.closed || this.broken) return
+    try {
+      while (this.slots.length < this.size) this.slots.push(this.spawn())
+    } catch (err) {
+      this.broken = true
+      this.options.onWorkerError?.(err as Error)
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = spawnVerifyWorker(this.options.workerUrl)
+    const slot: Slot = { worker, ready: false, dead: false, load: 0, batches: new Map() }
+    worker.unref()
+    worker.on('message', (reply: VerifyWorkerReply) => {
+      if (reply.type === 'ready') { slot.ready = true; return }
+      const jobs = slot.batches.get(reply.id)
+      if (!jobs) return
+      slot.batches.delete(reply.id)
+      slot.load -= jobs.length
+      if (slot.load === 0) worker.unref()
+      this.consecutiveDeaths = 0
+      const results = new Int16Array(reply.results)
+      for (let i = 0; i < jobs.length; i++) (jobs[i] as Job).resolve(results[i] ?? -1)
+    })
+    worker.on('error', err => this.options.onWorkerError?.(err))
+    worker.on('exit', () => this.died(slot))
+    return slot
+  }
+
+  private died(slot: Slot): void {
+    slot.dead = true
+    slot.ready = false
+    const index = this.slots.indexOf(slot)
+    if (index !== -1) this.slots.splice(index, 1)
+    const orphans = [...slot.batches.values()].flat()
+    slot.batches.clear()
+    slot.load = 0
+    for (const job of orphans) job.resolve(firstVerifyingInline(job.publicKey, job.signature, job.messages))
+    this.counts.retriedInline += orphans.length
+    if (this.closed) return
+    this.counts.workerDeaths++
+    if (++this.consecutiveDeaths >= MAX_CONSECUTIVE_DEATHS) {
+      this.broken = true
+      this.options.onWorkerError?.(new Error(`verification workers died ${MAX_CONSECUTIVE_DEATHS} times in a row; verifying on the main thread from now on`))
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false
+    const jobs = this.queued
+    this.queued = []
+    if (jobs.length === 0) return
+    const ready = this.slots.filter(s => s.ready)
+    if (ready.length === 0) {
+      this.counts.retriedInline += jobs.length
+      for (const job of jobs) job.resolve(firstVerifyingInline(job.publicKey, job.signature, job.messages))
+      return
+    }
+    // Spread a large turn over the workers, least loaded first; a small one goes whole.
+    const chunk = Math.min(this.maxBatch, Math.max(16, Math.ceil(jobs.length / ready.length)))
+    for (let start = 0; start < jobs.length; start += chunk) {
+      const part = jobs.slice(start, start + chunk)
+      let slot = ready[0] as Slot
+      for (const s of ready) if (s.load < slot.load) slot = s
+      const id = this.nextBatchId++
+      const batch = encodeBatch(part)
+      slot.batches.set(id, part)
+      if (slot.load === 0) slot.worker.ref()
+      slot.load += part.length
+      this.counts.batches++
+      slot.worker.postMessage({ id, batch } satisfies VerifyWorkerRequest, [batch])
+    }
+  }
+}
+
+/** Packs jobs in the layout verify-worker.ts reads. */
+export function encodeBatch(jobs: readonly Pick<Job, 'publicKey' | 'signature' | 'messages'>[]): ArrayBuffer {
+  let size = 4
+  const lengths: number[] = []
+  for (const job of jobs) {
+    size += 97
+    for (const m of job.messages) {
+      const length = typeof m === 'string' ? Buffer.byteLength(m, 'utf8') : m.byteLength
+      lengths.push(length)
+      size += 4 + length
+    }
+  }
+  const batch = new ArrayBuffer(size)
+  const buf = Buffer.from(batch)
+  buf.writeUInt32LE(jobs.length, 0)
+  let off = 4
+  let l = 0
+  for (const job of jobs) {
+    job.publicKey.copy(buf, off)
+    job.signature.copy(buf, off + 32)
+    buf[off + 96] = job.messages.length
+    off += 97
+    for (const m of job.messages) {
+      const length = lengths[l++] as number
+      buf.writeUInt32LE(length, off)
+      off += 4
+      if (typeof m === 'string') buf.write(m, off, length, 'utf8')
+      else buf.set(m, off)
+      off += length
+    }
+  }
+  return batch
+}
+
+/**
+ * A worker running verify-worker: the compiled .js beside this module, or, when this module is
+ * itself TypeScript run through tsx, the .ts loaded with tsx's API inside the worker.
+ */
+function spawnVerifyWorker(url?: URL): Worker {
+  const options = { workerData: VERIFY_WORKER, execArgv: [] as string[] }
+  const fromSources = import.meta.url.endsWith('.ts')
+  const entry = url ?? new URL(fromSources ? './verify-worker.ts' : './verify-worker.js', import.meta.url)
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options)
+  const api = JSON.stringify(import.meta.resolve('tsx/esm/api'))
+  return new Worker(`import(${api}).then(tsx => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(import.meta.url)}))`, { ...options, eval: true })
+}

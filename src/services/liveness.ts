@@ -1,0 +1,265 @@
+/**
+ * Liveness of the entities whose home is this node: signed heartbeats make an entity active,
+ * silence longer than `inactiveAfterMs` (found by a sweep every `sweepIntervalMs`) makes it
+ * inactive. Each transition is written at once with a node-signed `entity.status` operation (what
+ * the mesh gossips as `agent_status`); plain heartbeats only touch memory, and the last-seen times
+ * are written to LMDB in batches every `flushIntervalMs`, so a heartbeat never costs a write.
+ *
+ * Heartbeat signatures: the spec's form (agent_id followed by timestamp) and the deployed one
+ * (the timestamp alone), see COMPAT.md. Replays inside the skew window are accepted: they can
+ * only keep alive an entity that signed a heartbeat less than a minute ago.
+ */
+import { RegistryError } from '../errors.js'
+import { parsePublicKey, parseSignature } from '../identity/encoding.js'
+import type { SignedForm } from '../identity/verifiers.js'
+import type { EntityRecord, LivenessRecord, Operation } from '../store/records.js'
+import { canonicalJson } from '../identity/canonical-json.js'
+import { sign } from '../identity/keys.js'
+import { HeartbeatFrame, type HeartbeatAck } from '../wire/sockets.js'
+import { validate } from '../wire/validate.js'
+import type { ServiceComponents } from './components.js'
+import { sealOperation } from './operations.js'
+
+export interface LivenessSettings {
+  inactiveAfterMs: number
+  sweepIntervalMs: number
+  maxClockSkewMs: number
+  flushIntervalMs: number
+}
+
+export type HeartbeatVerifier = (agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer) => Promise<SignedForm | null>
+
+export interface LivenessComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'identity' | 'settings' | 'now'> {
+  verifyHeartbeat: HeartbeatVerifier
+  liveness: LivenessSettings
+}
+
+/** Liveness as this node observes it (home entities); elsewhere the record's status stands. */
+export interface LiveView { status: 'active' | 'inactive'; last_heartbeat: string | null; uptime: number }
+
+export interface LivenessView {
+  current(entityId: string): LiveView | undefined
+}
+
+interface State extends LivenessRecord {
+  publicKey: Buffer
+}
+
+export class LivenessService implements LivenessView {
+  private readonly states = new Map<string, State>()
+  private readonly dirty = new Set<string>()
+  private readonly removed = new Set<string>()
+  private readonly now: () => Date
+  private sweepTimer: NodeJS.Timeout | null = null
+  private flushTimer: NodeJS.Timeout | null = null
+  private flushing: Promise<void> | null = null
+  /** Transitions in progress, so concurrent heartbeats of one entity commit one transition. */
+  private readonly transitions = new Map<string, Promise<void>>()
+  accepted = 0
+  rejected = 0
+
+  constructor(private readonly c: LivenessComponents) {
+    this.now = c.now ?? (() => new Date())
+    c.bus.subscribe(event => {
+      const id = event.data.entity_id
+      if (typeof id !== 'string') return
+      if (event.type === 'agent_registered') this.observe(id)
+      else if (event.type === 'agent_deregistered') this.forget(id)
+    })
+  }
+
+  /** Loads the flushed state; home entities without one start from their record. */
+  load(): number {
+    const saved = new Map(this.c.store.allLiveness())
+    for (const record of this.c.store.allEntities()) {
+      if (!this.isHome(record)) continue
+      const known = saved.get(record.entity_id)
+      this.states.set(record.entity_id, { ...(known ?? this.initialState(record)), publicKey: parsePublicKey(record.public_key) as Buffer })
+    }
+    return this.states.size
+  }
+
+  start(): void {
+    this.sweepTimer = setInterval(() => { void this.sweep() }, this.c.liveness.sweepIntervalMs).unref()
+    this.flushTimer = setInterval(() => { void this.flush() }, this.c.liveness.flushIntervalMs).unref()
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer)
+    if (this.flushTimer) clearInterval(this.flushTimer)
+    await Promise.all(this.transitions.values())
+    await this.flush()
+  }
+
+  /** Status and last heartbeat as this node sees them now (undefined: not a home entity). */
+  current(entityId: string): LiveView | undefined {
+    const s = this.states.get(entityId)
+    if (!s) return undefined
+    return { status: s.active ? 'active' : 'inactive', last_heartbeat: s.last_seen > s.observed_since ? new Date(s.last_seen).toISOString() : null, uptime: this.uptime(s) }
+  }
+
+  /**
+   * The share of the time since this node began observing the entity that it was active, in
+   * [0, 1]; an entity observed for less than a minute counts as fully up.
+   */
+  uptime(s: LivenessRecord, now = this.now().getTime()): number {
+    const observed = now - s.observed_since
+    if (observed < 60_000) return s.active ? 1 : 0
+    const active = s.active_ms + (s.active && s.active_since !== null ? now - s.active_since : 0)
+    return Math.min(1, Math.max(0, active / observed))
+  }
+
+  /**
+   * Checks and applies one heartbeat. `pathEntityId` is the entity of a per-entity socket (the
+   * frame's agent_id is then optional); on the multiplexed socket the frame must name it.
+   */
+  async heartbeat(frame: unknown, pathEntityId?: string): Promise<HeartbeatAck> {
+    try {
+      return await this.apply(frame, pathEntityId)
+    } catch (err) {
+      this.rejected++
+      throw err
+    }
+  }
+
+  private async apply(received: unknown, pathEntityId: string | undefined): Promise<HeartbeatAck> {
+    const frame = validate(HeartbeatFrame, received, 'heartbeat_invalid')
+    const agentId = frame.agent_id ?? pathEntityId
+    if (agentId === undefined) throw new RegistryError('heartbeat_invalid', 'The frame must name its entity in agent_id.', 'agent_id')
+    if (pathEntityId !== undefined && agentId !== pathEntityId) throw new RegistryError('heartbeat_invalid', 'agent_id differs from the entity of this socket.', 'agent_id')
+    const state = this.stateOf(agentId)
+    const sentAt = Date.parse(frame.timestamp)
+    if (Number.isNaN(sentAt) || !/^\d{4}-\d{2}-\d{2}T/.test(frame.timestamp)) throw new RegistryError('heartbeat_invalid', 'timestamp must be an ISO 8601 date and time.', 'timestamp')
+    const now = this.now().getTime()
+    if (Math.abs(now - sentAt) > this.c.liveness.maxClockSkewMs) {
+      throw new RegistryError('clock_skew', `The timestamp is ${Math.round((sentAt - now) / 1000)} s from the node clock; at most ${this.c.liveness.maxClockSkewMs / 1000} s is accepted.`, 'timestamp')
+    }
+    const signature = parseSignature(frame.signature)
+    if (!signature) throw new RegistryError('signature_invalid', 'signature must be ed25519:<base64 of 64 bytes>.', 'signature')
+    const form = await this.c.verifyHeartbeat(agentId, frame.timestamp, state.publicKey, signature)
+    if (!form) throw new RegistryError('signature_invalid', 'The heartbeat signature does not verify against the entity key (over agent_id followed by timestamp, or the timestamp alone).', 'signature')
+    // The state may have gone (deregistration) while the signature was being checked.
+    if (this.states.get(agentId) !== state) throw new RegistryError('entity_not_found', undefined, 'agent_id')
+    const receivedAt = this.now().getTime()
+    state.last_seen = Math.max(state.last_seen, receivedAt)
+    this.dirty.add(agentId)
+    this.accepted++
+    this.c.bus.publish('agent_heartbeat', { entity_id: agentId, timestamp: frame.timestamp, form })
+    if (!state.active) await this.transition(agentId, state, true, receivedAt)
+    return { type: 'ack', agent_id: agentId, timestamp: frame.timestamp, status: 'active' }
+  }
+
+  private stateOf(entityId: string): State {
+    const state = this.states.get(entityId)
+    if (state) return state
+    const record = this.c.store.getEntity(entityId)
+    if (!record) throw new RegistryError('entity_not_found', `No entity ${entityId} is registered on this node.`, 'agent_id')
+    throw new RegistryError('not_home_registry', `The home registry of ${entityId} is ${record.home_registry}; send its heartbeats there.`, 'agent_id', { home_registry: record.home_registry })
+  }
+
+  /** Whether heartbeats for this entity are accepted here (it exists and its home is this node). */
+  check(entityId: string): void {
+    this.stateOf(entityId)
+  }
+
+  /** Flips every home entity silent for longer than the threshold to inactive. Returns how many. */
+  async sweep(): Promise<number> {
+    const now = this.now().getTime()
+    const silent = [...this.states].filter(([id, s]) => s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(id))
+    await Promise.all(silent.map(([id, s]) => this.transition(id, s, false, now)))
+    return silent.length
+  }
+
+  /**
+   * Commits a status change: the record's status and last_heartbeat, the liveness state and a
+   * node-signed `entity.status` operation, then announces it. One transition per entity at a time.
+   */
+  private transition(entityId: string, state: State, active: boolean, at: number): Promise<void> {
+    const running = this.transitions.get(entityId)
+    if (running) return running
+    const work = (async () => {
+      const next: LivenessRecord = {
+        last_seen: state.last_seen, active, active_since: active ? at : null,
+        active_ms: state.active_ms + (!active && state.active_since !== null ? at - state.active_since : 0), observed_since: state.observed_since
+      }
+      const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
+      const status = active ? 'active' : 'inactive'
+      const changedAt = new Date(at).toISOString()
+      const op = this.statusOperation(entityId, status, lastHeartbeat, changedAt)
+      const committed = await this.c.store.commit(tx => {
+        const record = tx.getEntity(entityId)
+        if (!record) return false
+        tx.putEntity({ ...record, status, last_heartbeat: lastHeartbeat })
+        tx.putLiveness(entityId, next)
+        tx.appendOperation(op)
+        return true
+      })
+      if (!committed || this.states.get(entityId) !== state) return
+      Object.assign(state, next)
+      this.c.bus.publish(active ? 'agent_became_active' : 'agent_became_inactive', { entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt })
+      // What the mesh announces as agent_status (the signed operation is in the store's log).
+      this.c.bus.publish('agent_status', { entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt })
+    })().finally(() => { this.transitions.delete(entityId) })
+    this.transitions.set(entityId, work)
+    return work
+  }
+
+  /** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */
+  private statusOperation(entityId: string, status: 'active' | 'inactive', lastHeartbeat: string | null, changedAt: string): Operation {
+    const body = Buffer.from(canonicalJson({ entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt, registry_id: this.c.identity.registryId }))
+    return sealOperation(this.c.identity, {
+      kind: 'entity.status', subject: entityId, body, path: null,
+      auth: { carrier: 'node', signer: 'node', signature: sign(this.c.identity.keyPair, body), form: 'agent_status' },
+      accepted_at: changedAt, origin: this.c.identity.registryId
+    })
+  }
+
+  /** Writes the last-seen times gathered since the previous flush, in one transaction. */
+  flush(): Promise<void> {
+    this.flushing ??= this.writeBatch().finally(() => { this.flushing = null })
+    return this.flushing
+  }
+
+  private async writeBatch(): Promise<void> {
+    if (this.dirty.size === 0 && this.removed.size === 0) return
+    const batch: [string, LivenessRecord][] = []
+    for (const id of this.dirty) {
+      const s = this.states.get(id)
+      if (s) batch.push([id, { last_seen: s.last_seen, active: s.active, active_since: s.active_since, active_ms: s.active_ms, observed_since: s.observed_since }])
+    }
+    const removed = [...this.removed]
+    this.dirty.clear()
+    this.removed.clear()
+    await this.c.store.commit(tx => {
+      for (const [id, record] of batch) tx.putLiveness(id, record)
+      for (const id of removed) tx.deleteLiveness(id)
+    })
+  }
+
+  private isHome(record: EntityRecord): boolean {
+    return record.home_registry === this.c.settings.host
+  }
+
+  private initialState(record: EntityRecord): LivenessRecord {
+    const registered = Date.parse(record.registered_at)
+    const lastSeen = Math.max(registered, record.last_heartbeat ? Date.parse(record.last_heartbeat) : 0)
+    const active = record.status === 'active'
+    return { last_seen: lastSeen, active, active_since: active ? lastSeen : null, active_ms: 0, observed_since: registered }
+  }
+
+  /** A new registration counts as a sign of life: the spec makes it active at once. */
+  private observe(entityId: string): void {
+    const record = this.c.store.getEntity(entityId)
+    if (!record || !this.isHome(record)) return
+    const state = this.initialState(record)
+    this.states.set(entityId, { ...state, publicKey: parsePublicKey(record.public_key) as Buffer })
+    this.removed.delete(entityId)
+    this.dirty.add(entityId)
+  }
+
+  private forget(entityId: string): void {
+    if (!this.states.delete(entityId)) return
+    this.dirty.delete(entityId)
+    this.removed.add(entityId)
+  }
+}

@@ -1,0 +1,212 @@
+import test from 'ava'
+import WebSocket from 'ws'
+import { sign } from '../../src/identity/keys.js'
+import { agent, developer, specRegistration, type Agent } from '../helpers/identities.js'
+import { http, startTestNode, type TestNode } from '../helpers/node.js'
+
+const dev = developer(61)
+
+/** A WebSocket client that collects the JSON frames it receives. */
+class Client {
+  readonly frames: Record<string, unknown>[] = []
+  private waiters: (() => void)[] = []
+  closed: { code: number; reason: string } | null = null
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', data => {
+      this.frames.push(JSON.parse(data.toString()) as Record<string, unknown>)
+      for (const w of this.waiters.splice(0)) w()
+    })
+    ws.on('close', (code, reason) => { this.closed = { code, reason: reason.toString() }; for (const w of this.waiters.splice(0)) w() })
+  }
+
+  static open(url: string): Promise<Client> {
+    const ws = new WebSocket(url)
+    return new Promise((resolve, reject) => {
+      ws.once('open', () => resolve(new Client(ws)))
+      ws.once('unexpected-response', (_req, res) => {
+        let body = ''
+        res.on('data', (d: Buffer) => { body += d.toString() })
+        res.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body) as unknown })))
+      })
+      ws.once('error', reject)
+    })
+  }
+
+  send(frame: unknown): void { this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)) }
+
+  /** Waits until `count` frames have arrived (in total) and returns them. */
+  async next(count = this.frames.length + 1, timeoutMs = 5000): Promise<Record<string, unknown>[]> {
+    const deadline = Date.now() + timeoutMs
+    while (this.frames.length < count) {
+      if (this.closed) throw new Error(`socket closed ${this.closed.code}`)
+      if (Date.now() > deadline) throw new Error(`timed out waiting for frame ${count}; have ${JSON.stringify(this.frames)}`)
+      await new Promise<void>(resolve => { this.waiters.push(resolve); setTimeout(resolve, 50) })
+    }
+    return this.frames
+  }
+
+  /** Sends and returns the reply. */
+  async call(frame: unknown): Promise<Record<string, unknown>> {
+    const count = this.frames.length + 1
+    this.send(frame)
+    return (await this.next(count))[count - 1] as Record<string, unknown>
+  }
+
+  close(): void { this.ws.close() }
+}
+
+const wsUrl = (n: TestNode, path: string) => n.url.replace(/^http/, 'ws') + path
+const stamp = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z')
+const deployedBeat = (a: Agent, timestamp = stamp()) => ({ timestamp, signature: sign(a.keyPair, timestamp) })
+const specBeat = (a: Agent, timestamp = stamp()) => ({ agent_id: a.agentId, timestamp, signature: sign(a.keyPair, a.agentId + timestamp) })
+
+async function register(n: TestNode, a: Agent, fields: Record<string, unknown> = {}): Promise<void> {
+  const res = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, fields) })
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body))
+}
+
+let n: TestNode
+test.before(async () => {
+  n = await startTestNode({ liveness: { max_entities_per_connection: 3 } })
+  for (const i of [1, 2, 3, 4, 5]) await register(n, agent(dev, i))
+})
+test.after.always(async () => { await n.stop() })
+
+test('per-entity socket: both frame forms are acknowledged', async t => {
+  const a = agent(dev, 1)
+  const c = await Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))
+  const deployed = deployedBeat(a)
+  t.deepEqual(await c.call(deployed), { type: 'ack', agent_id: a.agentId, timestamp: deployed.timestamp, status: 'active' })
+  const spec = specBeat(a, stamp(1000))
+  t.like(await c.call(spec), { type: 'ack', agent_id: a.agentId, timestamp: spec.timestamp })
+  const record = await http(n.url, 'GET', `/v1/entities/${a.agentId}`)
+  t.is(record.body.status, 'active')
+  t.truthy(record.body.last_heartbeat)
+  c.close()
+})
+
+test('per-entity socket: an unknown entity is refused at the upgrade with 404', async t => {
+  const err = await t.throwsAsync(Client.open(wsUrl(n, '/v1/entities/zns:0123456789abcdef0123456789abcdef/ws'))) as Error & { status: number; body: { error: string } }
+  t.is(err.status, 404)
+  t.is(err.body.error, 'entity_not_found')
+})
+
+test('skew, bad signatures and malformed frames get error frames and the socket stays open', async t => {
+  const a = agent(dev, 2)
+  const c = await Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))
+  t.like(await c.call(deployedBeat(a, stamp(-120_000))), { type: 'error', error: 'clock_skew', field: 'timestamp', agent_id: a.agentId })
+  t.like(await c.call(deployedBeat(a, stamp(+120_000))), { type: 'error', error: 'clock_skew' })
+  const forged = deployedBeat(agent(dev, 3))
+  t.like(await c.call(forged), { type: 'error', error: 'signature_invalid', field: 'signature' })
+  t.like(await c.call({ ...deployedBeat(a), signature: 'ed25519:AAAA' }), { type: 'error', error: 'signature_invalid' })
+  t.like(await c.call('not json'), { type: 'error', error: 'heartbeat_invalid' })
+  t.like(await c.call([deployedBeat(a)]), { type: 'error', error: 'heartbeat_invalid' })
+  t.like(await c.call({ signature: 'x' }), { type: 'error', error: 'heartbeat_invalid', field: 'timestamp' })
+  t.like(await c.call({ timestamp: 'yesterday', signature: deployedBeat(a).signature }), { type: 'error', error: 'heartbeat_invalid', field: 'timestamp' })
+  t.like(await c.call({ ...specBeat(agent(dev, 3)) }), { type: 'error', error: 'heartbeat_invalid', field: 'agent_id' }, 'another entity on this socket')
+  t.like(await c.call(deployedBeat(a)), { type: 'ack' })
+  t.is(c.closed, null)
+  c.close()
+})
+
+test('multiplexed socket: per-entity acks and errors, and a cap on entities per connection', async t => {
+  const c = await Client.open(wsUrl(n, '/v1/heartbeat'))
+  const [a3, a4, a5] = [agent(dev, 3), agent(dev, 4), agent(dev, 5)]
+  t.like(await c.call(specBeat(a3)), { type: 'ack', agent_id: a3.agentId })
+  t.like(await c.call(deployedBeat(a3)), { type: 'error', error: 'heartbeat_invalid', field: 'agent_id' }, 'frames must name their entity')
+  // The deployed signature (over the timestamp alone) is accepted when the frame names the entity.
+  t.like(await c.call({ agent_id: a4.agentId, ...deployedBeat(a4) }), { type: 'ack', agent_id: a4.agentId })
+  const unknown = 'zns:0123456789abcdef0123456789abcdef'
+  t.like(await c.call({ ...specBeat(a5), agent_id: unknown }), { type: 'error', error: 'entity_not_found', agent_id: unknown })
+  // A batch in one frame: one reply each.
+  const before = c.frames.length
+  c.send([specBeat(a3, stamp(1000)), specBeat(a5)])
+  const replies = (await c.next(before + 2)).slice(before)
+  t.deepEqual(replies.map(r => [r.type, r.agent_id]).sort(), [['ack', a3.agentId], ['ack', a5.agentId]])
+  // A fourth entity exceeds max_entities_per_connection (3 here).
+  const a1 = agent(dev, 1)
+  t.like(await c.call(specBeat(a1)), { type: 'error', error: 'too_many_entities', agent_id: a1.agentId })
+  c.close()
+})
+
+test('heartbeats only at the home registry: others get an error naming it', async t => {
+  const a = agent(dev, 9)
+  await n.node.store.commit(tx => {
+    const template = tx.getEntity(agent(dev, 1).agentId)!
+    tx.putEntity({ ...template, entity_id: a.agentId, public_key: a.publicKey, home_registry: 'elsewhere.example' })
+  })
+  const c = await Client.open(wsUrl(n, '/v1/heartbeat'))
+  t.like(await c.call(specBeat(a)), { type: 'error', error: 'not_home_registry', home_registry: 'elsewhere.example', agent_id: a.agentId })
+  const refused = await t.throwsAsync(Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))) as Error & { status: number }
+  t.is(refused.status, 421)
+  c.close()
+})
+
+test('a connection that floods is warned, then closed', async t => {
+  const a = agent(dev, 1)
+  const c = await Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))
+  for (let i = 0; i < 60; i++) c.send(deployedBeat(a))
+  const deadline = Date.now() + 5000
+  while (!c.closed && Date.now() < deadline) await new Promise(r => setTimeout(r, 20))
+  t.is(c.closed?.code, 1008)
+  t.true(c.frames.some(f => f.error === 'rate_limited'))
+})
+
+test('a plain GET on a socket path says to upgrade', async t => {
+  const res = await http(n.url, 'GET', '/v1/heartbeat')
+  t.is(res.status, 426)
+  t.is(res.body.error, 'upgrade_required')
+})
+
+test.serial('liveness: active → inactive after silence → active on a heartbeat, with events, signed status operations and search', async t => {
+  const node = await startTestNode({ liveness: { inactive_after_seconds: 0.4, sweep_interval_seconds: 0.1 } })
+  t.teardown(() => node.stop())
+  const a = agent(dev, 11)
+  const events = await Client.open(wsUrl(node, '/v1/ws/activity'))
+  await register(node, a, { name: 'Lighthouse Keeper', summary: 'Keeps the lighthouse lit' })
+  const search = async () => (await http(node.url, 'POST', '/v1/search', { body: { query: 'lighthouse' } })).body.total_found as number
+  t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status, 'active', 'registration makes it active')
+  t.is(await search(), 1)
+
+  const waitFor = async (predicate: () => Promise<boolean> | boolean) => {
+    const deadline = Date.now() + 5000
+    while (!(await predicate())) {
+      if (Date.now() > deadline) throw new Error('condition not reached')
+      await new Promise(r => setTimeout(r, 50))
+    }
+  }
+  await waitFor(async () => (await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status === 'inactive')
+  t.is(await search(), 0, 'search hides inactive entities')
+  t.true(events.frames.some(f => f.type === 'agent_became_inactive' && (f.data as { entity_id: string }).entity_id === a.agentId))
+
+  const c = await Client.open(wsUrl(node, `/v1/entities/${a.agentId}/ws`))
+  t.like(await c.call(deployedBeat(a)), { type: 'ack', status: 'active' })
+  t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status, 'active')
+  t.is(await search(), 1)
+  await waitFor(() => events.frames.some(f => f.type === 'agent_became_active'))
+  t.true(events.frames.some(f => f.type === 'agent_heartbeat'))
+
+  const statusOps = node.node.store.operationsOf(a.agentId).filter(op => op.kind === 'entity.status')
+  t.deepEqual(statusOps.map(op => JSON.parse(Buffer.from(op.body as Uint8Array).toString()).status), ['inactive', 'active'])
+  t.true(statusOps.every(op => op.auth.signer === 'node' && op.origin === node.node.identity.registryId))
+  c.close()
+  events.close()
+})
+
+test.serial('a restart keeps last-seen times and statuses', async t => {
+  const first = await startTestNode({ liveness: { flush_interval_ms: 50 } })
+  const a = agent(dev, 12)
+  await register(first, a)
+  const c = await Client.open(wsUrl(first, `/v1/entities/${a.agentId}/ws`))
+  t.like(await c.call(deployedBeat(a)), { type: 'ack' })
+  c.close()
+  const before = (await http(first.url, 'GET', `/v1/entities/${a.agentId}`)).body
+  await first.stop(true)
+  const second = await startTestNode({}, first.dataDir)
+  t.teardown(() => second.stop())
+  const after = (await http(second.url, 'GET', `/v1/entities/${a.agentId}`)).body
+  t.is(after.last_heartbeat, before.last_heartbeat)
+  t.is(after.status, 'active')
+  t.not(after.last_heartbeat, null)
+})

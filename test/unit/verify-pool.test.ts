@@ -1,0 +1,234 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import test from 'ava'
+import ts from 'typescript'
+import { canonicalJson } from '../../src/identity/canonical-json.js'
+import { parseSignature } from '../../src/identity/encoding.js'
+import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
+import { verifyDeveloperProof, verifyEntityRegistration } from '../../src/identity/verifiers.js'
+import { inlineVerifier, VerifyPool, type SignatureVerifier } from '../../src/identity/verify-pool.js'
+import { developerProofMessage } from '../../src/identity/hd.js'
+import { agent, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
+import { http, startTestNode } from '../helpers/node.js'
+
+const key = keyPairFromSeed(Buffer.alloc(32, 9))
+const other = keyPairFromSeed(Buffer.alloc(32, 10))
+
+interface Case { messages: string[]; signature: Buffer; expected: number }
+
+/** n jobs: every third signs none of its messages, the others sign message i % 3 of three. */
+function cases(n: number): Case[] {
+  const out: Case[] = []
+  for (let i = 0; i < n; i++) {
+    const messages = [`a ${i}`, `b ${i} ${'é'.repeat(i % 7)}`, `{"n":${i}}`]
+    const expected = i % 3 === 2 ? -1 : i % 3
+    const signature = parseSignature(sign(expected === -1 ? other : key, messages[expected === -1 ? 0 : expected]!))!
+    out.push({ messages, signature, expected })
+  }
+  return out
+}
+
+const run = (v: SignatureVerifier, list: Case[]) => Promise.all(list.map(c => v.firstVerifying(key.publicKey, c.signature, c.messages)))
+const turn = () => new Promise(resolve => setImmediate(resolve))
+
+test('the workers answer the first message that verifies, -1 when none does, and -1 for malformed input', async t => {
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0 })
+  try {
+    await pool.start()
+    const sig = parseSignature(sign(key, 'hello'))!
+    t.is(await pool.firstVerifying(key.publicKey, sig, ['nope', 'hello', 'hello']), 1)
+    t.is(await pool.firstVerifying(key.publicKey, sig, [Buffer.from('hello')]), 0, 'bytes as well as strings')
+    t.is(await pool.firstVerifying(key.publicKey, sig, ['nope']), -1)
+    t.is(await pool.firstVerifying(other.publicKey, sig, ['hello']), -1, 'another key')
+    t.is(await pool.firstVerifying(key.publicKey.subarray(1), sig, ['hello']), -1, 'a short key')
+    t.is(await pool.firstVerifying(key.publicKey, sig.subarray(1), ['hello']), -1, 'a short signature')
+    t.is(await pool.firstVerifying(key.publicKey, sig, []), -1)
+    t.is(pool.stats().pooled, 4)
+    t.is(pool.stats().inline, 0)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('the verifiers give the same forms through the pool as inline', async t => {
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0 })
+  try {
+    await pool.start()
+    const body = { name: 'A & B', type: 'agent', category: 'x', entity_url: 'https://a.example', public_key: 'k', tags: ['t'] }
+    for (const signed of [canonicalJson(body), canonicalJson(body).replace('&', '\\u0026')]) {
+      const signature = parseSignature(sign(key, signed))!
+      const inline = await verifyEntityRegistration(body, key.publicKey, signature, inlineVerifier)
+      t.truthy(inline)
+      t.is(await verifyEntityRegistration(body, key.publicKey, signature, pool), inline)
+    }
+    const proof = parseSignature(sign(key, developerProofMessage(other.publicKey, 3)))!
+    t.true(await verifyDeveloperProof(key.publicKey, other.publicKey, 3, proof, pool))
+    t.false(await verifyDeveloperProof(key.publicKey, other.publicKey, 4, proof, pool))
+    t.is(pool.stats().inline, 0)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('many concurrent jobs, valid and invalid, are answered right and travel in batches', async t => {
+  const pool = new VerifyPool({ workers: 2, inlineMaxRate: 0 })
+  try {
+    await pool.start()
+    const list = cases(3000)
+    const results = await run(pool, list)
+    t.deepEqual(results, list.map(c => c.expected))
+    const stats = pool.stats()
+    t.is(stats.pooled, 3000)
+    t.true(stats.batches <= 3000 / 100, `${stats.batches} batches`)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('jobs of one event-loop turn leave together, at most maxBatch to a message', async t => {
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0, maxBatch: 4 })
+  try {
+    await pool.start()
+    t.deepEqual(await run(pool, cases(3)), [0, 1, -1])
+    t.is(pool.stats().batches, 1)
+    t.deepEqual(await run(pool, cases(10)), cases(10).map(c => c.expected))
+    t.is(pool.stats().batches, 1 + 3)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('at a low rate the pool verifies inline and starts no worker', async t => {
+  const pool = new VerifyPool({ workers: 1 })
+  try {
+    for (const c of cases(6)) t.is(await pool.firstVerifying(key.publicKey, c.signature, c.messages), c.expected)
+    await turn()
+    t.like(pool.stats(), { inline: 6, pooled: 0, workersReady: 0 })
+    t.is(pool['slots'].length, 0)
+  } finally {
+    await pool.close()
+  }
+})
+
+test('inline_max_rate: the pool takes over when the rate calls for it', async t => {
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 500 })
+  try {
+    const burst = cases(400)
+    t.deepEqual(await run(pool, burst), burst.map(c => c.expected), 'answered inline while the worker starts')
+    t.true(pool.stats().inline > 0)
+    await pool.start()
+    t.deepEqual(await run(pool, burst), burst.map(c => c.expected))
+    t.true(pool.stats().pooled > 0, JSON.stringify(pool.stats()))
+  } finally {
+    await pool.close()
+  }
+})
+
+test('a worker that dies with jobs in flight: they are verified inline, and a new worker takes its place', async t => {
+  const errors: Error[] = []
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0, onWorkerError: err => errors.push(err) })
+  try {
+    await pool.start()
+    const list = cases(300)
+    const answers = run(pool, list)
+    await turn()
+    t.true(pool['slots'][0]!.load > 0, 'jobs are in flight')
+    void pool['slots'][0]!.worker.terminate()
+    t.deepEqual(await answers, list.map(c => c.expected))
+    t.like(pool.stats(), { workerDeaths: 1, broken: false })
+    t.true(pool.stats().retriedInline > 0)
+    t.deepEqual(await run(pool, list), list.map(c => c.expected), 'the next jobs start a new worker and are answered inline meanwhile')
+    await pool.start()
+    const pooled = pool.stats().pooled
+    t.deepEqual(await run(pool, list), list.map(c => c.expected))
+    t.is(pool.stats().pooled, pooled + list.length, 'the new worker answers')
+  } finally {
+    await pool.close()
+  }
+})
+
+test('workers that crash on every batch: no job hangs, and after three deaths the pool stays inline', async t => {
+  const errors: Error[] = []
+  const workerUrl = new URL('../fixtures/verify-pool/crashing-worker.mjs', import.meta.url)
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0, workerUrl, onWorkerError: err => errors.push(err) })
+  try {
+    const list = cases(30)
+    for (let round = 0; round < 4; round++) {
+      await pool.start()
+      t.deepEqual(await run(pool, list), list.map(c => c.expected), `round ${round}`)
+    }
+    const stats = pool.stats()
+    t.like(stats, { workerDeaths: 3, broken: true, workersReady: 0 })
+    t.true(stats.inline >= list.length, 'the last round was inline')
+    t.true(errors.some(e => /crashed on purpose/.test(e.message)))
+    t.true(errors.some(e => /main thread from now on/.test(e.message)))
+  } finally {
+    await pool.close()
+  }
+})
+
+test('close: jobs in flight still get answers, later jobs verify inline, no worker is left', async t => {
+  const pool = new VerifyPool({ workers: 2, inlineMaxRate: 0 })
+  await pool.start()
+  const list = cases(600)
+  const answers = run(pool, list)
+  await turn()
+  await pool.close()
+  t.deepEqual(await answers, list.map(c => c.expected))
+  t.deepEqual(await run(pool, list.slice(0, 5)), list.slice(0, 5).map(c => c.expected))
+  t.like(pool.stats(), { workersReady: 0, workerDeaths: 0 })
+  t.is(pool['slots'].length, 0)
+})
+
+test('the worker also loads as compiled JavaScript beside the module (the dist/ layout)', async t => {
+  // The four modules the pool needs, transpiled as tsc does for dist/, into a folder without tsx.
+  const dir = await mkdtemp(join(tmpdir(), 'verify-pool-dist-'))
+  try {
+    await writeFile(join(dir, 'package.json'), '{"type":"module"}')
+    for (const name of ['verify-pool', 'verify-worker', 'keys', 'encoding']) {
+      const source = await readFile(new URL(`../../src/identity/${name}.ts`, import.meta.url), 'utf8')
+      const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true } })
+      await writeFile(join(dir, `${name}.js`), outputText)
+    }
+    const compiled = await import(pathToFileURL(join(dir, 'verify-pool.js')).href) as typeof import('../../src/identity/verify-pool.js')
+    const pool = new compiled.VerifyPool({ workers: 1, inlineMaxRate: 0 })
+    try {
+      await pool.start()
+      t.is(pool.stats().workersReady, 1)
+      const list = cases(50)
+      t.deepEqual(await run(pool, list), list.map(c => c.expected))
+      t.is(pool.stats().pooled, 50)
+    } finally {
+      await pool.close()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('a node verifying every write in its pool: register, update, deregister, and rejections', async t => {
+  const n = await startTestNode({ verify: { workers: 1, inline_max_rate: 0 } })
+  try {
+    await (n.node.entities as unknown as { c: { verifier: VerifyPool } }).c.verifier.start()
+    const dev = developer(21)
+    const a = agent(dev, 1)
+    const b = agent(dev, 2)
+    t.is((await http(n.url, 'POST', '/v1/entities', { body: deployedRegistration(dev, a) })).status, 201)
+    t.is((await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, b) })).status, 201)
+    const forged = { ...specRegistration(dev, agent(dev, 3)), summary: 'changed after signing' }
+    t.is((await http(n.url, 'POST', '/v1/entities', { body: forged })).body.error, 'signature_invalid')
+    const c = agent(dev, 4)
+    const badProof = specRegistration(dev, c, { developer_proof: { ...c.proof, signature: agent(dev, 5).proof.signature } })
+    t.is((await http(n.url, 'POST', '/v1/entities', { body: badProof })).body.error, 'developer_proof_invalid')
+    const raw = JSON.stringify({ summary: 'updated' })
+    t.is((await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, { raw, headers: { authorization: `Bearer ${sign(a.keyPair, raw)}` } })).status, 200)
+    t.is((await http(n.url, 'DELETE', `/v1/entities/${b.agentId}`, { headers: { authorization: `Bearer-Dev ${sign(dev.keyPair, b.agentId)}` } })).status, 200)
+    const stats = (n.node.entities as unknown as { c: { verifier: VerifyPool } }).c.verifier.stats()
+    t.true(stats.pooled >= 6, JSON.stringify(stats))
+    t.is(stats.inline, 0)
+  } finally {
+    await n.stop()
+  }
+})
