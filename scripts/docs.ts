@@ -9,6 +9,7 @@ import { envName, SETTINGS } from '../src/config.js'
 import { ERRORS } from '../src/errors.js'
 import { DEVELOPER_LIMITS } from '../src/wire/developers.js'
 import { ENTITY_LIMITS, PRICING_MODELS } from '../src/wire/entities.js'
+import { EVENT_PAYLOADS } from '../src/wire/sockets.js'
 
 const README = fileURLToPath(new URL('../README.md', import.meta.url))
 
@@ -47,7 +48,12 @@ export function generatedSections(): Record<string, string> {
     '| `profile_url` | HTTP(S) URL, at most 2048 characters |',
     '| request body | at most `http.body_limit_bytes` (64 KiB by default) |'
   ].join('\n')
-  return { config, errors, limits }
+  const events = [
+    '| type | emitted by | data |',
+    '|---|---|---|',
+    ...EVENT_PAYLOADS.map(e => `| \`${e.type}\` | ${cell(e.emittedBy)} | ${cell(e.data)} |`)
+  ].join('\n')
+  return { config, errors, limits, events }
 }
 
 export function applySections(readme: string, sections: Record<string, string>): string {

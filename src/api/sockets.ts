@@ -6,7 +6,8 @@
  *   {"type":"ack","agent_id":…,"timestamp":<as sent>,"status":"active"}
  *   {"type":"error","error":<code>,"message":…,"agent_id"?:…,"field"?:…}
  * A bad frame never closes the socket; abuse does: frames over the size cap (uWS closes with
- * 1009), and a connection that keeps sending faster than its rate after warnings (closed 1008).
+ * 1009), a connection that keeps sending faster than its rate after warnings, and one whose last
+ * 50 heartbeats were all rejected (both closed with 1008).
  *
  * Activity (`/v1/ws/activity`): a greeting `{type:"hello", timestamp, data:{registry_id, …}}`,
  * then every bus event as `{type, timestamp, data}`. Each subscriber has a queue of
@@ -50,6 +51,8 @@ interface HeartbeatConnection {
   tokens: number
   refilledAt: number
   warnings: number
+  /** Rejected heartbeats since the last accepted one. */
+  failures: number
   closed: boolean
 }
 
@@ -61,8 +64,9 @@ interface ActivityConnection {
 
 /** Bytes the socket may hold before frames go to the subscriber's queue instead. */
 const SOCKET_HIGH_WATER = 64 * 1024
-/** Rate warnings after which a heartbeat connection is closed. */
+/** Rate warnings, or rejected heartbeats in a row, after which a heartbeat connection is closed. */
 const MAX_WARNINGS = 20
+const MAX_FAILURES_IN_A_ROW = 50
 const IDLE_TIMEOUT_SECONDS = 120
 
 export class Sockets {
@@ -128,7 +132,7 @@ export class Sockets {
   }
 
   private heartbeatConnection(entityId: string | undefined): HeartbeatConnection {
-    return { entityId, entities: new Set(), tokens: this.burst(entityId), refilledAt: performance.now(), warnings: 0, closed: false }
+    return { entityId, entities: new Set(), tokens: this.burst(entityId), refilledAt: performance.now(), warnings: 0, failures: 0, closed: false }
   }
 
   /** Accepts the upgrade with the connection state `accept` returns, or answers its error as JSON. */
@@ -210,6 +214,7 @@ export class Sockets {
     this.c.liveness.heartbeat(frame, conn.entityId).then(
       ack => {
         if (conn.entityId === undefined) conn.entities.add(ack.agent_id)
+        conn.failures = 0
         this.reply(ws, ack)
       },
       (err: unknown) => {
@@ -217,6 +222,11 @@ export class Sockets {
         if (!(err instanceof RegistryError)) this.c.logger.error({ err }, 'heartbeat failed')
         const named = typeof agentId === 'string' ? { agent_id: agentId } : conn.entityId ? { agent_id: conn.entityId } : {}
         this.reply(ws, { type: 'error', ...error.toBody(), ...named })
+        // Every rejected signature cost a verification: a connection that sends only those goes.
+        if (++conn.failures >= MAX_FAILURES_IN_A_ROW && !conn.closed) {
+          conn.closed = true
+          ws.end(1008, 'too many rejected heartbeats')
+        }
       }
     )
   }
