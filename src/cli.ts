@@ -202,6 +202,8 @@ async function start(argv: string[]): Promise<void> {
   const config = await loadConfig({ argv })
   const node = await startRegistryNode(config)
   process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
+  // Testnets bootstrap other nodes from these addresses (--bootstrap <address>).
+  process.stdout.write(node.mesh ? `registry-node p2p ${node.mesh.peerId} at ${node.mesh.addresses().join(' ')}\n` : 'registry-node p2p disabled\n')
   let signals = 0
   const shutdown = (signal: string): void => {
     if (++signals > 1) process.exit(130)

@@ -16,7 +16,7 @@ export interface NodeConfig {
   tls: { cert_file: string }
   verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
   http: { host: string; port: number; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
-  p2p: { port: number; bootstrap: string[] }
+  p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number }
   onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
   rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
   log: { level: LogLevel }
@@ -71,8 +71,12 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'http.body_limit_bytes', kind: 'integer', default: 65536, flag: 'body-limit', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest accepted request body; larger bodies get 413 body_too_large.' },
   { key: 'http.cors_origins', kind: 'list', default: ['*'], flag: 'cors-origins', doc: 'Origins allowed by CORS ("*" for any).' },
   { key: 'http.trusted_proxies', kind: 'list', default: [], flag: 'trusted-proxies', doc: 'Proxy addresses or CIDRs whose X-Forwarded-For is believed; otherwise the socket address is the client.' },
-  { key: 'p2p.port', kind: 'integer', default: 4001, flag: 'p2p-port', min: 0, max: 65535, doc: 'libp2p TCP/WebSocket port (used by the mesh).' },
-  { key: 'p2p.bootstrap', kind: 'list', default: [], flag: 'bootstrap', doc: 'Bootstrap peer multiaddrs (repeatable).' },
+  { key: 'p2p.enabled', kind: 'boolean', default: true, flag: 'p2p', doc: 'Join the mesh (libp2p); --no-p2p runs a stand-alone node.' },
+  { key: 'p2p.host', kind: 'string', default: '0.0.0.0', flag: 'p2p-host', doc: 'Address the libp2p listeners bind to.' },
+  { key: 'p2p.port', kind: 'integer', default: 4001, flag: 'p2p-port', min: 0, max: 65534, doc: 'libp2p TCP port; WebSockets listens on port + 1 (0: both ephemeral).' },
+  { key: 'p2p.bootstrap', kind: 'list', default: [], flag: 'bootstrap', doc: 'Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected (repeatable); end them in /p2p/<peer-id> to pin the peer\'s key.' },
+  { key: 'p2p.announce', kind: 'list', default: [], flag: 'announce', doc: 'Multiaddrs announced to peers instead of the listen addresses, e.g. the public address in front of a NAT (repeatable).' },
+  { key: 'p2p.max_connections', kind: 'integer', default: 100, flag: 'max-connections', min: 1, max: 10_000, doc: 'libp2p connections kept open; beyond it the least valuable are closed.' },
   { key: 'onboarding.mode', kind: 'string', default: 'open', flag: 'mode', choices: ['open', 'restricted'], doc: 'open: anyone may register developers; restricted: an operator approves developers through the admin webhook.' },
   { key: 'onboarding.auth_url', kind: 'string', default: '', flag: 'auth-url', doc: 'Where restricted-mode clients are sent to be approved (reported by /v1/info).' },
   { key: 'onboarding.webhook_secret', kind: 'string', default: '', flag: 'webhook-secret', doc: 'Bearer secret of the admin endpoints.' },

@@ -47,7 +47,9 @@ export const ERRORS = {
   verification_unavailable: { status: 502, message: 'The verification source (DNS or GitHub) could not be reached.' },
   card_unavailable: { status: 502, message: 'The entity\'s card could not be fetched from its entity_url.' },
   card_address_refused: { status: 502, message: 'The entity\'s card URL leads to a private, loopback, link-local or metadata address, which this node does not fetch.' },
+  peer_unreachable: { status: 502, message: 'The peer could not be reached at this address (refused, timed out, or not a registry node\'s libp2p port).' },
   admin_unavailable: { status: 503, message: 'Admin endpoints need restricted mode and a webhook secret.' },
+  mesh_disabled: { status: 503, message: 'This node runs without the mesh (p2p.enabled is false).' },
   shutting_down: { status: 503, message: 'The node is shutting down; retry on another node or later.' }
 } as const satisfies Record<string, { status: number; message: string }>
 

@@ -16,6 +16,8 @@ import { handleRoutes } from './api/routes/handles.js'
 import { nameRoutes } from './api/routes/names.js'
 import { documentationRoutes, nodeRoutes } from './api/routes/node.js'
 import { onboardingRoutes } from './api/routes/onboarding.js'
+import { networkRoutes } from './api/routes/network.js'
+import { adminBearerCheck } from './api/admin-auth.js'
 import { cardRoutes } from './api/routes/cards.js'
 import { searchRoutes } from './api/routes/search.js'
 import { CardFetcher } from './cards/card-fetcher.js'
@@ -31,6 +33,7 @@ import { NODE_VERSION } from './version.js'
 import { Sockets } from './api/sockets.js'
 import { socketRoutes } from './api/routes/sockets.js'
 import { createLogger } from './logger.js'
+import type { Mesh } from './mesh/mesh.js'
 import { EntityCatalog } from './services/catalog.js'
 import { DeveloperService } from './services/developers.js'
 import { EntityService } from './services/entities.js'
@@ -60,6 +63,8 @@ export interface RegistryNode {
   readonly names: NameService
   readonly search: SearchService
   readonly liveness: LivenessService
+  /** The libp2p side of the node; null when p2p.enabled is false. */
+  readonly mesh: Mesh | null
   /** The bound HTTP port (useful with port 0). */
   readonly httpPort: number
   readonly url: string
@@ -74,6 +79,7 @@ export interface NodeOptions {
 }
 
 export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
+  const startedAt = Date.now()
   const logger = options.logger ?? createLogger(config.log.level)
   const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
   const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms })
@@ -132,9 +138,34 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
   }
 
+  let mesh: Mesh | null = null
+  if (config.p2p.enabled) {
+    try {
+      // Loaded only when used: libp2p's ~700 modules take a second or two to import.
+      const { Mesh } = await import('./mesh/mesh.js')
+      mesh = await Mesh.create({
+        seed: identity.keyPair.seed, host: config.p2p.host, port: config.p2p.port, bootstrap: config.p2p.bootstrap,
+        announce: config.p2p.announce, maxConnections: config.p2p.max_connections, bus, logger: logger.child({ component: 'mesh' }),
+        info: () => ({
+          registry_id: identity.registryId, name: config.name, host: config.host, public_key: identity.publicKey, version: NODE_VERSION,
+          entity_count: catalog.count('agent') + catalog.count('service'), agent_count: catalog.count('agent')
+        })
+      })
+      await mesh.start()
+    } catch (err) {
+      await mesh?.stop().catch(() => {})
+      await store.close()
+      await verifier.close()
+      throw err
+    }
+  }
 
   const routes: RouteDefinition[] = [
-    ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => 0 }),
+    ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => mesh?.peers.connectedCount ?? 0 }),
+    ...networkRoutes({
+      mesh, identity, name: config.name, host: config.host, startedAt, checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
+      counts: () => ({ agents: catalog.count('agent'), services: catalog.count('service'), developers: developers.count })
+    }),
     ...entityRoutes(entities, { maxListLimit: config.limits.max_list_limit }),
     ...developerRoutes(developers, entities, { maxListLimit: config.limits.max_list_limit }),
     ...handleRoutes(handles, names),
@@ -183,21 +214,23 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   } catch (err) {
     clearInterval(purgeTimer)
     await liveness.stop()
+    await mesh?.stop()
     await store.close()
     await verifier.close()
     throw err
   }
   const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
   const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
-  logger.info({ url, registry_id: identity.registryId, entities: catalog.size, developers: developers.count }, 'node started')
+  logger.info({ url, registry_id: identity.registryId, peer_id: mesh?.peerId, p2p: mesh?.addresses(), entities: catalog.size, developers: developers.count }, 'node started')
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, mesh, httpPort: port, url,
     stop() {
       stopping ??= (async () => {
         http.close()
         clearInterval(purgeTimer)
+        await mesh?.stop()
         await writes.drain()
         await liveness.stop()
         await search.idle()

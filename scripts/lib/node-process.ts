@@ -29,7 +29,8 @@ export async function spawnNode(args: string[], options: { cwd?: string; env?: N
   const entry = options.entry ?? CLI_FROM_SOURCES
   const child = spawn(process.execPath, [...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
     cwd: options.cwd ?? REPO,
-    env: { ...process.env, ...options.env },
+    // The mesh on loopback and ephemeral ports, so nodes never collide on 4001 (flags still override).
+    env: { REGISTRY_NODE_P2P_HOST: '127.0.0.1', REGISTRY_NODE_P2P_PORT: '0', ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''

@@ -71,5 +71,5 @@ export const EVENT_PAYLOADS: readonly { type: string; emittedBy: string; data: s
   { type: 'search_local', emittedBy: 'POST /v1/search', data: 'query, results, total_found, latency_ms' },
   { type: 'gossip_outgoing, gossip_incoming', emittedBy: 'the mesh (issue 6)', data: 'topic, kind, subject, peer' },
   { type: 'search_outgoing, search_result_incoming', emittedBy: 'federated search (issue 6)', data: 'peer, query, results' },
-  { type: 'peer_connected, peer_disconnected', emittedBy: 'the mesh (issue 6)', data: 'peer_id, address' }
+  { type: 'peer_connected, peer_disconnected', emittedBy: 'the mesh: the first connection to a peer opens, or its last one closes', data: 'peer_id, address (a multiaddr ending in /p2p/<peer_id>)' }
 ]

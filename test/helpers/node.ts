@@ -25,6 +25,9 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): No
   }
   config.http = { ...config.http, host: '127.0.0.1', port: 0, ...(overrides.http ?? {}) }
   config.rate_limit = { ...config.rate_limit, enabled: false, ...(overrides.rate_limit ?? {}) }
+  // The mesh is off unless a test asks for it (p2p: { enabled: true }): importing libp2p costs each test
+  // process 1–2 s (docs/decisions.md). When on, it listens on loopback and ephemeral ports.
+  config.p2p = { ...config.p2p, enabled: false, host: '127.0.0.1', port: 0, ...(overrides.p2p ?? {}) }
   return config
 }
 

@@ -1,0 +1,109 @@
+import { RegistryError } from '../../errors.js'
+import type { NodeIdentity } from '../../identity/node-identity.js'
+import type { Mesh } from '../../mesh/mesh.js'
+import { NODE_VERSION } from '../../version.js'
+import { AddPeerRequest, NetworkStats, NetworkStatus, PeerList, PeerListQuery, PeerView } from '../../wire/network.js'
+import { validate } from '../../wire/validate.js'
+import { json, type RouteDefinition } from '../http.js'
+
+export interface NetworkRouteComponents {
+  /** Null when p2p.enabled is false. */
+  mesh: Mesh | null
+  identity: NodeIdentity
+  name: string
+  host: string
+  counts: () => { agents: number; services: number; developers: number }
+  /** Date.now() when the node started. */
+  startedAt: number
+  /** Throws admin_unavailable or admin_unauthorized. */
+  checkAdmin: (authorization: string | undefined) => void
+}
+
+export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
+  const mesh = (): Mesh => {
+    if (!c.mesh) throw new RegistryError('mesh_disabled')
+    return c.mesh
+  }
+  return [
+    {
+      method: 'GET',
+      path: '/v1/network/peers',
+      summary: 'Connected peers (?all=true adds known peers that disconnected)',
+      tag: 'network',
+      limit: 'read',
+      query: PeerListQuery,
+      responses: { 200: { description: 'peers, connected first', schema: PeerList } },
+      handler: ctx => {
+        const peers = c.mesh?.peers.list(ctx.query.get('all') === 'true') ?? []
+        return json(200, { peers, count: peers.length })
+      }
+    },
+    {
+      method: 'POST',
+      path: '/v1/network/peers',
+      summary: 'Connect to a peer now (admin: Authorization: Bearer <webhook secret>); it is re-dialled while this node runs',
+      tag: 'network',
+      limit: 'read',
+      body: AddPeerRequest,
+      responses: { 201: { description: 'the peer, after hellos and a ping', schema: PeerView } },
+      errors: ['admin_unavailable', 'admin_unauthorized', 'invalid_json', 'validation_failed', 'peer_unreachable', 'mesh_disabled'],
+      handler: async ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        const body = validate(AddPeerRequest, ctx.json())
+        return json(201, await mesh().addPeer(body.address))
+      }
+    },
+    {
+      method: 'GET',
+      path: '/v1/network/status',
+      summary: 'This node in the mesh: identity, libp2p addresses, uptime, peer count, local counts',
+      tag: 'network',
+      limit: 'read',
+      responses: { 200: { description: 'status', schema: NetworkStatus } },
+      handler: () => {
+        const counts = c.counts()
+        return json(200, {
+          registry_id: c.identity.registryId,
+          name: c.name,
+          host: c.host,
+          version: NODE_VERSION,
+          public_key: c.identity.publicKey,
+          peer_id: c.mesh?.peerId ?? null,
+          addresses: c.mesh?.addresses() ?? [],
+          uptime_seconds: Math.floor((Date.now() - c.startedAt) / 1000),
+          mesh: {
+            enabled: c.mesh !== null,
+            peer_count: c.mesh?.peers.connectedCount ?? 0,
+            known_peers: c.mesh?.peers.knownCount ?? 0,
+            gossip_announcements_per_min: 0,
+            dht_mode: c.mesh?.dhtMode ?? null
+          },
+          entities: counts
+        })
+      }
+    },
+    {
+      method: 'GET',
+      path: '/v1/network/stats',
+      summary: 'Network-wide estimates from this node\'s view (itself and its connected peers)',
+      tag: 'network',
+      limit: 'read',
+      responses: { 200: { description: 'estimates', schema: NetworkStats } },
+      handler: () => {
+        const counts = c.counts()
+        const connected = c.mesh?.peers.connectedCount ?? 0
+        const known = c.mesh?.peers.knownCount ?? 0
+        const reported = c.mesh?.peers.reportedCounts() ?? { entities: 0, agents: 0 }
+        return json(200, {
+          estimated_registries: 1 + connected,
+          estimated_entities: counts.agents + counts.services + reported.entities,
+          estimated_agents: counts.agents + reported.agents,
+          mesh_connectivity: known === 0 ? 0 : connected / known,
+          connected_peers: connected,
+          known_peers: known,
+          gossip_announcements_per_min: 0
+        })
+      }
+    }
+  ]
+}

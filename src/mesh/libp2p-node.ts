@@ -1,0 +1,103 @@
+/**
+ * The libp2p node inside each registry node (libp2p 3). Its key is the node's own Ed25519 identity,
+ * so `registry_id` and the PeerId name the same key. Transports: TCP on `port` and WebSockets on
+ * `port + 1` (both ephemeral when `port` is 0); noise; yamux; identify; ping; kad-dht in server mode
+ * under our own protocol; gossipsub with strict signing (topics come with the gossip work). Bootstrap
+ * addresses are dialled by the Mesh.
+ * The factory creates the node stopped; `start()`/`stop()` are libp2p's own.
+ */
+import '../polyfills.js'
+import { noise } from '@chainsafe/libp2p-noise'
+import { yamux } from '@chainsafe/libp2p-yamux'
+import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
+import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
+import { identify, type Identify } from '@libp2p/identify'
+import type { Libp2p } from '@libp2p/interface'
+import { kadDHT, passthroughMapper, type KadDHT } from '@libp2p/kad-dht'
+import { ping, type Ping } from '@libp2p/ping'
+import { tcp } from '@libp2p/tcp'
+import { webSockets } from '@libp2p/websockets'
+import { multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p } from 'libp2p'
+import { WebSocket as WsWebSocket } from 'ws'
+import { NODE_VERSION } from '../version.js'
+
+// Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (STACK.md).
+const g = globalThis as { WebSocket?: unknown }
+g.WebSocket ??= WsWebSocket
+
+export const DHT_PROTOCOL = '/zns/kad/1.0.0'
+
+// A type alias, not an interface: libp2p's ServiceMap constraint needs the implicit index signature.
+export type MeshServices = {
+  identify: Identify
+  ping: Ping
+  dht: KadDHT
+  pubsub: GossipSub
+}
+
+export type MeshLibp2p = Libp2p<MeshServices>
+
+export interface Libp2pNodeOptions {
+  /** The node's 32-byte Ed25519 seed (the same key as its registry identity). */
+  seed: Uint8Array
+  /** Listen address for TCP and WebSockets (0.0.0.0, ::, 127.0.0.1 …). */
+  host: string
+  /** TCP port; WebSockets listens on port + 1. 0: both ephemeral. */
+  port: number
+  /** Multiaddrs dialled at start and kept connected (by the Mesh, not @libp2p/bootstrap, which needs /p2p/ and dials once). */
+  bootstrap: readonly string[]
+  /** Multiaddrs announced instead of the listen addresses (a public address behind NAT). */
+  announce: readonly string[]
+  maxConnections: number
+  /** kad-dht protocol id. */
+  dhtProtocol?: string
+}
+
+function listenAddresses(host: string, port: number): string[] {
+  const family = host.includes(':') ? 'ip6' : 'ip4'
+  return [`/${family}/${host}/tcp/${port}`, `/${family}/${host}/tcp/${port === 0 ? 0 : port + 1}/ws`]
+}
+
+/** Throws a readable error for a malformed multiaddr in the configuration. */
+function checkMultiaddrs(setting: string, list: readonly string[]): void {
+  for (const text of list) {
+    try {
+      multiaddr(text)
+    } catch (err) {
+      throw new Error(`${setting}: ${JSON.stringify(text)} is not a multiaddr (${(err as Error).message})`)
+    }
+  }
+}
+
+export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<MeshLibp2p> {
+  if (options.port > 65534) throw new Error('p2p.port must leave port + 1 free for WebSockets (at most 65534)')
+  checkMultiaddrs('p2p.bootstrap', options.bootstrap)
+  checkMultiaddrs('p2p.announce', options.announce)
+  return createLibp2p<MeshServices>({
+    start: false,
+    privateKey: await generateKeyPairFromSeed('Ed25519', options.seed),
+    nodeInfo: { name: 'registry-node', version: NODE_VERSION, userAgent: `registry-node/${NODE_VERSION}` },
+    addresses: {
+      listen: listenAddresses(options.host, options.port),
+      ...(options.announce.length > 0 ? { announce: [...options.announce] } : {})
+    },
+    transports: [tcp(), webSockets()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    connectionManager: { maxConnections: options.maxConnections },
+    services: {
+      identify: identify(),
+      // Our peer book, kad-dht and libp2p's connection monitor all ping: the default of one outbound
+      // ping stream per connection makes them fail each other.
+      ping: ping({ maxOutboundStreams: 4, maxInboundStreams: 4 }),
+      dht: kadDHT({
+        protocol: options.dhtProtocol ?? DHT_PROTOCOL,
+        clientMode: false,
+        // The default mapper drops loopback and LAN addresses, which empties routing tables on testnets.
+        peerInfoMapper: passthroughMapper
+      }),
+      pubsub: gossipsub({ globalSignaturePolicy: 'StrictSign', allowPublishToZeroTopicPeers: true })
+    }
+  })
+}

@@ -1,0 +1,143 @@
+/**
+ * The mesh door of a node: the libp2p node, peer bookkeeping, and the dialler that keeps the
+ * bootstrap peers (and peers an operator added) connected. Gossip of operations, sync, federated
+ * search and DHT lookups build on this in later slices.
+ */
+import { isIPv4, isIPv6 } from 'node:net'
+import type { Connection } from '@libp2p/interface'
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
+import type { Logger } from 'pino'
+import { invalidField, RegistryError } from '../errors.js'
+import type { EventBus } from '../events/bus.js'
+import type { HelloMessage, PeerView } from '../wire/network.js'
+import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
+import { PeerBook } from './peers.js'
+
+export interface MeshOptions extends Libp2pNodeOptions {
+  bus: EventBus
+  logger: Logger
+  info: () => HelloMessage
+  /** Ping round period (default 30 s). */
+  pingIntervalMs?: number
+  /** Hello refresh period, which updates peers' counts (default 5 min). */
+  helloIntervalMs?: number
+  /** How often bootstrap and operator-added peers are re-dialled while disconnected (default 30 s). */
+  redialIntervalMs?: number
+  /** Time limit of one dial (default 10 s). */
+  dialTimeoutMs?: number
+}
+
+/** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
+const MAX_PINNED = 100
+
+/** `host:port` (the spec's form) or a multiaddr → a multiaddr. */
+export function parsePeerAddress(address: string): Multiaddr {
+  const text = address.trim()
+  if (text.startsWith('/')) {
+    try {
+      return multiaddr(text)
+    } catch (err) {
+      throw invalidField('address', `not a multiaddr (${(err as Error).message})`)
+    }
+  }
+  const m = /^(?:\[([^\]]+)\]|([^:/\s]+)):(\d{1,5})$/.exec(text)
+  const port = Number(m?.[3])
+  const host = m?.[1] ?? m?.[2]
+  if (!m || !host || port < 1 || port > 65535) throw invalidField('address', 'expected a multiaddr (/ip4/…/tcp/…) or host:port')
+  const proto = isIPv4(host) ? 'ip4' : isIPv6(host) ? 'ip6' : 'dns'
+  return multiaddr(`/${proto}/${host}/tcp/${port}`)
+}
+
+export class Mesh {
+  readonly peers: PeerBook
+  private readonly pinned = new Set<string>()
+  /** The peer each pinned address without /p2p/ turned out to be. */
+  private readonly learned = new Map<string, string>()
+  private redialTimer: NodeJS.Timeout | null = null
+  private readonly log: Logger
+
+  private constructor(readonly libp2p: MeshLibp2p, private readonly o: MeshOptions) {
+    this.log = o.logger
+    this.peers = new PeerBook({
+      libp2p, bus: o.bus, logger: o.logger, info: o.info,
+      pingIntervalMs: o.pingIntervalMs ?? 30_000,
+      helloIntervalMs: o.helloIntervalMs ?? 300_000
+    })
+    for (const address of o.bootstrap) this.pinned.add(address)
+  }
+
+  static async create(options: MeshOptions): Promise<Mesh> {
+    return new Mesh(await createLibp2pNode(options), options)
+  }
+
+  async start(): Promise<void> {
+    await this.peers.start()
+    await this.libp2p.start()
+    // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
+    void this.redial()
+    this.redialTimer = setInterval(() => { void this.redial() }, this.o.redialIntervalMs ?? 30_000).unref()
+  }
+
+  async stop(): Promise<void> {
+    if (this.redialTimer) clearInterval(this.redialTimer)
+    this.redialTimer = null
+    await this.peers.stop()
+    await this.libp2p.stop()
+  }
+
+  get peerId(): string {
+    return this.libp2p.peerId.toString()
+  }
+
+  /** Addresses peers can dial (announce addresses when configured), each ending in /p2p/<peer-id>. */
+  addresses(): string[] {
+    return this.libp2p.getMultiaddrs().map(ma => ma.toString())
+  }
+
+  get dhtMode(): 'client' | 'server' {
+    return this.libp2p.services.dht.getMode()
+  }
+
+  /**
+   * Dials an address now, exchanges hellos and pings; the address is re-dialled while this node runs.
+   * Throws `validation_failed` for a malformed address and `peer_unreachable` when the dial fails.
+   */
+  async addPeer(address: string): Promise<PeerView> {
+    const ma = parsePeerAddress(address)
+    let connection: Connection
+    try {
+      connection = await this.dial(ma)
+    } catch (err) {
+      throw new RegistryError('peer_unreachable', `Could not connect to ${ma.toString()}: ${(err as Error).message}`)
+    }
+    if (this.pinned.size < this.o.bootstrap.length + MAX_PINNED) {
+      this.pinned.add(ma.toString())
+      this.learned.set(ma.toString(), connection.remotePeer.toString())
+    }
+    try {
+      return await this.peers.admit(connection)
+    } catch (err) {
+      throw new RegistryError('peer_unreachable', `Connected to ${ma.toString()}, but the peer went away: ${(err as Error).message}`)
+    }
+  }
+
+  private dial(ma: Multiaddr): Promise<Connection> {
+    return this.libp2p.dial(ma, { signal: AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000) })
+  }
+
+  /** Dials each bootstrap or operator-added address whose peer is not connected. */
+  private async redial(): Promise<void> {
+    const connected = new Set(this.libp2p.getConnections().map(c => c.remotePeer.toString()))
+    await Promise.allSettled([...this.pinned].map(async address => {
+      const ma = multiaddr(address)
+      const peerId = ma.getComponents().findLast(c => c.name === 'p2p')?.value ?? this.learned.get(address)
+      if (peerId && connected.has(peerId)) return
+      try {
+        const connection = await this.dial(ma)
+        this.learned.set(address, connection.remotePeer.toString())
+      } catch (err) {
+        this.log.debug({ err, address }, 'bootstrap dial failed')
+      }
+    }))
+  }
+}

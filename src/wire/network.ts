@@ -1,0 +1,113 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { Nullable, PublicKey, Timestamp } from './common.js'
+
+const RegistryId = Type.String({ pattern: '^zns:registry:[0-9a-f]{32}$', description: 'zns:registry:<32 hex>' })
+const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
+
+export const HELLO_LIMITS = { name: 128, host: 253, version: 64, messageBytes: 8192 } as const
+
+/**
+ * The message of `/zns/hello/1.0.0` (protocols/README.md): what each side tells the other about itself.
+ * Unknown members are ignored, so later versions may add some.
+ */
+export const HelloMessage = Type.Object(
+  {
+    registry_id: RegistryId,
+    name: Type.String({ maxLength: HELLO_LIMITS.name }),
+    host: Type.String({ maxLength: HELLO_LIMITS.host }),
+    public_key: PublicKey,
+    version: Type.String({ maxLength: HELLO_LIMITS.version }),
+    entity_count: Count,
+    agent_count: Count
+  },
+  { $id: 'HelloMessage' }
+)
+export type HelloMessage = Static<typeof HelloMessage>
+
+export const AddPeerRequest = Type.Object(
+  {
+    address: Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      description: 'a multiaddr (/ip4/203.0.113.7/tcp/4001, ending in /p2p/<peer-id> to pin the peer\'s key) or host:port (TCP)',
+      example: '/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWLrbV4uahCbi7oKp1VhGNx5mMaKuMDT7WmAKX8LbQu2Dt'
+    })
+  },
+  {
+    $id: 'AddPeerRequest',
+    description: 'Other members (name, registry_id, public_key in the spec\'s form) are accepted and ignored: the peer\'s own hello, checked against its key, is what the node records.'
+  }
+)
+export type AddPeerRequest = Static<typeof AddPeerRequest>
+
+export const PeerView = Type.Object(
+  {
+    peer_id: Type.String({ description: 'libp2p PeerId (12D3KooW…), derived from the peer\'s Ed25519 key' }),
+    address: Nullable(Type.String({ description: 'a multiaddr the peer can be dialled at, ending in /p2p/<peer_id>' })),
+    addresses: Type.Array(Type.String(), { description: 'listen addresses the peer reported through identify' }),
+    name: Nullable(Type.String({ description: 'self-declared (from its hello)' })),
+    host: Nullable(Type.String({ description: 'self-declared (from its hello); proven only by a later registry-proof tier' })),
+    registry_id: Nullable(RegistryId),
+    public_key: Nullable(PublicKey),
+    version: Nullable(Type.String()),
+    agent_count: Nullable(Count),
+    entity_count: Nullable(Count),
+    latency_ms: Nullable(Type.Number({ description: 'last ping round trip' })),
+    health: Type.Union([Type.Literal('healthy'), Type.Literal('degraded'), Type.Literal('disconnected')], {
+      description: 'healthy: connected and the last ping answered; degraded: connected but the last ping failed or none answered yet; disconnected: no open connection'
+    }),
+    connected: Type.Boolean(),
+    direction: Nullable(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
+    connected_at: Nullable(Timestamp),
+    last_seen: Timestamp,
+    verification_tier: Type.Union([Type.Literal('unverified'), Type.Literal('peer-id')], {
+      description: 'peer-id: the hello\'s registry_id and public_key are those of the key the connection authenticated; unverified: no hello yet, or one that does not match. Registry-proof and mesh attestation tiers come later.'
+    })
+  },
+  { $id: 'Peer' }
+)
+export type PeerView = Static<typeof PeerView>
+
+export const PeerList = Type.Object(
+  { peers: Type.Array(PeerView), count: Type.Integer() },
+  { $id: 'PeerList' }
+)
+
+export const PeerListQuery = Type.Object({
+  all: Type.Optional(Type.String({ description: 'true: also list known peers that are no longer connected' }))
+})
+
+export const NetworkStatus = Type.Object(
+  {
+    registry_id: Type.String(),
+    name: Type.String(),
+    host: Type.String(),
+    version: Type.String(),
+    public_key: Type.String(),
+    peer_id: Nullable(Type.String({ description: 'null when the mesh is disabled' })),
+    addresses: Type.Array(Type.String(), { description: 'libp2p multiaddrs peers can dial (announce addresses when set)' }),
+    uptime_seconds: Type.Integer(),
+    mesh: Type.Object({
+      enabled: Type.Boolean(),
+      peer_count: Type.Integer({ description: 'connected peers' }),
+      known_peers: Type.Integer({ description: 'connected or seen recently' }),
+      gossip_announcements_per_min: Type.Number({ description: '0 until gossip of operations exists' }),
+      dht_mode: Nullable(Type.String())
+    }),
+    entities: Type.Object({ agents: Type.Integer(), services: Type.Integer(), developers: Type.Integer() })
+  },
+  { $id: 'NetworkStatus' }
+)
+
+export const NetworkStats = Type.Object(
+  {
+    estimated_registries: Type.Integer({ description: 'this node + its connected peers (a lower bound until gossip and the DHT widen the view)' }),
+    estimated_entities: Type.Integer({ description: 'our entities + the counts connected peers reported in their hello' }),
+    estimated_agents: Type.Integer(),
+    mesh_connectivity: Type.Number({ description: 'connected peers / known peers, 0 to 1 (0 when none are known)' }),
+    connected_peers: Type.Integer(),
+    known_peers: Type.Integer(),
+    gossip_announcements_per_min: Type.Number({ description: '0 until gossip of operations exists' })
+  },
+  { $id: 'NetworkStats' }
+)
