@@ -93,7 +93,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     authUrl: config.onboarding.auth_url,
     tombstoneRetentionMs: config.tombstones.retention_days * 86_400_000
   }
-  const verifier = new VerifyPool({ workers: config.verify.workers, inlineMaxRate: config.verify.inline_max_rate, onWorkerError: err => logger.error({ err }, 'signature verification worker failed') })
+  const verifier = new VerifyPool({ workers: config.verify.workers, inlineMaxRate: config.verify.inline_max_rate, prestart: true, onWorkerError: err => logger.error({ err }, 'signature verification worker failed') })
   const base = { store, identity, bus, catalog, writes, settings, verifier, ...(options.now ? { now: options.now } : {}) }
   const v = config.verification
   const ownership = new OwnershipVerifier({ dnsServers: v.dns_servers, githubApiUrl: v.github_api_url, githubCaFile: v.github_ca_file, timeoutMs: v.timeout_ms }, options.txtResolver)

@@ -5,14 +5,22 @@
  *
  * - Inline below `inlineMaxRate` signatures per second while nothing is queued in the pool; at or
  *   above it, or while the pool still has jobs in flight, jobs go to the workers. Measured on the
- *   2-core development machine (a 600-byte message): a verify costs the main thread 120–150 µs
- *   inline; through the pool 33 µs with one job per event-loop turn, 17 µs with two, 7 µs with
- *   sixteen; a lone job answers in 0.15 ms inline and 0.26 ms through a worker (p50). Below the
- *   default 500/s inline costs at most about 7 % of a core and answers sooner; above it the hop pays.
- *   Workers start on the first need (a node that never sees load starts none); until one is
+ *   2-core development machine (a 600-byte message): a verify costs the main thread 130–150 µs
+ *   inline, 3–9 µs through the pool (9 with one job per event-loop turn, 3 with sixteen); a lone
+ *   job answers in 0.11–0.15 ms inline and 0.23–0.26 ms through a worker (p50). Below the default
+ *   500/s inline costs at most about 7 % of a core and answers sooner; above it the hop pays.
+ *   Workers start with the pool (`prestart`, as the node does: a worker takes 20–50 ms of CPU
+ *   to start from dist/, 200–250 ms from the sources under tsx, and starting one only when load
+ *   arrives lengthened the first seconds of a burst) or else on the first need; until one is
  *   ready, verification stays inline.
- * - Jobs queued during one event-loop turn leave together (setImmediate), packed into one
- *   transferred ArrayBuffer per worker, so the postMessage cost is paid per batch, not per job.
+ * - Jobs leave as soon as a worker has room (at most two batches in flight each, so a worker
+ *   never waits for the main thread), packed into one transferred ArrayBuffer per batch. While
+ *   every worker is full, jobs accumulate and each answer sends them on as one batch: batches grow
+ *   with the load, and the postMessage cost is paid per batch, not per job.
+ * - Answers are read from memory shared with the worker at the end of the event-loop turn that
+ *   sent the batch (setImmediate) when the worker has finished by then; otherwise on its message.
+ *   A message is only handled in a later turn, after the requests that turn brings: under load
+ *   that is 10–30 ms added to every verification. (Sending at the end of the turn, too, added one.)
  * - Each worker caches public KeyObjects (keys.ts), as the main thread does.
  * - A worker that dies takes nothing with it: its jobs are verified inline and it is replaced;
  *   after three deaths in a row without an answer in between the pool stays inline for good.
@@ -22,7 +30,7 @@
  */
 import { Worker } from 'node:worker_threads'
 import { verifyRaw } from './keys.js'
-import { VERIFY_WORKER, type VerifyWorkerReply, type VerifyWorkerRequest } from './verify-worker.js'
+import { sharedViews, VERIFY_WORKER, type VerifyWorkerData, type VerifyWorkerReply, type VerifyWorkerRequest } from './verify-worker.js'
 
 export type SignedMessage = string | Uint8Array
 
@@ -51,6 +59,8 @@ export interface VerifyPoolOptions {
   maxBatch?: number
   /** Told when a worker fails (the jobs it held are verified inline). */
   onWorkerError?: (err: Error) => void
+  /** Starts the workers now (in the background) rather than on the first need. */
+  prestart?: boolean
   /** Replaces the worker entry (tests). */
   workerUrl?: URL
 }
@@ -59,6 +69,8 @@ export interface VerifyPoolStats {
   inline: number
   pooled: number
   batches: number
+  /** Batches whose answers were read in the turn that sent them, without waiting for the message. */
+  answeredSameTurn: number
   /** Jobs of dead workers, verified inline instead. */
   retriedInline: number
   workerDeaths: number
@@ -70,6 +82,7 @@ export const DEFAULT_INLINE_MAX_RATE = 500
 const DEFAULT_MAX_BATCH = 256
 const RATE_WINDOW_MS = 250
 const MAX_CONSECUTIVE_DEATHS = 3
+const MAX_BATCHES_IN_FLIGHT = 2
 
 interface Job {
   publicKey: Buffer
@@ -84,7 +97,12 @@ interface Slot {
   dead: boolean
   /** Jobs sent and not yet answered. */
   load: number
+  /** Batches in flight by id; ids count up from 1 per worker. */
   batches: Map<number, Job[]>
+  sent: number
+  collected: number
+  finished: Int32Array
+  results: Int16Array
 }
 
 export class VerifyPool implements SignatureVerifier {
@@ -94,19 +112,20 @@ export class VerifyPool implements SignatureVerifier {
   private readonly slots: Slot[] = []
   private queued: Job[] = []
   private flushScheduled = false
-  private nextBatchId = 1
+  private checkScheduled = false
   private closed = false
   private broken = false
   private consecutiveDeaths = 0
   private windowStart = performance.now()
   private windowCount = 0
   private lastRate = 0
-  private readonly counts = { inline: 0, pooled: 0, batches: 0, retriedInline: 0, workerDeaths: 0 }
+  private readonly counts = { inline: 0, pooled: 0, batches: 0, answeredSameTurn: 0, retriedInline: 0, workerDeaths: 0 }
 
   constructor(private readonly options: VerifyPoolOptions) {
     this.size = Math.max(0, Math.floor(options.workers))
     this.inlineMaxRate = options.inlineMaxRate ?? DEFAULT_INLINE_MAX_RATE
     this.maxBatch = Math.max(1, options.maxBatch ?? DEFAULT_MAX_BATCH)
+    if (options.prestart) this.spawnMissing()
   }
 
   firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): Promise<number> {
@@ -118,9 +137,10 @@ export class VerifyPool implements SignatureVerifier {
     this.counts.pooled++
     return new Promise(resolve => {
       this.queued.push({ publicKey, signature, messages, resolve })
+      // After the current task: the jobs a request submits together leave together.
       if (!this.flushScheduled) {
         this.flushScheduled = true
-        setImmediate(() => this.flush())
+        queueMicrotask(() => this.flush())
       }
     })
   }
@@ -176,26 +196,49 @@ export class VerifyPool implements SignatureVerifier {
   }
 
   private spawn(): Slot {
-    const worker = spawnVerifyWorker(this.options.workerUrl)
-    const slot: Slot = { worker, ready: false, dead: false, load: 0, batches: new Map() }
+    const data: VerifyWorkerData = { kind: VERIFY_WORKER, shared: new SharedArrayBuffer(4 + 4 * this.maxBatch), maxBatch: this.maxBatch }
+    const worker = spawnVerifyWorker(data, this.options.workerUrl)
+    const slot: Slot = { worker, ready: false, dead: false, load: 0, batches: new Map(), sent: 0, collected: 0, ...sharedViews(data) }
     worker.unref()
     worker.on('message', (reply: VerifyWorkerReply) => {
-      if (reply.type === 'ready') { slot.ready = true; return }
-      const jobs = slot.batches.get(reply.id)
-      if (!jobs) return
-      slot.batches.delete(reply.id)
-      slot.load -= jobs.length
-      if (slot.load === 0) worker.unref()
-      this.consecutiveDeaths = 0
-      const results = new Int16Array(reply.results)
-      for (let i = 0; i < jobs.length; i++) (jobs[i] as Job).resolve(results[i] ?? -1)
+      if (reply.type === 'ready') slot.ready = true
+      else if (this.collect(slot) > 0 && this.queued.length > 0) this.flush()
     })
     worker.on('error', err => this.options.onWorkerError?.(err))
     worker.on('exit', () => this.died(slot))
     return slot
   }
 
+  /** Answers the jobs of every batch the worker has finished; how many batches that was. */
+  private collect(slot: Slot): number {
+    const finished = Atomics.load(slot.finished, 0)
+    if (slot.collected >= finished) return 0
+    const before = slot.collected
+    while (slot.collected < finished) {
+      const id = ++slot.collected
+      const jobs = slot.batches.get(id)
+      if (!jobs) continue
+      slot.batches.delete(id)
+      slot.load -= jobs.length
+      const base = (id % 2) * this.maxBatch
+      for (let i = 0; i < jobs.length; i++) (jobs[i] as Job).resolve(slot.results[base + i] ?? -1)
+    }
+    if (slot.load === 0) slot.worker.unref()
+    this.consecutiveDeaths = 0
+    return finished - before
+  }
+
+  /** End of a turn that sent batches: answers what the workers have finished already. */
+  private readonly check = (): void => {
+    this.checkScheduled = false
+    let answered = 0
+    for (const slot of this.slots) answered += this.collect(slot)
+    this.counts.answeredSameTurn += answered
+    if (answered > 0 && this.queued.length > 0) this.flush()
+  }
+
   private died(slot: Slot): void {
+    this.collect(slot)
     slot.dead = true
     slot.ready = false
     const index = this.slots.indexOf(slot)
@@ -205,6 +248,8 @@ export class VerifyPool implements SignatureVerifier {
     slot.load = 0
     for (const job of orphans) job.resolve(firstVerifyingInline(job.publicKey, job.signature, job.messages))
     this.counts.retriedInline += orphans.length
+    // Jobs waiting for room go to the other workers, or inline when none is left.
+    if (this.queued.length > 0) this.flush()
     if (this.closed) return
     this.counts.workerDeaths++
     if (++this.consecutiveDeaths >= MAX_CONSECUTIVE_DEATHS) {
@@ -213,30 +258,42 @@ export class VerifyPool implements SignatureVerifier {
     }
   }
 
+  /** Sends queued jobs to workers with room; what finds none waits for the next answer. */
   private flush(): void {
     this.flushScheduled = false
-    const jobs = this.queued
-    this.queued = []
-    if (jobs.length === 0) return
+    if (this.queued.length === 0) return
     const ready = this.slots.filter(s => s.ready)
     if (ready.length === 0) {
+      const jobs = this.queued
+      this.queued = []
       this.counts.retriedInline += jobs.length
       for (const job of jobs) job.resolve(firstVerifyingInline(job.publicKey, job.signature, job.messages))
       return
     }
-    // Spread a large turn over the workers, least loaded first; a small one goes whole.
-    const chunk = Math.min(this.maxBatch, Math.max(16, Math.ceil(jobs.length / ready.length)))
-    for (let start = 0; start < jobs.length; start += chunk) {
+    const open = ready.filter(s => s.batches.size < MAX_BATCHES_IN_FLIGHT)
+    if (open.length === 0) return
+    const jobs = this.queued
+    // Spread the queue over the workers with room, least loaded first.
+    const chunk = Math.min(this.maxBatch, Math.ceil(jobs.length / open.length))
+    let start = 0
+    while (start < jobs.length) {
+      let slot: Slot | undefined
+      for (const s of open) if (s.batches.size < MAX_BATCHES_IN_FLIGHT && (slot === undefined || s.load < slot.load)) slot = s
+      if (slot === undefined) break
       const part = jobs.slice(start, start + chunk)
-      let slot = ready[0] as Slot
-      for (const s of ready) if (s.load < slot.load) slot = s
-      const id = this.nextBatchId++
+      start += part.length
+      const id = ++slot.sent
       const batch = encodeBatch(part)
       slot.batches.set(id, part)
       if (slot.load === 0) slot.worker.ref()
       slot.load += part.length
       this.counts.batches++
       slot.worker.postMessage({ id, batch } satisfies VerifyWorkerRequest, [batch])
+    }
+    this.queued = jobs.slice(start)
+    if (!this.checkScheduled) {
+      this.checkScheduled = true
+      setImmediate(this.check)
     }
   }
 }
@@ -279,8 +336,8 @@ export function encodeBatch(jobs: readonly Pick<Job, 'publicKey' | 'signature' |
  * A worker running verify-worker: the compiled .js beside this module, or, when this module is
  * itself TypeScript run through tsx, the .ts loaded with tsx's API inside the worker.
  */
-function spawnVerifyWorker(url?: URL): Worker {
-  const options = { workerData: VERIFY_WORKER, execArgv: [] as string[] }
+function spawnVerifyWorker(workerData: VerifyWorkerData, url?: URL): Worker {
+  const options = { workerData, execArgv: [] as string[] }
   const fromSources = import.meta.url.endsWith('.ts')
   const entry = url ?? new URL(fromSources ? './verify-worker.ts' : './verify-worker.js', import.meta.url)
   if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options)
