@@ -134,10 +134,11 @@ const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 const seconds = (ms: number) => (ms / 1000).toFixed(1)
 
 /** Resident and peak resident memory of a process, MiB (Linux /proc). */
-async function memory(pid: number): Promise<{ rss: number; hwm: number }> {
+async function memory(pid: number): Promise<{ rss: number; hwm: number; anon: number; file: number }> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8')
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
-  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024 }
+  // RssFile is mostly the LMDB file mapped into memory: page cache the kernel can drop, not heap.
+  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024, anon: kib('RssAnon') / 1024, file: kib('RssFile') / 1024 }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ async function main(): Promise<void> {
   const mixed = await runQueries(base, i => (Object.values(makers)[i % 4] as QueryMaker)(i), Q * 2, concurrency, 2 * Q)
   report('mixed_qps', (mixed.client.length / mixed.seconds).toFixed(0), `queries/s (${concurrency} connections, the four kinds in turn)`)
   const afterQueries = await memory(pid())
-  report('node_rss', afterQueries.rss.toFixed(0), 'MiB')
+  report('node_rss', afterQueries.rss.toFixed(0), `MiB (anonymous ${afterQueries.anon.toFixed(0)} MiB, file-backed ${afterQueries.file.toFixed(0)} MiB: the mapped LMDB file)`)
   report('node_rss_peak', afterQueries.hwm.toFixed(0), 'MiB (VmHWM, includes the load)')
   readAgent.destroy()
 
@@ -380,7 +381,7 @@ async function main(): Promise<void> {
   report('restart_all_searchable', (full / 1000).toFixed(2), 's (spawn until search counts every entity)')
   report('restart_semantic_ready', semanticReady === Infinity ? 'never' : (semanticReady / 1000).toFixed(2), `s (spawn until ${probes.length} probe entities, the last in LMDB order among them, have vectors)`)
   const restarted = await memory(node.child.pid!)
-  report('node_rss_after_restart', restarted.rss.toFixed(0), 'MiB')
+  report('node_rss_after_restart', restarted.rss.toFixed(0), `MiB (anonymous ${restarted.anon.toFixed(0)} MiB, file-backed ${restarted.file.toFixed(0)} MiB)`)
   report('node_rss_peak_until_listening', atListening.hwm.toFixed(0), 'MiB (VmHWM when "listening on" was printed: LMDB read and text index)')
   report('node_rss_peak_after_restart', restarted.hwm.toFixed(0), 'MiB (VmHWM, includes embedding the whole store)')
   restartAgent.destroy()
