@@ -42,6 +42,7 @@ export const ERRORS = {
   not_home_registry: { status: 421, message: 'This node is not the entity\'s home registry; send its heartbeats to the home registry.' },
   too_many_entities: { status: 429, message: 'This connection already carries heartbeats for as many entities as one connection may.' },
   unsupported_media_type: { status: 415, message: 'Send the body as application/json.' },
+  overloaded: { status: 503, message: 'The node has too many heartbeats waiting for verification; retry later.' },
   rate_limited: { status: 429, message: 'Too many requests; retry after the time in Retry-After.' },
   internal_error: { status: 500, message: 'Internal error.' },
   verification_unavailable: { status: 502, message: 'The verification source (DNS or GitHub) could not be reached.' },

@@ -53,6 +53,8 @@ interface HeartbeatConnection {
   warnings: number
   /** Rejected heartbeats since the last accepted one. */
   failures: number
+  /** Heartbeats of this connection still being verified. */
+  inFlight: number
   closed: boolean
 }
 
@@ -67,11 +69,19 @@ const SOCKET_HIGH_WATER = 64 * 1024
 /** Rate warnings, or rejected heartbeats in a row, after which a heartbeat connection is closed. */
 const MAX_WARNINGS = 20
 const MAX_FAILURES_IN_A_ROW = 50
+/**
+ * Heartbeats waiting for verification, per connection (× the entities it may carry) and for the
+ * whole node. Beyond them a heartbeat is refused with `overloaded` before any signature work, so
+ * a flood cannot build a queue that delays every valid heartbeat behind it.
+ */
+const IN_FLIGHT_PER_ENTITY = 2
+const MAX_IN_FLIGHT = 4096
 const IDLE_TIMEOUT_SECONDS = 120
 
 export class Sockets {
   private readonly activity = new Set<WebSocket<ActivityConnection>>()
   private readonly heartbeatSockets = new Set<WebSocket<HeartbeatConnection>>()
+  private inFlight = 0
   private unsubscribe: (() => void) | null = null
   droppedEvents = 0
 
@@ -132,7 +142,7 @@ export class Sockets {
   }
 
   private heartbeatConnection(entityId: string | undefined): HeartbeatConnection {
-    return { entityId, entities: new Set(), tokens: this.burst(entityId), refilledAt: performance.now(), warnings: 0, failures: 0, closed: false }
+    return { entityId, entities: new Set(), tokens: this.burst(entityId), refilledAt: performance.now(), warnings: 0, failures: 0, inFlight: 0, closed: false }
   }
 
   /** Accepts the upgrade with the connection state `accept` returns, or answers its error as JSON. */
@@ -211,13 +221,23 @@ export class Sockets {
         return
       }
     }
+    const connectionLimit = IN_FLIGHT_PER_ENTITY * (conn.entityId === undefined ? this.c.limits.maxEntitiesPerConnection : 1)
+    if (conn.inFlight >= connectionLimit || this.inFlight >= MAX_IN_FLIGHT) {
+      this.reply(ws, { type: 'error', ...new RegistryError('overloaded').toBody(), ...(typeof agentId === 'string' ? { agent_id: agentId } : {}) })
+      return
+    }
+    conn.inFlight++
+    this.inFlight++
+    const settled = (): void => { conn.inFlight--; this.inFlight-- }
     this.c.liveness.heartbeat(frame, conn.entityId).then(
       ack => {
+        settled()
         if (conn.entityId === undefined) conn.entities.add(ack.agent_id)
         conn.failures = 0
         this.reply(ws, ack)
       },
       (err: unknown) => {
+        settled()
         const error = err instanceof RegistryError ? err : new RegistryError('internal_error')
         if (!(err instanceof RegistryError)) this.c.logger.error({ err }, 'heartbeat failed')
         const named = typeof agentId === 'string' ? { agent_id: agentId } : conn.entityId ? { agent_id: conn.entityId } : {}

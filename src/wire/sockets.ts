@@ -29,7 +29,7 @@ export type HeartbeatAck = Static<typeof HeartbeatAck>
 export const SocketError = Type.Object(
   {
     type: Type.Literal('error'),
-    error: Type.String({ description: 'a code of the error table: heartbeat_invalid, clock_skew, signature_invalid, entity_not_found, not_home_registry, too_many_entities, rate_limited' }),
+    error: Type.String({ description: 'a code of the error table: heartbeat_invalid, clock_skew, signature_invalid, entity_not_found, not_home_registry, too_many_entities, rate_limited, overloaded' }),
     message: Type.String(),
     agent_id: Type.Optional(Type.String()),
     field: Type.Optional(Type.String()),
