@@ -41,7 +41,7 @@ for (const style of ['openai', 'ollama'] as const) {
   test(`${style}: batches, keeps order, normalises; failures are errors, never zero vectors`, async t => {
     const stub = await startEmbeddingServer(style)
     try {
-      const embedder = new HttpEmbedder({ url: stub.url, model: 'toy', style, dimension: DIM, timeoutMs: 300, batchSize: 2 })
+      const embedder = new HttpEmbedder({ url: stub.url, model: 'toy', style, dimension: DIM, timeoutMs: 2000, batchSize: 2 })
       const texts = ['abc', 'hello world', 'zzz', 'translate', 'b']
       const vectors = await embedder.embed(texts)
       t.is(stub.requests, 3, 'five texts in batches of two')
@@ -56,7 +56,7 @@ for (const style of ['openai', 'ollama'] as const) {
       stub.mode = 'wrong-dim'
       await t.throwsAsync(embedder.embed(['x']), { message: /not 8 numbers/ })
       stub.mode = 'slow'
-      await t.throwsAsync(embedder.embed(['x']), { message: /no answer within 300 ms/ })
+      await t.throwsAsync(embedder.embed(['x']), { message: /no answer within 2000 ms/ })
     } finally {
       await stub.close()
     }
