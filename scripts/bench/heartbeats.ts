@@ -36,15 +36,19 @@
  * so the state change measured here is the in-memory last-seen update, not a status transition.
  *
  * Segments and phases. The run is split into segments of continuous valid load, each signed for
- * its own timeline and followed by a drain (until every valid heartbeat of the segment has its
- * ack, at most --drain seconds, then until the node is idle), so that a flood's backlog does not
- * spill into what is measured next:
+ * its own timeline and followed by a drain (until every valid heartbeat of the segment has been
+ * answered, at most --drain seconds, then until the node is idle), so that a flood's backlog does
+ * not spill into what is measured next; a flood segment whose node did not drain gets the next
+ * flood a fresh node (registered and connected again, its setup figures prefixed node2_):
  *   baseline: warmup (--warmup s) · steady (--seconds)
  *   flood_a_segment: pre_a (5 s; the flood connections open) · flood_a (--flood-seconds) · recovery_a (15 s)
  *   flood_b_segment: pre_b · flood_b · recovery_b, the same.
  * Beats belong to the phase they were sent in.
- * Per phase: heartbeats sent, acks received per second, errors by code, latency p50/p95/p99/max
- * (beats never acknowledged count as infinitely late and are counted), the node's CPU
+ * Per phase: heartbeats sent, acks received per second, latency p50/p95/p99/max over all sent
+ * beats (a beat answered with an error frame, e.g. `overloaded`, or not answered at all has no
+ * latency: a percentile landing on one prints "not acknowledged"; both are counted, errors by
+ * code; an error frame names the entity, not the beat, so it is put on the entity's oldest
+ * unanswered beat), the node's CPU
  * (/proc utime+stime of the whole process; 200% = both cores), split by thread (/proc/<pid>/task:
  * the main thread, the busiest other one, which under load is the verification worker, and the
  * rest), CPU per ack, and RSS; the client's CPU, its event-loop delay and how late it sent (so a
@@ -492,6 +496,8 @@ interface Segment {
   wallAtT0: number
   sendTimes: Float64Array
   ackTimes: Float64Array
+  /** When an error frame answered the beat (it names the entity, not the beat: see markError). */
+  errorTimes: Float64Array
 }
 
 const fmt = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : x === Infinity ? 'never' : 'n/a')
@@ -606,7 +612,13 @@ async function main(): Promise<void> {
       if (e !== undefined && seg) {
         const k = Math.round((Date.parse(m.timestamp!) - seg.wallT0 - offsets[e]!) / periodMs)
         const index = e * seg.beats + k
-        if (k >= 0 && k < seg.beats && seg.sendTimes[index]! > 0 && seg.ackTimes[index] === 0) { seg.ackTimes[index] = now; return }
+        if (k >= 0 && k < seg.beats && seg.sendTimes[index]! > 0 && seg.ackTimes[index] === 0) {
+          seg.ackTimes[index] = now
+          // An error frame was put on this beat, but it answered another one.
+          const misplaced = seg.errorTimes[index]!
+          if (misplaced > 0) { seg.errorTimes[index] = 0; markError(seg, e, misplaced) }
+          return
+        }
       }
       strayFrames++
     } else {
@@ -614,6 +626,15 @@ async function main(): Promise<void> {
       const bucket = errorsByPhase.get(key) ?? {}
       errorsByPhase.set(key, bucket)
       bucket[m.error ?? 'unknown'] = (bucket[m.error ?? 'unknown'] ?? 0) + 1
+      const e = m.agent_id === undefined ? undefined : idIndex.get(m.agent_id)
+      if (e !== undefined && seg) markError(seg, e, now)
+    }
+  }
+  /** An error frame names the entity only: it is put on the entity's oldest beat still unanswered. */
+  const markError = (s: Segment, e: number, at: number): void => {
+    for (let k = 0; k < s.beats; k++) {
+      const index = e * s.beats + k
+      if (s.sendTimes[index]! > 0 && s.ackTimes[index] === 0 && s.errorTimes[index] === 0) { s.errorTimes[index] = at; return }
     }
   }
   let closing = false
@@ -739,7 +760,7 @@ async function main(): Promise<void> {
     if (startLag > 20_000) throw new Error(`signing overran its estimate by ${startLag} ms; timestamps would be stale`)
 
     const T0 = performance.now()
-    const current: Segment = { phases, durationMs: D, beats: K, wallT0, T0, wallAtT0: Date.now(), sendTimes: new Float64Array(N * K), ackTimes: new Float64Array(N * K) }
+    const current: Segment = { phases, durationMs: D, beats: K, wallT0, T0, wallAtT0: Date.now(), sendTimes: new Float64Array(N * K), ackTimes: new Float64Array(N * K), errorTimes: new Float64Array(N * K) }
     seg = current
     const samples: Sample[] = []
     const loops = phases.map(() => ({ delay: monitorEventLoopDelay({ resolution: 5 }), lateMax: 0, late10: 0 }))
@@ -788,9 +809,9 @@ async function main(): Promise<void> {
       tick()
     })
     await ended
-    // Drain: the last acks (and the node's backlog) before anything else is measured.
+    // Drain: the last answers (and the node's backlog) before anything else is measured.
     const drainStarted = performance.now()
-    const unacked = (): number => { let n = 0; for (let i = 0; i < total; i++) if (current.sendTimes[i]! > 0 && current.ackTimes[i] === 0) n++; return n }
+    const unacked = (): number => { let n = 0; for (let i = 0; i < total; i++) if (current.sendTimes[i]! > 0 && current.ackTimes[i] === 0 && current.errorTimes[i] === 0) n++; return n }
     while (unacked() > 0 && performance.now() - drainStarted < drainMs) await sleep(250)
     const drainS = (performance.now() - drainStarted) / 1000
     const stillUnacked = unacked()
@@ -811,6 +832,7 @@ async function main(): Promise<void> {
       const latencies: number[] = []
       let sent = 0
       let lost = 0
+      let rejected = 0
       let acksIn = 0
       for (let index = 0; index < total; index++) {
         const sentAt = current.sendTimes[index]!
@@ -818,13 +840,15 @@ async function main(): Promise<void> {
         if (ack >= from && ack < to) acksIn++
         if (sentAt === 0 || sentAt < from || sentAt >= to) continue
         sent++
-        if (ack === 0) { lost++; latencies.push(Infinity) } else latencies.push(ack - sentAt)
+        if (ack > 0) latencies.push(ack - sentAt)
+        else { latencies.push(Infinity); if (current.errorTimes[index]! > 0) rejected++; else lost++ }
       }
       latencies.sort((x, y) => x - y)
       const seconds = (p.end - p.start) / 1000
       const wall = (b.perf - a.perf) / 1000
       const nodeCpu = ((b.nodeCpu - a.nodeCpu) / wall) * 100
-      const q = (x: number) => { const v = percentile(latencies, x); return v === Infinity ? `unacknowledged (> ${fmt((T0 + D - to) / 1000 + drainS, 0)} s)` : fmt(v, 1) }
+      // Beats answered with an error, or not at all, have no latency: a percentile that lands on them says so.
+      const q = (x: number) => { const v = percentile(latencies, x); return v === Infinity ? 'not acknowledged (rejected, or no answer)' : fmt(v, 1) }
       const n = p.name
       report(`${n}_sent`, sent, `valid heartbeats in ${fmt(seconds, 0)} s`)
       report(`${n}_ack_rate`, fmt(acksIn / seconds, 0), 'acks/s received in the phase')
@@ -832,9 +856,10 @@ async function main(): Promise<void> {
       report(`${n}_latency_p95`, q(0.95), 'ms')
       report(`${n}_latency_p99`, q(0.99), 'ms')
       report(`${n}_latency_max`, q(1), 'ms')
-      report(`${n}_unacknowledged`, lost, `valid heartbeats without an ack ${fmt(drainS, 0)} s after the segment`)
+      report(`${n}_rejected`, rejected, 'valid heartbeats answered with an error frame')
+      report(`${n}_unanswered`, lost, `valid heartbeats without any answer ${fmt((T0 + D - to) / 1000 + drainS, 0)} s after they were sent`)
       const errs = errorsByPhase.get(n)
-      report(`${n}_valid_errors`, errs ? list(errs) : 0, '(error frames on the valid sockets)')
+      report(`${n}_valid_errors`, errs ? list(errs) : 0, '(error frames received on the valid sockets during the phase)')
       report(`${n}_node_cpu`, fmt(nodeCpu, 0), `% of one core = ${fmt(nodeCpu / 2, 0)}% of the machine (headroom ${fmt(100 - nodeCpu / 2, 0)}% of the machine, ${fmt(100 - nodeCpu, 0)}% of one core)`)
       const perThread = [...b.threads].map(([tid, sec]) => ({ tid, share: ((sec - (a.threads.get(tid) ?? 0)) / wall) * 100 }))
       const main = perThread.find(x => x.tid === pid)?.share ?? NaN
@@ -868,7 +893,7 @@ async function main(): Promise<void> {
       }
       results.set(n, { phase: p, from: a, to: b, latencies, ackRate: acksIn / seconds, nodeCpu, ...(f ? { flood: f } : {}) })
     }
-    report(`${label}_drain`, fmt(drainS, 1), `s until every valid heartbeat of the segment was acknowledged (${stillUnacked} still unacknowledged; the limit is --drain ${args.drain} s)`)
+    report(`${label}_drain`, fmt(drainS, 1), `s until every valid heartbeat of the segment was answered (${stillUnacked} still unanswered; the limit is --drain ${args.drain} s)`)
     report(`${label}_node_idle_after`, idleAfter === Infinity ? 'not within 60' : fmt(idleAfter / 1000, 1), 's more until the node was idle')
     for (const e of checked) {
       for (let k = K - 1; k >= 0; k--) {
@@ -935,7 +960,7 @@ async function main(): Promise<void> {
     if (!r) continue
     const v = percentile(r.latencies, 0.99)
     const st = r.flood
-    report(`g5_flood_${f}_valid_p99`, `${v === Infinity ? 'unacknowledged' : fmt(v)} ${v <= 250 ? '≤' : '>'} 250`, `ms (flood sent at ${st ? fmt(st.sent / (st.sendingMs / 1000) / rate, 1) : '?'} × the valid rate; valid acks ${fmt(r.ackRate, 0)}/s)`)
+    report(`g5_flood_${f}_valid_p99`, `${v === Infinity ? 'not acknowledged' : fmt(v)} ${v <= 250 ? '≤' : '>'} 250`, `ms (flood sent at ${st ? fmt(st.sent / (st.sendingMs / 1000) / rate, 1) : '?'} × the valid rate; valid acks ${fmt(r.ackRate, 0)}/s)`)
   }
 
   // Shutdown, then the profiles.
