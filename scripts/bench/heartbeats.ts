@@ -6,7 +6,7 @@
  *   npm run bench:heartbeats -- [--entities 15000] [--rate 5000] [--seconds 30] [--warmup 5]
  *       [--entity-sockets N/7.5] [--mux-sockets ⌈rest/13⌉ | --per-mux 13] [--entity-form deployed|spec]
  *       [--flood a,b|a|b|none] [--flood-seconds 20] [--flood-factor 10] [--flood-a-sockets 10]
- *       [--flood-b-sockets auto] [--flood-batch 10] [--no-reconnect] [--drain 120] [--profile]
+ *       [--flood-b-sockets auto] [--flood-batch 10] [--flood-address 127.0.0.2] [--no-reconnect] [--drain 120] [--profile]
  *       [--node-arg=--flag ...] [--node-src DIR] [--workers 2] [--connections 32]
  *
  * Setup (not measured). A node on a temporary data directory with `--no-rate-limit` (only so the
@@ -62,7 +62,10 @@
  * delay the valid client): heartbeats for registered entities, with the current timestamp and a
  * well-formed Ed25519 signature by a wrong key (random bytes would often fail the S < L check
  * without a full verify; a real attacker sends a signature that costs one), on multiplexed sockets,
- * `--flood-batch` heartbeats per WebSocket frame (an array, which the node accepts there). The
+ * `--flood-batch` heartbeats per WebSocket frame (an array, which the node accepts there), from
+ * the local address `--flood-address` (127.0.0.2 by default: another host, as an attacker's would
+ * be; 127.0.0.1 puts it on the valid clients' address, which shares the node's per-address budget
+ * for connections on probation with them). The
  * offered flood rate is `--flood-factor` × `--rate`:
  *   (a) `--flood-a-sockets` connections, each far over its 50 frames/s; a connection the node
  *       closes is reopened at once (an attacker would; `--no-reconnect` to stop) and its share
@@ -193,8 +196,8 @@ function ask<T>(worker: Worker, job: SignRequest): Promise<T> {
 
 const WS_OPTIONS = { perMessageDeflate: false, skipUTF8Validation: true } as const
 
-function openSocket(url: string): Promise<WebSocket> {
-  const ws = new WebSocket(url, WS_OPTIONS)
+function openSocket(url: string, localAddress?: string): Promise<WebSocket> {
+  const ws = new WebSocket(url, { ...WS_OPTIONS, ...(localAddress ? { localAddress } : {}) })
   return new Promise((resolve, reject) => {
     ws.once('open', () => resolve(ws))
     ws.once('error', reject)
@@ -207,13 +210,13 @@ function openSocket(url: string): Promise<WebSocket> {
 }
 
 /** Opens every URL, `concurrency` handshakes at a time; `onOpen` runs before the next one starts. */
-async function openAll(urls: readonly string[], concurrency: number, onOpen: (ws: WebSocket, i: number) => void): Promise<WebSocket[]> {
+async function openAll(urls: readonly string[], concurrency: number, onOpen: (ws: WebSocket, i: number) => void, localAddress?: string): Promise<WebSocket[]> {
   const sockets = new Array<WebSocket>(urls.length)
   let next = 0
   await Promise.all(Array.from({ length: Math.min(concurrency, urls.length) }, async () => {
     while (next < urls.length) {
       const i = next++
-      const ws = await openSocket(urls[i]!)
+      const ws = await openSocket(urls[i]!, localAddress)
       onOpen(ws, i)
       sockets[i] = ws
     }
@@ -224,7 +227,7 @@ async function openAll(urls: readonly string[], concurrency: number, onOpen: (ws
 // ---------------------------------------------------------------------------------------------
 // The flood: a child process (this file with --flood-child) driven over IPC.
 
-interface FloodPlan { mode: 'a' | 'b'; url: string; sockets: number; rate: number; batch: number; reconnect: boolean }
+interface FloodPlan { mode: 'a' | 'b'; url: string; sockets: number; rate: number; batch: number; reconnect: boolean; address: string }
 type FloodCommand = ({ cmd: 'init'; ids: string[] }) | ({ cmd: 'prepare' } & FloodPlan) | { cmd: 'go' } | { cmd: 'stop' } | { cmd: 'collect' } | { cmd: 'exit' }
 
 interface FloodStats {
@@ -288,7 +291,7 @@ async function floodChild(): Promise<void> {
   }
   const url = () => `${plan!.url.replace(/^http/, 'ws')}/v1/heartbeat`
   const reopen = (c: number): void => {
-    openSocket(url()).then(ws => {
+    openSocket(url(), plan!.address).then(ws => {
       if (collecting || !running) { ws.terminate(); return }
       stats!.reconnects++
       attach(ws, c)
@@ -355,7 +358,7 @@ async function floodChild(): Promise<void> {
         }
         const started = performance.now()
         sockets = new Array<WebSocket | null>(msg.sockets).fill(null)
-        void openAll(Array.from({ length: msg.sockets }, url), 100, (ws, c) => { attach(ws, c); sockets[c] = ws }).then(() => {
+        void openAll(Array.from({ length: msg.sockets }, url), 100, (ws, c) => { attach(ws, c); sockets[c] = ws }, msg.address).then(() => {
           stats!.openMs = performance.now() - started
           ready = true
           send({ type: 'ready', openMs: stats!.openMs })
@@ -520,6 +523,7 @@ async function main(): Promise<void> {
       'flood-a-sockets': { type: 'string', default: '10' },
       'flood-b-sockets': { type: 'string' },
       'flood-batch': { type: 'string', default: '10' },
+      'flood-address': { type: 'string', default: '127.0.0.2' },
       'no-reconnect': { type: 'boolean', default: false },
       drain: { type: 'string', default: '120' },
       connections: { type: 'string', default: '32' },
@@ -770,7 +774,7 @@ async function main(): Promise<void> {
       const starting = phases[i]
       if (ending?.role === 'flood') tell({ cmd: 'stop' })
       if (ending?.role === 'recovery') tell({ cmd: 'collect' })
-      if (starting?.role === 'prep') tell({ cmd: 'prepare', mode: starting.flood!, url: node.url, rate: floodRate, batch: floodBatch, reconnect: !args['no-reconnect'], sockets: floodSockets[starting.flood!] })
+      if (starting?.role === 'prep') tell({ cmd: 'prepare', mode: starting.flood!, url: node.url, rate: floodRate, batch: floodBatch, reconnect: !args['no-reconnect'], sockets: floodSockets[starting.flood!], address: args['flood-address'] })
       if (starting?.role === 'flood') tell({ cmd: 'go' })
       if (ending) loops[i - 1]!.delay.disable()
       if (starting) loops[i]!.delay.enable()
@@ -877,7 +881,7 @@ async function main(): Promise<void> {
       const f = p.role === 'flood' ? floodStats[p.flood!] : undefined
       if (f) {
         const sendingS = f.sendingMs / 1000
-        report(`${n}_flood_sockets`, f.sockets, `multiplexed connections (opened in ${fmt(f.openMs / 1000, 1)} s), ${floodBatch} heartbeats per frame, ${fmt(floodRate / f.sockets, f.mode === 'a' ? 0 : 1)}/s each (the node allows ${connectionRate}/s per connection, bursts of ${connectionRate * 10})`)
+        report(`${n}_flood_sockets`, f.sockets, `multiplexed connections (opened in ${fmt(f.openMs / 1000, 1)} s), ${floodBatch} heartbeats per frame, ${fmt(floodRate / f.sockets, f.mode === 'a' ? 0 : 1)}/s each (the node allows ${connectionRate}/s per connection, bursts of ${connectionRate * 10}), from ${args['flood-address']}`)
         report(`${n}_flood_offered`, f.offered, `invalid heartbeats (${fmt(f.offered / sendingS, 0)}/s over ${fmt(sendingS, 1)} s)`)
         report(`${n}_flood_sent`, f.sent, `invalid heartbeats (${fmt(f.sent / sendingS, 0)}/s = ${fmt(f.sent / sendingS / rate, 1)} × the valid rate)`)
         report(`${n}_flood_skipped`, f.skippedClosed + f.skippedBackpressure, `invalid heartbeats not sent (${f.skippedClosed} on a closed socket, ${f.skippedBackpressure} on one with > 1 MiB unsent)`)

@@ -9,6 +9,16 @@
  * 1009), a connection that keeps sending faster than its rate after warnings, and one whose last
  * 50 heartbeats were all rejected (both closed with 1008).
  *
+ * Admission to verification. A signature check is the one costly step, and a flood of invalid
+ * signatures can offer more than the node can verify (from connections within their rates, or
+ * reopened as fast as they are closed). So connections are told apart by their record: one that
+ * has had a heartbeat accepted and none rejected for `PROBATION_MS` is proven; any other is on
+ * probation. Proven connections share a large budget of heartbeats awaiting verification; those on
+ * probation a small one, `MAX_PROBATION_IN_FLIGHT`, of which one remote address may hold
+ * `MAX_PROBATION_IN_FLIGHT_PER_ADDRESS`. A heartbeat over its budget is answered `overloaded` at
+ * once, and the rest of its array frame is dropped. A flood thus gets the verification capacity
+ * the proven load leaves, and waits in front of a valid heartbeat for at most the small budget.
+ *
  * Activity (`/v1/ws/activity`): a greeting `{type:"hello", timestamp, data:{registry_id, …}}`,
  * then every bus event as `{type, timestamp, data}`. Each subscriber has a queue of
  * `queueLimit` frames on top of a small socket buffer; when both are full its events are dropped
@@ -20,6 +30,7 @@ import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSo
 import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import type { EventBus, RegistryEvent } from '../events/bus.js'
+import type { VerifyPriority } from '../identity/verify-pool.js'
 import type { LivenessService } from '../services/liveness.js'
 import { JSON_CONTENT_TYPE } from './http.js'
 
@@ -55,6 +66,12 @@ interface HeartbeatConnection {
   failures: number
   /** Heartbeats of this connection still being verified. */
   inFlight: number
+  /** Heartbeats accepted on this connection. */
+  accepted: number
+  /** When a heartbeat of this connection was last rejected (performance.now()). */
+  rejectedAt: number
+  /** Its peer's address, for the per-address budget of connections on probation. */
+  address: string
   closed: boolean
 }
 
@@ -76,12 +93,23 @@ const MAX_FAILURES_IN_A_ROW = 50
  */
 const IN_FLIGHT_PER_ENTITY = 2
 const MAX_IN_FLIGHT = 4096
+/** How long a connection stays on probation after a rejected heartbeat. */
+const PROBATION_MS = 10_000
+/**
+ * Heartbeats of connections on probation awaiting verification: 128 is about 17 ms of one
+ * worker's verification, the most a flood can add to a valid heartbeat's wait.
+ */
+const MAX_PROBATION_IN_FLIGHT = 128
+const MAX_PROBATION_IN_FLIGHT_PER_ADDRESS = 32
+const OVERLOADED = new RegistryError('overloaded').toBody()
 const IDLE_TIMEOUT_SECONDS = 120
 
 export class Sockets {
   private readonly activity = new Set<WebSocket<ActivityConnection>>()
   private readonly heartbeatSockets = new Set<WebSocket<HeartbeatConnection>>()
   private inFlight = 0
+  private probationInFlight = 0
+  private readonly probationByAddress = new Map<string, number>()
   private unsubscribe: (() => void) | null = null
   droppedEvents = 0
 
@@ -96,7 +124,7 @@ export class Sockets {
       idleTimeout: IDLE_TIMEOUT_SECONDS,
       upgrade: (res, req, context) => {
         const entityId = decodeURIComponent(req.getParameter(0) ?? '')
-        this.upgrade(res, req, context, () => { this.c.liveness.check(entityId); return this.heartbeatConnection(entityId) })
+        this.upgrade(res, req, context, () => { this.c.liveness.check(entityId); return this.heartbeatConnection(entityId, res) })
       },
       open: ws => { this.heartbeatSockets.add(ws) },
       message: (ws, message) => this.onHeartbeatMessage(ws, message),
@@ -106,7 +134,7 @@ export class Sockets {
       compression: uWS.DISABLED,
       maxPayloadLength: limits.maxFrameBytes * limits.maxEntitiesPerConnection,
       idleTimeout: IDLE_TIMEOUT_SECONDS,
-      upgrade: (res, req, context) => this.upgrade(res, req, context, () => this.heartbeatConnection(undefined)),
+      upgrade: (res, req, context) => this.upgrade(res, req, context, () => this.heartbeatConnection(undefined, res)),
       open: ws => { this.heartbeatSockets.add(ws) },
       message: (ws, message) => this.onHeartbeatMessage(ws, message),
       close: ws => { ws.getUserData().closed = true; this.heartbeatSockets.delete(ws) }
@@ -141,8 +169,12 @@ export class Sockets {
     return { heartbeat: this.heartbeatSockets.size, activity: this.activity.size }
   }
 
-  private heartbeatConnection(entityId: string | undefined): HeartbeatConnection {
-    return { entityId, entities: new Set(), tokens: this.burst(entityId), refilledAt: performance.now(), warnings: 0, failures: 0, inFlight: 0, closed: false }
+  private heartbeatConnection(entityId: string | undefined, res: HttpResponse): HeartbeatConnection {
+    // A new connection may send two seconds' worth at once (at least 10 frames), not the full
+    // burst: a flood that reopens every connection the node closes gains little from each.
+    const tokens = Math.min(this.burst(entityId), Math.max(10, 2 * this.rate(entityId)))
+    const address = Buffer.from(res.getRemoteAddressAsText()).toString('latin1')
+    return { entityId, entities: new Set(), tokens, refilledAt: performance.now(), warnings: 0, failures: 0, inFlight: 0, accepted: 0, rejectedAt: -Infinity, address, closed: false }
   }
 
   /** Accepts the upgrade with the connection state `accept` returns, or answers its error as JSON. */
@@ -187,8 +219,7 @@ export class Sockets {
     // The multiplexed socket also takes an array of frames (one per entity).
     const frames = conn.entityId === undefined && Array.isArray(parsed) ? parsed : [parsed]
     for (const frame of frames) {
-      if (!this.takeToken(ws, conn)) return
-      this.handleFrame(ws, conn, frame)
+      if (!this.takeToken(ws, conn) || !this.handleFrame(ws, conn, frame)) return
     }
   }
 
@@ -209,39 +240,40 @@ export class Sockets {
     return false
   }
 
-  private handleFrame(ws: WebSocket<HeartbeatConnection>, conn: HeartbeatConnection, frame: unknown): void {
+  /** Handles one heartbeat; false when the node is overloaded and the rest of the frame is dropped. */
+  private handleFrame(ws: WebSocket<HeartbeatConnection>, conn: HeartbeatConnection, frame: unknown): boolean {
     if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) {
       this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid').toBody() })
-      return
+      return true
     }
     const agentId = (frame as { agent_id?: unknown }).agent_id
+    const named = typeof agentId === 'string' ? { agent_id: agentId } : conn.entityId !== undefined ? { agent_id: conn.entityId } : {}
     if (conn.entityId === undefined && typeof agentId === 'string' && !conn.entities.has(agentId)) {
       if (conn.entities.size >= this.c.limits.maxEntitiesPerConnection) {
-        this.reply(ws, { type: 'error', ...new RegistryError('too_many_entities', `One connection carries at most ${this.c.limits.maxEntitiesPerConnection} entities.`, 'agent_id').toBody(), agent_id: agentId })
-        return
+        this.reply(ws, { type: 'error', ...new RegistryError('too_many_entities', `One connection carries at most ${this.c.limits.maxEntitiesPerConnection} entities.`, 'agent_id').toBody(), ...named })
+        return true
       }
     }
-    const connectionLimit = IN_FLIGHT_PER_ENTITY * (conn.entityId === undefined ? this.c.limits.maxEntitiesPerConnection : 1)
-    if (conn.inFlight >= connectionLimit || this.inFlight >= MAX_IN_FLIGHT) {
-      this.reply(ws, { type: 'error', ...new RegistryError('overloaded').toBody(), ...(typeof agentId === 'string' ? { agent_id: agentId } : {}) })
-      return
+    const admission = this.admit(conn)
+    if (!admission) {
+      this.reply(ws, { type: 'error', ...OVERLOADED, ...named })
+      return false
     }
-    conn.inFlight++
-    this.inFlight++
-    const settled = (): void => { conn.inFlight--; this.inFlight-- }
-    this.c.liveness.heartbeat(frame, conn.entityId).then(
+    const { settled, priority } = admission
+    this.c.liveness.heartbeat(frame, conn.entityId, priority).then(
       ack => {
         settled()
         if (conn.entityId === undefined) conn.entities.add(ack.agent_id)
         conn.failures = 0
+        conn.accepted++
         this.reply(ws, ack)
       },
       (err: unknown) => {
         settled()
         const error = err instanceof RegistryError ? err : new RegistryError('internal_error')
         if (!(err instanceof RegistryError)) this.c.logger.error({ err }, 'heartbeat failed')
-        const named = typeof agentId === 'string' ? { agent_id: agentId } : conn.entityId ? { agent_id: conn.entityId } : {}
         this.reply(ws, { type: 'error', ...error.toBody(), ...named })
+        conn.rejectedAt = performance.now()
         // Every rejected signature cost a verification: a connection that sends only those goes.
         if (++conn.failures >= MAX_FAILURES_IN_A_ROW && !conn.closed) {
           conn.closed = true
@@ -249,6 +281,38 @@ export class Sockets {
         }
       }
     )
+    return true
+  }
+
+  /**
+   * Takes a place among the heartbeats awaiting verification, by the connection's standing (see
+   * the module comment): the function that gives it back and the priority of its verification,
+   * or null when there is none.
+   */
+  private admit(conn: HeartbeatConnection): { settled: () => void; priority: VerifyPriority } | null {
+    const connectionLimit = IN_FLIGHT_PER_ENTITY * (conn.entityId === undefined ? this.c.limits.maxEntitiesPerConnection : 1)
+    if (conn.inFlight >= connectionLimit || this.inFlight >= MAX_IN_FLIGHT) return null
+    const proven = conn.accepted > 0 && performance.now() - conn.rejectedAt > PROBATION_MS
+    if (proven) {
+      conn.inFlight++
+      this.inFlight++
+      return { settled: () => { conn.inFlight--; this.inFlight-- }, priority: 'normal' }
+    }
+    const byAddress = this.probationByAddress.get(conn.address) ?? 0
+    if (this.probationInFlight >= MAX_PROBATION_IN_FLIGHT || byAddress >= MAX_PROBATION_IN_FLIGHT_PER_ADDRESS) return null
+    conn.inFlight++
+    this.inFlight++
+    this.probationInFlight++
+    this.probationByAddress.set(conn.address, byAddress + 1)
+    const settled = (): void => {
+      conn.inFlight--
+      this.inFlight--
+      this.probationInFlight--
+      const left = (this.probationByAddress.get(conn.address) ?? 1) - 1
+      if (left === 0) this.probationByAddress.delete(conn.address)
+      else this.probationByAddress.set(conn.address, left)
+    }
+    return { settled, priority: 'low' }
   }
 
   private reply(ws: WebSocket<HeartbeatConnection>, body: object): void {

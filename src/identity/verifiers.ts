@@ -7,14 +7,14 @@
  */
 import { canonicalJson, goEscapedJson, withoutSignature } from './canonical-json.js'
 import { developerProofMessage } from './hd.js'
-import type { SignatureVerifier } from './verify-pool.js'
+import type { SignatureVerifier, VerifyPriority } from './verify-pool.js'
 
 export type SignedForm = string
 
 type Candidate = readonly [form: SignedForm, message: string | Uint8Array]
 
-async function firstVerifying(verifier: SignatureVerifier, publicKey: Buffer, signature: Buffer, candidates: readonly Candidate[]): Promise<SignedForm | null> {
-  const index = await verifier.firstVerifying(publicKey, signature, candidates.map(([, message]) => message))
+async function firstVerifying(verifier: SignatureVerifier, publicKey: Buffer, signature: Buffer, candidates: readonly Candidate[], priority?: VerifyPriority): Promise<SignedForm | null> {
+  const index = await verifier.firstVerifying(publicKey, signature, candidates.map(([, message]) => message), priority)
   return candidates[index]?.[0] ?? null
 }
 
@@ -123,7 +123,7 @@ export async function verifyRelease(subject: string, publicKey: Buffer, signatur
 }
 
 /** heartbeat: spec = agent_id followed by timestamp; deployed = the timestamp alone. */
-export async function verifyHeartbeat(agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [['spec', agentId + timestamp], ['deployed', timestamp]])
+export async function verifyHeartbeat(agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier, priority?: VerifyPriority): Promise<SignedForm | null> {
+  return firstVerifying(verifier, publicKey, signature, [['spec', agentId + timestamp], ['deployed', timestamp]], priority)
 }
 

@@ -34,10 +34,16 @@ import { sharedViews, VERIFY_WORKER, type VerifyWorkerData, type VerifyWorkerRep
 
 export type SignedMessage = string | Uint8Array
 
+/**
+ * `low`: work that may wait (heartbeats of connections on probation, which a flood of invalid
+ * signatures uses): queued jobs of normal priority always leave for the workers first.
+ */
+export type VerifyPriority = 'normal' | 'low'
+
 /** Checks a signature against candidate messages: how services verify (verifiers.ts). */
 export interface SignatureVerifier {
   /** The index of the first message `signature` verifies for under `publicKey`, or -1. Never rejects. */
-  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): Promise<number>
+  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[], priority?: VerifyPriority): Promise<number>
 }
 
 export function firstVerifyingInline(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): number {
@@ -79,7 +85,11 @@ export interface VerifyPoolStats {
 }
 
 export const DEFAULT_INLINE_MAX_RATE = 500
-const DEFAULT_MAX_BATCH = 256
+/**
+ * Jobs in one message to a worker. Small enough that a job arriving while a worker is busy waits
+ * for little more than two batches (2 × 32 × ~0.15 ms); the message cost per job stays small.
+ */
+const DEFAULT_MAX_BATCH = 32
 const RATE_WINDOW_MS = 250
 const MAX_CONSECUTIVE_DEATHS = 3
 const MAX_BATCHES_IN_FLIGHT = 2
@@ -111,6 +121,7 @@ export class VerifyPool implements SignatureVerifier {
   private readonly maxBatch: number
   private readonly slots: Slot[] = []
   private queued: Job[] = []
+  private queuedLow: Job[] = []
   private flushScheduled = false
   private checkScheduled = false
   private closed = false
@@ -128,7 +139,7 @@ export class VerifyPool implements SignatureVerifier {
     if (options.prestart) this.spawnMissing()
   }
 
-  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): Promise<number> {
+  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[], priority: VerifyPriority = 'normal'): Promise<number> {
     if (publicKey.length !== 32 || signature.length !== 64 || messages.length === 0) return Promise.resolve(-1)
     if (!this.offload() || messages.length > 255) {
       this.counts.inline++
@@ -136,7 +147,7 @@ export class VerifyPool implements SignatureVerifier {
     }
     this.counts.pooled++
     return new Promise(resolve => {
-      this.queued.push({ publicKey, signature, messages, resolve })
+      ;(priority === 'low' ? this.queuedLow : this.queued).push({ publicKey, signature, messages, resolve })
       // After the current task: the jobs a request submits together leave together.
       if (!this.flushScheduled) {
         this.flushScheduled = true
@@ -179,7 +190,7 @@ export class VerifyPool implements SignatureVerifier {
     }
     this.windowCount++
     const rate = Math.max(this.lastRate, (this.windowCount * 1000) / RATE_WINDOW_MS)
-    const busy = this.queued.length > 0 || this.slots.some(s => s.load > 0)
+    const busy = this.pending > 0 || this.slots.some(s => s.load > 0)
     if (!busy && rate < this.inlineMaxRate) return false
     this.spawnMissing()
     return this.slots.some(s => s.ready)
@@ -202,7 +213,7 @@ export class VerifyPool implements SignatureVerifier {
     worker.unref()
     worker.on('message', (reply: VerifyWorkerReply) => {
       if (reply.type === 'ready') slot.ready = true
-      else if (this.collect(slot) > 0 && this.queued.length > 0) this.flush()
+      else if (this.collect(slot) > 0 && this.pending > 0) this.flush()
     })
     worker.on('error', err => this.options.onWorkerError?.(err))
     worker.on('exit', () => this.died(slot))
@@ -234,7 +245,7 @@ export class VerifyPool implements SignatureVerifier {
     let answered = 0
     for (const slot of this.slots) answered += this.collect(slot)
     this.counts.answeredSameTurn += answered
-    if (answered > 0 && this.queued.length > 0) this.flush()
+    if (answered > 0 && this.pending > 0) this.flush()
   }
 
   private died(slot: Slot): void {
@@ -249,7 +260,7 @@ export class VerifyPool implements SignatureVerifier {
     for (const job of orphans) job.resolve(firstVerifyingInline(job.publicKey, job.signature, job.messages))
     this.counts.retriedInline += orphans.length
     // Jobs waiting for room go to the other workers, or inline when none is left.
-    if (this.queued.length > 0) this.flush()
+    if (this.pending > 0) this.flush()
     if (this.closed) return
     this.counts.workerDeaths++
     if (++this.consecutiveDeaths >= MAX_CONSECUTIVE_DEATHS) {
@@ -258,21 +269,26 @@ export class VerifyPool implements SignatureVerifier {
     }
   }
 
-  /** Sends queued jobs to workers with room; what finds none waits for the next answer. */
+  private get pending(): number {
+    return this.queued.length + this.queuedLow.length
+  }
+
+  /** Sends queued jobs to workers with room, normal priority first; what finds none waits for the next answer. */
   private flush(): void {
     this.flushScheduled = false
-    if (this.queued.length === 0) return
+    if (this.pending === 0) return
     const ready = this.slots.filter(s => s.ready)
     if (ready.length === 0) {
-      const jobs = this.queued
+      const jobs = [...this.queued, ...this.queuedLow]
       this.queued = []
+      this.queuedLow = []
       this.counts.retriedInline += jobs.length
       for (const job of jobs) job.resolve(firstVerifyingInline(job.publicKey, job.signature, job.messages))
       return
     }
     const open = ready.filter(s => s.batches.size < MAX_BATCHES_IN_FLIGHT)
     if (open.length === 0) return
-    const jobs = this.queued
+    const jobs = this.queuedLow.length === 0 ? this.queued : [...this.queued, ...this.queuedLow]
     // Spread the queue over the workers with room, least loaded first.
     const chunk = Math.min(this.maxBatch, Math.ceil(jobs.length / open.length))
     let start = 0
@@ -290,7 +306,9 @@ export class VerifyPool implements SignatureVerifier {
       this.counts.batches++
       slot.worker.postMessage({ id, batch } satisfies VerifyWorkerRequest, [batch])
     }
-    this.queued = jobs.slice(start)
+    const sentNormal = Math.min(start, this.queued.length)
+    this.queuedLow = this.queuedLow.slice(start - sentNormal)
+    this.queued = this.queued.slice(sentNormal)
     if (!this.checkScheduled) {
       this.checkScheduled = true
       setImmediate(this.check)

@@ -12,6 +12,7 @@
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import type { SignedForm } from '../identity/verifiers.js'
+import type { VerifyPriority } from '../identity/verify-pool.js'
 import type { EntityRecord, LivenessRecord, Operation } from '../store/records.js'
 import { canonicalJson } from '../identity/canonical-json.js'
 import { sign } from '../identity/keys.js'
@@ -27,7 +28,7 @@ export interface LivenessSettings {
   flushIntervalMs: number
 }
 
-export type HeartbeatVerifier = (agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer) => Promise<SignedForm | null>
+export type HeartbeatVerifier = (agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer, priority: VerifyPriority) => Promise<SignedForm | null>
 
 export interface LivenessComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'identity' | 'settings' | 'now'> {
   verifyHeartbeat: HeartbeatVerifier
@@ -113,16 +114,16 @@ export class LivenessService implements LivenessView {
    * Checks and applies one heartbeat. `pathEntityId` is the entity of a per-entity socket (the
    * frame's agent_id is then optional); on the multiplexed socket the frame must name it.
    */
-  async heartbeat(frame: unknown, pathEntityId?: string): Promise<HeartbeatAck> {
+  async heartbeat(frame: unknown, pathEntityId?: string, priority: VerifyPriority = 'normal'): Promise<HeartbeatAck> {
     try {
-      return await this.apply(frame, pathEntityId)
+      return await this.apply(frame, pathEntityId, priority)
     } catch (err) {
       this.rejected++
       throw err
     }
   }
 
-  private async apply(received: unknown, pathEntityId: string | undefined): Promise<HeartbeatAck> {
+  private async apply(received: unknown, pathEntityId: string | undefined, priority: VerifyPriority): Promise<HeartbeatAck> {
     const frame = validate(HeartbeatFrame, received, 'heartbeat_invalid')
     const agentId = frame.agent_id ?? pathEntityId
     if (agentId === undefined) throw new RegistryError('heartbeat_invalid', 'The frame must name its entity in agent_id.', 'agent_id')
@@ -136,7 +137,7 @@ export class LivenessService implements LivenessView {
     }
     const signature = parseSignature(frame.signature)
     if (!signature) throw new RegistryError('signature_invalid', 'signature must be ed25519:<base64 of 64 bytes>.', 'signature')
-    const form = await this.c.verifyHeartbeat(agentId, frame.timestamp, state.publicKey, signature)
+    const form = await this.c.verifyHeartbeat(agentId, frame.timestamp, state.publicKey, signature, priority)
     if (!form) throw new RegistryError('signature_invalid', 'The heartbeat signature does not verify against the entity key (over agent_id followed by timestamp, or the timestamp alone).', 'signature')
     // The state may have gone (deregistration) while the signature was being checked.
     if (this.states.get(agentId) !== state) throw new RegistryError('entity_not_found', undefined, 'agent_id')
