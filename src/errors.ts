@@ -15,6 +15,7 @@ export const ERRORS = {
   handle_reserved: { status: 400, message: 'This handle is reserved.' },
   name_invalid: { status: 400, message: 'Entity names are 1 to 64 characters of a-z, 0-9 and -, starting and ending with a letter or digit.' },
   fqan_invalid: { status: 400, message: 'Not a fully qualified agent name: expected [zns://]<host>/<handle>/<entity-name>[@<version>].' },
+  operation_invalid: { status: 400, message: 'An operation from the mesh is malformed or its node signature does not verify.' },
   verification_failed: { status: 400, message: 'The ownership proof was not found.' },
   heartbeat_invalid: { status: 400, message: 'A heartbeat frame is a JSON object {agent_id, timestamp, signature} (agent_id optional on /v1/entities/{id}/ws), timestamp in ISO 8601.' },
   clock_skew: { status: 400, message: 'The timestamp differs from the node clock by more than max_clock_skew_seconds.' },

@@ -46,7 +46,9 @@ import { ResolutionService } from './services/resolution.js'
 import { SearchService } from './services/search.js'
 import { createEmbedder } from './search/embedders/create.js'
 import { WriteTracker } from './services/write-tracker.js'
+import { ReplicationService } from './services/replication.js'
 import { RegistryStore } from './store/registry-store.js'
+import { SubjectDigests } from './store/subject-digests.js'
 
 export const NODE_KEY_FILE = 'node-key.json'
 const TOMBSTONE_PURGE_INTERVAL_MS = 60 * 60 * 1000
@@ -63,6 +65,10 @@ export interface RegistryNode {
   readonly names: NameService
   readonly search: SearchService
   readonly liveness: LivenessService
+  /** Applies operations from the mesh. */
+  readonly replication: ReplicationService
+  /** The operation log's digests (followed only while the mesh runs). */
+  readonly digests: SubjectDigests
   /** The libp2p side of the node; null when p2p.enabled is false. */
   readonly mesh: Mesh | null
   /** The bound HTTP port (useful with port 0). */
@@ -81,7 +87,7 @@ export interface NodeOptions {
 export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
   const startedAt = Date.now()
   const logger = options.logger ?? createLogger(config.log.level)
-  const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
+  const identity: NodeIdentity = { ...await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE)), host: config.host }
   const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms })
   const bus = new EventBus()
   const catalog = new EntityCatalog()
@@ -100,7 +106,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const lc = config.liveness
   const liveness = new LivenessService({
     ...base,
-    verifyHeartbeat: (agentId, timestamp, publicKey, signature) => verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier),
+    verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) => verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority),
     liveness: { inactiveAfterMs: lc.inactive_after_seconds * 1000, sweepIntervalMs: lc.sweep_interval_seconds * 1000, maxClockSkewMs: lc.max_clock_skew_seconds * 1000, flushIntervalMs: lc.flush_interval_ms }
   })
   liveness.load()
@@ -138,12 +144,18 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
   }
 
+  const replication = new ReplicationService({ ...base, entities, developers })
+  const digests = new SubjectDigests(store)
+  let detachGossip: (() => void) | null = null
   let mesh: Mesh | null = null
   if (config.p2p.enabled) {
     try {
       // Loaded only when used: libp2p's ~700 modules take a second or two to import.
       const { Mesh } = await import('./mesh/mesh.js')
+      digests.start()
       mesh = await Mesh.create({
+        apply: op => replication.apply(op), digests, syncIntervalMs: config.p2p.sync_interval_seconds * 1000,
+        gossipPerPeerPerSecond: config.p2p.gossip_max_per_peer_per_second,
         seed: identity.keyPair.seed, host: config.p2p.host, port: config.p2p.port, bootstrap: config.p2p.bootstrap,
         announce: config.p2p.announce, maxConnections: config.p2p.max_connections, bus, logger: logger.child({ component: 'mesh' }),
         info: () => ({
@@ -152,6 +164,10 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
         })
       })
       await mesh.start()
+      const self = identity.registryId
+      const meshNode = mesh
+      // What this node accepts is gossiped once durable; what it applied from others, gossipsub forwards itself.
+      detachGossip = store.onCommitted(changes => meshNode.gossip.publish(changes.appended.filter(op => op.origin === self)))
     } catch (err) {
       await mesh?.stop().catch(() => {})
       await store.close()
@@ -225,12 +241,14 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, mesh, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, replication, digests, mesh, httpPort: port, url,
     stop() {
       stopping ??= (async () => {
         http.close()
         clearInterval(purgeTimer)
+        detachGossip?.()
         await mesh?.stop()
+        digests.stop()
         await writes.drain()
         await liveness.stop()
         await search.idle()

@@ -9,6 +9,8 @@ export interface NodeIdentity {
   keyPair: KeyPair
   registryId: string
   publicKey: string
+  /** The node's public host, stamped on the operations it accepts (set by the node from its config). */
+  host?: string
 }
 
 interface NodeKeyFile {

@@ -2,7 +2,7 @@
  * The libp2p node inside each registry node (libp2p 3). Its key is the node's own Ed25519 identity,
  * so `registry_id` and the PeerId name the same key. Transports: TCP on `port` and WebSockets on
  * `port + 1` (both ephemeral when `port` is 0); noise; yamux; identify; ping; kad-dht in server mode
- * under our own protocol; gossipsub with strict signing (topics come with the gossip work). Bootstrap
+ * under our own protocol; gossipsub with strict signing (topics: gossip.ts). Bootstrap
  * addresses are dialled by the Mesh.
  * The factory creates the node stopped; `start()`/`stop()` are libp2p's own.
  */
@@ -21,6 +21,8 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p } from 'libp2p'
 import { WebSocket as WsWebSocket } from 'ws'
 import { NODE_VERSION } from '../version.js'
+import { OPERATION_LIMITS } from '../wire/operations.js'
+import { operationMessageId } from './gossip.js'
 
 // Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (STACK.md).
 const g = globalThis as { WebSocket?: unknown }
@@ -97,7 +99,14 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Mesh
         // The default mapper drops loopback and LAN addresses, which empties routing tables on testnets.
         peerInfoMapper: passthroughMapper
       }),
-      pubsub: gossipsub({ globalSignaturePolicy: 'StrictSign', allowPublishToZeroTopicPeers: true })
+      pubsub: gossipsub({
+        globalSignaturePolicy: 'StrictSign',
+        allowPublishToZeroTopicPeers: true,
+        // The spec's 5-minute deduplication; IDs hash the bytes, so one operation is one message.
+        seenTTL: 5 * 60_000,
+        msgIdFn: operationMessageId,
+        maxInboundDataLength: OPERATION_LIMITS.encodedBytes
+      })
     }
   })
 }

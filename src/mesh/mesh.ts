@@ -11,12 +11,23 @@ import { invalidField, RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { HelloMessage, PeerView } from '../wire/network.js'
 import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
+import type { SubjectDigests } from '../store/subject-digests.js'
+import { OperationGossip, type GossipApply } from './gossip.js'
 import { PeerBook } from './peers.js'
+import { SyncService } from './sync.js'
 
 export interface MeshOptions extends Libp2pNodeOptions {
   bus: EventBus
   logger: Logger
   info: () => HelloMessage
+  /** Applies an operation received from the mesh (verified, last writer wins). */
+  apply: GossipApply
+  /** The operation log's digests, for sync. */
+  digests: SubjectDigests
+  /** Period of sync rounds with a random peer (default 60 s). */
+  syncIntervalMs?: number
+  /** Gossip messages accepted per second from one peer (default 100). */
+  gossipPerPeerPerSecond?: number
   /** Ping round period (default 30 s). */
   pingIntervalMs?: number
   /** Hello refresh period, which updates peers' counts (default 5 min). */
@@ -50,6 +61,8 @@ export function parsePeerAddress(address: string): Multiaddr {
 
 export class Mesh {
   readonly peers: PeerBook
+  readonly gossip: OperationGossip
+  readonly sync: SyncService
   private readonly pinned = new Set<string>()
   /** The peer each pinned address without /p2p/ turned out to be. */
   private readonly learned = new Map<string, string>()
@@ -64,6 +77,8 @@ export class Mesh {
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
     for (const address of o.bootstrap) this.pinned.add(address)
+    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
+    this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
@@ -73,6 +88,8 @@ export class Mesh {
   async start(): Promise<void> {
     await this.peers.start()
     await this.libp2p.start()
+    this.gossip.start()
+    await this.sync.start()
     // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
     void this.redial()
     this.redialTimer = setInterval(() => { void this.redial() }, this.o.redialIntervalMs ?? 30_000).unref()
@@ -81,6 +98,8 @@ export class Mesh {
   async stop(): Promise<void> {
     if (this.redialTimer) clearInterval(this.redialTimer)
     this.redialTimer = null
+    await this.sync.stop()
+    this.gossip.stop()
     await this.peers.stop()
     await this.libp2p.stop()
   }

@@ -1,4 +1,5 @@
 import type { EventBus } from '../events/bus.js'
+import type { Operation } from '../store/records.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
 import type { SignatureVerifier } from '../identity/verify-pool.js'
 import type { RegistryStore } from '../store/registry-store.js'
@@ -34,4 +35,27 @@ export interface WriteRequest {
   body: unknown
   path: string
   credentials?: Credentials
+}
+
+/**
+ * A write another node accepted, replayed here from its operation (gossip, sync): verified again
+ * as a client's would be, then applied with the origin's time and home.
+ */
+export interface RemoteWrite {
+  op: Operation
+  /** The origin's host: `home_registry` of what the operation creates. */
+  home: string
+}
+
+/** A replayed operation that loses to what this node holds (last writer wins): nothing changed. */
+export class StaleOperation extends Error {
+  constructor() {
+    super('stale operation')
+    this.name = 'StaleOperation'
+  }
+}
+
+/** Last writer wins: by time, ties broken by comparing a signature's bytes (any total order all nodes share). */
+export function isLater(at: string, tieBreak: string, thanAt: string, thanTieBreak: string): boolean {
+  return at > thanAt || (at === thanAt && tieBreak > thanTieBreak)
 }

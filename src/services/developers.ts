@@ -11,7 +11,7 @@ import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/r
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate, developerSigner } from './authorize.js'
-import type { ServiceComponents, WriteRequest } from './components.js'
+import { isLater, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
 import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
@@ -68,8 +68,9 @@ export class DeveloperService {
     }
   }
 
-  async register(req: WriteRequest): Promise<{ developer_id: string; message: string; name: string; public_key: string; handle: string | null }> {
-    if (this.c.settings.mode === 'restricted') {
+  /** Registers a developer: from a client, or another node's registration replayed (`remote`, last writer wins). */
+  async register(req: WriteRequest, remote?: RemoteWrite): Promise<{ developer_id: string; message: string; name: string; public_key: string; handle: string | null }> {
+    if (this.c.settings.mode === 'restricted' && !remote) {
       throw new RegistryError('onboarding_required', 'Developer self-registration is disabled on this node; ask its operator for approval at auth_url.', undefined, { auth_url: this.c.settings.authUrl || null })
     }
     const body = validate(DeveloperRegistrationRequest, req.body)
@@ -78,14 +79,26 @@ export class DeveloperService {
     const form = await verifyDeveloperRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer, this.c.verifier)
     if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
     const developerId = deriveId('developer', publicKey)
-    const now = this.now().toISOString()
+    if (remote && remote.op.subject !== developerId) throw new RegistryError('validation_failed', `The operation's subject is not ${developerId}, the ID of the body's public_key.`, 'subject')
+    const now = remote?.op.accepted_at ?? this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
-    const op = acceptOperation(this.c.identity, 'developer.register', developerId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
+    const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.register', developerId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
     let created = false
     await this.c.writes.run(() => this.c.store.commit(tx => {
       const existing = tx.getDeveloper(developerId)
-      if (existing && !existing.implicit) throw new RegistryError('developer_exists', `${developerId} is already registered; update it with PUT /v1/developers/${developerId}.`)
-      const signatures = admitRegistration(tx, developerId, fingerprint, 'developer_deregistered')
+      if (existing && !existing.implicit) {
+        if (!remote) throw new RegistryError('developer_exists', `${developerId} is already registered; update it with PUT /v1/developers/${developerId}.`)
+        if (!isLater(now, fingerprint, existing.updated_at, existing.registration_signatures.at(-1) ?? '')) throw new StaleOperation()
+      }
+      const tombstone = remote ? tx.getTombstone(developerId) : undefined
+      if (tombstone && tombstone.deleted_at >= now) throw new StaleOperation()
+      let signatures: string[]
+      try {
+        signatures = admitRegistration(tx, developerId, fingerprint, 'developer_deregistered')
+      } catch (err) {
+        if (remote) throw new StaleOperation()
+        throw err
+      }
       created = !existing
       tx.appendOperation(op)
       tx.putDeveloper({
@@ -100,22 +113,27 @@ export class DeveloperService {
         dev_handle_verified: existing?.dev_handle_verified ?? false,
         verification_method: existing?.verification_method ?? null,
         verification_proof: existing?.verification_proof ?? null,
-        home_registry: this.c.settings.host,
+        home_registry: remote?.home ?? this.c.settings.host,
         registered_at: existing?.registered_at ?? now,
         updated_at: now,
         schema_version: SCHEMA_VERSION,
         implicit: false,
         registration_signatures: [...(existing?.registration_signatures ?? []), ...signatures]
       })
-      // A handle in the registration is claimed in the same write (the spec form signs it too).
-      if (body.handle) this.c.handles.claimInTx(tx, developerId, body.handle, body.signature, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
+      // A handle in the registration is claimed in the same write (the spec form signs it too);
+      // a replayed one gets its handle from the handle.claim operation.
+      if (body.handle && !remote) this.c.handles.claimInTx(tx, developerId, body.handle, body.signature, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
     }))
     this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, implicit: false, created })
-    if (body.handle) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
+    if (body.handle && !remote) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
     return { developer_id: developerId, message: 'developer registered', name: body.name, public_key: formatKey(publicKey), handle: body.handle ?? null }
   }
 
-  async update(id: string, req: WriteRequest): Promise<DeveloperRecord> {
+  /**
+   * Updates a developer's profile (from a client, or replayed: `remote`). A replayed update older
+   * than the profile changes only the fields no later update set, so arrival order does not matter.
+   */
+  async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<DeveloperRecord> {
     const existing = this.require(id)
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const raw = req.body as Record<string, unknown>
@@ -127,19 +145,27 @@ export class DeveloperService {
     const body = validate(DeveloperUpdateRequest, raw)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(existing.public_key), req.raw, raw, this.c.verifier)
-    const now = this.now().toISOString()
-    const patch = (current: DeveloperRecord): DeveloperRecord => {
-      const next: DeveloperRecord = { ...current, updated_at: now, signature: auth.signature }
-      if (body.name != null) { next.name = body.name; next.implicit = false }
-      if (body.github != null) next.github = body.github || null
-      if (body.profile_url != null) next.profile_url = body.profile_url || null
+    const now = remote?.op.accepted_at ?? this.now().toISOString()
+    const patch = (current: DeveloperRecord, fields: { name?: string | null | undefined; github?: string | null | undefined; profile_url?: string | null | undefined }): DeveloperRecord => {
+      const next: DeveloperRecord = { ...current }
+      if (fields.name != null) { next.name = fields.name; next.implicit = false }
+      if (fields.github != null) next.github = fields.github || null
+      if (fields.profile_url != null) next.profile_url = fields.profile_url || null
       return next
     }
-    const op = acceptOperation(this.c.identity, 'developer.update', id, req, auth, now)
+    const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.update', id, req, auth, now)
     const next = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getDeveloper(id)
       if (!current) throw new RegistryError('developer_not_found')
-      const updated = patch(current)
+      let updated: DeveloperRecord
+      if (remote && now <= current.updated_at) {
+        const later = this.c.store.operationsOf(id).filter(o => o.kind === 'developer.update' && o.body && o.accepted_at > now)
+          .map(o => JSON.parse(Buffer.from(o.body as Uint8Array).toString('utf8')) as Record<string, unknown>)
+        const untouched = Object.fromEntries((['name', 'github', 'profile_url'] as const).filter(f => later.every(b => b[f] == null)).map(f => [f, body[f]]))
+        updated = patch(current, untouched)
+      } else {
+        updated = { ...patch(current, body), updated_at: now, signature: auth.signature }
+      }
       tx.appendOperation(op)
       tx.putDeveloper(updated)
       return updated
@@ -148,19 +174,23 @@ export class DeveloperService {
     return next
   }
 
-  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ developer_id: string; message: string }> {
+  /** Deregisters a developer (from a client, or replayed: `remote`). */
+  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>, remote?: RemoteWrite): Promise<{ developer_id: string; message: string }> {
     const existing = this.require(id)
     const auth = await authorizeDeletion(req.credentials ?? {}, developerSigner(existing.public_key), id, req.path, this.c.verifier)
     const owned = this.c.catalog.countByDeveloper(id)
-    if (owned > 0) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
-    const now = this.now()
+    // The home node checked this when it accepted the deregistration; entities may arrive in another order here.
+    if (owned > 0 && !remote) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
+    const now = remote ? new Date(remote.op.accepted_at) : this.now()
     const deletedAt = now.toISOString()
-    const op = acceptOperation(this.c.identity, 'developer.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
+    const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
     const released = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getDeveloper(id)
       if (!current) throw new RegistryError('developer_not_found')
-      const handle = current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null
+      if (remote && current.registered_at > deletedAt) throw new StaleOperation()
+      // A replayed deregistration leaves the handle to its own handle.release operation.
+      const handle = !remote && current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null
       if (handle) this.c.handles.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, deletedAt)
       bury(tx, 'developer', id, current.registration_signatures, op, expiresAt)
       return handle
@@ -175,8 +205,13 @@ export class DeveloperService {
    * an unknown one comes into being, recorded as an operation derived from the registration.
    * Returns whether it was created (then call `implicitCommitted` after the commit).
    */
-  ensureForProof(tx: WriteTransaction, proof: ProofSigner, registration: Operation, now: string): boolean {
+  ensureForProof(tx: WriteTransaction, proof: ProofSigner, registration: Operation, now: string, remote?: RemoteWrite): boolean {
     if (tx.getDeveloper(proof.developerId)) return false
+    if (remote) {
+      // The home node admitted it; its own developer.implicit operation follows on the mesh.
+      tx.putDeveloper(implicitDeveloper(proof.developerId, proof.developerKey, remote.home, now))
+      return true
+    }
     if (tx.getTombstone(proof.developerId)) {
       throw new RegistryError('developer_deregistered', `Developer ${proof.developerId} was deregistered; register the developer again (POST /v1/developers) first.`, 'developer_id')
     }
@@ -191,6 +226,19 @@ export class DeveloperService {
       auth: { carrier: 'proof', signer: 'developer', signature: proof.signature, form: 'proof' }
     }))
     return true
+  }
+
+  /** Another node's `developer.implicit` operation, its proof verified by the caller. */
+  async applyImplicit(op: Operation, developerKey: Buffer, remote: RemoteWrite): Promise<void> {
+    const created = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const tombstone = tx.getTombstone(op.subject)
+      if (tombstone && tombstone.deleted_at >= op.accepted_at) throw new StaleOperation()
+      const absent = !tx.getDeveloper(op.subject)
+      if (absent) tx.putDeveloper(implicitDeveloper(op.subject, developerKey, remote.home, op.accepted_at))
+      tx.appendOperation(op)
+      return absent
+    }))
+    if (created) this.implicitCommitted(op.subject)
   }
 
   implicitCommitted(developerId: string): void {

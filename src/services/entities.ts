@@ -7,11 +7,11 @@ import { RegistryError, invalidField } from '../errors.js'
 import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
-import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType, type PricingModel } from '../store/records.js'
+import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType, type Operation, type PricingModel } from '../store/records.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
-import type { ServiceComponents, WriteRequest } from './components.js'
+import { isLater, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { LivenessView } from './liveness.js'
 import type { NameService } from './names.js'
@@ -136,23 +136,17 @@ export class EntityService {
     return { records, total }
   }
 
-  async register(req: WriteRequest): Promise<RegistrationResult> {
-    const body = validate(RegistrationRequest, req.body)
-    const type: EntityType = eitherSpelling(body.type, body.entity_type, 'type', 'entity_type') ?? 'agent'
-    const name = body.name ?? body.entity_name
-    if (name === undefined || name === null || name === '') throw invalidField('name', 'is required (also accepted as entity_name)')
-    const publicKey = parsePublicKey(body.public_key) as Buffer
-    const signature = parseSignature(body.signature) as Buffer
-    const entityId = deriveId(type, publicKey)
-    const reachability = checkReachability(type, body.entity_url ?? null, body.service_endpoint ?? null, body.openapi_url ?? null)
-    checkCapabilitySummary(body.capability_summary)
-    const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
-    const proofInput = body.developer_proof ?? null
-    if (body.developer_id && !proofInput) throw invalidField('developer_proof', 'is required when developer_id is given')
-
+  /**
+   * Registers an entity: from a client (`remote` absent), or replays a registration another node
+   * accepted (`remote`: its operation, verified here again as if a client had sent it). A replayed
+   * one keeps its origin's time and home and wins over what this node holds only if it is later
+   * (last writer wins); otherwise it throws StaleOperation.
+   */
+  async register(req: WriteRequest, remote?: RemoteWrite): Promise<RegistrationResult> {
+    const { body, entityId, publicKey, proofInput, build } = this.parseRegistration(req.body)
     // Both signatures are checked together (one batch when the pool verifies); the errors keep
     // their order: the registration signature, then the proof's fields, then its signature.
-    const verifyingForm = verifyEntityRegistration(body as Record<string, unknown>, publicKey, signature, this.c.verifier)
+    const verifyingForm = verifyEntityRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer, this.c.verifier)
     let proof: VerifiedProof | null = null
     let proofProblem: unknown = null
     try {
@@ -166,11 +160,134 @@ export class EntityService {
     if (proofProblem !== null) throw proofProblem
     if (!proofVerifies) throw new RegistryError('developer_proof_invalid', 'The developer proof signature does not verify over the entity key and index.', 'developer_proof.signature')
 
-    const now = this.now().toISOString()
+    if (remote && remote.op.subject !== entityId) throw new RegistryError('validation_failed', `The operation's subject is not ${entityId}, the ID of the body's public_key.`, 'subject')
+    const now = remote?.op.accepted_at ?? this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
-    const op = acceptOperation(this.c.identity, 'entity.register', entityId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
+    const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.register', entityId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
+    const record = build(proof, now, remote?.home ?? this.c.settings.host, remote?.op.origin ?? this.c.identity.registryId)
+    const name = record.name
+    const type = record.type
 
-    const record: EntityRecord = {
+    let createdDeveloper = false
+    const binding = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const existing = tx.getEntity(entityId)
+      if (existing && !remote) throw new RegistryError('entity_exists', `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`)
+      if (existing) {
+        // Two registrations of one key (at two homes, or replayed): the later one wins.
+        if (!isLater(now, fingerprint, existing.registered_at, existing.registration_signatures.at(-1) ?? '')) throw new StaleOperation()
+        tx.dropOperations(entityId)
+        record.registration_signatures = [...new Set([...existing.registration_signatures, fingerprint])]
+      } else {
+        const tombstone = tx.getTombstone(entityId)
+        if (remote && tombstone && tombstone.deleted_at >= now) throw new StaleOperation()
+        try {
+          record.registration_signatures = admitRegistration(tx, entityId, fingerprint, 'entity_deregistered')
+        } catch (err) {
+          if (remote) throw new StaleOperation()
+          throw err
+        }
+      }
+      if (proof) createdDeveloper = this.c.developers.ensureForProof(tx, { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature }, op, now, remote)
+      tx.appendOperation(op)
+      tx.putEntity(record)
+      // Names travel as their own operations (name.bind), not with a replayed registration.
+      return record.entity_name && !remote ? this.c.names.bindForRegistration(tx, record.developer_id, entityId, record.entity_name, record.version, op) : null
+    }))
+
+    this.changed(entityId)
+    this.c.catalog.upsert(record)
+    if (createdDeveloper && proof) this.c.developers.implicitCommitted(proof.developerId)
+    this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id })
+
+    const result: RegistrationResult = { entity_id: entityId, message: `${type} registered`, status: 'active', fqan: null }
+    if (record.entity_name && binding) {
+      if (typeof binding === 'string') {
+        result.name_binding = { requested: record.entity_name, bound: false, fqan: null, reason: binding, message: `No FQAN was bound: ${BINDING_FAILURES[binding]} The registration itself succeeded.` }
+      } else {
+        const fqan = this.c.names.fqan(binding.handle, binding.entity_name)
+        result.fqan = fqan
+        result.name_binding = { requested: record.entity_name, bound: true, fqan, reason: null, message: `Bound as ${fqan}.` }
+        if (binding.bound_at === now) this.c.names.published(binding, 'name_registered', 'register')
+      }
+    }
+    return result
+  }
+
+  /**
+   * Updates an entity: from a client, or replays another node's update (`remote`). Updates are
+   * patches; one that arrives after a later one is merged by folding the subject's updates again
+   * in time order, so every node ends with the same record whatever the order of arrival.
+   */
+  async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<EntityRecord> {
+    const existing = this.require(id)
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
+    const raw = req.body as Record<string, unknown>
+    rejectImmutable(existing, raw)
+    const body = validate(UpdateRequest, raw)
+    const auth = await authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw, this.c.verifier)
+
+    if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
+    const now = remote?.op.accepted_at ?? this.now().toISOString()
+    // Applied inside the transaction, to the record as it is then: concurrent updates never undo each other.
+    const patch = updatePatch(body, auth.signature, now)
+    patch(existing) // validates the result before anything is written
+
+    const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
+    const next = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const current = tx.getEntity(id)
+      if (!current) throw new RegistryError('entity_not_found')
+      if (remote && now < current.registered_at) throw new StaleOperation()
+      const updated = remote && now <= current.updated_at ? this.refold(current, [...this.c.store.operationsOf(id), op]) : patch(current)
+      tx.appendOperation(op)
+      tx.putEntity(updated)
+      return updated
+    }))
+    this.changed(id)
+    this.c.catalog.upsert(next)
+    this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary })
+    return next
+  }
+
+  /** Deregisters an entity (from a client, or another node's deregistration replayed): a tombstone replaces it. */
+  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>, remote?: RemoteWrite): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
+    const existing = this.require(id)
+    const auth = await authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path, this.c.verifier)
+    const now = remote ? new Date(remote.op.accepted_at) : this.now()
+    const deletedAt = remote?.op.accepted_at ?? now.toISOString()
+    const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
+    const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
+    const releasedNames = await this.c.writes.run(() => this.c.store.commit(tx => {
+      const current = tx.getEntity(id)
+      if (!current) throw new RegistryError('entity_not_found')
+      // A registration later than the deregistration (the entity came back) stands.
+      if (remote && current.registered_at > deletedAt) throw new StaleOperation()
+      bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
+      return this.c.names.releaseEntityInTx(tx, id)
+    }))
+    for (const binding of releasedNames) this.c.names.published(binding, 'name_released', 'release', { reason: 'entity_deregistered' })
+    this.changed(id)
+    this.c.catalog.remove(id)
+    this.c.bus.publish('agent_deregistered', { entity_id: id, name: existing.name, category: existing.category, tags: existing.tags })
+    return { entity_id: id, message: `${existing.type} deregistered`, tombstone: { deleted_at: deletedAt, expires_at: expiresAt } }
+  }
+
+  /**
+   * A registration body, checked field by field (no signatures): the entity's ID and key, the
+   * developer proof as sent, and the record it makes once the proof is verified.
+   */
+  private parseRegistration(input: unknown) {
+    const body = validate(RegistrationRequest, input)
+    const type: EntityType = eitherSpelling(body.type, body.entity_type, 'type', 'entity_type') ?? 'agent'
+    const name = body.name ?? body.entity_name
+    if (name === undefined || name === null || name === '') throw invalidField('name', 'is required (also accepted as entity_name)')
+    const publicKey = parsePublicKey(body.public_key) as Buffer
+    const entityId = deriveId(type, publicKey)
+    const reachability = checkReachability(type, body.entity_url ?? null, body.service_endpoint ?? null, body.openapi_url ?? null)
+    checkCapabilitySummary(body.capability_summary)
+    const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
+    const proofInput = body.developer_proof ?? null
+    if (body.developer_id && !proofInput) throw invalidField('developer_proof', 'is required when developer_id is given')
+    const build = (proof: VerifiedProof | null, now: string, home: string, homeId: string): EntityRecord => ({
       entity_id: entityId,
       type,
       name,
@@ -193,102 +310,67 @@ export class EntityService {
       last_heartbeat: null,
       registered_at: now,
       updated_at: now,
-      home_registry: this.c.settings.host,
+      home_registry: home,
+      home_registry_id: homeId,
       schema_version: SCHEMA_VERSION,
-      registration_signatures: [fingerprint]
-    }
-
-    let createdDeveloper = false
-    const binding = await this.c.writes.run(() => this.c.store.commit(tx => {
-      if (tx.getEntity(entityId)) throw new RegistryError('entity_exists', `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`)
-      record.registration_signatures = admitRegistration(tx, entityId, fingerprint, 'entity_deregistered')
-      if (proof) createdDeveloper = this.c.developers.ensureForProof(tx, { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature }, op, now)
-      tx.appendOperation(op)
-      tx.putEntity(record)
-      return record.entity_name ? this.c.names.bindForRegistration(tx, record.developer_id, entityId, record.entity_name, record.version, op) : null
-    }))
-
-    this.changed(entityId)
-    this.c.catalog.upsert(record)
-    if (createdDeveloper && proof) this.c.developers.implicitCommitted(proof.developerId)
-    this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id })
-
-    const result: RegistrationResult = { entity_id: entityId, message: `${type} registered`, status: 'active', fqan: null }
-    if (record.entity_name && binding) {
-      if (typeof binding === 'string') {
-        result.name_binding = { requested: record.entity_name, bound: false, fqan: null, reason: binding, message: `No FQAN was bound: ${BINDING_FAILURES[binding]} The registration itself succeeded.` }
-      } else {
-        const fqan = this.c.names.fqan(binding.handle, binding.entity_name)
-        result.fqan = fqan
-        result.name_binding = { requested: record.entity_name, bound: true, fqan, reason: null, message: `Bound as ${fqan}.` }
-        if (binding.bound_at === now) this.c.names.published(binding, 'name_registered', 'register')
-      }
-    }
-    return result
+      registration_signatures: [signatureFingerprint(body.signature)]
+    })
+    return { body, entityId, publicKey, proofInput, build }
   }
 
-  async update(id: string, req: WriteRequest): Promise<EntityRecord> {
-    const existing = this.require(id)
-    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
-    const raw = req.body as Record<string, unknown>
-    rejectImmutable(existing, raw)
-    const body = validate(UpdateRequest, raw)
-    const auth = await authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw, this.c.verifier)
-
-    if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
-    const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
-    const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
-    const now = this.now().toISOString()
-    // Applied inside the transaction, to the record as it is then: concurrent updates never undo each other.
-    const patch = (current: EntityRecord): EntityRecord => {
-      const next: EntityRecord = { ...current, signature: auth.signature, updated_at: now }
-      if (body.name != null) next.name = body.name
-      if (body.category != null) next.category = body.category
-      if (body.summary != null) next.summary = body.summary
-      if (body.version != null) next.version = body.version
-      if (body.tags != null) next.tags = body.tags
-      if (body.codebase_hash != null) next.codebase_hash = body.codebase_hash || null
-      if (body.capability_summary != null) next.capability_summary = body.capability_summary
-      if (pricing !== undefined) next.pricing_model = pricing as PricingModel
-      if (body.entity_name != null) next.entity_name = body.entity_name || null
-      if (body.ttl != null) next.ttl = body.ttl
-      return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url)))
+  /**
+   * The record its operations make, folded in time order: the registration, then every update
+   * after it. Each was verified when it was stored; the status fields stay as they are.
+   */
+  private refold(current: EntityRecord, ops: readonly Operation[]): EntityRecord {
+    const registration = ops.filter(o => o.kind === 'entity.register' && o.accepted_at === current.registered_at).at(-1)
+    if (!registration?.body) return current
+    const { body, publicKey, proofInput, build } = this.parseRegistration(JSON.parse(Buffer.from(registration.body).toString('utf8')))
+    const proof = proofInput ? this.parseProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+    let record: EntityRecord = { ...build(proof, registration.accepted_at, current.home_registry, registration.origin), status: current.status, last_heartbeat: current.last_heartbeat, registration_signatures: current.registration_signatures }
+    const updates = ops.filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at).sort(byTime)
+    for (const update of updates) {
+      const patchBody = validate(UpdateRequest, JSON.parse(Buffer.from(update.body as Uint8Array).toString('utf8')))
+      record = updatePatch(patchBody, update.auth.signature, update.accepted_at)(record)
     }
-    patch(existing) // validates the result before anything is written
+    return record
+  }
 
-    const op = acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
+  /**
+   * A status change another node announced (`entity.status`, signed by that node): accepted only
+   * from the entity's home node (the origin of its registration). Every such operation is kept;
+   * the record shows the latest.
+   */
+  async applyStatus(op: Operation, originKey: Buffer): Promise<void> {
+    const text = op.body ? Buffer.from(op.body).toString('utf8') : ''
+    let body: { entity_id?: unknown; status?: unknown; last_heartbeat?: unknown; registry_id?: unknown } = {}
+    try { body = JSON.parse(text) as typeof body } catch { /* checked below */ }
+    const status = body.status
+    if (body.entity_id !== op.subject || (status !== 'active' && status !== 'inactive') || body.registry_id !== op.origin || (body.last_heartbeat !== null && typeof body.last_heartbeat !== 'string')) {
+      throw new RegistryError('operation_invalid', 'An entity.status body is {entity_id, status, last_heartbeat, changed_at, registry_id} for its subject and origin.', 'body')
+    }
+    const signature = parseSignature(op.auth.signature)
+    if (!signature || (await this.c.verifier.firstVerifying(originKey, signature, [text])) !== 0) throw new RegistryError('signature_invalid', 'The status is not signed by its origin node.')
+    const record = this.require(op.subject)
+    const ops = this.c.store.operationsOf(op.subject)
+    const registration = ops.filter(o => o.kind === 'entity.register' && o.accepted_at === record.registered_at).at(-1)
+    if (registration && registration.origin !== op.origin) throw new RegistryError('operation_invalid', "Status changes are accepted only from the entity's home node.", 'origin')
+    if (op.accepted_at < record.registered_at) throw new StaleOperation()
+    const latest = ops.filter(o => o.kind === 'entity.status').every(o => o.accepted_at < op.accepted_at)
+    const lastHeartbeat = body.last_heartbeat as string | null
     const next = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getEntity(id)
+      const current = tx.getEntity(op.subject)
       if (!current) throw new RegistryError('entity_not_found')
-      const updated = patch(current)
       tx.appendOperation(op)
+      if (!latest) return null
+      const updated: EntityRecord = { ...current, status, last_heartbeat: lastHeartbeat }
       tx.putEntity(updated)
       return updated
     }))
-    this.changed(id)
+    if (!next) return
+    this.changed(op.subject)
     this.c.catalog.upsert(next)
-    this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary })
-    return next
-  }
-
-  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
-    const existing = this.require(id)
-    const auth = await authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path, this.c.verifier)
-    const now = this.now()
-    const deletedAt = now.toISOString()
-    const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
-    const op = acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
-    const releasedNames = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getEntity(id)
-      if (!current) throw new RegistryError('entity_not_found')
-      bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
-      return this.c.names.releaseEntityInTx(tx, id)
-    }))
-    for (const binding of releasedNames) this.c.names.published(binding, 'name_released', 'release', { reason: 'entity_deregistered' })
-    this.changed(id)
-    this.c.catalog.remove(id)
-    this.c.bus.publish('agent_deregistered', { entity_id: id, name: existing.name, category: existing.category, tags: existing.tags })
-    return { entity_id: id, message: `${existing.type} deregistered`, tombstone: { deleted_at: deletedAt, expires_at: expiresAt } }
+    this.c.bus.publish('agent_status', { entity_id: op.subject, status, last_heartbeat: lastHeartbeat, changed_at: op.accepted_at, home_registry: next.home_registry })
   }
 
   private signerKeys(record: EntityRecord) {
@@ -325,6 +407,31 @@ export class EntityService {
     }
   }
 }
+
+/**
+ * What an update does to a record, as a function applied inside the transaction to the record as
+ * it is then (so concurrent updates never undo each other); it throws if the result is invalid.
+ */
+function updatePatch(body: UpdateRequest, signature: string, now: string): (current: EntityRecord) => EntityRecord {
+  const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
+  const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
+  return current => {
+    const next: EntityRecord = { ...current, signature, updated_at: now }
+    if (body.name != null) next.name = body.name
+    if (body.category != null) next.category = body.category
+    if (body.summary != null) next.summary = body.summary
+    if (body.version != null) next.version = body.version
+    if (body.tags != null) next.tags = body.tags
+    if (body.codebase_hash != null) next.codebase_hash = body.codebase_hash || null
+    if (body.capability_summary != null) next.capability_summary = body.capability_summary
+    if (pricing !== undefined) next.pricing_model = pricing as PricingModel
+    if (body.entity_name != null) next.entity_name = body.entity_name || null
+    if (body.ttl != null) next.ttl = body.ttl
+    return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url)))
+  }
+}
+
+const byTime = (a: Operation, b: Operation): number => (a.accepted_at < b.accepted_at ? -1 : a.accepted_at > b.accepted_at ? 1 : a.node_signature < b.node_signature ? -1 : 1)
 
 const BINDING_EVENTS = new Set(['name_registered', 'name_updated', 'name_released'])
 

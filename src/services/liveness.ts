@@ -238,7 +238,7 @@ export class LivenessService implements LivenessView {
   }
 
   private isHome(record: EntityRecord): boolean {
-    return record.home_registry === this.c.settings.host
+    return record.home_registry_id !== undefined ? record.home_registry_id === this.c.identity.registryId : record.home_registry === this.c.settings.host
   }
 
   private initialState(record: EntityRecord): LivenessRecord {

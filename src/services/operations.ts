@@ -9,8 +9,11 @@ export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): st
   return canonicalJson({ ...op, body: op.body === null ? null : Buffer.from(op.body).toString('base64') })
 }
 
-export function sealOperation(identity: NodeIdentity, op: Omit<Operation, 'node_signature'>): Operation {
-  return { ...op, node_signature: sign(identity.keyPair, operationSigningBytes(op)) }
+export function sealOperation(identity: NodeIdentity, op: Omit<Operation, 'node_signature' | 'origin_key' | 'origin_host'>): Operation {
+  // A derived operation is built by spreading its source: drop the source's seal.
+  const { node_signature: _seal, ...unsealed } = op as Operation
+  const stamped: Omit<Operation, 'node_signature'> = { ...unsealed, origin_key: identity.publicKey, ...(identity.host !== undefined ? { origin_host: identity.host } : {}) }
+  return { ...stamped, node_signature: sign(identity.keyPair, operationSigningBytes(stamped)) }
 }
 
 /** An operation this node accepts now from a client request. */

@@ -1,6 +1,8 @@
 import { RegistryError } from '../errors.js'
 import type { WriteTransaction } from '../store/registry-store.js'
-import type { Operation, SubjectKind } from '../store/records.js'
+import type { Operation, OperationKind, SubjectKind } from '../store/records.js'
+
+const REGISTRATIONS = new Set<OperationKind>(['entity.register', 'developer.register', 'developer.implicit'])
 
 /**
  * Inside a registration's transaction: refuses a replay of any registration signature the subject
@@ -15,7 +17,11 @@ export function admitRegistration(tx: WriteTransaction, subject: string, fingerp
   return [...tombstone.registration_signatures, fingerprint]
 }
 
-/** Inside a deregistration's transaction: replaces the record and its history with a tombstone. */
+/**
+ * Inside a deregistration's transaction: replaces the record and its history with a tombstone.
+ * The registration stays beside the deregistration: a node that never saw the record needs its
+ * key to verify the deregistration (sync sends both).
+ */
 export function bury(
   tx: WriteTransaction,
   kind: SubjectKind,
@@ -26,7 +32,7 @@ export function bury(
 ): void {
   if (kind === 'entity') tx.deleteEntity(subject)
   else tx.deleteDeveloper(subject)
-  tx.dropOperations(subject)
+  tx.dropOperations(subject, kept => REGISTRATIONS.has(kept.kind) && kept.accepted_at <= op.accepted_at)
   tx.appendOperation(op)
   tx.putTombstone({ subject, kind, deleted_at: op.accepted_at, expires_at: expiresAt, registration_signatures: registrationSignatures })
 }

@@ -49,6 +49,8 @@ export interface EntityRecord {
   registered_at: string
   updated_at: string
   home_registry: string
+  /** The registry ID of the home node (absent on records written before the mesh replicated them: home_registry decides). */
+  home_registry_id?: string
   schema_version: string
   /** SHA-256 (hex, 16 bytes) of every registration signature this ID has had: the replay guard. */
   registration_signatures: string[]
@@ -180,6 +182,10 @@ export interface Operation {
   auth: OperationAuth
   accepted_at: string
   origin: string
+  /** The accepting node's public key (its registry ID derives from it), so any node can check node_signature. */
+  origin_key?: string
+  /** The accepting node's public host: `home_registry` of what the operation creates. */
+  origin_host?: string
   /** The accepting node's signature over the canonical operation without this field. */
   node_signature: string
 }

@@ -11,6 +11,13 @@ type EntityNameKey = [entityId: string, handle: string, name: string]
 
 const MAX = Number.MAX_SAFE_INTEGER
 
+/** What one committed transaction did to the operation log. */
+export interface CommittedOperations {
+  appended: Operation[]
+  /** Subjects whose history changed (appended to or dropped). */
+  subjects: Set<string>
+}
+
 /** Writes made inside one LMDB transaction; reads inside it see its own writes. */
 export interface WriteTransaction {
   getEntity(id: string): EntityRecord | undefined
@@ -23,8 +30,8 @@ export interface WriteTransaction {
   putTombstone(tombstone: Tombstone): void
   deleteTombstone(subject: string): void
   appendOperation(op: Operation): void
-  /** Drops a subject's operation history (a tombstone supersedes it). */
-  dropOperations(subject: string): void
+  /** Drops a subject's operation history (a tombstone supersedes it), but the operations `keep` accepts. */
+  dropOperations(subject: string, keep?: (op: Operation) => boolean): void
   getHandle(handle: string): HandleRecord | undefined
   putHandle(record: HandleRecord): void
   deleteHandle(handle: string): void
@@ -140,10 +147,34 @@ export class RegistryStore {
    * aborted: nothing it wrote is kept. (A plain lmdb-js `transaction` would keep earlier writes.)
    */
   async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
-    const result = await this.root.childTransaction(() => fn(this.tx)) as T
+    const changes: CommittedOperations = { appended: [], subjects: new Set() }
+    const result = await this.root.childTransaction(() => {
+      this.changes = changes
+      try {
+        return fn(this.tx)
+      } finally {
+        this.changes = null
+      }
+    }) as T
     await this.root.flushed
+    if (changes.subjects.size > 0) for (const listener of this.committedListeners) listener(changes)
     return result
   }
+
+  /**
+   * Calls `listener` once each transaction that appended or dropped operations is durable: gossip
+   * publishes what was appended, the sync digests follow the subjects whose history changed.
+   */
+  onCommitted(listener: (changes: CommittedOperations) => void): () => void {
+    this.committedListeners.add(listener)
+    return () => { this.committedListeners.delete(listener) }
+  }
+
+  /** Every operation in the log, oldest first. */
+  *allOperations(): Iterable<Operation> { for (const { value } of this.operations.getRange()) yield value }
+
+  private changes: CommittedOperations | null = null
+  private readonly committedListeners = new Set<(changes: CommittedOperations) => void>()
 
   private readonly tx: WriteTransaction = {
     getEntity: id => this.entities.get(id),
@@ -157,6 +188,8 @@ export class RegistryStore {
     deleteTombstone: subject => { void this.tombstones.remove(subject) },
     appendOperation: op => {
       const seq = ++this.opSeq
+      this.changes?.appended.push(op)
+      this.changes?.subjects.add(op.subject)
       void this.operations.put(seq, op)
       void this.subjectOperations.put([op.subject, seq], null)
     },
@@ -185,8 +218,13 @@ export class RegistryStore {
     putApproval: (stateHash, approval) => { void this.approvals.put(stateHash, approval) },
     putLiveness: (entityId, record) => { void this.liveness.put(entityId, record) },
     deleteLiveness: entityId => { void this.liveness.remove(entityId) },
-    dropOperations: subject => {
+    dropOperations: (subject, keep) => {
+      this.changes?.subjects.add(subject)
       for (const key of this.subjectSeqs(subject)) {
+        if (keep) {
+          const op = this.operations.get(key[1])
+          if (op && keep(op)) continue
+        }
         void this.operations.remove(key[1])
         void this.subjectOperations.remove(key)
       }

@@ -91,7 +91,7 @@ export const NetworkStatus = Type.Object(
       enabled: Type.Boolean(),
       peer_count: Type.Integer({ description: 'connected peers' }),
       known_peers: Type.Integer({ description: 'connected or seen recently' }),
-      gossip_announcements_per_min: Type.Number({ description: '0 until gossip of operations exists' }),
+      gossip_announcements_per_min: Type.Number({ description: 'operations gossiped in the last minute, published and received' }),
       dht_mode: Nullable(Type.String())
     }),
     entities: Type.Object({ agents: Type.Integer(), services: Type.Integer(), developers: Type.Integer() })
@@ -107,7 +107,7 @@ export const NetworkStats = Type.Object(
     mesh_connectivity: Type.Number({ description: 'connected peers / known peers, 0 to 1 (0 when none are known)' }),
     connected_peers: Type.Integer(),
     known_peers: Type.Integer(),
-    gossip_announcements_per_min: Type.Number({ description: '0 until gossip of operations exists' })
+    gossip_announcements_per_min: Type.Number({ description: 'operations gossiped in the last minute, published and received' })
   },
   { $id: 'NetworkStats' }
 )

@@ -75,7 +75,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             enabled: c.mesh !== null,
             peer_count: c.mesh?.peers.connectedCount ?? 0,
             known_peers: c.mesh?.peers.knownCount ?? 0,
-            gossip_announcements_per_min: 0,
+            gossip_announcements_per_min: c.mesh?.gossip.perMinute() ?? 0,
             dht_mode: c.mesh?.dhtMode ?? null
           },
           entities: counts
@@ -101,7 +101,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
           mesh_connectivity: known === 0 ? 0 : connected / known,
           connected_peers: connected,
           known_peers: known,
-          gossip_announcements_per_min: 0
+          gossip_announcements_per_min: c.mesh?.gossip.perMinute() ?? 0
         })
       }
     }

@@ -1,0 +1,239 @@
+/**
+ * `/zns/sync/1.0.0`: brings two nodes to the same operations (protocols/README.md, "Sync"). Bucketed
+ * digests find what differs (SubjectDigests); only the operations of differing subjects travel,
+ * in both directions in one session, and each is applied through the same path as gossip (origin
+ * seal and owner signature verified, last writer wins). Run when a connection opens (by the side
+ * with the lower peer ID) and every `intervalMs` with one connected peer picked at random.
+ *
+ * A session, each frame a JSON object with an unsigned-varint length prefix:
+ *   initiator → {t:"buckets", digests:[256 hex]}         responder → {t:"buckets", digests}
+ *   both → {t:"subjects", entries:[[subject, digest hex]…]} for the buckets whose digests differ
+ *   both → {t:"ops", ops:[WireOperation…]}… then {t:"done"}: every operation of each subject the
+ *          other side lacks or holds differently; one subject's operations are never split.
+ */
+import type { Connection, PeerId, Stream } from '@libp2p/interface'
+import { lpStream, type LengthPrefixedStream } from '@libp2p/utils'
+import type { Logger } from 'pino'
+import type { EventBus } from '../events/bus.js'
+import type { Operation } from '../store/records.js'
+import { BUCKETS, type SubjectDigests } from '../store/subject-digests.js'
+import { fromWire, toWire } from '../wire/operations.js'
+import type { GossipApply } from './gossip.js'
+import type { MeshLibp2p } from './libp2p-node.js'
+
+export const SYNC_PROTOCOL = '/zns/sync/1.0.0'
+const MAX_FRAME_BYTES = 16 * 1024 * 1024
+/** Operations per `ops` frame (a subject's operations stay together, so a frame may hold a few more). */
+const OPS_PER_FRAME = 256
+/** Subjects applied at once: their commits share LMDB transactions. */
+const APPLY_CONCURRENCY = 64
+
+export interface SyncOptions {
+  libp2p: MeshLibp2p
+  digests: SubjectDigests
+  apply: GossipApply
+  bus: EventBus
+  logger: Logger
+  intervalMs?: number
+  /** Time limit of one session. */
+  timeoutMs?: number
+}
+
+export interface SyncResult {
+  peer: string
+  differingBuckets: number
+  sent: number
+  received: number
+  applied: number
+  invalid: number
+  ms: number
+}
+
+type Frame =
+  | { t: 'buckets'; digests: string[] }
+  | { t: 'subjects'; entries: [string, string][] }
+  | { t: 'ops'; ops: unknown[] }
+  | { t: 'done' }
+
+export class SyncService {
+  private timer: NodeJS.Timeout | null = null
+  private readonly running = new Map<string, Promise<SyncResult | null>>()
+  private readonly shutdown = new AbortController()
+  private readonly onConnect = (evt: CustomEvent<PeerId>): void => {
+    // One session serves both directions: the side with the lower peer ID starts it.
+    if (this.o.libp2p.peerId.toString() < evt.detail.toString()) setTimeout(() => { void this.syncWith(evt.detail) }, 200).unref()
+  }
+  readonly totals = { sessions: 0, failed: 0, sent: 0, received: 0, applied: 0 }
+
+  constructor(private readonly o: SyncOptions) {}
+
+  async start(): Promise<void> {
+    await this.o.libp2p.handle(SYNC_PROTOCOL, (stream, connection) => { void this.answer(stream, connection) }, { maxInboundStreams: 4, maxOutboundStreams: 4 })
+    this.o.libp2p.addEventListener('peer:connect', this.onConnect)
+    this.timer = setInterval(() => {
+      const peers = this.o.libp2p.getPeers()
+      const peer = peers[Math.floor(Math.random() * peers.length)]
+      if (peer) void this.syncWith(peer)
+    }, this.o.intervalMs ?? 60_000).unref()
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.o.libp2p.removeEventListener('peer:connect', this.onConnect)
+    this.shutdown.abort()
+    await Promise.allSettled([...this.running.values()])
+    await this.o.libp2p.unhandle(SYNC_PROTOCOL).catch(() => {})
+  }
+
+  /** Runs a session with a connected peer (joins one already running); null when it failed. */
+  syncWith(peer: PeerId): Promise<SyncResult | null> {
+    const key = peer.toString()
+    const running = this.running.get(key)
+    if (running) return running
+    const session = this.initiate(peer).finally(() => this.running.delete(key))
+    this.running.set(key, session)
+    return session
+  }
+
+  private signal(): AbortSignal {
+    return AbortSignal.any([this.shutdown.signal, AbortSignal.timeout(this.o.timeoutMs ?? 120_000)])
+  }
+
+  private async initiate(peer: PeerId): Promise<SyncResult | null> {
+    const connection = this.o.libp2p.getConnections(peer)[0]
+    if (!connection || this.shutdown.signal.aborted) return null
+    const signal = this.signal()
+    let stream: Stream | undefined
+    try {
+      stream = await connection.newStream(SYNC_PROTOCOL, { signal })
+      const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
+      const mine = this.o.digests.bucketDigests()
+      await write(lp, { t: 'buckets', digests: mine.map(d => d.toString('hex')) }, signal)
+      const theirs = await read(lp, 'buckets', signal)
+      const result = await this.reconcile(lp, mine, theirs.digests, peer.toString(), signal)
+      await stream.close({ signal })
+      return result
+    } catch (err) {
+      this.totals.failed++
+      this.o.logger.debug({ err, peer_id: peer.toString() }, 'sync with peer failed')
+      stream?.abort(err as Error)
+      return null
+    }
+  }
+
+  private async answer(stream: Stream, connection: Connection): Promise<void> {
+    const signal = this.signal()
+    try {
+      const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
+      const theirs = await read(lp, 'buckets', signal)
+      const mine = this.o.digests.bucketDigests()
+      await write(lp, { t: 'buckets', digests: mine.map(d => d.toString('hex')) }, signal)
+      await this.reconcile(lp, mine, theirs.digests, connection.remotePeer.toString(), signal)
+      await stream.close({ signal })
+    } catch (err) {
+      this.totals.failed++
+      this.o.logger.debug({ err, peer_id: connection.remotePeer.toString() }, 'sync from peer failed')
+      stream.abort(err as Error)
+    }
+  }
+
+  /** Both sides, once the bucket digests are exchanged: subjects of the differing buckets, then operations both ways. */
+  private async reconcile(lp: LengthPrefixedStream<Stream>, mine: Buffer[], theirDigests: string[], peer: string, signal: AbortSignal): Promise<SyncResult> {
+    const started = performance.now()
+    if (theirDigests.length !== BUCKETS) throw new Error(`expected ${BUCKETS} bucket digests`)
+    const differing = mine.map((d, i) => (d.toString('hex') === theirDigests[i] ? -1 : i)).filter(i => i >= 0)
+    const myEntries = this.o.digests.subjectsIn(differing)
+    await write(lp, { t: 'subjects', entries: [...myEntries] }, signal)
+    const theirEntries = new Map((await read(lp, 'subjects', signal)).entries)
+    const wanted = [...myEntries].filter(([subject, digest]) => theirEntries.get(subject) !== digest).map(([subject]) => subject)
+
+    const receiving = this.receive(lp, signal)
+    let sent = 0
+    let frame: unknown[] = []
+    for (const subject of wanted) {
+      for (const op of this.o.digests.operationsOf(subject)) frame.push(toWire(op))
+      if (frame.length >= OPS_PER_FRAME) {
+        sent += frame.length
+        await write(lp, { t: 'ops', ops: frame }, signal)
+        frame = []
+      }
+    }
+    if (frame.length > 0) { sent += frame.length; await write(lp, { t: 'ops', ops: frame }, signal) }
+    await write(lp, { t: 'done' }, signal)
+    const { received, applied, invalid } = await receiving
+    const result: SyncResult = { peer, differingBuckets: differing.length, sent, received, applied, invalid, ms: Math.round(performance.now() - started) }
+    this.totals.sessions++
+    this.totals.sent += sent
+    this.totals.received += received
+    this.totals.applied += applied
+    if (sent > 0 || received > 0) this.o.logger.info(result, 'synced with peer')
+    return result
+  }
+
+  /** Reads `ops` frames until `done`, applying each frame's subjects concurrently, one subject's operations in order. */
+  private async receive(lp: LengthPrefixedStream<Stream>, signal: AbortSignal): Promise<{ received: number; applied: number; invalid: number }> {
+    let received = 0
+    let applied = 0
+    let invalid = 0
+    for (;;) {
+      const frame = await readFrame(lp, signal)
+      if (frame.t === 'done') break
+      if (frame.t !== 'ops' || !Array.isArray(frame.ops)) throw new Error(`unexpected ${frame.t} frame`)
+      received += frame.ops.length
+      const bySubject = new Map<string, Operation[]>()
+      for (const wire of frame.ops) {
+        let op: Operation
+        try { op = fromWire(wire) } catch { invalid++; continue }
+        const list = bySubject.get(op.subject)
+        if (list) list.push(op)
+        else bySubject.set(op.subject, [op])
+      }
+      const groups = [...bySubject.values()].map(ops => ops.sort(inApplyOrder))
+      await forEachLimited(groups, APPLY_CONCURRENCY, async ops => {
+        for (const op of ops) {
+          try {
+            if ((await this.o.apply(op)) === 'applied') applied++
+          } catch {
+            invalid++
+          }
+        }
+      })
+    }
+    if (applied > 0) this.o.bus.publish('gossip_incoming', { kind: 'sync', applied, received })
+    return { received, applied, invalid }
+  }
+}
+
+const REGISTRATION_KINDS = new Set(['entity.register', 'developer.register', 'developer.implicit'])
+
+/** Time order; at the same time a registration comes before what builds on it. */
+function inApplyOrder(a: Operation, b: Operation): number {
+  if (a.accepted_at !== b.accepted_at) return a.accepted_at < b.accepted_at ? -1 : 1
+  return (REGISTRATION_KINDS.has(a.kind) ? 0 : 1) - (REGISTRATION_KINDS.has(b.kind) ? 0 : 1)
+}
+
+async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++] as T)
+  }))
+}
+
+async function write(lp: LengthPrefixedStream<Stream>, frame: Frame, signal: AbortSignal): Promise<void> {
+  await lp.write(Buffer.from(JSON.stringify(frame)), { signal })
+}
+
+async function readFrame(lp: LengthPrefixedStream<Stream>, signal: AbortSignal): Promise<Frame> {
+  const bytes = await lp.read({ signal })
+  const frame = JSON.parse(Buffer.from(bytes.subarray()).toString('utf8')) as Frame
+  if (frame === null || typeof frame !== 'object' || typeof frame.t !== 'string') throw new Error('malformed sync frame')
+  return frame
+}
+
+async function read<T extends Frame['t']>(lp: LengthPrefixedStream<Stream>, t: T, signal: AbortSignal): Promise<Extract<Frame, { t: T }>> {
+  const frame = await readFrame(lp, signal)
+  if (frame.t !== t) throw new Error(`expected a ${t} frame, got ${frame.t}`)
+  if (t === 'buckets' && !Array.isArray((frame as { digests?: unknown }).digests)) throw new Error('malformed buckets frame')
+  if (t === 'subjects' && !Array.isArray((frame as { entries?: unknown }).entries)) throw new Error('malformed subjects frame')
+  return frame as Extract<Frame, { t: T }>
+}

@@ -1,0 +1,158 @@
+/**
+ * Applies operations other nodes accepted (received by gossip or sync): the one path by which the
+ * mesh changes this node's records. Each operation is checked as a whole before anything changes:
+ * its origin's key and node signature (so no relay can alter accepted_at, origin or the body), then
+ * the owner's signature, by replaying it through the same service method a client's request takes
+ * (`RemoteWrite`), which also applies last-writer-wins. Status changes are accepted only from the
+ * entity's home node, signed by it.
+ *
+ * Outcomes: `applied` (something changed), `stale` (already held, or lost to a later write),
+ * `deferred` (it needs a record this node does not have yet, e.g. an update before its
+ * registration; sync delivers them in order), `unsupported` (a kind this version does not
+ * replicate yet). An invalid operation throws a RegistryError (gossip rejects it).
+ */
+import { RegistryError } from '../errors.js'
+import { parsePublicKey, parseSignature } from '../identity/encoding.js'
+import { deriveId } from '../identity/ids.js'
+import { verifyDeveloperProof } from '../identity/verifiers.js'
+import type { Operation, OperationKind } from '../store/records.js'
+import { StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import type { DeveloperService } from './developers.js'
+import type { EntityService } from './entities.js'
+import { operationSigningBytes } from './operations.js'
+
+export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported'
+
+export interface ReplicationComponents extends Pick<ServiceComponents, 'identity' | 'store' | 'verifier'> {
+  entities: EntityService
+  developers: DeveloperService
+}
+
+/** The kinds this version replicates (handles and names stay local for now). */
+const REGISTRATIONS = new Set<OperationKind>(['entity.register', 'developer.register', 'developer.implicit'])
+
+export const REPLICATED_KINDS: ReadonlySet<OperationKind> = new Set<OperationKind>([
+  'entity.register', 'entity.update', 'entity.deregister', 'entity.status',
+  'developer.register', 'developer.implicit', 'developer.update', 'developer.deregister'
+])
+
+/** Deferred operations kept for a retry when what they build on arrives (beyond, sync repairs). */
+const MAX_DEFERRED_SUBJECTS = 10_000
+const MAX_DEFERRED_PER_SUBJECT = 16
+
+export class ReplicationService {
+  readonly counts: Record<ApplyOutcome | 'invalid', number> = { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0 }
+  /** Operations that arrived before the record they change (gossip takes many paths), by subject. */
+  private readonly deferred = new Map<string, Operation[]>()
+
+  constructor(private readonly c: ReplicationComponents) {}
+
+  /** Applies an operation; when it creates a record, retries the operations that were waiting for it. */
+  async apply(op: Operation): Promise<ApplyOutcome> {
+    const outcome = await this.applyOne(op)
+    if (outcome === 'deferred') this.defer(op)
+    else if (outcome === 'applied') {
+      const waiting = this.deferred.get(op.subject)
+      if (waiting && REGISTRATIONS.has(op.kind)) {
+        this.deferred.delete(op.subject)
+        for (const later of waiting.sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : 1))) await this.applyOne(later).catch(() => 'invalid')
+      }
+    }
+    return outcome
+  }
+
+  private defer(op: Operation): void {
+    const list = this.deferred.get(op.subject)
+    if (list) {
+      if (list.length < MAX_DEFERRED_PER_SUBJECT) list.push(op)
+      return
+    }
+    if (this.deferred.size >= MAX_DEFERRED_SUBJECTS) this.deferred.delete(this.deferred.keys().next().value as string)
+    this.deferred.set(op.subject, [op])
+  }
+
+  private async applyOne(op: Operation): Promise<ApplyOutcome> {
+    let outcome: ApplyOutcome
+    try {
+      outcome = await this.applyChecked(op)
+    } catch (err) {
+      if (err instanceof StaleOperation) outcome = 'stale'
+      else if (err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found')) outcome = 'deferred'
+      else {
+        this.counts.invalid++
+        throw err
+      }
+    }
+    this.counts[outcome]++
+    return outcome
+  }
+
+  private async applyChecked(op: Operation): Promise<ApplyOutcome> {
+    if (op.origin === this.c.identity.registryId) return 'stale'
+    const originKey = await this.checkSeal(op)
+    if (!REPLICATED_KINDS.has(op.kind)) return 'unsupported'
+    if (this.c.store.operationsOf(op.subject).some(held => held.node_signature === op.node_signature)) return 'stale'
+    const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
+    const req = requestOf(op)
+    switch (op.kind) {
+      case 'entity.register': await this.c.entities.register(req, remote); break
+      case 'entity.update': await this.c.entities.update(op.subject, req, remote); break
+      case 'entity.deregister': await this.c.entities.deregister(op.subject, req, remote); break
+      case 'entity.status': await this.c.entities.applyStatus(op, originKey); break
+      case 'developer.register': await this.c.developers.register(req, remote); break
+      case 'developer.update': await this.c.developers.update(op.subject, req, remote); break
+      case 'developer.deregister': await this.c.developers.deregister(op.subject, req, remote); break
+      case 'developer.implicit': await this.applyImplicitDeveloper(op, req, remote); break
+      default: return 'unsupported'
+    }
+    return 'applied'
+  }
+
+  /** The origin's key must be the one its registry ID names, and its seal must verify. */
+  private async checkSeal(op: Operation): Promise<Buffer> {
+    const key = op.origin_key ? parsePublicKey(op.origin_key) : null
+    if (!key || deriveId('registry', key) !== op.origin) throw new RegistryError('operation_invalid', 'origin_key is missing or is not the key of origin.', 'origin_key')
+    const seal = parseSignature(op.node_signature)
+    const { node_signature: _seal, ...unsealed } = op
+    if (!seal || (await this.c.verifier.firstVerifying(key, seal, [operationSigningBytes(unsealed)])) !== 0) {
+      throw new RegistryError('operation_invalid', 'node_signature does not verify against origin_key.', 'node_signature')
+    }
+    return key
+  }
+
+  /**
+   * A developer that came into being with an entity registration: the body is that registration;
+   * the developer's proof over the entity key vouches for it.
+   */
+  private async applyImplicitDeveloper(op: Operation, req: WriteRequest, remote: RemoteWrite): Promise<void> {
+    const body = req.body as { public_key?: unknown; developer_proof?: Record<string, unknown> } | null
+    const proof = body?.developer_proof
+    const developerKey = typeof proof?.developer_public_key === 'string' ? parsePublicKey(proof.developer_public_key) : null
+    const entityKey = typeof body?.public_key === 'string' ? parsePublicKey(body.public_key) : null
+    const index = [proof?.index, proof?.agent_index, proof?.entity_index].find(i => typeof i === 'number') as number | undefined
+    const signature = parseSignature(String(proof?.signature ?? proof?.developer_signature ?? ''))
+    if (!developerKey || !entityKey || index === undefined || !signature || deriveId('developer', developerKey) !== op.subject) {
+      throw new RegistryError('operation_invalid', 'A developer.implicit operation carries the registration whose developer proof names its subject.')
+    }
+    if (!(await verifyDeveloperProof(developerKey, entityKey, index, signature, this.c.verifier))) throw new RegistryError('developer_proof_invalid')
+    await this.c.developers.applyImplicit(op, developerKey, remote)
+  }
+}
+
+/** The request an operation replays: its body bytes, path, and the signature where the client carried it. */
+function requestOf(op: Operation): WriteRequest {
+  const raw = op.body ?? new Uint8Array(0)
+  let body: unknown = null
+  if (op.body) {
+    try {
+      body = JSON.parse(Buffer.from(op.body).toString('utf8'))
+    } catch {
+      throw new RegistryError('operation_invalid', 'The operation body is not JSON.', 'body')
+    }
+  }
+  const { carrier, signer, signature } = op.auth
+  const credentials = carrier === 'authorization' ? { authorization: `${signer === 'developer' ? 'Bearer-Dev' : 'Bearer'} ${signature}` }
+    : carrier === 'x-signature' ? { xSignature: signature }
+      : {}
+  return { raw, body, path: op.path ?? '', credentials }
+}

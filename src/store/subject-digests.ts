@@ -1,0 +1,99 @@
+/**
+ * A summary of the operation log for set reconciliation (`/zns/sync/1.0.0`). Each subject's digest
+ * is the XOR of a hash of each of its operations' node signatures, so it depends only on which
+ * operations the node holds, not on the order they came in. Subjects fall into 256 buckets by
+ * the first byte of a hash of their name; a bucket's digest is the XOR of a hash of each of its
+ * subjects with its digest. Two nodes holding the same operations have equal buckets; comparing
+ * 256 bucket digests, then the subject digests of the buckets that differ, finds what differs
+ * without listing everything.
+ *
+ * Kept in memory: built from the log at start, then updated after every commit for the subjects
+ * whose history changed.
+ */
+import { createHash } from 'node:crypto'
+import type { RegistryStore } from './registry-store.js'
+import type { Operation } from './records.js'
+
+export const DIGEST_BYTES = 16
+export const BUCKETS = 256
+
+const hash = (text: string): Buffer => createHash('sha256').update(text).digest().subarray(0, DIGEST_BYTES)
+
+function xorInto(target: Buffer, value: Buffer): void {
+  for (let i = 0; i < DIGEST_BYTES; i++) target[i] = (target[i] as number) ^ (value[i] as number)
+}
+
+export function bucketOf(subject: string): number {
+  return createHash('sha256').update(subject).digest()[0] as number
+}
+
+export class SubjectDigests {
+  private readonly subjects = new Map<string, Buffer>()
+  private readonly buckets = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
+  private readonly members = Array.from({ length: BUCKETS }, () => new Set<string>())
+  private detach: (() => void) | null = null
+
+  constructor(private readonly store: RegistryStore) {}
+
+  /** Builds the digests from the log and follows later commits. */
+  start(): void {
+    const built = new Map<string, Buffer>()
+    for (const op of this.store.allOperations()) {
+      let digest = built.get(op.subject)
+      if (!digest) built.set(op.subject, (digest = Buffer.alloc(DIGEST_BYTES)))
+      xorInto(digest, hash(op.node_signature))
+    }
+    for (const [subject, digest] of built) this.set(subject, digest)
+    this.detach = this.store.onCommitted(changes => { for (const subject of changes.subjects) this.refresh(subject) })
+  }
+
+  stop(): void {
+    this.detach?.()
+    this.detach = null
+  }
+
+  get size(): number {
+    return this.subjects.size
+  }
+
+  /** The 256 bucket digests. */
+  bucketDigests(): Buffer[] {
+    return this.buckets.map(b => Buffer.from(b))
+  }
+
+  /** Subject → digest (hex) for every subject in the given buckets. */
+  subjectsIn(buckets: Iterable<number>): Map<string, string> {
+    const out = new Map<string, string>()
+    for (const b of buckets) for (const subject of this.members[b] ?? []) out.set(subject, (this.subjects.get(subject) as Buffer).toString('hex'))
+    return out
+  }
+
+  digestOf(subject: string): string | undefined {
+    return this.subjects.get(subject)?.toString('hex')
+  }
+
+  operationsOf(subject: string): Operation[] {
+    return this.store.operationsOf(subject)
+  }
+
+  private refresh(subject: string): void {
+    const digest = Buffer.alloc(DIGEST_BYTES)
+    const ops = this.store.operationsOf(subject)
+    for (const op of ops) xorInto(digest, hash(op.node_signature))
+    this.set(subject, ops.length > 0 ? digest : null)
+  }
+
+  private set(subject: string, digest: Buffer | null): void {
+    const bucket = bucketOf(subject)
+    const old = this.subjects.get(subject)
+    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old.toString('hex')))
+    if (digest) {
+      xorInto(this.buckets[bucket] as Buffer, hash(subject + digest.toString('hex')))
+      this.subjects.set(subject, digest)
+      this.members[bucket]?.add(subject)
+    } else {
+      this.subjects.delete(subject)
+      this.members[bucket]?.delete(subject)
+    }
+  }
+}

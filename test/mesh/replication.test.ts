@@ -1,0 +1,182 @@
+/**
+ * Replication on loopback with real nodes: writes made on one node (registration, update, a status
+ * change found by the inactivity sweep, deregistration, a developer profile) reach the others by
+ * gossip and show in their HTTP API; tampered and forged operations relayed by a peer are rejected
+ * by every receiver; a node started after the writes converges by sync.
+ */
+import test from 'ava'
+import type { RegistryEvent } from '../../src/events/bus.js'
+import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
+import { sealOperation } from '../../src/services/operations.js'
+import type { Operation } from '../../src/store/records.js'
+import { encodeOperation } from '../../src/wire/operations.js'
+import { agent, developer, developerRegistration, sign, signSpec, specRegistration } from '../helpers/identities.js'
+import { http, startTestNode, type TestNode } from '../helpers/node.js'
+
+const MESH = { enabled: true }
+const dev = developer(31)
+const first = agent(dev, 0)
+const second = agent(dev, 1)
+const third = agent(dev, 2)
+let a: TestNode
+let b: TestNode
+let c: TestNode
+const nodes = (): TestNode[] => [a, b, c]
+const incomingOfB: RegistryEvent[] = []
+
+const tcpAddress = (n: TestNode): string => {
+  const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
+  if (!found) throw new Error('no TCP address')
+  return found
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let last: unknown
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what} (last: ${JSON.stringify(last ?? value)})`)
+    last = value
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+}
+
+const entityOn = async (n: TestNode, id: string) => http(n.url, 'GET', `/v1/entities/${id}`)
+
+test.before(async () => {
+  // A sweeps every 100 ms and calls an entity inactive after 1.5 s of silence: the status change comes quickly.
+  a = await startTestNode({ name: 'node-a', host: 'a.registry.test', p2p: MESH, liveness: { inactive_after_seconds: 1.5, sweep_interval_seconds: 0.1 } })
+  ;[b, c] = await Promise.all([
+    startTestNode({ name: 'node-b', host: 'b.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } }),
+    startTestNode({ name: 'node-c', host: 'c.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } })
+  ])
+  b.node.bus.subscribe(e => { if (e.type === 'gossip_incoming') incomingOfB.push(e) })
+  // Every node subscribed to every topic of its two peers: publications reach them directly.
+  for (const n of nodes()) {
+    await until(`${n.config.name} has two peers on every gossip topic`, () => {
+      const pubsub = n.node.mesh!.libp2p.services.pubsub
+      return Object.values(GOSSIP_TOPICS).every(topic => pubsub.getSubscribers(topic).length === 2) ? true : undefined
+    })
+  }
+})
+
+test.after.always(async () => {
+  await Promise.all(nodes().filter(Boolean).map(n => n.stop()))
+})
+
+test.serial('a registration, an update, a status change and a deregistration on A reach B and C', async t => {
+  const reg = await http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, first, { summary: 'Replicated translation agent' }) })
+  t.is(reg.status, 201, JSON.stringify(reg.body))
+  const onA = (await entityOn(a, first.agentId)).body
+  for (const n of [b, c]) {
+    const copy = await until(`${n.config.name} holds the registration`, async () => {
+      const r = await entityOn(n, first.agentId)
+      return r.status === 200 ? r.body : undefined
+    })
+    t.is(copy.name, onA.name)
+    t.is(copy.registered_at, onA.registered_at, 'the origin\'s time, not the receiver\'s')
+    t.is(copy.home_registry, 'a.registry.test')
+    t.is(copy.signature, onA.signature)
+    const devCopy = await until(`${n.config.name} holds the implicit developer`, async () => {
+      const r = await http(n.url, 'GET', `/v1/developers/${dev.id}`)
+      return r.status === 200 ? r.body : undefined
+    })
+    t.true(devCopy.implicit)
+  }
+  t.true(incomingOfB.some(e => e.data.subject === first.agentId && e.data.outcome === 'applied'))
+
+  const update = await http(a.url, 'PUT', `/v1/entities/${first.agentId}`, { body: signSpec(first.keyPair, { summary: 'Now also summarises', tags: ['summary'] }) })
+  t.is(update.status, 200, JSON.stringify(update.body))
+  for (const n of [b, c]) {
+    const copy = await until(`${n.config.name} holds the update`, async () => {
+      const r = await entityOn(n, first.agentId)
+      return r.body.summary === 'Now also summarises' ? r.body : undefined
+    })
+    t.deepEqual(copy.tags, ['summary'])
+    t.is(copy.name, onA.name, 'fields the update left alone are kept')
+  }
+
+  // No heartbeats: A's sweep makes the entity inactive and signs the status change; B and C follow.
+  for (const n of [a, b, c]) {
+    await until(`${n.config.name} shows the entity inactive`, async () => ((await entityOn(n, first.agentId)).body.status === 'inactive' ? true : undefined))
+  }
+  t.pass()
+
+  const del = await http(a.url, 'DELETE', `/v1/entities/${first.agentId}`, { headers: { authorization: `Bearer ${sign(first.keyPair, first.agentId)}` } })
+  t.is(del.status, 200, JSON.stringify(del.body))
+  for (const n of [b, c]) {
+    const gone = await until(`${n.config.name} holds the tombstone`, async () => {
+      const r = await entityOn(n, first.agentId)
+      return r.status === 404 ? r.body : undefined
+    })
+    t.is(gone.error, 'entity_not_found')
+    t.regex(gone.message, /deregistered/)
+  }
+})
+
+test.serial('a developer registered on B reaches A and C with its home', async t => {
+  const other = developer(32)
+  const reg = await http(b.url, 'POST', '/v1/developers', { body: developerRegistration(other, { name: 'Bea' }) })
+  t.is(reg.status, 201, JSON.stringify(reg.body))
+  for (const n of [a, c]) {
+    const copy = await until(`${n.config.name} holds the developer`, async () => {
+      const r = await http(n.url, 'GET', `/v1/developers/${other.id}`)
+      return r.status === 200 ? r.body : undefined
+    })
+    t.is(copy.name, 'Bea')
+    t.is(copy.home_registry, 'b.registry.test')
+  }
+})
+
+test.serial('tampered and forged operations relayed by a peer are rejected by every receiver', async t => {
+  // A real registration on C, then C's libp2p node relays altered copies of its operation.
+  const reg = await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, second, { summary: 'Honest summary' }) })
+  t.is(reg.status, 201)
+  for (const n of [a, b]) await until(`${n.config.name} holds the honest registration`, async () => ((await entityOn(n, second.agentId)).status === 200 ? true : undefined))
+  const original = c.node.store.operationsOf(second.agentId).find(op => op.kind === 'entity.register') as Operation
+  const body = JSON.parse(Buffer.from(original.body as Uint8Array).toString('utf8')) as Record<string, unknown>
+
+  // 1. The body changed in transit (the node seal no longer matches).
+  const tampered: Operation = { ...original, body: Buffer.from(JSON.stringify({ ...body, summary: 'Tampered summary' })), accepted_at: new Date().toISOString() }
+  // 2. Re-sealed by C as a fresh operation of its own: the seal is good, the owner's signature is not.
+  const forged = sealOperation(c.node.identity, { ...original, subject: third.agentId, body: Buffer.from(JSON.stringify({ ...body, public_key: third.publicKey, summary: 'Forged' })), accepted_at: new Date().toISOString() })
+  // 3. A status change for an entity C is not the home of, signed by C.
+  const status = sealOperation(c.node.identity, {
+    kind: 'entity.status', subject: first.agentId, path: null, accepted_at: new Date().toISOString(), origin: c.node.identity.registryId,
+    body: Buffer.from('{}'), auth: { carrier: 'node', signer: 'node', signature: sign(c.node.identity.keyPair, '{}'), form: 'agent_status' }
+  })
+  const invalidBefore = [a, b].map(n => n.node.replication.counts.invalid)
+  const pubsub = c.node.mesh!.libp2p.services.pubsub
+  for (const op of [tampered, forged, status]) await pubsub.publish(topicOf(op.kind), encodeOperation(op))
+  for (const [i, n] of [a, b].entries()) {
+    await until(`${n.config.name} rejected both forgeries`, () => (n.node.replication.counts.invalid - (invalidBefore[i] as number) >= 2 ? true : undefined))
+    t.is((await entityOn(n, second.agentId)).body.summary, 'Honest summary', 'the tampered body was not applied')
+    t.is((await entityOn(n, third.agentId)).status, 404, 'the forged registration was not applied')
+  }
+})
+
+test.serial('a node started after the writes converges by sync', async t => {
+  const kept = await http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, third, { summary: 'Registered before D existed' }) })
+  t.is(kept.status, 201)
+  for (const n of [b, c]) await until(`${n.config.name} holds the late registration`, async () => ((await entityOn(n, third.agentId)).status === 200 ? true : undefined))
+  const d = await startTestNode({ name: 'node-d', host: 'd.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(b)] } })
+  try {
+    const copy = await until('D holds the registrations made before it started', async () => {
+      const r = await entityOn(d, third.agentId)
+      return r.status === 200 && (await entityOn(d, second.agentId)).status === 200 ? r.body : undefined
+    })
+    t.is(copy.home_registry, 'a.registry.test')
+    const gone = await until('D holds the tombstone', async () => {
+      const r = await entityOn(d, first.agentId)
+      return r.status === 404 && /deregistered/.test(r.body.message) ? r.body : undefined
+    })
+    t.truthy(gone)
+    // Same operations everywhere: every bucket digest agrees.
+    const digests = (n: TestNode) => n.node.digests.bucketDigests().map(x => x.toString('hex')).join()
+    await until('D and A hold the same operations', () => (digests(d) === digests(a) ? true : undefined))
+    t.is(digests(b), digests(a))
+  } finally {
+    await d.stop()
+  }
+})
