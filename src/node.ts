@@ -47,6 +47,7 @@ import { SearchService } from './services/search.js'
 import { createEmbedder } from './search/embedders/create.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { ReplicationService } from './services/replication.js'
+import { NameDirectory } from './services/name-directory.js'
 import { RegistryStore } from './store/registry-store.js'
 import { SubjectDigests } from './store/subject-digests.js'
 
@@ -114,7 +115,9 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const names = new NameService(base)
   const developers = new DeveloperService({ ...base, handles })
   const entities = new EntityService({ ...base, developers, names, liveness })
-  const resolution = new ResolutionService({ ...base, names, liveness })
+  const directory = new NameDirectory(base)
+  directory.load()
+  const resolution = new ResolutionService({ ...base, names, directory, liveness })
   const onboarding = new OnboardingService({
     ...base, handles, onboarding: { mode: config.onboarding.mode, authUrl: config.onboarding.auth_url, webhookSecret: config.onboarding.webhook_secret }
   })
@@ -130,7 +133,9 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       weights: { text: sc.weight_text, semantic: sc.weight_semantic, trust: sc.weight_trust, freshness: sc.weight_freshness, availability: sc.weight_availability },
       halfLifeDays: sc.freshness_half_life_days,
       minSemantic: sc.min_semantic_similarity,
-      fusion: sc.fusion
+      fusion: sc.fusion,
+      federation: { maxPeers: sc.federation_max_peers, timeoutMs: sc.federation_timeout_ms },
+      termFilter: { falsePositiveRate: sc.bloom_false_positive_rate, rebuildIntervalMs: sc.bloom_rebuild_interval_ms }
     }
   })
   const indexStarted = performance.now()
@@ -144,7 +149,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
   }
 
-  const replication = new ReplicationService({ ...base, entities, developers })
+  const replication = new ReplicationService({ ...base, entities, developers, directory })
   const digests = new SubjectDigests(store)
   let detachGossip: (() => void) | null = null
   let mesh: Mesh | null = null
@@ -156,14 +161,16 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       mesh = await Mesh.create({
         apply: op => replication.apply(op), digests, syncIntervalMs: config.p2p.sync_interval_seconds * 1000,
         gossipPerPeerPerSecond: config.p2p.gossip_max_per_peer_per_second,
+        federation: { answer: request => search.answerPeer(request), filter: search.homeTerms },
         seed: identity.keyPair.seed, host: config.p2p.host, port: config.p2p.port, bootstrap: config.p2p.bootstrap,
         announce: config.p2p.announce, maxConnections: config.p2p.max_connections, bus, logger: logger.child({ component: 'mesh' }),
         info: () => ({
           registry_id: identity.registryId, name: config.name, host: config.host, public_key: identity.publicKey, version: NODE_VERSION,
-          entity_count: catalog.count('agent') + catalog.count('service'), agent_count: catalog.count('agent')
+          entity_count: liveness.homeCounts().entities, agent_count: liveness.homeCounts().agents
         })
       })
       await mesh.start()
+      if (mesh.federation) search.federate(mesh.federation)
       const self = identity.registryId
       const meshNode = mesh
       // What this node accepts is gossiped once durable; what it applied from others, gossipsub forwards itself.
@@ -251,6 +258,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
         digests.stop()
         await writes.drain()
         await liveness.stop()
+        search.stop()
         await search.idle()
         await store.close()
         await verifier.close()

@@ -55,6 +55,14 @@ export class StaleOperation extends Error {
   }
 }
 
+/** A replayed operation that needs a record this node does not hold yet (`subject`): retried once it arrives. */
+export class MissingDependency extends Error {
+  constructor(readonly subject: string) {
+    super(`waiting for ${subject}`)
+    this.name = 'MissingDependency'
+  }
+}
+
 /** Last writer wins: by time, ties broken by comparing a signature's bytes (any total order all nodes share). */
 export function isLater(at: string, tieBreak: string, thanAt: string, thanTieBreak: string): boolean {
   return at > thanAt || (at === thanAt && tieBreak > thanTieBreak)

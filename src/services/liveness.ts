@@ -92,6 +92,13 @@ export class LivenessService implements LivenessView {
     await this.flush()
   }
 
+  /** Entities whose home is this node (what the hello reports; the store also holds the mesh's). */
+  homeCounts(): { entities: number; agents: number } {
+    let agents = 0
+    for (const id of this.states.keys()) if (!id.startsWith('zns:svc:')) agents++
+    return { entities: this.states.size, agents }
+  }
+
   /** Status and last heartbeat as this node sees them now (undefined: not a home entity). */
   current(entityId: string): LiveView | undefined {
     const s = this.states.get(entityId)

@@ -8,17 +8,18 @@
  *
  * Outcomes: `applied` (something changed), `stale` (already held, or lost to a later write),
  * `deferred` (it needs a record this node does not have yet, e.g. an update before its
- * registration; sync delivers them in order), `unsupported` (a kind this version does not
- * replicate yet). An invalid operation throws a RegistryError (gossip rejects it).
+ * registration; sync delivers them in order), `unsupported` (a kind this version does not know).
+ * An invalid operation throws a RegistryError (gossip rejects it).
  */
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
-import { verifyDeveloperProof } from '../identity/verifiers.js'
-import type { Operation, OperationKind } from '../store/records.js'
-import { StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.js'
+import type { Operation } from '../store/records.js'
+import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
+import type { NameDirectory } from './name-directory.js'
 import { operationSigningBytes } from './operations.js'
 
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported'
@@ -26,15 +27,9 @@ export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported'
 export interface ReplicationComponents extends Pick<ServiceComponents, 'identity' | 'store' | 'verifier'> {
   entities: EntityService
   developers: DeveloperService
+  directory: NameDirectory
 }
 
-/** The kinds this version replicates (handles and names stay local for now). */
-const REGISTRATIONS = new Set<OperationKind>(['entity.register', 'developer.register', 'developer.implicit'])
-
-export const REPLICATED_KINDS: ReadonlySet<OperationKind> = new Set<OperationKind>([
-  'entity.register', 'entity.update', 'entity.deregister', 'entity.status',
-  'developer.register', 'developer.implicit', 'developer.update', 'developer.deregister'
-])
 
 /** Deferred operations kept for a retry when what they build on arrives (beyond, sync repairs). */
 const MAX_DEFERRED_SUBJECTS = 10_000
@@ -47,28 +42,27 @@ export class ReplicationService {
 
   constructor(private readonly c: ReplicationComponents) {}
 
-  /** Applies an operation; when it creates a record, retries the operations that were waiting for it. */
+  /** Applies an operation; once it has, retries the operations that were waiting for its subject. */
   async apply(op: Operation): Promise<ApplyOutcome> {
     const outcome = await this.applyOne(op)
-    if (outcome === 'deferred') this.defer(op)
-    else if (outcome === 'applied') {
+    if (outcome === 'applied') {
       const waiting = this.deferred.get(op.subject)
-      if (waiting && REGISTRATIONS.has(op.kind)) {
+      if (waiting) {
         this.deferred.delete(op.subject)
-        for (const later of waiting.sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : 1))) await this.applyOne(later).catch(() => 'invalid')
+        for (const later of waiting.sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : 1))) await this.apply(later).catch(() => 'invalid')
       }
     }
     return outcome
   }
 
-  private defer(op: Operation): void {
-    const list = this.deferred.get(op.subject)
+  private defer(op: Operation, waitingFor: string): void {
+    const list = this.deferred.get(waitingFor)
     if (list) {
-      if (list.length < MAX_DEFERRED_PER_SUBJECT) list.push(op)
+      if (list.length < MAX_DEFERRED_PER_SUBJECT && !list.includes(op)) list.push(op)
       return
     }
     if (this.deferred.size >= MAX_DEFERRED_SUBJECTS) this.deferred.delete(this.deferred.keys().next().value as string)
-    this.deferred.set(op.subject, [op])
+    this.deferred.set(waitingFor, [op])
   }
 
   private async applyOne(op: Operation): Promise<ApplyOutcome> {
@@ -77,7 +71,8 @@ export class ReplicationService {
       outcome = await this.applyChecked(op)
     } catch (err) {
       if (err instanceof StaleOperation) outcome = 'stale'
-      else if (err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found')) outcome = 'deferred'
+      else if (err instanceof MissingDependency) { outcome = 'deferred'; this.defer(op, err.subject) }
+      else if (err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found')) { outcome = 'deferred'; this.defer(op, op.subject) }
       else {
         this.counts.invalid++
         throw err
@@ -90,7 +85,6 @@ export class ReplicationService {
   private async applyChecked(op: Operation): Promise<ApplyOutcome> {
     if (op.origin === this.c.identity.registryId) return 'stale'
     const originKey = await this.checkSeal(op)
-    if (!REPLICATED_KINDS.has(op.kind)) return 'unsupported'
     if (this.c.store.operationsOf(op.subject).some(held => held.node_signature === op.node_signature)) return 'stale'
     const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
     const req = requestOf(op)
@@ -103,6 +97,11 @@ export class ReplicationService {
       case 'developer.update': await this.c.developers.update(op.subject, req, remote); break
       case 'developer.deregister': await this.c.developers.deregister(op.subject, req, remote); break
       case 'developer.implicit': await this.applyImplicitDeveloper(op, req, remote); break
+      case 'handle.claim': case 'handle.verify': case 'handle.release':
+      case 'name.bind': case 'name.update': case 'name.release':
+        // Other registries' namespaces: kept apart from this node's own handles and names.
+        await this.c.directory.apply(op, req)
+        break
       default: return 'unsupported'
     }
     return 'applied'
@@ -121,11 +120,22 @@ export class ReplicationService {
   }
 
   /**
-   * A developer that came into being with an entity registration: the body is that registration;
-   * the developer's proof over the entity key vouches for it.
+   * A developer that came into being with an entity registration (the body is that registration:
+   * the developer's proof over the entity key vouches for it) or with its first handle claim (the
+   * claim, signed with the developer's key).
    */
   private async applyImplicitDeveloper(op: Operation, req: WriteRequest, remote: RemoteWrite): Promise<void> {
-    const body = req.body as { public_key?: unknown; developer_proof?: Record<string, unknown> } | null
+    const body = req.body as { public_key?: unknown; developer_id?: unknown; developer_proof?: Record<string, unknown> } | null
+    if (body && body.developer_proof === undefined) {
+      const key = typeof body.public_key === 'string' ? parsePublicKey(body.public_key) : null
+      const signature = parseSignature(op.auth.signature)
+      if (!key || !signature || body.developer_id !== op.subject || deriveId('developer', key) !== op.subject) {
+        throw new RegistryError('operation_invalid', 'A developer.implicit operation from a handle claim carries the claim, made with the developer\'s key.')
+      }
+      if (!(await verifyHandleClaim(body as Record<string, unknown>, key, signature, this.c.verifier))) throw new RegistryError('signature_invalid', 'The claim is not signed by the developer.')
+      await this.c.developers.applyImplicit(op, key, remote)
+      return
+    }
     const proof = body?.developer_proof
     const developerKey = typeof proof?.developer_public_key === 'string' ? parsePublicKey(proof.developer_public_key) : null
     const entityKey = typeof body?.public_key === 'string' ? parsePublicKey(body.public_key) : null

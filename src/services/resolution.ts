@@ -7,12 +7,15 @@ import type { EntityRecord, NameBinding, NameVersion } from '../store/records.js
 import type { ServiceComponents } from './components.js'
 import { verificationTier } from './handles.js'
 import type { NameService } from './names.js'
-import { parseFqan, selectVersion } from './naming.js'
+import type { NameDirectory } from './name-directory.js'
+import { formatFqan, parseFqan, selectVersion } from './naming.js'
 import type { LivenessView } from './liveness.js'
 import { trustScore, trustSignals } from './trust.js'
 
 export interface ResolutionComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'now'> {
   names: NameService
+  /** Other registries' names, learned from the mesh. */
+  directory?: NameDirectory
   liveness?: LivenessView
 }
 
@@ -27,9 +30,7 @@ export class ResolutionService {
   resolveFqan(text: string) {
     const parsed = parseFqan(text)
     if (!parsed) throw new RegistryError('fqan_invalid', `"${text}" is not an FQAN: expected [zns://]<host>/<handle>/<entity-name>[@<version>].`, 'fqan')
-    if (parsed.host !== null && parsed.host !== this.c.settings.host.toLowerCase()) {
-      throw new RegistryError('name_not_found', `${text} belongs to the registry ${parsed.host}, not to this one (${this.c.settings.host}).`)
-    }
+    if (parsed.host !== null && parsed.host !== this.c.settings.host.toLowerCase()) return this.resolveRemote(text, parsed.host, parsed.handle, parsed.name, parsed.version)
     const binding = this.c.names.require(parsed.handle, parsed.name)
     let version: NameVersion | null = null
     if (parsed.version !== null) {
@@ -39,6 +40,19 @@ export class ResolutionService {
     const entity = this.c.store.getEntity(version?.entity_id ?? binding.entity_id)
     if (!entity) throw new RegistryError('entity_not_found', `${binding.entity_id}, bound to this name, is no longer registered.`)
     return this.view(entity, binding, version)
+  }
+
+  /** An FQAN of another registry, from what the mesh told this node (said in `source`). */
+  private resolveRemote(text: string, host: string, handle: string, name: string, version: string | null) {
+    const binding = this.c.directory?.name(host, handle, name)
+    if (!binding) throw new RegistryError('name_not_found', `${text} belongs to the registry ${host}, and this node has not learned that name from the mesh.`)
+    if (version !== null && !selectVersion([{ version: binding.version, entity_id: binding.entity_id, capability_tags: binding.capability_tags, bound_at: binding.updated_at, signature: '' }], version)) {
+      throw new RegistryError('name_not_found', `${formatFqan(host, handle, name)} (as this node knows it from the mesh) has no version matching ${version}.`)
+    }
+    const entity = this.c.store.getEntity(binding.entity_id)
+    if (!entity) throw new RegistryError('entity_not_found', `${binding.entity_id}, bound to ${formatFqan(host, handle, name)}, is not held by this node.`)
+    const local = this.view(entity, null, null)
+    return { ...local, fqan: formatFqan(host, handle, name), developer_handle: handle, registry_host: host, version: binding.version ?? entity.version, capability_tags: binding.capability_tags, source: 'network' as const }
   }
 
   resolveEntity(entityId: string) {

@@ -129,6 +129,32 @@ test.serial('a developer registered on B reaches A and C with its home', async t
   }
 })
 
+test.serial("another registry's names resolve on every node, kept apart from its own namespace", async t => {
+  const owner = developer(33)
+  const named = agent(owner, 0)
+  t.is((await http(a.url, 'POST', '/v1/handles', { body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'acme', public_key: owner.publicKey }) })).status, 201)
+  const reg = await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, named, { entity_name: 'translator' }) })
+  t.is(reg.body.fqan, 'a.registry.test/acme/translator', JSON.stringify(reg.body))
+  for (const n of [b, c]) {
+    const resolved = await until(`${n.config.name} resolves A's name`, async () => {
+      const r = await http(n.url, 'GET', `/v1/resolve?fqan=${encodeURIComponent('zns://a.registry.test/acme/translator')}`)
+      return r.status === 200 ? r.body : undefined
+    })
+    t.is(resolved.entity_id, named.agentId)
+    t.is(resolved.registry_host, 'a.registry.test')
+    t.is(resolved.source, 'network')
+    // B's own namespace is untouched: the handle is still free there.
+    t.is((await http(n.url, 'GET', `/v1/resolve/acme/translator`)).status, 404)
+  }
+  // Released on A: the name disappears everywhere.
+  const release = await http(a.url, 'DELETE', '/v1/names/acme/translator', { headers: { authorization: `Bearer ${sign(owner.keyPair, 'release:a.registry.test/acme/translator')}` } })
+  t.is(release.status, 200, JSON.stringify(release.body))
+  for (const n of [b, c]) {
+    await until(`${n.config.name} forgets the released name`, async () => ((await http(n.url, 'GET', `/v1/resolve?fqan=a.registry.test/acme/translator`)).status === 404 ? true : undefined))
+  }
+  t.pass()
+})
+
 test.serial('tampered and forged operations relayed by a peer are rejected by every receiver', async t => {
   // A real registration on C, then C's libp2p node relays altered copies of its operation.
   const reg = await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, second, { summary: 'Honest summary' }) })
