@@ -1,0 +1,210 @@
+/**
+ * The terms of this node's home records (entities whose home registry is this node), summarised in a
+ * Bloom filter that peers use to route federated queries (protocols/README.md, `/zns/bloom/1.0.0`).
+ *
+ * The search service hands every record it indexes to `update` with the terms it has just analyzed
+ * (no second analysis), and every removal to `remove`. Terms are reference-counted, so an update or a
+ * deregistration takes a record's old terms out exactly; each entity's term set is kept as interned
+ * IDs (4 bytes a term). The filter is rebuilt from the live terms (no store scan) when the term set
+ * changed, at most once per `rebuildIntervalMs`, and each rebuild gets a larger version. A term's
+ * two base hashes are computed once, when it first appears, so a rebuild only sets bits. Listeners
+ * (the mesh, which pushes the filter to peers) are told after each rebuild.
+ */
+import type { Logger } from 'pino'
+import { hashTerm, TermFilter, type TermHash } from '../search/term-filter.js'
+import type { FieldTokens } from '../search/text-index.js'
+import type { EntityRecord } from '../store/records.js'
+import { FEDERATION_LIMITS, TERM_FILTER_SCHEME, type TermFilterMessage } from '../wire/federation.js'
+
+export interface HomeTermsOptions {
+  /** This node's registry ID and host: what makes a record a home record. */
+  registryId: string
+  host: string
+  falsePositiveRate: number
+  rebuildIntervalMs: number
+  logger: Logger
+  now?: () => number
+}
+
+/** The members of a record that decide where its home is. */
+export type HomeFields = Pick<EntityRecord, 'entity_id' | 'home_registry'> & { home_registry_id?: string | undefined }
+
+/** Builds faster than this after a change are not worth delaying: bursts of writes still share one. */
+const MIN_DELAY_MS = 50
+
+export class HomeTermSummary {
+  private readonly ids = new Map<string, number>()
+  private readonly terms: (string | undefined)[] = []
+  private counts = new Uint32Array(1024)
+  /** Each term's two base hashes (see TermHash), by term ID. */
+  private firstHashes = new Uint32Array(1024)
+  private secondHashes = new Uint32Array(1024)
+  private readonly freeIds: number[] = []
+  private readonly byEntity = new Map<string, Uint32Array>()
+  private liveTerms = 0
+  private dirty = false
+  private timer: NodeJS.Timeout | null = null
+  private lastBuildAt = -Infinity
+  private message: TermFilterMessage | null = null
+  private readonly listeners = new Set<() => void>()
+  private readonly now: () => number
+  private stopped = false
+  /** Rebuilds so far, and the time the last one took (ms): for logs and tests. */
+  builds = 0
+  lastBuildMs = 0
+
+  constructor(private readonly o: HomeTermsOptions) {
+    this.now = o.now ?? Date.now
+  }
+
+  /**
+   * Home: the record names this node's registry ID; a record written before records carried one
+   * (`home_registry_id` absent) is home when its `home_registry` is this node's host.
+   */
+  isHome(record: HomeFields): boolean {
+    return record.home_registry_id !== undefined ? record.home_registry_id === this.o.registryId : record.home_registry === this.o.host
+  }
+
+  /** A record was indexed with these terms. Records homed elsewhere are ignored (or dropped, if they were home before). */
+  update(record: HomeFields, fields: FieldTokens): void {
+    if (!this.isHome(record)) {
+      this.remove(record.entity_id)
+      return
+    }
+    const distinct = new Set<string>()
+    for (const list of Object.values(fields)) for (const term of list) distinct.add(term)
+    const next = new Uint32Array(distinct.size)
+    let i = 0
+    for (const term of distinct) next[i++] = this.acquire(term)
+    const previous = this.byEntity.get(record.entity_id)
+    if (previous) for (const id of previous) this.release(id)
+    this.byEntity.set(record.entity_id, next)
+    this.changed()
+  }
+
+  remove(entityId: string): void {
+    const previous = this.byEntity.get(entityId)
+    if (!previous) return
+    this.byEntity.delete(entityId)
+    for (const id of previous) this.release(id)
+    this.changed()
+  }
+
+  get homeEntities(): number {
+    return this.byEntity.size
+  }
+
+  get termCount(): number {
+    return this.liveTerms
+  }
+
+  /** The current filter as peers receive it; null until the first build. */
+  current(): TermFilterMessage | null {
+    return this.message
+  }
+
+  /** Called after each rebuild; returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  /** Builds the filter now (at start, after the index is loaded; tests). */
+  rebuild(): TermFilterMessage {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    const started = performance.now()
+    const filter = TermFilter.build(this.liveTermHashes(), this.liveTerms, this.o.falsePositiveRate, FEDERATION_LIMITS.maxFilterBits)
+    const previous = this.message?.version ?? 0
+    this.message = {
+      registry_id: this.o.registryId,
+      version: Math.max(previous + 1, this.now()),
+      scheme: TERM_FILTER_SCHEME,
+      items: filter.items,
+      bits: filter.bits,
+      hashes: filter.hashes,
+      seed: filter.seed,
+      filter: Buffer.from(filter.bytes()).toString('base64')
+    }
+    this.dirty = false
+    this.lastBuildAt = this.now()
+    this.builds++
+    this.lastBuildMs = performance.now() - started
+    this.o.logger.debug({ version: this.message.version, terms: filter.items, bits: filter.bits, ms: Math.round(this.lastBuildMs) }, 'home term filter rebuilt')
+    for (const listener of this.listeners) {
+      try { listener() } catch (err) { this.o.logger.error({ err }, 'home term filter listener failed') }
+    }
+    return this.message
+  }
+
+  stop(): void {
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    this.listeners.clear()
+  }
+
+  private *liveTermHashes(): Iterable<TermHash> {
+    const h = { first: 0, second: 0 }
+    for (let id = 0; id < this.terms.length; id++) {
+      if (this.terms[id] === undefined || (this.counts[id] as number) === 0) continue
+      h.first = this.firstHashes[id] as number
+      h.second = this.secondHashes[id] as number
+      yield h
+    }
+  }
+
+  /** Interns a term and counts one more home record holding it. */
+  private acquire(term: string): number {
+    let id = this.ids.get(term)
+    if (id === undefined) {
+      id = this.freeIds.pop() ?? this.terms.length
+      if (id >= this.counts.length) this.grow()
+      this.ids.set(term, id)
+      this.terms[id] = term
+      const h = hashTerm(term)
+      this.firstHashes[id] = h.first
+      this.secondHashes[id] = h.second
+    }
+    const count = this.counts[id] as number
+    if (count === 0) { this.liveTerms++; this.dirty = true }
+    this.counts[id] = count + 1
+    return id
+  }
+
+  private grow(): void {
+    const size = this.counts.length * 2
+    const counts = new Uint32Array(size)
+    counts.set(this.counts)
+    this.counts = counts
+    const first = new Uint32Array(size)
+    first.set(this.firstHashes)
+    this.firstHashes = first
+    const second = new Uint32Array(size)
+    second.set(this.secondHashes)
+    this.secondHashes = second
+  }
+
+  private release(id: number): void {
+    const count = (this.counts[id] as number) - 1
+    this.counts[id] = count
+    if (count > 0) return
+    this.liveTerms--
+    this.dirty = true
+    const term = this.terms[id]
+    if (term !== undefined) this.ids.delete(term)
+    this.terms[id] = undefined
+    this.freeIds.push(id)
+  }
+
+  /** Schedules a rebuild when the set of terms changed: at most one per interval, bursts share one. */
+  private changed(): void {
+    if (!this.dirty || this.timer || this.stopped || this.message === null) return
+    const delay = Math.max(Math.min(MIN_DELAY_MS, this.o.rebuildIntervalMs), this.lastBuildAt + this.o.rebuildIntervalMs - this.now())
+    this.timer = setTimeout(() => {
+      this.timer = null
+      if (this.dirty && !this.stopped) this.rebuild()
+    }, delay)
+    this.timer.unref()
+  }
+}
