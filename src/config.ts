@@ -34,6 +34,7 @@ export interface NodeConfig {
     weight_availability: number; freshness_half_life_days: number; min_semantic_similarity: number; fusion: 'weighted' | 'rrf'
     http_url: string; http_model: string; http_style: 'openai' | 'ollama'; http_api_key: string; http_timeout_ms: number; http_batch_size: number
     onnx_model_dir: string; onnx_max_tokens: number; onnx_threads: number
+    federation_max_peers: number; federation_timeout_ms: number; bloom_false_positive_rate: number; bloom_rebuild_interval_ms: number
   }
   cards: { timeout_ms: number; max_bytes: number; cache_ttl_seconds: number; allow_private_addresses: boolean; ca_file: string }
   limits: { max_list_limit: number }
@@ -111,6 +112,10 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'search.freshness_half_life_days', kind: 'integer', default: 30, flag: 'freshness-half-life-days', min: 1, max: 3650, doc: 'Freshness halves every this many days since the last update or heartbeat.' },
   { key: 'search.min_semantic_similarity', kind: 'number', default: 0.3, min: 0, max: 1, flag: 'min-semantic-similarity', doc: 'Cosine similarity at which an entity matches a query without sharing a word with it.' },
   { key: 'search.fusion', kind: 'string', default: 'weighted', flag: 'fusion', choices: ['weighted', 'rrf'], doc: 'How text and semantic relevance combine: weighted (the spec\'s weighted sum of normalised scores) or rrf (reciprocal rank fusion, k = 60); a request may override it.' },
+  { key: 'search.federation_max_peers', kind: 'integer', default: 5, flag: 'federation-max-peers', min: 0, max: 100, doc: 'Most peers a federated search (federated: true) asks, chosen by their term filters; 0 keeps federated searches local.' },
+  { key: 'search.federation_timeout_ms', kind: 'integer', default: 1500, flag: 'federation-timeout-ms', min: 10, max: 30_000, doc: 'Deadline of each peer in a federated search when the request gives no timeout_ms; a peer that misses it is reported as timed_out.' },
+  { key: 'search.bloom_false_positive_rate', kind: 'number', default: 0.01, flag: 'bloom-false-positive-rate', min: 0.0001, max: 0.5, doc: 'False-positive rate the term filter of home records is sized for (a false positive costs a peer one needless request).' },
+  { key: 'search.bloom_rebuild_interval_ms', kind: 'integer', default: 5000, flag: 'bloom-rebuild-interval-ms', min: 10, max: 3_600_000, doc: 'The term filter of home records is rebuilt (and pushed to peers) at most this often after its terms change.' },
   { key: 'liveness.inactive_after_seconds', kind: 'number', default: 300, flag: 'inactive-after-seconds', min: 0.1, doc: 'Silence after which a home entity becomes inactive (the spec: 5 minutes).' },
   { key: 'liveness.sweep_interval_seconds', kind: 'number', default: 60, flag: 'sweep-interval-seconds', min: 0.05, doc: 'How often the inactivity sweep runs (the spec: 60 seconds).' },
   { key: 'liveness.max_clock_skew_seconds', kind: 'number', default: 60, flag: 'max-clock-skew-seconds', min: 1, doc: 'Largest accepted difference between a heartbeat timestamp and the node clock.' },

@@ -12,6 +12,7 @@ import type { EventBus } from '../events/bus.js'
 import type { HelloMessage, PeerView } from '../wire/network.js'
 import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
+import { MeshFederation, type FederationHooks } from './federation.js'
 import { OperationGossip, type GossipApply } from './gossip.js'
 import { PeerBook } from './peers.js'
 import { SyncService } from './sync.js'
@@ -28,6 +29,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   syncIntervalMs?: number
   /** Gossip messages accepted per second from one peer (default 100). */
   gossipPerPeerPerSecond?: number
+  /** Federated search: answering peers' searches and exchanging term filters (off when absent). */
+  federation?: FederationHooks
   /** Ping round period (default 30 s). */
   pingIntervalMs?: number
   /** Hello refresh period, which updates peers' counts (default 5 min). */
@@ -63,6 +66,8 @@ export class Mesh {
   readonly peers: PeerBook
   readonly gossip: OperationGossip
   readonly sync: SyncService
+  /** `/zns/search/1.0.0` and the term filter exchange; null when the node gave no federation hooks. */
+  readonly federation: MeshFederation | null
   private readonly pinned = new Set<string>()
   /** The peer each pinned address without /p2p/ turned out to be. */
   private readonly learned = new Map<string, string>()
@@ -79,6 +84,7 @@ export class Mesh {
     for (const address of o.bootstrap) this.pinned.add(address)
     this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
     this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
+    this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
@@ -87,6 +93,8 @@ export class Mesh {
 
   async start(): Promise<void> {
     await this.peers.start()
+    // Handlers and identify listeners go in before libp2p starts, so no peer's identify is missed.
+    await this.federation?.start()
     await this.libp2p.start()
     this.gossip.start()
     await this.sync.start()
@@ -100,6 +108,7 @@ export class Mesh {
     this.redialTimer = null
     await this.sync.stop()
     this.gossip.stop()
+    await this.federation?.stop()
     await this.peers.stop()
     await this.libp2p.stop()
   }

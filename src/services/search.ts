@@ -12,9 +12,12 @@ import type { Fusion, RankingWeights } from '../search/ranking.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
 import type { EntityRecord } from '../store/records.js'
-import { SEARCH_LIMITS, SearchRequest } from '../wire/search.js'
+import type { PeerSearchRequest, PeerSearchResponse } from '../wire/federation.js'
+import { SEARCH_LIMITS, SearchRequest, type SearchResponse } from '../wire/search.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
+import { FederatedSearch, type FederatedHit, type FederationSettings, type LocalPart, type PeerOutcome, type SearchFederationPort } from './federated-search.js'
+import { HomeTermSummary } from './home-terms.js'
 import type { NameService } from './names.js'
 import { parseFqan } from './naming.js'
 import type { LiveView, LivenessView } from './liveness.js'
@@ -25,9 +28,19 @@ export interface SearchSettings {
   fusion: Fusion
   halfLifeDays: number
   minSemantic: number
+  /** Federated search: peers per query and the default per-peer deadline. */
+  federation?: FederationSettings
+  /** The filter of home terms peers route by: its false-positive rate and how often it may be rebuilt. */
+  termFilter?: { falsePositiveRate: number; rebuildIntervalMs: number }
 }
 
-export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'now'> {
+/** The request fields a local search reads: from POST /v1/search or from a peer. */
+type SearchFields = SearchRequest | PeerSearchRequest
+
+export const DEFAULT_FEDERATION: FederationSettings = { maxPeers: 5, timeoutMs: 1500 }
+const DEFAULT_TERM_FILTER = { falsePositiveRate: 0.01, rebuildIntervalMs: 5000 }
+
+export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {
   names: NameService
   embedder: Embedder
   /** Live cards: enrichment, and card capabilities for the skills/protocols/languages/models filters. */
@@ -101,6 +114,9 @@ function embeddingText(r: EntityRecord): string {
 
 export class SearchService {
   readonly engine: SearchEngine
+  /** Terms of this node's home records, as the filter peers route federated queries by. */
+  readonly homeTerms: HomeTermSummary
+  private federation: FederatedSearch | null = null
   private readonly now: () => Date
   private readonly pending = new Map<string, string>()
   private flushing: Promise<void> | null = null
@@ -111,21 +127,38 @@ export class SearchService {
   constructor(private readonly c: SearchComponents) {
     this.engine = new SearchEngine(c.embedder.dimension)
     this.now = c.now ?? (() => new Date())
+    const tf = c.search.termFilter ?? DEFAULT_TERM_FILTER
+    this.homeTerms = new HomeTermSummary({
+      registryId: c.identity.registryId, host: c.settings.host, logger: c.logger,
+      falsePositiveRate: tf.falsePositiveRate, rebuildIntervalMs: tf.rebuildIntervalMs
+    })
     c.bus.subscribe(event => {
       const id = event.data.entity_id
       const developerId = event.data.developer_id
       if (typeof developerId === 'string' && (event.type.startsWith('developer_') || event.type.startsWith('handle_'))) this.refreshDeveloper(developerId)
       if (typeof id !== 'string') return
       if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id)
-      else if (event.type === 'agent_deregistered') this.engine.remove(id)
+      else if (event.type === 'agent_deregistered') this.unindex(id)
       else if (event.type === 'agent_heartbeat' || event.type === 'agent_became_active' || event.type === 'agent_became_inactive') this.refreshLiveness(id)
     })
   }
 
-  /** Indexes every stored entity (at start); vectors follow in the background. */
+  /** Indexes every stored entity (at start) and builds the home term filter; vectors follow in the background. */
   load(): number {
     for (const record of this.c.store.allEntities()) this.index(record)
+    this.homeTerms.rebuild()
     return this.engine.size
+  }
+
+  /** Lets `federated: true` reach peers through the mesh (the node calls this once its mesh runs). */
+  federate(port: SearchFederationPort): void {
+    this.federation = new FederatedSearch({ port, bus: this.c.bus, logger: this.c.logger, settings: this.c.search.federation ?? DEFAULT_FEDERATION })
+  }
+
+  /** Stops the filter's rebuild timer. */
+  stop(): void {
+    this.federation = null
+    this.homeTerms.stop()
   }
 
   /** Resolves once every queued embedding is done (tests, benchmarks, shutdown). */
@@ -136,7 +169,12 @@ export class SearchService {
   private reindex(id: string): void {
     const record = this.c.store.getEntity(id)
     if (record) this.index(record)
-    else this.engine.remove(id)
+    else this.unindex(id)
+  }
+
+  private unindex(id: string): void {
+    this.engine.remove(id)
+    this.homeTerms.remove(id)
   }
 
   private refreshLiveness(id: string): void {
@@ -147,7 +185,9 @@ export class SearchService {
 
   private index(record: EntityRecord): void {
     if (record.developer_id) this.refreshDeveloper(record.developer_id)
-    this.engine.upsert(searchDocument(record, this.c.liveness?.current(record.entity_id)), documentFields(record), null)
+    const fields = documentFields(record)
+    this.engine.upsert(searchDocument(record, this.c.liveness?.current(record.entity_id)), fields, null)
+    this.homeTerms.update(record, fields)
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
@@ -187,9 +227,83 @@ export class SearchService {
     return this.pending.size
   }
 
-  async search(rawBody: unknown) {
+  async search(rawBody: unknown): Promise<SearchResponse> {
     const started = performance.now()
     const body = validate(SearchRequest, rawBody ?? {})
+    const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
+    const offset = body.offset ?? 0
+    if (body.federated === true && this.federation !== null) return this.federatedSearch(body, offset, limit, started, this.federation)
+    const local = await this.runLocal(body, offset, limit)
+    const results = local.hits.map(h => h.result)
+    if (body.enrich) await this.enrich(local.hits, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
+    const latency = Math.round((performance.now() - started) * 100) / 100
+    return {
+      results,
+      total_found: local.total,
+      total: local.total,
+      has_more: offset + results.length < local.total,
+      offset,
+      max_results: limit,
+      federated_peer_count: 0,
+      search_stats: {
+        local_results: local.total, federated_results: 0, peers_queried: 0, latency_ms: latency, embedder: this.c.embedder.id, semantic: local.semantic,
+        ...(body.federated === true ? { federated: true, peers_answered: 0, peers_failed: 0, peers_timed_out: 0, peers_skipped: 0, peers_over_cap: 0, peers: [] } : {})
+      }
+    }
+  }
+
+  /**
+   * A peer's request (`/zns/search/1.0.0`): this node's own index only, never fanned out again, so
+   * federated queries cannot loop. Results carry the entity's key and whether this node is its home.
+   */
+  async answerPeer(request: PeerSearchRequest): Promise<PeerSearchResponse> {
+    const started = performance.now()
+    const local = await this.runLocal(request, 0, request.limit)
+    return {
+      registry_id: this.c.identity.registryId,
+      results: local.hits.map(h => ({ ...h.result, public_key: h.publicKey, home: h.home })),
+      total_found: local.total,
+      latency_ms: Math.round((performance.now() - started) * 100) / 100
+    }
+  }
+
+  private async federatedSearch(body: SearchRequest, offset: number, limit: number, started: number, federation: FederatedSearch): Promise<SearchResponse> {
+    const outcome = await federation.search(body, offset + limit, () => this.runLocal(body, 0, offset + limit))
+    const page = outcome.hits.slice(offset, offset + limit)
+    if (body.enrich) await this.enrich(page, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
+    const results = page.map(h => h.result)
+    const latency = Math.round((performance.now() - started) * 100) / 100
+    const count = (o: PeerOutcome): number => outcome.peers.filter(p => p.outcome === o).length
+    return {
+      results,
+      total_found: outcome.total,
+      total: outcome.total,
+      has_more: offset + results.length < outcome.total,
+      offset,
+      max_results: limit,
+      federated_peer_count: count('answered'),
+      search_stats: {
+        local_results: outcome.localTotal,
+        federated_results: outcome.federatedResults,
+        peers_queried: outcome.peers.length,
+        latency_ms: latency,
+        embedder: this.c.embedder.id,
+        semantic: outcome.semantic,
+        federated: true,
+        peers_answered: count('answered'),
+        peers_failed: count('failed'),
+        peers_timed_out: count('timed_out'),
+        peers_skipped: outcome.skipped,
+        peers_over_cap: outcome.overCap,
+        peer_timeout_ms: outcome.timeoutMs,
+        peers: outcome.peers
+      }
+    }
+  }
+
+  /** This node's own search: the best `limit` results after `offset`, with the total. */
+  private async runLocal(body: SearchFields, offset: number, limit: number): Promise<LocalPart> {
+    const started = performance.now()
     // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
     const filters = this.filters(body)
@@ -208,8 +322,6 @@ export class SearchService {
       semantic = 'not used (no query)'
     }
     const now = this.now().getTime()
-    const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
-    const offset = body.offset ?? 0
     const { hits, total } = this.engine.search({
       terms: analyzed.terms,
       phrases: analyzed.phrases,
@@ -226,55 +338,50 @@ export class SearchService {
       limit,
       ...(onlyEntity !== undefined ? { only: onlyEntity === null ? [] : [onlyEntity] } : {})
     })
-    const results = []
+    const out: FederatedHit[] = []
     for (const hit of hits) {
       const record = this.c.store.getEntity(hit.doc.entityId)
       if (!record) continue
       const binding = this.c.names.primaryOf(record.entity_id)
-      results.push({
-        entity_id: record.entity_id,
-        name: record.name,
-        summary: record.summary,
-        category: record.category,
-        tags: record.tags,
-        type: record.type,
-        entity_type: record.type,
-        developer_id: record.developer_id,
-        developer_handle: binding?.handle ?? null,
-        fqan: binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null,
-        capability_summary: record.capability_summary,
-        entity_url: record.entity_url,
-        service_endpoint: record.service_endpoint,
-        home_registry: record.home_registry,
-        status: hit.doc.active ? 'active' : 'inactive',
-        last_heartbeat: this.c.liveness?.current(record.entity_id)?.last_heartbeat ?? record.last_heartbeat,
-        score: hit.score,
-        score_breakdown: hit.breakdown
+      out.push({
+        result: {
+          entity_id: record.entity_id,
+          name: record.name,
+          summary: record.summary,
+          category: record.category,
+          tags: record.tags,
+          type: record.type,
+          entity_type: record.type,
+          developer_id: record.developer_id,
+          developer_handle: binding?.handle ?? null,
+          fqan: binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null,
+          capability_summary: record.capability_summary,
+          entity_url: record.entity_url,
+          service_endpoint: record.service_endpoint,
+          home_registry: record.home_registry,
+          status: hit.doc.active ? 'active' : 'inactive',
+          last_heartbeat: this.c.liveness?.current(record.entity_id)?.last_heartbeat ?? record.last_heartbeat,
+          score: hit.score,
+          score_breakdown: hit.breakdown
+        },
+        publicKey: record.public_key,
+        home: this.homeTerms.isHome(record),
+        source: null
       })
     }
-    if (body.enrich) await this.enrich(results, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
     const latency = Math.round((performance.now() - started) * 100) / 100
-    this.c.bus.publish('search_local', { query: body.query ?? '', results: results.length, total_found: total, latency_ms: latency })
-    return {
-      results,
-      total_found: total,
-      total,
-      has_more: offset + results.length < total,
-      offset,
-      max_results: limit,
-      federated_peer_count: 0,
-      search_stats: { local_results: total, federated_results: 0, peers_queried: 0, latency_ms: latency, embedder: this.c.embedder.id, semantic }
-    }
+    this.c.bus.publish('search_local', { query: body.query ?? '', results: out.length, total_found: total, latency_ms: latency })
+    return { hits: out, total, semantic }
   }
 
   /** Fetches the page's cards in parallel; whatever is not back by the deadline is reported as such. */
-  private async enrich(results: { entity_id: string; entity_url: string | null; card?: unknown; agent_card?: unknown; card_verification?: string; card_error?: string }[], timeoutMs: number): Promise<void> {
+  private async enrich(hits: readonly FederatedHit[], timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<'timeout'>(resolve => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
-    await Promise.all(results.map(async result => {
-      const record = this.c.store.getEntity(result.entity_id)
-      if (!record) return
-      const outcome = await Promise.race([this.c.cards.get(record).catch((err: unknown) => err as Error), deadline])
+    await Promise.all(hits.map(async ({ result, publicKey }) => {
+      // A peer's result carries the entity's key (checked against its ID), so its card is verified too.
+      const entity = { entity_id: result.entity_id, entity_url: result.entity_url, public_key: publicKey }
+      const outcome = await Promise.race([this.c.cards.get(entity).catch((err: unknown) => err as Error), deadline])
       if (outcome === 'timeout') { result.card = null; result.agent_card = null; result.card_error = `no card within ${timeoutMs} ms` }
       else if (outcome instanceof Error) { result.card = null; result.agent_card = null; result.card_error = outcome.message }
       else { result.card = outcome.card; result.agent_card = outcome.card; result.card_verification = outcome.verification }
@@ -283,7 +390,7 @@ export class SearchService {
   }
 
   /** The request's filters (all combined with AND): kind and status as columns, the rest as one predicate. */
-  private filters(body: SearchRequest): Pick<EngineQuery, 'type' | 'active' | 'filter'> {
+  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'filter'> {
     const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
     if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
     const status = (body.status ?? 'active').toLowerCase()

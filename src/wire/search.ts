@@ -69,30 +69,56 @@ export const SearchResult = Type.Object(
     card: Type.Optional(Type.Unknown({ description: 'the live card, only with enrich: true (null when it could not be fetched in time)' })),
     agent_card: Type.Optional(Type.Unknown({ description: 'same as card' })),
     card_verification: Type.Optional(Type.String({ description: 'verified, invalid or unsigned' })),
-    card_error: Type.Optional(Type.String({ description: 'why card is null' }))
+    card_error: Type.Optional(Type.String({ description: 'why card is null' })),
+    source_registry_id: Type.Optional(Type.String({ description: 'federated search: the registry ID of the peer whose answer this result is (absent for this node\'s own results)' }))
   },
   { $id: 'SearchResult' }
+)
+export type SearchResult = Static<typeof SearchResult>
+
+const PeerSearchReport = Type.Object(
+  {
+    peer_id: Type.String(),
+    registry_id: Nullable(Type.String()),
+    name: Nullable(Type.String({ description: 'self-declared, from its hello' })),
+    outcome: Type.Union([Type.Literal('answered'), Type.Literal('failed'), Type.Literal('timed_out')]),
+    results: Type.Integer({ description: 'results the peer returned (after checking each ID against its key)' }),
+    total_found: Type.Integer({ description: 'the peer\'s own total' }),
+    latency_ms: Type.Number(),
+    error: Type.Optional(Type.String({ description: 'why the peer failed or timed out' }))
+  },
+  { $id: 'PeerSearchReport' }
 )
 
 export const SearchResponse = Type.Object(
   {
     results: Type.Array(SearchResult),
-    total_found: Type.Integer({ description: 'every match of the filters, exact' }),
+    total_found: Type.Integer({ description: 'every match of the filters: exact for a local search; for a federated one, this node\'s total plus the peers\' totals minus the duplicates seen among the returned results' }),
     total: Type.Integer(),
     has_more: Type.Boolean(),
     offset: Type.Integer(),
     max_results: Type.Integer(),
-    federated_peer_count: Type.Integer(),
+    federated_peer_count: Type.Integer({ description: 'peers that answered a federated search' }),
     search_stats: Type.Object({
-      local_results: Type.Integer(),
-      federated_results: Type.Integer(),
-      peers_queried: Type.Integer(),
+      local_results: Type.Integer({ description: 'this node\'s own matches' }),
+      federated_results: Type.Integer({ description: 'merged results (up to offset + max_results) that came from peers' }),
+      peers_queried: Type.Integer({ description: 'peers asked' }),
       latency_ms: Type.Number(),
-      embedder: Type.String()
+      embedder: Type.String(),
+      semantic: Type.Optional(Type.String({ description: 'used, unavailable (the query embedding failed) or not used (no query)' })),
+      federated: Type.Optional(Type.Boolean({ description: 'true when the request asked for a federated search' })),
+      peers_answered: Type.Optional(Type.Integer()),
+      peers_failed: Type.Optional(Type.Integer()),
+      peers_timed_out: Type.Optional(Type.Integer()),
+      peers_skipped: Type.Optional(Type.Integer({ description: 'connected peers not asked because their term filter rules out a match' })),
+      peers_over_cap: Type.Optional(Type.Integer({ description: 'peers that could match but were beyond search.federation_max_peers' })),
+      peer_timeout_ms: Type.Optional(Type.Integer({ description: 'the deadline each peer had' })),
+      peers: Type.Optional(Type.Array(PeerSearchReport, { description: 'every peer asked, with its outcome' }))
     })
   },
   { $id: 'SearchResponse' }
 )
+export type SearchResponse = Static<typeof SearchResponse>
 
 export const CategoryCounts = Type.Array(Type.Object({ name: Type.String(), count: Type.Integer() }), { $id: 'CategoryCounts' })
 export const TagCounts = Type.Array(Type.Object({ tag: Type.String(), count: Type.Integer() }), { $id: 'TagCounts' })

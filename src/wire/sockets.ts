@@ -70,6 +70,7 @@ export const EVENT_PAYLOADS: readonly { type: string; emittedBy: string; data: s
   { type: 'name_resolved', emittedBy: 'GET /v1/resolve/…', data: 'fqan, entity_id, developer_id, action' },
   { type: 'search_local', emittedBy: 'POST /v1/search', data: 'query, results, total_found, latency_ms' },
   { type: 'gossip_outgoing, gossip_incoming', emittedBy: 'the mesh (issue 6)', data: 'topic, kind, subject, peer' },
-  { type: 'search_outgoing, search_result_incoming', emittedBy: 'federated search (issue 6)', data: 'peer, query, results' },
+  { type: 'search_outgoing', emittedBy: 'a federated search, for each peer it asks', data: 'peer (peer ID), registry_id, query, limit' },
+  { type: 'search_result_incoming', emittedBy: 'a federated search, for each peer asked, once it answered, failed or timed out', data: 'peer, registry_id, query, outcome (answered, failed, timed_out), results, total_found, latency_ms, error?' },
   { type: 'peer_connected, peer_disconnected', emittedBy: 'the mesh: the first connection to a peer opens, or its last one closes', data: 'peer_id, address (a multiaddr ending in /p2p/<peer_id>)' }
 ]

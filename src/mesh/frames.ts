@@ -1,0 +1,32 @@
+/**
+ * One-frame JSON messages on libp2p streams (length-prefixed with `lpStream`): encoding, and decoding
+ * with a schema check, for the request/response protocols of federated search.
+ */
+import type { Static, TSchema } from '@sinclair/typebox'
+import { validate } from '../wire/validate.js'
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value))
+}
+
+/** Parses UTF-8 JSON; throws an Error naming `what` when the bytes are not JSON. */
+export function parseJson(bytes: Uint8Array, what: string): unknown {
+  try {
+    return JSON.parse(decoder.decode(bytes))
+  } catch {
+    throw new Error(`${what}: not UTF-8 JSON`)
+  }
+}
+
+/** Parses and validates; throws the schema's `validation_failed` error naming the first bad field. */
+export function decodeJson<T extends TSchema>(schema: T, bytes: Uint8Array, what: string): Static<T> {
+  return validate(schema, parseJson(bytes, what))
+}
+
+/** True for `{error: string, message?: string}`: a peer's refusal instead of an answer. */
+export function isPeerError(value: unknown): value is { error: string; message?: string } {
+  return value !== null && typeof value === 'object' && typeof (value as { error?: unknown }).error === 'string'
+}
