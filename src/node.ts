@@ -48,6 +48,8 @@ import { createEmbedder } from './search/embedders/create.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { ReplicationService } from './services/replication.js'
 import { NameDirectory } from './services/name-directory.js'
+import { parseFqan } from './services/naming.js'
+import type { Operation } from './store/records.js'
 import { RegistryStore } from './store/registry-store.js'
 import { SubjectDigests } from './store/subject-digests.js'
 
@@ -150,6 +152,22 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
 
   const replication = new ReplicationService({ ...base, entities, developers, directory })
+  // The DHT keys this node provides: its home entities and its own names (mesh/locator.ts).
+  const providedKeys = (op: Operation): string[] =>
+    op.kind === 'entity.register' ? [`entity:${op.subject}`] : op.kind === 'name.bind' ? [`fqan:${config.host}/${op.subject.slice('name:'.length)}`] : []
+  function * homeKeys (): Iterable<string> {
+    for (const record of store.allEntities()) if (liveness.current(record.entity_id)) yield `entity:${record.entity_id}`
+    for (const developer of store.allDevelopers()) {
+      if (developer.dev_handle) for (const b of names.ofHandle(developer.dev_handle)) yield `fqan:${config.host}/${b.handle}/${b.entity_name}`
+    }
+  }
+  const providedOperations = (key: string): Operation[] => {
+    if (key.startsWith('entity:')) return store.operationsOf(key.slice('entity:'.length))
+    const fqan = key.startsWith('fqan:') ? parseFqan(key.slice('fqan:'.length)) : null
+    const binding = fqan && fqan.host === config.host.toLowerCase() ? names.get(fqan.handle, fqan.name) : undefined
+    if (!binding) return []
+    return [binding.developer_id, `handle:${binding.handle}`, `name:${binding.handle}/${binding.entity_name}`, binding.entity_id].flatMap(s => store.operationsOf(s))
+  }
   const digests = new SubjectDigests(store)
   let detachGossip: (() => void) | null = null
   let mesh: Mesh | null = null
@@ -161,6 +179,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       mesh = await Mesh.create({
         apply: op => replication.apply(op), digests, syncIntervalMs: config.p2p.sync_interval_seconds * 1000,
         gossipPerPeerPerSecond: config.p2p.gossip_max_per_peer_per_second,
+        operationsFor: key => providedOperations(key),
         federation: { answer: request => search.answerPeer(request), filter: search.homeTerms },
         seed: identity.keyPair.seed, host: config.p2p.host, port: config.p2p.port, bootstrap: config.p2p.bootstrap,
         announce: config.p2p.announce, maxConnections: config.p2p.max_connections, bus, logger: logger.child({ component: 'mesh' }),
@@ -173,8 +192,16 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       if (mesh.federation) search.federate(mesh.federation)
       const self = identity.registryId
       const meshNode = mesh
-      // What this node accepts is gossiped once durable; what it applied from others, gossipsub forwards itself.
-      detachGossip = store.onCommitted(changes => meshNode.gossip.publish(changes.appended.filter(op => op.origin === self)))
+      // What this node accepts is gossiped once durable (what it applied from others, gossipsub
+      // forwards itself), and what it is the home of is announced in the DHT.
+      detachGossip = store.onCommitted(changes => {
+        const own = changes.appended.filter(op => op.origin === self)
+        meshNode.gossip.publish(own)
+        meshNode.locator.announce(own.flatMap(providedKeys))
+      })
+      meshNode.locator.announce(homeKeys())
+      entities.useNetwork(meshNode.locator)
+      resolution.network.lookup = meshNode.locator
     } catch (err) {
       await mesh?.stop().catch(() => {})
       await store.close()

@@ -15,7 +15,9 @@ import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { OperationGossip, type GossipApply } from './gossip.js'
 import { PeerBook } from './peers.js'
+import { Locator } from './locator.js'
 import { SyncService } from './sync.js'
+import type { Operation } from '../store/records.js'
 
 export interface MeshOptions extends Libp2pNodeOptions {
   bus: EventBus
@@ -29,6 +31,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   syncIntervalMs?: number
   /** Gossip messages accepted per second from one peer (default 100). */
   gossipPerPeerPerSecond?: number
+  /** The operations behind a key this node provides through the DHT (Locator). */
+  operationsFor: (key: string) => Operation[]
   /** Federated search: answering peers' searches and exchanging term filters (off when absent). */
   federation?: FederationHooks
   /** Ping round period (default 30 s). */
@@ -66,6 +70,7 @@ export class Mesh {
   readonly peers: PeerBook
   readonly gossip: OperationGossip
   readonly sync: SyncService
+  readonly locator: Locator
   /** `/zns/search/1.0.0` and the term filter exchange; null when the node gave no federation hooks. */
   readonly federation: MeshFederation | null
   private readonly pinned = new Set<string>()
@@ -83,6 +88,7 @@ export class Mesh {
     })
     for (const address of o.bootstrap) this.pinned.add(address)
     this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
+    this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor })
     this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
     this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
   }
@@ -98,6 +104,7 @@ export class Mesh {
     await this.libp2p.start()
     this.gossip.start()
     await this.sync.start()
+    await this.locator.start()
     // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
     void this.redial()
     this.redialTimer = setInterval(() => { void this.redial() }, this.o.redialIntervalMs ?? 30_000).unref()
@@ -106,6 +113,7 @@ export class Mesh {
   async stop(): Promise<void> {
     if (this.redialTimer) clearInterval(this.redialTimer)
     this.redialTimer = null
+    await this.locator.stop()
     await this.sync.stop()
     this.gossip.stop()
     await this.federation?.stop()

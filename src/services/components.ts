@@ -55,6 +55,18 @@ export class StaleOperation extends Error {
   }
 }
 
+/**
+ * What the mesh can find that this node does not hold (kad-dht providers, then a fetch of the
+ * operations, applied as usual). Keys: `entity:<id>`, `fqan:<host>/<handle>/<name>`.
+ */
+export interface NetworkLookup {
+  /** Resolves to the number of operations applied (0: nothing found within `timeoutMs`). */
+  fetch(key: string, timeoutMs: number): Promise<number>
+}
+
+/** How long a read waits for the mesh to find what this node lacks. */
+export const NETWORK_LOOKUP_TIMEOUT_MS = 3_000
+
 /** A replayed operation that needs a record this node does not hold yet (`subject`): retried once it arrives. */
 export class MissingDependency extends Error {
   constructor(readonly subject: string) {

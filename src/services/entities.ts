@@ -11,7 +11,7 @@ import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
-import { isLater, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import { isLater, NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { LivenessView } from './liveness.js'
 import type { NameService } from './names.js'
@@ -47,6 +47,7 @@ interface VerifiedProof {
 
 export class EntityService {
   private readonly now: () => Date
+  private network: NetworkLookup | null = null
   /** Rendered JSON, with the liveness it shows (heartbeats change it without a write). */
   private readonly rendered = new Map<string, { text: string; live: string }>()
 
@@ -67,6 +68,22 @@ export class EntityService {
     if (record) return record
     const tombstone = this.c.store.getTombstone(id)
     throw new RegistryError('entity_not_found', tombstone ? `${id} was deregistered at ${tombstone.deleted_at}.` : `No entity ${id} is registered on this node.`)
+  }
+
+  /** Lets reads of unknown entities ask the mesh (set once the mesh runs). */
+  useNetwork(network: NetworkLookup | null): void {
+    this.network = network
+  }
+
+  /**
+   * An entity this node does not hold and has no tombstone of, found through the mesh: its
+   * operations are fetched from its home node and applied (verified) here. Null when not found.
+   */
+  async fromNetwork(id: string): Promise<string | null> {
+    if (!this.network || this.c.store.getEntity(id) || this.c.store.getTombstone(id)) return null
+    await this.network.fetch(`entity:${id}`, NETWORK_LOOKUP_TIMEOUT_MS)
+    const record = this.c.store.getEntity(id)
+    return record ? JSON.stringify({ ...this.view(record), source: 'network' }) : null
   }
 
   /** The record as JSON text, rendered once and served from memory until it changes. */

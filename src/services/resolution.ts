@@ -4,7 +4,7 @@
  */
 import { RegistryError } from '../errors.js'
 import type { EntityRecord, NameBinding, NameVersion } from '../store/records.js'
-import type { ServiceComponents } from './components.js'
+import { NETWORK_LOOKUP_TIMEOUT_MS, type NetworkLookup, type ServiceComponents } from './components.js'
 import { verificationTier } from './handles.js'
 import type { NameService } from './names.js'
 import type { NameDirectory } from './name-directory.js'
@@ -19,6 +19,9 @@ export interface ResolutionComponents extends Pick<ServiceComponents, 'store' | 
   liveness?: LivenessView
 }
 
+/** Set once the mesh runs: names of other hosts this node has not learned are looked up there. */
+export interface ResolutionNetwork { lookup: NetworkLookup | null }
+
 export class ResolutionService {
   private readonly now: () => Date
 
@@ -26,11 +29,17 @@ export class ResolutionService {
     this.now = c.now ?? (() => new Date())
   }
 
+  readonly network: ResolutionNetwork = { lookup: null }
+
   /** `text` is a full FQAN, or `<handle>/<name>[@version]` on this node. */
-  resolveFqan(text: string) {
+  async resolveFqan(text: string) {
     const parsed = parseFqan(text)
     if (!parsed) throw new RegistryError('fqan_invalid', `"${text}" is not an FQAN: expected [zns://]<host>/<handle>/<entity-name>[@<version>].`, 'fqan')
-    if (parsed.host !== null && parsed.host !== this.c.settings.host.toLowerCase()) return this.resolveRemote(text, parsed.host, parsed.handle, parsed.name, parsed.version)
+    if (parsed.host !== null && parsed.host !== this.c.settings.host.toLowerCase()) {
+      const { host, handle, name } = parsed
+      if (!this.c.directory?.name(host, handle, name) && this.network.lookup) await this.network.lookup.fetch(`fqan:${formatFqan(host, handle, name)}`, NETWORK_LOOKUP_TIMEOUT_MS)
+      return this.resolveRemote(text, host, handle, name, parsed.version)
+    }
     const binding = this.c.names.require(parsed.handle, parsed.name)
     let version: NameVersion | null = null
     if (parsed.version !== null) {

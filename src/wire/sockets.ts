@@ -68,8 +68,9 @@ export const EVENT_PAYLOADS: readonly { type: string; emittedBy: string; data: s
   { type: 'name_updated', emittedBy: 'PUT /v1/names/{handle}/{name}', data: 'fqan, developer_id, entity_id, version, action' },
   { type: 'name_released', emittedBy: 'DELETE /v1/names/{handle}/{name}', data: 'fqan, developer_id, entity_id, version, action' },
   { type: 'name_resolved', emittedBy: 'GET /v1/resolve/…', data: 'fqan, entity_id, developer_id, action' },
-  { type: 'search_local', emittedBy: 'POST /v1/search', data: 'query, results, total_found, latency_ms' },
-  { type: 'gossip_outgoing, gossip_incoming', emittedBy: 'the mesh (issue 6)', data: 'topic, kind, subject, peer' },
+  { type: 'search_local', emittedBy: 'POST /v1/search (its local part), and each search a peer asks this node for', data: 'query, results, total_found, latency_ms' },
+  { type: 'gossip_outgoing', emittedBy: 'the mesh: an operation this node accepted, published on its gossip topic', data: 'kind, subject, recipients (peers sent to), bytes' },
+  { type: 'gossip_incoming', emittedBy: 'the mesh: an operation received by gossip and applied (or already held), or a sync that applied some', data: 'kind, subject, origin, from (peer ID), outcome (applied, stale, deferred, unsupported); for sync: kind "sync", applied, received' },
   { type: 'search_outgoing', emittedBy: 'a federated search, for each peer it asks', data: 'peer (peer ID), registry_id, query, limit' },
   { type: 'search_result_incoming', emittedBy: 'a federated search, for each peer asked, once it answered, failed or timed out', data: 'peer, registry_id, query, outcome (answered, failed, timed_out), results, total_found, latency_ms, error?' },
   { type: 'peer_connected, peer_disconnected', emittedBy: 'the mesh: the first connection to a peer opens, or its last one closes', data: 'peer_id, address (a multiaddr ending in /p2p/<peer_id>)' }

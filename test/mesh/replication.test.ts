@@ -206,3 +206,33 @@ test.serial('a node started after the writes converges by sync', async t => {
     await d.stop()
   }
 })
+
+test.serial('an entity or a name a node lacks is found through the DHT and fetched from its home', async t => {
+  // C stops taking gossip and sync, so what A registers now reaches C only if C goes looking.
+  await c.node.mesh!.sync.stop()
+  c.node.mesh!.gossip.stop()
+  const owner = developer(34)
+  const hidden = agent(owner, 0)
+  t.is((await http(a.url, 'POST', '/v1/handles', { body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'hidden', public_key: owner.publicKey }) })).status, 201)
+  const announced = a.node.mesh!.locator.stats.announced
+  t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, hidden, { entity_name: 'finder' }) })).status, 201)
+  await until('A announced the entity and its name', () => (a.node.mesh!.locator.stats.announced >= announced + 2 ? true : undefined))
+  t.falsy(c.node.store.getEntity(hidden.agentId), 'C does not hold it yet')
+
+  const found = await http(c.url, 'GET', `/v1/entities/${hidden.agentId}`)
+  t.is(found.status, 200, JSON.stringify(found.body))
+  t.is(found.body.source, 'network')
+  t.is(found.body.home_registry, 'a.registry.test')
+  t.truthy(c.node.store.getEntity(hidden.agentId), 'verified and kept')
+
+  const other = agent(owner, 1)
+  t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, other, { entity_name: 'second' }) })).status, 201)
+  await until('A announced the second name', () => (a.node.mesh!.locator.stats.announced >= announced + 4 ? true : undefined))
+  const resolved = await http(c.url, 'GET', `/v1/resolve?fqan=${encodeURIComponent('a.registry.test/hidden/second')}`)
+  t.is(resolved.status, 200, JSON.stringify(resolved.body))
+  t.is(resolved.body.entity_id, other.agentId)
+  t.is(resolved.body.source, 'network')
+
+  const nowhere = await http(c.url, 'GET', '/v1/entities/zns:0123456789abcdef0123456789abcdef')
+  t.is(nowhere.status, 404)
+})

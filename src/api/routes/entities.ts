@@ -72,7 +72,17 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       limit: 'read',
       responses: { 200: { description: 'the record', schema: EntityRecordView } },
       errors: ['invalid_id', 'entity_not_found'],
-      handler: ctx => jsonText(200, entities.viewJson(entityIdParam(ctx)))
+      handler: async ctx => {
+        const id = entityIdParam(ctx)
+        try {
+          return jsonText(200, entities.viewJson(id))
+        } catch (err) {
+          // Not held here: the mesh may know its home (the reply then says source: network).
+          const found = err instanceof RegistryError && err.code === 'entity_not_found' ? await entities.fromNetwork(id) : null
+          if (found === null) throw err
+          return jsonText(200, found)
+        }
+      }
     },
     {
       method: 'PUT',

@@ -66,7 +66,7 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
       method: 'GET', path: '/v1/resolve/{developer}/{entity}', summary: 'Resolve <handle>/<name>[@version] on this node (card=true: see the response note)', tag: 'resolution', limit: 'read',
       responses: { 200: { description: 'the resolution', schema: ResolveResponse } },
       errors: ['fqan_invalid', 'name_not_found', 'entity_not_found'],
-      handler: ctx => json(200, withCardNote(ctx, resolution.resolveFqan(`${ctx.params.developer}/${ctx.params.entity}`)))
+      handler: async ctx => json(200, withCardNote(ctx, await resolution.resolveFqan(`${ctx.params.developer}/${ctx.params.entity}`)))
     },
     {
       method: 'GET', path: '/v1/resolve/agent/{entity_id}', summary: 'Resolve an entity ID', tag: 'resolution', limit: 'read',
@@ -79,7 +79,7 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
       query: Type.Object({ fqan: Type.String(), card: Type.Optional(Type.Boolean()) }),
       responses: { 200: { description: 'the resolution', schema: ResolveResponse } },
       errors: ['fqan_invalid', 'name_not_found', 'entity_not_found'],
-      handler: ctx => json(200, withCardNote(ctx, resolution.resolveFqan(ctx.query.get('fqan') ?? '')))
+      handler: async ctx => json(200, withCardNote(ctx, await resolution.resolveFqan(ctx.query.get('fqan') ?? '')))
     }
   ]
 }

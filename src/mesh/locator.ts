@@ -1,0 +1,171 @@
+/**
+ * Finding what this node does not hold, through kad-dht: every node announces itself as a
+ * provider of its home entities (`entity:<id>`) and its own names (`fqan:<host>/<handle>/<name>`),
+ * as CIDs of those keys; a node asked for one it lacks finds the providers and fetches the
+ * operations behind the key with `/zns/fetch/1.0.0`, then applies them like any other (origin seal
+ * and owner signature verified). What the answer came from is for the caller to say.
+ *
+ * `/zns/fetch/1.0.0`: the asker sends `{"key": "entity:<id>" | "fqan:<host>/<handle>/<name>"}`
+ * (one length-prefixed JSON frame); the provider answers `{"ops": [wire operations]}` with every
+ * operation of the subjects behind the key (an entity: its own; a name: its handle's, its own and
+ * its entity's), or `{"ops": []}`.
+ */
+import type { PeerId, Stream } from '@libp2p/interface'
+import { lpStream } from '@libp2p/utils'
+import { CID } from 'multiformats/cid'
+import { sha256 } from 'multiformats/hashes/sha2'
+import type { Logger } from 'pino'
+import type { Operation } from '../store/records.js'
+import { fromWire, toWire } from '../wire/operations.js'
+import type { GossipApply } from './gossip.js'
+import type { MeshLibp2p } from './libp2p-node.js'
+
+export const FETCH_PROTOCOL = '/zns/fetch/1.0.0'
+const MAX_FRAME_BYTES = 4 * 1024 * 1024
+const RAW_CODEC = 0x55
+/** Providers tried for one key. */
+const MAX_PROVIDERS = 3
+/** Announcements running at once (each is a DHT query). */
+const ANNOUNCE_CONCURRENCY = 4
+/**
+ * Lookups running at once, and how long a key nobody had is not looked up again: a read of an
+ * unknown ID must not become a way to make the node flood the DHT.
+ */
+const MAX_LOOKUPS = 16
+const MISS_TTL_MS = 60_000
+const MAX_MISSES = 10_000
+
+export interface LocatorOptions {
+  libp2p: MeshLibp2p
+  apply: GossipApply
+  logger: Logger
+  /** The operations behind a key this node provides (empty when it has none). */
+  operationsFor: (key: string) => Operation[]
+}
+
+export async function keyCid(key: string): Promise<CID> {
+  return CID.createV1(RAW_CODEC, await sha256.digest(Buffer.from(`zns:${key}`)))
+}
+
+export class Locator {
+  private readonly queue: string[] = []
+  private readonly queued = new Set<string>()
+  private announcing = 0
+  private lookups = 0
+  private readonly misses = new Map<string, number>()
+  private stopped = false
+  readonly stats = { announced: 0, announceFailures: 0, lookups: 0, found: 0 }
+
+  constructor(private readonly o: LocatorOptions) {}
+
+  async start(): Promise<void> {
+    await this.o.libp2p.handle(FETCH_PROTOCOL, (stream) => { void this.answer(stream) }, { maxInboundStreams: 16, maxOutboundStreams: 16 })
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    this.queue.length = 0
+    await this.o.libp2p.unhandle(FETCH_PROTOCOL).catch(() => {})
+  }
+
+  /** Announces this node as a provider of the keys, in the background. */
+  announce(keys: Iterable<string>): void {
+    for (const key of keys) {
+      if (this.queued.has(key)) continue
+      this.queued.add(key)
+      this.queue.push(key)
+    }
+    while (this.announcing < ANNOUNCE_CONCURRENCY && this.queue.length > 0) void this.announceNext()
+  }
+
+  private async announceNext(): Promise<void> {
+    this.announcing++
+    try {
+      while (!this.stopped) {
+        const key = this.queue.shift()
+        if (key === undefined) break
+        this.queued.delete(key)
+        try {
+          await this.o.libp2p.contentRouting.provide(await keyCid(key), { signal: AbortSignal.timeout(30_000) })
+          this.stats.announced++
+        } catch (err) {
+          this.stats.announceFailures++
+          this.o.logger.debug({ err, key }, 'DHT announcement failed')
+        }
+      }
+    } finally {
+      this.announcing--
+    }
+  }
+
+  /**
+   * Finds providers of `key` and fetches its operations from the first that has them; resolves
+   * to the number of operations applied (0: nobody had it within the time limit).
+   */
+  async fetch(key: string, timeoutMs: number): Promise<number> {
+    const missed = this.misses.get(key)
+    if (this.stopped || this.lookups >= MAX_LOOKUPS || (missed !== undefined && Date.now() - missed < MISS_TTL_MS)) return 0
+    this.lookups++
+    try {
+      const applied = await this.lookup(key, timeoutMs)
+      if (applied === 0) {
+        if (this.misses.size >= MAX_MISSES) this.misses.delete(this.misses.keys().next().value as string)
+        this.misses.set(key, Date.now())
+      } else this.misses.delete(key)
+      return applied
+    } finally {
+      this.lookups--
+    }
+  }
+
+  private async lookup(key: string, timeoutMs: number): Promise<number> {
+    this.stats.lookups++
+    const signal = AbortSignal.timeout(timeoutMs)
+    const self = this.o.libp2p.peerId.toString()
+    let tried = 0
+    try {
+      for await (const provider of this.o.libp2p.contentRouting.findProviders(await keyCid(key), { signal })) {
+        if (provider.id.toString() === self) continue
+        const applied = await this.fetchFrom(provider.id, provider.multiaddrs, key, signal).catch(err => {
+          this.o.logger.debug({ err, key, peer_id: provider.id.toString() }, 'fetch from provider failed')
+          return 0
+        })
+        if (applied > 0) {
+          this.stats.found++
+          return applied
+        }
+        if (++tried >= MAX_PROVIDERS) break
+      }
+    } catch (err) {
+      this.o.logger.debug({ err, key }, 'DHT lookup ended')
+    }
+    return 0
+  }
+
+  private async fetchFrom(peer: PeerId, addresses: Parameters<MeshLibp2p['dial']>[0][], key: string, signal: AbortSignal): Promise<number> {
+    if (addresses.length > 0) await this.o.libp2p.peerStore.merge(peer, { multiaddrs: addresses as never }).catch(() => {})
+    const stream = await this.o.libp2p.dialProtocol(peer, FETCH_PROTOCOL, { signal })
+    const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
+    await lp.write(Buffer.from(JSON.stringify({ key })), { signal })
+    const reply = JSON.parse(Buffer.from((await lp.read({ signal })).subarray()).toString('utf8')) as { ops?: unknown }
+    await stream.close({ signal }).catch(() => {})
+    if (!Array.isArray(reply.ops)) throw new Error('malformed fetch reply')
+    const ops = reply.ops.map(wire => fromWire(wire)).sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : a.accepted_at > b.accepted_at ? 1 : 0))
+    let applied = 0
+    for (const op of ops) if ((await this.o.apply(op).catch(() => 'invalid')) === 'applied') applied++
+    return applied
+  }
+
+  private async answer(stream: Stream): Promise<void> {
+    const signal = AbortSignal.timeout(10_000)
+    try {
+      const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
+      const request = JSON.parse(Buffer.from((await lp.read({ signal })).subarray()).toString('utf8')) as { key?: unknown }
+      const ops = typeof request.key === 'string' && request.key.length <= 400 ? this.o.operationsFor(request.key) : []
+      await lp.write(Buffer.from(JSON.stringify({ ops: ops.map(toWire) })), { signal })
+      await stream.close({ signal })
+    } catch (err) {
+      stream.abort(err as Error)
+    }
+  }
+}
