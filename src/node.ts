@@ -214,7 +214,8 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => mesh?.peers.connectedCount ?? 0 }),
     ...networkRoutes({
       mesh, identity, name: config.name, host: config.host, startedAt, checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
-      counts: () => ({ agents: catalog.count('agent'), services: catalog.count('service'), developers: developers.count })
+      counts: () => ({ agents: catalog.count('agent'), services: catalog.count('service'), developers: developers.count }),
+      homeCounts: () => liveness.homeCounts()
     }),
     ...entityRoutes(entities, { maxListLimit: config.limits.max_list_limit }),
     ...developerRoutes(developers, entities, { maxListLimit: config.limits.max_list_limit }),

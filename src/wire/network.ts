@@ -101,8 +101,8 @@ export const NetworkStatus = Type.Object(
 
 export const NetworkStats = Type.Object(
   {
-    estimated_registries: Type.Integer({ description: 'this node + its connected peers (a lower bound until gossip and the DHT widen the view)' }),
-    estimated_entities: Type.Integer({ description: 'our entities + the counts connected peers reported in their hello' }),
+    estimated_registries: Type.Integer({ description: 'this node + its connected peers (a lower bound)' }),
+    estimated_entities: Type.Integer({ description: 'the larger of: the entities this node holds (its own and what the mesh replicated), and its home entities + the home counts connected peers reported in their hellos' }),
     estimated_agents: Type.Integer(),
     mesh_connectivity: Type.Number({ description: 'connected peers / known peers, 0 to 1 (0 when none are known)' }),
     connected_peers: Type.Integer(),

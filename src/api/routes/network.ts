@@ -13,6 +13,8 @@ export interface NetworkRouteComponents {
   name: string
   host: string
   counts: () => { agents: number; services: number; developers: number }
+  /** Entities whose home is this node (what peers report of themselves in their hellos). */
+  homeCounts: () => { entities: number; agents: number }
   /** Date.now() when the node started. */
   startedAt: number
   /** Throws admin_unavailable or admin_unauthorized. */
@@ -96,8 +98,9 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
         const reported = c.mesh?.peers.reportedCounts() ?? { entities: 0, agents: 0 }
         return json(200, {
           estimated_registries: 1 + connected,
-          estimated_entities: counts.agents + counts.services + reported.entities,
-          estimated_agents: counts.agents + reported.agents,
+          // This node holds the mesh's records too; peers' hellos count only their home entities.
+          estimated_entities: Math.max(counts.agents + counts.services, c.homeCounts().entities + reported.entities),
+          estimated_agents: Math.max(counts.agents, c.homeCounts().agents + reported.agents),
           mesh_connectivity: known === 0 ? 0 : connected / known,
           connected_peers: connected,
           known_peers: known,
