@@ -25,8 +25,13 @@ const MAX_FRAME_BYTES = 4 * 1024 * 1024
 const RAW_CODEC = 0x55
 /** Providers tried for one key. */
 const MAX_PROVIDERS = 3
-/** Announcements running at once (each is a DHT query). */
+/**
+ * Announcements running at once, and at most how many start per second: each is a DHT query and
+ * a write to ~20 peers, and every node holds the mesh's records anyway (this is the fallback for
+ * what sync has not brought yet), so a burst of registrations is announced over time.
+ */
 const ANNOUNCE_CONCURRENCY = 4
+const ANNOUNCE_PER_SECOND = 20
 /**
  * Lookups running at once, and how long a key nobody had is not looked up again: a read of an
  * unknown ID must not become a way to make the node flood the DHT.
@@ -51,6 +56,7 @@ export class Locator {
   private readonly queue: string[] = []
   private readonly queued = new Set<string>()
   private announcing = 0
+  private nextAnnounceAt = 0
   private lookups = 0
   private readonly misses = new Map<string, number>()
   private stopped = false
@@ -85,6 +91,9 @@ export class Locator {
         const key = this.queue.shift()
         if (key === undefined) break
         this.queued.delete(key)
+        const wait = this.nextAnnounceAt - Date.now()
+        this.nextAnnounceAt = Math.max(Date.now(), this.nextAnnounceAt) + 1000 / ANNOUNCE_PER_SECOND
+        if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait).unref())
         try {
           await this.o.libp2p.contentRouting.provide(await keyCid(key), { signal: AbortSignal.timeout(30_000) })
           this.stats.announced++
