@@ -7,7 +7,8 @@
  *
  * A session, each frame a JSON object with an unsigned-varint length prefix:
  *   initiator → {t:"buckets", digests:[256 hex]}         responder → {t:"buckets", digests}
- *   both → {t:"subjects", entries:[[subject, digest hex]…]} for the buckets whose digests differ
+ *   both → {t:"subjects", entries:[[subject, digest hex]…], more?} for the buckets whose digests
+ *          differ and are empty on neither side (frames of 50,000 entries, `more` on all but the last)
  *   both → {t:"ops", ops:[WireOperation…]}… then {t:"done"}: every operation of each subject the
  *          other side lacks or holds differently; one subject's operations are never split.
  */
@@ -16,7 +17,7 @@ import { lpStream, type LengthPrefixedStream } from '@libp2p/utils'
 import type { Logger } from 'pino'
 import type { EventBus } from '../events/bus.js'
 import type { Operation } from '../store/records.js'
-import { BUCKETS, type SubjectDigests } from '../store/subject-digests.js'
+import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
 import { fromWire, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
@@ -25,6 +26,9 @@ export const SYNC_PROTOCOL = '/zns/sync/1.0.0'
 const MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Operations per `ops` frame (a subject's operations stay together, so a frame may hold a few more). */
 const OPS_PER_FRAME = 256
+/** Subject entries per `subjects` frame (about 70 bytes each). */
+const SUBJECTS_PER_FRAME = 50_000
+const EMPTY_DIGEST = '0'.repeat(DIGEST_BYTES * 2)
 /** Subjects applied at once: their commits share LMDB transactions. */
 const APPLY_CONCURRENCY = 64
 
@@ -51,7 +55,7 @@ export interface SyncResult {
 
 type Frame =
   | { t: 'buckets'; digests: string[] }
-  | { t: 'subjects'; entries: [string, string][] }
+  | { t: 'subjects'; entries: [string, string][]; more?: boolean }
   | { t: 'ops'; ops: unknown[] }
   | { t: 'done' }
 
@@ -142,10 +146,22 @@ export class SyncService {
     const started = performance.now()
     if (theirDigests.length !== BUCKETS) throw new Error(`expected ${BUCKETS} bucket digests`)
     const differing = mine.map((d, i) => (d.toString('hex') === theirDigests[i] ? -1 : i)).filter(i => i >= 0)
-    const myEntries = this.o.digests.subjectsIn(differing)
-    await write(lp, { t: 'subjects', entries: [...myEntries] }, signal)
-    const theirEntries = new Map((await read(lp, 'subjects', signal)).entries)
-    const wanted = [...myEntries].filter(([subject, digest]) => theirEntries.get(subject) !== digest).map(([subject]) => subject)
+    // Buckets empty on one side need no listing (a node that joins sends no list, and gets everything).
+    const listed = differing.filter(i => theirDigests[i] !== EMPTY_DIGEST && (mine[i] as Buffer).toString('hex') !== EMPTY_DIGEST)
+    const myEntries = [...this.o.digests.subjectsIn(listed)]
+    for (let start = 0; start === 0 || start < myEntries.length; start += SUBJECTS_PER_FRAME) {
+      const more = start + SUBJECTS_PER_FRAME < myEntries.length
+      await write(lp, { t: 'subjects', entries: myEntries.slice(start, start + SUBJECTS_PER_FRAME), ...(more ? { more } : {}) }, signal)
+    }
+    const theirEntries = new Map<string, string>()
+    for (let frame = await read(lp, 'subjects', signal); ; frame = await read(lp, 'subjects', signal)) {
+      for (const [subject, digest] of frame.entries) theirEntries.set(subject, digest)
+      if (!frame.more) break
+    }
+    const wanted = [
+      ...myEntries.filter(([subject, digest]) => theirEntries.get(subject) !== digest).map(([subject]) => subject),
+      ...this.o.digests.subjectsIn(differing.filter(i => theirDigests[i] === EMPTY_DIGEST)).keys()
+    ]
 
     const receiving = this.receive(lp, signal)
     let sent = 0
