@@ -288,6 +288,15 @@ test('the API explorer is served from local assets', async t => {
   t.is(redirect.headers.get('location'), '/swagger/index.html')
 })
 
+test('the dashboard is one self-contained page on the node\'s own API (no CDN)', async t => {
+  const page = await http(plain.url, 'GET', '/dashboard')
+  t.is(page.status, 200)
+  t.regex(page.headers.get('content-type') ?? '', /^text\/html/)
+  const html = String(page.body)
+  for (const used of ['/v1/network/status', '/v1/network/peers', '/v1/entities?limit=', '/v1/ws/activity']) t.true(html.includes(used), used)
+  t.false(/(src|href)="https?:/.test(html), 'nothing is loaded from elsewhere')
+})
+
 test('metrics: served as Prometheus text when enabled, 404 by default', async t => {
   const metered = await start({ metrics: { enabled: true } })
   await http(metered.url, 'GET', '/health')

@@ -6,6 +6,7 @@ import { NODE_VERSION } from '../../version.js'
 import { Health, NodeInfo } from '../../wire/node.js'
 import { json, type RouteDefinition } from '../http.js'
 import type { NodeMetrics } from '../metrics.js'
+import { DASHBOARD_HTML } from '../dashboard-page.js'
 import { buildSwaggerDocument, loadSwaggerAssets, SWAGGER_INDEX_HTML } from '../swagger.js'
 
 export interface NodeRouteComponents {
@@ -28,6 +29,15 @@ export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
       limit: 'none',
       responses: { 200: { description: 'ok', schema: Health } },
       handler: () => json(200, { status: 'ok' })
+    },
+    {
+      method: 'GET',
+      path: '/dashboard',
+      summary: 'The node dashboard: identity, peers, counts, newest entities and the live activity stream (an HTML page on this API)',
+      tag: 'node',
+      limit: 'none',
+      responses: { 200: { description: 'an HTML page' } },
+      handler: () => ({ status: 200, body: DASHBOARD_HTML, contentType: 'text/html; charset=utf-8' })
     },
     {
       method: 'GET',
