@@ -48,6 +48,7 @@ import { createEmbedder } from './search/embedders/create.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { ReplicationService } from './services/replication.js'
 import { NameDirectory } from './services/name-directory.js'
+import { homeBucketKey } from './mesh/provider-keys.js'
 import { parseFqan } from './services/naming.js'
 import type { Operation } from './store/records.js'
 import { RegistryStore } from './store/registry-store.js'
@@ -152,14 +153,18 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
 
   const replication = new ReplicationService({ ...base, entities, developers, directory })
-  // The DHT keys this node provides: its home entities and its own names (mesh/locator.ts).
-  const providedKeys = (op: Operation): string[] =>
-    op.kind === 'entity.register' ? [`entity:${op.subject}`] : op.kind === 'name.bind' ? [`fqan:${config.host}/${op.subject.slice('name:'.length)}`] : []
-  function * homeKeys (): Iterable<string> {
-    for (const record of store.allEntities()) if (liveness.current(record.entity_id)) yield `entity:${record.entity_id}`
-    for (const developer of store.allDevelopers()) {
-      if (developer.dev_handle) for (const b of names.ofHandle(developer.dev_handle)) yield `fqan:${config.host}/${b.handle}/${b.entity_name}`
+  // The DHT provider records this node announces: the buckets of its home entities and its host (mesh/locator.ts).
+  const providedKeys = (op: Operation): string[] => {
+    const bucket = op.kind === 'entity.register' ? homeBucketKey(op.subject) : null
+    return bucket ? [bucket] : []
+  }
+  const homeKeys = (): string[] => {
+    const keys = new Set([`host:${config.host.toLowerCase()}`])
+    for (const record of store.allEntities()) {
+      const bucket = liveness.current(record.entity_id) ? homeBucketKey(record.entity_id) : null
+      if (bucket) keys.add(bucket)
     }
+    return [...keys]
   }
   const providedOperations = (key: string): Operation[] => {
     if (key.startsWith('entity:')) return store.operationsOf(key.slice('entity:'.length))

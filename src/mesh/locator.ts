@@ -1,14 +1,17 @@
 /**
- * Finding what this node does not hold, through kad-dht: every node announces itself as a
- * provider of its home entities (`entity:<id>`) and its own names (`fqan:<host>/<handle>/<name>`),
- * as CIDs of those keys; a node asked for one it lacks finds the providers and fetches the
- * operations behind the key with `/zns/fetch/1.0.0`, then applies them like any other (origin seal
- * and owner signature verified). What the answer came from is for the caller to say.
+ * Finding what this node does not hold, through kad-dht provider records. Announcing every entity
+ * would cost one DHT query per registration (and kept two idle test nodes' cores busy at 10k
+ * entities each), so a node announces its home *buckets* instead: `home:<xx>` for each first byte
+ * (two hex digits) of the IDs of its home entities, at most 256 records however many entities it
+ * holds, and `host:<host>` for its own namespace of names. A node asked for an entity it lacks finds
+ * the providers of the entity's bucket, or of the FQAN's host, and asks each (up to 5) for the key
+ * with `/zns/fetch/1.0.0`; what comes back is applied like any other operation (origin seal and
+ * owner signature verified). What the answer came from is for the caller to say.
  *
  * `/zns/fetch/1.0.0`: the asker sends `{"key": "entity:<id>" | "fqan:<host>/<handle>/<name>"}`
  * (one length-prefixed JSON frame); the provider answers `{"ops": [wire operations]}` with every
- * operation of the subjects behind the key (an entity: its own; a name: its handle's, its own and
- * its entity's), or `{"ops": []}`.
+ * operation of the subjects behind the key (an entity: its own; a name: its developer's, its
+ * handle's, its own and its entity's), or `{"ops": []}`.
  */
 import type { PeerId, Stream } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'
@@ -19,12 +22,15 @@ import type { Operation } from '../store/records.js'
 import { fromWire, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
+import { providerKeyOf } from './provider-keys.js'
 
 export const FETCH_PROTOCOL = '/zns/fetch/1.0.0'
 const MAX_FRAME_BYTES = 4 * 1024 * 1024
 const RAW_CODEC = 0x55
-/** Providers tried for one key. */
-const MAX_PROVIDERS = 3
+/** Providers asked for one key. */
+const MAX_PROVIDERS = 5
+/** Provider records expire (kad-dht keeps them 48 h): announced again this often. */
+const REANNOUNCE_MS = 12 * 3_600_000
 /**
  * Announcements running at once, and at most how many start per second: each is a DHT query and
  * a write to ~20 peers, and every node holds the mesh's records anyway (this is the fallback for
@@ -57,6 +63,9 @@ export class Locator {
   private readonly queued = new Set<string>()
   private announcing = 0
   private nextAnnounceAt = 0
+  /** Keys announced, and when: a key is announced again only after REANNOUNCE_MS. */
+  private readonly announced = new Map<string, number>()
+  private reannounceTimer: NodeJS.Timeout | null = null
   private lookups = 0
   private readonly misses = new Map<string, number>()
   private stopped = false
@@ -66,18 +75,28 @@ export class Locator {
 
   async start(): Promise<void> {
     await this.o.libp2p.handle(FETCH_PROTOCOL, (stream) => { void this.answer(stream) }, { maxInboundStreams: 16, maxOutboundStreams: 16 })
+    this.reannounceTimer = setInterval(() => {
+      const keys = [...this.announced.keys()]
+      this.announced.clear()
+      this.announce(keys)
+    }, REANNOUNCE_MS).unref()
   }
 
   async stop(): Promise<void> {
     this.stopped = true
     this.queue.length = 0
+    if (this.reannounceTimer) clearInterval(this.reannounceTimer)
     await this.o.libp2p.unhandle(FETCH_PROTOCOL).catch(() => {})
+  }
+
+  hasAnnounced(key: string): boolean {
+    return this.announced.has(key)
   }
 
   /** Announces this node as a provider of the keys, in the background. */
   announce(keys: Iterable<string>): void {
     for (const key of keys) {
-      if (this.queued.has(key)) continue
+      if (this.queued.has(key) || this.announced.has(key)) continue
       this.queued.add(key)
       this.queue.push(key)
     }
@@ -96,6 +115,7 @@ export class Locator {
         if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait).unref())
         try {
           await this.o.libp2p.contentRouting.provide(await keyCid(key), { signal: AbortSignal.timeout(30_000) })
+          this.announced.set(key, Date.now())
           this.stats.announced++
         } catch (err) {
           this.stats.announceFailures++
@@ -129,11 +149,13 @@ export class Locator {
 
   private async lookup(key: string, timeoutMs: number): Promise<number> {
     this.stats.lookups++
+    const providerKey = providerKeyOf(key)
+    if (providerKey === null) return 0
     const signal = AbortSignal.timeout(timeoutMs)
     const self = this.o.libp2p.peerId.toString()
     let tried = 0
     try {
-      for await (const provider of this.o.libp2p.contentRouting.findProviders(await keyCid(key), { signal })) {
+      for await (const provider of this.o.libp2p.contentRouting.findProviders(await keyCid(providerKey), { signal })) {
         if (provider.id.toString() === self) continue
         const applied = await this.fetchFrom(provider.id, provider.multiaddrs, key, signal).catch(err => {
           this.o.logger.debug({ err, key, peer_id: provider.id.toString() }, 'fetch from provider failed')

@@ -7,6 +7,7 @@
 import test from 'ava'
 import type { RegistryEvent } from '../../src/events/bus.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
+import { homeBucketKey } from '../../src/mesh/provider-keys.js'
 import { sealOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeOperation } from '../../src/wire/operations.js'
@@ -214,9 +215,10 @@ test.serial('an entity or a name a node lacks is found through the DHT and fetch
   const owner = developer(34)
   const hidden = agent(owner, 0)
   t.is((await http(a.url, 'POST', '/v1/handles', { body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'hidden', public_key: owner.publicKey }) })).status, 201)
-  const announced = a.node.mesh!.locator.stats.announced
   t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, hidden, { entity_name: 'finder' }) })).status, 201)
-  await until('A announced the entity and its name', () => (a.node.mesh!.locator.stats.announced >= announced + 2 ? true : undefined))
+  // A announces the bucket of its home entities the ID falls in, and its host for its names.
+  const locator = a.node.mesh!.locator
+  await until("A announced the entity's bucket and its host", () => (locator.hasAnnounced(homeBucketKey(hidden.agentId)!) && locator.hasAnnounced('host:a.registry.test') ? true : undefined))
   t.falsy(c.node.store.getEntity(hidden.agentId), 'C does not hold it yet')
 
   const found = await http(c.url, 'GET', `/v1/entities/${hidden.agentId}`)
@@ -227,7 +229,6 @@ test.serial('an entity or a name a node lacks is found through the DHT and fetch
 
   const other = agent(owner, 1)
   t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, other, { entity_name: 'second' }) })).status, 201)
-  await until('A announced the second name', () => (a.node.mesh!.locator.stats.announced >= announced + 4 ? true : undefined))
   const resolved = await http(c.url, 'GET', `/v1/resolve?fqan=${encodeURIComponent('a.registry.test/hidden/second')}`)
   t.is(resolved.status, 200, JSON.stringify(resolved.body))
   t.is(resolved.body.entity_id, other.agentId)
