@@ -105,7 +105,11 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Mesh
         // The spec's 5-minute deduplication; IDs hash the bytes, so one operation is one message.
         seenTTL: 5 * 60_000,
         msgIdFn: operationMessageId,
-        maxInboundDataLength: OPERATION_LIMITS.encodedBytes
+        maxInboundDataLength: OPERATION_LIMITS.encodedBytes,
+        // Scoring charges many peers behind one IP (a Sybil defence). Every node of a local testnet
+        // is 127.0.0.1: without this, 20 nodes on one machine graylist each other and gossip
+        // reached 25 % of them (bench:propagation).
+        scoreParams: { IPColocationFactorWhitelist: new Set(['127.0.0.1', '::1']) }
       })
     }
   })
