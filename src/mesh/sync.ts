@@ -10,7 +10,9 @@
  *   both → {t:"subjects", entries:[[subject, digest hex]…], more?} for the buckets whose digests
  *          differ and are empty on neither side (frames of 50,000 entries, `more` on all but the last)
  *   both → {t:"ops", ops:[WireOperation…]}… then {t:"done"}: every operation of each subject the
- *          other side lacks or holds differently; one subject's operations are never split.
+ *          other side lacks or holds differently; one subject's operations are never split. Each
+ *          `ops` frame is answered {t:"ack"} once applied; at most 2 may be unacknowledged. A side
+ *          is finished once it has the other's `done` and acks for all its own `ops` frames.
  */
 import type { Connection, PeerId, Stream } from '@libp2p/interface'
 import { lpStream, type LengthPrefixedStream } from '@libp2p/utils'
@@ -25,7 +27,9 @@ import type { MeshLibp2p } from './libp2p-node.js'
 export const SYNC_PROTOCOL = '/zns/sync/1.0.0'
 const MAX_FRAME_BYTES = 16 * 1024 * 1024
 /** Operations per `ops` frame (a subject's operations stay together, so a frame may hold a few more). */
-const OPS_PER_FRAME = 256
+const OPS_PER_FRAME = 128
+/** `ops` frames a sender may have unacknowledged. */
+const OPS_FRAMES_IN_FLIGHT = 2
 /** Subject entries per `subjects` frame (about 70 bytes each). */
 const SUBJECTS_PER_FRAME = 50_000
 const EMPTY_DIGEST = '0'.repeat(DIGEST_BYTES * 2)
@@ -57,6 +61,7 @@ type Frame =
   | { t: 'buckets'; digests: string[] }
   | { t: 'subjects'; entries: [string, string][]; more?: boolean }
   | { t: 'ops'; ops: unknown[] }
+  | { t: 'ack' }
   | { t: 'done' }
 
 export class SyncService {
@@ -163,19 +168,27 @@ export class SyncService {
       ...this.o.digests.subjectsIn(differing.filter(i => theirDigests[i] === EMPTY_DIGEST)).keys()
     ]
 
-    const receiving = this.receive(lp, signal)
+    // Both sides send and receive at once. Each `ops` frame is acknowledged once applied, and a
+    // sender keeps at most OPS_FRAMES_IN_FLIGHT unacknowledged: applying (verifying) is slower than
+    // the network, and without this the receiver's stream buffer overflows (StreamBufferError).
+    const writes = serialWriter(lp, signal)
+    const credit = new Credit(OPS_FRAMES_IN_FLIGHT)
+    const receiving = this.receive(lp, signal, writes, credit)
     let sent = 0
     let frame: unknown[] = []
+    const flush = async (): Promise<void> => {
+      await credit.take(signal)
+      sent += frame.length
+      await writes({ t: 'ops', ops: frame })
+      frame = []
+    }
     for (const subject of wanted) {
       for (const op of this.o.digests.operationsOf(subject)) frame.push(toWire(op))
-      if (frame.length >= OPS_PER_FRAME) {
-        sent += frame.length
-        await write(lp, { t: 'ops', ops: frame }, signal)
-        frame = []
-      }
+      if (frame.length >= OPS_PER_FRAME) await flush()
     }
-    if (frame.length > 0) { sent += frame.length; await write(lp, { t: 'ops', ops: frame }, signal) }
-    await write(lp, { t: 'done' }, signal)
+    if (frame.length > 0) await flush()
+    await writes({ t: 'done' })
+    credit.finish()
     const { received, applied, invalid } = await receiving
     const result: SyncResult = { peer, differingBuckets: differing.length, sent, received, applied, invalid, ms: Math.round(performance.now() - started) }
     this.totals.sessions++
@@ -186,14 +199,28 @@ export class SyncService {
     return result
   }
 
-  /** Reads `ops` frames until `done`, applying each frame's subjects concurrently, one subject's operations in order. */
-  private async receive(lp: LengthPrefixedStream<Stream>, signal: AbortSignal): Promise<{ received: number; applied: number; invalid: number }> {
+  /**
+   * Reads frames until the other side's `done` has come and every frame this side sent is
+   * acknowledged: `ops` are applied (each frame's subjects concurrently, one subject's operations
+   * in order) and acknowledged; `ack`s return credit.
+   */
+  private async receive(lp: LengthPrefixedStream<Stream>, signal: AbortSignal, writes: (frame: Frame) => Promise<void>, credit: Credit): Promise<{ received: number; applied: number; invalid: number }> {
     let received = 0
     let applied = 0
     let invalid = 0
+    let remoteDone = false
+    let sawFinish = false
+    let reading: Promise<Frame> | null = null
     for (;;) {
-      const frame = await readFrame(lp, signal)
-      if (frame.t === 'done') break
+      if (remoteDone && credit.settled) break
+      // Wait for a frame, or for this side's sending to finish (which may settle the session).
+      reading ??= readFrame(lp, signal)
+      const next = sawFinish ? await reading : await Promise.race([reading, credit.changed])
+      if (next === null) { sawFinish = true; continue }
+      reading = null
+      const frame = next
+      if (frame.t === 'done') { remoteDone = true; continue }
+      if (frame.t === 'ack') { credit.give(); continue }
       if (frame.t !== 'ops' || !Array.isArray(frame.ops)) throw new Error(`unexpected ${frame.t} frame`)
       received += frame.ops.length
       const bySubject = new Map<string, Operation[]>()
@@ -214,9 +241,63 @@ export class SyncService {
           }
         }
       })
+      await writes({ t: 'ack' })
     }
+    // Nothing more comes; a read still waiting ends with the stream.
+    reading?.catch(() => {})
     if (applied > 0) this.o.bus.publish('gossip_incoming', { kind: 'sync', applied, received })
     return { received, applied, invalid }
+  }
+}
+
+/** Frames written one after another (the sender and the acknowledgements share the stream). */
+function serialWriter(lp: LengthPrefixedStream<Stream>, signal: AbortSignal): (frame: Frame) => Promise<void> {
+  let last: Promise<void> = Promise.resolve()
+  return frame => {
+    last = last.then(() => write(lp, frame, signal))
+    return last
+  }
+}
+
+/** Frames a sender may have unacknowledged, and whether all it sent are acknowledged. */
+class Credit {
+  private waiting: (() => void)[] = []
+  private finished = false
+  private wake: () => void = () => {}
+  /** Resolves (to null) when this side finishes sending. */
+  readonly changed: Promise<null>
+  constructor(private available: number, private readonly total = available) {
+    this.changed = new Promise(resolve => { this.wake = () => resolve(null) })
+  }
+
+  /** This side sent its last frame. */
+  finish(): void {
+    this.finished = true
+    this.wake()
+  }
+
+  /** Finished, and every frame acknowledged. */
+  get settled(): boolean {
+    return this.finished && this.available === this.total
+  }
+
+  async take(signal: AbortSignal): Promise<void> {
+    while (this.available === 0) await this.wait(signal)
+    this.available--
+  }
+
+  give(): void {
+    this.available = Math.min(this.total, this.available + 1)
+    for (const wake of this.waiting.splice(0)) wake()
+  }
+
+  private wait(signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted()
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => reject(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.waiting.push(() => { signal.removeEventListener('abort', onAbort); resolve() })
+    })
   }
 }
 
