@@ -3,7 +3,8 @@
  * digests find what differs (SubjectDigests); only the operations of differing subjects travel,
  * in both directions in one session, and each is applied through the same path as gossip (origin
  * seal and owner signature verified, last writer wins). Run when a connection opens (by the side
- * with the lower peer ID) and every `intervalMs` with one connected peer picked at random.
+ * with the lower peer ID), every `intervalMs` with one connected peer picked at random, and, after
+ * a session that applied something, with every other connected peer (news spreads).
  *
  * A session, each frame a JSON object with an unsigned-varint length prefix:
  *   initiator → {t:"buckets", digests:[256 hex]}         responder → {t:"buckets", digests}
@@ -33,6 +34,9 @@ const OPS_FRAMES_IN_FLIGHT = 2
 /** Subject entries per `subjects` frame (about 70 bytes each). */
 const SUBJECTS_PER_FRAME = 50_000
 const EMPTY_DIGEST = '0'.repeat(DIGEST_BYTES * 2)
+/** A session that applied something starts one with every other peer after SPREAD_DELAY_MS, at most once per peer per SPREAD_COOLDOWN_MS. */
+const SPREAD_DELAY_MS = 250
+const SPREAD_COOLDOWN_MS = 2_000
 /** Subjects applied at once: their commits share LMDB transactions. */
 const APPLY_CONCURRENCY = 64
 
@@ -67,6 +71,8 @@ type Frame =
 export class SyncService {
   private timer: NodeJS.Timeout | null = null
   private readonly running = new Map<string, Promise<SyncResult | null>>()
+  /** When a session with each peer was last started to spread news. */
+  private readonly spreadAt = new Map<string, number>()
   private readonly shutdown = new AbortController()
   private readonly onConnect = (evt: CustomEvent<PeerId>): void => {
     // One session serves both directions: the side with the lower peer ID starts it.
@@ -92,6 +98,21 @@ export class SyncService {
     this.shutdown.abort()
     await Promise.allSettled([...this.running.values()])
     await this.o.libp2p.unhandle(SYNC_PROTOCOL).catch(() => {})
+  }
+
+  /**
+   * After a session brought news, sync with the other connected peers too: operations applied by
+   * sync are older than gossip's age bound and are not gossiped again, so without this a healed
+   * partition would spread only at one random session per node per interval.
+   */
+  private spread(from: string): void {
+    const now = Date.now()
+    for (const peer of this.o.libp2p.getPeers()) {
+      const key = peer.toString()
+      if (key === from || this.running.has(key) || now - (this.spreadAt.get(key) ?? 0) < SPREAD_COOLDOWN_MS) continue
+      this.spreadAt.set(key, now)
+      setTimeout(() => { if (!this.shutdown.signal.aborted) void this.syncWith(peer) }, SPREAD_DELAY_MS).unref()
+    }
   }
 
   /** Runs a session with a connected peer (joins one already running); null when it failed. */
@@ -196,6 +217,7 @@ export class SyncService {
     this.totals.received += received
     this.totals.applied += applied
     if (sent > 0 || received > 0) this.o.logger.info(result, 'synced with peer')
+    if (applied > 0) this.spread(peer)
     return result
   }
 
