@@ -25,7 +25,7 @@ export interface NodeProcess {
 }
 
 /** Starts `registry-node start` (from the sources by default) as a child process and waits for its URL. */
-export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[] } = {}): Promise<NodeProcess> {
+export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[]; startTimeoutMs?: number } = {}): Promise<NodeProcess> {
   const entry = options.entry ?? CLI_FROM_SOURCES
   const child = spawn(process.execPath, [...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
     cwd: options.cwd ?? REPO,
@@ -41,7 +41,7 @@ export async function spawnNode(args: string[], options: { cwd?: string; env?: N
   process.once('exit', killOnExit)
   const exited = new Promise<number | null>(resolve => child.on('exit', code => { process.off('exit', killOnExit); resolve(code) }))
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), 30_000)
+    const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), options.startTimeoutMs ?? 30_000)
     const check = () => {
       const m = /listening on (http:\/\/\S+)/.exec(out)
       if (m) { clearTimeout(timer); resolve(m[1] as string) }

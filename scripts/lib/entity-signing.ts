@@ -1,0 +1,128 @@
+/**
+ * Signed entity registrations for the mesh benchmarks (propagation.ts, convergence.ts), made in
+ * worker threads: spec-form bodies (signature over the canonical JSON of the body without
+ * `signature`) with a developer proof over an HD-derived entity key, like test/helpers/identities.ts,
+ * with content from the Zipf corpus; plus each entity's deregistration token (the entity key's
+ * signature over its ID, sent as `Authorization: Bearer <token>`). Deterministic for a given run seed.
+ *
+ * A job may ask for several variants: bodies of the same key differing in their summary (two
+ * homes registering one entity while partitioned; last writer wins).
+ */
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
+import { canonicalJson } from '../../src/identity/canonical-json.js'
+import { formatKey } from '../../src/identity/encoding.js'
+import { deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { entityContent, registrationBody, zipfCorpus, type EntityContent } from './corpus.js'
+
+export interface EntityJob {
+  /** Entity number within the run (content and entity URL). */
+  i: number
+  /** Developer number; its key is derived from the run seed. */
+  developer: number
+  /** HD index of the entity under its developer. */
+  hdIndex: number
+  /** Bodies to sign for this key (1, or 2 for a conflicting registration). */
+  variants: number
+  /** What the body says (corpus.ts). */
+  content: EntityContent
+}
+
+export interface SignedEntity {
+  i: number
+  id: string
+  /** One JSON body per variant. */
+  bodies: string[]
+  /** `Authorization: Bearer <deleteToken>` deregisters it. */
+  deleteToken: string
+}
+
+const ROLE = 'mesh-bench-entity-signing'
+
+const developerSeed = (seedText: string, d: number): Buffer => createHash('sha256').update(`${seedText} developer ${d}`).digest()
+
+/**
+ * keyPairFromSeed imports the seed as PKCS#8 DER (about 0.5 ms here); a JWK import of the same
+ * seed costs a tenth of that. `checkFastKeys` compares the two before any signing.
+ */
+function fastKeyPair(seed: Buffer): KeyPair {
+  const privateKeyObject: KeyObject = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: seed.toString('base64url'), x: '' }, format: 'jwk' })
+  const x = createPublicKey(privateKeyObject).export({ format: 'jwk' }).x as string
+  return { seed, publicKey: Buffer.from(x, 'base64url'), privateKeyObject }
+}
+
+function checkFastKeys(): void {
+  for (const seed of [developerSeed('check', 0), developerSeed('check', 1)]) {
+    const a = fastKeyPair(seed)
+    const b = keyPairFromSeed(seed)
+    if (!a.publicKey.equals(b.publicKey) || sign(a, 'x') !== sign(b, 'x')) throw new Error('fastKeyPair disagrees with keyPairFromSeed')
+  }
+}
+
+export function signEntities(jobs: readonly EntityJob[], seedText: string): SignedEntity[] {
+  const developers = new Map<number, { keyPair: KeyPair; key: string; id: string }>()
+  return jobs.map(job => {
+    let dev = developers.get(job.developer)
+    if (!dev) {
+      const keyPair = fastKeyPair(developerSeed(seedText, job.developer))
+      dev = { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
+      developers.set(job.developer, dev)
+    }
+    const content = job.content
+    const keyPair = fastKeyPair(deriveAgentSeed(dev.keyPair.seed, job.hdIndex))
+    const publicKey = formatKey(keyPair.publicKey)
+    const proof = {
+      developer_public_key: dev.key,
+      agent_public_key: publicKey,
+      index: job.hdIndex,
+      signature: sign(dev.keyPair, developerProofMessage(keyPair.publicKey, job.hdIndex))
+    }
+    const id = deriveId(content.type, keyPair.publicKey)
+    const bodies = Array.from({ length: job.variants }, (_, v) => {
+      const body: Record<string, unknown> = registrationBody(content, job.i)
+      if (v > 0) body.summary = `${content.summary} (variant ${v})`
+      body.public_key = publicKey
+      body.developer_id = dev.id
+      body.developer_proof = proof
+      body.signature = sign(keyPair, canonicalJson(body))
+      return JSON.stringify(body)
+    })
+    return { i: job.i, id, bodies, deleteToken: sign(keyPair, id) }
+  })
+}
+
+if (!isMainThread && (workerData as { role?: string } | null)?.role === ROLE) {
+  const { seedText } = workerData as { seedText: string }
+  parentPort!.once('message', (jobs: EntityJob[]) => parentPort!.postMessage(signEntities(jobs, seedText)))
+}
+
+/** Workers do not inherit tsx's loader from `--import tsx`: they register it, then load this file. */
+const WORKER_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
+
+/** Jobs for entities `from` … `from + count - 1`, spread round-robin over `developers` developers (HD indexes in order). */
+export function entityJobs(from: number, count: number, developers: number, corpusSeed = 42): EntityJob[] {
+  const corpus = zipfCorpus(corpusSeed)
+  const jobs: EntityJob[] = []
+  for (let k = 0; k < from + count; k++) {
+    const content = entityContent(corpus, k)
+    if (k < from) continue
+    jobs.push({ i: k, developer: k % developers, hdIndex: Math.floor(k / developers), variants: 1, content })
+  }
+  return jobs
+}
+
+/** Signs the jobs in `workers` worker threads (1: on this thread); results in job order. */
+export async function signEntitiesInWorkers(jobs: EntityJob[], seedText: string, workers: number): Promise<SignedEntity[]> {
+  checkFastKeys()
+  if (workers <= 1 || jobs.length < 200) return signEntities(jobs, seedText)
+  const size = Math.ceil(jobs.length / workers)
+  const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<SignedEntity[]>((resolve, reject) => {
+    const worker = new Worker(WORKER_BOOT, { eval: true, workerData: { role: ROLE, seedText } })
+    worker.once('message', (signed: SignedEntity[]) => { resolve(signed); void worker.terminate() })
+    worker.once('error', reject)
+    worker.postMessage(jobs.slice(w * size, (w + 1) * size))
+  })))
+  return parts.flat()
+}
