@@ -26,7 +26,17 @@ import { operationMessageId } from './gossip.js'
 
 // Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (STACK.md).
 const g = globalThis as { WebSocket?: unknown }
-g.WebSocket ??= WsWebSocket
+/**
+ * A failed dial can emit 'error' after libp2p removed its listeners; an 'error' without a listener
+ * throws and ended whole node processes (helper's G7 runs). The dial's own handling still sees it.
+ */
+class ListenedWebSocket extends WsWebSocket {
+  constructor (...args: ConstructorParameters<typeof WsWebSocket>) {
+    super(...args)
+    this.on('error', () => {})
+  }
+}
+g.WebSocket ??= ListenedWebSocket
 
 export const DHT_PROTOCOL = '/zns/kad/1.0.0'
 

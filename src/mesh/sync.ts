@@ -9,7 +9,7 @@
  * A session, each frame a JSON object with an unsigned-varint length prefix:
  *   initiator → {t:"buckets", digests:[256 hex]}         responder → {t:"buckets", digests}
  *   both → {t:"subjects", entries:[[subject, digest hex]…], more?} for the buckets whose digests
- *          differ and are empty on neither side (frames of 50,000 entries, `more` on all but the last)
+ *          differ and are empty on neither side (frames of 20,000 entries, `more` on all but the last)
  *   both → {t:"ops", ops:[WireOperation…]}… then {t:"done"}: every operation of each subject the
  *          other side lacks or holds differently; one subject's operations are never split. Each
  *          `ops` frame is answered {t:"ack"} once applied; at most 2 may be unacknowledged. A side
@@ -31,8 +31,8 @@ const MAX_FRAME_BYTES = 16 * 1024 * 1024
 const OPS_PER_FRAME = 128
 /** `ops` frames a sender may have unacknowledged. */
 const OPS_FRAMES_IN_FLIGHT = 2
-/** Subject entries per `subjects` frame (about 70 bytes each). */
-const SUBJECTS_PER_FRAME = 50_000
+/** Subject entries per `subjects` frame (about 70 bytes each: well under the stream's 4 MiB read buffer). */
+const SUBJECTS_PER_FRAME = 20_000
 const EMPTY_DIGEST = '0'.repeat(DIGEST_BYTES * 2)
 /** A session that applied something starts one with every other peer after SPREAD_DELAY_MS, at most once per peer per SPREAD_COOLDOWN_MS. */
 const SPREAD_DELAY_MS = 250
