@@ -87,20 +87,21 @@ export interface Reply {
 }
 
 /**
- * One HTTP request over a keep-alive agent. A request that fails with ECONNRESET/EPIPE on a reused
- * socket (the server closed it while idle, a race every keep-alive client has) is sent once more,
- * on a fresh socket; `retried` says so, and callers of non-idempotent requests judge the reply
- * (a registration answered 409 entity_exists on the retry was accepted by the first attempt).
+ * One HTTP request over a keep-alive agent. A request whose connection was reset (ECONNRESET,
+ * EPIPE, "socket hang up": mostly a keep-alive socket the server closed while idle, a race every
+ * keep-alive client has) is sent once more; `retried` says so, and callers of non-idempotent
+ * requests judge the reply (a registration answered 409 entity_exists on the retry was accepted
+ * by the first attempt).
  */
 export async function call(agent: Agent, base: URL, method: string, path: string, body?: string, headers: Record<string, string> = {}, timeoutMs = 60_000): Promise<Reply> {
   const started = performance.now()
   const first = await attempt(agent, base, method, path, body, headers, timeoutMs)
-  if (first.status !== 0 || !first.reused || !/ECONNRESET|EPIPE|socket hang up/.test(first.text)) return { status: first.status, text: first.text, ms: performance.now() - started, at: nowMs(), retried: false }
+  if (first.status !== 0 || !/ECONNRESET|EPIPE|socket hang up/.test(first.text)) return { status: first.status, text: first.text, ms: performance.now() - started, at: nowMs(), retried: false }
   const second = await attempt(agent, base, method, path, body, headers, timeoutMs)
   return { status: second.status, text: second.text, ms: performance.now() - started, at: nowMs(), retried: true }
 }
 
-function attempt(agent: Agent, base: URL, method: string, path: string, body: string | undefined, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; text: string; reused: boolean }> {
+function attempt(agent: Agent, base: URL, method: string, path: string, body: string | undefined, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; text: string }> {
   return new Promise(resolve => {
     const h: Record<string, string | number> = { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) }
     let settled = false
@@ -110,7 +111,7 @@ function attempt(agent: Agent, base: URL, method: string, path: string, body: st
       res.on('end', () => done(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')))
       res.on('error', err => done(0, String(err)))
     })
-    const done = (status: number, text: string): void => { if (!settled) { settled = true; resolve({ status, text, reused: req.reusedSocket }) } }
+    const done = (status: number, text: string): void => { if (!settled) { settled = true; resolve({ status, text }) } }
     req.on('timeout', () => req.destroy(new Error('timeout')))
     req.on('error', err => done(0, String(err)))
     req.end(body)
