@@ -16,7 +16,8 @@ export interface NodeConfig {
   tls: { cert_file: string }
   verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
   http: { host: string; port: number; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
-  p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; gossip_max_per_peer_per_second: number }
+  p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; gossip_max_per_peer_per_second: number
+    allow_peers: string[]; trace_file: string }
   onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
   rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
   log: { level: LogLevel }
@@ -80,6 +81,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'p2p.max_connections', kind: 'integer', default: 100, flag: 'max-connections', min: 1, max: 10_000, doc: 'libp2p connections kept open; beyond it the least valuable are closed.' },
   { key: 'p2p.sync_interval_seconds', kind: 'integer', default: 60, flag: 'sync-interval-seconds', min: 1, max: 86_400, doc: 'Period of sync rounds (/zns/sync/1.0.0) with one connected peer picked at random; a sync also runs when a connection opens.' },
   { key: 'p2p.gossip_max_per_peer_per_second', kind: 'integer', default: 100, flag: 'gossip-max-per-peer-per-second', min: 1, max: 100_000, doc: 'Gossip messages accepted per second from one peer (the spec\'s 100); beyond it they are ignored and left to sync.' },
+  { key: 'p2p.allow_peers', kind: 'list', default: [], flag: 'allow-peer', doc: 'When set, the only peers (PeerIds) this node connects to, either way (repeatable): private meshes and testnet topologies.' },
+  { key: 'p2p.trace_file', kind: 'string', default: '', flag: 'trace', doc: 'Append a JSON line per gossip event (publish, first receipt, duplicate) to this file: the propagation trace of experiments.' },
   { key: 'onboarding.mode', kind: 'string', default: 'open', flag: 'mode', choices: ['open', 'restricted'], doc: 'open: anyone may register developers; restricted: an operator approves developers through the admin webhook.' },
   { key: 'onboarding.auth_url', kind: 'string', default: '', flag: 'auth-url', doc: 'Where restricted-mode clients are sent to be approved (reported by /v1/info).' },
   { key: 'onboarding.webhook_secret', kind: 'string', default: '', flag: 'webhook-secret', doc: 'Bearer secret of the admin endpoints.' },

@@ -25,7 +25,7 @@ import { wellKnownRoutes } from './api/routes/well-known.js'
 import { HttpServer } from './api/server.js'
 import type { NodeConfig } from './config.js'
 import { EventBus } from './events/bus.js'
-import { loadOrCreateNodeIdentity, type NodeIdentity } from './identity/node-identity.js'
+import { loadOrCreateNodeIdentity, NODE_KEY_FILE, type NodeIdentity } from './identity/node-identity.js'
 import { VerifyPool } from './identity/verify-pool.js'
 import { verifyHeartbeat } from './identity/verifiers.js'
 import { LivenessService } from './services/liveness.js'
@@ -54,7 +54,7 @@ import type { Operation } from './store/records.js'
 import { RegistryStore } from './store/registry-store.js'
 import { SubjectDigests } from './store/subject-digests.js'
 
-export const NODE_KEY_FILE = 'node-key.json'
+export { NODE_KEY_FILE } from './identity/node-identity.js'
 const TOMBSTONE_PURGE_INTERVAL_MS = 60 * 60 * 1000
 
 export interface RegistryNode {
@@ -183,7 +183,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       digests.start()
       mesh = await Mesh.create({
         apply: op => replication.apply(op), digests, syncIntervalMs: config.p2p.sync_interval_seconds * 1000,
-        gossipPerPeerPerSecond: config.p2p.gossip_max_per_peer_per_second,
+        gossipPerPeerPerSecond: config.p2p.gossip_max_per_peer_per_second, allowPeers: config.p2p.allow_peers, traceFile: config.p2p.trace_file,
         operationsFor: key => providedOperations(key),
         federation: { answer: request => search.answerPeer(request), filter: search.homeTerms },
         seed: identity.keyPair.seed, host: config.p2p.host, port: config.p2p.port, bootstrap: config.p2p.bootstrap,

@@ -50,6 +50,9 @@ export async function loadNodeKeyFile(path: string): Promise<NodeIdentity> {
 }
 
 /** Loads the node key, creating it on first start. */
+/** The node key's file name inside the data directory. */
+export const NODE_KEY_FILE = 'node-key.json'
+
 export async function loadOrCreateNodeIdentity(path: string): Promise<NodeIdentity> {
   try {
     return await loadNodeKeyFile(path)

@@ -15,12 +15,16 @@
  *   applied (last writer wins). An invalid one is rejected, which gossipsub's peer scoring charges
  *   to the peer that forwarded it; valid ones, applied or already held, are accepted.
  */
-import { createHash } from 'node:crypto'
 import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/gossipsub'
 import type { Logger } from 'pino'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
+import type { MeshFaults } from './faults.js'
+import type { GossipTap } from './gossip-tap.js'
 import { decodeOperation, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
+import { contentId } from './gossip-tap.js'
+
+const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
 
 export const GOSSIP_TOPICS = {
   entities: '/zns/ops/entities/1',
@@ -47,11 +51,10 @@ export interface GossipOptions {
   maxAgeMs?: number
   maxPerPeerPerSecond?: number
   now?: () => number
-}
-
-/** Content-addressed message IDs: an operation is one message however many nodes publish it. */
-export function operationMessageId(message: Message): Uint8Array {
-  return createHash('sha256').update(message.data).digest().subarray(0, 20)
+  /** Copies, bytes and the trace (gossip-tap.ts). */
+  tap: GossipTap
+  /** Injected loss and delay (faults.ts). */
+  faults: MeshFaults
 }
 
 export interface GossipStats {
@@ -92,8 +95,11 @@ export class OperationGossip {
   publish(ops: readonly Operation[]): void {
     for (const op of ops) {
       const data = encodeOperation(op)
+      const id = this.o.tap.willPublish(data)
+      this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
       this.o.pubsub.publish(topicOf(op.kind), data).then(result => {
         this.stats.published++
+        this.o.tap.counters.published++
         this.count()
         this.o.bus.publish('gossip_outgoing', { kind: op.kind, subject: op.subject, recipients: result.recipients.length, bytes: data.byteLength })
       }, (err: unknown) => this.o.logger.debug({ err, kind: op.kind, subject: op.subject }, 'gossip publish failed'))
@@ -108,6 +114,10 @@ export class OperationGossip {
 
   private async validate(peer: string, message: Message): Promise<TopicValidatorResult> {
     const { received } = this.stats
+    if (this.o.tap.isLost(message)) return TopicValidatorResult.Ignore
+    this.o.tap.counters.first++
+    const delayMs = this.o.faults.delayMs
+    if (delayMs > 0) await new Promise(resolve => setTimeout(resolve, delayMs))
     if (!this.takeToken(peer)) { received.rate_limited++; return TopicValidatorResult.Ignore }
     let op: Operation
     try {
@@ -126,6 +136,9 @@ export class OperationGossip {
       received[outcome]++
       this.count()
       this.o.bus.publish('gossip_incoming', { kind: op.kind, subject: op.subject, origin: op.origin, from: peer, outcome })
+      if (this.o.tap.tracing) {
+        this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome, delay_ms: delayMs })
+      }
       return TopicValidatorResult.Accept
     } catch (err) {
       received.invalid++

@@ -12,7 +12,7 @@ import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
 import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
 import { identify, type Identify } from '@libp2p/identify'
-import type { Libp2p } from '@libp2p/interface'
+import type { ConnectionGater, Libp2p } from '@libp2p/interface'
 import { kadDHT, passthroughMapper, type KadDHT } from '@libp2p/kad-dht'
 import { ping, type Ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
@@ -22,7 +22,8 @@ import { createLibp2p } from 'libp2p'
 import { WebSocket as WsWebSocket } from 'ws'
 import { NODE_VERSION } from '../version.js'
 import { OPERATION_LIMITS } from '../wire/operations.js'
-import { operationMessageId } from './gossip.js'
+import { GOSSIP_TOPICS } from './gossip.js'
+import type { GossipTap } from './gossip-tap.js'
 
 // Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (STACK.md).
 const g = globalThis as { WebSocket?: unknown }
@@ -66,6 +67,12 @@ export interface Libp2pNodeOptions {
   dhtProtocol?: string
 }
 
+/** What the Mesh hooks into libp2p: who may connect (faults.ts) and gossipsub's message IDs and byte counts (gossip-tap.ts). */
+export interface Libp2pHooks {
+  gater: ConnectionGater
+  tap: GossipTap
+}
+
 function listenAddresses(host: string, port: number): string[] {
   const family = host.includes(':') ? 'ip6' : 'ip4'
   return [`/${family}/${host}/tcp/${port}`, `/${family}/${host}/tcp/${port === 0 ? 0 : port + 1}/ws`]
@@ -82,7 +89,7 @@ function checkMultiaddrs(setting: string, list: readonly string[]): void {
   }
 }
 
-export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<MeshLibp2p> {
+export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2pHooks): Promise<MeshLibp2p> {
   if (options.port > 65534) throw new Error('p2p.port must leave port + 1 free for WebSockets (at most 65534)')
   checkMultiaddrs('p2p.bootstrap', options.bootstrap)
   checkMultiaddrs('p2p.announce', options.announce)
@@ -98,6 +105,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Mesh
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionManager: { maxConnections: options.maxConnections },
+    connectionGater: hooks.gater,
     services: {
       identify: identify(),
       // Our peer book, kad-dht and libp2p's connection monitor all ping: the default of one outbound
@@ -114,7 +122,9 @@ export async function createLibp2pNode(options: Libp2pNodeOptions): Promise<Mesh
         allowPublishToZeroTopicPeers: true,
         // The spec's 5-minute deduplication; IDs hash the bytes, so one operation is one message.
         seenTTL: 5 * 60_000,
-        msgIdFn: operationMessageId,
+        msgIdFn: hooks.tap.messageId,
+        metricsRegister: hooks.tap.metricsRegister,
+        metricsTopicStrToLabel: new Map(Object.values(GOSSIP_TOPICS).map(topic => [topic, topic])),
         maxInboundDataLength: OPERATION_LIMITS.encodedBytes,
         // Scoring charges many peers behind one IP (a Sybil defence). Every node of a local testnet
         // is 127.0.0.1: without this, 20 nodes on one machine graylist each other and gossip

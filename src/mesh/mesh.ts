@@ -13,7 +13,10 @@ import type { HelloMessage, PeerView } from '../wire/network.js'
 import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
+import { peerIdFromString } from '@libp2p/peer-id'
+import { MeshFaults } from './faults.js'
 import { OperationGossip, type GossipApply } from './gossip.js'
+import { GossipTap } from './gossip-tap.js'
 import { PeerBook } from './peers.js'
 import { Locator } from './locator.js'
 import { SyncService } from './sync.js'
@@ -43,6 +46,10 @@ export interface MeshOptions extends Libp2pNodeOptions {
   redialIntervalMs?: number
   /** Time limit of one dial (default 10 s). */
   dialTimeoutMs?: number
+  /** When non-empty, the only peers connected either way (p2p.allow_peers). */
+  allowPeers?: readonly string[]
+  /** JSON-lines propagation trace (p2p.trace_file); none when empty. */
+  traceFile?: string
 }
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
@@ -79,22 +86,25 @@ export class Mesh {
   private redialTimer: NodeJS.Timeout | null = null
   private readonly log: Logger
 
-  private constructor(readonly libp2p: MeshLibp2p, private readonly o: MeshOptions) {
+  private constructor(readonly libp2p: MeshLibp2p, private readonly o: MeshOptions, readonly faults: MeshFaults, readonly tap: GossipTap) {
     this.log = o.logger
+    faults.hangUp = async peer => { await libp2p.hangUp(peerIdFromString(peer)) }
     this.peers = new PeerBook({
       libp2p, bus: o.bus, logger: o.logger, info: o.info,
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
     for (const address of o.bootstrap) this.pinned.add(address)
-    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
+    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, faults, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
     this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor })
     this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
     this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
-    return new Mesh(await createLibp2pNode(options), options)
+    const faults = new MeshFaults(options.allowPeers)
+    const tap = new GossipTap(faults, options.traceFile)
+    return new Mesh(await createLibp2pNode(options, { gater: faults.gater(), tap }), options, faults, tap)
   }
 
   async start(): Promise<void> {
@@ -119,6 +129,7 @@ export class Mesh {
     await this.federation?.stop()
     await this.peers.stop()
     await this.libp2p.stop()
+    await this.tap.close()
   }
 
   get peerId(): string {

@@ -92,11 +92,41 @@ export const NetworkStatus = Type.Object(
       peer_count: Type.Integer({ description: 'connected peers' }),
       known_peers: Type.Integer({ description: 'connected or seen recently' }),
       gossip_announcements_per_min: Type.Number({ description: 'operations gossiped in the last minute, published and received' }),
-      dht_mode: Nullable(Type.String())
+      dht_mode: Nullable(Type.String()),
+      gossip: Type.Optional(Type.Object({
+        published: Type.Integer({ description: 'operations this node published' }),
+        copies_received: Type.Integer({ description: 'message copies received, first and duplicate' }),
+        first_received: Type.Integer({ description: 'first copies validated' }),
+        duplicates: Type.Integer({ description: 'copies received after the first (copies − first − lost)' }),
+        lost: Type.Integer({ description: 'copies dropped by injected loss (testnets)' }),
+        bytes_sent: Type.Integer({ description: 'gossipsub RPC bytes sent' }),
+        bytes_received: Type.Integer({ description: 'gossipsub RPC bytes received' })
+      }, { description: 'gossip counters since start; absent when the mesh is disabled' }))
     }),
     entities: Type.Object({ agents: Type.Integer(), services: Type.Integer(), developers: Type.Integer() })
   },
   { $id: 'NetworkStatus' }
+)
+export type NetworkStatus = Static<typeof NetworkStatus>
+
+export const MeshFaultsView = Type.Object(
+  {
+    blocked_peers: Type.Array(Type.String({ maxLength: 128 }), { maxItems: 1000, description: 'PeerIds whose connections are closed and refused both ways' }),
+    loss: Type.Number({ minimum: 0, maximum: 1, description: 'probability that a received gossip copy is dropped' }),
+    delay_ms: Type.Integer({ minimum: 0, maximum: 60_000, description: 'wait of each received gossip message before validation and forwarding' }),
+    mode: Type.Literal('process', { description: 'faults act inside the node process (network namespaces are the testnet tool\'s)' })
+  },
+  { $id: 'MeshFaultsView' }
+)
+export type MeshFaultsView = Static<typeof MeshFaultsView>
+
+export const MeshFaultsRequest = Type.Object(
+  {
+    blocked_peers: Type.Optional(MeshFaultsView.properties.blocked_peers),
+    loss: Type.Optional(MeshFaultsView.properties.loss),
+    delay_ms: Type.Optional(MeshFaultsView.properties.delay_ms)
+  },
+  { $id: 'MeshFaultsRequest', additionalProperties: false, description: 'Members left out keep their value.' }
 )
 
 export const NetworkStats = Type.Object(

@@ -2,7 +2,7 @@ import { RegistryError } from '../../errors.js'
 import type { NodeIdentity } from '../../identity/node-identity.js'
 import type { Mesh } from '../../mesh/mesh.js'
 import { NODE_VERSION } from '../../version.js'
-import { AddPeerRequest, NetworkStats, NetworkStatus, PeerList, PeerListQuery, PeerView } from '../../wire/network.js'
+import { AddPeerRequest, MeshFaultsRequest, MeshFaultsView, NetworkStats, NetworkStatus, PeerList, PeerListQuery, PeerView } from '../../wire/network.js'
 import { validate } from '../../wire/validate.js'
 import { json, type RouteDefinition } from '../http.js'
 
@@ -78,10 +78,45 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             peer_count: c.mesh?.peers.connectedCount ?? 0,
             known_peers: c.mesh?.peers.knownCount ?? 0,
             gossip_announcements_per_min: c.mesh?.gossip.perMinute() ?? 0,
-            dht_mode: c.mesh?.dhtMode ?? null
+            dht_mode: c.mesh?.dhtMode ?? null,
+            ...(c.mesh ? { gossip: gossipCounters(c.mesh) } : {})
           },
           entities: counts
         })
+      }
+    },
+    {
+      method: 'GET',
+      path: '/v1/admin/mesh/faults',
+      summary: 'Injected mesh faults of this node (admin: Authorization: Bearer <webhook secret>)',
+      tag: 'network',
+      limit: 'read',
+      responses: { 200: { description: 'the current faults', schema: MeshFaultsView } },
+      errors: ['admin_unavailable', 'admin_unauthorized', 'mesh_disabled'],
+      handler: ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        return json(200, faultsView(mesh()))
+      }
+    },
+    {
+      method: 'PUT',
+      path: '/v1/admin/mesh/faults',
+      summary: 'Inject process-level mesh faults for testnets: block peers (a partition), drop or delay received gossip (admin)',
+      tag: 'network',
+      limit: 'read',
+      body: MeshFaultsRequest,
+      responses: { 200: { description: 'the faults now in force', schema: MeshFaultsView } },
+      errors: ['admin_unavailable', 'admin_unauthorized', 'invalid_json', 'validation_failed', 'mesh_disabled'],
+      handler: async ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        const body = validate(MeshFaultsRequest, ctx.json())
+        const m = mesh()
+        await m.faults.apply({
+          ...(body.blocked_peers !== undefined ? { blockedPeers: body.blocked_peers } : {}),
+          ...(body.loss !== undefined ? { loss: body.loss } : {}),
+          ...(body.delay_ms !== undefined ? { delayMs: body.delay_ms } : {})
+        })
+        return json(200, faultsView(m))
       }
     },
     {
@@ -109,4 +144,17 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
       }
     }
   ]
+}
+
+function faultsView(mesh: Mesh): MeshFaultsView {
+  const f = mesh.faults.settings()
+  return { blocked_peers: f.blockedPeers, loss: f.loss, delay_ms: f.delayMs, mode: 'process' }
+}
+
+function gossipCounters(mesh: Mesh): NonNullable<NetworkStatus['mesh']['gossip']> {
+  const n = mesh.tap.counters
+  return {
+    published: n.published, copies_received: n.copies, first_received: n.first,
+    duplicates: Math.max(0, n.copies - n.first - n.lost), lost: n.lost, bytes_sent: n.bytesSent, bytes_received: n.bytesReceived
+  }
 }

@@ -1,0 +1,120 @@
+/**
+ * What gossipsub does not report by itself, taken from the two hooks it offers: the message-ID
+ * function (called for every copy received, duplicates included, and for each publish) and the
+ * metrics register (RPC bytes in and out). It counts copies, applies the injected inbound loss
+ * (faults.ts) and writes the propagation trace (`p2p.trace_file`, JSON lines):
+ *
+ *   {"t":…,"event":"publish","id":…,"kind":…,"subject":…,"bytes":…}   this node published an operation
+ *   {"t":…,"event":"copy","id":…}                                     a copy arrived (first or duplicate)
+ *   {"t":…,"event":"lost","id":…}                                     a copy dropped by injected loss
+ *   {"t":…,"event":"receive","id":…,"from":…,"origin":…,"kind":…,"subject":…,"accepted_at":…,"outcome":…,"delay_ms":…}
+ *                                                                     first copy, after validation
+ *
+ * `t` is the wall clock in epoch milliseconds with microsecond decimals, so the traces of nodes on
+ * one machine compare directly; `id` is the gossip message ID (hex), the same on every node.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { createWriteStream, type WriteStream } from 'node:fs'
+import type { GossipsubOpts, Message } from '@libp2p/gossipsub'
+import type { MeshFaults } from './faults.js'
+
+export interface GossipCounters {
+  /** Operations this node published. */
+  published: number
+  /** Copies received, first and duplicate (lost ones included). */
+  copies: number
+  /** Copies dropped by injected loss. */
+  lost: number
+  /** First copies validated (applied, stale, invalid …). */
+  first: number
+  /** Gossipsub RPC bytes sent and received (messages, control and subscriptions). */
+  bytesSent: number
+  bytesReceived: number
+}
+
+/** Gossipsub does not export the type of its metrics register. */
+type MetricsRegister = NonNullable<GossipsubOpts['metricsRegister']>
+
+export type TraceEvent = Record<string, string | number | null>
+
+const hex = (id: Uint8Array): string => Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex')
+
+/** Content-addressed message IDs: an operation is one message however many nodes publish it. */
+export function contentId(data: Uint8Array): Uint8Array {
+  return createHash('sha256').update(data).digest().subarray(0, 20)
+}
+
+/** Epoch milliseconds with sub-millisecond decimals. */
+const preciseNow = (): number => Number((performance.timeOrigin + performance.now()).toFixed(3))
+
+export class GossipTap {
+  readonly counters: GossipCounters = { published: 0, copies: 0, lost: 0, first: 0, bytesSent: 0, bytesReceived: 0 }
+  private readonly publishing = new Set<string>()
+  private readonly lostCopies = new WeakSet<Message>()
+  private trace: WriteStream | null = null
+
+  constructor(private readonly faults: MeshFaults, traceFile = '') {
+    if (traceFile) this.trace = createWriteStream(traceFile, { flags: 'a' })
+  }
+
+  get tracing(): boolean {
+    return this.trace !== null
+  }
+
+  /** Gossipsub's `msgIdFn`. A lost copy gets a random ID, so the real one stays unseen and a later copy is accepted. */
+  readonly messageId = (message: Message): Uint8Array => {
+    const id = contentId(message.data)
+    const key = hex(id)
+    if (this.publishing.delete(key)) return id
+    this.counters.copies++
+    if (this.faults.loses()) {
+      this.counters.lost++
+      this.lostCopies.add(message)
+      this.record({ event: 'lost', id: key })
+      return randomBytes(20)
+    }
+    this.record({ event: 'copy', id: key })
+    return id
+  }
+
+  /** Whether a message reaching the validator is a copy dropped by injected loss. */
+  isLost(message: Message): boolean {
+    return this.lostCopies.has(message)
+  }
+
+  /** Called before publishing `data`: its ID call is a publish, not a receipt. Returns the ID (hex). */
+  willPublish(data: Uint8Array): string {
+    const key = hex(contentId(data))
+    this.publishing.add(key)
+    // A publish that fails before computing its ID must not leak an entry.
+    if (this.publishing.size > 10_000) this.publishing.delete(this.publishing.values().next().value as string)
+    return key
+  }
+
+  record(event: TraceEvent): void {
+    this.trace?.write(JSON.stringify({ t: preciseNow(), ...event }) + '\n')
+  }
+
+  /** Gossipsub's metrics register: only the RPC byte totals are kept; other metrics cost nothing. */
+  readonly metricsRegister: MetricsRegister = {
+    gauge: (config: { name: string }) => {
+      const field = config.name === 'gossipsub_rpc_sent_bytes_total' ? 'bytesSent' : config.name === 'gossipsub_rpc_recv_bytes_total' ? 'bytesReceived' : null
+      const counters = this.counters
+      return {
+        inc: (a?: unknown, b?: unknown) => {
+          if (field) counters[field] += typeof a === 'number' ? a : typeof b === 'number' ? b : 1
+        },
+        set: () => {},
+        addCollect: () => {}
+      }
+    },
+    histogram: () => ({ startTimer: () => () => {}, observe: () => {}, reset: () => {} }),
+    avgMinMax: () => ({ set: () => {} })
+  } as unknown as MetricsRegister
+
+  async close(): Promise<void> {
+    const trace = this.trace
+    this.trace = null
+    if (trace) await new Promise<void>(resolve => trace.end(resolve))
+  }
+}
