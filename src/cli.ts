@@ -28,6 +28,15 @@ Usage:
   registry-node keys show --key FILE   print the IDs and public key of a key file
   registry-node keys sign --key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)
                                        sign a JSON body (canonical, signature inserted), a text or a file's bytes
+  registry-node testnet --nodes N [--topology full|ring|star|random:D] [--seed-entities K] [--keep]
+        [--data DIR] [--network auto|netns|process] [--seed S] [--trace-dir DIR]
+                                       run N local nodes wired by a topology until Ctrl-C (npm run testnet -- …);
+                                       fault commands on standard input (help lists them)
+  registry-node experiment propagation --nodes N --messages M [--topology T[,T…]] [--loss PERCENT]
+        [--latency MS] [--rate PER_SECOND] [--out DIR] [--network …] [--seed S]
+                                       gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)
+  registry-node experiment convergence --nodes N [--topology T] [--entities PER_SIDE] [--out DIR] [--network …]
+                                       time until a healed partition converges (CSV, JSON, SVG)
   registry-node verify-registry URL [--ca FILE]
                                        fetch and check a node's registry identity proof (signature, ID,
                                        expiry, domain, and over https the served certificate's SPKI)
@@ -237,6 +246,9 @@ async function main(argv: string[]): Promise<void> {
     case 'verify-registry': return verifyRegistryCommand(rest)
     case 'start': return start(rest)
     case 'init': return init(rest)
+    // Loaded only when used, like the mesh.
+    case 'testnet': return (await import('./testnet/commands.js')).testnetCommand(rest)
+    case 'experiment': return (await import('./testnet/commands.js')).experimentCommand(rest)
     case 'keys': return keys(rest)
     case undefined: case 'help': case '--help': case '-h': return print(USAGE)
     case '--version': case 'version': return print(NODE_VERSION)
@@ -244,8 +256,9 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch(err => {
+main(process.argv.slice(2)).catch(async err => {
   if (err instanceof ConfigError) fail(err.message)
+  if ((process.argv[2] === 'testnet' || process.argv[2] === 'experiment') && (await import('./testnet/commands.js')).isUsageError(err)) fail((err as Error).message)
   process.stderr.write(`registry-node: ${(err as Error).stack ?? String(err)}\n`)
   process.exit(1)
 })

@@ -1,0 +1,184 @@
+/**
+ * The `testnet` and `experiment` commands of the CLI (cli.ts dispatches here).
+ *
+ * `testnet` starts the nodes, prints their table and then takes fault commands on standard input
+ * (`help` lists them) until Ctrl-C or `quit`.
+ */
+import { createInterface } from 'node:readline'
+import { parseArgs } from 'node:util'
+import { EntityFactory } from './entity-factory.js'
+import { runConvergence } from './experiments/convergence.js'
+import { runPropagation } from './experiments/propagation.js'
+import { Testnet, TestnetError, type NetworkMode } from './testnet.js'
+import { parseTopology, TopologyError } from './topology.js'
+
+const FAULT_HELP = `commands: status | table | stop I | restart I | pause I | resume I | partition 0,1/2,3 | heal
+          loss PERCENT | latency MS | clear | seed K | quit`
+
+export class UsageError extends Error {
+  override name = 'UsageError'
+}
+
+function integer(name: string, text: string | undefined, fallback: number | undefined, min = 0): number {
+  if (text === undefined) {
+    if (fallback === undefined) throw new UsageError(`--${name} is required`)
+    return fallback
+  }
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < min) throw new UsageError(`--${name} must be an integer of at least ${min}`)
+  return value
+}
+
+/** A loss given as a percentage ("5" or "5%") → a probability. */
+function lossOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const value = Number(text.replace(/%$/, ''))
+  if (!Number.isFinite(value) || value < 0 || value > 100) throw new UsageError('--loss is a percentage from 0 to 100')
+  return value / 100
+}
+
+function networkOf(text: string | undefined): NetworkMode | 'auto' {
+  if (text === undefined || text === 'auto' || text === 'netns' || text === 'process') return text ?? 'auto'
+  throw new UsageError('--network is auto, netns or process')
+}
+
+function topologies(text: string | undefined): string[] {
+  const list = (text ?? 'full').split(',').map(t => t.trim()).filter(Boolean)
+  for (const t of list) parseTopology(t)
+  return list
+}
+
+const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-')
+const print = (line: string): void => { process.stdout.write(line + '\n') }
+
+export async function testnetCommand(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      nodes: { type: 'string' }, topology: { type: 'string' }, 'seed-entities': { type: 'string' }, keep: { type: 'boolean' },
+      data: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, 'trace-dir': { type: 'string' }, 'log-level': { type: 'string' }
+    }
+  })
+  const nodes = integer('nodes', values.nodes, undefined, 1)
+  const seed = integer('seed', values.seed, 1)
+  const net = new Testnet({
+    nodes, topology: topologies(values.topology)[0] ?? 'full', seed, network: networkOf(values.network), keep: values.keep ?? false,
+    ...(values.data ? { dataRoot: values.data } : {}), ...(values['trace-dir'] ? { traceDir: values['trace-dir'] } : {}),
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}), log: print
+  })
+  const started = Date.now()
+  await net.start()
+  print(`mesh formed in ${((Date.now() - started) / 1000).toFixed(1)} s (network mode: ${net.mode}); data in ${net.dataRoot}${values.keep ? ' (kept)' : ''}`)
+  print(net.table())
+  const factory = new EntityFactory(`testnet ${seed}`)
+  let seeded = 0
+  const seedEntities = async (count: number): Promise<void> => {
+    await net.seedEntities(factory, count, seeded)
+    seeded += count
+    const ms = await net.waitForEntities(seeded)
+    print(`registered ${count} entities (${seeded} in all); every node held them ${ms} ms later`)
+  }
+  const wanted = integer('seed-entities', values['seed-entities'], 0)
+  if (wanted > 0) await seedEntities(wanted)
+  print(FAULT_HELP)
+
+  let stopping: Promise<void> | null = null
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      print('stopping the testnet')
+      await net.stop()
+      print(values.keep ? `stopped; data kept in ${net.dataRoot}` : 'stopped; data removed')
+    })()
+    return stopping
+  }
+  await new Promise<void>(resolve => {
+    let signals = 0
+    const onSignal = (): void => {
+      if (++signals > 1) process.exit(130)
+      void shutdown().then(resolve)
+    }
+    process.on('SIGINT', onSignal)
+    process.on('SIGTERM', onSignal)
+    const input = createInterface({ input: process.stdin, terminal: false })
+    input.on('line', line => {
+      faultCommand(net, line.trim(), seedEntities).then(out => {
+        if (out === 'quit') void shutdown().then(resolve)
+        else if (out) print(out)
+      }, (err: unknown) => print(`error: ${(err as Error).message}`))
+    })
+  })
+}
+
+async function faultCommand(net: Testnet, line: string, seed: (count: number) => Promise<void>): Promise<string | null> {
+  const [command, arg] = line.split(/\s+/, 2)
+  const index = (): number => integer('node', arg, undefined)
+  switch (command) {
+    case '': case undefined: return null
+    case 'help': return FAULT_HELP
+    case 'quit': case 'exit': return 'quit'
+    case 'table': return net.table()
+    case 'status': {
+      const rows = await Promise.all(net.nodes.map(async n => n.state !== 'running'
+        ? `${n.name}  ${n.state}`
+        : `${n.name}  running  peers ${(await net.connectedPeers(n.index)).length}  entities ${await net.entityCount(n.index)}`))
+      return rows.join('\n')
+    }
+    case 'stop': await net.stopNode(index()); return `stopped node-${arg}`
+    case 'restart': await net.restartNode(index()); return `restarted node-${arg}`
+    case 'pause': net.pauseNode(index()); return `paused node-${arg} (SIGSTOP)`
+    case 'resume': net.resumeNode(index()); return `resumed node-${arg}`
+    case 'partition': {
+      const groups = (arg ?? '').split('/').map(g => g.split(',').filter(Boolean).map(Number))
+      if (groups.length < 2 || groups.flat().some(i => !Number.isInteger(i) || i < 0 || i >= net.nodes.length)) throw new UsageError('partition takes groups of node numbers: partition 0,1/2,3')
+      return `partitioned ${groups.map(g => g.join(',')).join(' | ')} (${await net.partition(groups)} mode)`
+    }
+    case 'heal': return `healed (${await net.heal()} mode)`
+    case 'loss': return `loss on every link: ${JSON.stringify(await net.setLinkFaults({ loss: lossOf(arg) ?? 0 }))}`
+    case 'latency': return `latency on every link: ${JSON.stringify(await net.setLinkFaults({ latencyMs: integer('latency', arg, undefined) }))}`
+    case 'clear': await net.clearLinkFaults(); return 'link faults cleared'
+    case 'seed': await seed(integer('seed', arg, undefined, 1)); return null
+    default: return `unknown command ${command}; ${FAULT_HELP}`
+  }
+}
+
+export async function experimentCommand(argv: string[]): Promise<void> {
+  const [kind, ...rest] = argv
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      nodes: { type: 'string' }, messages: { type: 'string' }, topology: { type: 'string' }, loss: { type: 'string' }, latency: { type: 'string' },
+      rate: { type: 'string' }, out: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, entities: { type: 'string' }
+    }
+  })
+  const nodes = integer('nodes', values.nodes, undefined, 2)
+  const seed = integer('seed', values.seed, 1)
+  const network = networkOf(values.network)
+  const out = values.out ?? `results/${kind}-${stamp()}`
+  if (kind === 'propagation') {
+    const loss = lossOf(values.loss)
+    const latencyMs = values.latency === undefined ? undefined : integer('latency', values.latency, undefined)
+    const rate = values.rate === undefined ? 10 : Number(values.rate)
+    if (!(rate > 0)) throw new UsageError('--rate must be a positive number of messages per second')
+    const summary = await runPropagation({
+      nodes, messages: integer('messages', values.messages, undefined, 1), topologies: topologies(values.topology), out, rate, seed, network, log: print,
+      ...(loss !== undefined ? { loss } : {}), ...(latencyMs !== undefined ? { latencyMs } : {})
+    })
+    for (const t of summary.topologies) {
+      print(`${t.topology.padEnd(10)} delivery ${(t.delivery_ratio * 100).toFixed(1)} %  p50 ${t.latency_ms.p50} ms  p95 ${t.latency_ms.p95} ms  p99 ${t.latency_ms.p99} ms  max ${t.latency_ms.max} ms  duplicates/node/msg ${t.duplicates_per_node.per_message}  bytes/msg ${t.bytes_sent.per_message}`)
+    }
+  } else if (kind === 'convergence') {
+    const summary = await runConvergence({
+      nodes, topology: topologies(values.topology)[0] ?? 'full', out, seed, network, log: print,
+      ...(values.entities !== undefined ? { perSide: integer('entities', values.entities, undefined, 1) } : {})
+    })
+    print(`converged: ${summary.converged}${summary.convergence_ms !== null ? ` in ${summary.convergence_ms} ms` : ''} (partition ${summary.partition_mode} mode, halves apart: ${summary.partition_held})`)
+  } else {
+    throw new UsageError('experiment is propagation or convergence')
+  }
+  print(`results in ${out}`)
+}
+
+/** Errors of these commands that are the user's to fix (printed without a stack). */
+export function isUsageError(err: unknown): boolean {
+  return err instanceof UsageError || err instanceof TopologyError || err instanceof TestnetError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true
+}
