@@ -1,0 +1,188 @@
+/**
+ * Network namespaces for testnets (src/testnet/netns.ts), on real packets: a 3-node network with a
+ * TCP echo server in every node namespace; reachability from the root namespace and between nodes,
+ * a partition (new connections and an established one), heal, 100 % loss on one link, stale
+ * cleanup and destroy. Skipped, with the probe's reasons, where namespaces are unavailable (not
+ * root, not Linux, no iproute2).
+ */
+import { execFile as execFileCallback, spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { connect } from 'node:net'
+import { promisify } from 'node:util'
+import test from 'ava'
+import { cleanupStaleNetns, createNetnsNetwork, probeNetns, type NetnsNetwork } from '../../src/testnet/netns.js'
+
+const execFile = promisify(execFileCallback)
+const PORT = 7400
+const CONNECT_TIMEOUT_MS = 1000
+
+// `node -e SCRIPT a b`: process.argv is [node, a, b].
+const SERVER = `
+require('node:net').createServer(s => { s.on('error', () => {}); s.pipe(s) })
+  .listen(Number(process.argv[1]), '0.0.0.0', () => console.log('ready'))`
+// Exit 0 when the echo comes back, 1 on a socket error, 2 on timeout.
+const PROBE_CLIENT = `
+const s = require('node:net').connect(Number(process.argv[2]), process.argv[1])
+setTimeout(() => process.exit(2), ${CONNECT_TIMEOUT_MS})
+s.on('connect', () => s.write('x'))
+s.on('data', () => process.exit(0))
+s.on('error', () => process.exit(1))`
+// Holds one connection; stdin lines go out, echoes come back on stdout.
+const LONG_CLIENT = `
+const s = require('node:net').connect(Number(process.argv[2]), process.argv[1])
+s.setEncoding('utf8')
+s.on('connect', () => console.log('connected'))
+s.on('data', d => process.stdout.write(d))
+s.on('error', e => { console.log('error ' + e.code); process.exit(1) })
+process.stdin.setEncoding('utf8')
+process.stdin.on('data', d => s.write(d))`
+
+const caps = await probeNetns()
+const children: ChildProcess[] = []
+let network: NetnsNetwork | null = null
+
+interface Output {
+  child: ChildProcess
+  text: () => string
+}
+
+function start(argv: string[]): Output {
+  const [file, ...args] = argv
+  if (file === undefined) throw new Error('empty argv')
+  const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] })
+  children.push(child)
+  let out = ''
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d))
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d))
+  return { child, text: () => out }
+}
+
+async function waitFor(output: Output, needle: string, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (output.text().includes(needle)) return true
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  return output.text().includes(needle)
+}
+
+/** Whether a TCP echo round trip from `from` (a node, or the root namespace) to node `to` works. */
+async function reaches(net: NetnsNetwork, from: number | 'host', to: number): Promise<boolean> {
+  if (from === 'host') {
+    return new Promise(resolve => {
+      const s = connect(PORT, net.address(to))
+      const done = (ok: boolean): void => {
+        clearTimeout(timer)
+        s.destroy()
+        resolve(ok)
+      }
+      const timer = setTimeout(() => done(false), CONNECT_TIMEOUT_MS)
+      s.on('connect', () => s.write('x'))
+      s.on('data', () => done(true))
+      s.on('error', () => done(false))
+    })
+  }
+  const [file, ...args] = net.wrap(from, [process.execPath, '-e', PROBE_CLIENT, net.address(to), String(PORT)])
+  if (file === undefined) throw new Error('empty argv')
+  try {
+    await execFile(file, args, { timeout: CONNECT_TIMEOUT_MS * 3 })
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function leftovers(prefix: string): Promise<string[]> {
+  const { stdout: namespaces } = await execFile('ip', ['netns', 'list'])
+  const { stdout: links } = await execFile('ip', ['-o', 'link', 'show'])
+  return [...namespaces.split('\n'), ...links.split('\n').map(l => l.replace(/^\d+:\s+/, ''))].filter(l => l.startsWith(prefix))
+}
+
+function stopChildren(): void {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+}
+
+test.after.always(async () => {
+  stopChildren()
+  await network?.destroy()
+})
+
+if (!caps.namespaces) {
+  console.log(`netns test skipped: ${caps.reasons.join('; ')}`)
+  test.skip('network namespaces: partition, heal, loss, destroy', () => {})
+} else {
+  test.serial('network namespaces: partition, heal, loss, destroy', async t => {
+    t.timeout(30_000)
+    const began = Date.now()
+    t.log(`capabilities: ${JSON.stringify(caps)}`)
+    const net = await createNetnsNetwork(3)
+    network = net
+    t.log(`${net.prefix}: ${net.subnet}, host ${net.hostAddress}, created in ${Date.now() - began} ms`)
+    t.regex(net.prefix, /^rn[0-9a-f]{4}-$/)
+    t.is(net.address(1), net.subnet.replace(/0\/24$/, '2'))
+
+    const servers = [0, 1, 2].map(i => start(net.wrap(i, [process.execPath, '-e', SERVER, String(PORT)])))
+    for (const s of servers) t.true(await waitFor(s, 'ready', 5000), `server: ${s.text()}`)
+
+    t.true(await reaches(net, 'host', 1), 'root namespace -> node 1')
+    t.true(await reaches(net, 'host', 2), 'root namespace -> node 2')
+    t.true(await reaches(net, 0, 1), 'node 0 -> node 1')
+    t.true(await reaches(net, 2, 0), 'node 2 -> node 0')
+
+    // A connection from node 0 to node 1, established before the partition.
+    const long = start(net.wrap(0, [process.execPath, '-e', LONG_CLIENT, net.address(1), String(PORT)]))
+    t.true(await waitFor(long, 'connected', 3000), long.text())
+    long.child.stdin?.write('one\n')
+    t.true(await waitFor(long, 'one', 2000), 'echo before the partition')
+
+    await net.partition([[0], [1, 2]])
+    long.child.stdin?.write('two\n')
+    const [zeroToOne, oneToZero, oneToTwo, hostToZero, hostToOne] = await Promise.all([
+      reaches(net, 0, 1),
+      reaches(net, 1, 0),
+      reaches(net, 1, 2),
+      reaches(net, 'host', 0),
+      reaches(net, 'host', 1)
+    ])
+    t.false(zeroToOne, 'partitioned: node 0 -> node 1')
+    t.false(oneToZero, 'partitioned: node 1 -> node 0')
+    t.true(oneToTwo, 'same side: node 1 -> node 2')
+    t.true(hostToZero && hostToOne, 'the root namespace reaches both sides')
+    t.false(long.text().includes('two'), 'no echo across the partition on the established connection')
+
+    await net.heal()
+    t.true(await waitFor(long, 'two', 8000), 'the established connection carries on after heal')
+    t.true(await reaches(net, 0, 1), 'healed: node 0 -> node 1')
+    t.true(await reaches(net, 1, 0), 'healed: node 1 -> node 0')
+
+    if (caps.loss) {
+      const result = await net.setLinkFaults({ lossPercent: 100, latencyMs: 50, between: [[0, 1]] })
+      t.log(`setLinkFaults: ${JSON.stringify(result)}`)
+      t.is(result.applied.filter(a => a.startsWith('loss')).length, 1)
+      t.is(result.unsupported.some(u => u.startsWith('latency')), !caps.latency)
+      const [blocked, other, unaffected] = await Promise.all([reaches(net, 0, 1), reaches(net, 0, 2), reaches(net, 1, 2)])
+      t.false(blocked, '100 % loss: node 0 -> node 1')
+      t.true(other, 'other link: node 0 -> node 2')
+      t.true(unaffected, 'other link: node 1 -> node 2')
+      await net.clearLinkFaults()
+      t.true(await reaches(net, 0, 1), 'faults cleared: node 0 -> node 1')
+    } else {
+      t.log(`loss not supported here: ${caps.reasons.join('; ')}`)
+    }
+
+    // Leftovers of a crashed run (no owner file) go; this live network stays.
+    const stale = `rn${randomBytes(2).toString('hex')}-`
+    await execFile('ip', ['netns', 'add', `${stale}n0`])
+    const cleaned = await cleanupStaleNetns()
+    t.true(cleaned.removed.includes(stale), JSON.stringify(cleaned))
+    t.true(cleaned.kept.includes(net.prefix), JSON.stringify(cleaned))
+    t.deepEqual(await leftovers(stale), [])
+
+    stopChildren()
+    await net.destroy()
+    await net.destroy()
+    t.deepEqual(await leftovers(net.prefix), [])
+    await t.throwsAsync(net.partition([[0]]), { message: /destroyed/ })
+    t.log(`done in ${Date.now() - began} ms`)
+  })
+}
