@@ -83,30 +83,37 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   print(FAULT_HELP)
 
   let stopping: Promise<void> | null = null
+  let markStopped = (): void => {}
+  const stopped = new Promise<void>(resolve => { markStopped = resolve })
   const shutdown = (): Promise<void> => {
     stopping ??= (async () => {
       print('stopping the testnet')
       await net.stop()
       print(values.keep ? `stopped; data kept in ${net.dataRoot}` : 'stopped; data removed')
+      markStopped()
     })()
     return stopping
   }
-  await new Promise<void>(resolve => {
-    let signals = 0
-    const onSignal = (): void => {
-      if (++signals > 1) process.exit(130)
-      void shutdown().then(resolve)
-    }
-    process.on('SIGINT', onSignal)
-    process.on('SIGTERM', onSignal)
-    const input = createInterface({ input: process.stdin, terminal: false })
-    input.on('line', line => {
-      faultCommand(net, line.trim(), seedEntities).then(out => {
-        if (out === 'quit') void shutdown().then(resolve)
-        else if (out) print(out)
-      }, (err: unknown) => print(`error: ${(err as Error).message}`))
-    })
+  const input = createInterface({ input: process.stdin, terminal: false })
+  let signals = 0
+  const onSignal = (): void => {
+    if (++signals > 1) process.exit(130)
+    void shutdown()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  input.on('line', line => {
+    faultCommand(net, line.trim(), seedEntities).then(out => {
+      if (out === 'quit') void shutdown()
+      else if (out) print(out)
+    }, (err: unknown) => print(`error: ${(err as Error).message}`))
   })
+  // Until Ctrl-C or quit; the end of standard input (a pipe, /dev/null) does not stop the testnet.
+  await stopped
+  input.close()
+  process.stdin.destroy()
+  process.off('SIGINT', onSignal)
+  process.off('SIGTERM', onSignal)
 }
 
 async function faultCommand(net: Testnet, line: string, seed: (count: number) => Promise<void>): Promise<string | null> {

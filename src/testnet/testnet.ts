@@ -309,8 +309,8 @@ export class Testnet {
         ...(faults.loss ? { lossPercent: faults.loss * 100 } : {}),
         ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {})
       })
-      if (faults.loss) modes.loss = result.applied.includes('loss') ? 'netns' : 'process'
-      if (faults.latencyMs) modes.latency = result.applied.includes('latency') ? 'netns' : 'process'
+      if (faults.loss) modes.loss = result.applied.some(a => a.startsWith('loss')) ? 'netns' : 'process'
+      if (faults.latencyMs) modes.latency = result.applied.some(a => a.startsWith('latency')) ? 'netns' : 'process'
     } else {
       if (faults.loss) modes.loss = 'process'
       if (faults.latencyMs) modes.latency = 'process'

@@ -1,0 +1,164 @@
+/**
+ * The testnet tool end to end: real node processes on loopback (or in network namespaces), started
+ * through `registry-node testnet` / `registry-node experiment` and through the library.
+ */
+import { spawn } from 'node:child_process'
+import { access, mkdtemp, readFile, readdir, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import test from 'ava'
+import { EntityFactory } from '../../src/testnet/entity-factory.js'
+import type { PropagationSummary } from '../../src/testnet/experiments/propagation.js'
+import type { ConvergenceSummary } from '../../src/testnet/experiments/convergence.js'
+import { probeNetns } from '../../src/testnet/netns.js'
+import { Testnet, sleep, type NetworkMode } from '../../src/testnet/testnet.js'
+import { buildTopology, connected } from '../../src/testnet/topology.js'
+
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+
+/** Runs the CLI from the sources; resolves with its exit code and output. */
+function cli(args: string[], input?: (write: (line: string) => void, output: () => string) => Promise<void>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', d => { output += d })
+  child.stderr.on('data', d => { output += d })
+  const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
+  if (input) void input(line => child.stdin.write(line + '\n'), () => output).catch(err => { output += `\n[test input failed: ${(err as Error).message}]`; child.kill('SIGINT') })
+  else child.stdin.end()
+  return exited.then(code => ({ code, output }))
+}
+
+async function waitFor(output: () => string, pattern: RegExp, timeoutMs = 120_000): Promise<void> {
+  const started = Date.now()
+  while (!pattern.test(output())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`no ${pattern} in ${timeoutMs} ms`)
+    await sleep(100)
+  }
+}
+
+test('topologies: edges of full, ring, star and random:<d>, always connected', t => {
+  t.is(buildTopology('full', 5).edges.length, 10)
+  t.deepEqual(buildTopology('ring', 4).edges, [[0, 1], [0, 3], [1, 2], [2, 3]])
+  t.deepEqual(buildTopology('star', 4).edges, [[0, 1], [0, 2], [0, 3]])
+  for (let seed = 1; seed <= 20; seed++) {
+    const random = buildTopology('random:1', 12, seed)
+    t.true(connected(12, random.edges))
+    t.deepEqual(buildTopology('random:1', 12, seed), random, 'the same seed gives the same graph')
+  }
+  t.throws(() => buildTopology('mesh', 3), { message: /expected full, ring, star or random/ })
+})
+
+test.serial('registry-node experiment propagation: a 5-node testnet per topology, traces, CSV, summary and chart', async t => {
+  const out = await mkdtemp(join(tmpdir(), 'experiment-propagation-'))
+  t.teardown(() => rm(out, { recursive: true, force: true }))
+  const run = await cli(['experiment', 'propagation', '--nodes', '5', '--messages', '10', '--rate', '20', '--topology', 'ring,full', '--network', 'process', '--out', out])
+  t.is(run.code, 0, run.output)
+
+  const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as PropagationSummary
+  t.deepEqual(summary.topologies.map(s => s.topology), ['ring', 'full'])
+  for (const s of summary.topologies) {
+    t.is(s.nodes, 5)
+    t.is(s.messages, 10)
+    t.is(s.network_mode, 'process')
+    t.is(s.held_by_all_ratio, 1, 'every node ends up with every entity')
+    // Gossip reaches nearly every node; anything it misses sync delivers (held_by_all_ratio).
+    t.true(s.delivery_ratio >= 0.9, `delivery ${s.delivery_ratio}`)
+    t.true(s.latency_ms.count > 0 && s.latency_ms.p50! > 0 && s.latency_ms.p50! <= s.latency_ms.p99! && s.latency_ms.p99! <= s.latency_ms.max!)
+    t.true(s.bytes_sent.total > 0)
+    t.true(s.duplicates_per_node.mean >= 0)
+  }
+  t.is(summary.topologies[0]!.edges, 5)
+  t.is(summary.topologies[1]!.edges, 10)
+
+  const csv = (await readFile(join(out, 'propagation.csv'), 'utf8')).trim().split('\n')
+  t.is(csv[0], 'topology,message,entity_id,origin,node,latency_ms,applied_ms,copies')
+  t.is(csv.length, 1 + 2 * 10 * 4, 'a row per topology, message and receiving node')
+
+  const svg = await readFile(join(out, 'latency-cdf.svg'), 'utf8')
+  t.true(svg.startsWith('<svg'))
+  t.is(svg.match(/<polyline/g)?.length, 2, 'one CDF line per topology')
+  t.regex(svg, /ring \(p50 [\d.]+ ms\)/)
+
+  for (const topology of ['ring', 'full']) {
+    const traces = await readdir(join(out, 'traces', topology))
+    t.deepEqual(traces.sort(), ['node-0.jsonl', 'node-1.jsonl', 'node-2.jsonl', 'node-3.jsonl', 'node-4.jsonl'])
+    const events = new Set((await readFile(join(out, 'traces', topology, 'node-0.jsonl'), 'utf8')).trim().split('\n').map(l => (JSON.parse(l) as { event: string }).event))
+    t.true(events.has('receive') && events.has('copy'))
+  }
+})
+
+test.serial('registry-node experiment convergence: a healed partition converges', async t => {
+  const out = await mkdtemp(join(tmpdir(), 'experiment-convergence-'))
+  t.teardown(() => rm(out, { recursive: true, force: true }))
+  const run = await cli(['experiment', 'convergence', '--nodes', '5', '--topology', 'ring', '--entities', '10', '--network', 'process', '--out', out])
+  t.is(run.code, 0, run.output)
+  const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as ConvergenceSummary
+  t.true(summary.partition_held, 'no entity crossed the partition')
+  t.true(summary.converged)
+  t.is(summary.entities.total, 30)
+  t.true(summary.convergence_ms! < 60_000)
+  t.true((await readFile(join(out, 'convergence-cdf.svg'), 'utf8')).startsWith('<svg'))
+  t.is((await readFile(join(out, 'convergence.csv'), 'utf8')).trim().split('\n').length, 6)
+})
+
+test.serial('registry-node testnet: prints the table, takes fault commands on stdin, removes its data', async t => {
+  let dataRoot = ''
+  const run = await cli(['testnet', '--nodes', '3', '--topology', 'star', '--seed-entities', '3', '--network', 'process'], async (write, output) => {
+    await waitFor(output, /commands: status/)
+    dataRoot = /data in (\S+)/.exec(output())![1]!
+    write('status')
+    await waitFor(output, /node-2 {2}running {2}peers 1 {2}entities 3/)
+    write('stop 1')
+    await waitFor(output, /stopped node-1/)
+    write('restart 1')
+    await waitFor(output, /restarted node-1/)
+    write('quit')
+  })
+  t.is(run.code, 0, run.output)
+  t.regex(run.output, /name +http +peer id +multiaddr/)
+  t.regex(run.output, /node-0 +http:\/\/127\.0\.0\.1:\d+ +12D3KooW\w+ +\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/12D3KooW/)
+  t.regex(run.output, /registered 3 entities/)
+  t.regex(run.output, /data removed/)
+  await t.throwsAsync(access(dataRoot))
+})
+
+async function partitionAndHeal(t: import('ava').ExecutionContext, network: NetworkMode): Promise<void> {
+  const net = new Testnet({ nodes: 5, topology: 'ring', network })
+  t.teardown(() => net.stop())
+  await net.start()
+  t.is(net.mode, network)
+  const factory = new EntityFactory(`partition ${network}`)
+  await net.seedEntities(factory, 5)
+  await net.waitForEntities(5)
+
+  t.is(await net.partition([[0, 1], [2, 3, 4]]), network)
+  await net.seedEntities(factory, 3, 5, [0, 1])
+  await net.seedEntities(factory, 3, 8, [2, 3, 4])
+  await net.waitForEntities(8, 30_000)
+  await sleep(1500)
+  t.deepEqual(await Promise.all([0, 1, 2, 3, 4].map(i => net.entityCount(i))), [8, 8, 8, 8, 8], 'each side holds only its own')
+
+  t.is(await net.heal(), network)
+  const ms = await net.waitForEntities(11, 60_000)
+  t.log(`${network} mode: converged ${ms} ms after the heal`)
+
+  // A stopped node misses registrations and catches up when it restarts.
+  await net.stopNode(4)
+  await net.seedEntities(factory, 2, 11, [0, 1, 2])
+  await net.restartNode(4)
+  await net.waitForEntities(13, 60_000)
+  t.pass()
+}
+
+test.serial('testnet library, process mode: partition and heal converge; a restarted node catches up', t => partitionAndHeal(t, 'process'))
+
+test.serial('testnet library, netns mode: partition and heal converge on real packets', async t => {
+  const capabilities = await probeNetns()
+  if (!capabilities.namespaces) {
+    t.log(`network namespaces unavailable here: ${capabilities.reasons.join('; ')}`)
+    t.pass()
+    return
+  }
+  await partitionAndHeal(t, 'netns')
+})
