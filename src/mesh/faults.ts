@@ -8,8 +8,8 @@
  *   blocking every peer on the other side, on both sides);
  * - inbound gossip loss and delay: each received copy of a message is dropped with probability
  *   `loss` before gossipsub's duplicate cache sees it (so a copy from another peer can still
- *   arrive, as with a lost packet), and each first copy waits `delayMs` before it is validated and
- *   forwarded (a per-hop latency). These act on gossip only: sync, DHT and fetch run unharmed.
+ *   arrive, as with a lost packet), and each copy waits `delayMs` before that check (a per-hop
+ *   latency, gossip-tap.ts). These act on gossip only: sync, DHT and fetch run unharmed.
  *
  * Where a testnet runs nodes in network namespaces it partitions and drops packets in the kernel
  * instead (src/testnet/netns.ts); these are its fallback.

@@ -7,7 +7,7 @@
  *   {"t":…,"event":"publish","id":…,"kind":…,"subject":…,"bytes":…}   this node published an operation
  *   {"t":…,"event":"copy","id":…}                                     a copy arrived (first or duplicate)
  *   {"t":…,"event":"lost","id":…}                                     a copy dropped by injected loss
- *   {"t":…,"event":"receive","id":…,"from":…,"origin":…,"kind":…,"subject":…,"accepted_at":…,"outcome":…,"delay_ms":…}
+ *   {"t":…,"event":"receive","id":…,"from":…,"origin":…,"kind":…,"subject":…,"accepted_at":…,"outcome":…}
  *                                                                     first copy, after validation
  *
  * `t` is the wall clock in epoch milliseconds with microsecond decimals, so the traces of nodes on
@@ -61,11 +61,21 @@ export class GossipTap {
     return this.trace !== null
   }
 
-  /** Gossipsub's `msgIdFn`. A lost copy gets a random ID, so the real one stays unseen and a later copy is accepted. */
-  readonly messageId = (message: Message): Uint8Array => {
+  /**
+   * Gossipsub's `msgIdFn`, called for each copy received before its duplicate check. Injected
+   * latency waits here, so every copy (duplicates too) arrives late, as over a slow link. A lost
+   * copy gets a random ID, so the real one stays unseen and a later copy is accepted.
+   */
+  readonly messageId = (message: Message): Uint8Array | Promise<Uint8Array> => {
     const id = contentId(message.data)
     const key = hex(id)
     if (this.publishing.delete(key)) return id
+    const delayMs = this.faults.delayMs
+    if (delayMs > 0) return new Promise(resolve => setTimeout(() => resolve(this.arrived(message, id, key)), delayMs))
+    return this.arrived(message, id, key)
+  }
+
+  private arrived(message: Message, id: Uint8Array, key: string): Uint8Array {
     this.counters.copies++
     if (this.faults.loses()) {
       this.counters.lost++

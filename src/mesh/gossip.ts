@@ -19,7 +19,6 @@ import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/goss
 import type { Logger } from 'pino'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
-import type { MeshFaults } from './faults.js'
 import type { GossipTap } from './gossip-tap.js'
 import { decodeOperation, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
 import { contentId } from './gossip-tap.js'
@@ -53,8 +52,6 @@ export interface GossipOptions {
   now?: () => number
   /** Copies, bytes and the trace (gossip-tap.ts). */
   tap: GossipTap
-  /** Injected loss and delay (faults.ts). */
-  faults: MeshFaults
 }
 
 export interface GossipStats {
@@ -116,8 +113,6 @@ export class OperationGossip {
     const { received } = this.stats
     if (this.o.tap.isLost(message)) return TopicValidatorResult.Ignore
     this.o.tap.counters.first++
-    const delayMs = this.o.faults.delayMs
-    if (delayMs > 0) await new Promise(resolve => setTimeout(resolve, delayMs))
     if (!this.takeToken(peer)) { received.rate_limited++; return TopicValidatorResult.Ignore }
     let op: Operation
     try {
@@ -137,7 +132,7 @@ export class OperationGossip {
       this.count()
       this.o.bus.publish('gossip_incoming', { kind: op.kind, subject: op.subject, origin: op.origin, from: peer, outcome })
       if (this.o.tap.tracing) {
-        this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome, delay_ms: delayMs })
+        this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome })
       }
       return TopicValidatorResult.Accept
     } catch (err) {

@@ -95,7 +95,7 @@ export class Mesh {
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
     for (const address of o.bootstrap) this.pinned.add(address)
-    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, faults, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
+    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
     this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor })
     this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
     this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
