@@ -98,7 +98,7 @@ test.serial('network status and stats', async t => {
   const status = (await http(a.url, 'GET', '/v1/network/status')).body
   t.like(status, {
     registry_id: a.node.identity.registryId, name: 'node-a', host: 'registry.test', peer_id: a.node.mesh!.peerId,
-    mesh: { enabled: true, peer_count: 2, known_peers: 2, gossip_announcements_per_min: 0, dht_mode: 'server' },
+    mesh: { enabled: true, peer_count: 2, known_peers: 2, gossip_announcements_per_min: 0, dht_mode: 'server', gossip: { published: 0, lost: 0 } },
     entities: { agents: 0, services: 0, developers: 0 }
   })
   t.true(Number.isInteger(status.uptime_seconds))
@@ -142,6 +142,29 @@ test.serial('adding a peer needs the admin secret, dials at once, and a stopped 
   t.like(remembered, { health: 'disconnected', connected: false, name: 'node-d' })
   const stats = (await http(a.url, 'GET', '/v1/network/stats')).body
   t.like(stats, { connected_peers: 2, known_peers: 3, mesh_connectivity: 2 / 3 })
+})
+
+test.serial('mesh faults: admin only, validated, and blocking a peer cuts it off until unblocked', async t => {
+  const admin = { authorization: `Bearer ${SECRET}` }
+  t.like(await http(a.url, 'GET', '/v1/admin/mesh/faults'), { status: 401, body: { error: 'admin_unauthorized' } })
+  t.like(await http(b.url, 'PUT', '/v1/admin/mesh/faults', { body: { loss: 0.5 }, headers: admin }), { status: 503, body: { error: 'admin_unavailable' } })
+  t.like(await http(a.url, 'PUT', '/v1/admin/mesh/faults', { body: { loss: 2 }, headers: admin }), { status: 400, body: { error: 'validation_failed', field: 'loss' } })
+  t.like(await http(a.url, 'PUT', '/v1/admin/mesh/faults', { body: { delay_ms: -1 }, headers: admin }), { status: 400, body: { error: 'validation_failed', field: 'delay_ms' } })
+  t.like(await http(a.url, 'PUT', '/v1/admin/mesh/faults', { body: { partition: true }, headers: admin }), { status: 400, body: { error: 'validation_failed' } })
+  t.deepEqual((await http(a.url, 'GET', '/v1/admin/mesh/faults', { headers: admin })).body, { blocked_peers: [], loss: 0, delay_ms: 0, mode: 'process' })
+
+  const bPeer = b.node.mesh!.peerId
+  const blocked = await http(a.url, 'PUT', '/v1/admin/mesh/faults', { body: { blocked_peers: [bPeer], delay_ms: 5 }, headers: admin })
+  t.deepEqual(blocked.body, { blocked_peers: [bPeer], loss: 0, delay_ms: 5, mode: 'process' })
+  await until('A drops B', async () => ((await peersOf(a)).some(p => p.peer_id === bPeer) ? undefined : true))
+  // B's bootstrap re-dials are refused while blocked.
+  t.like(await http(a.url, 'POST', '/v1/network/peers', { body: { address: tcpAddress(b) }, headers: admin }), { status: 502, body: { error: 'peer_unreachable' } })
+
+  t.like((await http(a.url, 'PUT', '/v1/admin/mesh/faults', { body: { blocked_peers: [], delay_ms: 0 }, headers: admin })).body, { blocked_peers: [], delay_ms: 0 })
+  t.is((await http(a.url, 'POST', '/v1/network/peers', { body: { address: tcpAddress(b) }, headers: admin })).status, 201)
+  const status = (await http(a.url, 'GET', '/v1/network/status')).body
+  t.deepEqual(Object.keys(status.mesh.gossip).sort(), ['bytes_received', 'bytes_sent', 'copies_received', 'duplicates', 'first_received', 'lost', 'published'])
+  t.true(status.mesh.gossip.bytes_sent > 0, 'gossipsub control traffic is counted')
 })
 
 test.serial('a peer whose hello claims another registry stays unverified and its claims are not shown', async t => {
