@@ -144,7 +144,10 @@ export class Testnet {
     process.once('exit', this.killAll)
     try {
       if (this.modeChosen === 'netns') {
-        const { createNetnsNetwork } = await import('./netns.js')
+        const { cleanupStaleNetns, createNetnsNetwork } = await import('./netns.js')
+        // What crashed testnets left behind (their owner process is gone); live ones are kept.
+        const stale = await cleanupStaleNetns().catch(() => ({ removed: [] as string[] }))
+        if (stale.removed.length > 0) this.log(`removed ${stale.removed.length} leftovers of crashed testnets`)
         this.netns = await createNetnsNetwork(this.o.nodes)
       }
       this.slots = await Promise.all(Array.from({ length: this.o.nodes }, (_, i) => this.prepare(i)))
