@@ -2,12 +2,11 @@
  * The node's dashboard: one self-contained page (inline CSS and script, no CDN, no build step) built
  * only on the node's own API. Every few seconds it polls GET /v1/network/status (identity, local
  * counts), /v1/network/stats (network estimates), /v1/network/peers?all=true (the peer graph) and
- * GET /v1/entities (newest entities and their liveness); the /v1/ws/activity stream feeds the live
+ * GET /v1/entities (the newest entities); the /v1/ws/activity stream feeds the live
  * list and triggers an early refresh when an entity, developer or peer changes.
  *
- * Liveness: the API has no aggregate active/inactive count, so the page counts the statuses of the
- * entity page it fetches (up to 200 records): exact while the node holds no more than that, a sample
- * otherwise (the page then says so).
+ * Liveness: the active/inactive counts of this node's home entities, from the status's `liveness`
+ * (other entities' liveness is their home node's to track).
  *
  * Elements the browser test reads carry data-testid attributes. The page's script sits inside this
  * template literal: it uses no backticks, no dollar-brace and no backslashes.
@@ -93,7 +92,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       <div class="stat"><b id="count-services" data-testid="count-services">–</b>services</div>
       <div class="stat"><b id="count-developers" data-testid="count-developers">–</b>developers</div>
     </div>
-    <div class="group">liveness <span id="liveness-note" data-testid="liveness-note"></span></div>
+    <div class="group">liveness of home entities <span id="liveness-note" data-testid="liveness-note"></span></div>
     <div class="stats">
       <div class="stat ok"><b id="count-active" data-testid="count-active">–</b>active</div>
       <div class="stat warn"><b id="count-inactive" data-testid="count-inactive">–</b>inactive</div>
@@ -164,6 +163,9 @@ async function refreshStatus() {
   const e = s.entities || {}
   setText('count-agents', num(e.agents)); setText('count-services', num(e.services)); setText('count-developers', num(e.developers))
   setText('count-entities', num((e.agents || 0) + (e.services || 0)))
+  const live = s.liveness || {}
+  setText('count-active', num(live.active || 0)); setText('count-inactive', num(live.inactive || 0))
+  setNote('liveness-note', '(' + num(live.home_entities || 0) + ' of them; the others are tracked by their homes)')
   const mesh = s.mesh || {}
   setText('count-peers', num(mesh.peer_count || 0)); setText('count-known-peers', num(mesh.known_peers || 0))
   setText('gossip-rate', num(mesh.gossip_announcements_per_min || 0))
@@ -207,7 +209,7 @@ async function refreshPeers() {
   svg.replaceChildren(...edges, ...nodes, self, ...extra)
 }
 
-// Newest entities, and liveness counted over the fetched page (exact while the node holds no more).
+// Newest entities (the newest of the page fetched, which is all of them while the node holds no more).
 const PAGE_SIZES = [200, 50, 10]
 let pageSize = 0
 async function refreshEntities() {
@@ -216,10 +218,7 @@ async function refreshEntities() {
     try { list = await getJson('/v1/entities?limit=' + PAGE_SIZES[pageSize]); break } catch (err) { if (pageSize === PAGE_SIZES.length - 1) throw err }
   }
   const records = list.entities || []
-  const active = records.filter(e => e.status === 'active').length
-  setText('count-active', num(active)); setText('count-inactive', num(records.length - active))
   const exact = (list.total || 0) <= records.length
-  setNote('liveness-note', exact ? '' : '(of ' + num(records.length) + ' of ' + num(list.total) + ' entities)')
   const newest = records.slice().sort((a, b) => String(b.registered_at).localeCompare(String(a.registered_at))).slice(0, SHOWN_ENTITIES)
   setNote('entities-note', newest.length ? newest.length + ' shown' + (exact ? ' of ' + num(list.total) : ', from a page of ' + num(records.length) + ' of ' + num(list.total)) : '')
   const rows = newest.map(e => {

@@ -93,10 +93,14 @@ export class LivenessService implements LivenessView {
   }
 
   /** Entities whose home is this node (what the hello reports; the store also holds the mesh's). */
-  homeCounts(): { entities: number; agents: number } {
+  homeCounts(): { entities: number; agents: number; active: number } {
     let agents = 0
-    for (const id of this.states.keys()) if (!id.startsWith('zns:svc:')) agents++
-    return { entities: this.states.size, agents }
+    let active = 0
+    for (const [id, s] of this.states) {
+      if (!id.startsWith('zns:svc:')) agents++
+      if (s.active) active++
+    }
+    return { entities: this.states.size, agents, active }
   }
 
   /** Status and last heartbeat as this node sees them now (undefined: not a home entity). */

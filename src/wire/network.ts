@@ -103,7 +103,12 @@ export const NetworkStatus = Type.Object(
         bytes_received: Type.Integer({ description: 'gossipsub RPC bytes received' })
       }, { description: 'gossip counters since start; absent when the mesh is disabled' }))
     }),
-    entities: Type.Object({ agents: Type.Integer(), services: Type.Integer(), developers: Type.Integer() })
+    entities: Type.Object({ agents: Type.Integer(), services: Type.Integer(), developers: Type.Integer() }),
+    liveness: Type.Object({
+      home_entities: Type.Integer({ description: 'entities whose home is this node (it tracks their heartbeats)' }),
+      active: Type.Integer(),
+      inactive: Type.Integer()
+    }, { description: 'liveness of this node\'s home entities; other entities\' liveness is their home node\'s' })
   },
   { $id: 'NetworkStatus' }
 )

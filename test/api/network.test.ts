@@ -99,7 +99,8 @@ test.serial('network status and stats', async t => {
   t.like(status, {
     registry_id: a.node.identity.registryId, name: 'node-a', host: 'registry.test', peer_id: a.node.mesh!.peerId,
     mesh: { enabled: true, peer_count: 2, known_peers: 2, gossip_announcements_per_min: 0, dht_mode: 'server', gossip: { published: 0, lost: 0 } },
-    entities: { agents: 0, services: 0, developers: 0 }
+    entities: { agents: 0, services: 0, developers: 0 },
+    liveness: { home_entities: 0, active: 0, inactive: 0 }
   })
   t.true(Number.isInteger(status.uptime_seconds))
   t.true(status.addresses.some((x: string) => x.includes('/tcp/') && !x.includes('/ws')))

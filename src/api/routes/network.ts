@@ -14,7 +14,7 @@ export interface NetworkRouteComponents {
   host: string
   counts: () => { agents: number; services: number; developers: number }
   /** Entities whose home is this node (what peers report of themselves in their hellos). */
-  homeCounts: () => { entities: number; agents: number }
+  homeCounts: () => { entities: number; agents: number; active: number }
   /** Date.now() when the node started. */
   startedAt: number
   /** Throws admin_unavailable or admin_unauthorized. */
@@ -81,7 +81,8 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             dht_mode: c.mesh?.dhtMode ?? null,
             ...(c.mesh ? { gossip: gossipCounters(c.mesh) } : {})
           },
-          entities: counts
+          entities: counts,
+          liveness: (({ entities, active }) => ({ home_entities: entities, active, inactive: entities - active }))(c.homeCounts())
         })
       }
     },
