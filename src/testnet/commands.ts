@@ -13,7 +13,8 @@ import { Testnet, TestnetError, type NetworkMode } from './testnet.js'
 import { parseTopology, TopologyError } from './topology.js'
 
 const FAULT_HELP = `commands: status | table | stop I | restart I | pause I | resume I | partition 0,1/2,3 | heal
-          loss PERCENT | latency MS | clear | seed K | quit`
+          loss PERCENT [0-1,2-3] | latency MS [0-1] | clear | seed K | quit
+          (links: only between these pairs; netns mode)`
 
 export class UsageError extends Error {
   override name = 'UsageError'
@@ -117,7 +118,13 @@ export async function testnetCommand(argv: string[]): Promise<void> {
 }
 
 async function faultCommand(net: Testnet, line: string, seed: (count: number) => Promise<void>): Promise<string | null> {
-  const [command, arg] = line.split(/\s+/, 2)
+  const [command, arg, links] = line.split(/\s+/, 3)
+  const between = (): { between?: [number, number][] } => {
+    if (!links) return {}
+    const pairs = links.split(',').map(p => p.split('-').map(Number))
+    if (pairs.some(p => p.length !== 2 || p.some(i => !Number.isInteger(i)))) throw new UsageError('links are pairs of node numbers: 0-1,2-3')
+    return { between: pairs as [number, number][] }
+  }
   const index = (): number => integer('node', arg, undefined)
   switch (command) {
     case '': case undefined: return null
@@ -140,8 +147,8 @@ async function faultCommand(net: Testnet, line: string, seed: (count: number) =>
       return `partitioned ${groups.map(g => g.join(',')).join(' | ')} (${await net.partition(groups)} mode)`
     }
     case 'heal': return `healed (${await net.heal()} mode)`
-    case 'loss': return `loss on every link: ${JSON.stringify(await net.setLinkFaults({ loss: lossOf(arg) ?? 0 }))}`
-    case 'latency': return `latency on every link: ${JSON.stringify(await net.setLinkFaults({ latencyMs: integer('latency', arg, undefined) }))}`
+    case 'loss': return `loss on ${links ? `links ${links}` : 'every link'}: ${JSON.stringify(await net.setLinkFaults({ loss: lossOf(arg) ?? 0, ...between() }))}`
+    case 'latency': return `latency on ${links ? `links ${links}` : 'every link'}: ${JSON.stringify(await net.setLinkFaults({ latencyMs: integer('latency', arg, undefined), ...between() }))}`
     case 'clear': await net.clearLinkFaults(); return 'link faults cleared'
     case 'seed': await seed(integer('seed', arg, undefined, 1)); return null
     default: return `unknown command ${command}; ${FAULT_HELP}`

@@ -80,7 +80,7 @@ interface NamespaceNetwork {
   wrap(i: number, argv: string[]): string[]
   partition(groups: number[][]): Promise<void>
   heal(): Promise<void>
-  setLinkFaults(faults: { lossPercent?: number; latencyMs?: number }): Promise<{ applied: string[]; unsupported: string[] }>
+  setLinkFaults(faults: { lossPercent?: number; latencyMs?: number; between?: [number, number][] }): Promise<{ applied: string[]; unsupported: string[] }>
   clearLinkFaults(): Promise<void>
   destroy(): Promise<void>
 }
@@ -90,6 +90,8 @@ export interface LinkFaults {
   loss?: number
   /** Added latency per hop, ms. */
   latencyMs?: number
+  /** Only these links (both directions); every link when absent. Needs netns mode. */
+  between?: [number, number][]
 }
 
 export class TestnetError extends Error {
@@ -303,15 +305,22 @@ export class Testnet {
     return this.netns ? 'netns' : 'process'
   }
 
-  /** Loss and latency on every link; says where each one acts (netns packets or process gossip). */
+  /** Loss and latency on every link (or the chosen ones); says where each acts (netns packets or process gossip). Replaces earlier link faults. */
   async setLinkFaults(faults: LinkFaults): Promise<{ loss?: NetworkMode; latency?: NetworkMode }> {
     const modes: { loss?: NetworkMode; latency?: NetworkMode } = {}
     let processFaults: { loss?: number; delay_ms?: number } = {}
+    if (faults.between) {
+      // In-process faults act on every copy a node receives: they cannot single out one link.
+      if (!this.netns) throw new TestnetError('faults on chosen links need netns mode (process-mode loss and latency apply to every link)')
+      for (const pair of faults.between) pair.forEach(i => this.slot(i))
+    }
     if (this.netns) {
       const result = await this.netns.setLinkFaults({
         ...(faults.loss ? { lossPercent: faults.loss * 100 } : {}),
-        ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {})
+        ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {}),
+        ...(faults.between ? { between: faults.between } : {})
       })
+      if (faults.between && result.unsupported.length > 0) throw new TestnetError(`not possible on chosen links here: ${result.unsupported.join('; ')}`)
       if (faults.loss) modes.loss = result.applied.some(a => a.startsWith('loss')) ? 'netns' : 'process'
       if (faults.latencyMs) modes.latency = result.applied.some(a => a.startsWith('latency')) ? 'netns' : 'process'
     } else {

@@ -52,7 +52,7 @@ test('topologies: edges of full, ring, star and random:<d>, always connected', t
 test.serial('registry-node experiment propagation: a 5-node testnet per topology, traces, CSV, summary and chart', async t => {
   const out = await mkdtemp(join(tmpdir(), 'experiment-propagation-'))
   t.teardown(() => rm(out, { recursive: true, force: true }))
-  const run = await cli(['experiment', 'propagation', '--nodes', '5', '--messages', '10', '--rate', '20', '--topology', 'ring,full', '--network', 'process', '--out', out])
+  const run = await cli(['experiment', 'propagation', '--nodes', '5', '--messages', '10', '--rate', '20', '--topology', 'ring,full', '--latency', '20', '--network', 'process', '--out', out])
   t.is(run.code, 0, run.output)
 
   const summary = JSON.parse(await readFile(join(out, 'summary.json'), 'utf8')) as PropagationSummary
@@ -61,6 +61,8 @@ test.serial('registry-node experiment propagation: a 5-node testnet per topology
     t.is(s.nodes, 5)
     t.is(s.messages, 10)
     t.is(s.network_mode, 'process')
+    t.deepEqual(s.fault_modes, { latency: 'process' })
+    t.true(s.latency_ms.p50! >= 20, `every hop waits 20 ms: p50 ${s.latency_ms.p50} ms`)
     t.is(s.held_by_all_ratio, 1, 'every node ends up with every entity')
     // Gossip reaches nearly every node; anything it misses sync delivers (held_by_all_ratio).
     t.true(s.delivery_ratio >= 0.9, `delivery ${s.delivery_ratio}`)
@@ -143,11 +145,22 @@ async function partitionAndHeal(t: import('ava').ExecutionContext, network: Netw
   const ms = await net.waitForEntities(11, 60_000)
   t.log(`${network} mode: converged ${ms} ms after the heal`)
 
+  // Link faults: on chosen links only in netns mode (process-mode faults cannot single out a link).
+  if (network === 'netns') {
+    t.deepEqual(await net.setLinkFaults({ loss: 1, between: [[0, 1]] }), { loss: 'netns' })
+    await net.seedEntities(factory, 1, 100, [0])
+    await net.waitForEntities(12, 30_000) // around the ring the other way
+    await net.clearLinkFaults()
+  } else {
+    await t.throwsAsync(net.setLinkFaults({ loss: 0.5, between: [[0, 1]] }), { message: /netns mode/ })
+  }
+  const held = network === 'netns' ? 12 : 11
+
   // A stopped node misses registrations and catches up when it restarts.
   await net.stopNode(4)
   await net.seedEntities(factory, 2, 11, [0, 1, 2])
   await net.restartNode(4)
-  await net.waitForEntities(13, 60_000)
+  await net.waitForEntities(held + 2, 60_000)
   t.pass()
 }
 
