@@ -57,7 +57,8 @@ export async function testnetCommand(argv: string[]): Promise<void> {
     args: argv,
     options: {
       nodes: { type: 'string' }, topology: { type: 'string' }, 'seed-entities': { type: 'string' }, keep: { type: 'boolean' },
-      data: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, 'trace-dir': { type: 'string' }, 'log-level': { type: 'string' }
+      data: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, 'trace-dir': { type: 'string' }, 'log-level': { type: 'string' },
+      'node-arg': { type: 'string', multiple: true }
     }
   })
   const nodes = integer('nodes', values.nodes, undefined, 1)
@@ -65,7 +66,7 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   const net = new Testnet({
     nodes, topology: topologies(values.topology)[0] ?? 'full', seed, network: networkOf(values.network), keep: values.keep ?? false,
     ...(values.data ? { dataRoot: values.data } : {}), ...(values['trace-dir'] ? { traceDir: values['trace-dir'] } : {}),
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}), log: print
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}), nodeArgs: values['node-arg'] ?? [], log: print
   })
   const started = Date.now()
   await net.start()
@@ -161,9 +162,11 @@ export async function experimentCommand(argv: string[]): Promise<void> {
     args: rest,
     options: {
       nodes: { type: 'string' }, messages: { type: 'string' }, topology: { type: 'string' }, loss: { type: 'string' }, latency: { type: 'string' },
-      rate: { type: 'string' }, out: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, entities: { type: 'string' }
+      rate: { type: 'string' }, out: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, entities: { type: 'string' },
+      'node-arg': { type: 'string', multiple: true }
     }
   })
+  const nodeArgs = values['node-arg'] ?? []
   const nodes = integer('nodes', values.nodes, undefined, 2)
   const seed = integer('seed', values.seed, 1)
   const network = networkOf(values.network)
@@ -174,7 +177,7 @@ export async function experimentCommand(argv: string[]): Promise<void> {
     const rate = values.rate === undefined ? 10 : Number(values.rate)
     if (!(rate > 0)) throw new UsageError('--rate must be a positive number of messages per second')
     const summary = await runPropagation({
-      nodes, messages: integer('messages', values.messages, undefined, 1), topologies: topologies(values.topology), out, rate, seed, network, log: print,
+      nodes, messages: integer('messages', values.messages, undefined, 1), topologies: topologies(values.topology), out, rate, seed, network, nodeArgs, log: print,
       ...(loss !== undefined ? { loss } : {}), ...(latencyMs !== undefined ? { latencyMs } : {})
     })
     for (const t of summary.topologies) {
@@ -182,7 +185,7 @@ export async function experimentCommand(argv: string[]): Promise<void> {
     }
   } else if (kind === 'convergence') {
     const summary = await runConvergence({
-      nodes, topology: topologies(values.topology)[0] ?? 'full', out, seed, network, log: print,
+      nodes, topology: topologies(values.topology)[0] ?? 'full', out, seed, network, nodeArgs, log: print,
       ...(values.entities !== undefined ? { perSide: integer('entities', values.entities, undefined, 1) } : {})
     })
     print(`converged: ${summary.converged}${summary.convergence_ms !== null ? ` in ${summary.convergence_ms} ms` : ''} (partition ${summary.partition_mode} mode, halves apart: ${summary.partition_held})`)

@@ -23,6 +23,8 @@ export interface ConvergenceOptions {
   out: string
   seed?: number
   network?: NetworkMode | 'auto'
+  /** More `registry-node start` flags for every node (`--node-arg=--commit-delay-ms=0`). */
+  nodeArgs?: readonly string[]
   /** Give up after this long since the heal (default 120 s). */
   timeoutMs?: number
   log?: (line: string) => void
@@ -54,7 +56,7 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
   await mkdir(o.out, { recursive: true })
   const half = Math.ceil(o.nodes / 2)
   const groups = [Array.from({ length: half }, (_, i) => i), Array.from({ length: o.nodes - half }, (_, i) => half + i)]
-  const net = new Testnet({ nodes: o.nodes, topology: o.topology, log, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(o.network ? { network: o.network } : {}) })
+  const net = new Testnet({ nodes: o.nodes, topology: o.topology, log, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(o.network ? { network: o.network } : {}), ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}) })
   const factory = new EntityFactory(`convergence ${o.seed ?? 1}`)
   const total = before + 2 * perSide
   await net.start()

@@ -11,6 +11,7 @@
  *   latency-cdf.svg                    the latency CDF, one line per topology
  */
 import { readFile, writeFile, mkdir } from 'node:fs/promises'
+import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { EntityFactory } from '../entity-factory.js'
 import { seededRandom } from '../random.js'
@@ -29,6 +30,8 @@ export interface PropagationOptions {
   latencyMs?: number
   seed?: number
   network?: NetworkMode | 'auto'
+  /** More `registry-node start` flags for every node (`--node-arg=--commit-delay-ms=0`). */
+  nodeArgs?: readonly string[]
   /** How long to wait for the last deliveries after publishing (default 15 s). */
   settleMs?: number
   log?: (line: string) => void
@@ -55,6 +58,8 @@ export interface PropagationSummary {
   experiment: 'propagation'
   started_at: string
   parameters: { nodes: number; messages: number; rate: number; loss: number; latency_ms: number; seed: number }
+  /** The machine's cores and 1-minute load average before and after: figures from a busy machine say so. */
+  machine: { cores: number; load_before: number; load_after: number }
   topologies: TopologySummary[]
 }
 
@@ -80,6 +85,7 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
     experiment: 'propagation',
     started_at: new Date().toISOString(),
     parameters: { nodes: o.nodes, messages: o.messages, rate, loss: o.loss ?? 0, latency_ms: o.latencyMs ?? 0, seed },
+    machine: { cores: availableParallelism(), load_before: loadAverage(), load_after: 0 },
     topologies: []
   }
   const rows: (string | number | null)[][] = []
@@ -87,7 +93,7 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
 
   for (const [t, topology] of o.topologies.entries()) {
     const traceDir = join(o.out, 'traces', slug(topology))
-    const net = new Testnet({ nodes: o.nodes, topology, seed, traceDir, log, ...(o.network ? { network: o.network } : {}) })
+    const net = new Testnet({ nodes: o.nodes, topology, seed, traceDir, log, ...(o.network ? { network: o.network } : {}), ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}) })
     log(`[${topology}] starting ${o.nodes} nodes`)
     await net.start()
     let faultModes: TopologySummary['fault_modes'] = {}
@@ -193,6 +199,7 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
     log(`[${topology}] delivery ${(result.delivery_ratio * 100).toFixed(1)} %, latency p50 ${result.latency_ms.p50} ms p99 ${result.latency_ms.p99} ms, ${result.duplicates_per_node.per_message} duplicates per node per message, ${result.bytes_sent.per_message} bytes sent per message`)
   }
 
+  summary.machine.load_after = loadAverage()
   await writeCsv(join(o.out, 'propagation.csv'), ['topology', 'message', 'entity_id', 'origin', 'node', 'latency_ms', 'applied_ms', 'copies'], rows)
   await writeFile(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n')
   const faults = [o.loss ? `loss ${o.loss * 100} %` : '', o.latencyMs ? `latency ${o.latencyMs} ms` : ''].filter(Boolean).join(', ')
@@ -209,5 +216,6 @@ async function gossipBytes(net: Testnet, i: number): Promise<number> {
   return status.mesh.gossip?.bytes_sent ?? 0
 }
 
+const loadAverage = (): number => Math.round((loadavg()[0] ?? 0) * 100) / 100
 const round1 = (x: number): number => Math.round(x * 10) / 10
 const round4 = (x: number): number => Math.round(x * 10_000) / 10_000
