@@ -71,10 +71,9 @@ test.serial('a registration, an update, a status change and a deregistration on 
   t.is(reg.status, 201, JSON.stringify(reg.body))
   const onA = (await entityOn(a, first.agentId)).body
   for (const n of [b, c]) {
-    const copy = await until(`${n.config.name} holds the registration`, async () => {
-      const r = await entityOn(n, first.agentId)
-      return r.status === 200 ? r.body : undefined
-    })
+    // Watched in the store: a GET of a record not held yet would fetch it from its home through the DHT, racing gossip.
+    await until(`${n.config.name} holds the registration`, () => (n.node.store.getEntity(first.agentId) ? true : undefined))
+    const copy = (await entityOn(n, first.agentId)).body
     t.is(copy.name, onA.name)
     t.is(copy.registered_at, onA.registered_at, 'the origin\'s time, not the receiver\'s')
     t.is(copy.home_registry, 'a.registry.test')
