@@ -20,7 +20,7 @@ export interface MeshFaultSettings {
   blockedPeers: string[]
   /** Probability in [0, 1] that a received gossip copy is lost. */
   loss: number
-  /** Delay of each received gossip message before validation, ms. */
+  /** Delay of each received gossip copy before deduplication and validation, ms. */
   delayMs: number
 }
 

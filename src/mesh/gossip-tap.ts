@@ -19,8 +19,6 @@ import type { GossipsubOpts, Message } from '@libp2p/gossipsub'
 import type { MeshFaults } from './faults.js'
 
 export interface GossipCounters {
-  /** Operations this node published. */
-  published: number
   /** Copies received, first and duplicate (lost ones included). */
   copies: number
   /** Copies dropped by injected loss. */
@@ -48,7 +46,7 @@ export function contentId(data: Uint8Array): Uint8Array {
 const preciseNow = (): number => Number((performance.timeOrigin + performance.now()).toFixed(3))
 
 export class GossipTap {
-  readonly counters: GossipCounters = { published: 0, copies: 0, lost: 0, first: 0, bytesSent: 0, bytesReceived: 0 }
+  readonly counters: GossipCounters = { copies: 0, lost: 0, first: 0, bytesSent: 0, bytesReceived: 0 }
   private readonly publishing = new Set<string>()
   private readonly lostCopies = new WeakSet<Message>()
   private trace: WriteStream | null = null

@@ -19,9 +19,8 @@ import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/goss
 import type { Logger } from 'pino'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
-import type { GossipTap } from './gossip-tap.js'
 import { decodeOperation, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
-import { contentId } from './gossip-tap.js'
+import { contentId, type GossipTap } from './gossip-tap.js'
 
 const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
 
@@ -96,7 +95,6 @@ export class OperationGossip {
       this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
       this.o.pubsub.publish(topicOf(op.kind), data).then(result => {
         this.stats.published++
-        this.o.tap.counters.published++
         this.count()
         this.o.bus.publish('gossip_outgoing', { kind: op.kind, subject: op.subject, recipients: result.recipients.length, bytes: data.byteLength })
       }, (err: unknown) => this.o.logger.debug({ err, kind: op.kind, subject: op.subject }, 'gossip publish failed'))
