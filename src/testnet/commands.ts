@@ -70,7 +70,9 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   })
   const started = Date.now()
   await net.start()
-  print(`mesh formed in ${((Date.now() - started) / 1000).toFixed(1)} s (network mode: ${net.mode}); data in ${net.dataRoot}${values.keep ? ' (kept)' : ''}`)
+  // A directory the user named (--data) is never deleted; a temporary one is unless --keep.
+  const keepData = values.keep === true || values.data !== undefined
+  print(`mesh formed in ${((Date.now() - started) / 1000).toFixed(1)} s (network mode: ${net.mode}); data in ${net.dataRoot}${keepData ? ' (kept)' : ''}`)
   print(net.table())
   const factory = new EntityFactory(`testnet ${seed}`)
   let seeded = 0
@@ -91,7 +93,7 @@ export async function testnetCommand(argv: string[]): Promise<void> {
     stopping ??= (async () => {
       print('stopping the testnet')
       await net.stop()
-      print(values.keep ? `stopped; data kept in ${net.dataRoot}` : 'stopped; data removed')
+      print(keepData ? `stopped; data kept in ${net.dataRoot}` : 'stopped; data removed')
       markStopped()
     })()
     return stopping
