@@ -35,7 +35,7 @@ Usage:
   registry-node experiment propagation --nodes N --messages M [--topology T[,T…]] [--loss PERCENT]
         [--latency MS] [--rate PER_SECOND] [--out DIR] [--network …] [--seed S]
                                        gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)
-  registry-node experiment convergence --nodes N [--topology T] [--entities PER_SIDE] [--out DIR] [--network …]
+  registry-node experiment convergence --nodes N [--topology T[,T…]] [--entities PER_SIDE] [--out DIR] [--network …]
                                        time until a healed partition converges (CSV, JSON, SVG)
   registry-node verify-registry URL [--ca FILE]
                                        fetch and check a node's registry identity proof (signature, ID,

@@ -187,10 +187,12 @@ export async function experimentCommand(argv: string[]): Promise<void> {
     }
   } else if (kind === 'convergence') {
     const summary = await runConvergence({
-      nodes, topology: topologies(values.topology)[0] ?? 'full', out, seed, network, nodeArgs, log: print,
+      nodes, topologies: topologies(values.topology), out, seed, network, nodeArgs, log: print,
       ...(values.entities !== undefined ? { perSide: integer('entities', values.entities, undefined, 1) } : {})
     })
-    print(`converged: ${summary.converged}${summary.convergence_ms !== null ? ` in ${summary.convergence_ms} ms` : ''} (partition ${summary.partition_mode} mode, halves apart: ${summary.partition_held})`)
+    for (const r of summary.runs) {
+      print(`${r.topology.padEnd(10)} converged: ${r.converged}${r.convergence_ms !== null ? ` in ${r.convergence_ms} ms` : ''} (partition ${r.partition_mode} mode, halves apart: ${r.partition_held})`)
+    }
   } else {
     throw new UsageError('experiment is propagation or convergence')
   }

@@ -1,21 +1,22 @@
 /**
- * `registry-node experiment convergence`: a testnet is split in two halves, each half registers
- * its own entities while apart, then the partition heals; the experiment measures how long until
- * every node holds every entity (sync on reconnect, then gossip). Writes into the results folder:
+ * `registry-node experiment convergence`: for each topology, a testnet is split in two halves, each
+ * half registers its own entities while apart, then the partition heals; the experiment measures
+ * how long until every node holds every entity (sync on reconnect, then gossip). Writes into the
+ * results folder:
  *
- *   convergence.csv     one row per node: entities held when the partition healed, ms to converge
- *   summary.json        mode, counts, whether the halves really were apart, convergence time
- *   convergence-cdf.svg share of nodes converged over time since the heal
+ *   convergence.csv     one row per topology and node: entities held at the heal, ms to converge
+ *   summary.json        per topology: modes, whether the halves really were apart, convergence time
+ *   convergence-cdf.svg share of nodes converged over time since the heal, one line per topology
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EntityFactory } from '../entity-factory.js'
 import { sleep, Testnet, type NetworkMode } from '../testnet.js'
-import { cdfChart, percentiles, writeCsv, type Percentiles } from './report.js'
+import { cdfChart, percentiles, writeCsv, type CdfSeries, type Percentiles } from './report.js'
 
 export interface ConvergenceOptions {
   nodes: number
-  topology: string
+  topologies: readonly string[]
   /** Entities registered before the partition (default 10). */
   before?: number
   /** Entities registered on each side while partitioned (default 20). */
@@ -23,56 +24,94 @@ export interface ConvergenceOptions {
   out: string
   seed?: number
   network?: NetworkMode | 'auto'
-  /** More `registry-node start` flags for every node (`--node-arg=--commit-delay-ms=0`). */
+  /** More `registry-node start` flags for every node (`--node-arg=--sync-interval-seconds=5`). */
   nodeArgs?: readonly string[]
   /** Give up after this long since the heal (default 120 s). */
   timeoutMs?: number
   log?: (line: string) => void
 }
 
-export interface ConvergenceSummary {
-  experiment: 'convergence'
-  started_at: string
+export interface ConvergenceRun {
   topology: string
-  nodes: number
   network_mode: NetworkMode
   partition_mode: NetworkMode
-  groups: number[][]
-  entities: { before: number; per_side: number; total: number }
   /** Whether, before the heal, each node held exactly its side's entities. */
   partition_held: boolean
+  held_before_heal: number[]
   converged: boolean
   /** From the heal until the last node held every entity, ms (null if it never did). */
   convergence_ms: number | null
   per_node_ms: Percentiles
 }
 
+export interface ConvergenceSummary {
+  experiment: 'convergence'
+  started_at: string
+  nodes: number
+  groups: number[][]
+  entities: { before: number; per_side: number; total: number }
+  runs: ConvergenceRun[]
+}
+
 export async function runConvergence(o: ConvergenceOptions): Promise<ConvergenceSummary> {
   const log = o.log ?? (() => {})
   const before = o.before ?? 10
   const perSide = o.perSide ?? 20
-  const timeoutMs = o.timeoutMs ?? 120_000
   if (o.nodes < 2) throw new Error('convergence needs at least 2 nodes')
   await mkdir(o.out, { recursive: true })
   const half = Math.ceil(o.nodes / 2)
   const groups = [Array.from({ length: half }, (_, i) => i), Array.from({ length: o.nodes - half }, (_, i) => half + i)]
-  const net = new Testnet({ nodes: o.nodes, topology: o.topology, log, ...(o.seed !== undefined ? { seed: o.seed } : {}), ...(o.network ? { network: o.network } : {}), ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}) })
-  const factory = new EntityFactory(`convergence ${o.seed ?? 1}`)
-  const total = before + 2 * perSide
+  const summary: ConvergenceSummary = {
+    experiment: 'convergence',
+    started_at: new Date().toISOString(),
+    nodes: o.nodes,
+    groups,
+    entities: { before, per_side: perSide, total: before + 2 * perSide },
+    runs: []
+  }
+  const rows: (string | number | null)[][] = []
+  const series: CdfSeries[] = []
+  for (const topology of o.topologies) {
+    const { run, convergedAt } = await convergeOnce(o, topology, groups, summary.entities, log)
+    summary.runs.push(run)
+    rows.push(...convergedAt.map((ms, i) => [topology, `node-${i}`, groups[0]!.includes(i) ? 0 : 1, run.held_before_heal[i] ?? null, ms]))
+    series.push({ label: `${topology} (${run.convergence_ms ?? '–'} ms)`, values: convergedAt.filter((c): c is number => c !== null), reach: convergedAt.filter(c => c !== null).length / o.nodes })
+  }
+  await writeCsv(join(o.out, 'convergence.csv'), ['topology', 'node', 'group', 'held_before_heal', 'converged_ms'], rows)
+  await writeFile(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n')
+  await writeFile(join(o.out, 'convergence-cdf.svg'), cdfChart(
+    `Convergence after a partition heals: ${o.nodes} nodes, ${2 * perSide} entities registered apart`,
+    'time since the heal (ms)',
+    series
+  ))
+  return summary
+}
+
+async function convergeOnce(
+  o: ConvergenceOptions, topology: string, groups: number[][], entities: ConvergenceSummary['entities'], log: (line: string) => void
+): Promise<{ run: ConvergenceRun; convergedAt: (number | null)[] }> {
+  const timeoutMs = o.timeoutMs ?? 120_000
+  const net = new Testnet({
+    nodes: o.nodes, topology, log, ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    ...(o.network ? { network: o.network } : {}), ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {})
+  })
+  // Entity numbers differ per topology, so no run repeats another's operations.
+  const factory = new EntityFactory(`convergence ${o.seed ?? 1} ${topology}`)
   await net.start()
   try {
-    await net.seedEntities(factory, before)
-    await net.waitForEntities(before)
+    await net.seedEntities(factory, entities.before)
+    await net.waitForEntities(entities.before)
     const partitionMode = await net.partition(groups)
-    log(`partitioned ${JSON.stringify(groups)} (${partitionMode} mode); registering ${perSide} entities on each side`)
-    await net.seedEntities(factory, perSide, before, groups[0])
-    await net.seedEntities(factory, perSide, before + perSide, groups[1])
+    log(`[${topology}] partitioned ${JSON.stringify(groups)} (${partitionMode} mode); registering ${entities.per_side} entities on each side`)
+    await net.seedEntities(factory, entities.per_side, entities.before, groups[0])
+    await net.seedEntities(factory, entities.per_side, entities.before + entities.per_side, groups[1])
     // Each side gets its own entities by gossip; the other side's must not arrive.
-    await net.waitForEntities(before + perSide, 30_000)
+    const side = entities.before + entities.per_side
+    await net.waitForEntities(side, 30_000)
     await sleep(2000)
     const held = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
-    const partitionHeld = held.every(c => c === before + perSide)
-    log(`before the heal the nodes hold ${held.join(', ')} entities (each side ${before + perSide}: ${partitionHeld ? 'apart' : 'NOT apart'})`)
+    const partitionHeld = held.every(c => c === side)
+    log(`[${topology}] before the heal the nodes hold ${held.join(', ')} entities (each side ${side}: ${partitionHeld ? 'apart' : 'NOT apart'})`)
 
     const healedAt = Date.now()
     await net.heal()
@@ -80,36 +119,24 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
     while (convergedAt.some(c => c === null) && Date.now() - healedAt < timeoutMs) {
       await Promise.all(net.nodes.map(async n => {
         if (convergedAt[n.index] !== null) return
-        if (await net.entityCount(n.index) >= total) convergedAt[n.index] = Date.now() - healedAt
+        if (await net.entityCount(n.index) >= entities.total) convergedAt[n.index] = Date.now() - healedAt
       }))
       await sleep(100)
     }
     const times = convergedAt.filter((c): c is number => c !== null)
     const converged = times.length === o.nodes
-    const summary: ConvergenceSummary = {
-      experiment: 'convergence',
-      started_at: new Date(healedAt).toISOString(),
-      topology: o.topology,
-      nodes: o.nodes,
+    const run: ConvergenceRun = {
+      topology,
       network_mode: net.mode,
       partition_mode: partitionMode,
-      groups,
-      entities: { before, per_side: perSide, total },
       partition_held: partitionHeld,
+      held_before_heal: held,
       converged,
       convergence_ms: converged ? Math.max(...times) : null,
       per_node_ms: percentiles(times)
     }
-    log(converged ? `converged ${summary.convergence_ms} ms after the heal` : `not converged after ${timeoutMs} ms`)
-    await writeCsv(join(o.out, 'convergence.csv'), ['node', 'group', 'held_before_heal', 'converged_ms'],
-      net.nodes.map(n => [n.name, groups[0]!.includes(n.index) ? 0 : 1, held[n.index] ?? null, convergedAt[n.index] ?? null]))
-    await writeFile(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n')
-    await writeFile(join(o.out, 'convergence-cdf.svg'), cdfChart(
-      `Convergence after a partition heals: ${o.nodes} nodes, ${o.topology}, ${2 * perSide} entities registered apart`,
-      'time since the heal (ms)',
-      [{ label: `${o.topology} (${partitionMode} partition)`, values: times, reach: times.length / o.nodes }]
-    ))
-    return summary
+    log(converged ? `[${topology}] converged ${run.convergence_ms} ms after the heal` : `[${topology}] not converged after ${timeoutMs} ms`)
+    return { run, convergedAt }
   } finally {
     await net.stop()
   }
