@@ -35,7 +35,7 @@ export interface ConvergenceRun {
   topology: string
   network_mode: NetworkMode
   partition_mode: NetworkMode
-  /** Whether, before the heal, each node held exactly its side's entities. */
+  /** Whether, before the heal, each node held exactly what its side registered within its reach (nothing from the other side). */
   partition_held: boolean
   held_before_heal: number[]
   converged: boolean
@@ -105,13 +105,19 @@ async function convergeOnce(
     log(`[${topology}] partitioned ${JSON.stringify(groups)} (${partitionMode} mode); registering ${entities.per_side} entities on each side`)
     await net.seedEntities(factory, entities.per_side, entities.before, groups[0])
     await net.seedEntities(factory, entities.per_side, entities.before + entities.per_side, groups[1])
-    // Each side gets its own entities by gossip; the other side's must not arrive.
-    const side = entities.before + entities.per_side
-    await net.waitForEntities(side, 30_000)
+    // Each node gets what was registered in its part of its side (a star's leaves cut off from the
+    // hub have only their own); nothing from the other side may arrive.
+    const expected = expectedWhileApart(net.topology.edges, groups, entities)
+    const started = Date.now()
+    let held = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
+    while (held.some((c, i) => c < expected[i]!) && Date.now() - started < 30_000) {
+      await sleep(250)
+      held = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
+    }
     await sleep(2000)
-    const held = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
-    const partitionHeld = held.every(c => c === side)
-    log(`[${topology}] before the heal the nodes hold ${held.join(', ')} entities (each side ${side}: ${partitionHeld ? 'apart' : 'NOT apart'})`)
+    held = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
+    const partitionHeld = held.every((c, i) => c === expected[i])
+    log(`[${topology}] before the heal the nodes hold ${held.join(', ')} entities (expected ${expected.join(', ')}: ${partitionHeld ? 'apart' : 'NOT as expected'})`)
 
     const healedAt = Date.now()
     await net.heal()
@@ -140,4 +146,31 @@ async function convergeOnce(
   } finally {
     await net.stop()
   }
+}
+
+/**
+ * Entities each node should hold while the sides are apart: those registered before, plus the
+ * ones registered (round-robin over its side, as Testnet.seedEntities does) on nodes it can still
+ * reach within its side.
+ */
+function expectedWhileApart(edges: readonly (readonly [number, number])[], groups: number[][], entities: ConvergenceSummary['entities']): number[] {
+  const expected: number[] = []
+  for (const group of groups) {
+    const perNode = new Map(group.map(i => [i, 0]))
+    for (let k = 0; k < entities.per_side; k++) perNode.set(group[k % group.length]!, perNode.get(group[k % group.length]!)! + 1)
+    const inGroup = new Set(group)
+    for (const start of group) {
+      const reached = new Set([start])
+      const stack = [start]
+      while (stack.length > 0) {
+        const at = stack.pop()!
+        for (const [a, b] of edges) {
+          const next = a === at ? b : b === at ? a : -1
+          if (next >= 0 && inGroup.has(next) && !reached.has(next)) { reached.add(next); stack.push(next) }
+        }
+      }
+      expected[start] = entities.before + [...reached].reduce((sum, i) => sum + perNode.get(i)!, 0)
+    }
+  }
+  return expected
 }
