@@ -117,9 +117,9 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const handles = new HandleService({ ...base, ownership })
   const names = new NameService(base)
   const developers = new DeveloperService({ ...base, handles })
-  const entities = new EntityService({ ...base, developers, names, liveness })
   const directory = new NameDirectory(base)
   directory.load()
+  const entities = new EntityService({ ...base, developers, names, liveness, directory })
   const resolution = new ResolutionService({ ...base, names, directory, liveness })
   const onboarding = new OnboardingService({
     ...base, handles, onboarding: { mode: config.onboarding.mode, authUrl: config.onboarding.auth_url, webhookSecret: config.onboarding.webhook_secret }

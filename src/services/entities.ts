@@ -14,7 +14,9 @@ import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import { isLater, NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { LivenessView } from './liveness.js'
+import type { NameDirectory } from './name-directory.js'
 import type { NameService } from './names.js'
+import { formatFqan } from './naming.js'
 import { acceptOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
@@ -29,6 +31,8 @@ export interface EntityServiceComponents extends ServiceComponents {
   names: NameService
   /** Status and last heartbeat of home entities, fresher than the stored record. */
   liveness?: LivenessView
+  /** Names in other registries' namespaces, for the FQAN of entities whose home is elsewhere. */
+  directory?: NameDirectory
 }
 
 export interface RegistrationResult {
@@ -53,6 +57,7 @@ export class EntityService {
 
   constructor(private readonly c: EntityServiceComponents) {
     this.now = c.now ?? (() => new Date())
+    if (c.directory) c.directory.onEntityChanged = id => this.changed(id)
     // A record's rendering shows its FQAN, so name changes invalidate it too.
     c.bus.subscribe(event => {
       if (BINDING_EVENTS.has(event.type) && typeof event.data.entity_id === 'string') this.changed(event.data.entity_id)
@@ -108,7 +113,8 @@ export class EntityService {
   }
 
   view(record: EntityRecord): EntityRecordView {
-    const binding = this.c.names.primaryOf(record.entity_id)
+    const local = this.c.names.primaryOf(record.entity_id)
+    const remote = local ? undefined : this.c.directory?.primaryOf(record.entity_id)
     return {
       entity_id: record.entity_id,
       name: record.name,
@@ -132,8 +138,8 @@ export class EntityService {
       pricing_model: record.pricing_model,
       entity_pricing: record.pricing_model,
       entity_name: record.entity_name,
-      fqan: binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null,
-      developer_handle: binding?.handle ?? null,
+      fqan: local ? this.c.names.fqan(local.handle, local.entity_name) : remote ? formatFqan(remote.host, remote.handle, remote.entity_name) : null,
+      developer_handle: local?.handle ?? remote?.handle ?? null,
       ...this.liveness(record),
       ttl: record.ttl,
       registered_at: record.registered_at,

@@ -66,8 +66,12 @@ function parseSubject(subject: string): { handle: string; name: string | null } 
 export class NameDirectory {
   private readonly handles = new Map<string, RemoteHandle>()
   private readonly names = new Map<string, RemoteName>()
+  /** Name keys bound to each entity, for the FQAN shown on its record. */
+  private readonly namesOfEntity = new Map<string, Set<string>>()
   /** Each key's operations, to fold them again when one arrives out of order. */
   private readonly ops = new Map<string, Operation[]>()
+  /** Called with each entity whose FQAN may have changed (the entity service drops its rendering). */
+  onEntityChanged: (entityId: string) => void = () => {}
 
   constructor(private readonly c: Pick<ServiceComponents, 'store' | 'identity' | 'verifier' | 'writes'>) {}
 
@@ -95,6 +99,17 @@ export class NameDirectory {
     const binding = this.names.get(`${host}/${handle}/${name}`)
     // A name lives only as long as its handle is held by the developer who bound it.
     return binding && this.handle(host, handle)?.developer_id === binding.developer_id ? binding : undefined
+  }
+
+  /** The entity's first-bound name in another registry's namespace that still stands, if any. */
+  primaryOf(entityId: string): RemoteName | undefined {
+    let first: RemoteName | undefined
+    for (const key of this.namesOfEntity.get(entityId) ?? []) {
+      const [host, handle, name] = key.split('/') as [string, string, string]
+      const binding = this.name(host, handle, name)
+      if (binding && (!first || binding.bound_at < first.bound_at)) first = binding
+    }
+    return first
   }
 
   /** Verifies an operation of another registry's namespace and applies it. */
@@ -193,6 +208,8 @@ export class NameDirectory {
       }
       if (state) this.handles.set(key, state)
       else this.handles.delete(key)
+      // Whether the names under this handle stand depends on who holds it.
+      for (const [nameKey, binding] of this.names) if (nameKey.startsWith(`${key}/`)) this.onEntityChanged(binding.entity_id)
       return
     }
     let state: RemoteName | undefined
@@ -217,7 +234,16 @@ export class NameDirectory {
         }
       } else if (op.kind === 'name.release') state = undefined
     }
-    if (state) this.names.set(key, state)
-    else this.names.delete(key)
+    const previous = this.names.get(key)
+    if (previous && previous.entity_id !== state?.entity_id) {
+      this.namesOfEntity.get(previous.entity_id)?.delete(key)
+      this.onEntityChanged(previous.entity_id)
+    }
+    if (state) {
+      this.names.set(key, state)
+      const keys = this.namesOfEntity.get(state.entity_id) ?? new Set<string>()
+      this.namesOfEntity.set(state.entity_id, keys.add(key))
+      this.onEntityChanged(state.entity_id)
+    } else this.names.delete(key)
   }
 }

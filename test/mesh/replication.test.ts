@@ -145,12 +145,20 @@ test.serial("another registry's names resolve on every node, kept apart from its
     t.is(resolved.source, 'network')
     // B's own namespace is untouched: the handle is still free there.
     t.is((await http(n.url, 'GET', `/v1/resolve/acme/translator`)).status, 404)
+    // The replicated record shows the FQAN from its home's namespace.
+    const record = await until(`${n.config.name} shows the FQAN on the record`, async () => {
+      const r = await entityOn(n, named.agentId)
+      return r.body.fqan ? r.body : undefined
+    })
+    t.is(record.fqan, 'a.registry.test/acme/translator')
+    t.is(record.developer_handle, 'acme')
   }
   // Released on A: the name disappears everywhere.
   const release = await http(a.url, 'DELETE', '/v1/names/acme/translator', { headers: { authorization: `Bearer ${sign(owner.keyPair, 'release:a.registry.test/acme/translator')}` } })
   t.is(release.status, 200, JSON.stringify(release.body))
   for (const n of [b, c]) {
     await until(`${n.config.name} forgets the released name`, async () => ((await http(n.url, 'GET', `/v1/resolve?fqan=a.registry.test/acme/translator`)).status === 404 ? true : undefined))
+    t.is((await entityOn(n, named.agentId)).body.fqan, null, 'the cached rendering was dropped with the name')
   }
   t.pass()
 })
