@@ -14,7 +14,8 @@ import { encodeOperation } from '../../src/wire/operations.js'
 import { agent, developer, developerRegistration, sign, signSpec, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode, type TestNode } from '../helpers/node.js'
 
-const MESH = { enabled: true }
+// Sync every 5 s: what gossip drops on a loaded machine is repaired within the tests' waits (the default is 60 s).
+const MESH = { enabled: true, sync_interval_seconds: 5 }
 const dev = developer(31)
 const first = agent(dev, 0)
 const second = agent(dev, 1)
@@ -210,7 +211,14 @@ test.serial('a node started after the writes converges by sync', async t => {
     const digests = (n: TestNode) => n.node.digests.bucketDigests().map(x => x.toString('hex')).join()
     await until('D and A hold the same operations', () => (digests(d) === digests(a) ? true : undefined))
     // Eventually, not at one instant: A may have just sealed an operation (a status change from its sweep) that is still on its way to B.
-    await until('B and A hold the same operations', () => (digests(b) === digests(a) ? true : undefined))
+    await until('B and A hold the same operations', () => (digests(b) === digests(a) ? true : undefined), 30_000).catch(err => {
+      // Name what differs, so a failure says which operation gossip and sync left behind.
+      const held = (n: TestNode) => new Map([...n.node.store.allOperations()].map(op => [op.node_signature, `${op.kind} ${op.subject} ${op.accepted_at} from ${op.origin_host ?? op.origin}`]))
+      const [onA, onB] = [held(a), held(b)]
+      const missing = [...onA].filter(([k]) => !onB.has(k)).map(([, v]) => `B lacks ${v}`)
+      const extra = [...onB].filter(([k]) => !onA.has(k)).map(([, v]) => `A lacks ${v}`)
+      throw new Error(`${(err as Error).message}: ${[...missing, ...extra].join('; ')}`)
+    })
     t.pass()
   } finally {
     await d.stop()
