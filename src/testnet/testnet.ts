@@ -49,6 +49,8 @@ export interface TestnetOptions {
   syncIntervalSeconds?: number
   /** More `registry-node start` flags for every node. */
   nodeArgs?: readonly string[]
+  /** Node.js flags for every node process, before the entry point (`--cpu-prof`, `--cpu-prof-dir=DIR`). */
+  runtimeArgs?: readonly string[]
   logLevel?: string
   /** Progress lines (the CLI prints them). */
   log?: (line: string) => void
@@ -392,7 +394,7 @@ export class Testnet {
   }
 
   private async spawn(slot: NodeSlot, timeoutMs = 120_000): Promise<void> {
-    const argv = [process.execPath, ...runtimeArgs(), CLI, ...slot.args]
+    const argv = [process.execPath, ...(this.o.runtimeArgs ?? []), ...runtimeArgs(), CLI, ...slot.args]
     const [command, ...rest] = this.netns ? this.netns.wrap(slot.index, argv) : argv
     // The tool's own config file is not the nodes': flags give them everything.
     const { REGISTRY_NODE_CONFIG: _ignored, ...env } = process.env
