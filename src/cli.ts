@@ -29,11 +29,11 @@ Usage:
   registry-node keys sign --key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)
                                        sign a JSON body (canonical, signature inserted), a text or a file's bytes
   registry-node testnet --nodes N [--topology full|ring|star|random:D] [--seed-entities K] [--keep]
-        [--data DIR] [--network auto|netns|process] [--seed S] [--trace-dir DIR]
+        [--data DIR] [--network auto|netns|process] [--seed S] [--trace-dir DIR] [--node-arg=--FLAG=V …]
                                        run N local nodes wired by a topology until Ctrl-C (npm run testnet -- …);
                                        fault commands on standard input (help lists them)
   registry-node experiment propagation --nodes N --messages M [--topology T[,T…]] [--loss PERCENT]
-        [--latency MS] [--rate PER_SECOND] [--out DIR] [--network …] [--seed S]
+        [--latency MS] [--rate PER_SECOND] [--out DIR] [--network …] [--seed S] [--node-arg=--FLAG=V …]
                                        gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)
   registry-node experiment convergence --nodes N [--topology T[,T…]] [--entities PER_SIDE] [--out DIR] [--network …]
                                        time until a healed partition converges (CSV, JSON, SVG)
