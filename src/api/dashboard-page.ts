@@ -165,7 +165,7 @@ async function refreshStatus() {
   setText('count-entities', num((e.agents || 0) + (e.services || 0)))
   const live = s.liveness || {}
   setText('count-active', num(live.active || 0)); setText('count-inactive', num(live.inactive || 0))
-  setNote('liveness-note', '(' + num(live.home_entities || 0) + ' of them; the others are tracked by their homes)')
+  setNote('liveness-note', '(' + num(live.home_entities || 0) + ')')
   const mesh = s.mesh || {}
   setText('count-peers', num(mesh.peer_count || 0)); setText('count-known-peers', num(mesh.known_peers || 0))
   setText('gossip-rate', num(mesh.gossip_announcements_per_min || 0))
