@@ -39,6 +39,9 @@ export class ReplicationService {
   readonly counts: Record<ApplyOutcome | 'invalid', number> = { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0 }
   /** Operations that arrived before the record they change (gossip takes many paths), by subject. */
   private readonly deferred = new Map<string, Operation[]>()
+  /** When each recently applied subject was applied (a sequence number), newest last. */
+  private readonly appliedAt = new Map<string, number>()
+  private appliedSeq = 0
 
   constructor(private readonly c: ReplicationComponents) {}
 
@@ -66,20 +69,37 @@ export class ReplicationService {
   }
 
   private async applyOne(op: Operation): Promise<ApplyOutcome> {
-    let outcome: ApplyOutcome
-    try {
-      outcome = await this.applyChecked(op)
-    } catch (err) {
-      if (err instanceof StaleOperation) outcome = 'stale'
-      else if (err instanceof MissingDependency) { outcome = 'deferred'; this.defer(op, err.subject) }
-      else if (err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found')) { outcome = 'deferred'; this.defer(op, op.subject) }
-      else {
-        this.counts.invalid++
-        throw err
+    for (let attempt = 1; ; attempt++) {
+      const startedAt = this.appliedSeq
+      let outcome: ApplyOutcome
+      try {
+        outcome = await this.applyChecked(op)
+      } catch (err) {
+        const waitingFor = err instanceof MissingDependency ? err.subject
+          : err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found') ? op.subject
+          : null
+        if (err instanceof StaleOperation) outcome = 'stale'
+        else if (waitingFor !== null) {
+          // What it waits for may have been applied while this one was being checked (gossip
+          // handles messages concurrently); deferring it then would leave it waiting for sync.
+          if (attempt < 3 && (this.appliedAt.get(waitingFor) ?? -1) > startedAt) continue
+          outcome = 'deferred'
+          this.defer(op, waitingFor)
+        } else {
+          this.counts.invalid++
+          throw err
+        }
       }
+      if (outcome === 'applied') this.markApplied(op.subject)
+      this.counts[outcome]++
+      return outcome
     }
-    this.counts[outcome]++
-    return outcome
+  }
+
+  private markApplied(subject: string): void {
+    this.appliedAt.delete(subject)
+    this.appliedAt.set(subject, ++this.appliedSeq)
+    if (this.appliedAt.size > MAX_DEFERRED_SUBJECTS) this.appliedAt.delete(this.appliedAt.keys().next().value as string)
   }
 
   private async applyChecked(op: Operation): Promise<ApplyOutcome> {

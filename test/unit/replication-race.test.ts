@@ -1,0 +1,73 @@
+/**
+ * Gossip validates messages concurrently: an update can fail for want of its entity while the
+ * registration it needs is being applied. The update must then be applied, not left deferred
+ * until the next sync. The race is forced here with services that wait on gates the test opens;
+ * the seal checks are real.
+ */
+import test from 'ava'
+import { RegistryError } from '../../src/errors.js'
+import { formatKey } from '../../src/identity/encoding.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { generateKeyPair } from '../../src/identity/keys.js'
+import type { NodeIdentity } from '../../src/identity/node-identity.js'
+import { VerifyPool } from '../../src/identity/verify-pool.js'
+import type { DeveloperService } from '../../src/services/developers.js'
+import type { EntityService } from '../../src/services/entities.js'
+import type { NameDirectory } from '../../src/services/name-directory.js'
+import { sealOperation } from '../../src/services/operations.js'
+import { ReplicationService } from '../../src/services/replication.js'
+import type { Operation } from '../../src/store/records.js'
+import type { RegistryStore } from '../../src/store/registry-store.js'
+
+function identity(host: string): NodeIdentity {
+  const keyPair = generateKeyPair()
+  return { keyPair, registryId: deriveId('registry', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey), host }
+}
+
+const gate = (): { opened: Promise<void>; open: () => void } => {
+  let open = (): void => {}
+  const opened = new Promise<void>(resolve => { open = resolve })
+  return { opened, open }
+}
+
+test('an update that fails while its registration is being applied is applied, not left deferred', async t => {
+  const origin = identity('a.test')
+  const entityId = 'zns:0123456789abcdef0123456789abcdef'
+  const op = (kind: Operation['kind'], at: string): Operation => sealOperation(origin, {
+    kind, subject: entityId, body: Buffer.from('{}'), path: null, accepted_at: at, origin: origin.registryId,
+    auth: { carrier: 'body', signer: 'self', signature: 'unused', form: 'spec' }
+  })
+  const registration = op('entity.register', '2026-11-22T00:00:00.000Z')
+  const update = op('entity.update', '2026-11-22T00:00:01.000Z')
+
+  let held = false
+  const updates: string[] = []
+  const registered = gate()
+  const updateChecked = gate()
+  const entities = {
+    register: async () => { held = true; registered.open() },
+    // The first attempt looks for the entity before the registration lands and reports it missing after.
+    update: async () => {
+      const found = held
+      await updateChecked.opened
+      if (!found) throw new RegistryError('entity_not_found')
+      updates.push('applied')
+    }
+  } as unknown as EntityService
+  const verifier = new VerifyPool({ workers: 0 })
+  t.teardown(() => verifier.close())
+  const replication = new ReplicationService({
+    identity: identity('b.test'), verifier,
+    store: { operationsOf: () => [] } as unknown as RegistryStore,
+    entities, developers: {} as DeveloperService, directory: {} as NameDirectory
+  })
+
+  const updating = replication.apply(update)
+  await new Promise(resolve => setTimeout(resolve, 20)) // the update is inside its check, entity not found
+  t.is(await replication.apply(registration), 'applied')
+  await registered.opened
+  updateChecked.open() // now the update reports the entity missing
+  t.is(await updating, 'applied', 'retried at once, since its entity arrived while it was checked')
+  t.deepEqual(updates, ['applied'])
+  t.like(replication.counts, { applied: 2, deferred: 0 })
+})
