@@ -56,8 +56,8 @@ import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
 import { entityJobs, signEntitiesInWorkers, type SignedEntity } from '../lib/entity-signing.js'
 import {
-  call, connectedPeers, cpuOf, cpuPressure, getJson, machineLoad, meshShape, otherBenchmarks, removeData, REPO, rssMiB, sleep,
-  startMeshNode, stopNode, summarize, watchOtherBenchmarks, type MeshNode
+  call, connectedPeers, cpuOf, cpuPressure, getJson, reportMachine, meshShape, removeData, REPO, rssMiB, sleep,
+  startMeshNode, stopNode, summarize, type MeshNode
 } from '../lib/mesh-bench.js'
 import { seededRandom } from '../lib/random.js'
 import { report } from '../lib/report.js'
@@ -128,10 +128,7 @@ async function main(): Promise<void> {
   const benchStarted = performance.now()
   process.setMaxListeners(8 * N + 20)
 
-  report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages; 2 cores)')
-  const others = await otherBenchmarks()
-  report('other_benchmarks_running', others.length, others.length ? `(${others.join(' | ')})` : '')
-  const watch = watchOtherBenchmarks()
+  const machine = await reportMachine()
   report('node_sources', args['node-src'] ?? `${REPO}src`, '')
   const nodeExtra = ['--webhook-secret', secret, '--max-list-limit', '10000',
     ...(args['sync-interval'] ? ['--sync-interval-seconds', args['sync-interval']] : []), ...args['node-arg']]
@@ -462,9 +459,7 @@ async function main(): Promise<void> {
     const alive = all().filter(n => n.proc.child.exitCode === null && n.proc.child.signalCode === null)
     const endShape = await meshShape(pollAgent, alive).catch(() => null)
     if (endShape) report('degree_at_end', `${endShape.edges} connections`, `(degrees ${endShape.degrees.join(' ')} of ${alive.map(n => n.name).join(' ')}; across halves ${await crossingAfter(pollAgent, A.filter(n => alive.includes(n)), B)})`)
-    report('machine_load_after', machineLoad(), '')
-    const during = watch.seen()
-    report('other_benchmarks_during_run', during.length, during.length ? `(${during.join(' | ')}): the figures above shared the machine with them` : '')
+    machine.after()
     finished = true
   } finally {
     await cleanup()

@@ -57,8 +57,8 @@ import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
 import { entityJobs, signEntitiesInWorkers, type SignedEntity } from '../lib/entity-signing.js'
 import {
-  ActivityTap, call, cpuOf, cpuPressure, machineLoad, meshShape, ms1, nowMs, otherBenchmarks, removeData, REPO, rssMiB, sleep,
-  startMeshNode, stopNode, summarize, watchOtherBenchmarks, type ActivityEvent, type MeshNode
+  ActivityTap, call, cpuOf, cpuPressure, reportMachine, meshShape, ms1, nowMs, removeData, REPO, rssMiB, sleep,
+  startMeshNode, stopNode, summarize, type ActivityEvent, type MeshNode
 } from '../lib/mesh-bench.js'
 import { seededRandom } from '../lib/random.js'
 import { report } from '../lib/report.js'
@@ -117,10 +117,7 @@ async function main(): Promise<void> {
   const benchStarted = performance.now()
   process.setMaxListeners(4 * N + 20)
 
-  report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages; 2 cores)')
-  const others = await otherBenchmarks()
-  report('other_benchmarks_running', others.length, others.length ? `(${others.join(' | ')})` : '')
-  const watch = watchOtherBenchmarks()
+  const machine = await reportMachine()
   report('node_sources', args['node-src'] ?? `${REPO}src`, '')
   report('node_extra_args', args['node-arg'].join(' ') || 'none', '')
 
@@ -399,9 +396,7 @@ async function main(): Promise<void> {
     report('node_rss', `median ${r.p50.toFixed(0)}, max ${r.max.toFixed(0)}, total ${rss.reduce((a, b) => a + b, 0).toFixed(0)}`, 'MiB')
     const endShape = await meshShape(statusAgent, nodes)
     report('degree_at_end', degreeLine(endShape), `(per node: ${endShape.degrees.join(' ')})`)
-    report('machine_load_after', machineLoad(), '')
-    const during = watch.seen()
-    report('other_benchmarks_during_run', during.length, during.length ? `(${during.join(' | ')}): the figures above shared the machine with them` : '')
+    machine.after()
     for (const t of taps) t.close()
   } finally {
     await cleanup()

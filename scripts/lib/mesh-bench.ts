@@ -9,7 +9,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import WebSocket from 'ws'
 import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from './node-process.js'
-import { percentile } from './report.js'
+import { percentile, report } from './report.js'
 
 export const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms))
 
@@ -46,16 +46,27 @@ export async function otherBenchmarks(): Promise<string[]> {
 }
 
 /**
- * Watches for other benchmarks while this one runs (every `everyMs`): `seen()` lists each one found
- * (pid and command), so a run disturbed by another can say so.
+ * Reports the machine's load and the other benchmarks running now, then watches for others while
+ * this one runs (every `everyMs`); `after()` reports the load at the end and every benchmark seen
+ * meanwhile, so a run disturbed by another says so.
  */
-export function watchOtherBenchmarks(everyMs = 5000): { seen: () => string[]; stop: () => void } {
+export async function reportMachine(everyMs = 5000): Promise<{ after: () => void }> {
+  report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages; 2 cores)')
+  const others = await otherBenchmarks()
+  report('other_benchmarks_running', others.length, others.length ? `(${others.join(' | ')})` : '')
   const found = new Map<string, string>()
   const tick = async (): Promise<void> => { for (const line of await otherBenchmarks()) found.set(line.slice(0, line.indexOf(' ')), line) }
   void tick()
   const timer = setInterval(() => { void tick() }, everyMs)
   timer.unref()
-  return { seen: () => [...found.values()], stop: () => clearInterval(timer) }
+  return {
+    after: () => {
+      clearInterval(timer)
+      report('machine_load_after', machineLoad(), '')
+      const during = [...found.values()]
+      report('other_benchmarks_during_run', during.length, during.length ? `(${during.join(' | ')}): the figures above shared the machine with them` : '')
+    }
+  }
 }
 
 /** The kernel's CPU pressure (share of time some runnable task waited for a CPU), `avg60` in percent; NaN without PSI. */
