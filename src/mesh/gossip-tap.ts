@@ -66,22 +66,22 @@ export class GossipTap {
    */
   readonly messageId = (message: Message): Uint8Array | Promise<Uint8Array> => {
     const id = contentId(message.data)
-    const key = hex(id)
-    if (this.publishing.delete(key)) return id
+    // Called for every copy: the hex form only when something needs it.
+    if (this.publishing.size > 0 && this.publishing.delete(hex(id))) return id
     const delayMs = this.faults.delayMs
-    if (delayMs > 0) return new Promise(resolve => setTimeout(() => resolve(this.arrived(message, id, key)), delayMs))
-    return this.arrived(message, id, key)
+    if (delayMs > 0) return new Promise(resolve => setTimeout(() => resolve(this.arrived(message, id)), delayMs))
+    return this.arrived(message, id)
   }
 
-  private arrived(message: Message, id: Uint8Array, key: string): Uint8Array {
+  private arrived(message: Message, id: Uint8Array): Uint8Array {
     this.counters.copies++
     if (this.faults.loses()) {
       this.counters.lost++
       this.lostCopies.add(message)
-      this.record({ event: 'lost', id: key })
+      if (this.trace) this.record({ event: 'lost', id: hex(id) })
       return randomBytes(20)
     }
-    this.record({ event: 'copy', id: key })
+    if (this.trace) this.record({ event: 'copy', id: hex(id) })
     return id
   }
 

@@ -68,6 +68,8 @@ export class NameDirectory {
   private readonly names = new Map<string, RemoteName>()
   /** Name keys bound to each entity, for the FQAN shown on its record. */
   private readonly namesOfEntity = new Map<string, Set<string>>()
+  /** Name keys under each `host/handle`, whose standing follows the handle's holder. */
+  private readonly namesOfHandle = new Map<string, Set<string>>()
   /** Each key's operations, to fold them again when one arrives out of order. */
   private readonly ops = new Map<string, Operation[]>()
   /** Called with each entity whose FQAN may have changed (the entity service drops its rendering). */
@@ -209,7 +211,10 @@ export class NameDirectory {
       if (state) this.handles.set(key, state)
       else this.handles.delete(key)
       // Whether the names under this handle stand depends on who holds it.
-      for (const [nameKey, binding] of this.names) if (nameKey.startsWith(`${key}/`)) this.onEntityChanged(binding.entity_id)
+      for (const nameKey of this.namesOfHandle.get(key) ?? []) {
+        const binding = this.names.get(nameKey)
+        if (binding) this.onEntityChanged(binding.entity_id)
+      }
       return
     }
     let state: RemoteName | undefined
@@ -239,11 +244,15 @@ export class NameDirectory {
       this.namesOfEntity.get(previous.entity_id)?.delete(key)
       this.onEntityChanged(previous.entity_id)
     }
+    const handleKey = `${host}/${handle}`
     if (state) {
       this.names.set(key, state)
-      const keys = this.namesOfEntity.get(state.entity_id) ?? new Set<string>()
-      this.namesOfEntity.set(state.entity_id, keys.add(key))
+      this.namesOfEntity.set(state.entity_id, (this.namesOfEntity.get(state.entity_id) ?? new Set<string>()).add(key))
+      this.namesOfHandle.set(handleKey, (this.namesOfHandle.get(handleKey) ?? new Set<string>()).add(key))
       this.onEntityChanged(state.entity_id)
-    } else this.names.delete(key)
+    } else {
+      this.names.delete(key)
+      this.namesOfHandle.get(handleKey)?.delete(key)
+    }
   }
 }
