@@ -16,6 +16,8 @@ import { Testnet, sleep, type NetworkMode } from '../../src/testnet/testnet.js'
 import { buildTopology, connected } from '../../src/testnet/topology.js'
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+// Probed before any test is declared (ava wants declarations synchronous).
+const netns = await probeNetns()
 
 /** Runs the CLI from the sources; resolves with its exit code and output. */
 function cli(args: string[], input?: (write: (line: string) => void, output: () => string) => Promise<void>): Promise<{ code: number | null; output: string }> {
@@ -170,12 +172,10 @@ async function partitionAndHeal(t: import('ava').ExecutionContext, network: Netw
 
 test.serial('testnet library, process mode: partition and heal converge; a restarted node catches up', t => partitionAndHeal(t, 'process'))
 
-test.serial('testnet library, netns mode: partition and heal converge on real packets', async t => {
-  const capabilities = await probeNetns()
-  if (!capabilities.namespaces) {
-    t.log(`network namespaces unavailable here: ${capabilities.reasons.join('; ')}`)
-    t.pass()
-    return
-  }
-  await partitionAndHeal(t, 'netns')
-})
+if (netns.namespaces || process.env.CI) {
+  // On CI a machine without namespaces fails here (Testnet refuses --network netns and says why).
+  test.serial('testnet library, netns mode: partition and heal converge on real packets', t => partitionAndHeal(t, 'netns'))
+} else {
+  console.log(`netns testnet test skipped: ${netns.reasons.join('; ')}`)
+  test.skip('testnet library, netns mode: partition and heal converge on real packets', () => {})
+}
