@@ -27,6 +27,8 @@ import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { loadOrCreateNodeIdentity, NODE_KEY_FILE } from '../identity/node-identity.js'
 import type { EntityFactory } from './entity-factory.js'
+// Types only: netns.js itself is loaded in netns mode.
+import type { NetnsNetwork } from './netns.js'
 import { buildTopology, neighbours, type Topology } from './topology.js'
 
 export type NetworkMode = 'netns' | 'process'
@@ -76,17 +78,6 @@ interface NodeSlot extends TestnetNode {
   output: string
 }
 
-/** The parts of netns.ts a testnet uses (loaded only in netns mode). */
-interface NamespaceNetwork {
-  address(i: number): string
-  wrap(i: number, argv: string[]): string[]
-  partition(groups: number[][]): Promise<void>
-  heal(): Promise<void>
-  setLinkFaults(faults: { lossPercent?: number; latencyMs?: number; between?: [number, number][] }): Promise<{ applied: string[]; unsupported: string[] }>
-  clearLinkFaults(): Promise<void>
-  destroy(): Promise<void>
-}
-
 export interface LinkFaults {
   /** Probability in [0, 1] that a packet (netns) or a gossip copy (process) is lost. */
   loss?: number
@@ -113,7 +104,7 @@ export class Testnet {
   readonly topology: Topology
   readonly adminSecret = randomBytes(24).toString('hex')
   private slots: NodeSlot[] = []
-  private netns: NamespaceNetwork | null = null
+  private netns: NetnsNetwork | null = null
   private root = ''
   private ownsRoot = false
   private modeChosen: NetworkMode = 'process'

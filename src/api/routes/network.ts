@@ -64,6 +64,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
       responses: { 200: { description: 'status', schema: NetworkStatus } },
       handler: () => {
         const counts = c.counts()
+        const home = c.homeCounts()
         return json(200, {
           registry_id: c.identity.registryId,
           name: c.name,
@@ -82,7 +83,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             ...(c.mesh ? { gossip: gossipCounters(c.mesh) } : {})
           },
           entities: counts,
-          liveness: (({ entities, active }) => ({ home_entities: entities, active, inactive: entities - active }))(c.homeCounts())
+          liveness: { home_entities: home.entities, active: home.active, inactive: home.entities - home.active }
         })
       }
     },
