@@ -5,28 +5,37 @@
 #
 #  1. compose: `docker compose config` (plugin) or `docker-compose config` (Debian: apt-get install
 #     docker-compose) parses and validates docker/compose.yml; the resolved services are kept.
-#  2. image build, replayed: the Dockerfile is read and its stages replayed in a scratch folder:
-#     every COPY from the context (checked to exist and not to be excluded by .dockerignore), every
-#     RUN of the build stage as written (with npm 10, the npm of Node 20 images), COPY --from.
-#     RUNs of the final stage (mkdir/chown of /data) are printed, not run.
-#  3. image smoke run: the final stage's ENTRYPOINT + CMD with its ENV, as a non-root user when run
-#     as root, its data in a fresh folder (the VOLUME); the HEALTHCHECK command must pass while the
-#     node runs and fail after it stops; /health, /dashboard, the Swagger assets answer; the native
-#     modules (lmdb, uWebSockets.js, onnxruntime-node) load from the pruned node_modules, dev
-#     dependencies are absent; SIGTERM stops it cleanly within docker stop's 10 s.
+#  2. image build, replayed: the Dockerfile is read and its stages replayed in a scratch folder, under
+#     the Node major of its FROM lines (node:<major>-...; installed from the npm registry into a cache
+#     by scripts/runtimes.mjs) and that Node release's own npm (the npm of the official image): every
+#     COPY from the context (checked to exist and not to be excluded by .dockerignore), every RUN of
+#     the build stage as written, COPY --from. RUNs of the final stage (mkdir/chown of /data) are
+#     printed, not run.
+#  3. image smoke run, under the same Node: the final stage's ENTRYPOINT + CMD with its ENV, as a
+#     non-root user when run as root, its data in a fresh folder (the VOLUME); the HEALTHCHECK command
+#     must pass while the node runs and fail after it stops; /health, /dashboard, the Swagger assets
+#     answer; the server kind /v1/info reports is printed; lmdb and onnxruntime-node load from the
+#     pruned node_modules, exactly one uWebSockets.js binary is left (the image's ABI) and is loaded
+#     where this machine's glibc allows (>= 2.38; else step 5 shows it); dev dependencies are absent;
+#     SIGTERM stops it cleanly within docker stop's 10 s.
 #  4. mesh: the compose services run as processes with the environment compose gives them (ports
 #     moved to free local ones, binds to 127.0.0.1, bootstrap service names -> localhost, started in
 #     depends_on order without waiting, like compose); every bootstrap edge must show up in
 #     GET /v1/network/peers (the full mesh is reported); then the bootstrap target restarts on its
 #     data and must keep its PeerId and get its peers back (restart: unless-stopped).
+#  5. uWS in a trixie root: scripts/check-uws-trixie.sh runs the pruned app of step 2 with
+#     --http-server uws in a debootstrapped Debian 13 root (glibc 2.41, like node:24-trixie-slim) under
+#     chroot with the same Node, and the HTTP front test files there on uws. Needs root and
+#     debootstrap (apt-get installs it); skipped with the reason otherwise, or with CHECK_UWS_TRIXIE=0.
 #
-# Not checked (needs an engine): pulling node:20-bookworm-slim, the build in it (its npm, glibc and
-# CPU architecture), file ownership and the /data volume inside the image, HEALTHCHECK scheduling,
-# Docker DNS names and the port publishing of compose.
+# Not checked (needs an engine): pulling node:24-trixie-slim, the build in it (its exact npm, glibc
+# and CPU architecture), file ownership and the /data volume inside the image, HEALTHCHECK
+# scheduling, Docker DNS names and the port publishing of compose.
 #
 # Environment: CHECK_DOCKER_DIR (scratch folder, kept; default a new one under /tmp, removed), IMAGE_NPM_VERSION
-# (npm used for the build stage's RUNs; default 10.8.2, the npm of Node 20 images; "local" uses
-# the npm on PATH), CHECK_DOCKER_USER (uid:gid for the node processes when root; default 65534:65534).
+# (npm used for the build stage's RUNs; default the npm bundled with the Node release installed for
+# the image, read from its CHANGELOG; "local" uses the npm on PATH), CHECK_DOCKER_USER (uid:gid for
+# the node processes when root; default 65534:65534), CHECK_UWS_TRIXIE=0 (skip step 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -66,26 +75,43 @@ else
 fi
 echo "ok: compose file valid; services: $(node -e 'console.log(Object.keys(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).services).join(", "))' "$WORK/compose.json")"
 
-# --- npm of the image -----------------------------------------------------------------------------
-NPM_VERSION=${IMAGE_NPM_VERSION:-10.8.2}
+# --- Node and npm of the image ---------------------------------------------------------------------
+IMAGE_MAJOR=$(sed -n 's/^FROM node:\([0-9][0-9]*\).*/\1/p' docker/Dockerfile | sort -u)
+[ "$(echo "$IMAGE_MAJOR" | wc -w)" = 1 ] || fail "expected every stage of docker/Dockerfile FROM node:<one major>-..., found majors: ${IMAGE_MAJOR:-none}"
+t=$(date +%s)
+node scripts/runtimes.mjs install "$IMAGE_MAJOR" >/dev/null || fail "could not install Node $IMAGE_MAJOR from the npm registry (scripts/runtimes.mjs)"
+NODE_BIN=$(node scripts/runtimes.mjs path "$IMAGE_MAJOR")
+IMAGE_NODE=$("$NODE_BIN/node" -p process.versions.node)
+# The official images carry the npm bundled with their Node release: the newest "upgrade npm to X"
+# entry of that release's CHANGELOG (shipped in the node-<os>-<arch> package) names it.
+CHANGELOG=$(find "$(dirname "$(dirname "$NODE_BIN")")" -path '*/node-linux-*/CHANGELOG.md' 2>/dev/null | head -1)
+BUNDLED_NPM=$(grep -m1 -oE 'upgrade npm to [0-9]+\.[0-9]+\.[0-9]+' "${CHANGELOG:-/dev/null}" | awk '{print $4}' || true)
+NPM_VERSION=${IMAGE_NPM_VERSION:-$BUNDLED_NPM}
+[ -n "$NPM_VERSION" ] || fail "could not tell which npm Node $IMAGE_NODE bundles: set IMAGE_NPM_VERSION"
 mkdir -p "$WORK/bin"
 if [ "$NPM_VERSION" = local ]; then
-  NPM_CLI=$(command -v npm)
+  NPM_CLI="$NODE_BIN/node $(dirname "$(readlink -f "$(command -v npm)")")/npm-cli.js"
 else
-  TOOLS=${XDG_CACHE_HOME:-$HOME/.cache}/registry-node-check-docker/npm-$NPM_VERSION
+  TOOLS=${XDG_CACHE_HOME:-$HOME/.cache}/registry-node/npm-$NPM_VERSION
   if [ ! -f "$TOOLS/node_modules/npm/bin/npm-cli.js" ]; then
     echo "installing npm $NPM_VERSION into $TOOLS (the build stage's npm)"
-    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "npm@$NPM_VERSION" >/dev/null
+    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "npm@$NPM_VERSION" >/dev/null || fail "could not install npm@$NPM_VERSION from the npm registry"
   fi
-  NPM_CLI="node $TOOLS/node_modules/npm/bin/npm-cli.js"
+  NPM_CLI="$NODE_BIN/node $TOOLS/node_modules/npm/bin/npm-cli.js"
 fi
 printf '#!/bin/sh\nexec %s "$@"\n' "$NPM_CLI" > "$WORK/bin/npm"
 chmod +x "$WORK/bin/npm"
+# The image's node for the processes run as another user (the cache under $HOME may be closed to
+# them): a hard link (or copy) in the scratch folder, first on PATH from here on.
+mkdir -p "$WORK/node"
+ln -f "$(readlink -f "$NODE_BIN/node")" "$WORK/node/node" 2>/dev/null || cp "$(readlink -f "$NODE_BIN/node")" "$WORK/node/node"
+echo "image runtime: Node $IMAGE_NODE ($NODE_BIN), npm $("$WORK/bin/npm" --version)${IMAGE_NPM_VERSION:+ (IMAGE_NPM_VERSION)} ($(( $(date +%s) - t )) s)"
+NODE_BIN=$WORK/node
 
 # --- 2-4. replay, smoke, mesh ---------------------------------------------------------------------
 cat > "$WORK/check.mjs" <<'EOF'
 import { spawn, spawnSync } from 'node:child_process'
-import { chownSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { chownSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { dirname, join, posix, relative } from 'node:path'
 
@@ -325,22 +351,34 @@ async function smoke(final) {
     if (!existsSync(join(app, f))) fail(`${f} missing from the image`)
   }
   ok('dist/cli.js, the worker scripts and package.json are in the image')
+  // Native binaries left after the pruning: onnxruntime-node's for this platform only, and exactly one
+  // uWebSockets.js build, the image's: @btc-vision/uwebsockets.js (package root) for this Node ABI.
+  const abi = `${process.platform}_${process.arch}_${process.versions.modules}`
+  const uwsLeft = ['uWebSockets.js/binaries', '@btc-vision/uwebsockets.js']
+    .flatMap(d => existsSync(join(app, 'node_modules', d)) ? readdirSync(join(app, 'node_modules', d)).filter(f => f.endsWith('.node')).map(f => `${d}/${f}`) : [])
+  if (uwsLeft.join() !== `@btc-vision/uwebsockets.js/uws_${abi}.node`) fail(`the pruned node_modules should hold exactly @btc-vision/uwebsockets.js/uws_${abi}.node of the uWS binaries; it holds: ${uwsLeft.join(', ') || 'none'}`)
+  const ortLeft = readdirSync(join(app, 'node_modules/onnxruntime-node/bin')).flatMap(v => readdirSync(join(app, 'node_modules/onnxruntime-node/bin', v)).flatMap(p => readdirSync(join(app, 'node_modules/onnxruntime-node/bin', v, p)).map(a => `${v}/${p}/${a}`)))
+  if (!ortLeft.length || ortLeft.some(d => !d.endsWith(`/${process.platform}/${process.arch}`))) fail(`onnxruntime-node binaries after pruning: ${ortLeft.join(', ')}`)
+  ok(`native binaries pruned: uWS ${uwsLeft[0]}; onnxruntime-node ${ortLeft.join(', ')}`)
   const probe = `
     const lmdb = await import('lmdb')
     const db = lmdb.open({ path: process.env.PROBE_DIR }); await db.put('k', 1); if (db.get('k') !== 1) throw new Error('lmdb'); await db.close()
-    // uWebSockets.js falls back to a slow JavaScript implementation (with a warning) when its binary
-    // does not load: require the binary itself, and count warnings.
-    const { createRequire } = await import('node:module'); const require = createRequire(process.cwd() + '/')
-    const warnings = []; console.warn = (...a) => warnings.push(a.join(' '))
-    const abi = process.platform + '_' + process.arch + '_' + process.versions.modules
-    if (typeof require('uWebSockets.js/binaries/uws_' + abi + '.node').App !== 'function') throw new Error('uWebSockets.js binary')
-    const uws = (await import('uWebSockets.js')).default; if (typeof uws.App !== 'function' || warnings.length) throw new Error('uWebSockets.js: ' + warnings.join('; '))
     const ort = await import('onnxruntime-node'); if (typeof ort.InferenceSession?.create !== 'function') throw new Error('onnxruntime-node')
     await import('@huggingface/tokenizers'); await import('swagger-ui-dist/package.json', { with: { type: 'json' } })
-    console.log('native modules loaded: lmdb, uWebSockets.js, onnxruntime-node; tokenizers, swagger-ui-dist resolved')`
+    console.log('native modules loaded: lmdb, onnxruntime-node; tokenizers, swagger-ui-dist resolved')
+    // The uWS binary itself (the loader never uses a JavaScript imitation): loads, or the first line of why not.
+    const { createRequire } = await import('node:module'); const require = createRequire(process.cwd() + '/')
+    try { if (typeof require('./node_modules/${uwsLeft[0]}').App !== 'function') throw new Error('no App export'); console.log('uws: loaded') }
+    catch (err) { console.log('uws: ' + String(err.message).split('\\n').find(l => /GLIBC_|Error/.test(l)) ?? String(err.message).split('\\n')[0]) }`
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { cwd: app, env: imageEnv(final, { PROBE_DIR: dataDir('probe') }), encoding: 'utf8', ...asUser })
-  if (r.status !== 0) fail(`loading the runtime modules from the pruned node_modules failed:\n${r.stderr}`)
-  ok(r.stdout.trim())
+  if (r.status !== 0) fail(`loading the runtime modules from the pruned node_modules failed:\n${r.error ?? r.stderr}`)
+  const [loaded, uwsLine] = r.stdout.trim().split('\n')
+  ok(loaded)
+  const glibc = process.report.getReport().header.glibcVersionRuntime
+  const uwsLoads = uwsLine === 'uws: loaded'
+  if (uwsLoads) ok(`${uwsLeft[0]} loads here (glibc ${glibc})`)
+  else if (/GLIBC_2\.\d+' not found/.test(uwsLine)) console.log(`   note: ${uwsLeft[0]} does not load on this machine's glibc ${glibc} (${uwsLine.replace(/^uws: /, '').replace(/\(required by .*\)/, '').trim()}); the image's (trixie: 2.41) is new enough: step 5 runs it there`)
+  else fail(`${uwsLeft[0]} fails to load for another reason than glibc: ${uwsLine}`)
 
   const [http, p2p] = await freePorts(2, 2)
   const volumes = Object.fromEntries(rt.volumes.map(v => [v, dataDir('smoke')]))
@@ -364,6 +402,10 @@ async function smoke(final) {
     if (res.status !== 200) fail(`${path} answered ${res.status}`)
   }
   ok('/health {"status":"ok"}; /dashboard, /swagger/ and its assets, /v1/info answer 200')
+  const runtime = (await getJson(http, '/v1/info')).runtime
+  ok(`server kind reported by /v1/info: ${runtime.http_server} (runtime ${JSON.stringify(runtime)})${runtime.http_server === 'node' && !uwsLoads ? ': node:http, as no uWS build loads on this machine' : ''}`)
+  if (uwsLoads && runtime.http_server !== 'uws') fail(`uWS loads here but the image command (--http-server auto) chose ${runtime.http_server}`)
+  if (runtime.node !== process.versions.node) fail(`/v1/info reports Node ${runtime.node}, not the image's ${process.versions.node}`)
   const volume = Object.values(volumes)[0]
   const stored = volume ? readdirSync(volume) : []
   if (!stored.length) fail('nothing was written to the data volume')
@@ -481,14 +523,24 @@ async function mesh(final, { app, argv, rt }) {
 }
 
 const final = await replay()
+writeFileSync(join(WORK, 'final-app'), join(final.root, final.workdir))   // for step 5
 const image = await smoke(final)
 await mesh(final, image)
-console.log('\nall checks passed')
+console.log('\nsteps 2-4 passed')
 EOF
 
 cd "$WORK"
-node check.mjs "$ROOT" "$WORK"
+# Under the image's Node, first on PATH: the RUNs, the image command and HEALTHCHECK all find it.
+PATH="$NODE_BIN:$PATH" "$NODE_BIN/node" check.mjs "$ROOT" "$WORK"
+
+# --- 5. uWS in a trixie root ------------------------------------------------------------------------
+step "5. the pruned app with --http-server uws in a Debian 13 (trixie) root, chroot, Node $IMAGE_MAJOR"
+t=$(date +%s)
+NODE_MAJOR=$IMAGE_MAJOR bash "$ROOT/scripts/check-uws-trixie.sh" --app "$(cat "$WORK/final-app")" || fail "uWS in the trixie root (scripts/check-uws-trixie.sh)"
+echo "(step 5: $(( $(date +%s) - t )) s)"
 echo
-echo "Not checked here (needs a container engine): pulling node:20-bookworm-slim and building in it,"
+echo "all checks passed"
+echo
+echo "Not checked here (needs a container engine): pulling node:24-trixie-slim and building in it,"
 echo "file ownership and the /data volume inside the image, HEALTHCHECK scheduling by the engine,"
 echo "compose's network (service-name DNS) and port publishing."

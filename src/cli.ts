@@ -4,14 +4,14 @@
  */
 import './polyfills.js'
 import { randomBytes } from 'node:crypto'
-import { access, mkdir, readFile, writeFile } from 'node:fs/promises'
-import { dirname, join, resolve } from 'node:path'
+import { access, readFile, writeFile } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { ConfigError, configTemplate, loadConfig, parseFlags, SETTINGS } from './config.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
 import { formatKey } from './identity/encoding.js'
-import { deriveAgentKeyPair, developerProofMessage } from './identity/hd.js'
 import { deriveId } from './identity/ids.js'
-import { generateKeyPair, keyPairFromSeed, sign, type KeyPair } from './identity/keys.js'
+import { generateKeyPair, sign } from './identity/keys.js'
+import { developerKeyFile, entityKeyFile, KeyFileError, readKeyFile, writeKeyFile } from './identity/key-file.js'
 import { loadOrCreateNodeIdentity } from './identity/node-identity.js'
 import { NODE_KEY_FILE, startRegistryNode } from './node.js'
 import { formatReport, verifyRegistry } from './verify-registry.js'
@@ -28,7 +28,7 @@ Usage:
   registry-node keys show --key FILE   print the IDs and public key of a key file
   registry-node keys sign --key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)
                                        sign a JSON body (canonical, signature inserted), a text or a file's bytes
-  registry-node testnet --nodes N [--topology full|ring|star|random:D] [--seed-entities K] [--keep]
+  registry-node testnet --nodes N [--topology full|ring|star|random:D] [--seed-entities K] [--entities K] [--keep]
         [--data DIR] [--network auto|netns|process] [--seed S] [--trace-dir DIR] [--node-arg=--FLAG=V …]
                                        run N local nodes wired by a topology until Ctrl-C (npm run testnet -- …);
                                        fault commands on standard input (help lists them)
@@ -37,6 +37,20 @@ Usage:
                                        gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)
   registry-node experiment convergence --nodes N [--topology T[,T…]] [--entities PER_SIDE] [--out DIR] [--network …]
                                        time until a healed partition converges (CSV, JSON, SVG)
+  registry-node experiment liveness --nodes N --entities K --kill F [--topology T] [--inactive-after S] [--out DIR] [--network …]
+                                       stop a share F of K echo entities: time until every node shows each inactive,
+                                       then active again after restart (CSV, JSON, SVG)
+  registry-node entity init --developer KEYFILE --name NAME [--type agent|service] [--index N] [--out DIR] [--registry URL]
+                                       derive the entity key (next free index unless --index) and write DIR/entity.toml
+  registry-node entity serve --config FILE [--registry URL] [--port N] [--host ADDR] [--url PUBLIC_URL]
+        [--echo | --handler MODULE] [--auth-mode strict|permissive] [--heartbeat-seconds S] [--http-server auto|uws|node]
+                                       run the entity: register or update it, heartbeat, serve its endpoints
+  registry-node call TARGET TEXT [--registry URL] [--key FILE] [--async | --a2a] [--json]
+                                       TARGET: an FQAN, an entity ID or a URL; prints the reply (over A2A
+                                       when asked, or when the entity has no /webhook/sync)
+  registry-node search [QUERY] [--type T] [--category C] [--tag T …] [--status S] [--limit N] [--federated] [--registry URL] [--json]
+  registry-node resolve FQAN|ENTITY_ID [--registry URL] [--json]
+  (--registry defaults to REGISTRY_NODE_URL, else http://127.0.0.1:8080)
   registry-node verify-registry URL [--ca FILE]
                                        fetch and check a node's registry identity proof (signature, ID,
                                        expiry, domain, and over https the served certificate's SPKI)
@@ -46,16 +60,6 @@ precedence: defaults < config file < environment < flags):
   --config FILE                        TOML config file (env REGISTRY_NODE_CONFIG)
 ${SETTINGS.map(s => `  --${s.kind === 'boolean' ? `[no-]${s.flag}` : `${s.flag} ${s.kind === 'integer' || s.kind === 'number' ? 'N' : s.kind === 'list' ? 'A,B' : 'VALUE'}`}`.padEnd(39) + `${s.doc} Default: ${JSON.stringify(s.default)}.`).join('\n')}
 `
-
-interface KeyFile {
-  type: 'developer' | 'entity'
-  public_key: string
-  seed: string
-  developer_id?: string
-  entity_ids?: { agent: string; service: string }
-  index?: number
-  developer_proof?: { developer_public_key: string; agent_public_key: string; index: number; signature: string }
-}
 
 function print(value: unknown): void {
   process.stdout.write((typeof value === 'string' ? value : JSON.stringify(value, null, 2)) + '\n')
@@ -77,19 +81,6 @@ async function exists(path: string): Promise<boolean> {
   return access(path).then(() => true, () => false)
 }
 
-async function readKeyFile(path: string): Promise<{ file: KeyFile; keyPair: KeyPair }> {
-  const file = JSON.parse(await readFile(path, 'utf8')) as KeyFile
-  const seed = Buffer.from(file.seed ?? '', 'base64')
-  if (seed.length !== 32) fail(`${path} is not a key file (seed must be 32 bytes of base64)`)
-  return { file, keyPair: keyPairFromSeed(seed) }
-}
-
-async function writeKeyFile(path: string, file: KeyFile): Promise<void> {
-  if (await exists(path)) fail(`${path} exists; refusing to overwrite a key file`)
-  await mkdir(dirname(path), { recursive: true })
-  await writeFile(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })
-}
-
 async function readInput(source: string): Promise<Buffer> {
   if (source !== '-') return readFile(source)
   const chunks: Buffer[] = []
@@ -101,9 +92,8 @@ async function keys(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv
   switch (sub) {
     case 'new': {
-      const keyPair = generateKeyPair()
       const out = flag(rest, 'out') ?? 'keys/developer.json'
-      const file: KeyFile = { type: 'developer', developer_id: deriveId('developer', keyPair.publicKey), public_key: formatKey(keyPair.publicKey), seed: keyPair.seed.toString('base64') }
+      const file = developerKeyFile(generateKeyPair())
       await writeKeyFile(out, file)
       print({ key_file: out, developer_id: file.developer_id, public_key: file.public_key })
       return
@@ -115,20 +105,11 @@ async function keys(argv: string[]): Promise<void> {
       if (!Number.isInteger(index) || index < 0 || index > 0xffff_ffff) fail('--index must be an unsigned 32-bit integer')
       const { file: dev, keyPair: devKey } = await readKeyFile(developerPath)
       if (dev.type !== 'developer') fail(`${developerPath} is not a developer key file`)
-      const agent = deriveAgentKeyPair(devKey.seed, index)
       const type = flag(rest, 'type') ?? 'agent'
       if (type !== 'agent' && type !== 'service') fail('--type must be agent or service')
-      const proof = {
-        developer_public_key: formatKey(devKey.publicKey),
-        agent_public_key: formatKey(agent.publicKey),
-        index,
-        signature: sign(devKey, developerProofMessage(agent.publicKey, index))
-      }
-      const entityIds = { agent: deriveId('agent', agent.publicKey), service: deriveId('service', agent.publicKey) }
-      const file: KeyFile = {
-        type: 'entity', public_key: formatKey(agent.publicKey), seed: agent.seed.toString('base64'),
-        developer_id: deriveId('developer', devKey.publicKey), entity_ids: entityIds, index, developer_proof: proof
-      }
+      const { file } = entityKeyFile(devKey, index)
+      const proof = file.developer_proof
+      const entityIds = file.entity_ids!
       const out = flag(rest, 'out')
       if (out) await writeKeyFile(out, file)
       print({ ...(out ? { key_file: out } : {}), entity_id: entityIds[type], entity_ids: entityIds, public_key: file.public_key, developer_id: file.developer_id, developer_proof: proof })
@@ -207,16 +188,24 @@ function withoutConfigFlag(argv: string[]): string[] {
   return out
 }
 
+const SHUTDOWN_DEADLINE_MS = 4_000
+
 async function start(argv: string[]): Promise<void> {
   const config = await loadConfig({ argv })
   const node = await startRegistryNode(config)
-  process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
+  process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
   // Testnets bootstrap other nodes from these addresses (--bootstrap <address>).
   process.stdout.write(node.mesh ? `registry-node p2p ${node.mesh.peerId} at ${node.mesh.addresses().join(' ')}\n` : 'registry-node p2p disabled\n')
   let signals = 0
   const shutdown = (signal: string): void => {
     if (++signals > 1) process.exit(130)
     node.logger.info({ signal }, 'shutting down: draining in-flight writes')
+    // Acknowledged writes are committed already, so a stop that hangs (a peer that never answers)
+    // loses nothing when it is cut short: the process is gone within 5 s whatever happens.
+    setTimeout(() => {
+      process.stderr.write(`registry-node: shutdown took over ${SHUTDOWN_DEADLINE_MS} ms; exiting\n`)
+      process.exit(1)
+    }, SHUTDOWN_DEADLINE_MS).unref()
     node.stop().then(() => process.exit(0), err => {
       process.stderr.write(`registry-node: shutdown failed: ${(err as Error).message}\n`)
       process.exit(1)
@@ -250,6 +239,11 @@ async function main(argv: string[]): Promise<void> {
     case 'testnet': return (await import('./testnet/commands.js')).testnetCommand(rest)
     case 'experiment': return (await import('./testnet/commands.js')).experimentCommand(rest)
     case 'keys': return keys(rest)
+    // The entity runtime and its client commands, loaded only when used.
+    case 'entity': return (await import('./entity/cli.js')).entityCommand(rest)
+    case 'call': return (await import('./entity/cli.js')).callCommand(rest)
+    case 'search': return (await import('./entity/cli.js')).searchCommand(rest)
+    case 'resolve': return (await import('./entity/cli.js')).resolveCommand(rest)
     case undefined: case 'help': case '--help': case '-h': return print(USAGE)
     case '--version': case 'version': return print(NODE_VERSION)
     default: fail(`unknown command ${command}; see registry-node help`)
@@ -257,7 +251,9 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch(async err => {
-  if (err instanceof ConfigError) fail(err.message)
+  if (err instanceof ConfigError || err instanceof KeyFileError) fail(err.message)
+  if (err instanceof Error && err.name === 'CliError') fail(err.message)
+  if (err instanceof Error && err.name === 'RegistryRequestError') { process.stderr.write(`registry-node: ${err.message}\n`); process.exit(1) }
   if ((process.argv[2] === 'testnet' || process.argv[2] === 'experiment') && (await import('./testnet/commands.js')).isUsageError(err)) fail((err as Error).message)
   process.stderr.write(`registry-node: ${(err as Error).stack ?? String(err)}\n`)
   process.exit(1)

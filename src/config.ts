@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { parse as parseToml } from 'smol-toml'
+import type { ServerChoice } from './api/front.js'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
 
@@ -15,7 +16,7 @@ export interface NodeConfig {
   public_url: string
   tls: { cert_file: string }
   verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
-  http: { host: string; port: number; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
+  http: { host: string; port: number; server: ServerChoice; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
   p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; gossip_max_per_peer_per_second: number
     allow_peers: string[]; trace_file: string }
   onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
@@ -39,6 +40,7 @@ export interface NodeConfig {
   }
   cards: { timeout_ms: number; max_bytes: number; cache_ttl_seconds: number; allow_private_addresses: boolean; ca_file: string }
   limits: { max_list_limit: number }
+  entities: { allow_http_url: boolean }
 }
 
 type Kind = 'string' | 'integer' | 'number' | 'boolean' | 'list'
@@ -70,6 +72,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'verification.timeout_ms', kind: 'integer', default: 5000, flag: 'verification-timeout-ms', min: 100, max: 60_000, doc: 'Time limit of each DNS or GitHub request made to verify a handle.' },
   { key: 'http.host', kind: 'string', default: '0.0.0.0', flag: 'http-host', doc: 'Address the HTTP/WebSocket front listens on.' },
   { key: 'http.port', kind: 'integer', default: 8080, flag: 'http-port', min: 0, max: 65535, doc: 'HTTP port (0 picks a free port).' },
+  { key: 'http.server', kind: 'string', default: 'auto', flag: 'http-server', choices: ['auto', 'uws', 'node'], doc: 'Server under the HTTP/WebSocket API: uws (uWebSockets.js, the fast path; start fails if no build of it loads on this runtime), node (node:http + ws, any runtime) or auto (uws where it loads, else node).' },
   { key: 'http.body_limit_bytes', kind: 'integer', default: 65536, flag: 'body-limit', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest accepted request body; larger bodies get 413 body_too_large.' },
   { key: 'http.cors_origins', kind: 'list', default: ['*'], flag: 'cors-origins', doc: 'Origins allowed by CORS ("*" for any).' },
   { key: 'http.trusted_proxies', kind: 'list', default: [], flag: 'trusted-proxies', doc: 'Proxy addresses or CIDRs whose X-Forwarded-For is believed; otherwise the socket address is the client.' },
@@ -132,6 +135,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'cards.cache_ttl_seconds', kind: 'integer', default: 3600, flag: 'card-cache-ttl', min: 0, max: 86_400, doc: 'How long a fetched card is served from the cache.' },
   { key: 'cards.allow_private_addresses', kind: 'boolean', default: false, flag: 'card-allow-private', doc: 'Fetch cards from private, loopback and link-local addresses (testnets only: it opens the node to SSRF).' },
   { key: 'cards.ca_file', kind: 'string', default: '', flag: 'card-ca-file', doc: 'Extra CA certificate (PEM) trusted when fetching cards (private PKI, tests).' },
+  { key: 'entities.allow_http_url', kind: 'boolean', default: false, flag: 'allow-http-entity-url', doc: 'Accept http:// entity URLs (and fetch cards over http) so a node and entities can run on one machine without TLS; testnets turn it on. Public nodes keep it off: the spec requires HTTPS.' },
   { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities.' }
 ]
 

@@ -1,5 +1,5 @@
 /**
- * Every error the node answers with: one table of machine codes, HTTP statuses and default
+ * Every error the node (and an entity run by this package) answers with: one table of machine codes, HTTP statuses and default
  * messages (the README's error reference is generated from it). Bodies are `{error, message, field?}`.
  */
 export const ERRORS = {
@@ -52,7 +52,16 @@ export const ERRORS = {
   peer_unreachable: { status: 502, message: 'The peer could not be reached at this address (refused, timed out, or not a registry node\'s libp2p port).' },
   admin_unavailable: { status: 503, message: 'Admin endpoints need restricted mode and a webhook secret.' },
   mesh_disabled: { status: 503, message: 'This node runs without the mesh (p2p.enabled is false).' },
-  shutting_down: { status: 503, message: 'The node is shutting down; retry on another node or later.' }
+  shutting_down: { status: 503, message: 'The node is shutting down; retry on another node or later.' },
+  // Entity side (src/entity/): what an entity run by this package answers its callers.
+  signature_required: { status: 401, message: 'This entity accepts signed messages only (auth_mode strict).' },
+  sender_unknown: { status: 401, message: 'The sender\'s key is neither in the message (sender_public_key) nor known to the registry.' },
+  sender_key_mismatch: { status: 401, message: 'sender_public_key is not the key of sender_id.' },
+  timestamp_out_of_window: { status: 401, message: 'A signed message carries a timestamp within the skew window of the entity\'s clock.' },
+  response_not_ready: { status: 404, message: 'No result for this message yet (pending, unknown, or already read).' },
+  handler_timeout: { status: 408, message: 'The entity did not answer within its time limit.' },
+  message_replayed: { status: 409, message: 'This sender already sent a message with this message_id.' },
+  handler_failed: { status: 500, message: 'The entity\'s handler failed on this message.' }
 } as const satisfies Record<string, { status: number; message: string }>
 
 export type ErrorCode = keyof typeof ERRORS

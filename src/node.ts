@@ -23,6 +23,8 @@ import { searchRoutes } from './api/routes/search.js'
 import { CardFetcher } from './cards/card-fetcher.js'
 import { wellKnownRoutes } from './api/routes/well-known.js'
 import { HttpServer } from './api/server.js'
+import { requireUws } from './api/uws-loader.js'
+import type { ServerKind } from './api/front.js'
 import type { NodeConfig } from './config.js'
 import { EventBus } from './events/bus.js'
 import { loadOrCreateNodeIdentity, NODE_KEY_FILE, type NodeIdentity } from './identity/node-identity.js'
@@ -51,6 +53,7 @@ import { NameDirectory } from './services/name-directory.js'
 import { homeBucketKey } from './mesh/provider-keys.js'
 import { parseFqan } from './services/naming.js'
 import type { Operation } from './store/records.js'
+import type { RuntimeInfo } from './wire/node.js'
 import { RegistryStore } from './store/registry-store.js'
 import { SubjectDigests } from './store/subject-digests.js'
 
@@ -77,6 +80,8 @@ export interface RegistryNode {
   readonly mesh: Mesh | null
   /** The bound HTTP port (useful with port 0). */
   readonly httpPort: number
+  /** The server under the API. */
+  readonly httpServer: ServerKind
   readonly url: string
   stop(): Promise<void>
 }
@@ -91,6 +96,8 @@ export interface NodeOptions {
 export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
   const startedAt = Date.now()
   const logger = options.logger ?? createLogger(config.log.level)
+  // A forced uWS that cannot load fails before anything is opened.
+  if (config.http.server === 'uws') requireUws()
   const identity: NodeIdentity = { ...await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE)), host: config.host }
   const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms })
   const bus = new EventBus()
@@ -101,7 +108,8 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     host: config.host,
     mode: config.onboarding.mode,
     authUrl: config.onboarding.auth_url,
-    tombstoneRetentionMs: config.tombstones.retention_days * 86_400_000
+    tombstoneRetentionMs: config.tombstones.retention_days * 86_400_000,
+    allowHttpEntityUrl: config.entities.allow_http_url
   }
   const verifier = new VerifyPool({ workers: config.verify.workers, inlineMaxRate: config.verify.inline_max_rate, prestart: true, onWorkerError: err => logger.error({ err }, 'signature verification worker failed') })
   const base = { store, identity, bus, catalog, writes, settings, verifier, ...(options.now ? { now: options.now } : {}) }
@@ -125,7 +133,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     ...base, handles, onboarding: { mode: config.onboarding.mode, authUrl: config.onboarding.auth_url, webhookSecret: config.onboarding.webhook_secret }
   })
   const cc = config.cards
-  const cards = new CardFetcher({ timeoutMs: cc.timeout_ms, maxBytes: cc.max_bytes, cacheTtlMs: cc.cache_ttl_seconds * 1000, allowPrivateAddresses: cc.allow_private_addresses, caFile: cc.ca_file })
+  const cards = new CardFetcher({ timeoutMs: cc.timeout_ms, maxBytes: cc.max_bytes, cacheTtlMs: cc.cache_ttl_seconds * 1000, allowPrivateAddresses: cc.allow_private_addresses, allowHttp: config.entities.allow_http_url, caFile: cc.ca_file })
   bus.subscribe(event => {
     if ((event.type === 'agent_updated' || event.type === 'agent_deregistered') && typeof event.data.entity_id === 'string') cards.forget(event.data.entity_id)
   })
@@ -144,8 +152,13 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const indexStarted = performance.now()
   const indexed = search.load()
   logger.info({ entities: indexed, ms: Math.round(performance.now() - indexStarted) }, 'search index built')
+  // The server kind is known once the front is built, before the first request.
+  const runtime = (): RuntimeInfo => ({ node: process.versions.node, http_server: http.kind })
   const metrics = config.metrics.enabled
-    ? new NodeMetrics({ entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures, embeddingBacklog: () => search.embeddingBacklog })
+    ? new NodeMetrics({
+      entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures, embeddingBacklog: () => search.embeddingBacklog,
+      runtime: () => ({ version: NODE_VERSION, node: runtime().node, http_server: runtime().http_server })
+    })
     : null
   const registryProof = new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })
   if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
@@ -216,9 +229,9 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
 
   const routes: RouteDefinition[] = [
-    ...nodeRoutes({ config, identity, catalog, developers, metrics, peerCount: () => mesh?.peers.connectedCount ?? 0 }),
+    ...nodeRoutes({ config, identity, catalog, developers, metrics, runtime, peerCount: () => mesh?.peers.connectedCount ?? 0 }),
     ...networkRoutes({
-      mesh, identity, name: config.name, host: config.host, startedAt, checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
+      mesh, identity, name: config.name, host: config.host, startedAt, runtime, checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
       counts: () => ({ agents: catalog.count('agent'), services: catalog.count('service'), developers: developers.count }),
       homeCounts: () => liveness.homeCounts()
     }),
@@ -243,6 +256,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       : null,
     metrics,
     bodyLimitBytes: config.http.body_limit_bytes,
+    server: config.http.server,
     sockets: new Sockets({
       liveness, bus, logger,
       limits: { maxEntitiesPerConnection: lc.max_entities_per_connection, framesPerSecondPerEntity: lc.frames_per_second_per_entity, maxFrameBytes: lc.max_frame_bytes },
@@ -277,11 +291,11 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
   const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
   const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
-  logger.info({ url, registry_id: identity.registryId, peer_id: mesh?.peerId, p2p: mesh?.addresses(), entities: catalog.size, developers: developers.count }, 'node started')
+  logger.info({ url, http_server: http.kind, node: process.versions.node, registry_id: identity.registryId, peer_id: mesh?.peerId, p2p: mesh?.addresses(), entities: catalog.size, developers: developers.count }, 'node started')
 
   let stopping: Promise<void> | null = null
   return {
-    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, replication, digests, mesh, httpPort: port, url,
+    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, replication, digests, mesh, httpPort: port, httpServer: http.kind, url,
     stop() {
       stopping ??= (async () => {
         http.close()
@@ -295,6 +309,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
         await search.idle()
         await store.close()
         await verifier.close()
+        http.closeConnections()
         logger.info('node stopped')
         logger.flush()
       })()

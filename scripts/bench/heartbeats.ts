@@ -7,7 +7,7 @@
  *       [--entity-sockets N/7.5] [--mux-sockets ⌈rest/13⌉ | --per-mux 13] [--entity-form deployed|spec]
  *       [--flood a,b|a|b|none] [--flood-seconds 20] [--flood-factor 10] [--flood-a-sockets 10]
  *       [--flood-b-sockets auto] [--flood-batch 10] [--flood-address 127.0.0.2] [--no-reconnect] [--drain 120] [--profile]
- *       [--node-arg=--flag ...] [--node-src DIR] [--workers 2] [--connections 32]
+ *       [--node-arg=--flag ...] [--node-src DIR] [--workers 2] [--connections 32] [--http-server auto|uws|node]
  *
  * Setup (not measured). A node on a temporary data directory with `--no-rate-limit` (only so the
  * registrations load quickly; heartbeat sockets have their own limits, which stay at the node's
@@ -530,7 +530,8 @@ async function main(): Promise<void> {
       workers: { type: 'string', default: '2' },
       profile: { type: 'boolean', default: false },
       'node-src': { type: 'string' },
-      'node-arg': { type: 'string', multiple: true, default: [] }
+      'node-arg': { type: 'string', multiple: true, default: [] },
+      'http-server': { type: 'string', default: 'auto' }
     }
   })
   const benchStarted = performance.now()
@@ -549,7 +550,7 @@ async function main(): Promise<void> {
   const floodBatch = Number(args['flood-batch'])
   const drainMs = Number(args.drain) * 1000
 
-  const nodeFlags = ['--http-port', '0', '--no-rate-limit', ...(args['node-arg'] ?? [])]
+  const nodeFlags = ['--http-port', '0', '--no-rate-limit', '--http-server', args['http-server'], ...(args['node-arg'] ?? [])]
   const config = await loadConfig({ argv: nodeFlags, env: {} })
   const L = config.liveness
   const connectionRate = L.frames_per_second_per_entity * L.max_entities_per_connection
@@ -656,6 +657,12 @@ async function main(): Promise<void> {
     const data = await mkdtemp(join(tmpdir(), 'bench-heartbeats-'))
     const node = await spawnNode(['--data', data, ...nodeFlags], { entry })
     const pid = node.child.pid!
+    if (prefix === '') {
+      // Sources older than the runtime field (--node-src) report no server kind.
+      const { runtime } = await (await fetch(`${node.url}/v1/info`)).json() as { runtime?: { node: string; http_server: string } }
+      report('http_server', runtime?.http_server ?? 'unknown', '')
+      report('node_version', runtime?.node ?? process.versions.node, '')
+    }
     const base = new URL(node.url)
     const wsBase = node.url.replace(/^http/, 'ws')
     const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })

@@ -4,7 +4,7 @@
  * server-CPU-second (the fair comparison on a 2-core machine, where the load generator shares
  * the CPU with the node).
  *
- *   npm run bench:reads -- [--entities 2000] [--seconds 10] [--connections 50]
+ *   npm run bench:reads -- [--entities 2000] [--seconds 10] [--connections 50] [--http-server auto|uws|node]
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -22,7 +22,8 @@ const { values: args } = parseArgs({
   options: {
     entities: { type: 'string', default: '2000' },
     seconds: { type: 'string', default: '10' },
-    connections: { type: 'string', default: '50' }
+    connections: { type: 'string', default: '50' },
+    'http-server': { type: 'string', default: 'auto' }
   }
 })
 
@@ -65,8 +66,11 @@ async function run(url: string, pid: number, path: (i: number) => string): Promi
 }
 
 const data = await mkdtemp(join(tmpdir(), 'bench-reads-'))
-const node = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit'])
+const node = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit', '--http-server', args['http-server']])
 try {
+  const { runtime } = await (await fetch(`${node.url}/v1/info`)).json() as { runtime: { node: string; http_server: string } }
+  report('http_server', runtime.http_server, '')
+  report('node_version', runtime.node, '')
   const ids = await populate(node.url, Number(args.entities))
   const pid = node.child.pid!
   await run(node.url, pid, () => '/health') // warm-up

@@ -5,6 +5,8 @@ export interface GaugeSources {
   developers(): number
   embeddingFailures(): number
   embeddingBacklog(): number
+  /** Labels of the constant registry_node_info gauge. */
+  runtime(): { version: string; node: string; http_server: string }
 }
 
 /** Prometheus metrics (served at /metrics when metrics.enabled): requests, latencies, counts, rejections. */
@@ -35,6 +37,13 @@ export class NodeMetrics {
         this.set({ type: 'agent' }, sources.entities('agent'))
         this.set({ type: 'service' }, sources.entities('service'))
       }
+    })
+    new Gauge({
+      name: 'registry_node_info',
+      help: 'Always 1; the labels say what runs this node',
+      labelNames: ['version', 'node', 'http_server'],
+      registers: [this.registry],
+      collect() { this.reset(); this.set(sources.runtime(), 1) }
     })
     new Gauge({ name: 'registry_developers', help: 'Developers registered on this node', registers: [this.registry], collect() { this.set(sources.developers()) } })
     new Gauge({ name: 'registry_embedding_backlog', help: 'Entities waiting for their embedding (searchable by text until it is done)', registers: [this.registry], collect() { this.set(sources.embeddingBacklog()) } })

@@ -1,18 +1,20 @@
 /**
- * The HTTP front on uWebSockets.js. One catch-all handler reads the request synchronously (uWS
- * invalidates `req` after the handler returns), then routes through our own trie so that 404/405,
- * decoded path parameters, CORS, rate limits, body caps and the error table are handled in one place.
+ * The HTTP API over a front (front.ts): one handler takes every request, then routes through our
+ * own trie so that 404/405, decoded path parameters, CORS, rate limits, body caps and the error
+ * table are handled in one place, whichever server carries the bytes.
  */
-import { STATUS_CODES } from 'node:http'
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import type { ClientIpResolver } from './client-ip.js'
 import type { Cors } from './cors.js'
+import type { Front, HttpExchange, ServerChoice, ServerKind, SocketEndpoint } from './front.js'
 import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type RouteDefinition } from './http.js'
 import type { NodeMetrics } from './metrics.js'
+import { createNodeFront } from './node-front.js'
 import { rateLimitHeaders, type FixedWindowLimiter, type RateDecision } from './rate-limit.js'
 import { Router } from './router.js'
+import { createUwsFront } from './uws-front.js'
+import { loadUws, requireUws } from './uws-loader.js'
 
 export interface RateLimiters {
   reads: FixedWindowLimiter
@@ -29,62 +31,69 @@ export interface HttpServerComponents {
   limiters: RateLimiters | null
   metrics: NodeMetrics | null
   bodyLimitBytes: number
-  /** WebSocket endpoints, registered ahead of the HTTP routes. */
-  sockets?: { register(app: TemplatedApp): void; close(): void }
+  /** Which server carries the API (`auto`: uWebSockets.js where a build loads, else node:http). */
+  server: ServerChoice
+  /** WebSocket endpoints, served ahead of the HTTP routes. */
+  sockets?: { endpoints(): ReadonlyArray<SocketEndpoint<unknown>>; close(): void }
+}
+
+/** The front `choice` asks for; `uws` with no loadable build is an error that says why. */
+export function createFront(choice: ServerChoice, handlers: Parameters<typeof createNodeFront>[0], logger: Logger): Front {
+  if (choice === 'node') return createNodeFront(handlers)
+  if (choice === 'uws') return createUwsFront(requireUws(), handlers)
+  const uws = loadUws()
+  if (uws.module) return createUwsFront(uws.module, handlers)
+  logger.info({ reason: uws.detail }, 'serving HTTP with node:http (uWebSockets.js unavailable)')
+  return createNodeFront(handlers)
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE', 'PATCH'])
 
 export class HttpServer {
-  readonly app: TemplatedApp
   private readonly router = new Router()
-  private listenSocket: us_listen_socket | null = null
+  private readonly front: Front
   private sweepTimer: NodeJS.Timeout | null = null
   closed = false
   port = 0
 
   constructor(private readonly c: HttpServerComponents) {
     for (const route of c.routes) this.router.add(route)
-    this.app = uWS.App()
-    // A WebSocket route yields plain (non-upgrade) requests to the catch-all below.
-    c.sockets?.register(this.app)
-    this.app.any('/*', (res, req) => this.handle(res, req))
+    this.front = createFront(c.server, { http: exchange => this.handle(exchange), sockets: c.sockets?.endpoints() ?? [] }, c.logger)
   }
 
-  listen(host: string, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.app.listen(host, port, token => {
-        if (!token) return reject(new Error(`cannot listen on ${host}:${port}`))
-        this.listenSocket = token
-        this.port = uWS.us_socket_local_port(token as unknown as uWS.us_socket)
-        resolve(this.port)
-      })
-      if (this.c.limiters) {
-        const { reads, writes, writesPerIp } = this.c.limiters
-        this.sweepTimer = setInterval(() => { reads.sweep(); writes.sweep(); writesPerIp.sweep() }, 60_000).unref()
-      }
-    })
+  /** The server carrying the API. */
+  get kind(): ServerKind {
+    return this.front.kind
+  }
+
+  async listen(host: string, port: number): Promise<number> {
+    this.port = await this.front.listen(host, port)
+    if (this.c.limiters) {
+      const { reads, writes, writesPerIp } = this.c.limiters
+      this.sweepTimer = setInterval(() => { reads.sweep(); writes.sweep(); writesPerIp.sweep() }, 60_000).unref()
+    }
+    return this.port
   }
 
   /** Stops accepting connections; requests on connections still open get 503 shutting_down. */
   close(): void {
     this.closed = true
     this.c.sockets?.close()
-    if (this.listenSocket) uWS.us_listen_socket_close(this.listenSocket)
-    this.listenSocket = null
+    this.front.close()
     if (this.sweepTimer) clearInterval(this.sweepTimer)
   }
 
-  private handle(res: HttpResponse, req: HttpRequest): void {
+  /** Ends the connections still open (after close, once in-flight work is done). */
+  closeConnections(): void {
+    this.front.closeConnections()
+  }
+
+  private handle(exchange: HttpExchange): void {
     const started = performance.now()
-    const method = req.getCaseSensitiveMethod().toUpperCase()
-    const path = req.getUrl()
-    const rawQuery = req.getQuery() ?? ''
-    const headers: Record<string, string> = {}
-    req.forEach((k, v) => { headers[k] = v })
-    const ip = this.c.clientIp.resolve(Buffer.from(res.getRemoteAddressAsText()).toString(), headers['x-forwarded-for'])
+    const { method, path, headers } = exchange
+    const ip = this.c.clientIp.resolve(exchange.remoteAddress, headers['x-forwarded-for'])
     const state = { aborted: false, done: false }
-    res.onAborted(() => { state.aborted = true })
+    exchange.onAborted(() => { state.aborted = true })
     const cors = this.c.cors.headers(headers.origin)
     let routeLabel = 'unmatched'
     let limitHeaders: Record<string, string> = {}
@@ -96,14 +105,9 @@ export class HttpServer {
       if (!state.aborted) {
         const isJson = reply.contentType === undefined
         const body = isJson ? JSON.stringify(reply.body) : (reply.body as string | Buffer)
-        res.cork(() => {
-          res.writeStatus(`${reply.status} ${STATUS_CODES[reply.status] ?? ''}`)
-          res.writeHeader('Content-Type', reply.contentType ?? JSON_CONTENT_TYPE)
-          for (const [k, v] of Object.entries(cors)) res.writeHeader(k, v)
-          for (const [k, v] of Object.entries(limitHeaders)) res.writeHeader(k, v)
-          if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.writeHeader(k, v)
-          res.end(method === 'HEAD' ? undefined : body, closeConnection)
-        })
+        const replyHeaders: Array<[string, string]> = [['Content-Type', reply.contentType ?? JSON_CONTENT_TYPE], ...Object.entries(cors), ...Object.entries(limitHeaders)]
+        if (reply.headers) replyHeaders.push(...Object.entries(reply.headers))
+        exchange.reply(reply.status, replyHeaders, method === 'HEAD' ? undefined : body, closeConnection)
       }
       const seconds = (performance.now() - started) / 1000
       this.c.metrics?.observe(routeLabel, method, reply.status, seconds)
@@ -152,7 +156,7 @@ export class HttpServer {
     let parsed: { value: unknown } | undefined
     const ctx: RequestContext = {
       method, path, params, headers, ip,
-      query: new URLSearchParams(rawQuery),
+      query: new URLSearchParams(exchange.query),
       raw: EMPTY,
       json() {
         if (parsed) return parsed.value
@@ -200,11 +204,11 @@ export class HttpServer {
     }
     const chunks: Buffer[] = []
     let received = 0
-    res.onData((chunk, isLast) => {
+    exchange.onData((chunk, isLast) => {
       if (state.done) return
       received += chunk.byteLength
       if (received > this.c.bodyLimitBytes) { fail(tooLarge(this.c.bodyLimitBytes), true); return }
-      chunks.push(Buffer.from(chunk.slice(0)))
+      if (chunk.byteLength > 0) chunks.push(chunk)
       if (isLast) {
         ctx.raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)
         run()

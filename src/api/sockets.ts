@@ -1,11 +1,11 @@
 /**
- * The three WebSocket endpoints on the uWS app.
+ * The three WebSocket endpoints, on whichever front serves the API (front.ts).
  *
  * Heartbeats (`/v1/entities/{id}/ws` for one entity, `/v1/heartbeat` multiplexing many): the node
  * answers every heartbeat with one small text frame,
  *   {"type":"ack","agent_id":…,"timestamp":<as sent>,"status":"active"}
  *   {"type":"error","error":<code>,"message":…,"agent_id"?:…,"field"?:…}
- * A bad frame never closes the socket; abuse does: frames over the size cap (uWS closes with
+ * A bad frame never closes the socket; abuse does: frames over the size cap (the front closes with
  * 1009), a connection that keeps sending faster than its rate after warnings, and one whose last
  * 50 heartbeats were all rejected (both closed with 1008).
  *
@@ -25,14 +25,12 @@
  * (and counted in an `events_dropped` frame once it catches up), so a slow reader never slows
  * the bus or the other subscribers.
  */
-import { STATUS_CODES } from 'node:http'
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type WebSocket, type us_socket_context_t } from 'uWebSockets.js'
 import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import type { EventBus, RegistryEvent } from '../events/bus.js'
 import type { VerifyPriority } from '../identity/verify-pool.js'
 import type { LivenessService } from '../services/liveness.js'
-import { JSON_CONTENT_TYPE } from './http.js'
+import type { SocketConnection, SocketEndpoint } from './front.js'
 
 export interface HeartbeatSocketLimits {
   /** Entities one multiplexed connection may carry. */
@@ -104,9 +102,12 @@ const MAX_PROBATION_IN_FLIGHT_PER_ADDRESS = 32
 const OVERLOADED = new RegistryError('overloaded').toBody()
 const IDLE_TIMEOUT_SECONDS = 120
 
+type HeartbeatSocket = SocketConnection<HeartbeatConnection>
+type ActivitySocket = SocketConnection<ActivityConnection>
+
 export class Sockets {
-  private readonly activity = new Set<WebSocket<ActivityConnection>>()
-  private readonly heartbeatSockets = new Set<WebSocket<HeartbeatConnection>>()
+  private readonly activity = new Set<ActivitySocket>()
+  private readonly heartbeatSockets = new Set<HeartbeatSocket>()
   private inFlight = 0
   private probationInFlight = 0
   private readonly probationByAddress = new Map<string, number>()
@@ -115,36 +116,37 @@ export class Sockets {
 
   constructor(private readonly c: SocketComponents) {}
 
-  /** Registers the endpoints; call before the app's catch-all HTTP route. */
-  register(app: TemplatedApp): void {
+  /** The endpoints, for the front; subscribes to the bus. */
+  endpoints(): ReadonlyArray<SocketEndpoint<unknown>> {
     const { limits } = this.c
-    app.ws<HeartbeatConnection>('/v1/entities/:id/ws', {
-      compression: uWS.DISABLED,
-      maxPayloadLength: limits.maxFrameBytes,
-      idleTimeout: IDLE_TIMEOUT_SECONDS,
-      upgrade: (res, req, context) => {
-        const entityId = decodeURIComponent(req.getParameter(0) ?? '')
-        this.upgrade(res, req, context, () => { this.c.liveness.check(entityId); return this.heartbeatConnection(entityId, res) })
-      },
-      open: ws => { this.heartbeatSockets.add(ws) },
-      message: (ws, message) => this.onHeartbeatMessage(ws, message),
-      close: ws => { ws.getUserData().closed = true; this.heartbeatSockets.delete(ws) }
-    })
-    app.ws<HeartbeatConnection>('/v1/heartbeat', {
-      compression: uWS.DISABLED,
-      maxPayloadLength: limits.maxFrameBytes * limits.maxEntitiesPerConnection,
-      idleTimeout: IDLE_TIMEOUT_SECONDS,
-      upgrade: (res, req, context) => this.upgrade(res, req, context, () => this.heartbeatConnection(undefined, res)),
-      open: ws => { this.heartbeatSockets.add(ws) },
-      message: (ws, message) => this.onHeartbeatMessage(ws, message),
-      close: ws => { ws.getUserData().closed = true; this.heartbeatSockets.delete(ws) }
-    })
-    app.ws<ActivityConnection>('/v1/ws/activity', {
-      compression: uWS.DISABLED,
-      maxPayloadLength: 1024,
-      idleTimeout: IDLE_TIMEOUT_SECONDS,
-      maxBackpressure: 4 * 1024 * 1024,
-      upgrade: (res, req, context) => this.upgrade(res, req, context, () => ({ queue: [], dropped: 0, closed: false })),
+    const heartbeat = {
+      idleTimeoutSeconds: IDLE_TIMEOUT_SECONDS,
+      open: (ws: HeartbeatSocket) => { this.heartbeatSockets.add(ws) },
+      message: (ws: HeartbeatSocket, message: Buffer) => this.onHeartbeatMessage(ws, message),
+      close: (ws: HeartbeatSocket) => { ws.data.closed = true; this.heartbeatSockets.delete(ws) }
+    }
+    const perEntity: SocketEndpoint<HeartbeatConnection> = {
+      ...heartbeat,
+      path: '/v1/entities/:id/ws',
+      maxPayloadBytes: limits.maxFrameBytes,
+      upgrade: ({ params, remoteAddress }) => {
+        this.refuseWhenClosed()
+        const entityId = params.id ?? ''
+        this.c.liveness.check(entityId)
+        return this.heartbeatConnection(entityId, remoteAddress)
+      }
+    }
+    const multiplexed: SocketEndpoint<HeartbeatConnection> = {
+      ...heartbeat,
+      path: '/v1/heartbeat',
+      maxPayloadBytes: limits.maxFrameBytes * limits.maxEntitiesPerConnection,
+      upgrade: ({ remoteAddress }) => { this.refuseWhenClosed(); return this.heartbeatConnection(undefined, remoteAddress) }
+    }
+    const activity: SocketEndpoint<ActivityConnection> = {
+      path: '/v1/ws/activity',
+      maxPayloadBytes: 1024,
+      idleTimeoutSeconds: IDLE_TIMEOUT_SECONDS,
+      upgrade: () => { this.refuseWhenClosed(); return { queue: [], dropped: 0, closed: false } },
       open: ws => {
         this.activity.add(ws)
         ws.send(JSON.stringify({ type: 'hello', timestamp: new Date().toISOString(), data: this.c.greeting() }))
@@ -152,16 +154,17 @@ export class Sockets {
       // The stream is read-only: anything a subscriber sends is ignored.
       message: () => {},
       drain: ws => this.drain(ws),
-      close: ws => { ws.getUserData().closed = true; this.activity.delete(ws) }
-    })
-    this.unsubscribe = this.c.bus.subscribe(event => this.broadcast(event))
+      close: ws => { ws.data.closed = true; this.activity.delete(ws) }
+    }
+    this.unsubscribe ??= this.c.bus.subscribe(event => this.broadcast(event))
+    return [perEntity, multiplexed, activity] as ReadonlyArray<SocketEndpoint<unknown>>
   }
 
   /** Closes every socket (shutdown). */
   close(): void {
     this.unsubscribe?.()
     for (const ws of [...this.activity, ...this.heartbeatSockets]) {
-      if (!ws.getUserData().closed) ws.end(1001, 'node shutting down')
+      if (!ws.data.closed) ws.end(1001, 'node shutting down')
     }
   }
 
@@ -169,33 +172,15 @@ export class Sockets {
     return { heartbeat: this.heartbeatSockets.size, activity: this.activity.size }
   }
 
-  private heartbeatConnection(entityId: string | undefined, res: HttpResponse): HeartbeatConnection {
+  private heartbeatConnection(entityId: string | undefined, address: string): HeartbeatConnection {
     // A new connection may send two seconds' worth at once (at least 10 frames), not the full
     // burst: a flood that reopens every connection the node closes gains little from each.
     const tokens = Math.min(this.burst(entityId), Math.max(10, 2 * this.rate(entityId)))
-    const address = Buffer.from(res.getRemoteAddressAsText()).toString('latin1')
     return { entityId, entities: new Set(), tokens, refilledAt: performance.now(), warnings: 0, failures: 0, inFlight: 0, accepted: 0, rejectedAt: -Infinity, address, closed: false }
   }
 
-  /** Accepts the upgrade with the connection state `accept` returns, or answers its error as JSON. */
-  private upgrade<T>(res: HttpResponse, req: HttpRequest, context: us_socket_context_t, accept: () => T): void {
-    const key = req.getHeader('sec-websocket-key')
-    const protocol = req.getHeader('sec-websocket-protocol')
-    const extensions = req.getHeader('sec-websocket-extensions')
-    let state: T
-    try {
-      if (this.c.closed()) throw new RegistryError('shutting_down')
-      state = accept()
-    } catch (err) {
-      const error = err instanceof RegistryError ? err : new RegistryError('internal_error')
-      res.cork(() => {
-        res.writeStatus(`${error.status} ${STATUS_CODES[error.status] ?? ''}`)
-        res.writeHeader('Content-Type', JSON_CONTENT_TYPE)
-        res.end(JSON.stringify(error.toBody()), true)
-      })
-      return
-    }
-    res.upgrade(state, key, protocol, extensions, context)
+  private refuseWhenClosed(): void {
+    if (this.c.closed()) throw new RegistryError('shutting_down')
   }
 
   private rate(entityId: string | undefined): number {
@@ -207,11 +192,11 @@ export class Sockets {
     return this.rate(entityId) * 10
   }
 
-  private onHeartbeatMessage(ws: WebSocket<HeartbeatConnection>, message: ArrayBuffer): void {
-    const conn = ws.getUserData()
+  private onHeartbeatMessage(ws: HeartbeatSocket, message: Buffer): void {
+    const conn = ws.data
     let parsed: unknown
     try {
-      parsed = JSON.parse(Buffer.from(message).toString('utf8'))
+      parsed = JSON.parse(message.toString('utf8'))
     } catch {
       this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid', 'The frame is not valid JSON.').toBody() })
       return
@@ -224,7 +209,7 @@ export class Sockets {
   }
 
   /** Token bucket per connection; a connection that keeps exceeding it after warnings is closed. */
-  private takeToken(ws: WebSocket<HeartbeatConnection>, conn: HeartbeatConnection): boolean {
+  private takeToken(ws: HeartbeatSocket, conn: HeartbeatConnection): boolean {
     const now = performance.now()
     const rate = this.rate(conn.entityId)
     conn.tokens = Math.min(this.burst(conn.entityId), conn.tokens + ((now - conn.refilledAt) / 1000) * rate)
@@ -241,7 +226,7 @@ export class Sockets {
   }
 
   /** Handles one heartbeat; false when the node is overloaded and the rest of the frame is dropped. */
-  private handleFrame(ws: WebSocket<HeartbeatConnection>, conn: HeartbeatConnection, frame: unknown): boolean {
+  private handleFrame(ws: HeartbeatSocket, conn: HeartbeatConnection, frame: unknown): boolean {
     if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) {
       this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid').toBody() })
       return true
@@ -315,26 +300,26 @@ export class Sockets {
     return { settled, priority: 'low' }
   }
 
-  private reply(ws: WebSocket<HeartbeatConnection>, body: object): void {
-    if (!ws.getUserData().closed) ws.send(JSON.stringify(body))
+  private reply(ws: HeartbeatSocket, body: object): void {
+    if (!ws.data.closed) ws.send(JSON.stringify(body))
   }
 
   private broadcast(event: RegistryEvent): void {
     if (this.activity.size === 0) return
     const text = JSON.stringify(event)
     for (const ws of this.activity) {
-      const conn = ws.getUserData()
+      const conn = ws.data
       if (conn.closed) continue
-      if (conn.queue.length === 0 && ws.getBufferedAmount() < SOCKET_HIGH_WATER) ws.send(text)
+      if (conn.queue.length === 0 && ws.bufferedAmount() < SOCKET_HIGH_WATER) ws.send(text)
       else if (conn.queue.length < this.c.activityQueueLimit) conn.queue.push(text)
       else { conn.dropped++; this.droppedEvents++ }
     }
   }
 
-  private drain(ws: WebSocket<ActivityConnection>): void {
-    const conn = ws.getUserData()
-    while (conn.queue.length > 0 && ws.getBufferedAmount() < SOCKET_HIGH_WATER) ws.send(conn.queue.shift() as string)
-    if (conn.queue.length === 0 && conn.dropped > 0 && ws.getBufferedAmount() < SOCKET_HIGH_WATER) {
+  private drain(ws: ActivitySocket): void {
+    const conn = ws.data
+    while (conn.queue.length > 0 && ws.bufferedAmount() < SOCKET_HIGH_WATER) ws.send(conn.queue.shift() as string)
+    if (conn.queue.length === 0 && conn.dropped > 0 && ws.bufferedAmount() < SOCKET_HIGH_WATER) {
       ws.send(JSON.stringify({ type: 'events_dropped', timestamp: new Date().toISOString(), data: { count: conn.dropped } }))
       conn.dropped = 0
     }

@@ -10,15 +10,15 @@
 import { lookup as dnsLookup } from 'node:dns/promises'
 import type { LookupAddress } from 'node:dns'
 import { readFileSync } from 'node:fs'
-import type { IncomingMessage } from 'node:http'
-import { request } from 'node:https'
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { isIP, type LookupFunction } from 'node:net'
-import { rootCertificates } from 'node:tls'
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls'
 import { RegistryError } from '../errors.js'
-import { canonicalJson, goEscapedJson } from '../identity/canonical-json.js'
-import { parsePublicKey, parseSignature } from '../identity/encoding.js'
-import { verifyRaw } from '../identity/keys.js'
+import { verifyCard, type CardVerification } from '../identity/card-signature.js'
 import { isForbiddenAddress } from './address-guard.js'
+
+export { verifyCard, type CardVerification }
 
 export interface CardFetchSettings {
   /** Time limit of one whole fetch: DNS, connections, redirects, fallback paths and body. */
@@ -29,6 +29,8 @@ export interface CardFetchSettings {
   cacheTtlMs: number
   /** Fetch from private, loopback and link-local addresses too (testnets only). */
   allowPrivateAddresses: boolean
+  /** Fetch over plain http too (entities.allow_http_url: local testnets); otherwise HTTPS only. */
+  allowHttp?: boolean
   /** Extra CA certificate (PEM file) trusted besides the default roots; '' for none. */
   caFile: string
 }
@@ -39,8 +41,6 @@ export interface CardEntity {
   /** 'ed25519:<base64>' (the prefix is optional). */
   public_key: string
 }
-
-export type CardVerification = 'verified' | 'invalid' | 'unsigned'
 
 export interface FetchedCard {
   /** The card exactly as parsed from the body. */
@@ -118,7 +118,8 @@ export class CardFetcher {
   private readonly now: () => number
   private readonly maxCacheBytes: number
   private readonly isForbidden: (address: string) => boolean
-  private readonly ca: string[] | undefined
+  /** Built once: a `ca` list given per request is parsed again on every connection (the whole root store). */
+  private readonly secureContext: SecureContext | undefined
   private readonly cache = new Map<string, CacheEntry>()
   private cacheBytes = 0
   private readonly inFlight = new Map<string, InFlight>()
@@ -137,7 +138,7 @@ export class CardFetcher {
       } catch (err) {
         throw new Error(`cannot read cards.ca_file ${settings.caFile}: ${err instanceof Error ? err.message : String(err)}`)
       }
-      this.ca = [...rootCertificates, extra]
+      this.secureContext = createSecureContext({ ca: [...rootCertificates, extra] })
     }
   }
 
@@ -244,6 +245,10 @@ export class CardFetcher {
     }
   }
 
+  private acceptedProtocol(url: URL): boolean {
+    return url.protocol === 'https:' || (url.protocol === 'http:' && this.settings.allowHttp === true)
+  }
+
   /** entity_url as an https URL without query, fragment, credentials or trailing slash. */
   private baseUrl(entity: CardEntity): string {
     const text = entity.entity_url
@@ -254,7 +259,7 @@ export class CardFetcher {
     } catch {
       throw unavailable(`The entity_url of ${entity.entity_id} is not a URL.`)
     }
-    if (url.protocol !== 'https:') throw unavailable(`Cards are fetched over HTTPS only; the entity_url of ${entity.entity_id} is ${url.protocol.slice(0, -1)}.`)
+    if (!this.acceptedProtocol(url)) throw unavailable(`Cards are fetched over HTTPS only; the entity_url of ${entity.entity_id} is ${url.protocol.slice(0, -1)}.`)
     url.search = ''
     url.hash = ''
     url.username = ''
@@ -277,7 +282,7 @@ export class CardFetcher {
       } catch {
         throw unavailable(`The card request ${start.href} redirected to an invalid URL.`)
       }
-      if (next.protocol !== 'https:') throw unavailable(`The card request ${start.href} redirected to a non-HTTPS URL, which is refused.`)
+      if (!this.acceptedProtocol(next)) throw unavailable(`The card request ${start.href} redirected to a non-HTTPS URL, which is refused.`)
       next.hash = ''
       next.username = ''
       next.password = ''
@@ -341,17 +346,18 @@ export class CardFetcher {
         else resolve(response as Response)
       }
       const onAbort = (): void => finish(this.timedOut())
-      const req = request({
-        protocol: 'https:',
+      const tls = url.protocol === 'https:'
+      const req = (tls ? httpsRequest : httpRequest)({
+        protocol: url.protocol,
         host,
-        port: url.port === '' ? 443 : Number(url.port),
+        port: url.port === '' ? (tls ? 443 : 80) : Number(url.port),
         path: url.pathname + url.search,
         method: 'GET',
         headers: { Accept: 'application/json', 'User-Agent': USER_AGENT },
         lookup: pinned,
         agent: false, // no pooled sockets: each connection goes to an address vetted for it
-        ...(isIP(host) === 0 ? { servername: host } : {}),
-        ...(this.ca ? { ca: this.ca } : {})
+        ...(tls && isIP(host) === 0 ? { servername: host } : {}),
+        ...(tls && this.secureContext ? { secureContext: this.secureContext } : {})
       }, (res: IncomingMessage) => {
         const status = res.statusCode ?? 0
         const location = typeof res.headers.location === 'string' ? res.headers.location : undefined
@@ -416,89 +422,4 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
       (err: unknown) => { signal.removeEventListener('abort', onAbort); reject(err) }
     )
   })
-}
-
-/** Canonical JSON, then its Go-escaped form when it differs. */
-function canonicalForms(value: unknown): string[] {
-  const plain = canonicalJson(value)
-  const escaped = goEscapedJson(plain)
-  return escaped === null ? [plain] : [plain, escaped]
-}
-
-function base64urlBytes(text: unknown): Buffer | null {
-  if (typeof text !== 'string' || !/^[A-Za-z0-9_-]*$/.test(text)) return null
-  return Buffer.from(text, 'base64url')
-}
-
-const ED25519_ALGS = new Set(['EdDSA', 'Ed25519'])
-
-/**
- * Checks a card's signatures against the entity's key, in both forms seen in the wild:
- * the spec's `signature` ('ed25519:<base64>') over canonical JSON of the card without it, and
- * A2A's JWS `signatures[]` ({protected, signature}, detached payload) whose signing input is
- * `protected '.' base64url(canonical JSON of the card without signatures)`. One valid signature
- * makes the card verified; signatures of which none verifies make it invalid.
- */
-export function verifyCard(card: unknown, publicKeyText: string): { verification: CardVerification; note?: string } {
-  if (!isObject(card)) return { verification: 'unsigned' }
-  const hasSpec = 'signature' in card
-  const hasJws = 'signatures' in card
-  if (!hasSpec && !hasJws) return { verification: 'unsigned', note: 'the card carries no signature' }
-  const key = parsePublicKey(publicKeyText)
-  if (key === null) return { verification: 'invalid', note: 'the entity\'s registered public key is malformed' }
-  const problems: string[] = []
-
-  if (hasSpec) {
-    const signature = typeof card.signature === 'string' ? parseSignature(card.signature) : null
-    if (signature === null) {
-      problems.push('signature is not ed25519:<base64 of 64 bytes>')
-    } else {
-      const { signature: _signature, ...rest } = card
-      if (canonicalForms(rest).some(message => verifyRaw(key, message, signature))) {
-        return { verification: 'verified', note: 'signature (canonical JSON of the card without signature) verifies against the registered key' }
-      }
-      problems.push('signature does not verify against the registered key')
-    }
-  }
-
-  if (hasJws) {
-    const list = card.signatures
-    if (!Array.isArray(list) || list.length === 0) {
-      problems.push('signatures is not a non-empty array')
-    } else {
-      const { signatures: _signatures, ...rest } = card
-      const payloads = canonicalForms(rest)
-      for (const [i, entry] of list.entries()) {
-        const outcome = verifyJws(entry, payloads, key)
-        if (outcome === null) return { verification: 'verified', note: `signatures[${i}] (JWS, EdDSA) verifies against the registered key` }
-        problems.push(`signatures[${i}]: ${outcome}`)
-      }
-    }
-  }
-  return { verification: 'invalid', note: problems.join('; ') }
-}
-
-/** null when the JWS entry verifies over one of the payloads, else why not. */
-function verifyJws(entry: unknown, payloads: string[], key: Buffer): string | null {
-  if (!isObject(entry)) return 'not an object'
-  const protectedText = entry.protected
-  const headerBytes = base64urlBytes(protectedText)
-  if (headerBytes === null || headerBytes.length === 0) return 'protected is not base64url'
-  let header: unknown
-  try {
-    header = JSON.parse(headerBytes.toString('utf8'))
-  } catch {
-    return 'protected header is not JSON'
-  }
-  if (!isObject(header)) return 'protected header is not a JSON object'
-  if (typeof header.alg !== 'string' || !ED25519_ALGS.has(header.alg)) return `alg ${JSON.stringify(header.alg ?? null)} is not EdDSA`
-  const signature = base64urlBytes(entry.signature)
-  if (signature === null || signature.length !== 64) return 'signature is not a base64url Ed25519 signature'
-  // RFC 7797: with "b64": false the payload enters the signing input as is.
-  const unencoded = header.b64 === false
-  for (const payload of payloads) {
-    const input = `${protectedText as string}.${unencoded ? payload : Buffer.from(payload, 'utf8').toString('base64url')}`
-    if (verifyRaw(key, input, signature)) return null
-  }
-  return 'does not verify against the registered key'
 }

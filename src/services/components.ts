@@ -14,6 +14,8 @@ export interface ServiceSettings {
   /** Where restricted-mode clients get approved (returned with onboarding_required). */
   authUrl: string
   tombstoneRetentionMs: number
+  /** Accept http:// entity URLs (entities.allow_http_url). */
+  allowHttpEntityUrl: boolean
 }
 
 /** What every registry service is built from (the node's composition root provides them). */

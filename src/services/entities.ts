@@ -252,7 +252,7 @@ export class EntityService {
     if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
     const now = remote?.op.accepted_at ?? this.now().toISOString()
     // Applied inside the transaction, to the record as it is then: concurrent updates never undo each other.
-    const patch = updatePatch(body, auth.signature, now)
+    const patch = updatePatch(body, auth.signature, now, this.c.settings.allowHttpEntityUrl)
     patch(existing) // validates the result before anything is written
 
     const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
@@ -305,7 +305,7 @@ export class EntityService {
     if (name === undefined || name === null || name === '') throw invalidField('name', 'is required (also accepted as entity_name)')
     const publicKey = parsePublicKey(body.public_key) as Buffer
     const entityId = deriveId(type, publicKey)
-    const reachability = checkReachability(type, body.entity_url ?? null, body.service_endpoint ?? null, body.openapi_url ?? null)
+    const reachability = checkReachability(type, body.entity_url ?? null, body.service_endpoint ?? null, body.openapi_url ?? null, this.c.settings.allowHttpEntityUrl)
     checkCapabilitySummary(body.capability_summary)
     const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
     const proofInput = body.developer_proof ?? null
@@ -354,7 +354,7 @@ export class EntityService {
     const updates = ops.filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at).sort(byTime)
     for (const update of updates) {
       const patchBody = validate(UpdateRequest, JSON.parse(Buffer.from(update.body as Uint8Array).toString('utf8')))
-      record = updatePatch(patchBody, update.auth.signature, update.accepted_at)(record)
+      record = updatePatch(patchBody, update.auth.signature, update.accepted_at, this.c.settings.allowHttpEntityUrl)(record)
     }
     return record
   }
@@ -435,7 +435,7 @@ export class EntityService {
  * What an update does to a record, as a function applied inside the transaction to the record as
  * it is then (so concurrent updates never undo each other); it throws if the result is invalid.
  */
-function updatePatch(body: UpdateRequest, signature: string, now: string): (current: EntityRecord) => EntityRecord {
+function updatePatch(body: UpdateRequest, signature: string, now: string, allowHttp: boolean): (current: EntityRecord) => EntityRecord {
   const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
   const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
   return current => {
@@ -450,7 +450,7 @@ function updatePatch(body: UpdateRequest, signature: string, now: string): (curr
     if (pricing !== undefined) next.pricing_model = pricing as PricingModel
     if (body.entity_name != null) next.entity_name = body.entity_name || null
     if (body.ttl != null) next.ttl = body.ttl
-    return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url)))
+    return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url), allowHttp))
   }
 }
 
@@ -476,8 +476,8 @@ function rejectImmutable(record: EntityRecord, body: Record<string, unknown>): v
   }
 }
 
-function checkReachability(type: EntityType, entityUrl: string | null, serviceEndpoint: string | null, openapiUrl: string | null) {
-  if (entityUrl !== null && entityUrl !== '') checkUrl('entity_url', entityUrl, true)
+function checkReachability(type: EntityType, entityUrl: string | null, serviceEndpoint: string | null, openapiUrl: string | null, allowHttp: boolean) {
+  if (entityUrl !== null && entityUrl !== '') checkUrl('entity_url', entityUrl, !allowHttp)
   if (serviceEndpoint !== null && serviceEndpoint !== '') checkUrl('service_endpoint', serviceEndpoint, false)
   if (openapiUrl !== null && openapiUrl !== '') checkUrl('openapi_url', openapiUrl, false)
   const entity_url = entityUrl || null

@@ -54,6 +54,8 @@ export class LivenessService implements LivenessView {
   private sweepTimer: NodeJS.Timeout | null = null
   private flushTimer: NodeJS.Timeout | null = null
   private flushing: Promise<void> | null = null
+  /** The batch that follows the one being written (see flush). */
+  private flushQueued: Promise<void> | null = null
   /** Transitions in progress, so concurrent heartbeats of one entity commit one transition. */
   private readonly transitions = new Map<string, Promise<void>>()
   accepted = 0
@@ -226,10 +228,21 @@ export class LivenessService implements LivenessView {
     })
   }
 
-  /** Writes the last-seen times gathered since the previous flush, in one transaction. */
+  /**
+   * Writes the last-seen times gathered since the previous flush, in one transaction. A batch
+   * already being written holds only what was dirty when it began, so a flush asked for meanwhile
+   * (the one at stop) writes the rest right after it; callers in that time share the second batch.
+   */
   flush(): Promise<void> {
-    this.flushing ??= this.writeBatch().finally(() => { this.flushing = null })
-    return this.flushing
+    if (this.flushing === null) {
+      this.flushing = this.writeBatch().finally(() => { this.flushing = null })
+      return this.flushing
+    }
+    this.flushQueued ??= this.flushing.catch(() => {}).then(() => {
+      this.flushQueued = null
+      return this.flush()
+    })
+    return this.flushQueued
   }
 
   private async writeBatch(): Promise<void> {

@@ -8,12 +8,14 @@ import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { EntityFactory } from './entity-factory.js'
 import { runConvergence } from './experiments/convergence.js'
+import { runLiveness } from './experiments/liveness.js'
 import { runPropagation } from './experiments/propagation.js'
 import { Testnet, TestnetError, type NetworkMode } from './testnet.js'
 import { parseTopology, TopologyError } from './topology.js'
 
 const FAULT_HELP = `commands: status | table | stop I | restart I | pause I | resume I | partition 0,1/2,3 | heal
           loss PERCENT [0-1,2-3] | latency MS [0-1] | clear | seed K | quit
+          entities | entity-stop K | entity-start K | entities-add K
           (links: only between these pairs; netns mode)`
 
 export class UsageError extends Error {
@@ -58,7 +60,7 @@ export async function testnetCommand(argv: string[]): Promise<void> {
     options: {
       nodes: { type: 'string' }, topology: { type: 'string' }, 'seed-entities': { type: 'string' }, keep: { type: 'boolean' },
       data: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, 'trace-dir': { type: 'string' }, 'log-level': { type: 'string' },
-      'node-arg': { type: 'string', multiple: true }
+      'node-arg': { type: 'string', multiple: true }, entities: { type: 'string' }, 'entity-heartbeat-seconds': { type: 'string' }
     }
   })
   const nodes = integer('nodes', values.nodes, undefined, 1)
@@ -66,7 +68,8 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   const net = new Testnet({
     nodes, topology: topologies(values.topology)[0] ?? 'full', seed, network: networkOf(values.network), keep: values.keep ?? false,
     ...(values.data ? { dataRoot: values.data } : {}), ...(values['trace-dir'] ? { traceDir: values['trace-dir'] } : {}),
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}), nodeArgs: values['node-arg'] ?? [], log: print
+    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}), nodeArgs: values['node-arg'] ?? [], log: print,
+    entityHeartbeatSeconds: integer('entity-heartbeat-seconds', values['entity-heartbeat-seconds'], 10, 1)
   })
   const started = Date.now()
   await net.start()
@@ -84,6 +87,8 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   }
   const wanted = integer('seed-entities', values['seed-entities'], 0)
   if (wanted > 0) await seedEntities(wanted)
+  const echo = integer('entities', values.entities, 0)
+  if (echo > 0) print(await addEntities(net, echo))
   print(FAULT_HELP)
 
   let stopping: Promise<void> | null = null
@@ -120,6 +125,13 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   process.off('SIGTERM', onSignal)
 }
 
+async function addEntities(net: Testnet, count: number): Promise<string> {
+  const started = Date.now()
+  const added = await net.entities.add(count)
+  const first = added[0]
+  return `${added.length} echo entities registered and heartbeating in ${((Date.now() - started) / 1000).toFixed(1)} s, spread over the nodes${first ? ` (entity ${first.index}: ${first.entityId} at ${first.url}; call it with registry-node call ${first.entityId} hello --registry ${net.nodes[first.home]?.url})` : ''}`
+}
+
 async function faultCommand(net: Testnet, line: string, seed: (count: number) => Promise<void>): Promise<string | null> {
   const [command, arg, links] = line.split(/\s+/, 3)
   const between = (): { between?: [number, number][] } => {
@@ -154,6 +166,10 @@ async function faultCommand(net: Testnet, line: string, seed: (count: number) =>
     case 'latency': return `latency on ${links ? `links ${links}` : 'every link'}: ${JSON.stringify(await net.setLinkFaults({ latencyMs: integer('latency', arg, undefined), ...between() }))}`
     case 'clear': await net.clearLinkFaults(); return 'link faults cleared'
     case 'seed': await seed(integer('seed', arg, undefined, 1)); return null
+    case 'entities': return net.entities.list().map(e => `entity ${e.index}  ${e.entityId}  node-${e.home}  ${e.url ?? 'stopped'}`).join('\n') || 'no entities (entities-add K starts some)'
+    case 'entities-add': return addEntities(net, integer('entities-add', arg, undefined, 1))
+    case 'entity-stop': await net.entities.stop(integer('entity', arg, undefined)); return `stopped entity ${arg} (its home marks it inactive after the inactivity threshold)`
+    case 'entity-start': await net.entities.restart(integer('entity', arg, undefined)); return `restarted entity ${arg}`
     default: return `unknown command ${command}; ${FAULT_HELP}`
   }
 }
@@ -165,7 +181,7 @@ export async function experimentCommand(argv: string[]): Promise<void> {
     options: {
       nodes: { type: 'string' }, messages: { type: 'string' }, topology: { type: 'string' }, loss: { type: 'string' }, latency: { type: 'string' },
       rate: { type: 'string' }, out: { type: 'string' }, network: { type: 'string' }, seed: { type: 'string' }, entities: { type: 'string' },
-      'node-arg': { type: 'string', multiple: true }
+      kill: { type: 'string' }, 'inactive-after': { type: 'string' }, 'node-arg': { type: 'string', multiple: true }
     }
   })
   const nodeArgs = values['node-arg'] ?? []
@@ -193,8 +209,17 @@ export async function experimentCommand(argv: string[]): Promise<void> {
     for (const r of summary.runs) {
       print(`${r.topology.padEnd(10)} converged: ${r.converged}${r.convergence_ms !== null ? ` in ${r.convergence_ms} ms` : ''} (partition ${r.partition_mode} mode, halves apart: ${r.partition_held})`)
     }
+  } else if (kind === 'liveness') {
+    const kill = Number(values.kill ?? '0.2')
+    if (!(kill > 0 && kill <= 1)) throw new UsageError('--kill is the share of entities stopped, in (0, 1]')
+    const summary = await runLiveness({
+      nodes, entities: integer('entities', values.entities, 20, 1), kill, out, seed, network, nodeArgs, log: print,
+      ...(values.topology ? { topology: topologies(values.topology)[0] as string } : {}),
+      ...(values['inactive-after'] ? { inactiveAfterSeconds: integer('inactive-after', values['inactive-after'], undefined, 1) } : {})
+    })
+    print(`inactive on every node: p50 ${summary.inactive_ms.p50} ms, p99 ${summary.inactive_ms.p99} ms, max ${summary.inactive_ms.max} ms (${summary.seen_inactive} of ${summary.pairs}); active again: p50 ${summary.active_ms.p50} ms, max ${summary.active_ms.max} ms (${summary.seen_active} of ${summary.pairs})`)
   } else {
-    throw new UsageError('experiment is propagation or convergence')
+    throw new UsageError('experiment is propagation, convergence or liveness')
   }
   print(`results in ${out}`)
 }

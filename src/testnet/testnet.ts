@@ -27,6 +27,7 @@ import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { loadOrCreateNodeIdentity, NODE_KEY_FILE } from '../identity/node-identity.js'
 import type { EntityFactory } from './entity-factory.js'
+import { TestnetEntities } from './entities.js'
 // Types only: netns.js itself is loaded in netns mode.
 import type { NetnsNetwork } from './netns.js'
 import { buildTopology, neighbours, type Topology } from './topology.js'
@@ -51,6 +52,8 @@ export interface TestnetOptions {
   syncIntervalSeconds?: number
   /** More `registry-node start` flags for every node. */
   nodeArgs?: readonly string[]
+  /** Heartbeat period of the testnet's echo entities (default 10 s). */
+  entityHeartbeatSeconds?: number
   /** Node.js flags for every node process, before the entry point (`--cpu-prof`, `--cpu-prof-dir=DIR`). */
   runtimeArgs?: readonly string[]
   logLevel?: string
@@ -103,6 +106,8 @@ const NETNS_P2P_PORT = 4001
 export class Testnet {
   readonly topology: Topology
   readonly adminSecret = randomBytes(24).toString('hex')
+  /** Echo entities run by this process (none until entities.add). */
+  readonly entities: TestnetEntities
   private slots: NodeSlot[] = []
   private netns: NetnsNetwork | null = null
   private root = ''
@@ -116,6 +121,12 @@ export class Testnet {
     if (!Number.isInteger(o.nodes) || o.nodes < 1 || o.nodes > 200) throw new TestnetError('--nodes must be an integer from 1 to 200')
     this.topology = buildTopology(o.topology ?? 'full', o.nodes, o.seed ?? 1)
     this.log = o.log ?? (() => {})
+    this.entities = new TestnetEntities({
+      nodeUrls: () => this.slots.map(s => s.url),
+      host: () => this.netns?.hostAddress ?? '127.0.0.1',
+      heartbeatSeconds: o.entityHeartbeatSeconds ?? 10,
+      seed: String(o.seed ?? 1)
+    })
   }
 
   get mode(): NetworkMode {
@@ -159,6 +170,7 @@ export class Testnet {
 
   /** SIGTERM to every node (SIGKILL after 15 s), network namespaces removed, data removed unless `keep`. */
   async stop(): Promise<void> {
+    await this.entities.stopAll()
     await Promise.all(this.slots.map(s => this.terminate(s)))
     await this.netns?.destroy()
     this.netns = null
@@ -375,6 +387,8 @@ export class Testnet {
       '--p2p', '--p2p-host', host, '--p2p-port', String(p2pPort),
       '--name', name, '--host', `${name}.testnet.local`, '--no-rate-limit', '--log-level', this.o.logLevel ?? 'warn',
       '--webhook-secret', this.adminSecret, '--sync-interval-seconds', String(this.o.syncIntervalSeconds ?? 10),
+      // Entities on this machine: http:// entity URLs, and cards fetched from private addresses.
+      '--allow-http-entity-url', '--card-allow-private',
       ...(traceFile ? ['--trace', traceFile] : []),
       ...(this.o.nodeArgs ?? [])
     ]

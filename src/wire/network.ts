@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { Nullable, PublicKey, Timestamp } from './common.js'
+import { Runtime } from './node.js'
 
 const RegistryId = Type.String({ pattern: '^zns:registry:[0-9a-f]{32}$', description: 'zns:registry:<32 hex>' })
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
@@ -87,6 +88,7 @@ export const NetworkStatus = Type.Object(
     peer_id: Nullable(Type.String({ description: 'null when the mesh is disabled' })),
     addresses: Type.Array(Type.String(), { description: 'libp2p multiaddrs peers can dial (announce addresses when set)' }),
     uptime_seconds: Type.Integer(),
+    runtime: Runtime,
     mesh: Type.Object({
       enabled: Type.Boolean(),
       peer_count: Type.Integer({ description: 'connected peers' }),

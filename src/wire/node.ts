@@ -1,7 +1,13 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { Nullable } from './common.js'
 
 export const Health = Type.Record(Type.String(), Type.String(), { $id: 'Health', example: { status: 'ok' } })
+
+export const Runtime = Type.Object({
+  node: Type.String({ description: 'Node.js version running this node' }),
+  http_server: Type.Union([Type.Literal('uws'), Type.Literal('node')], { description: 'server under the API: uws (uWebSockets.js) or node (node:http + ws)' })
+}, { $id: 'Runtime' })
+export type RuntimeInfo = Static<typeof Runtime>
 
 export const NodeInfo = Type.Object(
   {
@@ -18,7 +24,8 @@ export const NodeInfo = Type.Object(
     entity_count: Type.Integer(),
     developer_count: Type.Integer(),
     peer_count: Type.Integer(),
-    public_key: Type.String()
+    public_key: Type.String(),
+    runtime: Runtime
   },
   { $id: 'NodeInfo' }
 )

@@ -65,7 +65,8 @@ test.before(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'handles-test-'))
   const caFile = join(tmp, 'github-ca.pem')
   await writeFile(caFile, github.certPem)
-  node = await startTestNode({ verification: { dns_servers: [dns.address], github_api_url: github.url, github_ca_file: caFile, timeout_ms: 3000 } })
+  // Generous: the local DNS server and GitHub stand-in answer at once, a busy machine may be slow to get there.
+  node = await startTestNode({ verification: { dns_servers: [dns.address], github_api_url: github.url, github_ca_file: caFile, timeout_ms: 20_000 } })
   base = node.url
 })
 

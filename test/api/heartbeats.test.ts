@@ -1,8 +1,14 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import test from 'ava'
+import { pino } from 'pino'
 import WebSocket from 'ws'
 import { sign } from '../../src/identity/keys.js'
+import { startRegistryNode } from '../../src/node.js'
 import { agent, developer, specRegistration, type Agent } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, testConfig, type TestNode } from '../helpers/node.js'
+import { until, WAIT_TIMEOUT_MS } from '../helpers/wait.js'
 
 const dev = developer(61)
 
@@ -36,7 +42,7 @@ class Client {
   send(frame: unknown): void { this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)) }
 
   /** Waits until `count` frames have arrived (in total) and returns them. */
-  async next(count = this.frames.length + 1, timeoutMs = 5000): Promise<Record<string, unknown>[]> {
+  async next(count = this.frames.length + 1, timeoutMs = WAIT_TIMEOUT_MS): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs
     while (this.frames.length < count) {
       if (this.closed) throw new Error(`socket closed ${this.closed.code}`)
@@ -56,12 +62,16 @@ class Client {
   close(): void { this.ws.close() }
 }
 
-const wsUrl = (n: TestNode, path: string) => n.url.replace(/^http/, 'ws') + path
-const stamp = (offsetMs = 0) => new Date(Date.now() + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z')
+/** Anything with the URL of a node's HTTP front (a TestNode, or a RegistryNode started here). */
+type Served = { url: string }
+
+const wsUrl = (n: Served, path: string) => n.url.replace(/^http/, 'ws') + path
+const stampAt = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
+const stamp = (offsetMs = 0) => stampAt(Date.now() + offsetMs)
 const deployedBeat = (a: Agent, timestamp = stamp()) => ({ timestamp, signature: sign(a.keyPair, timestamp) })
 const specBeat = (a: Agent, timestamp = stamp()) => ({ agent_id: a.agentId, timestamp, signature: sign(a.keyPair, a.agentId + timestamp) })
 
-async function register(n: TestNode, a: Agent, fields: Record<string, unknown> = {}): Promise<void> {
+async function register(n: Served, a: Agent, fields: Record<string, unknown> = {}): Promise<void> {
   const res = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, fields) })
   if (res.status !== 201) throw new Error(JSON.stringify(res.body))
 }
@@ -147,8 +157,7 @@ test('a connection that floods is warned, then closed', async t => {
   const a = agent(dev, 1)
   const c = await Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))
   for (let i = 0; i < 60; i++) c.send(deployedBeat(a))
-  const deadline = Date.now() + 5000
-  while (!c.closed && Date.now() < deadline) await new Promise(r => setTimeout(r, 20))
+  await until('the node closes the flooding connection', () => c.closed !== null)
   t.is(c.closed?.code, 1008)
   t.true(c.frames.some(f => f.error === 'rate_limited'))
 })
@@ -160,36 +169,36 @@ test('a plain GET on a socket path says to upgrade', async t => {
 })
 
 test.serial('liveness: active → inactive after silence → active on a heartbeat, with events, signed status operations and search', async t => {
-  const node = await startTestNode({ liveness: { inactive_after_seconds: 0.4, sweep_interval_seconds: 0.1 } })
-  t.teardown(() => node.stop())
+  // The node's clock is the test's: silence is made by moving it, so a busy machine's delays can
+  // neither make the entity inactive early nor keep it active. The sweep still runs on its timer.
+  let clock = Date.now()
+  const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
+  const node = await startRegistryNode(testConfig(dir, { liveness: { inactive_after_seconds: 60, sweep_interval_seconds: 0.1 } }), { logger: pino({ level: 'silent' }), now: () => new Date(clock) })
+  t.teardown(async () => { await node.stop(); await rm(dir, { recursive: true, force: true }) })
   const a = agent(dev, 11)
   const events = await Client.open(wsUrl(node, '/v1/ws/activity'))
   await register(node, a, { name: 'Lighthouse Keeper', summary: 'Keeps the lighthouse lit' })
   const search = async () => (await http(node.url, 'POST', '/v1/search', { body: { query: 'lighthouse' } })).body.total_found as number
-  t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status, 'active', 'registration makes it active')
+  const status = async () => (await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status as string
+  t.is(await status(), 'active', 'registration makes it active')
   t.is(await search(), 1)
 
-  const waitFor = async (predicate: () => Promise<boolean> | boolean) => {
-    const deadline = Date.now() + 5000
-    while (!(await predicate())) {
-      if (Date.now() > deadline) throw new Error('condition not reached')
-      await new Promise(r => setTimeout(r, 50))
-    }
-  }
-  await waitFor(async () => (await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status === 'inactive')
+  clock += 61_000 // a minute of silence
+  await until('the sweep finds the entity silent', async () => (await status()) === 'inactive')
   t.is(await search(), 0, 'search hides inactive entities')
-  t.true(events.frames.some(f => f.type === 'agent_became_inactive' && (f.data as { entity_id: string }).entity_id === a.agentId))
+  await until('the activity stream reports it inactive', () => events.frames.some(f => f.type === 'agent_became_inactive' && (f.data as { entity_id: string }).entity_id === a.agentId))
 
+  clock += 1_000
   const c = await Client.open(wsUrl(node, `/v1/entities/${a.agentId}/ws`))
-  t.like(await c.call(deployedBeat(a)), { type: 'ack', status: 'active' })
-  t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status, 'active')
+  t.like(await c.call(deployedBeat(a, stampAt(clock))), { type: 'ack', status: 'active' })
+  t.is(await status(), 'active')
   t.is(await search(), 1)
-  await waitFor(() => events.frames.some(f => f.type === 'agent_became_active'))
-  t.true(events.frames.some(f => f.type === 'agent_heartbeat'))
+  await until('the activity stream reports it active', () => events.frames.some(f => f.type === 'agent_became_active'))
+  t.true(events.frames.some(f => f.type === 'agent_heartbeat'), 'the heartbeat came before the status change it caused')
 
-  const statusOps = node.node.store.operationsOf(a.agentId).filter(op => op.kind === 'entity.status')
+  const statusOps = node.store.operationsOf(a.agentId).filter(op => op.kind === 'entity.status')
   t.deepEqual(statusOps.map(op => JSON.parse(Buffer.from(op.body as Uint8Array).toString()).status), ['inactive', 'active'])
-  t.true(statusOps.every(op => op.auth.signer === 'node' && op.origin === node.node.identity.registryId))
+  t.true(statusOps.every(op => op.auth.signer === 'node' && op.origin === node.identity.registryId))
   c.close()
   events.close()
 })

@@ -41,7 +41,9 @@ for (const style of ['openai', 'ollama'] as const) {
   test(`${style}: batches, keeps order, normalises; failures are errors, never zero vectors`, async t => {
     const stub = await startEmbeddingServer(style)
     try {
-      const embedder = new HttpEmbedder({ url: stub.url, model: 'toy', style, dimension: DIM, timeoutMs: 2000, batchSize: 2 })
+      // A generous limit where the stub answers (a busy machine may be slow to get there), a short
+      // one where it never does.
+      const embedder = new HttpEmbedder({ url: stub.url, model: 'toy', style, dimension: DIM, timeoutMs: 20_000, batchSize: 2 })
       const texts = ['abc', 'hello world', 'zzz', 'translate', 'b']
       const vectors = await embedder.embed(texts)
       t.is(stub.requests, 3, 'five texts in batches of two')
@@ -56,7 +58,8 @@ for (const style of ['openai', 'ollama'] as const) {
       stub.mode = 'wrong-dim'
       await t.throwsAsync(embedder.embed(['x']), { message: /not 8 numbers/ })
       stub.mode = 'slow'
-      await t.throwsAsync(embedder.embed(['x']), { message: /no answer within 2000 ms/ })
+      const impatient = new HttpEmbedder({ url: stub.url, model: 'toy', style, dimension: DIM, timeoutMs: 300, batchSize: 2 })
+      await t.throwsAsync(impatient.embed(['x']), { message: /no answer within 300 ms/ })
     } finally {
       await stub.close()
     }
@@ -65,7 +68,8 @@ for (const style of ['openai', 'ollama'] as const) {
 
 test('a node searches with the http embedder, and keeps answering by text when it fails', async t => {
   const stub = await startEmbeddingServer('ollama')
-  const n = await startTestNode({ search: { embedder: 'http', http_url: stub.url, http_model: 'toy', http_style: 'ollama', dimension: DIM, http_timeout_ms: 500 } })
+  // The stub answers at once or fails at once: the time limit is only there to be generous.
+  const n = await startTestNode({ search: { embedder: 'http', http_url: stub.url, http_model: 'toy', http_style: 'ollama', dimension: DIM, http_timeout_ms: 20_000 } })
   try {
     const dev = developer(61)
     t.is((await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, agent(dev, 1), { name: 'Lexicon', summary: 'Word lists' }) })).status, 201)

@@ -16,6 +16,7 @@ import type { RegistryEvent } from '../../src/events/bus.js'
 import { HELLO_PROTOCOL, decodeHello, encodeHello, registryKeyOf } from '../../src/mesh/peers.js'
 import { parsePeerAddress } from '../../src/mesh/mesh.js'
 import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { sleep, until } from '../helpers/wait.js'
 
 const SECRET = 'whsec_mesh_test'
 const MESH = { enabled: true }
@@ -30,16 +31,6 @@ const tcpAddress = (n: TestNode): string => {
   const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
   if (!found) throw new Error('no TCP address')
   return found
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}: ${JSON.stringify(value ?? lastSeen)}`)
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
 }
 
 const peersOf = async (n: TestNode, query = ''): Promise<any[]> => (await http(n.url, 'GET', `/v1/network/peers${query}`)).body.peers
@@ -58,7 +49,7 @@ test.before(async t => {
       const peers = await peersOf(n)
       lastSeen = peers
       return peers.length === 2 && peers.every(p => p.verification_tier === 'peer-id' && typeof p.latency_ms === 'number') ? peers : undefined
-    })
+    }, { detail: () => lastSeen })
   }
   t.log(`mesh of three formed in ${Date.now() - started} ms`)
 })
@@ -178,16 +169,21 @@ test.serial('a peer whose hello claims another registry stays unverified and its
     registry_id: a.node.identity.registryId, name: 'impostor', host: 'registry.test', public_key: a.node.identity.publicKey,
     version: '9.9.9', entity_count: 1_000_000, agent_count: 1_000_000
   })
+  let hellosAnswered = 0
   await liar.handle(HELLO_PROTOCOL, async stream => {
     const lp = lpStream(stream)
     await lp.read()
     await lp.write(lie)
     await stream.close()
+    hellosAnswered++
   })
   try {
     await liar.dial(multiaddr(tcpAddress(a)))
     const seen = await until('A records the liar', async () => (await peersOf(a)).find(p => p.peer_id === liar.peerId.toString()))
-    await new Promise(resolve => setTimeout(resolve, 300))
+    // A asks for a hello on connect: wait until it has had the lie, then give it a moment to take
+    // it in (nothing observable marks a hello refused: this is the negative check's bounded wait).
+    await until('A has asked the liar for its hello and got the lie', () => hellosAnswered > 0)
+    await sleep(300)
     const view = (await peersOf(a)).find(p => p.peer_id === liar.peerId.toString()) ?? seen
     t.is(view.verification_tier, 'unverified')
     t.is(view.registry_id, registryKeyOf(liar.peerId)!.registryId, 'the registry ID shown is the one its key stands for')

@@ -21,12 +21,13 @@ test('enrich fetches live cards for the page; card skills feed the skills filter
   const dir = await mkdtemp(join(tmpdir(), 'cards-'))
   const caFile = join(dir, 'ca.pem')
   await writeFile(caFile, server.certPem)
-  const n = await startTestNode({ cards: { allow_private_addresses: true, ca_file: caFile } })
+  // Card fetches get 20 s (5 s by default): the HTTPS stand-in answers at once, a busy machine may be slow to get there.
+  const n = await startTestNode({ cards: { allow_private_addresses: true, ca_file: caFile, timeout_ms: 20_000 } })
   try {
     t.is((await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, { name: 'Muse', summary: 'Writes things', entity_url: server.url }) })).status, 201)
     await n.node.search.idle()
     t.is((await http(n.url, 'POST', '/v1/search', { body: { skills: ['poetry'] } })).body.total_found, 0, 'no card cached yet')
-    const enriched = await http(n.url, 'POST', '/v1/search', { body: { query: 'muse', enrich: true, timeout_ms: 5000 } })
+    const enriched = await http(n.url, 'POST', '/v1/search', { body: { query: 'muse', enrich: true, timeout_ms: 20_000 } })
     t.is(enriched.status, 200)
     t.deepEqual(enriched.body.results[0].card, card)
     t.is(enriched.body.results[0].card_verification, 'verified')

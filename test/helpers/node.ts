@@ -23,7 +23,9 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): No
     const current = (config as unknown as Record<string, unknown>)[key]
     ;(config as unknown as Record<string, unknown>)[key] = current !== null && typeof current === 'object' && !Array.isArray(current) ? { ...current, ...(value as object) } : value
   }
-  config.http = { ...config.http, host: '127.0.0.1', port: 0, ...(overrides.http ?? {}) }
+  // REGISTRY_NODE_HTTP_SERVER=node|uws runs the suite on one server kind (default: auto).
+  const server = (process.env.REGISTRY_NODE_HTTP_SERVER ?? config.http.server) as NodeConfig['http']['server']
+  config.http = { ...config.http, host: '127.0.0.1', port: 0, server, ...(overrides.http ?? {}) }
   config.rate_limit = { ...config.rate_limit, enabled: false, ...(overrides.rate_limit ?? {}) }
   // The mesh is off unless a test asks for it (p2p: { enabled: true }): importing libp2p costs each test
   // process 1–2 s (docs/decisions.md). When on, it listens on loopback and ephemeral ports.
@@ -31,7 +33,7 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): No
   return config
 }
 
-/** A real node: LMDB in a temp dir, uWS on an ephemeral port, rate limits off unless asked for. */
+/** A real node: LMDB in a temp dir, its HTTP front on an ephemeral port, rate limits off unless asked for. */
 export async function startTestNode(overrides: ConfigOverrides = {}, dataDir?: string): Promise<TestNode> {
   const dir = dataDir ?? await mkdtemp(join(tmpdir(), 'registry-node-test-'))
   const config = testConfig(dir, overrides)

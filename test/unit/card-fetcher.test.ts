@@ -317,16 +317,15 @@ test('a body larger than maxBytes is refused (declared length and streamed)', as
   t.is((await fetcher().get(exact)).body.length, 4096)
 })
 
-// Serial: a loaded event loop would stretch the elapsed time measured here.
-test.serial('the whole fetch is bounded by timeoutMs', async t => {
+test('the whole fetch is bounded by timeoutMs', async t => {
   const e = entity('slow')
   routes.set('/slow/.well-known/agent-card.json', (_req, res) => {
     const timer = setTimeout(() => sendJson({ name: 'late' })(_req, res), 30_000)
     res.on('close', () => clearTimeout(timer))
   })
-  const started = Date.now()
+  // The server would answer (with a card) after 30 s: failing with the time limit's message is the
+  // fetch giving up at its limit, however long a busy machine takes to get there.
   await rejectsWith(t, fetcher({ timeoutMs: 300 }).get(e), 'card_unavailable', /within 300 ms/)
-  t.true(Date.now() - started < 10_000) // far below the server's 30 s
 
   // A lookup that never answers is inside the limit too.
   const hang: HostLookup = () => new Promise(() => {})

@@ -100,14 +100,15 @@ test('bigrams make order count a little', async t => {
   t.true(c < 0.999 && c > 0.5, String(c))
 })
 
-test('speed: 1,000 short texts well under 2 s', async t => {
+// How fast: hash_embed_rate in `npm run bench:search:engine` (scripts/bench/search.ts), not a time limit here.
+test('a batch of 1,000 short texts gives each text its own vector, as one at a time', async t => {
   const e = new HashEmbedder()
   const words = ['agent', 'translates', 'legal', 'documents', 'weather', 'forecast', 'summarizes', 'PDF', 'files', 'for', 'the', 'team', 'crawler', 'stock', 'prices', 'image']
   const texts = Array.from({ length: 1000 }, (_, i) =>
     Array.from({ length: 12 }, (_, j) => words[(i * 7 + j * 3 + (i >> 3)) % words.length]).join(' ') + ` v${i}`)
-  const start = performance.now()
   const vectors = await e.embed(texts)
-  const ms = performance.now() - start
   t.is(vectors.length, 1000)
-  t.true(ms < 2000, `${ms.toFixed(0)} ms`)
+  t.true(vectors.every(v => v.length === 256 && Math.abs(norm(v) - 1) < 1e-6), 'L2-normalised, of the dimension')
+  const bytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength)
+  t.true(vectors.every((v, i) => bytes(v).equals(bytes(e.embedOne(texts[i]!)))), 'each is its own text\'s vector, in order')
 })

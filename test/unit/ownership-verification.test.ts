@@ -81,7 +81,8 @@ function githubApi(req: IncomingMessage, res: ServerResponse): void {
 }
 
 function settings(over: Partial<VerificationSettings> = {}): VerificationSettings {
-  return { dnsServers: [dns.address], githubApiUrl: github.url, githubCaFile: caFile, timeoutMs: 5000, ...over }
+  // Generous: the local servers answer at once, a busy machine may still take a while to get there.
+  return { dnsServers: [dns.address], githubApiUrl: github.url, githubCaFile: caFile, timeoutMs: 20_000, ...over }
 }
 
 async function expectError(t: ExecutionContext, promise: Promise<unknown>, code: ErrorCode, message?: RegExp, field?: string): Promise<void> {
@@ -190,9 +191,9 @@ test('dns: a server that never answers is unavailable after the time limit', asy
   try {
     const { port } = silent.address() as AddressInfo
     const verifier = new OwnershipVerifier(settings({ dnsServers: [`127.0.0.1:${port}`], timeoutMs: 300 }))
-    const started = Date.now()
-    await expectError(t, verifier.verify('dns', 'bare.example', KEY), 'verification_unavailable', /^DNS lookup of TXT _zns-verify\.bare\.example failed/)
-    t.true(Date.now() - started < 3000)
+    // Whichever gives up first, the resolver (one try of 300 ms) or the verifier's own 300 ms limit,
+    // the failure is a timeout: the server never answers, so nothing else could end the lookup.
+    await expectError(t, verifier.verify('dns', 'bare.example', KEY), 'verification_unavailable', /^DNS lookup of TXT _zns-verify\.bare\.example failed: .*(ETIMEOUT|timed out after 300 ms)/)
   } finally {
     await new Promise<void>(resolve => silent.close(() => resolve()))
   }
@@ -275,9 +276,9 @@ test('github: a response over 1 MiB is unavailable', async t => {
 
 test('github: a server slower than the time limit is unavailable', async t => {
   const verifier = new OwnershipVerifier(settings({ timeoutMs: 300 }))
-  const started = Date.now()
+  // The stand-in would answer (no gists: verification_failed) after 3 s; the time limit's error is
+  // the request giving up at its limit.
   await expectError(t, verifier.verify('github', 'slow', KEY), 'verification_unavailable', /timed out after 300 ms/)
-  t.true(Date.now() - started < 2500)
 })
 
 test('github: a server whose certificate is not trusted is unavailable', async t => {

@@ -43,12 +43,16 @@ test('an update that fails while its registration is being applied is applied, n
   let held = false
   const updates: string[] = []
   const registered = gate()
+  const updateLooked = gate()
   const updateChecked = gate()
+  let attempts = 0
   const entities = {
     register: async () => { held = true; registered.open() },
     // The first attempt looks for the entity before the registration lands and reports it missing after.
     update: async () => {
+      attempts++
       const found = held
+      updateLooked.open()
       await updateChecked.opened
       if (!found) throw new RegistryError('entity_not_found')
       updates.push('applied')
@@ -63,11 +67,13 @@ test('an update that fails while its registration is being applied is applied, n
   })
 
   const updating = replication.apply(update)
-  await new Promise(resolve => setTimeout(resolve, 20)) // the update is inside its check, entity not found
+  await updateLooked.opened // the update is inside its check, entity not found
+  t.false(held)
   t.is(await replication.apply(registration), 'applied')
   await registered.opened
   updateChecked.open() // now the update reports the entity missing
   t.is(await updating, 'applied', 'retried at once, since its entity arrived while it was checked')
   t.deepEqual(updates, ['applied'])
+  t.is(attempts, 2, 'the first attempt failed for want of the entity, the retry applied it')
   t.like(replication.counts, { applied: 2, deferred: 0 })
 })

@@ -3,6 +3,7 @@ import type { NodeIdentity } from '../../identity/node-identity.js'
 import type { Mesh } from '../../mesh/mesh.js'
 import { NODE_VERSION } from '../../version.js'
 import { AddPeerRequest, MeshFaultsRequest, MeshFaultsView, NetworkStats, NetworkStatus, PeerList, PeerListQuery, PeerView } from '../../wire/network.js'
+import type { RuntimeInfo } from '../../wire/node.js'
 import { validate } from '../../wire/validate.js'
 import { json, type RouteDefinition } from '../http.js'
 
@@ -17,6 +18,7 @@ export interface NetworkRouteComponents {
   homeCounts: () => { entities: number; agents: number; active: number }
   /** Date.now() when the node started. */
   startedAt: number
+  runtime: () => RuntimeInfo
   /** Throws admin_unavailable or admin_unauthorized. */
   checkAdmin: (authorization: string | undefined) => void
 }
@@ -74,6 +76,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
           peer_id: c.mesh?.peerId ?? null,
           addresses: c.mesh?.addresses() ?? [],
           uptime_seconds: Math.floor((Date.now() - c.startedAt) / 1000),
+          runtime: c.runtime(),
           mesh: {
             enabled: c.mesh !== null,
             peer_count: c.mesh?.peers.connectedCount ?? 0,

@@ -3,7 +3,7 @@ import type { NodeIdentity } from '../../identity/node-identity.js'
 import type { EntityCatalog } from '../../services/catalog.js'
 import type { DeveloperService } from '../../services/developers.js'
 import { NODE_VERSION } from '../../version.js'
-import { Health, NodeInfo } from '../../wire/node.js'
+import { Health, NodeInfo, type RuntimeInfo } from '../../wire/node.js'
 import { json, type RouteDefinition } from '../http.js'
 import type { NodeMetrics } from '../metrics.js'
 import { DASHBOARD_HTML } from '../dashboard-page.js'
@@ -16,6 +16,8 @@ export interface NodeRouteComponents {
   developers: DeveloperService
   metrics: NodeMetrics | null
   peerCount: () => number
+  /** What runs this node (the server kind is known once the front is built). */
+  runtime: () => RuntimeInfo
 }
 
 export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
@@ -63,7 +65,8 @@ export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
           entity_count: agents + services,
           developer_count: c.developers.count,
           peer_count: c.peerCount(),
-          public_key: c.identity.publicKey
+          public_key: c.identity.publicKey,
+          runtime: c.runtime()
         })
       }
     }

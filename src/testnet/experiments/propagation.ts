@@ -10,13 +10,13 @@
  *                                      duplicates per node, bytes sent, fault modes
  *   latency-cdf.svg                    the latency CDF, one line per topology
  */
-import { readFile, writeFile, mkdir } from 'node:fs/promises'
+import { writeFile, mkdir } from 'node:fs/promises'
 import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { EntityFactory } from '../entity-factory.js'
 import { seededRandom } from '../random.js'
 import { sleep, Testnet, type LinkFaults, type NetworkMode } from '../testnet.js'
-import { cdfChart, percentiles, writeCsv, type Percentiles } from './report.js'
+import { cdfChart, percentiles, readJsonLines, writeCsv, type Percentiles } from './report.js'
 
 export interface PropagationOptions {
   nodes: number
@@ -69,12 +69,6 @@ interface Published { k: number; entityId: string; origin: number }
 
 const slug = (topology: string): string => topology.replace(/[^a-z0-9]+/gi, '-')
 
-async function readTrace(path: string): Promise<TraceLine[]> {
-  const text = await readFile(path, 'utf8').catch(() => '')
-  return text.split('\n').filter(Boolean).flatMap(line => {
-    try { return [JSON.parse(line) as TraceLine] } catch { return [] }
-  })
-}
 
 export async function runPropagation(o: PropagationOptions): Promise<PropagationSummary> {
   const log = o.log ?? (() => {})
@@ -132,7 +126,7 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
     }
 
     // Traces: when each message first arrived at each node, and how many copies came.
-    const traces = await Promise.all(net.nodes.map(n => readTrace(join(traceDir, `${n.name}.jsonl`))))
+    const traces = await Promise.all(net.nodes.map(n => readJsonLines<TraceLine>(join(traceDir, `${n.name}.jsonl`))))
     const messageOf = new Map<string, string>() // entity id → gossip message id
     const publishedAt = new Map<string, number>()
     traces.forEach(lines => {

@@ -2,7 +2,7 @@
  * Figures and files of experiments: percentiles, CSV, and an SVG chart of cumulative distributions
  * (one line per series) drawn by hand, so a results folder opens in any browser with nothing else.
  */
-import { writeFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 
 export interface Percentiles { count: number; p50: number | null; p95: number | null; p99: number | null; max: number | null; mean: number | null }
 
@@ -106,4 +106,12 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
   })
   parts.push('</svg>')
   return parts.join('\n') + '\n'
+}
+
+/** The JSON lines of a trace file (missing file: none; a torn last line is skipped). */
+export async function readJsonLines<T>(path: string): Promise<T[]> {
+  const text = await readFile(path, 'utf8').catch(() => '')
+  return text.split('\n').filter(Boolean).flatMap(line => {
+    try { return [JSON.parse(line) as T] } catch { return [] }
+  })
 }

@@ -1,0 +1,127 @@
+/**
+ * The front on uWebSockets.js (the fast path). uWS invalidates `req` when its handler returns, so
+ * the exchange copies what it needs first; writes after an await go through `res.cork`.
+ */
+import { STATUS_CODES } from 'node:http'
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js'
+import { RegistryError } from '../errors.js'
+import type { Front, FrontHandlers, HttpExchange, SocketConnection, SocketEndpoint } from './front.js'
+import { JSON_CONTENT_TYPE } from './http.js'
+import type { UwsModule } from './uws-loader.js'
+
+/** What uWS may buffer per socket before it drops sends; the protocol layer keeps far below it. */
+const MAX_BACKPRESSURE = 4 * 1024 * 1024
+
+interface Slot<T> { connection: SocketConnection<T> | null; state: T; address: string }
+
+export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
+  const app: TemplatedApp = uws.App()
+  const sockets = new Set<WebSocket<Slot<unknown>>>()
+  let listenSocket: us_listen_socket | null = null
+  // Registered ahead of the catch-all: a plain (non-upgrade) request on a socket path falls through to it.
+  for (const endpoint of handlers.sockets) serveSocket(uws, app, endpoint, sockets)
+  app.any('/*', (res, req) => handlers.http(exchange(res, req)))
+  return {
+    kind: 'uws',
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, token => {
+          if (!token) return reject(new Error(`cannot listen on ${host}:${port}`))
+          listenSocket = token
+          resolve(uws.us_socket_local_port(token))
+        })
+      })
+    },
+    close() {
+      if (listenSocket) uws.us_listen_socket_close(listenSocket)
+      listenSocket = null
+    },
+    closeConnections() {
+      for (const ws of sockets) ws.close()
+      // Builds from 20.44 on end the app's HTTP connections too; older ones leave them to the process exit.
+      ;(app as TemplatedApp & { close?: () => void }).close?.()
+    }
+  }
+}
+
+function exchange(res: HttpResponse, req: HttpRequest): HttpExchange {
+  const headers: Record<string, string> = {}
+  req.forEach((k, v) => { headers[k] = v })
+  let aborted = false
+  let abortListener: (() => void) | undefined
+  res.onAborted(() => { aborted = true; abortListener?.() })
+  return {
+    method: req.getCaseSensitiveMethod().toUpperCase(),
+    path: req.getUrl(),
+    query: req.getQuery() ?? '',
+    headers,
+    remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    onAborted(listener) { abortListener = listener },
+    onData(listener) {
+      // uWS reuses the chunk's memory after the callback: copy it.
+      res.onData((chunk, isLast) => listener(Buffer.from(chunk.slice(0)), isLast))
+    },
+    reply(status, replyHeaders, body, closeConnection) {
+      if (aborted) return
+      res.cork(() => {
+        res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`)
+        for (const [k, v] of replyHeaders) res.writeHeader(k, v)
+        res.end(body, closeConnection)
+      })
+    }
+  }
+}
+
+function serveSocket<T>(uws: UwsModule, app: TemplatedApp, endpoint: SocketEndpoint<T>, open: Set<WebSocket<Slot<unknown>>>): void {
+  const names = [...endpoint.path.matchAll(/:([A-Za-z_]+)/g)].map(m => m[1] as string)
+  const connection = (ws: WebSocket<Slot<T>>): SocketConnection<T> => {
+    const slot = ws.getUserData()
+    slot.connection ??= {
+      data: slot.state,
+      remoteAddress: slot.address,
+      send: text => { ws.send(text) },
+      end: (code, reason) => { ws.end(code, reason) },
+      bufferedAmount: () => ws.getBufferedAmount()
+    }
+    return slot.connection
+  }
+  app.ws<Slot<T>>(endpoint.path, {
+    compression: uws.DISABLED,
+    maxPayloadLength: endpoint.maxPayloadBytes,
+    idleTimeout: endpoint.idleTimeoutSeconds,
+    maxBackpressure: MAX_BACKPRESSURE,
+    upgrade: (res, req, context) => {
+      const key = req.getHeader('sec-websocket-key')
+      const protocol = req.getHeader('sec-websocket-protocol')
+      const extensions = req.getHeader('sec-websocket-extensions')
+      const headers: Record<string, string> = {}
+      req.forEach((k, v) => { headers[k] = v })
+      const address = Buffer.from(res.getRemoteAddressAsText()).toString()
+      let state: T
+      try {
+        const params: Record<string, string> = {}
+        names.forEach((name, i) => { params[name] = decodeURIComponent(req.getParameter(i) ?? '') })
+        state = endpoint.upgrade({ params, headers, remoteAddress: address })
+      } catch (err) {
+        const error = err instanceof RegistryError ? err : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')
+        res.cork(() => {
+          res.writeStatus(`${error.status} ${STATUS_CODES[error.status] ?? ''}`)
+          res.writeHeader('Content-Type', JSON_CONTENT_TYPE)
+          res.end(JSON.stringify(error.toBody()), true)
+        })
+        return
+      }
+      res.upgrade<Slot<T>>({ connection: null, state, address }, key, protocol, extensions, context)
+    },
+    open: ws => {
+      open.add(ws as unknown as WebSocket<Slot<unknown>>)
+      endpoint.open(connection(ws))
+    },
+    message: (ws, message) => endpoint.message(connection(ws), Buffer.from(message)),
+    drain: ws => endpoint.drain?.(connection(ws)),
+    close: ws => {
+      open.delete(ws as unknown as WebSocket<Slot<unknown>>)
+      endpoint.close(connection(ws))
+    }
+  })
+}

@@ -1,0 +1,289 @@
+/**
+ * The entity side of the `registry-node` command line:
+ *   entity init    derive an entity key at the developer's next free index and write entity.toml
+ *   entity serve   run an entity from its entity.toml (echo handler or a handler module)
+ *   call           send a signed message to an entity and print the reply
+ *   search         search a registry (a readable table, or --json)
+ *   resolve        resolve an FQAN or entity ID (--json for scripts)
+ * Errors are thrown as CliError (usage, exit 2) or left to the caller (exit 1).
+ */
+import { readdir, readFile, writeFile, access } from 'node:fs/promises'
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parse as parseToml } from 'smol-toml'
+import type { ServerChoice } from '../api/front.js'
+import { readKeyFile, writeKeyFile, entityKeyFile, type KeyFile } from '../identity/key-file.js'
+import { deriveId } from '../identity/ids.js'
+import { callEntity } from './call.js'
+import type { CardInput } from './card.js'
+import { createEntity, type EntityType } from './entity.js'
+import { AUTH_MODES, type AuthMode } from './message-auth.js'
+import { RegistryClient } from './registry-client.js'
+import type { EntityHandler } from './webhooks.js'
+
+export class CliError extends Error {
+  override name = 'CliError'
+}
+
+
+const DEFAULT_REGISTRY = 'http://127.0.0.1:8080'
+
+/** `--name value`, `--name=value`; repeated flags in `all`. */
+function flags(argv: readonly string[]): { get(name: string): string | undefined; all(name: string): string[]; has(name: string): boolean; positionals: string[] } {
+  const values = new Map<string, string[]>()
+  const positionals: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string
+    if (!arg.startsWith('--')) { positionals.push(arg); continue }
+    const eq = arg.indexOf('=')
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
+    let value = eq === -1 ? undefined : arg.slice(eq + 1)
+    if (value === undefined && BOOLEAN_FLAGS.has(name)) value = 'true'
+    if (value === undefined) {
+      const next = argv[i + 1]
+      if (next === undefined || next.startsWith('--')) throw new CliError(`--${name} needs a value`)
+      value = next
+      i++
+    }
+    values.set(name, [...(values.get(name) ?? []), value])
+  }
+  return {
+    get: name => values.get(name)?.at(-1),
+    all: name => values.get(name) ?? [],
+    has: name => values.has(name),
+    positionals
+  }
+}
+
+const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop'])
+
+const registryOf = (f: ReturnType<typeof flags>): string => f.get('registry') ?? process.env.REGISTRY_NODE_URL ?? DEFAULT_REGISTRY
+
+function print(value: unknown): void {
+  process.stdout.write((typeof value === 'string' ? value : JSON.stringify(value, null, 2)) + '\n')
+}
+
+// --- entity init -------------------------------------------------------------------------------
+
+const ENTITY_FILE = 'entity.toml'
+const KEY_FILE = 'entity-key.json'
+
+async function entityInit(argv: string[]): Promise<void> {
+  const f = flags(argv)
+  const developerPath = f.get('developer') ?? usage('entity init needs --developer KEYFILE')
+  const name = f.get('name') ?? usage('entity init needs --name NAME')
+  const type = (f.get('type') ?? 'agent') as EntityType
+  if (type !== 'agent' && type !== 'service') usage('--type must be agent or service')
+  const { file: developerFile, keyPair: developer } = await readKeyFile(developerPath)
+  if (developerFile.type !== 'developer') usage(`${developerPath} is not a developer key file`)
+  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'entity'
+  const out = f.get('out') ?? slug
+  const index = f.has('index') ? parseIndex(f.get('index') as string) : await nextFreeIndex(developerFile.developer_id ?? '', out, f.has('registry') || process.env.REGISTRY_NODE_URL ? registryOf(f) : null)
+  const { file, keyPair } = entityKeyFile(developer, index)
+  if (await exists(join(out, ENTITY_FILE))) usage(`${join(out, ENTITY_FILE)} exists; refusing to overwrite it`)
+  await writeKeyFile(join(out, KEY_FILE), file)
+  await writeFile(join(out, ENTITY_FILE), entityToml({ name, type, slug }))
+  print({ entity_id: deriveId(type, keyPair.publicKey), index, config: join(out, ENTITY_FILE), key_file: join(out, KEY_FILE), next: `registry-node entity serve --config ${join(out, ENTITY_FILE)} --echo` })
+}
+
+function parseIndex(text: string): number {
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 0 || n > 0xffff_ffff) usage('--index must be an unsigned 32-bit integer')
+  return n
+}
+
+/**
+ * The lowest index not yet taken by this developer: not in a key file beside `out` (its sibling
+ * folders' entity-key.json) and, with a registry, not among the developer's registered entities.
+ */
+async function nextFreeIndex(developerId: string, out: string, registryUrl: string | null): Promise<number> {
+  const used = new Set<number>()
+  const parent = dirname(resolve(out))
+  for (const entry of await readdir(parent, { withFileTypes: true }).catch(() => [])) {
+    if (!entry.isDirectory()) continue
+    const file = await readFile(join(parent, entry.name, KEY_FILE), 'utf8').then(t => JSON.parse(t) as KeyFile, () => null)
+    if (file?.developer_id === developerId && typeof file.index === 'number') used.add(file.index)
+  }
+  if (registryUrl && developerId) {
+    const res = await fetch(`${registryUrl.replace(/\/+$/, '')}/v1/developers/${encodeURIComponent(developerId)}/entities`).catch(() => null)
+    const body = res?.ok ? await res.json() as { entities?: Array<{ entity_index?: number; developer_proof?: { index?: number } }> } : null
+    for (const e of body?.entities ?? []) {
+      const i = e.entity_index ?? e.developer_proof?.index
+      if (typeof i === 'number') used.add(i)
+    }
+  }
+  let index = 0
+  while (used.has(index)) index++
+  return index
+}
+
+function entityToml(e: { name: string; type: EntityType; slug: string }): string {
+  return `# registry-node entity configuration (TOML). Run: registry-node entity serve --config <this file> --echo
+[entity]
+name = ${JSON.stringify(e.name)}
+type = ${JSON.stringify(e.type)}
+key_file = ${JSON.stringify(KEY_FILE)}
+# strict: signed messages only; permissive: unsigned ones too (the handler is told signed: false).
+auth_mode = "permissive"
+# Bound as <host>/<handle>/<entity_name> when the developer holds a handle on the registry.
+entity_name = ${JSON.stringify(e.slug)}
+
+[card]
+summary = ""
+category = "general"
+tags = []
+version = "0.1.0"
+capabilities = []
+
+[card.metadata]
+# framework = ""
+# model = ""
+# documentation = ""
+# source_code = ""
+
+# Pricing of /webhook/sync (x402). Not enforced yet: a placeholder for paid entities.
+# [pricing]
+# model = "per-request"
+# currency = "USDC"
+# rates = { default = "0.01" }
+# payment_methods = ["x402"]
+`
+}
+
+// --- entity serve ------------------------------------------------------------------------------
+
+interface EntityFile {
+  entity?: { name?: string; type?: string; key_file?: string; auth_mode?: string; entity_name?: string }
+  card?: Partial<CardInput> & { metadata?: CardInput['metadata'] }
+}
+
+async function entityServe(argv: string[]): Promise<void> {
+  const f = flags(argv)
+  const configPath = f.get('config') ?? usage('entity serve needs --config FILE (made by entity init)')
+  let config: EntityFile
+  try {
+    config = parseToml(await readFile(configPath, 'utf8')) as EntityFile
+  } catch (err) {
+    throw new CliError(`cannot read ${configPath}: ${(err as Error).message}`)
+  }
+  const e = config.entity ?? {}
+  const keyPath = e.key_file ? (isAbsolute(e.key_file) ? e.key_file : join(dirname(configPath), e.key_file)) : join(dirname(configPath), KEY_FILE)
+  const { file, keyPair } = await readKeyFile(keyPath)
+  const authMode = (f.get('auth-mode') ?? e.auth_mode ?? 'permissive') as AuthMode
+  if (!AUTH_MODES.includes(authMode)) usage(`--auth-mode must be one of ${AUTH_MODES.join(', ')}`)
+  const type = (e.type ?? 'agent') as EntityType
+  if (type !== 'agent' && type !== 'service') usage(`entity.type in ${configPath} must be agent or service`)
+  const handler = f.has('handler') ? await loadHandler(f.get('handler') as string) : f.has('echo') ? echoHandler : usage('entity serve needs --echo or --handler MODULE')
+  const port = f.has('port') ? Number(f.get('port')) : 0
+  const heartbeatSeconds = Number(f.get('heartbeat-seconds') ?? 30)
+  const developerProof = file.developer_proof
+  const entity = createEntity({
+    key: keyPair, type, registry: registryOf(f), handler, authMode,
+    card: { name: e.name ?? basename(dirname(resolve(configPath))), ...config.card },
+    ...(e.entity_name ? { entityName: e.entity_name } : {}),
+    ...(developerProof ? { developerProof } : {}),
+    host: f.get('host') ?? '127.0.0.1', port,
+    ...(f.has('url') ? { url: f.get('url') as string } : {}),
+    httpServer: (f.get('http-server') ?? 'auto') as ServerChoice,
+    heartbeat: { intervalMs: heartbeatSeconds * 1000 }
+  })
+  const running = await entity.start()
+  print(`entity ${running.entityId} serving on ${running.url} (server ${running.httpServer}, ${running.registration.action} at ${registryOf(f)}${running.registration.fqan ? `, ${running.registration.fqan}` : ''}, auth_mode ${authMode})`)
+  let stopping = false
+  const stop = (): void => {
+    if (stopping) process.exit(130)
+    stopping = true
+    setTimeout(() => process.exit(1), 4_000).unref()
+    running.stop({ deregister: f.has('deregister-on-stop') }).then(() => process.exit(0), err => {
+      process.stderr.write(`registry-node: stop failed: ${(err as Error).message}\n`)
+      process.exit(1)
+    })
+  }
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+}
+
+/** Answers with what it got: the message text. */
+export const echoHandler: EntityHandler = input => input.content
+
+async function loadHandler(path: string): Promise<EntityHandler> {
+  const module = await import(pathToFileURL(resolve(path)).href) as { default?: unknown; handler?: unknown }
+  const handler = module.default ?? module.handler
+  if (typeof handler !== 'function') throw new CliError(`${path} exports no handler function (default export or "handler")`)
+  return handler as EntityHandler
+}
+
+// --- call, search, resolve ---------------------------------------------------------------------
+
+async function call(argv: string[]): Promise<void> {
+  const f = flags(argv)
+  const [target, ...words] = f.positionals
+  if (!target || words.length === 0) usage('call needs TARGET and TEXT')
+  const keyPath = f.get('key')
+  const key = keyPath ? await readKeyFile(keyPath) : null
+  const senderId = key ? (key.file.type === 'entity' ? key.file.entity_ids?.agent : undefined) ?? deriveId('agent', key.keyPair.publicKey) : undefined
+  const result = await callEntity(target, words.join(' '), {
+    registry: registryOf(f), async: f.has('async'), a2a: f.has('a2a'),
+    ...(key ? { key: key.keyPair } : {}), ...(senderId ? { senderId } : {})
+  })
+  if (f.has('json')) return print(result)
+  if (result.response === null) {
+    process.stderr.write(`${result.url}: HTTP ${result.status} ${JSON.stringify(result.reply)}\n`)
+    process.exitCode = 1
+    return
+  }
+  process.stderr.write(`${result.entity_id ?? result.url} (card ${result.card_verification}):\n`)
+  print(result.response)
+}
+
+async function search(argv: string[]): Promise<void> {
+  const f = flags(argv)
+  const request: Record<string, unknown> = { query: f.positionals.join(' ') }
+  if (f.has('type')) request.type = f.get('type')
+  if (f.has('category')) request.category = f.get('category')
+  if (f.all('tag').length) request.tags = f.all('tag')
+  if (f.has('status')) request.status = f.get('status')
+  if (f.has('limit')) request.max_results = Number(f.get('limit'))
+  if (f.has('federated')) request.federated = true
+  const result = await new RegistryClient(registryOf(f)).search(request)
+  if (f.has('json')) return print(result)
+  const rows = (result.results as Array<Record<string, unknown>> | undefined) ?? []
+  print(table(['name', 'fqan or id', 'type', 'status', 'score'], rows.map(r => [
+    String(r.name ?? ''), String(r.fqan ?? r.entity_id ?? ''), String(r.type ?? r.entity_type ?? ''), String(r.status ?? ''),
+    typeof r.score === 'number' ? r.score.toFixed(3) : ''
+  ])))
+  process.stderr.write(`${rows.length} of ${String(result.total_found ?? rows.length)} results\n`)
+}
+
+async function resolveCommand(argv: string[]): Promise<void> {
+  const f = flags(argv)
+  const target = f.positionals[0] ?? usage('resolve needs an FQAN or an entity ID')
+  const registry = new RegistryClient(registryOf(f))
+  const record = target.startsWith('zns:') && !target.startsWith('zns://') ? await registry.resolveEntity(target) : await registry.resolveFqan(target)
+  if (f.has('json')) return print(record)
+  const fields = ['fqan', 'entity_id', 'name', 'type', 'status', 'entity_url', 'public_key', 'home_registry', 'last_heartbeat']
+  print(fields.filter(k => record[k] !== undefined && record[k] !== null).map(k => `${k.padEnd(15)} ${typeof record[k] === 'string' ? record[k] : JSON.stringify(record[k])}`).join('\n'))
+}
+
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map(r => (r[i] ?? '').length))))
+  const line = (cells: string[]): string => cells.map((c, i) => c.slice(0, widths[i]).padEnd(widths[i] as number)).join('  ').trimEnd()
+  return [line(head), ...rows.map(line)].join('\n')
+}
+
+function usage(message: string): never {
+  throw new CliError(message)
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(() => true, () => false)
+}
+
+export async function entityCommand(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv
+  if (sub === 'init') return entityInit(rest)
+  if (sub === 'serve') return entityServe(rest)
+  usage(`unknown entity subcommand ${sub ?? ''}; see registry-node help`)
+}
+
+export { call as callCommand, search as searchCommand, resolveCommand }
