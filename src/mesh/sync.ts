@@ -78,7 +78,8 @@ export class SyncService {
     // One session serves both directions: the side with the lower peer ID starts it.
     if (this.o.libp2p.peerId.toString() < evt.detail.toString()) setTimeout(() => { void this.syncWith(evt.detail) }, 200).unref()
   }
-  readonly totals = { sessions: 0, failed: 0, sent: 0, received: 0, applied: 0 }
+  /** `corrected`: subject digests found stale and recomputed (should stay 0). */
+  readonly totals = { sessions: 0, failed: 0, sent: 0, received: 0, applied: 0, corrected: 0 }
 
   constructor(private readonly o: SyncOptions) {}
 
@@ -184,8 +185,16 @@ export class SyncService {
       for (const [subject, digest] of frame.entries) theirEntries.set(subject, digest)
       if (!frame.more) break
     }
+    // A subject that differs is rechecked against the log first: a stale digest would otherwise
+    // make every session list it again without ever sending what the peer lacks.
+    const differingSubjects = myEntries.filter(([subject, digest]) => theirEntries.get(subject) !== digest).map(([subject]) => subject)
+    const stale = differingSubjects.filter(subject => this.o.digests.recheck(subject))
+    if (stale.length > 0) {
+      this.totals.corrected += stale.length
+      this.o.logger.warn({ peer_id: peer, subjects: stale.slice(0, 10), count: stale.length }, 'sync digests were stale; recomputed from the log')
+    }
     const wanted = [
-      ...myEntries.filter(([subject, digest]) => theirEntries.get(subject) !== digest).map(([subject]) => subject),
+      ...differingSubjects.filter(subject => this.o.digests.digestOf(subject) !== theirEntries.get(subject)),
       ...this.o.digests.subjectsIn(differing.filter(i => theirDigests[i] === EMPTY_DIGEST)).keys()
     ]
 

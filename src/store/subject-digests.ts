@@ -76,6 +76,17 @@ export class SubjectDigests {
     return this.store.operationsOf(subject)
   }
 
+  /**
+   * Recomputes a subject's digest from the log and keeps the result; true when the kept digest
+   * was stale. Sync calls it for every subject that differs from a peer's before sending, so a
+   * digest that ever fell behind its log (which should not happen) cannot keep two nodes apart.
+   */
+  recheck(subject: string): boolean {
+    const before = this.digestOf(subject)
+    this.refresh(subject)
+    return this.digestOf(subject) !== before
+  }
+
   private refresh(subject: string): void {
     const digest = Buffer.alloc(DIGEST_BYTES)
     const ops = this.store.operationsOf(subject)

@@ -8,6 +8,7 @@ import test from 'ava'
 import type { RegistryEvent } from '../../src/events/bus.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
 import { homeBucketKey } from '../../src/mesh/provider-keys.js'
+import { BUCKETS, SubjectDigests } from '../../src/store/subject-digests.js'
 import { sealOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeOperation } from '../../src/wire/operations.js'
@@ -44,7 +45,17 @@ async function sameOperations(x: TestNode, y: TestNode): Promise<void> {
     const [onY, onX] = [held(y), held(x)]
     const missing = [...onY].filter(([k]) => !onX.has(k)).map(([, v]) => `${x.config.name} lacks ${v}`)
     const extra = [...onX].filter(([k]) => !onY.has(k)).map(([, v]) => `${y.config.name} lacks ${v}`)
-    throw new Error(`${(err as Error).message}: ${[...missing, ...extra].join('; ')}`)
+    // Digests that no longer match their log (sync rechecks differing subjects, so this should not last).
+    const stale = [x, y].flatMap(n => {
+      const fresh = new SubjectDigests(n.node.store)
+      fresh.start()
+      fresh.stop()
+      const all = Array.from({ length: BUCKETS }, (_, i) => i)
+      const kept = n.node.digests.subjectsIn(all)
+      const rebuilt = fresh.subjectsIn(all)
+      return [...new Set([...kept.keys(), ...rebuilt.keys()])].filter(s => kept.get(s) !== rebuilt.get(s)).map(s => `${n.config.name}'s digest of ${s} is stale`)
+    })
+    throw new Error(`${(err as Error).message}: ${[...missing, ...extra, ...stale].join('; ') || 'the same operations and digests now'}`)
   })
 }
 
