@@ -46,8 +46,11 @@ Usage:
         [--echo | --handler MODULE] [--auth-mode strict|permissive] [--heartbeat-seconds S] [--http-server auto|uws|node]
                                        run the entity: register or update it, heartbeat, serve its endpoints
   registry-node call TARGET TEXT [--registry URL] [--key FILE] [--async | --a2a] [--json]
+        [--pay --wallet FILE [--max-usd X]]
                                        TARGET: an FQAN, an entity ID or a URL; prints the reply (over A2A
-                                       when asked, or when the entity has no /webhook/sync)
+                                       when asked, or when the entity has no /webhook/sync). --pay answers
+                                       an x402 quote up to X USD (default 1) from the wallet's USDC and
+                                       prints the receipt
   registry-node search [QUERY] [--type T] [--category C] [--tag T …] [--status S] [--limit N] [--federated] [--registry URL] [--json]
   registry-node resolve FQAN|ENTITY_ID [--registry URL] [--json]
   (--registry defaults to REGISTRY_NODE_URL, else http://127.0.0.1:8080)

@@ -61,7 +61,20 @@ export const ERRORS = {
   response_not_ready: { status: 404, message: 'No result for this message yet (pending, unknown, or already read).' },
   handler_timeout: { status: 408, message: 'The entity did not answer within its time limit.' },
   message_replayed: { status: 409, message: 'This sender already sent a message with this message_id.' },
-  handler_failed: { status: 500, message: 'The entity\'s handler failed on this message.' }
+  handler_failed: { status: 500, message: 'The entity\'s handler failed on this message.' },
+  // Entity side, x402 payments on a priced /webhook/sync (every 402 body and PAYMENT-REQUIRED header carries a fresh quote).
+  payment_required: { status: 402, message: 'This endpoint is priced: pay with x402 (the quote is in the PAYMENT-REQUIRED header and this body).' },
+  payment_invalid: { status: 402, message: 'The payment header is not a base64 x402 v2 PaymentPayload with an EIP-3009 authorization.' },
+  payment_quote_unknown: { status: 402, message: 'The payment does not carry a quote nonce this entity issued for these requirements.' },
+  payment_requirements_mismatch: { status: 402, message: 'The payment\'s network, asset, scheme or pay-to address is not the quoted one.' },
+  payment_amount_mismatch: { status: 402, message: 'The authorized value is not the quoted price (less is underpayment; more is refused too).' },
+  payment_expired: { status: 402, message: 'The quote or the authorization\'s validity window has passed (or not begun).' },
+  payment_signature_invalid: { status: 402, message: 'The transfer authorization is not signed by its from address.' },
+  payment_replayed: { status: 402, message: 'This quote or this authorization was already used.' },
+  payment_insufficient_funds: { status: 402, message: 'The payer\'s USDC balance is below the price.' },
+  payment_rejected: { status: 402, message: 'The facilitator refused the payment (its reason is in reason).' },
+  payment_settlement_failed: { status: 402, message: 'The payment could not be settled on chain; no output was released.' },
+  payment_unavailable: { status: 503, message: 'The chain or the facilitator could not be reached; no output was released. Retry later.' }
 } as const satisfies Record<string, { status: number; message: string }>
 
 export type ErrorCode = keyof typeof ERRORS

@@ -18,6 +18,8 @@ export const RPC_METHOD_NOT_FOUND = -32601
 export const RPC_INVALID_PARAMS = -32602
 export const RPC_INTERNAL_ERROR = -32603
 export const A2A_TASK_NOT_FOUND = -32001
+/** message/send on a priced entity: its calls are paid over x402 at /webhook/sync. */
+export const A2A_PAYMENT_REQUIRED = -32002
 
 type Json = Record<string, unknown>
 type RpcId = string | number | null
@@ -37,6 +39,8 @@ export interface A2AOptions {
   webhooks: WebhookService
   mode: AuthMode
   replays: ReplayCache
+  /** The priced endpoint's URL when the entity is priced: message/send is then refused, pointing there. */
+  pricedAt?: string | null
 }
 
 export class A2AService {
@@ -51,7 +55,9 @@ export class A2AService {
     const id: RpcId = typeof r.id === 'string' || typeof r.id === 'number' ? r.id : null
     if (r.jsonrpc !== '2.0' || typeof r.method !== 'string') return rpcError(id, RPC_INVALID_REQUEST, 'Not a JSON-RPC 2.0 request.')
     switch (r.method) {
-      case 'message/send': return this.send(id, r.params)
+      case 'message/send':
+        if (this.o.pricedAt) return rpcError(id, A2A_PAYMENT_REQUIRED, `This entity is priced: call ${this.o.pricedAt} with an x402 payment.`, { reason: 'payment_required', invoke: this.o.pricedAt })
+        return this.send(id, r.params)
       case 'tasks/get': return this.get(id, r.params)
       default: return rpcError(id, RPC_METHOD_NOT_FOUND, `Method not found: ${r.method}`)
     }
@@ -81,7 +87,7 @@ export class A2AService {
     this.o.webhooks.requestsTotal++
     const done = this.o.webhooks.run({
       message: { message_id: message.messageId as string, sender_id: sender.entityId ?? 'unknown', content, message_type: 'query', conversation_id: contextId, metadata: (message.metadata as Json | undefined) ?? {} },
-      content, signed: sender.signed, senderId: sender.entityId, via: 'a2a'
+      content, signed: sender.signed, senderId: sender.entityId, via: 'a2a', payment: null
     }).then(
       text => { task.artifacts.push({ artifactId: randomUUID(), name: 'result', parts: [{ kind: 'text', text }] }); task.status = { state: 'completed', timestamp: new Date().toISOString() } },
       (err: unknown) => {

@@ -13,6 +13,7 @@ import { taskReplyText } from './a2a.js'
 import { signA2AMessage } from './a2a-auth.js'
 import { signAgentMessage } from './agent-message.js'
 import { RegistryClient, RegistryRequestError } from './registry-client.js'
+import type { PayingClient } from './x402/payer.js'
 
 export interface CallOptions {
   /** Registry base URL; needed for FQANs and entity IDs. */
@@ -28,6 +29,8 @@ export interface CallOptions {
   a2a?: boolean
   /** Overall time limit (default 60 s). */
   timeoutMs?: number
+  /** Pays an x402-priced /webhook/sync within its cap (a refused or over-cap payment throws PaymentClientError). */
+  payer?: PayingClient
 }
 
 export interface CallResult {
@@ -41,6 +44,8 @@ export interface CallResult {
   reply: Record<string, unknown>
   /** `reply.response` when the call succeeded. */
   response: string | null
+  /** The settlement receipt of a paid call (transaction, network, payer). */
+  payment?: Record<string, unknown>
 }
 
 const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json']
@@ -56,7 +61,7 @@ export async function callEntity(target: string, content: string, o: CallOptions
   const message = signAgentMessage(key, senderId, { content, ...(entityId ? { receiverId: entityId } : {}) })
   const base = { entity_id: entityId, url: found.url, card_verification: verification, message_id: message.message_id, sender_id: senderId } as const
   if (o.a2a) return { ...base, ...await callA2A(found.url, content, key, senderId, message.message_id, deadline) }
-  const post = await fetchJson(`${found.url}${o.async ? '/webhook' : '/webhook/sync'}`, deadline, { method: 'POST', body: JSON.stringify(message) })
+  const post = await fetchJson(`${found.url}${o.async ? '/webhook' : '/webhook/sync'}`, deadline, { method: 'POST', body: JSON.stringify(message) }, o.async ? undefined : o.payer)
   if (post.status === 404 && post.body.error !== 'response_not_ready') return { ...base, ...await callA2A(found.url, content, key, senderId, message.message_id, deadline) }
   let { status, body } = post
   if (o.async && status === 202) {
@@ -68,7 +73,7 @@ export async function callEntity(target: string, content: string, o: CallOptions
       await new Promise(resolve => setTimeout(resolve, wait))
     }
   }
-  return { ...base, status, reply: body, response: status === 200 && typeof body.response === 'string' ? body.response : null }
+  return { ...base, status, reply: body, response: status === 200 && typeof body.response === 'string' ? body.response : null, ...(post.receipt ? { payment: post.receipt } : {}) }
 }
 
 /** A2A message/send with the x-zynd-auth block; the reply is the completed task's text. */
@@ -113,14 +118,16 @@ async function fetchCard(base: string, deadline: number): Promise<Record<string,
   return null
 }
 
-async function fetchJson(url: string, deadline: number, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, {
+async function fetchJson(url: string, deadline: number, init: RequestInit = {}, payer?: PayingClient): Promise<{ status: number; body: Record<string, unknown>; receipt?: Record<string, unknown> }> {
+  const request: RequestInit = {
     ...init,
     headers: init.body ? { 'content-type': 'application/json' } : {},
     signal: AbortSignal.timeout(Math.max(1, deadline - Date.now()))
-  })
+  }
+  const paid = payer ? await payer.fetch(url, request) : null
+  const res = paid?.response ?? await fetch(url, request)
   const text = await res.text()
   let body: Record<string, unknown>
   try { body = JSON.parse(text) as Record<string, unknown> } catch { body = { error: 'not_json', message: text.slice(0, 200) } }
-  return { status: res.status, body }
+  return { status: res.status, body, ...(paid?.receipt ? { receipt: paid.receipt as unknown as Record<string, unknown> } : {}) }
 }

@@ -8,14 +8,7 @@
 import { canonicalJson } from '../identity/canonical-json.js'
 import { formatKey } from '../identity/encoding.js'
 import { sign, type KeyPair } from '../identity/keys.js'
-
-export interface PricingInput {
-  model: string
-  currency: string
-  rates: Record<string, string | number>
-  payment_methods: string[]
-  network?: string
-}
+import type { PricingInput } from './x402/pricing.js'
 
 /** What the person running the entity describes (entity.toml's [card]). */
 export interface CardInput {
@@ -26,6 +19,7 @@ export interface CardInput {
   version?: string
   /** Capability names, or {name, category} objects. */
   capabilities?: Array<string | { name: string; category?: string }>
+  /** Set to charge for /webhook/sync (x402; the entity's payments option says how it is settled). */
   pricing?: PricingInput | null
   metadata?: { framework?: string; model?: string; documentation?: string; source_code?: string }
 }
@@ -71,7 +65,7 @@ export function buildSignedCard(input: CardInput, state: CardState): Record<stri
     signed_at: state.now.toISOString(),
     last_heartbeat: state.lastHeartbeat
   }
-  if (input.pricing) card.pricing = input.pricing
+  if (input.pricing) card.pricing = input.pricing as Record<string, unknown>
   card.signature = sign(state.keyPair, canonicalJson(card))
   return card
 }

@@ -16,10 +16,12 @@ import { readKeyFile, writeKeyFile, entityKeyFile, type KeyFile } from '../ident
 import { deriveId } from '../identity/ids.js'
 import { callEntity } from './call.js'
 import type { CardInput } from './card.js'
-import { createEntity, type EntityType } from './entity.js'
+import { createEntity, type EntityPaymentOptions, type EntityType } from './entity.js'
 import { AUTH_MODES, type AuthMode } from './message-auth.js'
 import { RegistryClient } from './registry-client.js'
 import type { EntityHandler } from './webhooks.js'
+import { PayingClient, PaymentClientError, readWalletFile } from './x402/payer.js'
+import type { PricingInput } from './x402/pricing.js'
 
 export class CliError extends Error {
   override name = 'CliError'
@@ -55,7 +57,7 @@ function flags(argv: readonly string[]): { get(name: string): string | undefined
   }
 }
 
-const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop'])
+const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop', 'pay'])
 
 const registryOf = (f: ReturnType<typeof flags>): string => f.get('registry') ?? process.env.REGISTRY_NODE_URL ?? DEFAULT_REGISTRY
 
@@ -141,12 +143,21 @@ capabilities = []
 # documentation = ""
 # source_code = ""
 
-# Pricing of /webhook/sync (x402). Not enforced yet: a placeholder for paid entities.
+# Charge for /webhook/sync with x402 (see the README's "Charge for an entity"): uncomment both
+# tables. Callers pay in USDC; /webhook, /health and the card stay free.
 # [pricing]
 # model = "per-request"
 # currency = "USDC"
 # rates = { default = "0.01" }
 # payment_methods = ["x402"]
+# network = 84532                  # chain ID: 84532 Base Sepolia (default), 8453, 1, 11155111, 137, 42161, 10, 43114
+#
+# [payments]
+# facilitator = "local"            # verify and settle in process; or a facilitator URL, e.g. "https://x402.org/facilitator"
+# rpc_url = "http://127.0.0.1:8545"
+# settlement_key_file = "settlement-key.txt"   # 0x… key that pays settlement gas (or REGISTRY_NODE_SETTLEMENT_KEY)
+# pay_to = "0x…"                   # default: derived from the entity key, as the SDKs derive it
+# data_dir = "data"                # used payments, kept across restarts
 `
 }
 
@@ -155,6 +166,32 @@ capabilities = []
 interface EntityFile {
   entity?: { name?: string; type?: string; key_file?: string; auth_mode?: string; entity_name?: string }
   card?: Partial<CardInput> & { metadata?: CardInput['metadata'] }
+  pricing?: PricingInput
+  payments?: { facilitator?: string; rpc_url?: string; settlement_key_file?: string; pay_to?: string; data_dir?: string; max_timeout_seconds?: number }
+}
+
+/** entity.toml's [payments], with paths relative to the file; null without pricing. */
+async function paymentsOf(config: EntityFile, configPath: string): Promise<EntityPaymentOptions | null> {
+  if (!config.pricing) {
+    if (config.payments) usage(`${configPath} has [payments] but no [pricing]: add the price (rates.default) or remove [payments]`)
+    return null
+  }
+  const p = config.payments ?? usage(`${configPath} has [pricing] but no [payments]: say how payments are settled (facilitator, rpc_url, settlement_key_file)`)
+  const here = (path: string): string => (isAbsolute(path) ? path : join(dirname(configPath), path))
+  const facilitator = p.facilitator ?? 'local'
+  let settlementKey: `0x${string}` | undefined
+  if (facilitator === 'local') {
+    const fromEnv = process.env.REGISTRY_NODE_SETTLEMENT_KEY
+    settlementKey = fromEnv ? (fromEnv.startsWith('0x') ? fromEnv : `0x${fromEnv}`) as `0x${string}` : p.settlement_key_file ? await readWalletFile(here(p.settlement_key_file)) : usage('payments.facilitator "local" needs settlement_key_file (or REGISTRY_NODE_SETTLEMENT_KEY): the key that pays settlement gas')
+  }
+  return {
+    facilitator,
+    dataDir: here(p.data_dir ?? 'data'),
+    ...(p.rpc_url ? { rpcUrl: p.rpc_url } : {}),
+    ...(settlementKey ? { settlementKey } : {}),
+    ...(p.pay_to ? { payTo: p.pay_to } : {}),
+    ...(p.max_timeout_seconds ? { maxTimeoutSeconds: p.max_timeout_seconds } : {})
+  }
 }
 
 async function entityServe(argv: string[]): Promise<void> {
@@ -177,9 +214,11 @@ async function entityServe(argv: string[]): Promise<void> {
   const port = f.has('port') ? Number(f.get('port')) : 0
   const heartbeatSeconds = Number(f.get('heartbeat-seconds') ?? 30)
   const developerProof = file.developer_proof
+  const payments = await paymentsOf(config, configPath)
   const entity = createEntity({
     key: keyPair, type, registry: registryOf(f), handler, authMode,
-    card: { name: e.name ?? basename(dirname(resolve(configPath))), ...config.card },
+    card: { name: e.name ?? basename(dirname(resolve(configPath))), ...config.card, ...(config.pricing ? { pricing: config.pricing } : {}) },
+    ...(payments ? { payments } : {}),
     ...(e.entity_name ? { entityName: e.entity_name } : {}),
     ...(developerProof ? { developerProof } : {}),
     host: f.get('host') ?? '127.0.0.1', port,
@@ -189,6 +228,7 @@ async function entityServe(argv: string[]): Promise<void> {
   })
   const running = await entity.start()
   print(`entity ${running.entityId} serving on ${running.url} (server ${running.httpServer}, ${running.registration.action} at ${registryOf(f)}${running.registration.fqan ? `, ${running.registration.fqan}` : ''}, auth_mode ${authMode})`)
+  if (running.pricing) print(`priced: ${String(running.pricing.price)} USDC per /webhook/sync call on ${String(running.pricing.network)}, paid to ${String(running.pricing.pay_to)}`)
   let stopping = false
   const stop = (): void => {
     if (stopping) process.exit(130)
@@ -222,18 +262,31 @@ async function call(argv: string[]): Promise<void> {
   const keyPath = f.get('key')
   const key = keyPath ? await readKeyFile(keyPath) : null
   const senderId = key ? (key.file.type === 'entity' ? key.file.entity_ids?.agent : undefined) ?? deriveId('agent', key.keyPair.publicKey) : undefined
-  const result = await callEntity(target, words.join(' '), {
-    registry: registryOf(f), async: f.has('async'), a2a: f.has('a2a'),
-    ...(key ? { key: key.keyPair } : {}), ...(senderId ? { senderId } : {})
-  })
+  if (f.has('pay') && !f.has('wallet')) usage('--pay needs --wallet FILE (a secp256k1 private key holding USDC)')
+  const payer = f.has('pay') ? new PayingClient({ privateKey: await readWalletFile(f.get('wallet') as string), maxUsd: f.get('max-usd') ?? 1 }) : undefined
+  let result
+  try {
+    result = await callEntity(target, words.join(' '), {
+      registry: registryOf(f), async: f.has('async'), a2a: f.has('a2a'),
+      ...(key ? { key: key.keyPair } : {}), ...(senderId ? { senderId } : {}), ...(payer ? { payer } : {})
+    })
+  } catch (err) {
+    if (!(err instanceof PaymentClientError)) throw err
+    process.stderr.write(`registry-node: ${err.code}: ${err.message}\n`)
+    if (f.has('json')) print({ error: err.code, message: err.message, status: err.status ?? null, body: err.body ?? null })
+    process.exitCode = 1
+    return
+  }
   if (f.has('json')) return print(result)
   if (result.response === null) {
-    process.stderr.write(`${result.url}: HTTP ${result.status} ${JSON.stringify(result.reply)}\n`)
+    const hint = result.status === 402 ? ' (a priced entity: pay with --pay --wallet FILE)' : ''
+    process.stderr.write(`${result.url}: HTTP ${result.status}${hint} ${JSON.stringify(result.reply)}\n`)
     process.exitCode = 1
     return
   }
   process.stderr.write(`${result.entity_id ?? result.url} (card ${result.card_verification}):\n`)
   print(result.response)
+  if (result.payment) process.stderr.write(`paid: ${JSON.stringify(result.payment)}\n`)
 }
 
 async function search(argv: string[]): Promise<void> {

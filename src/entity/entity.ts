@@ -25,6 +25,11 @@ import { ReplayCache } from './replay-cache.js'
 import { entityRoutes } from './routes.js'
 import { SenderKeys } from './sender-keys.js'
 import { WebhookService, type EntityHandler } from './webhooks.js'
+import { createFacilitator } from './x402/facilitator.js'
+import { PaymentConfigError } from './x402/networks.js'
+import { PaymentLedger } from './x402/payment-ledger.js'
+import { Paywall } from './x402/paywall.js'
+import { resolvePricing, type ResolvedPricing } from './x402/pricing.js'
 
 export type EntityType = 'agent' | 'service'
 
@@ -53,11 +58,28 @@ export interface EntityOptions {
   heartbeat?: { intervalMs?: number; form?: HeartbeatForm }
   /** Handler time limit (default 30 s). */
   handlerTimeoutMs?: number
+  /**
+   * How a priced entity (card.pricing) is paid: the facilitator that verifies and settles on chain
+   * ('local': in process, through rpcUrl, paying gas with settlementKey; or a remote facilitator's
+   * URL), the address paid (default: derived from the entity key as the SDKs derive it), and the
+   * directory where used payments are kept across restarts.
+   */
+  payments?: EntityPaymentOptions
   /** Largest message body (default 1 MiB). */
   bodyLimitBytes?: number
   /** Skew window of signed messages' timestamps (default 60 s). */
   maxClockSkewSeconds?: number
   logger?: Logger
+}
+
+export interface EntityPaymentOptions {
+  facilitator: 'local' | string
+  rpcUrl?: string
+  settlementKey?: `0x${string}`
+  payTo?: string
+  dataDir: string
+  /** Lifetime of a quote (default 300 s). */
+  maxTimeoutSeconds?: number
 }
 
 export interface RegistrationOutcome {
@@ -72,6 +94,8 @@ export interface RunningEntity {
   readonly port: number
   readonly httpServer: ServerKind
   readonly registration: RegistrationOutcome
+  /** A priced entity's terms (price, pay_to, network, asset); null when free. */
+  readonly pricing: Record<string, unknown> | null
   /** Heartbeats the registry acknowledged. */
   readonly heartbeats: HeartbeatClient | null
   /** Stops serving and heartbeating; `deregister` also removes the entity from the registry. */
@@ -102,8 +126,10 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
   const authMode = o.authMode ?? 'permissive'
   const auth = new MessageAuthenticator({ mode: authMode, skewMs: (o.maxClockSkewSeconds ?? DEFAULTS.maxClockSkewSeconds) * 1000, keys: new SenderKeys(registry), replays })
   const webhooks = new WebhookService({ handler: o.handler, auth, handlerTimeoutMs: o.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs, logger })
-  const a2a = new A2AService({ webhooks, mode: authMode, replays })
   let baseUrl = ''
+  const syncUrl = (): string => `${baseUrl}/webhook/sync`
+  const payments = await startPayments(o, keyPair, logger)
+  const a2a = new A2AService({ webhooks, mode: authMode, replays, pricedAt: payments ? syncUrl() : null })
   let heartbeats: HeartbeatClient | null = null
   // The card is re-signed only when what it shows changes (status, last heartbeat).
   let cached: { key: string; card: Record<string, unknown> } | null = null
@@ -111,7 +137,8 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
     const lastHeartbeat = heartbeats?.lastAck ?? null
     const status = heartbeats === null || heartbeats.connected ? 'active' : 'inactive'
     const key = `${status}|${lastHeartbeat}`
-    if (cached?.key !== key) cached = { key, card: buildSignedCard(o.card, { entityId, type, keyPair, baseUrl, status, lastHeartbeat, now: new Date() }) }
+    const input = payments ? { ...o.card, pricing: { ...o.card.pricing, ...payments.paywall.terms } } : o.card
+    if (cached?.key !== key) cached = { key, card: buildSignedCard(input, { entityId, type, keyPair, baseUrl, status, lastHeartbeat, now: new Date() }) }
     return cached.card
   }
   const health = (): Record<string, unknown> => ({
@@ -124,42 +151,85 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
     timestamp: new Date().toISOString()
   })
   const http = new HttpServer({
-    routes: entityRoutes({ webhooks, a2a, health, card }),
+    routes: entityRoutes({ webhooks, a2a, health, card, paywall: payments?.paywall ?? null, syncUrl }),
     logger, cors: new Cors(['*']), clientIp: new ClientIpResolver([]), limiters: null, metrics: null,
     bodyLimitBytes: o.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes, server: o.httpServer ?? 'auto'
   })
   const host = o.host ?? '127.0.0.1'
-  const port = await http.listen(host, o.port ?? 0)
+  let port: number
+  try {
+    port = await http.listen(host, o.port ?? 0)
+  } catch (err) {
+    await payments?.ledger.close()
+    throw err
+  }
   baseUrl = (o.url ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '')
-  const shutdown = (): void => { http.close(); http.closeConnections() }
+  const shutdown = async (): Promise<void> => { http.close(); http.closeConnections(); await payments?.ledger.close() }
 
   let registration: RegistrationOutcome = { action: 'none', fqan: null }
   if (registry) {
     try {
-      registration = await upsert(registry, registrationBody(o, type, keyPair, baseUrl), entityId, keyPair)
+      registration = await upsert(registry, registrationBody(o, type, keyPair, baseUrl, payments?.pricing ?? null), entityId, keyPair)
       heartbeats = new HeartbeatClient({
         registryUrl: registry.baseUrl, entityId, keyPair, form: o.heartbeat?.form ?? 'deployed', intervalMs: o.heartbeat?.intervalMs ?? DEFAULTS.heartbeatIntervalMs,
         onError: message => logger.warn({ entity_id: entityId }, message)
       })
       heartbeats.start()
     } catch (err) {
-      shutdown()
+      await shutdown()
       throw err
     }
   }
   logger.info({ entity_id: entityId, url: baseUrl, registry: registry?.baseUrl ?? null, registration }, 'entity started')
   return {
     entityId, publicKey: formatKey(keyPair.publicKey), url: baseUrl, port, httpServer: http.kind, registration, heartbeats,
+    pricing: payments ? payments.paywall.terms : null,
     async stop(options = {}) {
       await heartbeats?.stop()
       if (options.deregister && registry) await registry.deregister(entityId, keyPair)
-      shutdown()
+      await shutdown()
     }
   }
 }
 
+/**
+ * A priced entity's paywall: its pricing resolved (network, price, pay-to), the facilitator, the
+ * ledger of used payments. Null for a free entity; a half-configured one throws PaymentConfigError.
+ */
+async function startPayments(o: EntityOptions, keyPair: KeyPair, logger: Logger): Promise<{ paywall: Paywall; ledger: PaymentLedger; pricing: ResolvedPricing } | null> {
+  const pricingInput = o.card.pricing
+  if (!pricingInput && !o.payments) return null
+  if (!pricingInput) throw new PaymentConfigError('payments are configured but the card has no pricing: add pricing (rates.default) or leave payments out')
+  if (!o.payments) throw new PaymentConfigError('the card has pricing but no payments: configure the facilitator ("local" with rpc_url and a settlement key, or a facilitator URL) and a data directory')
+  const p = o.payments
+  const pricing = resolvePricing(pricingInput, { ed25519Seed: keyPair.seed, ...(p.payTo !== undefined ? { payTo: p.payTo } : {}) })
+  let facilitator
+  if (p.facilitator === 'local') {
+    if (!p.rpcUrl || !p.settlementKey) throw new PaymentConfigError('payments.facilitator "local" needs rpc_url (the chain\'s JSON-RPC URL) and a settlement key (pays the gas of settlements)')
+    facilitator = createFacilitator({ kind: 'local', rpcUrl: p.rpcUrl, settlementKey: p.settlementKey }, pricing.network)
+  } else if (/^https?:\/\//.test(p.facilitator)) {
+    facilitator = createFacilitator({ kind: 'remote', url: p.facilitator }, pricing.network)
+  } else {
+    throw new PaymentConfigError(`payments.facilitator ${JSON.stringify(p.facilitator)}: "local" or an http(s) URL`)
+  }
+  const ledger = await PaymentLedger.open(p.dataDir)
+  try {
+    const paywall = await Paywall.create({ pricing, facilitator, ledger, quoteSecret: keyPair.seed, logger, ...(p.maxTimeoutSeconds ? { maxTimeoutSeconds: p.maxTimeoutSeconds } : {}) })
+    return { paywall, ledger, pricing }
+  } catch (err) {
+    await ledger.close()
+    throw err
+  }
+}
+
+/** The registry's PricingModel of a priced entity (numbers, as the registry stores them). */
+function pricingModel(pricing: ResolvedPricing): Record<string, unknown> {
+  const price = Number(pricing.priceUsd)
+  return { model: 'per_request', base_price_usd: price, currency: 'USDC', payment_methods: ['x402'], rates: { default: price } }
+}
+
 /** The registration in the spec's signing form: the canonical JSON of the body without `signature`. */
-function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, entityUrl: string): Record<string, unknown> {
+function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, entityUrl: string, pricing: ResolvedPricing | null): Record<string, unknown> {
   const c = o.card
   const body: Record<string, unknown> = {
     name: c.name,
@@ -173,6 +243,7 @@ function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, 
     capability_summary: { capabilities: (c.capabilities ?? []).map(x => (typeof x === 'string' ? x : x.name)), ...(c.metadata ?? {}) }
   }
   if (o.entityName) body.entity_name = o.entityName
+  if (pricing) body.pricing_model = pricingModel(pricing)
   const proof = o.developerProof ?? (o.developerKey && o.index !== undefined ? entityKeyFile(o.developerKey, o.index).file.developer_proof : undefined)
   if (proof) {
     body.developer_id = deriveId('developer', proof.developer_public_key)
@@ -183,7 +254,7 @@ function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, 
 }
 
 /** What an update may change, compared with the registered record. */
-const UPDATABLE = ['name', 'category', 'summary', 'tags', 'version', 'entity_url', 'capability_summary'] as const
+const UPDATABLE = ['name', 'category', 'summary', 'tags', 'version', 'entity_url', 'capability_summary', 'pricing_model'] as const
 
 async function upsert(registry: RegistryClient, body: Record<string, unknown>, entityId: string, keyPair: KeyPair): Promise<RegistrationOutcome> {
   const existing = await registry.getEntity(entityId)

@@ -9,6 +9,7 @@ import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import { parseAgentMessage, type AgentMessage } from './agent-message.js'
 import type { MessageAuthenticator } from './message-auth.js'
+import type { VerifiedPayment } from './x402/paywall.js'
 
 export interface HandlerInput {
   /** The message as received (normalised: content, defaults). */
@@ -21,6 +22,8 @@ export interface HandlerInput {
   senderId: string | null
   /** Which endpoint it came in on. */
   via: 'webhook/sync' | 'webhook' | 'a2a'
+  /** On a priced entity's /webhook/sync: the payment, verified (it settles after the handler returns). */
+  payment: VerifiedPayment | null
 }
 
 /** Returns the reply: a string as is, anything else as its JSON text. */
@@ -46,8 +49,8 @@ export class WebhookService {
 
   constructor(private readonly o: WebhookOptions) {}
 
-  async sync(raw: unknown): Promise<{ status: 'success'; message_id: string; response: string }> {
-    const input = await this.admit(raw, 'webhook/sync')
+  async sync(raw: unknown, payment: VerifiedPayment | null = null): Promise<{ status: 'success'; message_id: string; response: string }> {
+    const input = await this.admit(raw, 'webhook/sync', payment)
     const response = await this.run(input)
     return { status: 'success', message_id: input.message.message_id, response }
   }
@@ -97,11 +100,11 @@ export class WebhookService {
     }
   }
 
-  private async admit(raw: unknown, via: HandlerInput['via']): Promise<HandlerInput> {
+  private async admit(raw: unknown, via: HandlerInput['via'], payment: VerifiedPayment | null = null): Promise<HandlerInput> {
     this.requestsTotal++
     const message = parseAgentMessage(raw)
     const { signed, senderId } = await this.o.auth.check(raw as Record<string, unknown>, message)
-    return { message, content: message.content, signed, senderId, via }
+    return { message, content: message.content, signed, senderId, via, payment }
   }
 
   private sweep(): void {
