@@ -214,7 +214,7 @@ async function startPayments(o: EntityOptions, keyPair: KeyPair, logger: Logger)
   }
   const ledger = await PaymentLedger.open(p.dataDir)
   try {
-    const paywall = await Paywall.create({ pricing, facilitator, ledger, quoteSecret: keyPair.seed, logger, ...(p.maxTimeoutSeconds ? { maxTimeoutSeconds: p.maxTimeoutSeconds } : {}) })
+    const paywall = await Paywall.create({ pricing, facilitator: facilitator.client, ...(facilitator.chainReachable ? { chainReachable: facilitator.chainReachable } : {}), ledger, quoteSecret: keyPair.seed, logger, ...(p.maxTimeoutSeconds ? { maxTimeoutSeconds: p.maxTimeoutSeconds } : {}) })
     return { paywall, ledger, pricing }
   } catch (err) {
     await ledger.close()

@@ -8,7 +8,7 @@ import test from 'ava'
 import type { RegistryEvent } from '../../src/events/bus.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
 import { homeBucketKey } from '../../src/mesh/provider-keys.js'
-import { BUCKETS, SubjectDigests } from '../../src/store/subject-digests.js'
+import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
 import { sealOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeOperation } from '../../src/wire/operations.js'
@@ -38,25 +38,46 @@ const entityOn = async (n: TestNode, id: string) => http(n.url, 'GET', `/v1/enti
 
 const digestsOf = (n: TestNode): string => n.node.digests.bucketDigests().map(x => x.toString('hex')).join()
 
-/** Waits until `x` and `y` hold the same operations; a failure names the operations that differ. */
-async function sameOperations(x: TestNode, y: TestNode): Promise<void> {
-  await until(`${x.config.name} and ${y.config.name} hold the same operations`, () => (digestsOf(x) === digestsOf(y) ? true : undefined), 60_000).catch(err => {
-    const held = (n: TestNode) => new Map([...n.node.store.allOperations()].map(op => [op.node_signature, `${op.kind} ${op.subject} ${op.accepted_at} from ${op.origin_host ?? op.origin}`]))
-    const [onY, onX] = [held(y), held(x)]
-    const missing = [...onY].filter(([k]) => !onX.has(k)).map(([, v]) => `${x.config.name} lacks ${v}`)
-    const extra = [...onX].filter(([k]) => !onY.has(k)).map(([, v]) => `${y.config.name} lacks ${v}`)
-    // Digests that no longer match their log (sync rechecks differing subjects, so this should not last).
-    const stale = [x, y].flatMap(n => {
-      const fresh = new SubjectDigests(n.node.store)
-      fresh.start()
-      fresh.stop()
-      const all = Array.from({ length: BUCKETS }, (_, i) => i)
-      const kept = n.node.digests.subjectsIn(all)
-      const rebuilt = fresh.subjectsIn(all)
-      return [...new Set([...kept.keys(), ...rebuilt.keys()])].filter(s => kept.get(s) !== rebuilt.get(s)).map(s => `${n.config.name}'s digest of ${s} is stale`)
-    })
-    throw new Error(`${(err as Error).message}: ${[...missing, ...extra, ...stale].join('; ') || 'the same operations and digests now'}`)
+/** What `x` and `y` hold differently: operations one lacks, and digests that no longer match their log. */
+function differences(x: TestNode, y: TestNode): string[] {
+  const held = (n: TestNode) => new Map([...n.node.store.allOperations()].map(op => [op.node_signature, `${op.kind} ${op.subject} ${op.accepted_at} from ${op.origin_host ?? op.origin}`]))
+  const [onY, onX] = [held(y), held(x)]
+  const missing = [...onY].filter(([k]) => !onX.has(k)).map(([, v]) => `${x.config.name} lacks ${v}`)
+  const extra = [...onX].filter(([k]) => !onY.has(k)).map(([, v]) => `${y.config.name} lacks ${v}`)
+  const stale = [x, y].flatMap(n => {
+    const fresh = new SubjectDigests(n.node.store)
+    fresh.start()
+    fresh.stop()
+    const all = Array.from({ length: BUCKETS }, (_, i) => i)
+    const kept = n.node.digests.subjectsIn(all)
+    const rebuilt = fresh.subjectsIn(all)
+    const keptBuckets = n.node.digests.bucketDigests().map(b => b.toString('hex'))
+    const staleBuckets = fresh.bucketDigests().map((b, i) => (b.toString('hex') === keptBuckets[i] ? -1 : i)).filter(i => i >= 0)
+    return [
+      ...[...new Set([...kept.keys(), ...rebuilt.keys()])].filter(s => kept.get(s) !== rebuilt.get(s)).map(s => `${n.config.name}'s digest of ${s} is stale`),
+      ...staleBuckets.map(i => `${n.config.name}'s bucket ${i} is ${keptBuckets[i]}, rebuilt ${fresh.bucketDigests()[i]?.toString('hex')}, members ${[...fresh.subjectsIn([i]).keys()].join(' ')} / kept members ${[...kept.keys()].filter(s => bucketOf(s) === i).join(' ')}`)
+    ]
   })
+  const all = Array.from({ length: BUCKETS }, (_, i) => i)
+  const [subjectsX, subjectsY] = [x, y].map(n => n.node.digests.subjectsIn(all))
+  const subjectDiffs = [...new Set([...subjectsX!.keys(), ...subjectsY!.keys()])].filter(s => subjectsX!.get(s) !== subjectsY!.get(s)).map(s => `subject ${s}: ${x.config.name} ${subjectsX!.get(s)} / ${y.config.name} ${subjectsY!.get(s)}`)
+  const [bx, by] = [x, y].map(n => n.node.digests.bucketDigests().map(b => b.toString('hex')))
+  const bucketDiffs = bx!.map((d, i) => (d === by![i] ? null : `bucket ${i}: ${x.config.name} ${d} / ${y.config.name} ${by![i]}`)).filter(Boolean) as string[]
+  return [...missing, ...extra, ...stale, ...subjectDiffs, ...bucketDiffs]
+}
+
+/** Waits until `x` and `y` hold the same operations; a failure names what differed, at the end and when last seen. */
+async function sameOperations(x: TestNode, y: TestNode): Promise<void> {
+  let lastSeen: { at: string; differences: string[] } | null = null
+  let lastLook = 0
+  await until(`${x.config.name} and ${y.config.name} hold the same operations`, () => {
+    if (digestsOf(x) === digestsOf(y)) return true
+    if (Date.now() - lastLook > 1000) {
+      lastLook = Date.now()
+      lastSeen = { at: new Date().toISOString(), differences: differences(x, y) }
+    }
+    return undefined
+  }, { timeoutMs: 60_000, detail: () => ({ now: differences(x, y), lastSeen, syncs: [x, y].map(n => ({ node: n.config.name, ...n.node.mesh!.sync.totals, peers: n.node.mesh!.libp2p.getPeers().length })) }) })
 }
 
 test.before(async () => {

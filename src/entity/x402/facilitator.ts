@@ -20,8 +20,14 @@ export type FacilitatorSetting =
 /** How long a settlement waits for its receipt before it counts as failed. */
 const CONFIRMATION_TIMEOUT_MS = 60_000
 
-export function createFacilitator(setting: FacilitatorSetting, network: PaymentNetwork): FacilitatorClient {
-  if (setting.kind === 'remote') return new HTTPFacilitatorClient({ url: setting.url.replace(/\/+$/, ''), timeoutMs: 30_000 })
+export interface Facilitator {
+  client: FacilitatorClient
+  /** Whether the chain answers (the local facilitator's RPC); undefined for a remote facilitator. */
+  chainReachable?: () => Promise<boolean>
+}
+
+export function createFacilitator(setting: FacilitatorSetting, network: PaymentNetwork): Facilitator {
+  if (setting.kind === 'remote') return { client: new HTTPFacilitatorClient({ url: setting.url.replace(/\/+$/, ''), timeoutMs: 30_000 }) }
   if (!/^0x[0-9a-fA-F]{64}$/.test(setting.settlementKey)) throw new PaymentConfigError('payments.settlement_key must be a 32-byte secp256k1 private key in hex (0x + 64 hex digits)')
   const account = privateKeyToAccount(setting.settlementKey)
   const chain = defineChain({
@@ -36,8 +42,11 @@ export function createFacilitator(setting: FacilitatorSetting, network: PaymentN
   const facilitator = new x402Facilitator().register(network.network, new ExactEvmFacilitatorScheme(signer))
   // The in-process facilitator answers getSupported synchronously; the client interface is async.
   return {
-    verify: (payload, requirements) => facilitator.verify(payload, requirements),
-    settle: (payload, requirements) => facilitator.settle(payload, requirements),
-    getSupported: async () => facilitator.getSupported() as SupportedResponse
+    client: {
+      verify: (payload, requirements) => facilitator.verify(payload, requirements),
+      settle: (payload, requirements) => facilitator.settle(payload, requirements),
+      getSupported: async () => facilitator.getSupported() as SupportedResponse
+    },
+    chainReachable: () => client.getChainId().then(id => id === network.chainId, () => false)
   }
 }

@@ -66,7 +66,8 @@ export class PayingClient {
   constructor(o: PayingFetchOptions) {
     const account = privateKeyToAccount(o.privateKey)
     this.address = account.address
-    this.http = new x402HTTPClient(new x402Client().register('eip155:*', new ExactEvmClientScheme(account)))
+    // The library's spend controls are replaced by this client's own: the cap in USD, and USDC on a known chain only.
+    this.http = new x402HTTPClient(new x402Client().register('eip155:*', new ExactEvmClientScheme(account)).setSpendControls(false))
     this.cap = usdToAtomic(o.maxUsd ?? 1, 'max-usd')
     this.fetchFn = o.fetch ?? fetch
   }

@@ -37,6 +37,11 @@ export interface PaywallOptions {
   quoteSecret: Uint8Array
   /** Lifetime of a quote and of the authorization a client signs for it (default 300 s, x402's). */
   maxTimeoutSeconds?: number
+  /**
+   * Whether the chain answers: asked when verification or settlement fails, so that an
+   * unreachable chain is answered 503 (retry later) rather than as a refused payment.
+   */
+  chainReachable?: () => Promise<boolean>
   logger: Logger
 }
 
@@ -232,7 +237,7 @@ export class Paywall {
       } catch (err) {
         throw unavailable(describe(err), 'verify')
       }
-      if (!result.isValid) throw isUnreachable(`${result.invalidReason} ${result.invalidMessage}`) ? unavailable(result.invalidMessage, 'verify') : refusalFor(result.invalidReason, result.invalidMessage)
+      if (!result.isValid) throw (await this.unreachable(`${result.invalidReason} ${result.invalidMessage}`)) ? unavailable(result.invalidMessage, 'verify') : refusalFor(result.invalidReason, result.invalidMessage)
     } catch (err) {
       await this.o.ledger.release(claimed)
       throw err
@@ -247,15 +252,21 @@ export class Paywall {
     } catch (err) {
       await this.o.ledger.mark(claimed, 'failed')
       const reason = (err as { errorReason?: unknown }).errorReason
-      throw typeof reason === 'string' && !isUnreachable(describe(err)) ? settlementFailed(reason, (err as Error).message) : unavailable(describe(err), 'settle')
+      throw typeof reason === 'string' && !(await this.unreachable(describe(err))) ? settlementFailed(reason, (err as Error).message) : unavailable(describe(err), 'settle')
     }
     if (!settled.success) {
       await this.o.ledger.mark(claimed, 'failed')
-      throw isUnreachable(`${settled.errorReason} ${settled.errorMessage}`) ? unavailable(settled.errorMessage, 'settle') : settlementFailed(settled.errorReason, settled.errorMessage)
+      throw (await this.unreachable(`${settled.errorReason} ${settled.errorMessage}`)) ? unavailable(settled.errorMessage ?? settled.errorReason, 'settle') : settlementFailed(settled.errorReason, settled.errorMessage)
     }
     await this.o.ledger.mark(claimed, 'settled', settled.transaction)
     this.o.logger.info({ transaction: settled.transaction, payer: settled.payer, amount: requirements.amount, network: settled.network }, 'payment settled')
     return settled
+  }
+
+  /** Whether a failure came from an unreachable chain or facilitator: by its text, else by asking the chain. */
+  private async unreachable(text: string): Promise<boolean> {
+    if (isUnreachable(text)) return true
+    return this.o.chainReachable ? !(await this.o.chainReachable().catch(() => false)) : false
   }
 
   /** 402 (or the refusal's own status) with a fresh quote in the header and the body. */
@@ -264,8 +275,8 @@ export class Paywall {
     const quote: PaymentRequirements = { ...this.base, extra: { ...this.base.extra, nonce } }
     const paymentRequired: PaymentRequired = await this.server.createPaymentRequiredResponse([quote], { url: resourceUrl, description: 'A reply from this entity', mimeType: 'application/json' }, refusal.message)
     return json(refusal.status, {
-      ...refusal.toBody(),
       ...paymentRequired,
+      ...refusal.toBody(),
       price: this.o.pricing.priceUsd,
       currency: 'USDC',
       pay_to: quote.payTo,
