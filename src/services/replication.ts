@@ -16,6 +16,7 @@ import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.js'
 import type { Operation } from '../store/records.js'
+import { DuplicateOperation } from '../store/registry-store.js'
 import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
@@ -78,7 +79,7 @@ export class ReplicationService {
         const waitingFor = err instanceof MissingDependency ? err.subject
           : err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found') ? op.subject
           : null
-        if (err instanceof StaleOperation) outcome = 'stale'
+        if (err instanceof StaleOperation || err instanceof DuplicateOperation) outcome = 'stale'
         else if (waitingFor !== null) {
           // What it waits for may have been applied while this one was being checked (gossip
           // handles messages concurrently); deferring it then would leave it waiting for sync.

@@ -12,6 +12,18 @@ type EntityNameKey = [entityId: string, handle: string, name: string]
 const MAX = Number.MAX_SAFE_INTEGER
 
 /** What one committed transaction did to the operation log. */
+/**
+ * An operation the log already holds (same subject and node signature): appending it again would
+ * count it twice in the sync digests, so the transaction is aborted instead. Two paths (gossip and
+ * sync, or two sync sessions) may deliver one operation at the same time; only one append wins.
+ */
+export class DuplicateOperation extends Error {
+  override name = 'DuplicateOperation'
+  constructor(readonly op: Operation) {
+    super(`the log already holds ${op.kind} ${op.subject} (${op.node_signature.slice(0, 16)}…)`)
+  }
+}
+
 export interface CommittedOperations {
   appended: Operation[]
   /** Subjects whose history changed (appended to or dropped). */
@@ -187,6 +199,7 @@ export class RegistryStore {
     putTombstone: t => { void this.tombstones.put(t.subject, t) },
     deleteTombstone: subject => { void this.tombstones.remove(subject) },
     appendOperation: op => {
+      if (this.subjectSeqs(op.subject).some(([, seq]) => this.operations.get(seq)?.node_signature === op.node_signature)) throw new DuplicateOperation(op)
       const seq = ++this.opSeq
       this.changes?.appended.push(op)
       this.changes?.subjects.add(op.subject)

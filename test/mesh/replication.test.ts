@@ -63,7 +63,11 @@ function differences(x: TestNode, y: TestNode): string[] {
   const subjectDiffs = [...new Set([...subjectsX!.keys(), ...subjectsY!.keys()])].filter(s => subjectsX!.get(s) !== subjectsY!.get(s)).map(s => `subject ${s}: ${x.config.name} ${subjectsX!.get(s)} / ${y.config.name} ${subjectsY!.get(s)}`)
   const [bx, by] = [x, y].map(n => n.node.digests.bucketDigests().map(b => b.toString('hex')))
   const bucketDiffs = bx!.map((d, i) => (d === by![i] ? null : `bucket ${i}: ${x.config.name} ${d} / ${y.config.name} ${by![i]}`)).filter(Boolean) as string[]
-  return [...missing, ...extra, ...stale, ...subjectDiffs, ...bucketDiffs]
+  const duplicates = [x, y].flatMap(n => {
+    const seen = new Set<string>()
+    return [...n.node.store.allOperations()].filter(op => seen.has(op.node_signature) || !seen.add(op.node_signature)).map(op => `${n.config.name} holds ${op.kind} ${op.subject} twice`)
+  })
+  return [...missing, ...extra, ...stale, ...duplicates, ...subjectDiffs, ...bucketDiffs]
 }
 
 /** Waits until `x` and `y` hold the same operations; a failure names what differed, at the end and when last seen. */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
 import type { Operation } from '../../src/store/records.js'
-import { RegistryStore } from '../../src/store/registry-store.js'
+import { DuplicateOperation, RegistryStore } from '../../src/store/registry-store.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
 
 const op = (subject: string, n: number): Operation => ({
@@ -39,6 +39,28 @@ test('digests follow commits; recheck finds and repairs a digest that fell behin
     rebuilt.stop()
     t.deepEqual(digests.bucketDigests(), rebuilt.bucketDigests(), 'and repaired: the same as one built from the log')
     t.is(rebuilt.bucketDigests().length, BUCKETS)
+  } finally {
+    await store.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('one operation delivered twice at once (gossip and sync) is appended once: the second append is refused', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'digests-'))
+  const store = await RegistryStore.open(dir)
+  try {
+    const digests = new SubjectDigests(store)
+    digests.start()
+    const same = op('c', 5)
+    const results = await Promise.allSettled([store.commit(tx => tx.appendOperation(same)), store.commit(tx => tx.appendOperation({ ...same }))])
+    t.deepEqual(results.map(r => r.status).sort(), ['fulfilled', 'rejected'])
+    t.true((results.find(r => r.status === 'rejected') as PromiseRejectedResult).reason instanceof DuplicateOperation)
+    t.is(store.operationsOf('c').length, 1)
+    const single = new SubjectDigests(store)
+    single.start()
+    single.stop()
+    t.is(digests.digestOf('c'), single.digestOf('c'))
+    digests.stop()
   } finally {
     await store.close()
     await rm(dir, { recursive: true, force: true })
