@@ -221,6 +221,14 @@ if ('missing' in binary) {
     t.is(await chain.balanceOf(chain.payer), before - PRICE)
   })
 
+  test.serial('concurrent paid calls, each with its own payment, all settle (the settlement account\'s nonces do not collide)', async t => {
+    const before = await chain.balanceOf(chain.payer)
+    const payments = await Promise.all([1, 2, 3, 4].map(() => payment()))
+    const answers = await Promise.all(payments.map((p, i) => paidCall(p, `call ${i}`)))
+    t.deepEqual(answers.map(a => a.status), [200, 200, 200, 200], JSON.stringify(answers.map(a => a.body.error)))
+    t.is(await chain.balanceOf(chain.payer), before - 4n * PRICE)
+  })
+
   test.serial('a handler failure is not charged; a settlement that fails (the chain went away) releases no output', async t => {
     const before = await chain.balanceOf(chain.payer)
     const bad = await paidCall(await payment(), '')
