@@ -5,8 +5,10 @@
  * expired authorization, a tampered signature, a quote never issued), two concurrent uses of one
  * payment, the free endpoints, and a settlement that fails because the chain went away.
  */
+import { execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { promisify } from 'node:util'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
@@ -18,7 +20,12 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { createEntity, derivedPayTo, PayingClient, PaymentClientError, signAgentMessage, type RunningEntity } from '../../src/entity/index.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
+import { entityKeyFile, writeKeyFile } from '../../src/identity/key-file.js'
+import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
 import { anvilBinary, startLocalChain, type LocalChain } from '../helpers/anvil.js'
+import { developer } from '../helpers/identities.js'
+import { startTestNode } from '../helpers/node.js'
+import { until } from '../helpers/wait.js'
 
 const PRICE = 10_000n // 0.01 USDC
 const entityKey = keyPairFromSeed(Buffer.alloc(32, 151))
@@ -227,6 +234,41 @@ if ('missing' in binary) {
     const answers = await Promise.all(payments.map((p, i) => paidCall(p, `call ${i}`)))
     t.deepEqual(answers.map(a => a.status), [200, 200, 200, 200], JSON.stringify(answers.map(a => a.body.error)))
     t.is(await chain.balanceOf(chain.payer), before - 4n * PRICE)
+  })
+
+  test.serial('the command line: entity serve with [pricing] and [payments], call --pay prints the reply and the receipt, --max-usd refuses', async t => {
+    const node = await startTestNode({ entities: { allow_http_url: true } })
+    const dir = await mkdtemp(join(tmpdir(), 'x402-cli-'))
+    let serve: ReturnType<typeof spawn> | null = null
+    try {
+      await writeKeyFile(join(dir, 'entity-key.json'), entityKeyFile(developer(153).keyPair, 0).file)
+      await writeFile(join(dir, 'settlement-key.txt'), `${chain.deployerKey}\n`)
+      await writeFile(join(dir, 'wallet.txt'), `${chain.payerKey}\n`)
+      await writeFile(join(dir, 'entity.toml'), [
+        '[entity]', 'name = "Paid CLI echo"', '[pricing]', 'model = "per-request"', 'currency = "USDC"', 'rates = { default = "0.02" }', 'payment_methods = ["x402"]', 'network = 84532',
+        '[payments]', 'facilitator = "local"', `rpc_url = "${chain.rpcUrl}"`, 'settlement_key_file = "settlement-key.txt"', 'data_dir = "data"'
+      ].join('\n'))
+      serve = spawn(process.execPath, [...CLI_FROM_SOURCES, 'entity', 'serve', '--config', join(dir, 'entity.toml'), '--registry', node.url, '--echo'], { stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      serve.stdout?.on('data', chunk => { out += String(chunk) })
+      serve.stderr?.on('data', chunk => { out += String(chunk) })
+      const url = await until('entity serve prints its URL and price', () => (/priced: 0\.02 USDC/.test(out) ? /serving on (\S+)/.exec(out)?.[1] : undefined), { timeoutMs: 30_000, detail: () => out })
+      const before = await chain.balanceOf(chain.payer)
+      const run = promisify(execFile)
+      const paid = JSON.parse((await run(process.execPath, [...CLI_FROM_SOURCES, 'call', url, 'pay me', '--pay', '--wallet', join(dir, 'wallet.txt'), '--json'])).stdout) as { response: string; payment: { transaction: string } }
+      t.is(paid.response, 'pay me')
+      t.is(await chain.transactionStatus(paid.payment.transaction), 'success')
+      t.is(await chain.balanceOf(chain.payer), before - 2n * PRICE)
+      const refused = await run(process.execPath, [...CLI_FROM_SOURCES, 'call', url, 'too dear', '--pay', '--wallet', join(dir, 'wallet.txt'), '--max-usd', '0.01']).then(() => null, (err: { code: number; stderr: string }) => err)
+      t.is(refused?.code, 1)
+      t.regex(refused?.stderr ?? '', /MAX_PAYMENT_EXCEEDED/)
+      const unpaid = await run(process.execPath, [...CLI_FROM_SOURCES, 'call', url, 'free?']).then(() => null, (err: { code: number; stderr: string }) => err)
+      t.regex(unpaid?.stderr ?? '', /HTTP 402 \(a priced entity: pay with --pay --wallet FILE\)/)
+    } finally {
+      serve?.kill('SIGTERM')
+      await node.stop()
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 
   test.serial('a handler failure is not charged; a settlement that fails (the chain went away) releases no output', async t => {
