@@ -6,6 +6,8 @@
  * payment, the free endpoints, and a settlement that fails because the chain went away.
  */
 import { execFile, spawn } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
@@ -20,6 +22,8 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { createEntity, derivedPayTo, PayingClient, PaymentClientError, signAgentMessage, type RunningEntity } from '../../src/entity/index.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
+import { createFacilitator } from '../../src/entity/x402/facilitator.js'
+import { paymentNetwork } from '../../src/entity/x402/networks.js'
 import { entityKeyFile, writeKeyFile } from '../../src/identity/key-file.js'
 import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
 import { anvilBinary, startLocalChain, type LocalChain } from '../helpers/anvil.js'
@@ -189,21 +193,30 @@ if ('missing' in binary) {
     t.is(await chain.balanceOf(chain.payer), before, 'nothing was taken')
   })
 
-  test.serial('refused with their codes: an expired authorization, a tampered signature', async t => {
+  test.serial('refused with their codes: an expired authorization, one valid for too long, a tampered signature', async t => {
     const required = await quote()
     const accepted = required.accepts[0]!
     const account = privateKeyToAccount(chain.payerKey)
     const now = Math.floor(Date.now() / 1000)
-    const authorization = { from: account.address, to: accepted.payTo as `0x${string}`, value: accepted.amount, validAfter: String(now - 600), validBefore: String(now - 10), nonce: `0x${randomBytes(32).toString('hex')}` as `0x${string}` }
-    const signature = await account.signTypedData({
-      domain: { name: 'USDC', version: '2', chainId: 84532, verifyingContract: accepted.asset as `0x${string}` },
-      types: { TransferWithAuthorization: [{ name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' }] },
-      primaryType: 'TransferWithAuthorization',
-      message: { ...authorization, value: BigInt(authorization.value), validAfter: BigInt(authorization.validAfter), validBefore: BigInt(authorization.validBefore) }
-    })
-    const expired = await paidCall({ x402Version: 2, resource: required.resource, accepted, payload: { authorization, signature } })
+    /** An authorization for the quote, signed by the payer, valid from `validAfter` to `validBefore`. */
+    const signed = async (validAfter: number, validBefore: number): Promise<PaymentPayload> => {
+      const authorization = { from: account.address, to: accepted.payTo as `0x${string}`, value: accepted.amount, validAfter: String(validAfter), validBefore: String(validBefore), nonce: `0x${randomBytes(32).toString('hex')}` as `0x${string}` }
+      const signature = await account.signTypedData({
+        domain: { name: 'USDC', version: '2', chainId: 84532, verifyingContract: accepted.asset as `0x${string}` },
+        types: { TransferWithAuthorization: [{ name: 'from', type: 'address' }, { name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }, { name: 'validAfter', type: 'uint256' }, { name: 'validBefore', type: 'uint256' }, { name: 'nonce', type: 'bytes32' }] },
+        primaryType: 'TransferWithAuthorization',
+        message: { ...authorization, value: BigInt(authorization.value), validAfter: BigInt(validAfter), validBefore: BigInt(validBefore) }
+      })
+      return { x402Version: 2, resource: required.resource, accepted, payload: { authorization, signature } }
+    }
+    const expired = await paidCall(await signed(now - 600, now - 10))
     t.is(expired.status, 402)
     t.is(expired.body.error, 'payment_expired')
+    const notYet = await paidCall(await signed(now + 600, now + 900))
+    t.is(notYet.body.error, 'payment_expired')
+    const tooLong = await paidCall(await signed(0, now + 100_000))
+    t.is(tooLong.body.error, 'payment_requirements_mismatch')
+    t.is(tooLong.body.field, 'payload.authorization.validBefore')
 
     const p = await payment()
     const inner = p.payload as { signature: string }
@@ -268,6 +281,44 @@ if ('missing' in binary) {
       serve?.kill('SIGTERM')
       await node.stop()
       await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  test.serial('a remote facilitator (x402 HTTP: /supported, /verify, /settle) verifies and settles the same way', async t => {
+    // The in-process facilitator, served over HTTP as a remote one would be.
+    const inner = createFacilitator({ kind: 'local', rpcUrl: chain.rpcUrl, settlementKey: chain.deployerKey }, paymentNetwork(84532)).client
+    const calls: string[] = []
+    const server = createServer((req, res) => {
+      let body = ''
+      req.on('data', chunk => { body += String(chunk) })
+      req.on('end', () => {
+        calls.push(`${req.method} ${req.url}`)
+        const answer = async (): Promise<unknown> => {
+          if (req.method === 'GET' && req.url === '/supported') return inner.getSupported()
+          const { paymentPayload, paymentRequirements } = JSON.parse(body) as { paymentPayload: PaymentPayload; paymentRequirements: PaymentPayload['accepted'] }
+          return req.url === '/verify' ? inner.verify(paymentPayload, paymentRequirements) : inner.settle(paymentPayload, paymentRequirements)
+        }
+        answer().then(out => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(out)) }, (err: Error) => { res.writeHead(500); res.end(JSON.stringify({ error: err.message })) })
+      })
+    })
+    await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+    const remoteDir = await mkdtemp(join(tmpdir(), 'x402-remote-'))
+    const remote = await createEntity({
+      key: keyPairFromSeed(Buffer.alloc(32, 154)), registry: null, logger: pino({ level: 'silent' }),
+      card: { name: 'Remote-settled echo', pricing: { rates: { default: '0.01' } } },
+      payments: { facilitator: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, dataDir: remoteDir },
+      handler: input => input.content
+    }).start()
+    try {
+      const client = new PayingClient({ privateKey: chain.payerKey })
+      const paid = await client.fetch(`${remote.url}/webhook/sync`, { method: 'POST', body: message('remote'), headers: { 'content-type': 'application/json' } })
+      t.is(paid.response.status, 200)
+      t.is(await chain.transactionStatus(paid.receipt?.transaction ?? ''), 'success')
+      t.deepEqual(calls, ['GET /supported', 'POST /verify', 'POST /settle'])
+    } finally {
+      await remote.stop()
+      server.close()
+      await rm(remoteDir, { recursive: true, force: true })
     }
   })
 

@@ -71,6 +71,8 @@ const AUTHORIZATION_TYPES = {
 
 /** An authorization must stay valid this long past now, as the x402 facilitator requires. */
 const VALID_BEFORE_MARGIN_S = 6
+/** Clock difference tolerated between a payer and this entity. */
+const CLOCK_SKEW_S = 300
 
 interface Authorization { from: `0x${string}`; to: string; value: string; validAfter: string; validBefore: string; nonce: `0x${string}` }
 
@@ -212,6 +214,10 @@ export class Paywall {
     const now = Math.floor(Date.now() / 1000)
     if (BigInt(authorization.validAfter) > BigInt(now)) throw new PaymentRefusal('payment_expired', 'The authorization is not valid yet (validAfter is in the future).', 'payload.authorization.validAfter')
     if (BigInt(authorization.validBefore) < BigInt(now + VALID_BEFORE_MARGIN_S)) throw new PaymentRefusal('payment_expired', 'The authorization has expired (validBefore has passed).', 'payload.authorization.validBefore')
+    // Longer than the quote allows (plus clock skew): the ledger would have to keep it that long.
+    if (BigInt(authorization.validBefore) > BigInt(now + this.ttlSeconds + CLOCK_SKEW_S)) {
+      throw new PaymentRefusal('payment_requirements_mismatch', `The authorization is valid for longer than the quote's ${this.ttlSeconds} s (validBefore too far ahead).`, 'payload.authorization.validBefore')
+    }
     return { payload, requirements: expected, authorization }
   }
 
