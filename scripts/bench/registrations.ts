@@ -7,18 +7,14 @@
  * --kill9 kills the node with SIGKILL halfway, restarts it on the same data and checks that every
  * acknowledged registration is there. Prints one `name: value unit` line per figure.
  */
-import { Agent, request } from 'node:http'
+import { Agent } from 'node:http'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
-import { formatKey } from '../../src/identity/encoding.js'
-import { deriveAgentKeyPair, developerProofMessage } from '../../src/identity/hd.js'
-import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
 import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { makeBodies, postRegistration as post } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
 
 const { values: args } = parseArgs({
@@ -33,30 +29,6 @@ const rate = Number(args.rate)
 const seconds = Number(args.seconds)
 const total = Math.ceil(rate * seconds)
 
-function makeBodies(n: number): { id: string; body: string }[] {
-  const dev = keyPairFromSeed(Buffer.alloc(32, 7))
-  const devKey = formatKey(dev.publicKey)
-  const devId = deriveId('developer', dev.publicKey)
-  const out: { id: string; body: string }[] = []
-  for (let i = 0; i < n; i++) {
-    const a = deriveAgentKeyPair(dev.seed, i)
-    const body: Record<string, unknown> = {
-      name: `Bench agent ${i}`,
-      type: 'agent',
-      category: ['tools', 'finance', 'travel', 'research'][i % 4],
-      summary: `Benchmark agent number ${i} that translates and summarises documents`,
-      tags: ['bench', `t${i % 50}`],
-      entity_url: `https://agent${i}.bench.example`,
-      public_key: formatKey(a.publicKey),
-      developer_id: devId,
-      developer_proof: { developer_public_key: devKey, agent_public_key: formatKey(a.publicKey), index: i, signature: sign(dev, developerProofMessage(a.publicKey, i)) }
-    }
-    body.signature = sign(a, canonicalJson(body))
-    out.push({ id: deriveId('agent', a.publicKey), body: JSON.stringify(body) })
-  }
-  return out
-}
-
 /** Time from a registration's reply until search finds it (by ID), polling every 10 ms up to 5 s. */
 async function searchableAfter(url: string, id: string): Promise<number> {
   const started = performance.now()
@@ -67,17 +39,6 @@ async function searchableAfter(url: string, id: string): Promise<number> {
     await new Promise(r => setTimeout(r, 10))
   }
   return Infinity
-}
-
-function post(agent: Agent, url: URL, body: string): Promise<number> {
-  return new Promise(resolve => {
-    const req = request({ agent, host: url.hostname, port: url.port, path: '/v1/entities', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
-      res.resume()
-      res.on('end', () => resolve(res.statusCode ?? 0))
-    })
-    req.on('error', () => resolve(0))
-    req.end(body)
-  })
 }
 
 /**

@@ -27,7 +27,10 @@ export interface NodeProcess {
 /** Starts `registry-node start` (from the sources by default) as a child process and waits for its URL. */
 export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[]; startTimeoutMs?: number } = {}): Promise<NodeProcess> {
   const entry = options.entry ?? CLI_FROM_SOURCES
-  const child = spawn(process.execPath, [...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
+  // BENCH_NODE_FLAGS: Node flags for the node under test only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+  // (NODE_OPTIONS refuses --cpu-prof, and would profile the load generator too).
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+  const child = spawn(process.execPath, [...flags, ...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
     cwd: options.cwd ?? REPO,
     // The mesh on loopback and ephemeral ports, so nodes never collide on 4001 (flags still override).
     env: { REGISTRY_NODE_P2P_HOST: '127.0.0.1', REGISTRY_NODE_P2P_PORT: '0', ...process.env, ...options.env },

@@ -24,11 +24,12 @@ import { contentId, type GossipTap } from './gossip-tap.js'
 
 const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
 
+/** Version 2: unsigned gossipsub messages (StrictNoSign); nodes on version 1 topics (StrictSign) and these do not meet, and sync still brings them together. */
 export const GOSSIP_TOPICS = {
-  entities: '/zns/ops/entities/1',
-  tombstones: '/zns/ops/tombstones/1',
-  status: '/zns/ops/status/1',
-  identities: '/zns/ops/identities/1'
+  entities: '/zns/ops/entities/2',
+  tombstones: '/zns/ops/tombstones/2',
+  status: '/zns/ops/status/2',
+  identities: '/zns/ops/identities/2'
 } as const
 
 export function topicOf(kind: OperationKind): string {

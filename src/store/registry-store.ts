@@ -26,6 +26,8 @@ export class DuplicateOperation extends Error {
 
 export interface CommittedOperations {
   appended: Operation[]
+  /** Operations removed from the log (superseded registrations, tombstoned histories). */
+  dropped: Operation[]
   /** Subjects whose history changed (appended to or dropped). */
   subjects: Set<string>
 }
@@ -159,7 +161,7 @@ export class RegistryStore {
    * aborted: nothing it wrote is kept. (A plain lmdb-js `transaction` would keep earlier writes.)
    */
   async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
-    const changes: CommittedOperations = { appended: [], subjects: new Set() }
+    const changes: CommittedOperations = { appended: [], dropped: [], subjects: new Set() }
     const result = await this.root.childTransaction(() => {
       this.changes = changes
       try {
@@ -234,10 +236,9 @@ export class RegistryStore {
     dropOperations: (subject, keep) => {
       this.changes?.subjects.add(subject)
       for (const key of this.subjectSeqs(subject)) {
-        if (keep) {
-          const op = this.operations.get(key[1])
-          if (op && keep(op)) continue
-        }
+        const op = this.operations.get(key[1])
+        if (op && keep?.(op)) continue
+        if (op) this.changes?.dropped.push(op)
         void this.operations.remove(key[1])
         void this.subjectOperations.remove(key)
       }

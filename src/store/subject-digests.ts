@@ -7,8 +7,8 @@
  * 256 bucket digests, then the subject digests of the buckets that differ, finds what differs
  * without listing everything.
  *
- * Kept in memory: built from the log at start, then updated after every commit for the subjects
- * whose history changed.
+ * Kept in memory: built from the log at start, then updated after every commit from what it
+ * appended and dropped (XOR in, XOR out: no read of the log on the write path).
  */
 import { createHash } from 'node:crypto'
 import type { RegistryStore } from './registry-store.js'
@@ -17,6 +17,7 @@ import type { Operation } from './records.js'
 export const DIGEST_BYTES = 16
 export const BUCKETS = 256
 
+const EMPTY = Buffer.alloc(DIGEST_BYTES)
 const hash = (text: string): Buffer => createHash('sha256').update(text).digest().subarray(0, DIGEST_BYTES)
 
 function xorInto(target: Buffer, value: Buffer): void {
@@ -44,7 +45,16 @@ export class SubjectDigests {
       xorInto(digest, hash(op.node_signature))
     }
     for (const [subject, digest] of built) this.set(subject, digest)
-    this.detach = this.store.onCommitted(changes => { for (const subject of changes.subjects) this.refresh(subject) })
+    this.detach = this.store.onCommitted(changes => {
+      const next = new Map<string, Buffer>()
+      for (const op of [...changes.appended, ...changes.dropped]) {
+        let digest = next.get(op.subject)
+        if (!digest) next.set(op.subject, (digest = Buffer.from(this.subjects.get(op.subject) ?? Buffer.alloc(DIGEST_BYTES))))
+        xorInto(digest, hash(op.node_signature))
+      }
+      // A subject whose every operation went XORs back to zero: it is no longer held.
+      for (const [subject, digest] of next) this.set(subject, digest.equals(EMPTY) ? null : digest)
+    })
   }
 
   stop(): void {

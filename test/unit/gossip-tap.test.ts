@@ -6,7 +6,7 @@ import type { Message } from '@libp2p/gossipsub'
 import { MeshFaults } from '../../src/mesh/faults.js'
 import { contentId, GossipTap } from '../../src/mesh/gossip-tap.js'
 
-const message = (text: string): Message => ({ type: 'unsigned', topic: '/zns/ops/entities/1', data: new TextEncoder().encode(text) })
+const message = (text: string): Message => ({ type: 'unsigned', topic: '/zns/ops/entities/2', data: new TextEncoder().encode(text) })
 const hex = (id: Uint8Array): string => Buffer.from(id).toString('hex')
 
 test('copies keep their content ID; a lost copy gets a fresh one, so a later copy can still be accepted', async t => {
