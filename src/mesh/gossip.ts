@@ -1,25 +1,31 @@
 /**
- * Gossip of operations over gossipsub (protocols/README.md, "Gossip"). The node publishes every
- * operation it accepts on the topic of its kind; each operation received is validated before
- * gossipsub may forward it, and applied in the same step:
+ * Gossip of operations over gossipsub (protocols/README.md, "Gossip"). The node publishes the
+ * operations it accepts on the topic of their kind, several to a message: the first operation after
+ * a quiet interval goes out at once, later ones wait for the pacing interval (`batchIntervalMs`,
+ * 20 ms) and leave together, so a busy node sends at most 50 messages a second per topic however
+ * many writes it takes, and each costs one encryption, one frame and one socket write per peer.
+ * Each message received is validated before gossipsub may forward it, and its operations applied
+ * in the same step:
  *
- * - size and schema, then age: an operation older than `maxAgeMs` is ignored (not forwarded; sync
- *   carries it). Gossipsub forwards messages unchanged, so the spec's 10-hop bound cannot be
- *   counted; a node forwards a message only within its message cache window (5 heartbeats of 1 s),
- *   so 10 hops take at most about 50 s, and the age bound of 60 s stands in for the hop bound.
+ * - size and schema of every operation (one malformed operation rejects the message), then age:
+ *   an operation older than `maxAgeMs` is skipped (sync carries it). Gossipsub forwards messages
+ *   unchanged, so the spec's 10-hop bound cannot be counted; a node forwards a message only within
+ *   its message cache window (5 heartbeats of 1 s), so 10 hops take at most about 50 s, and the age
+ *   bound of 60 s stands in for the hop bound.
  * - deduplication over 5 minutes: gossipsub's seen cache (`seenTTL`), keyed by a hash of the bytes,
- *   so the same operation reaching a node by two paths is applied once.
+ *   so the same message reaching a node by two paths is applied once.
  * - at most `maxPerPeerPerSecond` (100) messages per second from one forwarding peer: beyond it
- *   messages are ignored.
- * - then `apply`: the origin's seal and the owner's signature are verified, and the operation is
- *   applied (last writer wins). An invalid one is rejected, which gossipsub's peer scoring charges
- *   to the peer that forwarded it; valid ones, applied or already held, are accepted.
+ *   messages are ignored (sync brings their operations).
+ * - then `apply`, for every operation: the origin's seal and the owner's signature are verified,
+ *   and the operation is applied (last writer wins); operations of one subject in order, others
+ *   concurrently. If one is invalid the message is rejected, which gossipsub's peer scoring charges
+ *   to the peer that forwarded it (the valid ones stand: each is checked on its own).
  */
 import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/gossipsub'
 import type { Logger } from 'pino'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
-import { decodeOperation, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
+import { decodeBatch, encodeBatch, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
 import { contentId, type GossipTap } from './gossip-tap.js'
 
 const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
@@ -49,29 +55,39 @@ export interface GossipOptions {
   logger: Logger
   maxAgeMs?: number
   maxPerPeerPerSecond?: number
+  /** Pacing of outgoing messages (per node, all topics): at most one flush per interval. */
+  batchIntervalMs?: number
   now?: () => number
   /** Copies, bytes and the trace (gossip-tap.ts). */
   tap: GossipTap
 }
 
 export interface GossipStats {
+  /** Operations published, and the messages that carried them. */
   published: number
+  messages_published: number
   received: Record<'applied' | 'stale' | 'deferred' | 'unsupported' | 'invalid' | 'too_old' | 'rate_limited', number>
 }
 
 export class OperationGossip {
-  readonly stats: GossipStats = { published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0, too_old: 0, rate_limited: 0 } }
-  /** Times of recent messages (published and received), for the announcements-per-minute figure. */
+  readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0, too_old: 0, rate_limited: 0 } }
+  /** Times of recent operations (published and received), for the announcements-per-minute figure. */
   private readonly recent: number[] = []
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
   private readonly maxAgeMs: number
   private readonly perPeer: number
   private readonly now: () => number
+  private readonly batchIntervalMs: number
+  /** Operations waiting for the next message, by topic. */
+  private readonly outbox = new Map<string, Operation[]>()
+  private lastFlush = -Infinity
+  private flushTimer: NodeJS.Timeout | null = null
 
   constructor(private readonly o: GossipOptions) {
     this.maxAgeMs = o.maxAgeMs ?? 60_000
     this.perPeer = o.maxPerPeerPerSecond ?? 100
     this.now = o.now ?? Date.now
+    this.batchIntervalMs = o.batchIntervalMs ?? 20
   }
 
   start(): void {
@@ -82,27 +98,72 @@ export class OperationGossip {
   }
 
   stop(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer)
+    this.flushTimer = null
+    this.outbox.clear()
     for (const topic of Object.values(GOSSIP_TOPICS)) {
       this.o.pubsub.topicValidators.delete(topic)
       this.o.pubsub.unsubscribe(topic)
     }
   }
 
-  /** Publishes operations this node accepted (after their commit). Never throws: sync repairs what gossip misses. */
+  /**
+   * Queues operations this node accepted (after their commit) for the next message of their topic.
+   * Never throws: sync repairs what gossip misses.
+   */
   publish(ops: readonly Operation[]): void {
+    if (ops.length === 0) return
     for (const op of ops) {
-      const data = encodeOperation(op)
-      const id = this.o.tap.willPublish(data)
-      this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
-      this.o.pubsub.publish(topicOf(op.kind), data).then(result => {
-        this.stats.published++
-        this.count()
-        this.o.bus.publish('gossip_outgoing', { kind: op.kind, subject: op.subject, recipients: result.recipients.length, bytes: data.byteLength })
-      }, (err: unknown) => this.o.logger.debug({ err, kind: op.kind, subject: op.subject }, 'gossip publish failed'))
+      const topic = topicOf(op.kind)
+      const queue = this.outbox.get(topic)
+      if (queue) queue.push(op)
+      else this.outbox.set(topic, [op])
+    }
+    if (this.flushTimer) return
+    const wait = this.lastFlush + this.batchIntervalMs - this.now()
+    if (wait <= 0) this.flush()
+    else this.flushTimer = setTimeout(() => { this.flushTimer = null; this.flush() }, wait)
+  }
+
+  private flush(): void {
+    this.lastFlush = this.now()
+    const outbox = [...this.outbox]
+    this.outbox.clear()
+    for (const [topic, ops] of outbox) {
+      let batch: Operation[] = []
+      let encoded: Uint8Array[] = []
+      let bytes = 0
+      for (const op of ops) {
+        const data = encodeOperation(op)
+        if (batch.length > 0 && (bytes + data.byteLength > OPERATION_LIMITS.batchBytes / 4 || batch.length >= OPERATION_LIMITS.batchOperations)) {
+          this.send(topic, batch, encoded)
+          batch = []
+          encoded = []
+          bytes = 0
+        }
+        batch.push(op)
+        encoded.push(data)
+        bytes += data.byteLength + 1
+      }
+      this.send(topic, batch, encoded)
     }
   }
 
-  /** Gossip messages in the last minute, sent and received. */
+  private send(topic: string, ops: Operation[], encoded: Uint8Array[]): void {
+    const data = encodeBatch(encoded)
+    const id = this.o.tap.willPublish(data)
+    if (this.o.tap.tracing) for (const op of ops) this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
+    this.o.pubsub.publish(topic, data).then(result => {
+      this.stats.published += ops.length
+      this.stats.messages_published++
+      for (const op of ops) {
+        this.count()
+        this.o.bus.publish('gossip_outgoing', { kind: op.kind, subject: op.subject, recipients: result.recipients.length, bytes: data.byteLength })
+      }
+    }, (err: unknown) => this.o.logger.debug({ err, topic, operations: ops.length }, 'gossip publish failed'))
+  }
+
+  /** Operations gossiped in the last minute, sent and received. */
   perMinute(): number {
     this.prune()
     return this.recent.length
@@ -113,18 +174,38 @@ export class OperationGossip {
     if (this.o.tap.isLost(message)) return TopicValidatorResult.Ignore
     this.o.tap.counters.first++
     if (!this.takeToken(peer)) { received.rate_limited++; return TopicValidatorResult.Ignore }
-    let op: Operation
+    let ops: Operation[]
     try {
-      if (message.data.byteLength > OPERATION_LIMITS.encodedBytes) throw new Error('too large')
-      op = decodeOperation(message.data)
-      if (topicOf(op.kind) !== message.topic) throw new Error(`a ${op.kind} operation on ${message.topic}`)
+      ops = decodeBatch(message.data)
+      for (const op of ops) if (topicOf(op.kind) !== message.topic) throw new Error(`a ${op.kind} operation on ${message.topic}`)
     } catch (err) {
       received.invalid++
       this.o.logger.debug({ err, peer }, 'malformed gossip message')
       return TopicValidatorResult.Reject
     }
-    const age = this.now() - Date.parse(op.accepted_at)
-    if (!(age <= this.maxAgeMs)) { received.too_old++; return TopicValidatorResult.Ignore }
+    const now = this.now()
+    const fresh = ops.filter(op => {
+      if (now - Date.parse(op.accepted_at) <= this.maxAgeMs) return true
+      received.too_old++
+      return false
+    })
+    if (fresh.length === 0) return TopicValidatorResult.Ignore
+    // One subject's operations in the order sent (an update after its registration); subjects concurrently.
+    const chains = new Map<string, Operation[]>()
+    for (const op of fresh) {
+      const chain = chains.get(op.subject)
+      if (chain) chain.push(op)
+      else chains.set(op.subject, [op])
+    }
+    let valid = true
+    await Promise.all([...chains.values()].map(async chain => {
+      for (const op of chain) if (!(await this.applyOne(peer, message, op))) valid = false
+    }))
+    return valid ? TopicValidatorResult.Accept : TopicValidatorResult.Reject
+  }
+
+  private async applyOne(peer: string, message: Message, op: Operation): Promise<boolean> {
+    const { received } = this.stats
     try {
       const outcome = await this.o.apply(op)
       received[outcome]++
@@ -133,11 +214,11 @@ export class OperationGossip {
       if (this.o.tap.tracing) {
         this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome })
       }
-      return TopicValidatorResult.Accept
+      return true
     } catch (err) {
       received.invalid++
       this.o.logger.info({ err, peer, kind: op.kind, subject: op.subject, origin: op.origin }, 'rejected an invalid operation from the mesh')
-      return TopicValidatorResult.Reject
+      return false
     }
   }
 

@@ -128,7 +128,8 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
         msgIdFn: hooks.tap.messageId,
         metricsRegister: hooks.tap.metricsRegister,
         metricsTopicStrToLabel: new Map(Object.values(GOSSIP_TOPICS).map(topic => [topic, topic])),
-        maxInboundDataLength: OPERATION_LIMITS.encodedBytes,
+        // One gossip message (a batch of operations) and the RPC framing around it.
+        maxInboundDataLength: OPERATION_LIMITS.batchBytes + 64 * 1024,
         // Scoring charges many peers behind one IP (a Sybil defence). Every node of a local testnet
         // is 127.0.0.1: without this, 20 nodes on one machine graylist each other and gossip
         // reached 25 % of them (bench:propagation).

@@ -97,6 +97,7 @@ export const NetworkStatus = Type.Object(
       dht_mode: Nullable(Type.String()),
       gossip: Type.Optional(Type.Object({
         published: Type.Integer({ description: 'operations this node published' }),
+        messages_published: Type.Integer({ description: 'gossip messages that carried them (a message carries the operations of one pacing interval)' }),
         copies_received: Type.Integer({ description: 'message copies received, first and duplicate' }),
         first_received: Type.Integer({ description: 'first copies validated' }),
         duplicates: Type.Integer({ description: 'copies received after the first (copies − first − lost)' }),

@@ -9,7 +9,11 @@ import { validate } from './validate.js'
 
 export const OPERATION_LIMITS = {
   /** Bytes of one encoded operation: the largest request body (64 KiB) as base64, with room for the rest. */
-  encodedBytes: 96 * 1024
+  encodedBytes: 96 * 1024,
+  /** Bytes of one gossip message (a batch); a sender fills batches up to a quarter of this. */
+  batchBytes: 1024 * 1024,
+  /** Operations in one gossip message. */
+  batchOperations: 1000
 } as const
 
 const Signature = Type.String({ maxLength: 200 })
@@ -68,7 +72,26 @@ export function encodeOperation(op: Operation): Uint8Array {
   return Buffer.from(JSON.stringify(toWire(op)))
 }
 
-export function decodeOperation(bytes: Uint8Array): Operation {
-  if (bytes.byteLength > OPERATION_LIMITS.encodedBytes) throw new Error(`an operation of ${bytes.byteLength} bytes is over the ${OPERATION_LIMITS.encodedBytes}-byte limit`)
-  return fromWire(JSON.parse(Buffer.from(bytes).toString('utf8')))
+/**
+ * A gossip message: `{"ops": [wire operations]}`, the operations one node accepted within one
+ * pacing interval, encoded once each (`encodeOperation`'s bytes are reused as they are).
+ */
+export function encodeBatch(encoded: readonly Uint8Array[]): Uint8Array {
+  const parts: Uint8Array[] = [BATCH_OPEN]
+  encoded.forEach((op, i) => { if (i > 0) parts.push(COMMA); parts.push(op) })
+  parts.push(BATCH_CLOSE)
+  return Buffer.concat(parts)
+}
+const BATCH_OPEN = Buffer.from('{"ops":[')
+const COMMA = Buffer.from(',')
+const BATCH_CLOSE = Buffer.from(']}')
+
+/** Decodes and validates a gossip message; throws on anything malformed (the whole message is refused). */
+export function decodeBatch(bytes: Uint8Array): Operation[] {
+  if (bytes.byteLength > OPERATION_LIMITS.batchBytes) throw new Error(`a gossip message of ${bytes.byteLength} bytes is over the ${OPERATION_LIMITS.batchBytes}-byte limit`)
+  const value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as { ops?: unknown }
+  if (!Array.isArray(value.ops) || value.ops.length === 0 || value.ops.length > OPERATION_LIMITS.batchOperations) {
+    throw new Error(`a gossip message carries "ops", 1 to ${OPERATION_LIMITS.batchOperations} operations`)
+  }
+  return value.ops.map(fromWire)
 }

@@ -11,7 +11,7 @@ import { homeBucketKey } from '../../src/mesh/provider-keys.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
 import { sealOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
-import { encodeOperation } from '../../src/wire/operations.js'
+import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import { agent, developer, developerRegistration, sign, signSpec, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
@@ -22,6 +22,8 @@ const dev = developer(31)
 const first = agent(dev, 0)
 const second = agent(dev, 1)
 const third = agent(dev, 2)
+const fourth = agent(dev, 3)
+const fifth = agent(dev, 4)
 let a: TestNode
 let b: TestNode
 let c: TestNode
@@ -222,12 +224,51 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
   })
   const invalidBefore = [a, b].map(n => n.node.replication.counts.invalid)
   const pubsub = c.node.mesh!.libp2p.services.pubsub
-  for (const op of [tampered, forged, status]) await pubsub.publish(topicOf(op.kind), encodeOperation(op))
+  for (const op of [tampered, forged, status]) await pubsub.publish(topicOf(op.kind), encodeBatch([encodeOperation(op)]))
   for (const [i, n] of [a, b].entries()) {
     await until(`${n.config.name} rejected both forgeries`, () => (n.node.replication.counts.invalid - (invalidBefore[i] as number) >= 2 ? true : undefined))
     t.is((await entityOn(n, second.agentId)).body.summary, 'Honest summary', 'the tampered body was not applied')
     t.is((await entityOn(n, third.agentId)).status, 404, 'the forged registration was not applied')
   }
+
+  // 4. One message with a valid operation and a forged one: the message is rejected, the valid one stands.
+  const validBody = specRegistration(dev, fourth, { summary: 'Valid, beside a forgery' })
+  const valid = sealOperation(c.node.identity, { ...original, subject: fourth.agentId, body: Buffer.from(JSON.stringify(validBody)), auth: { ...original.auth, signature: String(validBody.signature) }, accepted_at: new Date().toISOString() })
+  const forgedToo = sealOperation(c.node.identity, { ...forged, subject: fifth.agentId, body: Buffer.from(JSON.stringify({ ...body, public_key: fifth.publicKey, summary: 'Forged' })), accepted_at: new Date().toISOString() })
+  const invalidBeforeMixed = [a, b].map(n => n.node.replication.counts.invalid)
+  await pubsub.publish(GOSSIP_TOPICS.entities, encodeBatch([valid, forgedToo].map(encodeOperation)))
+  for (const [i, n] of [a, b].entries()) {
+    await until(`${n.config.name} applied the valid operation of the mixed message`, async () => ((await entityOn(n, fourth.agentId)).status === 200 ? true : undefined))
+    await until(`${n.config.name} rejected its forgery`, () => (n.node.replication.counts.invalid - (invalidBeforeMixed[i] as number) >= 1 ? true : undefined))
+    t.is((await entityOn(n, fifth.agentId)).status, 404)
+  }
+  // Malformed messages are rejected whole: not JSON, no ops, an operation of another topic.
+  const malformedBefore = [a, b].map(n => n.node.mesh!.gossip.stats.received.invalid)
+  await pubsub.publish(GOSSIP_TOPICS.entities, Buffer.from('not json'))
+  await pubsub.publish(GOSSIP_TOPICS.entities, Buffer.from('{"ops":[]}'))
+  await pubsub.publish(GOSSIP_TOPICS.tombstones, encodeBatch([encodeOperation({ ...original, accepted_at: new Date().toISOString() })]))
+  for (const [i, n] of [a, b].entries()) {
+    await until(`${n.config.name} rejected the malformed messages`, () => (n.node.mesh!.gossip.stats.received.invalid - (malformedBefore[i] as number) >= 3 ? true : undefined))
+  }
+})
+
+test.serial('a burst of writes travels in a few gossip messages, and every node holds it', async t => {
+  const burst = Array.from({ length: 40 }, (_, i) => agent(dev, 100 + i))
+  const before = { ...a.node.mesh!.gossip.stats }
+  const replies = await Promise.all(burst.map(x => http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })))
+  t.deepEqual(replies.map(r => r.status), burst.map(() => 201))
+  for (const n of [b, c]) {
+    await until(`${n.config.name} holds the burst`, async () => {
+      for (const x of burst) if ((await entityOn(n, x.agentId)).status !== 200) return undefined
+      return true
+    })
+  }
+  const after = a.node.mesh!.gossip.stats
+  const operations = after.published - before.published
+  const messages = after.messages_published - before.messages_published
+  t.log(`${operations} operations in ${messages} messages`)
+  t.true(operations >= burst.length)
+  t.true(messages <= operations / 2, `${operations} operations took ${messages} messages`)
 })
 
 test.serial('a node started after the writes converges by sync', async t => {

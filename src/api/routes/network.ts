@@ -159,7 +159,7 @@ function faultsView(mesh: Mesh): MeshFaultsView {
 function gossipCounters(mesh: Mesh): NonNullable<NetworkStatus['mesh']['gossip']> {
   const n = mesh.tap.counters
   return {
-    published: mesh.gossip.stats.published, copies_received: n.copies, first_received: n.first,
+    published: mesh.gossip.stats.published, messages_published: mesh.gossip.stats.messages_published, copies_received: n.copies, first_received: n.first,
     duplicates: Math.max(0, n.copies - n.first - n.lost), lost: n.lost, bytes_sent: n.bytesSent, bytes_received: n.bytesReceived
   }
 }
