@@ -10,7 +10,7 @@ import { ConfigError, configTemplate, loadConfig, parseFlags, SETTINGS } from '.
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
 import { formatKey } from './identity/encoding.js'
 import { deriveId } from './identity/ids.js'
-import { generateKeyPair, sign } from './identity/keys.js'
+import { ED25519_BACKEND, generateKeyPair, sign } from './identity/keys.js'
 import { developerKeyFile, entityKeyFile, KeyFileError, readKeyFile, writeKeyFile } from './identity/key-file.js'
 import { loadOrCreateNodeIdentity } from './identity/node-identity.js'
 import { NODE_KEY_FILE, startRegistryNode } from './node.js'
@@ -196,7 +196,7 @@ const SHUTDOWN_DEADLINE_MS = 4_000
 async function start(argv: string[]): Promise<void> {
   const config = await loadConfig({ argv })
   const node = await startRegistryNode(config)
-  process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
+  process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, Ed25519 by ${ED25519_BACKEND}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
   // Testnets bootstrap other nodes from these addresses (--bootstrap <address>).
   process.stdout.write(node.mesh ? `registry-node p2p ${node.mesh.peerId} at ${node.mesh.addresses().join(' ')}\n` : 'registry-node p2p disabled\n')
   let signals = 0

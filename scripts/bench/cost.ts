@@ -17,7 +17,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { cpuSeconds, cpuSecondsByThread, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
 
@@ -59,6 +59,7 @@ for (const [p, rate] of rates.entries()) {
   const phase = bodies[p]!
   const url = new URL(a.url)
   const [a0, b0] = await Promise.all([cpuSeconds(a.child.pid!), cpuSeconds(b.child.pid!)])
+  const threads0 = await Promise.all([a, b].map(n => cpuSecondsByThread(n.child.pid!)))
   const latencies: number[] = []
   let refused = 0
   const started = performance.now()
@@ -80,6 +81,7 @@ for (const [p, rate] of rates.entries()) {
   const delivered = performance.now()
   const elapsed = (delivered - started) / 1000
   const [a1, b1] = await Promise.all([cpuSeconds(a.child.pid!), cpuSeconds(b.child.pid!)])
+  const threads1 = await Promise.all([a, b].map(n => cpuSecondsByThread(n.child.pid!)))
   latencies.sort((x, y) => x - y)
   const tag = `at_${rate}`
   report(`${tag}_acknowledged`, latencies.length, `of ${phase.length} (${refused} refused)`)
@@ -87,6 +89,10 @@ for (const [p, rate] of rates.entries()) {
   report(`${tag}_latency_p99`, percentile(latencies, 0.99).toFixed(1), 'ms')
   report(`${tag}_cpu_per_registration_a`, (((a1 - a0) * 1000) / phase.length).toFixed(3), `ms (A at ${(((a1 - a0) / elapsed) * 100).toFixed(0)} % of a core)`)
   report(`${tag}_cpu_per_received_operation_b`, (((b1 - b0) * 1000) / phase.length).toFixed(3), `ms (B at ${(((b1 - b0) / elapsed) * 100).toFixed(0)} % of a core)`)
+  for (const [i, name] of ['a', 'b'].entries()) {
+    const split = [...threads1[i]!].map(([thread, s]) => [thread, ((s - (threads0[i]!.get(thread) ?? 0)) * 1000) / phase.length] as const).filter(([, ms]) => ms >= 0.005).sort((x, y) => y[1] - x[1])
+    report(`${tag}_cpu_by_thread_${name}`, split.map(([thread, ms]) => `${thread} ${ms.toFixed(3)}`).join(', '), 'ms per operation')
+  }
   const metrics = await (await fetch(`${a.url}/metrics`)).text()
   const lag = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(metrics)?.[1]
   if (lag) report(`${tag}_a_event_loop_lag_max`, (Number(lag) * 1000).toFixed(0), 'ms')

@@ -97,7 +97,7 @@
  * the run completes: benchmarks never fail on timing.
  */
 import { fork, type ChildProcess } from 'node:child_process'
-import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
@@ -119,12 +119,6 @@ import { percentile, report } from '../lib/report.js'
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 const entitySeed = (i: number): Buffer => createHash('sha256').update(`bench-heartbeats entity ${i}`).digest()
 
-/** keyPairFromSeed through a JWK import (a tenth of the DER import's cost); checked against it in main(). */
-function fastKeyPair(seed: Buffer): KeyPair {
-  const privateKeyObject: KeyObject = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: seed.toString('base64url'), x: '' }, format: 'jwk' })
-  const x = createPublicKey(privateKeyObject).export({ format: 'jwk' }).x as string
-  return { seed, publicKey: Buffer.from(x, 'base64url'), privateKeyObject }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Signing worker threads. Each owns a contiguous range of entities and keeps their keys between jobs.
@@ -144,7 +138,7 @@ if (!isMainThread) {
       keys = []
       const bodies: string[] = []
       for (let i = job.from; i < job.to; i++) {
-        const keyPair = fastKeyPair(entitySeed(i))
+        const keyPair = keyPairFromSeed(entitySeed(i))
         const publicKey = formatKey(keyPair.publicKey)
         const body: Record<string, unknown> = {
           name: `Heartbeat bench agent ${i}`,
@@ -559,7 +553,6 @@ async function main(): Promise<void> {
   const floodSockets = { a: Number(args['flood-a-sockets']), b: Number(args['flood-b-sockets'] ?? Math.ceil(floodRate / connectionRate)) }
 
   // Check the fast key import against the node's own.
-  { const a = fastKeyPair(entitySeed(0)); const b = keyPairFromSeed(entitySeed(0)); if (!a.publicKey.equals(b.publicKey) || sign(a, 'x') !== sign(b, 'x')) throw new Error('fastKeyPair disagrees with keyPairFromSeed') }
 
   const busyBefore = await machineBusy()
   await sleep(3000)
@@ -750,7 +743,7 @@ async function main(): Promise<void> {
     const K = Math.ceil(D / periodMs) + 1
     // Sign every beat for its planned time; a calibration sets the start far enough ahead.
     const calibration = performance.now()
-    const probe = fastKeyPair(entitySeed(0))
+    const probe = keyPairFromSeed(entitySeed(0))
     for (let i = 0; i < 300; i++) sign(probe, `${ids[0]}${new Date().toISOString()}`)
     const perSign = (performance.now() - calibration) / 300
     const wallT0 = Date.now() + (N * K * perSign * 1.6) / W + 3000

@@ -8,7 +8,7 @@
  * A job may ask for several variants: bodies of the same key differing in their summary (two
  * homes registering one entity while partitioned; last writer wins).
  */
-import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { formatKey } from '../../src/identity/encoding.js'
@@ -43,35 +43,17 @@ const ROLE = 'mesh-bench-entity-signing'
 
 const developerSeed = (seedText: string, d: number): Buffer => createHash('sha256').update(`${seedText} developer ${d}`).digest()
 
-/**
- * keyPairFromSeed imports the seed as PKCS#8 DER (about 0.5 ms here); a JWK import of the same
- * seed costs a tenth of that. `checkFastKeys` compares the two before any signing.
- */
-function fastKeyPair(seed: Buffer): KeyPair {
-  const privateKeyObject: KeyObject = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: seed.toString('base64url'), x: '' }, format: 'jwk' })
-  const x = createPublicKey(privateKeyObject).export({ format: 'jwk' }).x as string
-  return { seed, publicKey: Buffer.from(x, 'base64url'), privateKeyObject }
-}
-
-function checkFastKeys(): void {
-  for (const seed of [developerSeed('check', 0), developerSeed('check', 1)]) {
-    const a = fastKeyPair(seed)
-    const b = keyPairFromSeed(seed)
-    if (!a.publicKey.equals(b.publicKey) || sign(a, 'x') !== sign(b, 'x')) throw new Error('fastKeyPair disagrees with keyPairFromSeed')
-  }
-}
-
 export function signEntities(jobs: readonly EntityJob[], seedText: string): SignedEntity[] {
   const developers = new Map<number, { keyPair: KeyPair; key: string; id: string }>()
   return jobs.map(job => {
     let dev = developers.get(job.developer)
     if (!dev) {
-      const keyPair = fastKeyPair(developerSeed(seedText, job.developer))
+      const keyPair = keyPairFromSeed(developerSeed(seedText, job.developer))
       dev = { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
       developers.set(job.developer, dev)
     }
     const content = job.content
-    const keyPair = fastKeyPair(deriveAgentSeed(dev.keyPair.seed, job.hdIndex))
+    const keyPair = keyPairFromSeed(deriveAgentSeed(dev.keyPair.seed, job.hdIndex))
     const publicKey = formatKey(keyPair.publicKey)
     const proof = {
       developer_public_key: dev.key,
@@ -115,7 +97,6 @@ export function entityJobs(from: number, count: number, developers: number, corp
 
 /** Signs the jobs in `workers` worker threads (1: on this thread); results in job order. */
 export async function signEntitiesInWorkers(jobs: EntityJob[], seedText: string, workers: number): Promise<SignedEntity[]> {
-  checkFastKeys()
   if (workers <= 1 || jobs.length < 200) return signEntities(jobs, seedText)
   const size = Math.ceil(jobs.length / workers)
   const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<SignedEntity[]>((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 
 export const REPO = fileURLToPath(new URL('../../', import.meta.url))
@@ -15,6 +15,19 @@ export async function cpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
+/** CPU seconds per thread of a process (`main`, or `<name> <tid>`), from /proc (Linux). */
+export async function cpuSecondsByThread(pid: number): Promise<Map<string, number>> {
+  const out = new Map<string, number>()
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
+    const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => null)
+    if (!stat) continue
+    const name = tid === String(pid) ? 'main' : `${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))} ${tid}`
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    out.set(name, (out.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100)
+  }
+  return out
 }
 
 export interface NodeProcess {

@@ -3,7 +3,8 @@ import { canonicalJson, goEscapedJson } from '../../src/identity/canonical-json.
 import { formatKey, parsePublicKey, parseSignature } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair, deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign, verifyRaw } from '../../src/identity/keys.js'
+import { sign as cryptoSign, verify as cryptoVerify } from 'node:crypto'
+import { ED25519_BACKEND, generateKeyPair, keyPairFromSeed, sign, verifyRaw } from '../../src/identity/keys.js'
 import { parseAuthorization } from '../../src/identity/authorization.js'
 import {
   deployedRegistrationSignable,
@@ -142,4 +143,23 @@ test('Authorization header forms', t => {
   t.is(parseAuthorization(undefined), null)
   t.is(parseAuthorization('Bearer nope'), undefined)
   t.is(parseAuthorization('Basic abc'), undefined)
+})
+
+test('Ed25519: RFC 8032 test 1; libsodium (when installed) and node:crypto agree on signatures and verdicts', t => {
+  t.is(ED25519_BACKEND, process.env.REGISTRY_NODE_CRYPTO === 'node' ? 'node:crypto' : 'libsodium')
+  const rfc = keyPairFromSeed(Buffer.from('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60', 'hex'))
+  t.is(rfc.publicKey.toString('hex'), 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a')
+  const rfcSignature = 'e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b'
+  t.is(parseSignature(sign(rfc, new Uint8Array(0)))!.toString('hex'), rfcSignature)
+  for (let i = 0; i < 20; i++) {
+    const pair = generateKeyPair()
+    const message = Buffer.from(`message ${i}`)
+    const ours = parseSignature(sign(pair, message))!
+    t.deepEqual(ours, cryptoSign(null, message, pair.privateKeyObject))
+    t.true(verifyRaw(pair.publicKey, message, ours))
+    const altered = Buffer.from(ours)
+    altered[i % 64] = (altered[i % 64] as number) ^ 1
+    t.is(verifyRaw(pair.publicKey, message, altered), cryptoVerify(null, message, pair.privateKeyObject, altered))
+    t.false(verifyRaw(pair.publicKey, Buffer.from(`message ${i + 1}`), ours))
+  }
 })
