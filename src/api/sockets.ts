@@ -306,7 +306,7 @@ export class Sockets {
 
   private broadcast(event: RegistryEvent): void {
     if (this.activity.size === 0) return
-    const text = JSON.stringify(event)
+    const text = JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data })
     for (const ws of this.activity) {
       const conn = ws.data
       if (conn.closed) continue

@@ -1,3 +1,5 @@
+import type { EntityRecord } from '../store/records.js'
+
 /**
  * The node's internal event bus. Publishing never waits for subscribers: each subscriber is
  * called synchronously and must not block (the activity stream buffers per subscriber).
@@ -6,6 +8,11 @@ export interface RegistryEvent {
   type: string
   timestamp: string
   data: Record<string, unknown>
+  /**
+   * The entity record as committed (agent_registered, agent_updated), for in-process subscribers
+   * that would otherwise read it back from the store; never sent on the activity stream.
+   */
+  entity?: EntityRecord
 }
 
 export type EventListener = (event: RegistryEvent) => void
@@ -18,9 +25,9 @@ export class EventBus {
     return () => { this.listeners.delete(listener) }
   }
 
-  publish(type: string, data: Record<string, unknown>): void {
+  publish(type: string, data: Record<string, unknown>, entity?: EntityRecord): void {
     if (this.listeners.size === 0) return
-    const event: RegistryEvent = { type, timestamp: new Date().toISOString(), data }
+    const event: RegistryEvent = { type, timestamp: new Date().toISOString(), data, ...(entity ? { entity } : {}) }
     for (const listener of this.listeners) {
       try { listener(event) } catch { /* a failing subscriber must not affect the others */ }
     }

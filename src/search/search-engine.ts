@@ -123,6 +123,11 @@ export class SearchEngine {
   }
 
   /** The part of trust that depends on the developer only (verified handle, profile), for all their documents. */
+  /** Whether the developer's part was set (or a document of theirs indexed). */
+  knowsDeveloper(developerId: string): boolean {
+    return this.developerNumbers.has(developerId)
+  }
+
   setDeveloperPart(developerId: string, part: number): void {
     const n = this.developerNumber(developerId)
     this.developerParts[n] = part

@@ -220,7 +220,7 @@ export class EntityService {
     this.changed(entityId)
     this.c.catalog.upsert(record)
     if (createdDeveloper && proof) this.c.developers.implicitCommitted(proof.developerId)
-    this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id })
+    this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id }, record)
 
     const result: RegistrationResult = { entity_id: entityId, message: `${type} registered`, status: 'active', fqan: null }
     if (record.entity_name && binding) {
@@ -267,7 +267,7 @@ export class EntityService {
     }))
     this.changed(id)
     this.c.catalog.upsert(next)
-    this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary })
+    this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary }, next)
     return next
   }
 

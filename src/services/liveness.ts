@@ -66,7 +66,7 @@ export class LivenessService implements LivenessView {
     c.bus.subscribe(event => {
       const id = event.data.entity_id
       if (typeof id !== 'string') return
-      if (event.type === 'agent_registered') this.observe(id)
+      if (event.type === 'agent_registered') this.observe(id, event.entity)
       else if (event.type === 'agent_deregistered') this.forget(id)
     })
   }
@@ -273,8 +273,8 @@ export class LivenessService implements LivenessView {
   }
 
   /** A new registration counts as a sign of life: the spec makes it active at once. */
-  private observe(entityId: string): void {
-    const record = this.c.store.getEntity(entityId)
+  private observe(entityId: string, committed?: EntityRecord): void {
+    const record = committed ?? this.c.store.getEntity(entityId)
     if (!record || !this.isHome(record)) return
     const state = this.initialState(record)
     this.states.set(entityId, { ...state, publicKey: parsePublicKey(record.public_key) as Buffer })

@@ -137,7 +137,7 @@ export class SearchService {
       const developerId = event.data.developer_id
       if (typeof developerId === 'string' && (event.type.startsWith('developer_') || event.type.startsWith('handle_'))) this.refreshDeveloper(developerId)
       if (typeof id !== 'string') return
-      if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id)
+      if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id, event.entity)
       else if (event.type === 'agent_deregistered') this.unindex(id)
       else if (event.type === 'agent_heartbeat' || event.type === 'agent_became_active' || event.type === 'agent_became_inactive') this.refreshLiveness(id)
     })
@@ -166,8 +166,8 @@ export class SearchService {
     while (this.flushing || this.pending.size > 0) await (this.flushing ?? this.flush())
   }
 
-  private reindex(id: string): void {
-    const record = this.c.store.getEntity(id)
+  private reindex(id: string, committed?: EntityRecord): void {
+    const record = committed ?? this.c.store.getEntity(id)
     if (record) this.index(record)
     else this.unindex(id)
   }
@@ -184,7 +184,8 @@ export class SearchService {
   }
 
   private index(record: EntityRecord): void {
-    if (record.developer_id) this.refreshDeveloper(record.developer_id)
+    // A developer's part changes only with developer and handle events, which refresh it.
+    if (record.developer_id && !this.engine.knowsDeveloper(record.developer_id)) this.refreshDeveloper(record.developer_id)
     const fields = documentFields(record)
     this.engine.upsert(searchDocument(record, this.c.liveness?.current(record.entity_id)), fields, null)
     this.homeTerms.update(record, fields)
