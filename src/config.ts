@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises'
 import { parse as parseToml } from 'smol-toml'
 import type { ServerChoice } from './api/front.js'
+import { DEFAULT_INLINE_MAX_RATE } from './identity/verify-pool.js'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
 
@@ -98,7 +99,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
   { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
   { key: 'verify.workers', kind: 'integer', default: 1, flag: 'verify-workers', min: 0, max: 64, doc: 'Worker threads that verify client signatures under load, so verification does not hold up the HTTP thread; 0 verifies on the HTTP thread only. One suits 2 cores (the HTTP thread needs the other).' },
-  { key: 'verify.inline_max_rate', kind: 'integer', default: 500, flag: 'verify-inline-max-rate', min: 0, doc: 'Signatures per second below which an idle pool verifies on the HTTP thread (cheaper than a thread hop at low rates); 0 always uses the workers.' },
+  { key: 'verify.inline_max_rate', kind: 'integer', default: DEFAULT_INLINE_MAX_RATE, flag: 'verify-inline-max-rate', min: 0, doc: 'Signatures per second below which an idle pool verifies on the HTTP thread (cheaper in CPU than a thread hop; 500 where libsodium is not installed, as node:crypto verifies 2.5 times slower); 0 always uses the workers.' },
   { key: 'search.embedder', kind: 'string', default: 'hash', flag: 'embedder', choices: ['hash', 'http', 'onnx'], doc: 'Embedder for semantic search: hash (feature hashing, no model needed), http (an OpenAI- or Ollama-style embeddings service) or onnx (a local ONNX model folder, run in a worker thread).' },
   { key: 'search.dimension', kind: 'integer', default: 256, flag: 'embedding-dimension', min: 8, max: 8192, doc: 'Embedding dimension: for hash a power of two from 64 to 4096; for http the model\'s output size; onnx ignores it and uses the model\'s.' },
   { key: 'search.http_url', kind: 'string', default: '', flag: 'embedder-url', doc: 'http embedder endpoint, e.g. http://127.0.0.1:11434/api/embed (Ollama) or https://api.openai.com/v1/embeddings.' },

@@ -1,6 +1,8 @@
 /**
- * Signed registrations for the write benchmarks, made before any node starts: one developer's HD
- * agents, each body in the spec's signing form with its developer proof.
+ * Signed registrations for the write benchmarks, made before any node starts, as a new user's load
+ * generator would send them (issue 16): agents of 100 developers (HD-derived, each with its
+ * developer proof), even ones in the spec's signing form, odd ones in the deployed clients' (Go
+ * field spellings, the signature over the fixed subset, COMPAT.md).
  */
 import { Agent, request } from 'node:http'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
@@ -8,27 +10,38 @@ import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair, developerProofMessage } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
+import { deployedRegistrationSignable } from '../../src/identity/verifiers.js'
+
+const DEVELOPERS = Array.from({ length: 100 }, (_, d) => {
+  const keyPair = keyPairFromSeed(Buffer.alloc(32, d + 1))
+  return { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
+})
 
 /** `n` registrations of agents `from` … `from + n − 1`. */
 export function makeBodies(n: number, from = 0): { id: string; body: string }[] {
-  const dev = keyPairFromSeed(Buffer.alloc(32, 7))
-  const devKey = formatKey(dev.publicKey)
-  const devId = deriveId('developer', dev.publicKey)
   const out: { id: string; body: string }[] = []
   for (let i = from; i < from + n; i++) {
-    const a = deriveAgentKeyPair(dev.seed, i)
-    const body: Record<string, unknown> = {
+    const dev = DEVELOPERS[i % DEVELOPERS.length]!
+    const index = Math.floor(i / DEVELOPERS.length)
+    const a = deriveAgentKeyPair(dev.keyPair.seed, index)
+    const proofSignature = sign(dev.keyPair, developerProofMessage(a.publicKey, index))
+    const common = {
       name: `Bench agent ${i}`,
-      type: 'agent',
       category: ['tools', 'finance', 'travel', 'research'][i % 4],
       summary: `Benchmark agent number ${i} that translates and summarises documents`,
       tags: ['bench', `t${i % 50}`],
       entity_url: `https://agent${i}.bench.example`,
       public_key: formatKey(a.publicKey),
-      developer_id: devId,
-      developer_proof: { developer_public_key: devKey, agent_public_key: formatKey(a.publicKey), index: i, signature: sign(dev, developerProofMessage(a.publicKey, i)) }
+      developer_id: dev.id
     }
-    body.signature = sign(a, canonicalJson(body))
+    let body: Record<string, unknown>
+    if (i % 2 === 0) {
+      body = { ...common, type: 'agent', developer_proof: { developer_public_key: dev.key, agent_public_key: formatKey(a.publicKey), index, signature: proofSignature } }
+      body.signature = sign(a, canonicalJson(body))
+    } else {
+      body = { ...common, entity_type: 'agent', developer_proof: { developer_public_key: dev.key, entity_index: index, developer_signature: proofSignature } }
+      body.signature = sign(a, canonicalJson(deployedRegistrationSignable(body)))
+    }
     out.push({ id: deriveId('agent', a.publicKey), body: JSON.stringify(body) })
   }
   return out

@@ -29,12 +29,16 @@ type Body = Record<string, unknown>
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '')
 
-/** register entity: spec = canonical(body without signature); deployed = a fixed subset. */
+/**
+ * register entity: spec = canonical(body without signature); deployed = a fixed subset. Every form
+ * is tried; the likelier one first (deployed clients spell `entity_type`, the spec `type`), since
+ * each form that fails costs a whole verification.
+ */
 export async function verifyEntityRegistration(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [
-    ...canonicalForms('spec', withoutSignature(body)),
-    ...canonicalForms('deployed', deployedRegistrationSignable(body))
-  ])
+  const spec = canonicalForms('spec', withoutSignature(body))
+  const deployed = canonicalForms('deployed', deployedRegistrationSignable(body))
+  const deployedFirst = body.type === undefined && body.entity_type !== undefined
+  return firstVerifying(verifier, publicKey, signature, deployedFirst ? [...deployed, ...spec] : [...spec, ...deployed])
 }
 
 export function deployedRegistrationSignable(body: Body): Body {

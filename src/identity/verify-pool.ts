@@ -4,11 +4,14 @@
  * when the rate calls for it:
  *
  * - Inline below `inlineMaxRate` signatures per second while nothing is queued in the pool; at or
- *   above it, or while the pool still has jobs in flight, jobs go to the workers. Measured on the
- *   2-core development machine (a 600-byte message): a verify costs the main thread 130–150 µs
- *   inline, 3–9 µs through the pool (9 with one job per event-loop turn, 3 with sixteen); a lone
- *   job answers in 0.11–0.15 ms inline and 0.23–0.26 ms through a worker (p50). Below the default
- *   500/s inline costs at most about 7 % of a core and answers sooner; above it the hop pays.
+ *   above it, or while the pool still has jobs in flight, jobs go to the workers. A job costs the
+ *   main thread 3–9 µs through the pool (9 with one job per event-loop turn, 3 with sixteen) plus
+ *   the postMessage of its batch, and the worker's thread as much again as the verification; inline
+ *   it costs the verification alone: about 50 µs with libsodium, 125–150 µs with node:crypto (a
+ *   600-byte message, the 2-core development machine). Measured at 1,000 registrations/s with the
+ *   mesh on (issue 16): the pool cost 0.06–0.1 ms more CPU per registration than inline. So with
+ *   libsodium the default (4,000/s) keeps verification inline until the main thread needs relief
+ *   (about 2,000 registrations/s); with node:crypto it is 500/s.
  *   Workers start with the pool (`prestart`, as the node does: a worker takes 20–50 ms of CPU
  *   to start from dist/, 200–250 ms from the sources under tsx, and starting one only when load
  *   arrives lengthened the first seconds of a burst) or else on the first need; until one is
@@ -29,7 +32,7 @@
  * tsx when running from the sources (tests, benchmarks, `npm run dev`).
  */
 import { Worker } from 'node:worker_threads'
-import { verifyRaw } from './keys.js'
+import { ED25519_BACKEND, verifyRaw } from './keys.js'
 import { sharedViews, VERIFY_WORKER, type VerifyWorkerData, type VerifyWorkerReply, type VerifyWorkerRequest } from './verify-worker.js'
 
 export type SignedMessage = string | Uint8Array
@@ -84,7 +87,7 @@ export interface VerifyPoolStats {
   broken: boolean
 }
 
-export const DEFAULT_INLINE_MAX_RATE = 500
+export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 4000 : 500
 /**
  * Jobs in one message to a worker. Small enough that a job arriving while a worker is busy waits
  * for little more than two batches (2 × 32 × ~0.15 ms); the message cost per job stays small.
