@@ -2,7 +2,7 @@
  * Cost per operation (issue 16): node CPU per registration and per received gossip operation,
  * and the registration latency, at fixed offered rates with the mesh on.
  *
- *   npm run bench:cost -- [--rates 1000,2000] [--seconds 15] [--preload 3000] [--no-mesh]
+ *   npm run bench:cost -- [--rates 1000,2000] [--seconds 15] [--preload 3000] [--no-peer] [--no-p2p]
  *                         [--connections 64] [--node-arg=--FLAG=V …]
  *
  * Two node processes on loopback: A takes the registrations (open loop, signed bodies made before
@@ -12,7 +12,8 @@
  * idle cost of each node is measured over 3 s. For each rate: A's and B's CPU over the phase (from
  * /proc, every thread: HTTP, verification, store, search index, embedding, gossip, the idle
  * background) divided by the operations, split by thread; A's reply latency p50/p99; how long after
- * the last reply B held them all. `--no-mesh` runs A alone (no libp2p) for comparison.
+ * the last reply B held them all. `--no-peer` runs A alone, its mesh on but without a peer (as `npm
+ * start` does); `--no-p2p` runs A with no libp2p at all, for comparison.
  * Propagation across 5 and 20 nodes is bench:propagation's. Prints `name: value unit` lines.
  */
 import { Agent } from 'node:http'
@@ -29,7 +30,8 @@ const { values: args } = parseArgs({
     rates: { type: 'string', default: '1000,2000' },
     seconds: { type: 'string', default: '15' },
     preload: { type: 'string', default: '3000' },
-    mesh: { type: 'boolean', default: true },
+    peer: { type: 'boolean', default: true },
+    p2p: { type: 'boolean', default: true },
     connections: { type: 'string', default: '64' },
     'node-arg': { type: 'string', multiple: true, default: [] }
   },
@@ -47,9 +49,9 @@ const phases = rates.map(rate => take(Math.ceil(rate * seconds)))
 
 const dirs = await Promise.all([0, 1].map(i => mkdtemp(join(tmpdir(), `bench-cost-${i}-`))))
 const common = ['--no-rate-limit', '--http-port', '0', '--metrics', ...(args['node-arg'] ?? [])]
-const a: NodeProcess = await spawnNode(['--data', dirs[0]!, ...common, ...(args.mesh ? [] : ['--no-p2p'])])
+const a: NodeProcess = await spawnNode(['--data', dirs[0]!, ...common, ...(args.p2p ? [] : ['--no-p2p'])])
 let b: NodeProcess | null = null
-if (args.mesh) {
+if (args.peer && args.p2p) {
   // The start line: `registry-node p2p <peer id> at <multiaddr> …`.
   let tcp: string | undefined
   for (let i = 0; i < 200 && !tcp; i++, await sleep(50)) tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(a.output())?.[1]
