@@ -95,7 +95,7 @@ export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 4000 : 
 const DEFAULT_MAX_BATCH = 32
 const RATE_WINDOW_MS = 250
 const MAX_CONSECUTIVE_DEATHS = 3
-const MAX_BATCHES_IN_FLIGHT = 2
+const MAX_BATCHES_IN_FLIGHT = 1
 
 interface Job {
   publicKey: Buffer

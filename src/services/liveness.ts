@@ -252,7 +252,8 @@ export class LivenessService implements LivenessView {
       const s = this.states.get(id)
       if (s) batch.push([id, { last_seen: s.last_seen, active: s.active, active_since: s.active_since, active_ms: s.active_ms, observed_since: s.observed_since }])
     }
-    const removed = [...this.removed]
+    // Written states replace what an earlier registration of the same key left.
+    const removed = [...this.removed].filter(id => !this.dirty.has(id))
     this.dirty.clear()
     this.removed.clear()
     await this.c.store.commit(tx => {
@@ -278,8 +279,8 @@ export class LivenessService implements LivenessView {
     if (!record || !this.isHome(record)) return
     const state = this.initialState(record)
     this.states.set(entityId, { ...state, publicKey: parsePublicKey(record.public_key) as Buffer })
-    this.removed.delete(entityId)
-    this.dirty.add(entityId)
+    // Nothing to write: until its first heartbeat the state is the one `load` derives from the
+    // record. A record left by an earlier registration of the same key stays marked for removal.
   }
 
   private forget(entityId: string): void {
