@@ -9,8 +9,11 @@
  * rate, each sent to the entity's home node (where it was registered).
  *
  *   npm run bench:propagation -- [--nodes 20] [--registrations 200] [--tombstones 50] [--rate 20]
- *       [--warmup 5] [--developers 20] [--workers 2] [--drain 30] [--settle 5] [--node-src DIR]
+ *       [--warmup 5] [--topology tree|star] [--developers 20] [--workers 2] [--drain 30] [--settle 5] [--node-src DIR]
  *       [--node-arg=--flag ...] [--seed propagation] [--profile-dir DIR]
+ *
+ * `--topology star` bootstraps every node from node 0 instead (the issue 16 check); `--warmup 0`
+ * measures from `--settle` s after the mesh is ready, with no warm-up (a freshly formed mesh).
  *
  * Registrations are spec-form bodies with a developer proof (HD keys of `--developers` developers),
  * content from the Zipf corpus, signed in worker threads before any node starts
@@ -96,6 +99,7 @@ async function main(): Promise<void> {
       tombstones: { type: 'string', default: '50' },
       rate: { type: 'string', default: '20' },
       warmup: { type: 'string', default: '5' },
+      topology: { type: 'string', default: 'tree' },
       developers: { type: 'string', default: '20' },
       workers: { type: 'string', default: '2' },
       drain: { type: 'string', default: '30' },
@@ -111,7 +115,8 @@ async function main(): Promise<void> {
   const R = Number(args.registrations)
   const T = Math.min(Number(args.tombstones), R)
   const rate = Number(args.rate)
-  const warmupMax = Math.max(1, Number(args.warmup))
+  const warmupMax = Math.max(0, Number(args.warmup))
+  if (args.topology !== 'tree' && args.topology !== 'star') throw new Error('--topology is tree or star')
   const drainMs = Number(args.drain) * 1000
   const random = seededRandom(7)
   const benchStarted = performance.now()
@@ -136,6 +141,7 @@ async function main(): Promise<void> {
   const batchStart = (i: number): number => (i < 3 ? i : 3 + Math.floor((i - 3) / batch) * batch)
   const bootstrapOf = (i: number): number[] => {
     if (i === 0) return []
+    if (args.topology === 'star') return [0]
     const parent = Math.floor((i - 1) / 2)
     const picks = [parent]
     const before = batchStart(i)
@@ -231,14 +237,15 @@ async function main(): Promise<void> {
     let warmups = 0
     let warmedAfter = NaN
     const warmStarted = performance.now()
-    for (const entity of warmupPool) {
+    for (const entity of warmupMax === 0 ? [] : warmupPool) {
       warmups++
       await post(entity, Math.floor(random() * N))
       const deadline = performance.now() + 5000
       while (!everyNodeHas(entity.id, 'registered') && performance.now() < deadline) await sleep(20)
       if (everyNodeHas(entity.id, 'registered') && warmups >= Math.min(warmupMax, warmupPool.length)) { warmedAfter = performance.now() - warmStarted; break }
     }
-    report('warmup', warmups, `registrations until one reached all ${N} nodes within 5 s (${Number.isNaN(warmedAfter) ? 'never' : `${(warmedAfter / 1000).toFixed(1)} s`})`)
+    if (warmupMax === 0) report('warmup', 0, `registrations (none: measured from ${args.settle} s after start)`)
+    else report('warmup', warmups, `registrations until one reached all ${N} nodes within 5 s (${Number.isNaN(warmedAfter) ? 'never' : `${(warmedAfter / 1000).toFixed(1)} s`})`)
 
     // 6. Idle CPU of the nodes.
     const cpuAll = async (): Promise<number[]> => Promise.all(nodes.map(n => cpuOf(n.proc.child.pid!)))

@@ -1,8 +1,8 @@
 /**
  * Finding what this node does not hold, through kad-dht provider records. Announcing every entity
  * would cost one DHT query per registration (and kept two idle test nodes' cores busy at 10k
- * entities each), so a node announces its home *buckets* instead: `home:<xx>` for each first byte
- * (two hex digits) of the IDs of its home entities, at most 256 records however many entities it
+ * entities each), so a node announces its home *buckets* instead: `home:<x>` for each first hex
+ * digit of the IDs of its home entities, at most 16 records however many entities it
  * holds, and `host:<host>` for its own namespace of names. A node asked for an entity it lacks finds
  * the providers of the entity's bucket, or of the FQAN's host, and asks each (up to 5) for the key
  * with `/zns/fetch/1.0.0`; what comes back is applied like any other operation (origin seal and
