@@ -18,7 +18,7 @@ export interface NodeConfig {
   tls: { cert_file: string }
   verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
   http: { host: string; port: number; server: ServerChoice; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
-  p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; gossip_max_per_peer_per_second: number
+  p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; dht_announce_interval_seconds: number; gossip_max_per_peer_per_second: number
     allow_peers: string[]; trace_file: string }
   onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
   rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
@@ -83,6 +83,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'p2p.bootstrap', kind: 'list', default: [], flag: 'bootstrap', doc: 'Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected (repeatable); end them in /p2p/<peer-id> to pin the peer\'s key.' },
   { key: 'p2p.announce', kind: 'list', default: [], flag: 'announce', doc: 'Multiaddrs announced to peers instead of the listen addresses, e.g. the public address in front of a NAT (repeatable).' },
   { key: 'p2p.max_connections', kind: 'integer', default: 100, flag: 'max-connections', min: 1, max: 10_000, doc: 'libp2p connections kept open; beyond it the least valuable are closed.' },
+  { key: 'p2p.dht_announce_interval_seconds', kind: 'number', default: 30, flag: 'dht-announce-interval-seconds', min: 0.01, max: 3600, doc: 'Pause between two DHT provider announcements of this node (its host, then the buckets of its home entities, 17 at most): each costs a DHT query and writes to several peers, so they trickle in the background; lookups are the fallback for what gossip and sync have not brought.' },
   { key: 'p2p.sync_interval_seconds', kind: 'integer', default: 60, flag: 'sync-interval-seconds', min: 1, max: 86_400, doc: 'Period of sync rounds (/zns/sync/1.0.0) with one connected peer picked at random; a sync also runs when a connection opens.' },
   { key: 'p2p.gossip_max_per_peer_per_second', kind: 'integer', default: 100, flag: 'gossip-max-per-peer-per-second', min: 1, max: 100_000, doc: 'Gossip messages accepted per second from one peer (the spec\'s 100); beyond it they are ignored and left to sync.' },
   { key: 'p2p.allow_peers', kind: 'list', default: [], flag: 'allow-peer', doc: 'When set, the only peers (PeerIds) this node connects to, either way (repeatable): private meshes and testnet topologies.' },
@@ -122,7 +123,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'search.federation_max_peers', kind: 'integer', default: 5, flag: 'federation-max-peers', min: 0, max: 100, doc: 'Most peers a federated search (federated: true) asks, chosen by their term filters; 0 keeps federated searches local.' },
   { key: 'search.federation_timeout_ms', kind: 'integer', default: 1500, flag: 'federation-timeout-ms', min: 10, max: 30_000, doc: 'Deadline of each peer in a federated search when the request gives no timeout_ms; a peer that misses it is reported as timed_out.' },
   { key: 'search.bloom_false_positive_rate', kind: 'number', default: 0.01, flag: 'bloom-false-positive-rate', min: 0.0001, max: 0.5, doc: 'False-positive rate the term filter of home records is sized for (a false positive costs a peer one needless request).' },
-  { key: 'search.bloom_rebuild_interval_ms', kind: 'integer', default: 5000, flag: 'bloom-rebuild-interval-ms', min: 10, max: 3_600_000, doc: 'The term filter of home records is rebuilt (and pushed to peers) at most this often after its terms change.' },
+  { key: 'search.bloom_rebuild_interval_ms', kind: 'integer', default: 30_000, flag: 'bloom-rebuild-interval-ms', min: 10, max: 3_600_000, doc: 'The term filter of home records is rebuilt (and pushed to every peer, a stream each) at most this often after its terms change; every node also holds the records themselves, so a stale filter delays only which peers a federated query asks.' },
   { key: 'liveness.inactive_after_seconds', kind: 'number', default: 300, flag: 'inactive-after-seconds', min: 0.1, doc: 'Silence after which a home entity becomes inactive (the spec: 5 minutes).' },
   { key: 'liveness.sweep_interval_seconds', kind: 'number', default: 60, flag: 'sweep-interval-seconds', min: 0.05, doc: 'How often the inactivity sweep runs (the spec: 60 seconds).' },
   { key: 'liveness.max_clock_skew_seconds', kind: 'number', default: 60, flag: 'max-clock-skew-seconds', min: 1, doc: 'Largest accepted difference between a heartbeat timestamp and the node clock.' },

@@ -196,6 +196,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       digests.start()
       mesh = await Mesh.create({
         apply: op => replication.apply(op), digests, syncIntervalMs: config.p2p.sync_interval_seconds * 1000,
+        announceIntervalMs: config.p2p.dht_announce_interval_seconds * 1000,
         gossipPerPeerPerSecond: config.p2p.gossip_max_per_peer_per_second, allowPeers: config.p2p.allow_peers, traceFile: config.p2p.trace_file,
         operationsFor: key => providedOperations(key),
         federation: { answer: request => search.answerPeer(request), filter: search.homeTerms },

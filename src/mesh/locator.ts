@@ -32,12 +32,13 @@ const MAX_PROVIDERS = 5
 /** Provider records expire (kad-dht keeps them 48 h): announced again this often. */
 const REANNOUNCE_MS = 12 * 3_600_000
 /**
- * Announcements running at once, and at most how many start per second: each is a DHT query and
- * a write to ~20 peers, and every node holds the mesh's records anyway (this is the fallback for
- * what sync has not brought yet), so a burst of registrations is announced over time.
+ * Announcements trickle, one at a time, `announceIntervalMs` apart (30 s): each is a DHT query
+ * and a write to the closest peers, which cost about a quarter of a second of CPU over a 20-node
+ * testnet, and every node holds the mesh's records anyway (this is the fallback for what gossip
+ * and sync have not brought), so the 16 bucket keys of a new node are announced over 8 minutes.
+ * Host keys (the authority on names) go first.
  */
-const ANNOUNCE_CONCURRENCY = 4
-const ANNOUNCE_PER_SECOND = 20
+const DEFAULT_ANNOUNCE_INTERVAL_MS = 30_000
 /**
  * Lookups running at once, and how long a key nobody had is not looked up again: a read of an
  * unknown ID must not become a way to make the node flood the DHT.
@@ -52,6 +53,7 @@ export interface LocatorOptions {
   logger: Logger
   /** The operations behind a key this node provides (empty when it has none). */
   operationsFor: (key: string) => Operation[]
+  announceIntervalMs?: number
 }
 
 export async function keyCid(key: string): Promise<CID> {
@@ -61,7 +63,7 @@ export async function keyCid(key: string): Promise<CID> {
 export class Locator {
   private readonly queue: string[] = []
   private readonly queued = new Set<string>()
-  private announcing = 0
+  private announcing = false
   private nextAnnounceAt = 0
   /** Keys announced, and when: a key is announced again only after REANNOUNCE_MS. */
   private readonly announced = new Map<string, number>()
@@ -98,20 +100,21 @@ export class Locator {
     for (const key of keys) {
       if (this.queued.has(key) || this.announced.has(key)) continue
       this.queued.add(key)
-      this.queue.push(key)
+      if (key.startsWith('host:')) this.queue.unshift(key)
+      else this.queue.push(key)
     }
-    while (this.announcing < ANNOUNCE_CONCURRENCY && this.queue.length > 0) void this.announceNext()
+    if (!this.announcing && this.queue.length > 0) void this.announceNext()
   }
 
   private async announceNext(): Promise<void> {
-    this.announcing++
+    this.announcing = true
     try {
       while (!this.stopped) {
         const key = this.queue.shift()
         if (key === undefined) break
         this.queued.delete(key)
         const wait = this.nextAnnounceAt - Date.now()
-        this.nextAnnounceAt = Math.max(Date.now(), this.nextAnnounceAt) + 1000 / ANNOUNCE_PER_SECOND
+        this.nextAnnounceAt = Math.max(Date.now(), this.nextAnnounceAt) + (this.o.announceIntervalMs ?? DEFAULT_ANNOUNCE_INTERVAL_MS)
         if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait).unref())
         try {
           await this.o.libp2p.contentRouting.provide(await keyCid(key), { signal: AbortSignal.timeout(30_000) })
@@ -123,7 +126,7 @@ export class Locator {
         }
       }
     } finally {
-      this.announcing--
+      this.announcing = false
     }
   }
 

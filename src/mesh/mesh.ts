@@ -32,6 +32,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   digests: SubjectDigests
   /** Period of sync rounds with a random peer (default 60 s). */
   syncIntervalMs?: number
+  /** Pause between two DHT provider announcements (default 30 s). */
+  announceIntervalMs?: number
   /** Gossip messages accepted per second from one peer (default 100). */
   gossipPerPeerPerSecond?: number
   /** The operations behind a key this node provides through the DHT (Locator). */
@@ -96,7 +98,7 @@ export class Mesh {
     })
     for (const address of o.bootstrap) this.pinned.add(address)
     this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
-    this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor })
+    this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor, ...(o.announceIntervalMs !== undefined ? { announceIntervalMs: o.announceIntervalMs } : {}) })
     this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
     this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
   }

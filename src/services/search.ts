@@ -38,7 +38,7 @@ export interface SearchSettings {
 type SearchFields = SearchRequest | PeerSearchRequest
 
 export const DEFAULT_FEDERATION: FederationSettings = { maxPeers: 5, timeoutMs: 1500 }
-const DEFAULT_TERM_FILTER = { falsePositiveRate: 0.01, rebuildIntervalMs: 5000 }
+const DEFAULT_TERM_FILTER = { falsePositiveRate: 0.01, rebuildIntervalMs: 30_000 }
 
 export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {
   names: NameService

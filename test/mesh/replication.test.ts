@@ -17,7 +17,7 @@ import { http, startTestNode, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
 // Sync every 5 s: what gossip drops on a loaded machine is repaired within the tests' waits (the default is 60 s).
-const MESH = { enabled: true, sync_interval_seconds: 5 }
+const MESH = { enabled: true, sync_interval_seconds: 5, dht_announce_interval_seconds: 0.05 }
 const dev = developer(31)
 const first = agent(dev, 0)
 const second = agent(dev, 1)
