@@ -16,8 +16,9 @@
  *   to start from dist/, 200–250 ms from the sources under tsx, and starting one only when load
  *   arrives lengthened the first seconds of a burst) or else on the first need; until one is
  *   ready, verification stays inline.
- * - Jobs leave as soon as a worker has room (at most two batches in flight each, so a worker
- *   never waits for the main thread), packed into one transferred ArrayBuffer per batch. While
+ * - Jobs leave as soon as a worker has room (one batch in flight each: with two, nearly every
+ *   request's jobs left in a postMessage of their own, which cost the main thread more than the
+ *   verification it saved), packed into one transferred ArrayBuffer per batch. While
  *   every worker is full, jobs accumulate and each answer sends them on as one batch: batches grow
  *   with the load, and the postMessage cost is paid per batch, not per job.
  * - Answers are read from memory shared with the worker at the end of the event-loop turn that
@@ -90,7 +91,7 @@ export interface VerifyPoolStats {
 export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 4000 : 500
 /**
  * Jobs in one message to a worker. Small enough that a job arriving while a worker is busy waits
- * for little more than two batches (2 × 32 × ~0.15 ms); the message cost per job stays small.
+ * for little more than one batch (32 × ~0.06 ms); the message cost per job stays small.
  */
 const DEFAULT_MAX_BATCH = 32
 const RATE_WINDOW_MS = 250

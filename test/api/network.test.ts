@@ -155,7 +155,7 @@ test.serial('mesh faults: admin only, validated, and blocking a peer cuts it off
   t.like((await http(a.url, 'PUT', '/v1/admin/mesh/faults', { body: { blocked_peers: [], delay_ms: 0 }, headers: admin })).body, { blocked_peers: [], delay_ms: 0 })
   t.is((await http(a.url, 'POST', '/v1/network/peers', { body: { address: tcpAddress(b) }, headers: admin })).status, 201)
   const status = (await http(a.url, 'GET', '/v1/network/status')).body
-  t.deepEqual(Object.keys(status.mesh.gossip).sort(), ['bytes_received', 'bytes_sent', 'copies_received', 'duplicates', 'first_received', 'lost', 'published'])
+  t.deepEqual(Object.keys(status.mesh.gossip).sort(), ['bytes_received', 'bytes_sent', 'copies_received', 'duplicates', 'first_received', 'lost', 'messages_published', 'published'])
   t.true(status.mesh.gossip.bytes_sent > 0, 'gossipsub control traffic is counted')
 })
 
