@@ -21,7 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { cpuSeconds, cpuSecondsByThread, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { cpuSeconds, cpuSecondsByThread, cpuSecondsSplit, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
 
@@ -107,6 +107,7 @@ for (const [p, rate] of rates.entries()) {
   const phase = phases[p]!
   const cpu0 = await Promise.all(nodes.map(n => cpuSeconds(n.child.pid!)))
   const threads0 = await Promise.all(nodes.map(n => cpuSecondsByThread(n.child.pid!)))
+  const split0 = await Promise.all(nodes.map(n => cpuSecondsSplit(n.child.pid!)))
   const started = performance.now()
   const { latencies, refused } = await offer(phase, rate)
   const replied = performance.now()
@@ -114,6 +115,7 @@ for (const [p, rate] of rates.entries()) {
   const delivered = performance.now()
   const cpu1 = await Promise.all(nodes.map(n => cpuSeconds(n.child.pid!)))
   const threads1 = await Promise.all(nodes.map(n => cpuSecondsByThread(n.child.pid!)))
+  const split1 = await Promise.all(nodes.map(n => cpuSecondsSplit(n.child.pid!)))
   const elapsed = (delivered - started) / 1000
   latencies.sort((x, y) => x - y)
   const tag = `at_${rate}`
@@ -125,6 +127,8 @@ for (const [p, rate] of rates.entries()) {
     const label = i === 0 ? `${tag}_cpu_per_registration_a` : `${tag}_cpu_per_received_operation_b`
     report(label, ((used * 1000) / phase.length).toFixed(3), `ms (${((used / elapsed) * 100).toFixed(0)} % of a core over ${elapsed.toFixed(1)} s)`)
     const split = [...threads1[i]!].map(([thread, s]) => [thread, ((s - (threads0[i]!.get(thread) ?? 0)) * 1000) / phase.length] as const).filter(([, ms]) => ms >= 0.005).sort((x, y) => y[1] - x[1])
+    const perOp = (seconds: number): string => ((seconds * 1000) / phase.length).toFixed(3)
+    report(`${tag}_cpu_user_system_${name}`, `${perOp(split1[i]!.user - split0[i]!.user)} / ${perOp(split1[i]!.system - split0[i]!.system)}`, 'ms per operation in user / kernel mode')
     report(`${tag}_cpu_by_thread_${name}`, split.map(([thread, ms]) => `${thread} ${ms.toFixed(3)}`).join(', '), 'ms per operation')
   }
   const metrics = await (await fetch(`${a.url}/metrics`)).text()

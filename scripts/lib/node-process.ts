@@ -17,6 +17,13 @@ export async function cpuSeconds(pid: number): Promise<number> {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
+/** CPU seconds a process has used so far in user and in kernel mode, from /proc (Linux). */
+export async function cpuSecondsSplit(pid: number): Promise<{ user: number; system: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }
+}
+
 /** CPU seconds per thread of a process (`main`, or `<name> <tid>`), from /proc (Linux). */
 export async function cpuSecondsByThread(pid: number): Promise<Map<string, number>> {
   const out = new Map<string, number>()
