@@ -7,7 +7,9 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { envName, SETTINGS } from '../src/config.js'
 import { ERRORS } from '../src/errors.js'
+import { MAX_HEAD_BYTES, MAX_URL_BYTES } from '../src/api/http.js'
 import { DEVELOPER_LIMITS } from '../src/wire/developers.js'
+import { MAX_JSON_DEPTH } from '../src/wire/json.js'
 import { ENTITY_LIMITS, PRICING_MODELS } from '../src/wire/entities.js'
 import { EVENT_PAYLOADS } from '../src/wire/sockets.js'
 
@@ -46,7 +48,10 @@ export function generatedSections(): Record<string, string> {
     `| \`name\` (developer) | 1 to ${DEVELOPER_LIMITS.name} characters |`,
     `| \`github\` | a GitHub user name (at most ${DEVELOPER_LIMITS.github} characters) |`,
     '| `profile_url` | HTTP(S) URL, at most 2048 characters |',
-    '| request body | at most `http.body_limit_bytes` (64 KiB by default) |'
+    '| request body | at most `http.body_limit_bytes` (64 KiB by default) |',
+    `| JSON nesting | at most ${MAX_JSON_DEPTH} levels of arrays and objects, in request bodies, socket frames and mesh messages; deeper is \`400 invalid_json\` |`,
+    `| request URL | path and query at most ${MAX_URL_BYTES / 1024} KiB (\`414 url_too_long\`); request line and headers at most ${MAX_HEAD_BYTES / 1024} KiB (\`431 headers_too_large\`, or 414 when the request line is what overflows) |`,
+    '| handles and names in paths | a handle or name that breaks its format is `400 handle_invalid` / `name_invalid` before any lookup (the `/available` routes answer `available: false, reason: invalid` instead) |'
   ].join('\n')
   const events = [
     '| type | emitted by | data |',

@@ -138,7 +138,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'cards.allow_private_addresses', kind: 'boolean', default: false, flag: 'card-allow-private', doc: 'Fetch cards from private, loopback and link-local addresses (testnets only: it opens the node to SSRF).' },
   { key: 'cards.ca_file', kind: 'string', default: '', flag: 'card-ca-file', doc: 'Extra CA certificate (PEM) trusted when fetching cards (private PKI, tests).' },
   { key: 'entities.allow_http_url', kind: 'boolean', default: false, flag: 'allow-http-entity-url', doc: 'Accept http:// entity URLs (and fetch cards over http) so a node and entities can run on one machine without TLS; testnets turn it on. Public nodes keep it off: the spec requires HTTPS.' },
-  { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities.' }
+  { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities and /v1/developers/{id}/entities; a larger ?limit or ?page_size is clamped to it (the reply says what applied).' }
 ]
 
 export class ConfigError extends Error {

@@ -50,6 +50,11 @@ export interface RouteDefinition {
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 
+/** The longest request URL (path, `?` and query) routed; longer ones get 414 url_too_long. */
+export const MAX_URL_BYTES = 8 * 1024
+/** The largest request head (request line and headers) a front reads; larger ones get 431 (or 414 when the request line alone overflows). */
+export const MAX_HEAD_BYTES = 64 * 1024
+
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
   headers ? { status, body, headers } : { status, body }
 

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { RegistryError } from '../errors.js'
 import type { Front, FrontHandlers, HttpExchange, SocketConnection, SocketEndpoint } from './front.js'
-import { JSON_CONTENT_TYPE } from './http.js'
+import { JSON_CONTENT_TYPE, MAX_HEAD_BYTES } from './http.js'
 
 const EMPTY = Buffer.alloc(0)
 /** uWS keeps an idle keep-alive connection 10 s; node's default of 5 s would close it sooner. */
@@ -17,7 +17,8 @@ const KEEP_ALIVE_MS = 10_000
 interface Tracked { ws: WebSocket; receivedAt: number; idleMs: number }
 
 export function createNodeFront(handlers: FrontHandlers): Front {
-  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => handlers.http(exchange(req, res)))
+  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => handlers.http(exchange(req, res)))
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => answerUnparsed(err, socket))
   const routes = handlers.sockets.map(endpoint => ({ endpoint, match: pathMatcher(endpoint.path), wss: new WebSocketServer({ noServer: true, maxPayload: endpoint.maxPayloadBytes, perMessageDeflate: false, clientTracking: false }) }))
   const open = new Set<Tracked>()
 
@@ -36,9 +37,7 @@ export function createNodeFront(handlers: FrontHandlers): Front {
       }
       if (!route) throw new RegistryError('route_not_found', `No WebSocket endpoint at ${pathname}.`)
     } catch (err) {
-      const error = err instanceof RegistryError ? err : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')
-      const body = JSON.stringify(error.toBody())
-      socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+      socket.end(closingResponse(err instanceof RegistryError ? err : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')))
       return
     }
     const { endpoint, wss } = route
@@ -132,6 +131,31 @@ function exchange(req: IncomingMessage, res: ServerResponse): HttpExchange {
       res.end(body)
     }
   }
+}
+
+/**
+ * A request node's parser refused, answered in the error table's shape before the connection
+ * closes: a head over MAX_HEAD_BYTES is 414 when the request line is what overflowed (the packet
+ * that overflowed has no line break yet, or its first line ends the request line), else 431;
+ * anything else unparsable is 400.
+ */
+function answerUnparsed(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket): void {
+  if (!socket.writable || err.code === 'ECONNRESET') { socket.destroy(); return }
+  const error = err.code !== 'HPE_HEADER_OVERFLOW' ? new RegistryError('invalid_request', `The request is not valid HTTP/1.1 (${err.code ?? 'parse error'}).`)
+    : err.rawPacket && requestLineOverflowed(err.rawPacket) ? new RegistryError('url_too_long')
+      : new RegistryError('headers_too_large')
+  socket.end(closingResponse(error))
+}
+
+/** A whole HTTP/1.1 error response, for sockets node's server has not (or no longer) wrapped in a response. */
+function closingResponse(error: RegistryError): string {
+  const body = JSON.stringify(error.toBody())
+  return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\nContent-Type: ${JSON_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
+function requestLineOverflowed(packet: Buffer): boolean {
+  const lineEnd = packet.indexOf('\r\n')
+  return lineEnd === -1 || packet.subarray(Math.max(0, lineEnd - 9), lineEnd).toString('latin1').startsWith(' HTTP/1.')
 }
 
 function splitUrl(url: string): { pathname: string; query: string } {

@@ -8,13 +8,14 @@ import { RegistryError } from '../errors.js'
 import type { ClientIpResolver } from './client-ip.js'
 import type { Cors } from './cors.js'
 import type { Front, HttpExchange, ServerChoice, ServerKind, SocketEndpoint } from './front.js'
-import { JSON_CONTENT_TYPE, type Reply, type RequestContext, type RouteDefinition } from './http.js'
+import { JSON_CONTENT_TYPE, MAX_URL_BYTES, type Reply, type RequestContext, type RouteDefinition } from './http.js'
 import type { NodeMetrics } from './metrics.js'
 import { createNodeFront } from './node-front.js'
 import { rateLimitHeaders, type FixedWindowLimiter, type RateDecision } from './rate-limit.js'
 import { Router } from './router.js'
 import { createUwsFront } from './uws-front.js'
 import { loadUws, requireUws } from './uws-loader.js'
+import { parseJsonBytes } from '../wire/json.js'
 
 export interface RateLimiters {
   reads: FixedWindowLimiter
@@ -128,6 +129,11 @@ export class HttpServer {
       fail(new RegistryError('shutting_down'), true)
       return
     }
+    // Before routing: path parameters of a few KiB would otherwise reach the store as keys.
+    if (path.length + exchange.query.length + 1 > MAX_URL_BYTES) {
+      fail(new RegistryError('url_too_long'), true)
+      return
+    }
     if (method === 'OPTIONS') {
       send({ status: 204, body: '', contentType: 'text/plain', headers: this.c.cors.preflight(headers.origin) })
       return
@@ -162,7 +168,7 @@ export class HttpServer {
         if (parsed) return parsed.value
         if (this.raw.length === 0) throw new RegistryError('invalid_json', 'A JSON body is required.')
         try {
-          parsed = { value: JSON.parse(this.raw.toString('utf8')) }
+          parsed = { value: parseJsonBytes(this.raw) }
         } catch (err) {
           throw new RegistryError('invalid_json', `The request body is not valid JSON: ${(err as Error).message}`)
         }

@@ -27,10 +27,12 @@
  */
 import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
+import { ID_PATTERNS } from '../identity/ids.js'
 import type { EventBus, RegistryEvent } from '../events/bus.js'
 import type { VerifyPriority } from '../identity/verify-pool.js'
 import type { LivenessService } from '../services/liveness.js'
 import type { SocketConnection, SocketEndpoint } from './front.js'
+import { parseJsonBytes } from '../wire/json.js'
 
 export interface HeartbeatSocketLimits {
   /** Entities one multiplexed connection may carry. */
@@ -132,6 +134,7 @@ export class Sockets {
       upgrade: ({ params, remoteAddress }) => {
         this.refuseWhenClosed()
         const entityId = params.id ?? ''
+        if (!ID_PATTERNS.entity.test(entityId)) throw new RegistryError('invalid_id', 'The path names no entity ID: expected zns:<32 hex> or zns:svc:<32 hex>.', 'entity_id')
         this.c.liveness.check(entityId)
         return this.heartbeatConnection(entityId, remoteAddress)
       }
@@ -196,9 +199,9 @@ export class Sockets {
     const conn = ws.data
     let parsed: unknown
     try {
-      parsed = JSON.parse(message.toString('utf8'))
-    } catch {
-      this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid', 'The frame is not valid JSON.').toBody() })
+      parsed = parseJsonBytes(message)
+    } catch (err) {
+      this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid', `The frame is not valid JSON: ${(err as Error).message}.`).toBody() })
       return
     }
     // The multiplexed socket also takes an array of frames (one per entity).

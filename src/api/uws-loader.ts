@@ -8,6 +8,7 @@
  */
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
+import { MAX_HEAD_BYTES } from './http.js'
 
 export type UwsModule = typeof import('uWebSockets.js')
 
@@ -31,6 +32,9 @@ let cached: UwsLoad | undefined
 
 export function loadUws(): UwsLoad {
   if (cached) return cached
+  // Read by uWS builds from 20.4x on when they load (their default is 4 KiB): heads up to this size reach
+  // the API, which answers 414 over MAX_URL_BYTES; larger ones get uWS's own 431.
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(MAX_HEAD_BYTES)
   const failures: string[] = []
   for (const candidate of CANDIDATES) {
     try {

@@ -3,6 +3,7 @@
  * with a schema check, for the request/response protocols of federated search.
  */
 import type { Static, TSchema } from '@sinclair/typebox'
+import { JsonDepthError, MAX_JSON_DEPTH, nestsDeeperThan } from '../wire/json.js'
 import { validate } from '../wire/validate.js'
 
 const encoder = new TextEncoder()
@@ -15,9 +16,10 @@ export function encodeJson(value: unknown): Uint8Array {
 /** Parses UTF-8 JSON; throws an Error naming `what` when the bytes are not JSON. */
 export function parseJson(bytes: Uint8Array, what: string): unknown {
   try {
+    if (nestsDeeperThan(bytes, MAX_JSON_DEPTH)) throw new JsonDepthError(MAX_JSON_DEPTH)
     return JSON.parse(decoder.decode(bytes))
-  } catch {
-    throw new Error(`${what}: not UTF-8 JSON`)
+  } catch (err) {
+    throw new Error(`${what}: ${err instanceof JsonDepthError ? err.message : 'not UTF-8 JSON'}`)
   }
 }
 

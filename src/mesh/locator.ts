@@ -23,6 +23,7 @@ import { fromWire, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 import { providerKeyOf } from './provider-keys.js'
+import { parseJsonBytes } from '../wire/json.js'
 
 export const FETCH_PROTOCOL = '/zns/fetch/1.0.0'
 const MAX_FRAME_BYTES = 4 * 1024 * 1024
@@ -153,7 +154,9 @@ export class Locator {
   private async lookup(key: string, timeoutMs: number): Promise<number> {
     this.stats.lookups++
     const providerKey = providerKeyOf(key)
-    if (providerKey === null) return 0
+    // With no peer connected, the DHT has nobody to ask: it would only wait out the time limit
+    // (3 s on every GET of an unknown ID).
+    if (providerKey === null || this.o.libp2p.getConnections().length === 0) return 0
     const signal = AbortSignal.timeout(timeoutMs)
     const self = this.o.libp2p.peerId.toString()
     let tried = 0
@@ -181,7 +184,7 @@ export class Locator {
     const stream = await this.o.libp2p.dialProtocol(peer, FETCH_PROTOCOL, { signal })
     const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
     await lp.write(Buffer.from(JSON.stringify({ key })), { signal })
-    const reply = JSON.parse(Buffer.from((await lp.read({ signal })).subarray()).toString('utf8')) as { ops?: unknown }
+    const reply = parseJsonBytes((await lp.read({ signal })).subarray()) as { ops?: unknown }
     await stream.close({ signal }).catch(() => {})
     if (!Array.isArray(reply.ops)) throw new Error('malformed fetch reply')
     const ops = reply.ops.map(wire => fromWire(wire)).sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : a.accepted_at > b.accepted_at ? 1 : 0))
@@ -194,7 +197,7 @@ export class Locator {
     const signal = AbortSignal.timeout(10_000)
     try {
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
-      const request = JSON.parse(Buffer.from((await lp.read({ signal })).subarray()).toString('utf8')) as { key?: unknown }
+      const request = parseJsonBytes((await lp.read({ signal })).subarray()) as { key?: unknown }
       const ops = typeof request.key === 'string' && request.key.length <= 400 ? this.o.operationsFor(request.key) : []
       await lp.write(Buffer.from(JSON.stringify({ ops: ops.map(toWire) })), { signal })
       await stream.close({ signal })

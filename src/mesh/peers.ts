@@ -16,7 +16,7 @@ import type { EventBus } from '../events/bus.js'
 import { formatKey, normalizePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { HELLO_LIMITS, HelloMessage, type PeerView } from '../wire/network.js'
-import { validate } from '../wire/validate.js'
+import { decodeJson } from './frames.js'
 import type { MeshLibp2p, MeshServices } from './libp2p-node.js'
 
 export const HELLO_PROTOCOL = '/zns/hello/1.0.0'
@@ -83,13 +83,7 @@ export function encodeHello(message: HelloMessage): Uint8Array {
 }
 
 export function decodeHello(bytes: Uint8Array): HelloMessage {
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
-  } catch {
-    throw new Error('hello: not UTF-8 JSON')
-  }
-  return validate(HelloMessage, parsed)
+  return decodeJson(HelloMessage, bytes, 'hello')
 }
 
 export class PeerBook {

@@ -24,6 +24,7 @@ import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-dig
 import { fromWire, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
+import { parseJsonBytes } from '../wire/json.js'
 
 export const SYNC_PROTOCOL = '/zns/sync/1.0.0'
 const MAX_FRAME_BYTES = 16 * 1024 * 1024
@@ -353,7 +354,7 @@ async function write(lp: LengthPrefixedStream<Stream>, frame: Frame, signal: Abo
 
 async function readFrame(lp: LengthPrefixedStream<Stream>, signal: AbortSignal): Promise<Frame> {
   const bytes = await lp.read({ signal })
-  const frame = JSON.parse(Buffer.from(bytes.subarray()).toString('utf8')) as Frame
+  const frame = parseJsonBytes(bytes.subarray()) as Frame
   if (frame === null || typeof frame !== 'object' || typeof frame.t !== 'string') throw new Error('malformed sync frame')
   return frame
 }

@@ -22,6 +22,7 @@ import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
 import type { NameDirectory } from './name-directory.js'
 import { operationSigningBytes } from './operations.js'
+import { parseJsonBytes } from '../wire/json.js'
 
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported'
 
@@ -176,9 +177,9 @@ function requestOf(op: Operation): WriteRequest {
   let body: unknown = null
   if (op.body) {
     try {
-      body = JSON.parse(Buffer.from(op.body).toString('utf8'))
-    } catch {
-      throw new RegistryError('operation_invalid', 'The operation body is not JSON.', 'body')
+      body = parseJsonBytes(op.body)
+    } catch (err) {
+      throw new RegistryError('operation_invalid', `The operation body is not JSON: ${(err as Error).message}.`, 'body')
     }
   }
   const { carrier, signer, signature } = op.auth

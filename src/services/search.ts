@@ -230,7 +230,7 @@ export class SearchService {
 
   async search(rawBody: unknown): Promise<SearchResponse> {
     const started = performance.now()
-    const body = validate(SearchRequest, rawBody ?? {})
+    const body = validate(SearchRequest, clampPaging(rawBody ?? {}))
     const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
     const offset = body.offset ?? 0
     if (body.federated === true && this.federation !== null) return this.federatedSearch(body, offset, limit, started, this.federation)
@@ -438,4 +438,17 @@ export class SearchService {
     const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
     this.engine.setDeveloperPart(developerId, developerTrustPart(developer, handle))
   }
+}
+
+/**
+ * `max_results` and `offset` beyond their bounds are clamped, as list limits are (deployed clients
+ * ask for more than the maximum); the reply's max_results and offset say what applied.
+ */
+function clampPaging(body: unknown): unknown {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body
+  const out = { ...body } as Record<string, unknown>
+  const clamp = (key: string, lo: number, hi: number) => { if (Number.isInteger(out[key])) out[key] = Math.min(Math.max(out[key] as number, lo), hi) }
+  clamp('max_results', 1, SEARCH_LIMITS.maxResults)
+  clamp('offset', 0, SEARCH_LIMITS.maxOffset)
+  return out
 }

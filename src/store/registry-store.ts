@@ -66,6 +66,13 @@ export interface WriteTransaction {
  * The node's LMDB environment: one file, a named database per kind. Writes go through
  * `commit`, which resolves only once the transaction is committed and flushed to disk.
  */
+/**
+ * LMDB refuses keys over 1,978 bytes. Every key here is an ID, a handle or a name, far shorter;
+ * 600 UTF-16 units is at most 1,800 bytes of UTF-8 for all parts of a composite key together.
+ */
+const MAX_KEY_UNITS = 600
+const keyFits = (...parts: string[]): boolean => parts.reduce((n, p) => n + p.length, 0) <= MAX_KEY_UNITS
+
 export class RegistryStore {
   private constructor(
     private readonly root: RootDatabase,
@@ -116,13 +123,14 @@ export class RegistryStore {
     return store
   }
 
-  getEntity(id: string): EntityRecord | undefined { return this.entities.get(id) }
-  getDeveloper(id: string): DeveloperRecord | undefined { return this.developers.get(id) }
-  getTombstone(subject: string): Tombstone | undefined { return this.tombstones.get(subject) }
+  // Reads by a key no record can have (too long to be one) find nothing, rather than fail in LMDB.
+  getEntity(id: string): EntityRecord | undefined { return keyFits(id) ? this.entities.get(id) : undefined }
+  getDeveloper(id: string): DeveloperRecord | undefined { return keyFits(id) ? this.developers.get(id) : undefined }
+  getTombstone(subject: string): Tombstone | undefined { return keyFits(subject) ? this.tombstones.get(subject) : undefined }
 
-  getHandle(handle: string): HandleRecord | undefined { return this.handles.get(handle) }
-  getName(handle: string, name: string): NameBinding | undefined { return this.names.get([handle, name]) }
-  namesOfHandle(handle: string): NameBinding[] { return [...this.names.getRange({ start: [handle, ''], end: [handle, '\uffff'] }).map(e => e.value)] }
+  getHandle(handle: string): HandleRecord | undefined { return keyFits(handle) ? this.handles.get(handle) : undefined }
+  getName(handle: string, name: string): NameBinding | undefined { return keyFits(handle, name) ? this.names.get([handle, name]) : undefined }
+  namesOfHandle(handle: string): NameBinding[] { return keyFits(handle) ? [...this.names.getRange({ start: [handle, ''], end: [handle, '\uffff'] }).map(e => e.value)] : [] }
   namesOfEntity(entityId: string): NameBinding[] {
     const out: NameBinding[] = []
     for (const [, handle, name] of this.entityNames.getKeys({ start: [entityId, '', ''], end: [entityId, '\uffff', ''] }) as Iterable<EntityNameKey>) {
@@ -133,6 +141,7 @@ export class RegistryStore {
   }
   /** A binding's history, newest first. */
   nameHistory(handle: string, name: string): NameVersion[] {
+    if (!keyFits(handle, name)) return []
     return [...this.nameVersions.getRange({ start: [handle, name, MAX], end: [handle, name, 0], reverse: true }).map(e => e.value)]
   }
 
@@ -191,9 +200,9 @@ export class RegistryStore {
   private readonly committedListeners = new Set<(changes: CommittedOperations) => void>()
 
   private readonly tx: WriteTransaction = {
-    getEntity: id => this.entities.get(id),
-    getDeveloper: id => this.developers.get(id),
-    getTombstone: subject => this.tombstones.get(subject),
+    getEntity: id => this.getEntity(id),
+    getDeveloper: id => this.getDeveloper(id),
+    getTombstone: subject => this.getTombstone(subject),
     putEntity: record => { void this.entities.put(record.entity_id, record) },
     deleteEntity: id => { void this.entities.remove(id) },
     putDeveloper: record => { void this.developers.put(record.developer_id, record) },
@@ -208,10 +217,10 @@ export class RegistryStore {
       void this.operations.put(seq, op)
       void this.subjectOperations.put([op.subject, seq], null)
     },
-    getHandle: handle => this.handles.get(handle),
+    getHandle: handle => this.getHandle(handle),
     putHandle: record => { void this.handles.put(record.handle, record) },
     deleteHandle: handle => { void this.handles.remove(handle) },
-    getName: (handle, name) => this.names.get([handle, name]),
+    getName: (handle, name) => this.getName(handle, name),
     putName: (binding, version) => {
       const previous = this.names.get([binding.handle, binding.entity_name])
       if (previous && previous.entity_id !== binding.entity_id) void this.entityNames.remove([previous.entity_id, binding.handle, binding.entity_name])

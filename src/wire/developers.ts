@@ -79,7 +79,9 @@ export const DeveloperEntities = Type.Object(
     entities: Type.Array(EntityRecordView),
     agents: Type.Array(EntityRecordView, { description: 'the same list, under the key deployed clients read' }),
     count: Type.Integer(),
-    total: Type.Integer()
+    total: Type.Integer(),
+    limit: Type.Integer({ description: 'the page size applied (a larger ?limit is clamped to the maximum)' }),
+    offset: Type.Integer()
   },
   { $id: 'DeveloperEntities' }
 )

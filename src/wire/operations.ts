@@ -6,6 +6,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { Operation } from '../store/records.js'
 import { validate } from './validate.js'
+import { parseJsonBytes } from './json.js'
 
 export const OPERATION_LIMITS = {
   /** Bytes of one encoded operation: the largest request body (64 KiB) as base64, with room for the rest. */
@@ -89,7 +90,7 @@ const BATCH_CLOSE = Buffer.from(']}')
 /** Decodes and validates a gossip message; throws on anything malformed (the whole message is refused). */
 export function decodeBatch(bytes: Uint8Array): Operation[] {
   if (bytes.byteLength > OPERATION_LIMITS.batchBytes) throw new Error(`a gossip message of ${bytes.byteLength} bytes is over the ${OPERATION_LIMITS.batchBytes}-byte limit`)
-  const value = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as { ops?: unknown }
+  const value = parseJsonBytes(bytes) as { ops?: unknown }
   if (!Array.isArray(value.ops) || value.ops.length === 0 || value.ops.length > OPERATION_LIMITS.batchOperations) {
     throw new Error(`a gossip message carries "ops", 1 to ${OPERATION_LIMITS.batchOperations} operations`)
   }

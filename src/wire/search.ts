@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { DeveloperId, EntityId, Nullable } from './common.js'
 
-export const SEARCH_LIMITS = { maxResults: 100, defaultResults: 20, queryLength: 500, listItems: 20, timeoutMs: 30_000 } as const
+export const SEARCH_LIMITS = { maxResults: 100, maxOffset: 10_000, defaultResults: 20, queryLength: 500, listItems: 20, timeoutMs: 30_000 } as const
 
 const StringList = Type.Array(Type.String({ maxLength: 100 }), { maxItems: SEARCH_LIMITS.listItems })
 
@@ -22,7 +22,7 @@ export const SearchRequest = Type.Object(
     models: Type.Optional(Nullable(StringList)),
     min_trust_score: Type.Optional(Nullable(Type.Number({ minimum: 0, maximum: 1 }))),
     max_results: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: SEARCH_LIMITS.maxResults }))),
-    offset: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: 10_000 }))),
+    offset: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: SEARCH_LIMITS.maxOffset }))),
     timeout_ms: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: SEARCH_LIMITS.timeoutMs }))),
     federated: Type.Optional(Nullable(Type.Boolean())),
     enrich: Type.Optional(Nullable(Type.Boolean())),

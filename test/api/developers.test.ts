@@ -332,7 +332,7 @@ test('GET /v1/developers/{id}/entities and /agents list the developer\'s entitie
   t.is((await registerDeveloper(shared.url, dev)).status, 201)
   const empty = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities`)
   t.is(empty.status, 200)
-  t.deepEqual(empty.body, { developer_id: dev.id, entities: [], agents: [], count: 0, total: 0 })
+  t.deepEqual(empty.body, { developer_id: dev.id, entities: [], agents: [], count: 0, total: 0, limit: 200, offset: 0 })
 
   t.is((await http(shared.url, 'POST', '/v1/entities', { body: specRegistration(dev, a1) })).status, 201)
   t.is((await http(shared.url, 'POST', '/v1/entities', { body: specRegistration(dev, a2) })).status, 201)
@@ -352,7 +352,9 @@ test('GET /v1/developers/{id}/entities and /agents list the developer\'s entitie
   const page = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities?limit=1&offset=1`)
   t.is(page.body.count, 1)
   t.is(page.body.total, 2)
-  const badLimit = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities?limit=0`)
+  const clamped = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities?limit=5000&offset=-3`)
+  t.like(clamped.body, { count: 2, limit: 200, offset: 0 })
+  const badLimit = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities?limit=many`)
   t.is(badLimit.status, 400)
   t.is(badLimit.body.error, 'invalid_query')
 

@@ -246,7 +246,13 @@ test('listing: limit/offset/type/category and page/page_size/entity_type/develop
     t.like((await http(node.url, 'GET', '/v1/entities?type=agent&category=finance')).body, { total: 1 })
     const paged = await http(node.url, 'GET', `/v1/entities?page=2&page_size=1&entity_type=service&developer_id=${d2.id}`)
     t.like(paged.body, { count: 1, total: 2, page: 2, page_size: 1, offset: 1, has_more: false })
-    for (const q of ['limit=0', 'limit=100000', 'offset=-1', 'type=robot', 'page=0']) {
+    // Out-of-range numbers are clamped, as the origin registry does (deployed clients send ?limit=500); the reply says what applied.
+    for (const [q, applied] of [['limit=500', { limit: 200, count: 5 }], ['limit=100000', { limit: 200 }], ['limit=0', { limit: 1, count: 1 }], ['offset=-1', { offset: 0 }], ['page=0&page_size=1000', { page: 1, page_size: 200, offset: 0 }]] as const) {
+      const res = await http(node.url, 'GET', `/v1/entities?${q}`)
+      t.is(res.status, 200, q)
+      t.like(res.body, applied, q)
+    }
+    for (const q of ['limit=ten', 'offset=1.5', 'type=robot']) {
       const res = await http(node.url, 'GET', `/v1/entities?${q}`)
       t.is(res.status, 400, q)
       t.is(res.body.error, 'invalid_query')

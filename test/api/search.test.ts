@@ -92,11 +92,13 @@ test('a quoted phrase adds its bonus to exact matches', async t => {
 })
 
 test('bad requests get 400 with the field', async t => {
-  for (const [body, field] of [[{ max_results: 101 }, 'max_results'], [{ status: 'sleepy' }, 'status'], [{ type: 'robot' }, 'type'], [{ min_trust_score: 2 }, 'min_trust_score'], [{ tags: 'x' }, 'tags']] as const) {
+  for (const [body, field] of [[{ max_results: 'ten' }, 'max_results'], [{ status: 'sleepy' }, 'status'], [{ type: 'robot' }, 'type'], [{ min_trust_score: 2 }, 'min_trust_score'], [{ tags: 'x' }, 'tags']] as const) {
     const res = await search(body)
     t.is(res.status, 400, JSON.stringify(body))
     t.is(res.body.field, field)
   }
+  // Paging beyond its bounds is clamped, not refused; the reply says what applied.
+  t.like((await search({ max_results: 5000, offset: -2 })).body, { max_results: 100, offset: 0 })
   const fqan = await search({ fqan: 'not an fqan' })
   t.like(fqan.body, { error: 'fqan_invalid' })
 })

@@ -19,7 +19,7 @@ export function developerRoutes(developers: DeveloperService, entities: EntitySe
       const { records, total } = entities.list({ developerId: id, offset, limit })
       if (total === 0) developers.require(id)
       const views = records.map(r => entities.view(r))
-      return json(200, { developer_id: id, entities: views, agents: views, count: views.length, total })
+      return json(200, { developer_id: id, entities: views, agents: views, count: views.length, total, limit, offset })
     }
   }
 

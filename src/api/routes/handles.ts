@@ -3,10 +3,9 @@ import type { NameService } from '../../services/names.js'
 import { Message } from '../../wire/common.js'
 import { HandleAvailability, HandleClaimRequest, HandleVerifyRequest, HandleView, NameView } from '../../wire/names.js'
 import { Type } from '@sinclair/typebox'
-import { json, type RequestContext, type RouteDefinition } from '../http.js'
-import { bodyPublicKey, credentials } from './params.js'
+import { json, type RouteDefinition } from '../http.js'
+import { bodyPublicKey, credentials, handleParam } from './params.js'
 
-const handleParam = (ctx: RequestContext) => (ctx.params.handle ?? '').toLowerCase()
 
 export function handleRoutes(handles: HandleService, names: NameService): RouteDefinition[] {
   const tag = 'handles'
@@ -24,18 +23,18 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
     {
       method: 'GET', path: '/v1/handles/{handle}', summary: 'Look up a handle', tag, limit: 'read',
       responses: { 200: { description: 'the handle', schema: HandleView } },
-      errors: ['handle_not_found'],
+      errors: ['handle_invalid', 'handle_not_found'],
       handler: ctx => json(200, handles.view(handles.require(handleParam(ctx))))
     },
     {
       method: 'GET', path: '/v1/handles/{handle}/available', summary: 'Whether a handle can be claimed', tag, limit: 'read',
       responses: { 200: { description: 'availability', schema: HandleAvailability } },
-      handler: ctx => json(200, handles.availability(handleParam(ctx)))
+      handler: ctx => json(200, handles.availability((ctx.params.handle ?? '').toLowerCase()))
     },
     {
       method: 'GET', path: '/v1/handles/{handle}/entities', summary: 'Every name bound under a handle', tag, limit: 'read',
       responses: { 200: { description: 'the bindings (a JSON array, as deployed clients expect)', schema: Type.Array(NameView) } },
-      errors: ['handle_not_found'],
+      errors: ['handle_invalid', 'handle_not_found'],
       handler: ctx => {
         const handle = handleParam(ctx)
         handles.require(handle)
@@ -47,7 +46,7 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
       writer: ctx => `handle:${handleParam(ctx)}`,
       body: HandleVerifyRequest,
       responses: { 200: { description: 'verified', schema: HandleView } },
-      errors: ['invalid_json', 'validation_failed', 'handle_not_found', 'authorization_required', 'signature_invalid', 'verification_failed', 'verification_unavailable'],
+      errors: ['invalid_json', 'validation_failed', 'handle_invalid', 'handle_not_found', 'authorization_required', 'signature_invalid', 'verification_failed', 'verification_unavailable'],
       handler: async ctx => {
         const record = await handles.verify(handleParam(ctx), { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) })
         return json(200, { ...handles.view(record), message: `handle verified via ${record.verification_method}` })
@@ -57,7 +56,7 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
       method: 'DELETE', path: '/v1/handles/{handle}', summary: 'Release a handle and every name under it (Authorization over "release:<handle>")', tag, limit: 'write',
       writer: ctx => `handle:${handleParam(ctx)}`,
       responses: { 200: { description: 'released', schema: Message } },
-      errors: ['handle_not_found', 'authorization_required', 'signature_invalid'],
+      errors: ['handle_invalid', 'handle_not_found', 'authorization_required', 'signature_invalid'],
       handler: async ctx => json(200, await handles.release(handleParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
     }
   ]

@@ -4,9 +4,8 @@ import type { ResolutionService } from '../../services/resolution.js'
 import { Message } from '../../wire/common.js'
 import { NameAvailability, NameBindRequest, NameUpdateRequest, NameVersionView, NameView, ResolveResponse } from '../../wire/names.js'
 import { json, type RequestContext, type RouteDefinition } from '../http.js'
-import { credentials, entityIdParam } from './params.js'
+import { credentials, entityIdParam, nameParams } from './params.js'
 
-const nameParams = (ctx: RequestContext) => ({ handle: (ctx.params.developer ?? '').toLowerCase(), name: (ctx.params.entity ?? '').toLowerCase() })
 
 /** `?card=true` is accepted; the card proxy arrives with search, so the reply says so. */
 function withCardNote<T extends object>(ctx: RequestContext, view: T): T & { card_note?: string } {
@@ -30,7 +29,7 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
     {
       method: 'GET', path: '/v1/names/{developer}/{entity}', summary: 'A name binding (developer = the handle)', tag, limit: 'read',
       responses: { 200: { description: 'the binding', schema: NameView } },
-      errors: ['name_not_found'],
+      errors: ['handle_invalid', 'name_invalid', 'name_not_found'],
       handler: ctx => { const { handle, name } = nameParams(ctx); return json(200, names.view(names.require(handle, name))) }
     },
     {
@@ -38,7 +37,7 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
       writer: ctx => `handle:${nameParams(ctx).handle}`,
       body: NameUpdateRequest,
       responses: { 200: { description: 'the updated binding', schema: NameView } },
-      errors: ['invalid_json', 'validation_failed', 'name_not_found', 'authorization_required', 'signature_invalid'],
+      errors: ['invalid_json', 'validation_failed', 'handle_invalid', 'name_invalid', 'name_not_found', 'authorization_required', 'signature_invalid'],
       handler: async ctx => {
         const { handle, name } = nameParams(ctx)
         return json(200, names.view(await names.update(handle, name, { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) })))
@@ -48,18 +47,18 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
       method: 'DELETE', path: '/v1/names/{developer}/{entity}', summary: 'Release a name (Authorization over "release:<fqan>")', tag, limit: 'write',
       writer: ctx => `handle:${nameParams(ctx).handle}`,
       responses: { 200: { description: 'released', schema: Message } },
-      errors: ['name_not_found', 'authorization_required', 'signature_invalid'],
+      errors: ['handle_invalid', 'name_invalid', 'name_not_found', 'authorization_required', 'signature_invalid'],
       handler: async ctx => { const { handle, name } = nameParams(ctx); return json(200, await names.release(handle, name, { path: ctx.path, credentials: credentials(ctx) })) }
     },
     {
       method: 'GET', path: '/v1/names/{developer}/{entity}/available', summary: 'Whether a name can be bound', tag, limit: 'read',
       responses: { 200: { description: 'availability', schema: NameAvailability } },
-      handler: ctx => { const { handle, name } = nameParams(ctx); return json(200, names.availability(handle, name)) }
+      handler: ctx => json(200, names.availability((ctx.params.developer ?? '').toLowerCase(), (ctx.params.entity ?? '').toLowerCase()))
     },
     {
       method: 'GET', path: '/v1/names/{developer}/{entity}/versions', summary: 'A binding\'s full version history, newest first', tag, limit: 'read',
       responses: { 200: { description: 'the history (a JSON array)', schema: Type.Array(NameVersionView) } },
-      errors: ['name_not_found'],
+      errors: ['handle_invalid', 'name_invalid', 'name_not_found'],
       handler: ctx => { const { handle, name } = nameParams(ctx); return json(200, names.history(handle, name)) }
     },
     {

@@ -1,17 +1,34 @@
 import { RegistryError } from '../../errors.js'
 import { ID_PATTERNS } from '../../identity/ids.js'
 import { normalizePublicKey } from '../../identity/encoding.js'
+import { handleProblem, isValidName } from '../../services/naming.js'
 import type { RequestContext } from '../http.js'
 
-/** An integer query parameter within bounds, or the default when absent. */
+/**
+ * An integer query parameter, the default when absent. Out of bounds it is clamped to them, as the
+ * origin registry does (deployed clients send limits far above ours); replies state what applied.
+ * Only text that is not an integer is refused.
+ */
 export function intParam(query: URLSearchParams, name: string, bounds: { min: number; max?: number; default: number }): number {
   const text = query.get(name)
   if (text === null || text === '') return bounds.default
   const n = Number(text)
-  if (!Number.isInteger(n) || n < bounds.min || (bounds.max !== undefined && n > bounds.max)) {
-    throw new RegistryError('invalid_query', `${name} must be an integer${bounds.max === undefined ? ` of at least ${bounds.min}` : ` from ${bounds.min} to ${bounds.max}`}.`, name)
-  }
-  return n
+  if (!Number.isInteger(n)) throw new RegistryError('invalid_query', `${name} must be an integer.`, name)
+  return Math.min(Math.max(n, bounds.min), bounds.max ?? Number.MAX_SAFE_INTEGER)
+}
+
+/** A handle from the path, lowercased; one that breaks the handle format is refused before any lookup. */
+export function handleParam(ctx: RequestContext, name = 'handle'): string {
+  const handle = (ctx.params[name] ?? '').toLowerCase()
+  if (handleProblem(handle) === 'invalid') throw new RegistryError('handle_invalid', undefined, name)
+  return handle
+}
+
+/** The `<handle>/<name>` of a names route, lowercased and checked like handleParam. */
+export function nameParams(ctx: RequestContext): { handle: string; name: string } {
+  const name = (ctx.params.entity ?? '').toLowerCase()
+  if (!isValidName(name)) throw new RegistryError('name_invalid', undefined, 'entity')
+  return { handle: handleParam(ctx, 'developer'), name }
 }
 
 export function entityIdParam(ctx: RequestContext): string {
