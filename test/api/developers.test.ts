@@ -340,7 +340,7 @@ test('GET /v1/developers/{id}/entities and /agents list the developer\'s entitie
   for (const suffix of ['entities', 'agents']) {
     const res = await http(shared.url, 'GET', `/v1/developers/${dev.id}/${suffix}`)
     t.is(res.status, 200, suffix)
-    t.deepEqual(Object.keys(res.body).sort(), ['agents', 'count', 'developer_id', 'entities', 'total'])
+    t.deepEqual(Object.keys(res.body).sort(), ['agents', 'count', 'developer_id', 'entities', 'limit', 'offset', 'total'])
     t.is(res.body.developer_id, dev.id)
     t.is(res.body.count, 2)
     t.is(res.body.total, 2)
