@@ -30,7 +30,7 @@ export interface NodeConfig {
   }
   activity: { queue_size: number }
   tombstones: { retention_days: number }
-  store: { commit_delay_ms: number }
+  store: { commit_delay_ms: number; min_free_bytes: number }
   verify: { workers: number; inline_max_rate: number }
   search: {
     embedder: string; dimension: number; weight_text: number; weight_semantic: number; weight_trust: number; weight_freshness: number
@@ -99,6 +99,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'metrics.enabled', kind: 'boolean', default: false, flag: 'metrics', doc: 'Serve Prometheus metrics at /metrics.' },
   { key: 'tombstones.retention_days', kind: 'integer', default: 30, flag: 'tombstone-retention-days', min: 1, doc: 'How long a deregistration tombstone (and its replay guard) is kept.' },
   { key: 'store.commit_delay_ms', kind: 'integer', default: 5, flag: 'commit-delay-ms', min: 0, max: 100, doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.' },
+  { key: 'store.min_free_bytes', kind: 'integer', default: 64 * 2 ** 20, flag: 'min-free-bytes', min: 0, max: 2 ** 50, doc: 'Writes (API, gossip, sync) are refused with 507 storage_full while the data directory\'s disk has less than this free; reads and heartbeats go on, and writes resume when space returns. 0: no reserve.' },
   { key: 'verify.workers', kind: 'integer', default: 1, flag: 'verify-workers', min: 0, max: 64, doc: 'Worker threads that verify client signatures under load, so verification does not hold up the HTTP thread; 0 verifies on the HTTP thread only. One suits 2 cores (the HTTP thread needs the other).' },
   { key: 'verify.inline_max_rate', kind: 'integer', default: DEFAULT_INLINE_MAX_RATE, flag: 'verify-inline-max-rate', min: 0, doc: 'Signatures per second below which an idle pool verifies on the HTTP thread (cheaper in CPU than a thread hop; 500 where libsodium is not installed, as node:crypto verifies 2.5 times slower); 0 always uses the workers.' },
   { key: 'search.embedder', kind: 'string', default: 'hash', flag: 'embedder', choices: ['hash', 'http', 'onnx'], doc: 'Embedder for semantic search: hash (feature hashing, no model needed), http (an OpenAI- or Ollama-style embeddings service) or onnx (a local ONNX model folder, run in a worker thread).' },

@@ -99,7 +99,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   // A forced uWS that cannot load fails before anything is opened.
   if (config.http.server === 'uws') requireUws()
   const identity: NodeIdentity = { ...await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE)), host: config.host }
-  const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms })
+  const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms, minFreeBytes: config.store.min_free_bytes })
   const bus = new EventBus()
   const catalog = new EntityCatalog()
   catalog.load(store.allEntities())
@@ -118,6 +118,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const lc = config.liveness
   const liveness = new LivenessService({
     ...base,
+    logger,
     verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) => verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority),
     liveness: { inactiveAfterMs: lc.inactive_after_seconds * 1000, sweepIntervalMs: lc.sweep_interval_seconds * 1000, maxClockSkewMs: lc.max_clock_skew_seconds * 1000, flushIntervalMs: lc.flush_interval_ms }
   })
@@ -269,7 +270,8 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
 
   const purge = async (): Promise<void> => {
     try {
-      const purged = await store.purgeExpiredTombstones(new Date())
+      const now = new Date()
+      const purged = await store.purgeExpiredTombstones(now, new Date(now.getTime() - config.tombstones.retention_days * 86_400_000))
       if (purged > 0) logger.info({ purged }, 'expired tombstones purged')
     } catch (err) {
       logger.error({ err }, 'tombstone purge failed')

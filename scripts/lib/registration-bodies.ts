@@ -47,15 +47,25 @@ export function makeBodies(n: number, from = 0): { id: string; body: string }[] 
   return out
 }
 
-/** POSTs one registration body; resolves to the status (0 on a connection error). */
-export function postRegistration(agent: Agent, url: URL, body: string): Promise<number> {
+/**
+ * POSTs one registration body; resolves to the status (0 on a connection error). A write that fails
+ * before any answer on a reused keep-alive connection (the server closed it idle as it was reused:
+ * ECONNRESET, EPIPE) is sent once more on another connection, as RFC 9112 §9.3.1 allows and node's
+ * `req.reusedSocket` documentation shows; a registration that did arrive answers 409 the second time.
+ */
+export async function postRegistration(agent: Agent, url: URL, body: string): Promise<number> {
+  const first = await postOnce(agent, url, body)
+  return first.retry ? (await postOnce(agent, url, body)).status : first.status
+}
+
+function postOnce(agent: Agent, url: URL, body: string): Promise<{ status: number; retry: boolean }> {
   return new Promise(resolve => {
     const req = request({ agent, host: url.hostname, port: url.port, path: '/v1/entities', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
       res.resume()
-      res.on('end', () => resolve(res.statusCode ?? 0))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retry: false }))
+      res.on('error', () => resolve({ status: 0, retry: false }))
     })
-    req.on('error', () => resolve(0))
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: 0, retry: req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') }))
     req.end(body)
   })
 }
-

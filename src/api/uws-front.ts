@@ -11,6 +11,14 @@ import type { UwsModule } from './uws-loader.js'
 
 /** What uWS may buffer per socket before it drops sends; the protocol layer keeps far below it. */
 const MAX_BACKPRESSURE = 4 * 1024 * 1024
+/**
+ * The idle time announced in `Keep-Alive: timeout=N`. uWS closes an idle keep-alive connection after
+ * 10 s counted in its 4 s sweeps, so after 8 to 12 s, and says nothing about it: a client that reuses
+ * the connection as it closes gets ECONNRESET (all of a burst's connections at once, since one sweep
+ * closes them together). Clients that read the hint (node:http agents with a `timeout`, fetch/undici)
+ * drop idle connections 1–2 s before the announced 5 s, well before uWS's earliest close at 8 s.
+ */
+const KEEP_ALIVE_HINT = 'timeout=5'
 
 interface Slot<T> { connection: SocketConnection<T> | null; state: T; address: string }
 
@@ -47,6 +55,8 @@ export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
 function exchange(res: HttpResponse, req: HttpRequest): HttpExchange {
   const headers: Record<string, string> = {}
   req.forEach((k, v) => { headers[k] = v })
+  // uWS ends the connection after the reply when the request says `Connection: close` (5 letters, as it tests).
+  const keepsConnection = headers.connection?.length !== 5
   let aborted = false
   let abortListener: (() => void) | undefined
   res.onAborted(() => { aborted = true; abortListener?.() })
@@ -66,6 +76,7 @@ function exchange(res: HttpResponse, req: HttpRequest): HttpExchange {
       res.cork(() => {
         res.writeStatus(`${status} ${STATUS_CODES[status] ?? ''}`)
         for (const [k, v] of replyHeaders) res.writeHeader(k, v)
+        if (keepsConnection && !closeConnection) res.writeHeader('Keep-Alive', KEEP_ALIVE_HINT)
         res.end(body, closeConnection)
       })
     }

@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { formatKey } from './encoding.js'
 import { deriveId } from './ids.js'
@@ -35,8 +35,12 @@ export async function createNodeKeyFile(path: string): Promise<NodeIdentity> {
     created_at: new Date().toISOString()
   }
   await mkdir(dirname(path), { recursive: true })
-  // wx: never overwrite an existing identity.
-  await writeFile(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600, flag: 'wx' })
+  // wx: never overwrite an existing identity. A write that fails part way (a full disk) leaves no
+  // empty file behind to block the next start.
+  await writeFile(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EEXIST') await rm(path, { force: true })
+    throw err
+  })
   return identity
 }
 

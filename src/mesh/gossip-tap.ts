@@ -52,7 +52,11 @@ export class GossipTap {
   private trace: WriteStream | null = null
 
   constructor(private readonly faults: MeshFaults, traceFile = '') {
-    if (traceFile) this.trace = createWriteStream(traceFile, { flags: 'a' })
+    if (traceFile) {
+      this.trace = createWriteStream(traceFile, { flags: 'a' })
+      // A trace that cannot be written (a full disk) ends; the node goes on.
+      this.trace.on('error', () => { this.trace = null })
+    }
   }
 
   get tracing(): boolean {

@@ -23,6 +23,7 @@
  */
 import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/gossipsub'
 import type { Logger } from 'pino'
+import { RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
 import { decodeBatch, encodeBatch, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
@@ -66,11 +67,11 @@ export interface GossipStats {
   /** Operations published, and the messages that carried them. */
   published: number
   messages_published: number
-  received: Record<'applied' | 'stale' | 'deferred' | 'unsupported' | 'invalid' | 'too_old' | 'rate_limited', number>
+  received: Record<'applied' | 'stale' | 'deferred' | 'unsupported' | 'invalid' | 'too_old' | 'rate_limited' | 'storage_full', number>
 }
 
 export class OperationGossip {
-  readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0, too_old: 0, rate_limited: 0 } }
+  readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0, too_old: 0, rate_limited: 0, storage_full: 0 } }
   /** Times of recent operations (published and received), for the announcements-per-minute figure. */
   private readonly recent: number[] = []
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
@@ -197,14 +198,16 @@ export class OperationGossip {
       if (chain) chain.push(op)
       else chains.set(op.subject, [op])
     }
-    let valid = true
+    const outcomes = new Set<'ok' | 'invalid' | 'unstored'>()
     await Promise.all([...chains.values()].map(async chain => {
-      for (const op of chain) if (!(await this.applyOne(peer, message, op))) valid = false
+      for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
     }))
-    return valid ? TopicValidatorResult.Accept : TopicValidatorResult.Reject
+    // Operations this node could not store (its disk is full) are not the sender's fault: ignored,
+    // not forwarded from here; sync brings them once space returns.
+    return outcomes.has('invalid') ? TopicValidatorResult.Reject : outcomes.has('unstored') ? TopicValidatorResult.Ignore : TopicValidatorResult.Accept
   }
 
-  private async applyOne(peer: string, message: Message, op: Operation): Promise<boolean> {
+  private async applyOne(peer: string, message: Message, op: Operation): Promise<'ok' | 'invalid' | 'unstored'> {
     const { received } = this.stats
     try {
       const outcome = await this.o.apply(op)
@@ -214,11 +217,15 @@ export class OperationGossip {
       if (this.o.tap.tracing) {
         this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome })
       }
-      return true
+      return 'ok'
     } catch (err) {
+      if (err instanceof RegistryError && err.code === 'storage_full') {
+        received.storage_full++
+        return 'unstored'
+      }
       received.invalid++
       this.o.logger.info({ err, peer, kind: op.kind, subject: op.subject, origin: op.origin }, 'rejected an invalid operation from the mesh')
-      return false
+      return 'invalid'
     }
   }
 

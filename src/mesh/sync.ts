@@ -18,13 +18,14 @@
 import type { Connection, PeerId, Stream } from '@libp2p/interface'
 import { lpStream, type LengthPrefixedStream } from '@libp2p/utils'
 import type { Logger } from 'pino'
+import { RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { Operation } from '../store/records.js'
 import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
+import { parseJsonBytes } from '../wire/json.js'
 import { fromWire, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
-import { parseJsonBytes } from '../wire/json.js'
 
 export const SYNC_PROTOCOL = '/zns/sync/1.0.0'
 const MAX_FRAME_BYTES = 16 * 1024 * 1024
@@ -268,7 +269,9 @@ export class SyncService {
         for (const op of ops) {
           try {
             if ((await this.o.apply(op)) === 'applied') applied++
-          } catch {
+          } catch (err) {
+            // A full disk ends the session: the operations are not invalid, and the next session brings them.
+            if (err instanceof RegistryError && err.code === 'storage_full') throw err
             invalid++
           }
         }

@@ -9,6 +9,7 @@
  * (the timestamp alone), see COMPAT.md. Replays inside the skew window are accepted: they can
  * only keep alive an entity that signed a heartbeat less than a minute ago.
  */
+import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import type { SignedForm } from '../identity/verifiers.js'
@@ -33,6 +34,8 @@ export type HeartbeatVerifier = (agentId: string, timestamp: string, publicKey: 
 export interface LivenessComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'identity' | 'settings' | 'now'> {
   verifyHeartbeat: HeartbeatVerifier
   liveness: LivenessSettings
+  /** Where background writes that failed (a full disk) are reported. */
+  logger?: Pick<Logger, 'warn'>
 }
 
 /** Liveness as this node observes it (home entities); elsewhere the record's status stands. */
@@ -83,8 +86,10 @@ export class LivenessService implements LivenessView {
   }
 
   start(): void {
-    this.sweepTimer = setInterval(() => { void this.sweep() }, this.c.liveness.sweepIntervalMs).unref()
-    this.flushTimer = setInterval(() => { void this.flush() }, this.c.liveness.flushIntervalMs).unref()
+    // Failures (a full disk) leave the states in memory, for the next round to write.
+    const report = (what: string) => (err: unknown) => { this.c.logger?.warn({ err }, `liveness ${what} not written; retried next round`) }
+    this.sweepTimer = setInterval(() => { this.sweep().catch(report('status changes')) }, this.c.liveness.sweepIntervalMs).unref()
+    this.flushTimer = setInterval(() => { this.flush().catch(report('last-seen times')) }, this.c.liveness.flushIntervalMs).unref()
   }
 
   async stop(): Promise<void> {
@@ -159,7 +164,12 @@ export class LivenessService implements LivenessView {
     this.dirty.add(agentId)
     this.accepted++
     this.c.bus.publish('agent_heartbeat', { entity_id: agentId, timestamp: frame.timestamp, form })
-    if (!state.active) await this.transition(agentId, state, true, receivedAt)
+    if (!state.active) {
+      // The heartbeat stands when the status change cannot be written (a full disk): the next one retries it.
+      await this.transition(agentId, state, true, receivedAt).catch(err => {
+        if (!(err instanceof RegistryError && err.code === 'storage_full')) throw err
+      })
+    }
     return { type: 'ack', agent_id: agentId, timestamp: frame.timestamp, status: 'active' }
   }
 
@@ -256,10 +266,17 @@ export class LivenessService implements LivenessView {
     const removed = [...this.removed].filter(id => !this.dirty.has(id))
     this.dirty.clear()
     this.removed.clear()
-    await this.c.store.commit(tx => {
-      for (const [id, record] of batch) tx.putLiveness(id, record)
-      for (const id of removed) tx.deleteLiveness(id)
-    })
+    try {
+      await this.c.store.commit(tx => {
+        for (const [id, record] of batch) tx.putLiveness(id, record)
+        for (const id of removed) tx.deleteLiveness(id)
+      })
+    } catch (err) {
+      // Not written (a full disk): kept for the next flush, which writes the states as they are then.
+      for (const [id] of batch) if (this.states.has(id)) this.dirty.add(id)
+      for (const id of removed) if (!this.dirty.has(id)) this.removed.add(id)
+      throw err
+    }
   }
 
   private isHome(record: EntityRecord): boolean {

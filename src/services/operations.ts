@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { canonicalJson } from '../identity/canonical-json.js'
 import { sign } from '../identity/keys.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
@@ -29,6 +28,4 @@ export function acceptOperation(
 }
 
 /** Short, stable fingerprint of a signature: what the replay guard remembers. */
-export function signatureFingerprint(signature: string): string {
-  return createHash('sha256').update(signature).digest().subarray(0, 16).toString('hex')
-}
+export { signatureFingerprint } from '../store/registry-store.js'

@@ -16,7 +16,7 @@ import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.js'
 import type { Operation } from '../store/records.js'
-import { DuplicateOperation } from '../store/registry-store.js'
+import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.js'
 import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
@@ -80,7 +80,8 @@ export class ReplicationService {
         const waitingFor = err instanceof MissingDependency ? err.subject
           : err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found') ? op.subject
           : null
-        if (err instanceof StaleOperation || err instanceof DuplicateOperation) outcome = 'stale'
+        // A replayed signature from the mesh: refused like any stale write, not held against the peer that relayed it.
+        if (err instanceof StaleOperation || err instanceof DuplicateOperation || err instanceof SignatureReplayed) outcome = 'stale'
         else if (waitingFor !== null) {
           // What it waits for may have been applied while this one was being checked (gossip
           // handles messages concurrently); deferring it then would leave it waiting for sync.

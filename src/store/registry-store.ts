@@ -1,6 +1,10 @@
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
+import { RegistryError } from '../errors.js'
+import { lmdbCause, StorageGuard } from './storage-guard.js'
 import type { Approval, DeveloperRecord, EntityRecord, HandleRecord, LivenessRecord, NameBinding, NameVersion, Operation, Tombstone } from './records.js'
 
 /** Index entry: a subject's operation, by sequence number. */
@@ -22,6 +26,29 @@ export class DuplicateOperation extends Error {
   constructor(readonly op: Operation) {
     super(`the log already holds ${op.kind} ${op.subject} (${op.node_signature.slice(0, 16)}…)`)
   }
+}
+
+/**
+ * A client signature that already authorized another write (a captured request sent again): the
+ * deployed signing forms carry no timestamp, so a signature is good for one write only.
+ */
+export class SignatureReplayed extends RegistryError {
+  constructor(readonly op: Operation, first: UsedSignature) {
+    super('signature_replayed', `This signature already authorized a write (${first.kind} of ${first.subject} at ${first.accepted_at}); a signature is good for one write. Sign again (the spec's timestamped forms never repeat).`, 'signature')
+  }
+}
+
+/** Where a client signature was first used. Writes of one request (a registration and the name it binds) share it. */
+export interface UsedSignature {
+  kind: Operation['kind']
+  subject: string
+  origin: string
+  accepted_at: string
+}
+
+/** The key a signature is remembered under (also the registration fingerprint of tombstones). */
+export function signatureFingerprint(signature: string): string {
+  return createHash('sha256').update(signature).digest().subarray(0, 16).toString('hex')
 }
 
 export interface CommittedOperations {
@@ -88,7 +115,9 @@ export class RegistryStore {
     private readonly entityNames: Database<null, EntityNameKey>,
     private readonly approvals: Database<Approval, string>,
     private readonly liveness: Database<LivenessRecord, string>,
-    private opSeq: number
+    private readonly usedSignatures: Database<UsedSignature, string>,
+    private opSeq: number,
+    private readonly guard: StorageGuard
   ) {}
 
   /**
@@ -96,8 +125,11 @@ export class RegistryStore {
    * that each touch many random B-tree pages otherwise stall (measured: p99 380 ms without, 70 ms
    * with 5 ms, at 1,000 registrations/s over 60 s).
    */
-  static async open(dataDir: string, options: { commitDelayMs?: number } = {}): Promise<RegistryStore> {
+  static async open(dataDir: string, options: { commitDelayMs?: number; minFreeBytes?: number } = {}): Promise<RegistryStore> {
     await mkdir(dataDir, { recursive: true })
+    const guard = new StorageGuard(dataDir, { minFreeBytes: options.minFreeBytes ?? 0 })
+    // Creating the LMDB file on a full disk kills the process (SIGBUS); an existing one opens fine.
+    if (!existsSync(join(dataDir, 'registry.lmdb'))) guard.check()
     const root = open({ path: join(dataDir, 'registry.lmdb'), maxDbs: 16, mapSize: 2 ** 34, compression: false, commitDelay: options.commitDelayMs ?? 0 })
     // Operations are appended under a node-wide sequence number (cheap appends at the end of the
     // B-tree, and a change log in order); a small index finds one subject's history.
@@ -117,7 +149,9 @@ export class RegistryStore {
       root.openDB<null, EntityNameKey>({ name: 'names_by_entity' }),
       root.openDB<Approval, string>({ name: 'approvals' }),
       root.openDB<LivenessRecord, string>({ name: 'liveness' }),
-      lastSeq ?? 0
+      root.openDB<UsedSignature, string>({ name: 'used_signatures' }),
+      lastSeq ?? 0,
+      guard
     )
     if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
     return store
@@ -170,16 +204,29 @@ export class RegistryStore {
    * aborted: nothing it wrote is kept. (A plain lmdb-js `transaction` would keep earlier writes.)
    */
   async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
+    this.guard.check()
     const changes: CommittedOperations = { appended: [], dropped: [], subjects: new Set() }
-    const result = await this.root.childTransaction(() => {
+    const done = this.root.childTransaction(() => {
       this.changes = changes
       try {
         return fn(this.tx)
       } finally {
         this.changes = null
       }
-    }) as T
-    await this.root.flushed
+    }) as Promise<T>
+    // This transaction's flush, taken now: read later, `flushed` follows the newest transaction,
+    // and never settles when that one failed.
+    const flushed = this.root.flushed
+    let result: T
+    try {
+      result = await done
+    } catch (err) {
+      const cause = await lmdbCause(err)
+      // lmdb-js leaves a rejected promise of its own behind a failed commit.
+      this.root.committed.then(undefined, () => {})
+      throw this.guard.classify(cause) ?? err
+    }
+    await flushed
     if (changes.subjects.size > 0) for (const listener of this.committedListeners) listener(changes)
     return result
   }
@@ -211,6 +258,12 @@ export class RegistryStore {
     deleteTombstone: subject => { void this.tombstones.remove(subject) },
     appendOperation: op => {
       if (this.subjectSeqs(op.subject).some(([, seq]) => this.operations.get(seq)?.node_signature === op.node_signature)) throw new DuplicateOperation(op)
+      if (op.auth.carrier !== 'node') {
+        const key = signatureFingerprint(op.auth.signature)
+        const first = this.usedSignatures.get(key)
+        if (first && (first.origin !== op.origin || first.accepted_at !== op.accepted_at)) throw new SignatureReplayed(op, first)
+        if (!first) void this.usedSignatures.put(key, { kind: op.kind, subject: op.subject, origin: op.origin, accepted_at: op.accepted_at })
+      }
       const seq = ++this.opSeq
       this.changes?.appended.push(op)
       this.changes?.subjects.add(op.subject)
@@ -254,17 +307,30 @@ export class RegistryStore {
     }
   }
 
-  /** Deletes tombstones past their retention, with their operations. Returns how many went. */
-  async purgeExpiredTombstones(now: Date): Promise<number> {
+  /**
+   * Deletes tombstones past their retention, with their operations, and forgets signatures used
+   * before `signaturesBefore` (the same retention). Returns how many tombstones went.
+   */
+  async purgeExpiredTombstones(now: Date, signaturesBefore: Date): Promise<number> {
     const expired = [...this.allTombstones()].filter(t => Date.parse(t.expires_at) <= now.getTime())
-    if (expired.length === 0) return 0
+    const cutoff = signaturesBefore.toISOString()
+    const forgotten = [...this.usedSignatures.getRange()].filter(e => e.value.accepted_at < cutoff).map(e => e.key)
+    if (expired.length === 0 && forgotten.length === 0) return 0
     await this.commit(tx => {
       for (const t of expired) { tx.deleteTombstone(t.subject); tx.dropOperations(t.subject) }
+      for (const key of forgotten) void this.usedSignatures.remove(key)
     })
     return expired.length
   }
 
+  /** Where a client signature was first used, if it was (and is still remembered). */
+  signatureUse(signature: string): UsedSignature | undefined {
+    return this.usedSignatures.get(signatureFingerprint(signature))
+  }
+
   async close(): Promise<void> {
+    // An empty transaction commits even on a full disk, and renews `flushed` when the last write failed.
+    await this.root.transaction(() => {})
     await this.root.flushed
     await this.root.close()
   }
