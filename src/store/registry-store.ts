@@ -154,6 +154,7 @@ export class RegistryStore {
       guard
     )
     if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
+    if (store.meta.get('used_signatures') === undefined) await store.indexUsedSignatures()
     return store
   }
 
@@ -323,10 +324,18 @@ export class RegistryStore {
     return expired.length
   }
 
-  /** Where a client signature was first used, if it was (and is still remembered). */
-  signatureUse(signature: string): UsedSignature | undefined {
-    return this.usedSignatures.get(signatureFingerprint(signature))
+  /** Remembers the client signatures of a log written before signatures were single-use (once per store). */
+  private async indexUsedSignatures(): Promise<void> {
+    await this.root.transaction(() => {
+      for (const op of this.allOperations()) {
+        if (op.auth.carrier === 'node') continue
+        const key = signatureFingerprint(op.auth.signature)
+        if (!this.usedSignatures.doesExist(key)) void this.usedSignatures.put(key, { kind: op.kind, subject: op.subject, origin: op.origin, accepted_at: op.accepted_at })
+      }
+      void this.meta.put('used_signatures', 1)
+    })
   }
+
 
   async close(): Promise<void> {
     // An empty transaction commits even on a full disk, and renews `flushed` when the last write failed.

@@ -187,6 +187,11 @@ export class Testnet {
 
   // ---- HTTP
 
+  /** Node `i`'s HTTP API (for requests that carry their own headers). */
+  url(i: number): string {
+    return this.slot(i).url
+  }
+
   /** A JSON request to node `i`'s API (with the admin bearer); throws on a transport error. */
   async request<T = unknown>(i: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     const slot = this.slot(i)

@@ -252,6 +252,34 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
   }
 })
 
+test.serial('a client signature replayed through the mesh (re-sealed by a node as a new write) is refused by every receiver', async t => {
+  const x = agent(dev, 7)
+  const path = `/v1/entities/${x.agentId}`
+  t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })).status, 201)
+  const edit = async (summary: string) => {
+    const raw = JSON.stringify({ summary })
+    t.is((await http(c.url, 'PUT', path, { raw, headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` } })).status, 200)
+    for (const n of [a, b]) await until(`${n.config.name} shows "${summary}"`, async () => ((await entityOn(n, x.agentId)).body.summary === summary ? true : undefined))
+  }
+  await edit('one')
+  const captured = c.node.store.operationsOf(x.agentId).find(op => op.kind === 'entity.update') as Operation
+  await edit('two')
+  const staleBefore = [a, b].map(n => n.node.replication.counts.stale)
+  const invalidBefore = [a, b].map(n => n.node.replication.counts.invalid)
+  const replayed = sealOperation(c.node.identity, { ...captured, accepted_at: new Date().toISOString() })
+  await c.node.mesh!.libp2p.services.pubsub.publish(topicOf(replayed.kind), encodeBatch([encodeOperation(replayed)]))
+  for (const [i, n] of [a, b].entries()) {
+    await until(`${n.config.name} refused the replay`, () => (n.node.replication.counts.stale > (staleBefore[i] as number) ? true : undefined))
+    t.is(n.node.replication.counts.invalid, invalidBefore[i] as number, 'not held against the relaying peer')
+    t.is((await entityOn(n, x.agentId)).body.summary, 'two')
+  }
+  // Over HTTP the same bytes get the error.
+  const raw = JSON.stringify({ summary: 'one' })
+  const again = await http(a.url, 'PUT', path, { raw, headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` } })
+  t.is(again.status, 409)
+  t.is(again.body.error, 'signature_replayed')
+})
+
 test.serial('a burst of writes travels in a few gossip messages, and every node holds it', async t => {
   const burst = Array.from({ length: 40 }, (_, i) => agent(dev, 100 + i))
   const before = { ...a.node.mesh!.gossip.stats }

@@ -17,6 +17,7 @@ import { Testnet, sleep, type NetworkMode } from '../../src/testnet/testnet.js'
 import { buildTopology, connected } from '../../src/testnet/topology.js'
 import { until } from '../helpers/wait.js'
 import { callEntity } from '../../src/entity/call.js'
+import { agent, developer, sign, specRegistration } from '../helpers/identities.js'
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
 // Probed before any test is declared (ava wants declarations synchronous).
@@ -203,6 +204,49 @@ async function partitionAndHeal(t: import('ava').ExecutionContext, network: Netw
 }
 
 test.serial('testnet library, process mode: partition and heal converge; a restarted node catches up', t => partitionAndHeal(t, 'process'))
+
+test.serial('testnet library, process mode: a captured PUT and DELETE sent again later are refused 409 signature_replayed on every node', async t => {
+  const net = new Testnet({ nodes: 3, topology: 'full', network: 'process' })
+  t.teardown(() => net.stop())
+  await net.start()
+  const dev = developer(0x44)
+  const a = agent(dev, 0)
+  const send = (i: number, method: string, path: string, body: string | undefined, headers: Record<string, string> = {}) =>
+    fetch(net.url(i) + path, { method, body, headers: { 'content-type': 'application/json', ...headers } }).then(async r => ({ status: r.status, body: await r.json() as Record<string, unknown> }))
+  const path = `/v1/entities/${a.agentId}`
+  const onEvery = (what: string, probe: (i: number) => Promise<boolean>) => until(what, async () => ((await Promise.all([0, 1, 2].map(probe))).every(Boolean) ? true : undefined), 30_000)
+  const summaryEverywhere = (summary: string) => onEvery(`summary "${summary}" on every node`, async i => (await send(i, 'GET', path, undefined)).body.summary === summary)
+
+  t.is((await send(0, 'POST', '/v1/entities', JSON.stringify(specRegistration(dev, a)))).status, 201)
+  await onEvery('registered on every node', async i => (await send(i, 'GET', path, undefined)).status === 200)
+  // Two edits in the deployed form (Bearer over the raw body: no timestamp), on two nodes; the first is captured.
+  const first = JSON.stringify({ summary: 'first edit' })
+  const captured = { authorization: `Bearer ${sign(a.keyPair, first)}` }
+  t.is((await send(1, 'PUT', path, first, captured)).status, 200)
+  await summaryEverywhere('first edit')
+  const second = JSON.stringify({ summary: 'second edit' })
+  t.is((await send(2, 'PUT', path, second, { authorization: `Bearer ${sign(a.keyPair, second)}` })).status, 200)
+  await summaryEverywhere('second edit')
+  for (const i of [0, 1, 2]) {
+    const replay = await send(i, 'PUT', path, first, captured)
+    t.is(replay.status, 409, `PUT replayed on node ${i}`)
+    t.is(replay.body.error, 'signature_replayed')
+  }
+
+  // A deregistration in the deployed form (a signature over the ID), captured; the entity comes back; the DELETE is sent again.
+  const deletion = { authorization: `Bearer ${sign(a.keyPair, a.agentId)}` }
+  t.is((await send(0, 'DELETE', path, undefined, deletion)).status, 200)
+  await onEvery('deregistered on every node', async i => (await send(i, 'GET', path, undefined)).status === 404)
+  t.is((await send(1, 'POST', '/v1/entities', JSON.stringify(specRegistration(dev, a, { summary: 'back again' })))).status, 201)
+  await summaryEverywhere('back again')
+  for (const i of [0, 1, 2]) {
+    const replay = await send(i, 'DELETE', path, undefined, deletion)
+    t.is(replay.status, 409, `DELETE replayed on node ${i}`)
+    t.is(replay.body.error, 'signature_replayed')
+  }
+  await sleep(1000)
+  for (const i of [0, 1, 2]) t.is((await send(i, 'GET', path, undefined)).body.summary, 'back again', `still registered on node ${i}`)
+})
 
 if (netns.namespaces || process.env.CI) {
   // On CI a machine without namespaces fails here (Testnet refuses --network netns and says why).
