@@ -27,6 +27,7 @@ export interface NodeConfig {
   liveness: {
     inactive_after_seconds: number; sweep_interval_seconds: number; max_clock_skew_seconds: number; flush_interval_ms: number
     max_entities_per_connection: number; frames_per_second_per_entity: number; max_frame_bytes: number
+    probation_seconds: number; probation_in_flight: number; probation_in_flight_per_address: number
   }
   activity: { queue_size: number }
   tombstones: { retention_days: number }
@@ -132,6 +133,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'liveness.max_entities_per_connection', kind: 'integer', default: 50, flag: 'max-entities-per-connection', min: 1, max: 10_000, doc: 'Entities one multiplexed /v1/heartbeat connection may carry.' },
   { key: 'liveness.frames_per_second_per_entity', kind: 'number', default: 1, flag: 'heartbeat-rate', min: 0.01, doc: 'Heartbeat frames per second one connection may send per entity it may carry (bursts of 10 × this); a connection that keeps exceeding it is closed.' },
   { key: 'liveness.max_frame_bytes', kind: 'integer', default: 1024, flag: 'heartbeat-frame-bytes', min: 256, max: 65_536, doc: 'Largest heartbeat frame (× max_entities_per_connection on /v1/heartbeat); larger frames close the connection (1009).' },
+  { key: 'liveness.probation_seconds', kind: 'number', default: 10, flag: 'heartbeat-probation-seconds', min: 0, doc: 'A heartbeat connection is on probation until its first accepted heartbeat and for this long after any rejected one; proven connections are served first.' },
+  { key: 'liveness.probation_in_flight', kind: 'integer', default: 128, flag: 'heartbeat-probation-in-flight', min: 1, max: 100_000, doc: 'Heartbeats of connections on probation awaiting verification, node-wide; beyond it they are answered overloaded before any signature work (128: about 17 ms of one worker, the most a flood adds to a proven heartbeat\'s wait).' },
+  { key: 'liveness.probation_in_flight_per_address', kind: 'integer', default: 32, flag: 'heartbeat-probation-in-flight-per-address', min: 1, max: 100_000, doc: 'The share of liveness.probation_in_flight one remote address may hold.' },
   { key: 'activity.queue_size', kind: 'integer', default: 256, flag: 'activity-queue-size', min: 1, max: 100_000, doc: 'Events buffered per /v1/ws/activity subscriber; a slower subscriber loses events (the spec: 256).' },
   { key: 'cards.timeout_ms', kind: 'integer', default: 5000, flag: 'card-timeout-ms', min: 100, max: 60_000, doc: 'Time limit of one card fetch (connection, redirects and body).' },
   { key: 'cards.max_bytes', kind: 'integer', default: 262_144, flag: 'card-max-bytes', min: 1024, max: 16 * 1024 * 1024, doc: 'Largest card accepted.' },

@@ -261,7 +261,10 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     server: config.http.server,
     sockets: new Sockets({
       liveness, bus, logger,
-      limits: { maxEntitiesPerConnection: lc.max_entities_per_connection, framesPerSecondPerEntity: lc.frames_per_second_per_entity, maxFrameBytes: lc.max_frame_bytes },
+      limits: {
+        maxEntitiesPerConnection: lc.max_entities_per_connection, framesPerSecondPerEntity: lc.frames_per_second_per_entity, maxFrameBytes: lc.max_frame_bytes,
+        probationMs: lc.probation_seconds * 1000, probationInFlight: lc.probation_in_flight, probationInFlightPerAddress: lc.probation_in_flight_per_address
+      },
       greeting: () => ({ registry_id: identity.registryId, name: config.name, host: config.host, public_key: identity.publicKey, version: NODE_VERSION }),
       activityQueueLimit: config.activity.queue_size,
       closed: (): boolean => http.closed

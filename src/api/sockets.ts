@@ -12,10 +12,10 @@
  * Admission to verification. A signature check is the one costly step, and a flood of invalid
  * signatures can offer more than the node can verify (from connections within their rates, or
  * reopened as fast as they are closed). So connections are told apart by their record: one that
- * has had a heartbeat accepted and none rejected for `PROBATION_MS` is proven; any other is on
+ * has had a heartbeat accepted and none rejected for `probationMs` is proven; any other is on
  * probation. Proven connections share a large budget of heartbeats awaiting verification; those on
- * probation a small one, `MAX_PROBATION_IN_FLIGHT`, of which one remote address may hold
- * `MAX_PROBATION_IN_FLIGHT_PER_ADDRESS`. A heartbeat over its budget is answered `overloaded` at
+ * probation a small one, `probationInFlight`, of which one remote address may hold
+ * `probationInFlightPerAddress` (all three are `liveness.*` settings). A heartbeat over its budget is answered `overloaded` at
  * once, and the rest of its array frame is dropped. A flood thus gets the verification capacity
  * the proven load leaves, and waits in front of a valid heartbeat for at most the small budget.
  *
@@ -41,6 +41,14 @@ export interface HeartbeatSocketLimits {
   framesPerSecondPerEntity: number
   /** Bytes of one frame on the per-entity socket (× maxEntitiesPerConnection on the multiplexed one). */
   maxFrameBytes: number
+  /** How long a connection stays on probation after a rejected heartbeat (and before its first accepted one). */
+  probationMs: number
+  /**
+   * Heartbeats of connections on probation awaiting verification, for the node and for one remote
+   * address: the most a flood can add to a proven connection's wait (128 is about 17 ms of one worker).
+   */
+  probationInFlight: number
+  probationInFlightPerAddress: number
 }
 
 export interface SocketComponents {
@@ -93,14 +101,6 @@ const MAX_FAILURES_IN_A_ROW = 50
  */
 const IN_FLIGHT_PER_ENTITY = 2
 const MAX_IN_FLIGHT = 4096
-/** How long a connection stays on probation after a rejected heartbeat. */
-const PROBATION_MS = 10_000
-/**
- * Heartbeats of connections on probation awaiting verification: 128 is about 17 ms of one
- * worker's verification, the most a flood can add to a valid heartbeat's wait.
- */
-const MAX_PROBATION_IN_FLIGHT = 128
-const MAX_PROBATION_IN_FLIGHT_PER_ADDRESS = 32
 const OVERLOADED = new RegistryError('overloaded').toBody()
 const IDLE_TIMEOUT_SECONDS = 120
 
@@ -280,14 +280,15 @@ export class Sockets {
   private admit(conn: HeartbeatConnection): { settled: () => void; priority: VerifyPriority } | null {
     const connectionLimit = IN_FLIGHT_PER_ENTITY * (conn.entityId === undefined ? this.c.limits.maxEntitiesPerConnection : 1)
     if (conn.inFlight >= connectionLimit || this.inFlight >= MAX_IN_FLIGHT) return null
-    const proven = conn.accepted > 0 && performance.now() - conn.rejectedAt > PROBATION_MS
+    const { probationMs, probationInFlight, probationInFlightPerAddress } = this.c.limits
+    const proven = conn.accepted > 0 && performance.now() - conn.rejectedAt > probationMs
     if (proven) {
       conn.inFlight++
       this.inFlight++
       return { settled: () => { conn.inFlight--; this.inFlight-- }, priority: 'normal' }
     }
     const byAddress = this.probationByAddress.get(conn.address) ?? 0
-    if (this.probationInFlight >= MAX_PROBATION_IN_FLIGHT || byAddress >= MAX_PROBATION_IN_FLIGHT_PER_ADDRESS) return null
+    if (this.probationInFlight >= probationInFlight || byAddress >= probationInFlightPerAddress) return null
     conn.inFlight++
     this.inFlight++
     this.probationInFlight++
