@@ -19,7 +19,7 @@ export interface NodeConfig {
   verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
   http: { host: string; port: number; server: ServerChoice; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
   p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; dht_announce_interval_seconds: number; gossip_max_per_peer_per_second: number
-    allow_peers: string[]; trace_file: string }
+    allow_peers: string[]; trace_file: string; origin_ops_per_second: number; developer_ops_per_second: number; max_entities_per_origin: number }
   onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
   rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
   log: { level: LogLevel }
@@ -87,6 +87,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'p2p.dht_announce_interval_seconds', kind: 'number', default: 30, flag: 'dht-announce-interval-seconds', min: 0.01, max: 3600, doc: 'Pause between two DHT provider announcements of this node (its host, then the buckets of its home entities, 17 at most): each costs a DHT query and writes to several peers, so they trickle in the background; lookups are the fallback for what gossip and sync have not brought.' },
   { key: 'p2p.sync_interval_seconds', kind: 'integer', default: 60, flag: 'sync-interval-seconds', min: 1, max: 86_400, doc: 'Period of sync rounds (/zns/sync/1.0.0) with one connected peer picked at random; a sync also runs when a connection opens.' },
   { key: 'p2p.gossip_max_per_peer_per_second', kind: 'integer', default: 100, flag: 'gossip-max-per-peer-per-second', min: 1, max: 100_000, doc: 'Gossip messages accepted per second from one peer (the spec\'s 100); beyond it they are ignored and left to sync.' },
+  { key: 'p2p.origin_ops_per_second', kind: 'number', default: 100, flag: 'origin-ops-per-second', min: 0, doc: 'Operations per second taken from one other registry (bursts of 10 × this); beyond it they are rejected in gossip (a score penalty for the relaying peer) and taken later by sync. 0: no limit.' },
+  { key: 'p2p.developer_ops_per_second', kind: 'number', default: 10, flag: 'developer-ops-per-second', min: 0, doc: 'Operations per second taken from the mesh for one developer\'s records (bursts of 10 × this), as above. 0: no limit.' },
+  { key: 'p2p.max_entities_per_origin', kind: 'integer', default: 100_000, flag: 'max-entities-per-origin', min: 0, doc: 'Entities homed at one other registry this node keeps; registrations beyond it are refused for good (sync does not offer them again). 0: no limit.' },
   { key: 'p2p.allow_peers', kind: 'list', default: [], flag: 'allow-peer', doc: 'When set, the only peers (PeerIds) this node connects to, either way (repeatable): private meshes and testnet topologies.' },
   { key: 'p2p.trace_file', kind: 'string', default: '', flag: 'trace', doc: 'Append a JSON line per gossip event (publish, first receipt, duplicate) to this file: the propagation trace of experiments.' },
   { key: 'onboarding.mode', kind: 'string', default: 'open', flag: 'mode', choices: ['open', 'restricted'], doc: 'open: anyone may register developers; restricted: an operator approves developers through the admin webhook.' },

@@ -48,6 +48,7 @@ import { ResolutionService } from './services/resolution.js'
 import { SearchService } from './services/search.js'
 import { createEmbedder } from './search/embedders/create.js'
 import { WriteTracker } from './services/write-tracker.js'
+import { OriginQuota } from './services/origin-quota.js'
 import { ReplicationService } from './services/replication.js'
 import { NameDirectory } from './services/name-directory.js'
 import { homeBucketKey } from './mesh/provider-keys.js'
@@ -155,8 +156,11 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   logger.info({ entities: indexed, ms: Math.round(performance.now() - indexStarted) }, 'search index built')
   // The server kind is known once the front is built, before the first request.
   const runtime = (): RuntimeInfo => ({ node: process.versions.node, http_server: http.kind })
+  const quota = new OriginQuota({ opsPerSecondPerOrigin: config.p2p.origin_ops_per_second, opsPerSecondPerDeveloper: config.p2p.developer_ops_per_second, maxEntitiesPerOrigin: config.p2p.max_entities_per_origin })
+  quota.load(store.allEntities())
   const metrics = config.metrics.enabled
     ? new NodeMetrics({
+      quotaRefusals: () => quota.refused,
       entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures, embeddingBacklog: () => search.embeddingBacklog,
       runtime: () => ({ version: NODE_VERSION, node: runtime().node, http_server: runtime().http_server })
     })
@@ -166,7 +170,7 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
   }
 
-  const replication = new ReplicationService({ ...base, entities, developers, directory })
+  const replication = new ReplicationService({ ...base, entities, developers, directory, quota })
   // The DHT provider records this node announces: the buckets of its home entities and its host (mesh/locator.ts).
   const providedKeys = (op: Operation): string[] => {
     const bucket = op.kind === 'entity.register' ? homeBucketKey(op.subject) : null

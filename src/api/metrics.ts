@@ -5,6 +5,8 @@ export interface GaugeSources {
   developers(): number
   embeddingFailures(): number
   embeddingBacklog(): number
+  /** Operations from other registries refused by quota since start, by reason. */
+  quotaRefusals(): Record<string, number>
   /** Labels of the constant registry_node_info gauge. */
   runtime(): { version: string; node: string; http_server: string }
 }
@@ -46,6 +48,10 @@ export class NodeMetrics {
       collect() { this.reset(); this.set(sources.runtime(), 1) }
     })
     new Gauge({ name: 'registry_developers', help: 'Developers registered on this node', registers: [this.registry], collect() { this.set(sources.developers()) } })
+    new Gauge({
+      name: 'registry_mesh_quota_refusals', help: 'Operations from other registries refused since start: over their origin\'s or developer\'s rate (taken later by sync) or their origin\'s total of entities', labelNames: ['reason'], registers: [this.registry],
+      collect() { for (const [reason, n] of Object.entries(sources.quotaRefusals())) this.set({ reason }, n) }
+    })
     new Gauge({ name: 'registry_embedding_backlog', help: 'Entities waiting for their embedding (searchable by text until it is done)', registers: [this.registry], collect() { this.set(sources.embeddingBacklog()) } })
     new Gauge({ name: 'registry_embedding_failures', help: 'Texts the embedder failed on since start (searchable by text only)', registers: [this.registry], collect() { this.set(sources.embeddingFailures()) } })
   }

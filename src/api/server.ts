@@ -131,7 +131,9 @@ export class HttpServer {
     }
     // Before routing: path parameters of a few KiB would otherwise reach the store as keys.
     if (path.length + exchange.query.length + 1 > MAX_URL_BYTES) {
-      fail(new RegistryError('url_too_long'), true)
+      // The connection stays open (the front skips the unread body): closing it with a body still
+      // arriving resets it, and the client may lose the answer.
+      fail(new RegistryError('url_too_long'))
       return
     }
     if (method === 'OPTIONS') {
@@ -205,7 +207,7 @@ export class HttpServer {
     }
     const contentType = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
     if (contentType !== '' && contentType !== 'application/json' && !contentType.endsWith('+json') && contentType !== 'text/plain') {
-      fail(new RegistryError('unsupported_media_type', `Content-Type ${contentType} is not accepted; send application/json.`), true)
+      fail(new RegistryError('unsupported_media_type', `Content-Type ${contentType} is not accepted; send application/json.`))
       return
     }
     const chunks: Buffer[] = []

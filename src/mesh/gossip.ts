@@ -47,7 +47,7 @@ export function topicOf(kind: OperationKind): string {
 }
 
 /** What applying an operation came to; errors (invalid operations) are thrown. */
-export type GossipApply = (op: Operation) => Promise<'applied' | 'stale' | 'deferred' | 'unsupported'>
+export type GossipApply = (op: Operation) => Promise<'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'>
 
 export interface GossipOptions {
   pubsub: GossipSub
@@ -67,11 +67,11 @@ export interface GossipStats {
   /** Operations published, and the messages that carried them. */
   published: number
   messages_published: number
-  received: Record<'applied' | 'stale' | 'deferred' | 'unsupported' | 'invalid' | 'too_old' | 'rate_limited' | 'storage_full', number>
+  received: Record<'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused' | 'invalid' | 'too_old' | 'rate_limited' | 'storage_full', number>
 }
 
 export class OperationGossip {
-  readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0, too_old: 0, rate_limited: 0, storage_full: 0 } }
+  readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, throttled: 0, refused: 0, invalid: 0, too_old: 0, rate_limited: 0, storage_full: 0 } }
   /** Times of recent operations (published and received), for the announcements-per-minute figure. */
   private readonly recent: number[] = []
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
@@ -198,16 +198,18 @@ export class OperationGossip {
       if (chain) chain.push(op)
       else chains.set(op.subject, [op])
     }
-    const outcomes = new Set<'ok' | 'invalid' | 'unstored'>()
+    const outcomes = new Set<'ok' | 'invalid' | 'unstored' | 'over_quota'>()
     await Promise.all([...chains.values()].map(async chain => {
       for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
     }))
     // Operations this node could not store (its disk is full) are not the sender's fault: ignored,
     // not forwarded from here; sync brings them once space returns.
-    return outcomes.has('invalid') ? TopicValidatorResult.Reject : outcomes.has('unstored') ? TopicValidatorResult.Ignore : TopicValidatorResult.Accept
+    // Over an origin's quota: rejected, so the peer that relayed it loses score (a peer enforcing
+    // the same quota would not have forwarded it), and it travels no further.
+    return outcomes.has('invalid') || outcomes.has('over_quota') ? TopicValidatorResult.Reject : outcomes.has('unstored') ? TopicValidatorResult.Ignore : TopicValidatorResult.Accept
   }
 
-  private async applyOne(peer: string, message: Message, op: Operation): Promise<'ok' | 'invalid' | 'unstored'> {
+  private async applyOne(peer: string, message: Message, op: Operation): Promise<'ok' | 'invalid' | 'unstored' | 'over_quota'> {
     const { received } = this.stats
     try {
       const outcome = await this.o.apply(op)
@@ -217,7 +219,7 @@ export class OperationGossip {
       if (this.o.tap.tracing) {
         this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome })
       }
-      return 'ok'
+      return outcome === 'throttled' || outcome === 'refused' ? 'over_quota' : 'ok'
     } catch (err) {
       if (err instanceof RegistryError && err.code === 'storage_full') {
         received.storage_full++

@@ -268,7 +268,10 @@ export class SyncService {
       await forEachLimited(groups, APPLY_CONCURRENCY, async ops => {
         for (const op of ops) {
           try {
-            if ((await this.o.apply(op)) === 'applied') applied++
+            const outcome = await this.o.apply(op)
+            if (outcome === 'applied') applied++
+            // Refused for good (over its origin's quota): not offered to this node again.
+            if (outcome === 'refused') { this.o.digests.decline(op.subject, ops); break }
           } catch (err) {
             // A full disk ends the session: the operations are not invalid, and the next session brings them.
             if (err instanceof RegistryError && err.code === 'storage_full') throw err

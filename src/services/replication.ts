@@ -8,7 +8,9 @@
  *
  * Outcomes: `applied` (something changed), `stale` (already held, or lost to a later write),
  * `deferred` (it needs a record this node does not have yet, e.g. an update before its
- * registration; sync delivers them in order), `unsupported` (a kind this version does not know).
+ * registration; sync delivers them in order), `unsupported` (a kind this version does not know),
+ * `throttled` (its origin or developer is over its rate: a later sync brings it) and `refused`
+ * (its origin is over its total of entities: not taken at all) (origin-quota.ts).
  * An invalid operation throws a RegistryError (gossip rejects it).
  */
 import { RegistryError } from '../errors.js'
@@ -22,14 +24,16 @@ import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
 import type { NameDirectory } from './name-directory.js'
 import { operationSigningBytes } from './operations.js'
+import type { OriginQuota } from './origin-quota.js'
 import { parseJsonBytes } from '../wire/json.js'
 
-export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported'
+export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
 export interface ReplicationComponents extends Pick<ServiceComponents, 'identity' | 'store' | 'verifier'> {
   entities: EntityService
   developers: DeveloperService
   directory: NameDirectory
+  quota: OriginQuota
 }
 
 
@@ -38,7 +42,7 @@ const MAX_DEFERRED_SUBJECTS = 10_000
 const MAX_DEFERRED_PER_SUBJECT = 16
 
 export class ReplicationService {
-  readonly counts: Record<ApplyOutcome | 'invalid', number> = { applied: 0, stale: 0, deferred: 0, unsupported: 0, invalid: 0 }
+  readonly counts: Record<ApplyOutcome | 'invalid', number> = { applied: 0, stale: 0, deferred: 0, unsupported: 0, throttled: 0, refused: 0, invalid: 0 }
   /** Operations that arrived before the record they change (gossip takes many paths), by subject. */
   private readonly deferred = new Map<string, Operation[]>()
   /** When each recently applied subject was applied (a sequence number), newest last. */
@@ -107,10 +111,30 @@ export class ReplicationService {
 
   private async applyChecked(op: Operation): Promise<ApplyOutcome> {
     if (op.origin === this.c.identity.registryId) return 'stale'
+    if (this.c.quota.exhausted(op.origin)) return 'throttled'
     const originKey = await this.checkSeal(op)
     if (this.c.store.operationsOf(op.subject).some(held => held.node_signature === op.node_signature)) return 'stale'
     const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
     const req = requestOf(op)
+    // Quotas before the owner's signatures are checked or anything is stored: a flood costs one seal check per operation.
+    const held = op.kind.startsWith('entity.') ? this.c.store.getEntity(op.subject) : undefined
+    const isNewEntity = op.kind === 'entity.register' && !held
+    const refusal = this.c.quota.admit(op, developerOf(op, req.body, held?.developer_id), isNewEntity)
+    if (refusal) return refusal === 'origin_entities' ? 'refused' : 'throttled'
+    let supported: boolean
+    try {
+      supported = await this.replay(op, req, remote, originKey)
+    } catch (err) {
+      if (isNewEntity) this.c.quota.count(op.origin, -1)
+      throw err
+    }
+    if (!supported) return 'unsupported'
+    if (op.kind === 'entity.deregister' && held?.home_registry_id) this.c.quota.count(held.home_registry_id, -1)
+    return 'applied'
+  }
+
+  /** Replays an admitted operation through the service method its kind belongs to; false for a kind this version does not know. */
+  private async replay(op: Operation, req: WriteRequest, remote: RemoteWrite, originKey: Buffer): Promise<boolean> {
     switch (op.kind) {
       case 'entity.register': await this.c.entities.register(req, remote); break
       case 'entity.update': await this.c.entities.update(op.subject, req, remote); break
@@ -125,9 +149,9 @@ export class ReplicationService {
         // Other registries' namespaces: kept apart from this node's own handles and names.
         await this.c.directory.apply(op, req)
         break
-      default: return 'unsupported'
+      default: return false
     }
-    return 'applied'
+    return true
   }
 
   /** The origin's key must be the one its registry ID names, and its seal must verify. */
@@ -170,6 +194,14 @@ export class ReplicationService {
     if (!(await verifyDeveloperProof(developerKey, entityKey, index, signature, this.c.verifier))) throw new RegistryError('developer_proof_invalid')
     await this.c.developers.applyImplicit(op, developerKey, remote)
   }
+}
+
+/** The developer whose records an operation changes, when it names one (the quota per developer). */
+function developerOf(op: Operation, body: unknown, heldDeveloper: string | null | undefined): string | undefined {
+  if (op.kind.startsWith('developer.')) return op.subject
+  if (heldDeveloper) return heldDeveloper
+  const named = body !== null && typeof body === 'object' ? (body as { developer_id?: unknown }).developer_id : undefined
+  return typeof named === 'string' ? named : undefined
 }
 
 /** The request an operation replays: its body bytes, path, and the signature where the client carried it. */

@@ -9,6 +9,10 @@
  *
  * Kept in memory: built from the log at start, then updated after every commit from what it
  * appended and dropped (XOR in, XOR out: no read of the log on the write path).
+ *
+ * Declined subjects (operations refused for good, e.g. over an origin's quota) count as held with
+ * the digest of what was offered, so that a peer holding them finds nothing to send; their
+ * operations are not here to give. Kept until the subject is held, in memory, at most MAX_DECLINED.
  */
 import { createHash } from 'node:crypto'
 import type { RegistryStore } from './registry-store.js'
@@ -24,6 +28,8 @@ function xorInto(target: Buffer, value: Buffer): void {
   for (let i = 0; i < DIGEST_BYTES; i++) target[i] = (target[i] as number) ^ (value[i] as number)
 }
 
+const MAX_DECLINED = 200_000
+
 export function bucketOf(subject: string): number {
   return createHash('sha256').update(subject).digest()[0] as number
 }
@@ -32,6 +38,7 @@ export class SubjectDigests {
   private readonly subjects = new Map<string, Buffer>()
   private readonly buckets = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
   private readonly members = Array.from({ length: BUCKETS }, () => new Set<string>())
+  private readonly declined = new Map<string, Buffer>()
   private detach: (() => void) | null = null
 
   constructor(private readonly store: RegistryStore) {}
@@ -74,12 +81,32 @@ export class SubjectDigests {
   /** Subject → digest (hex) for every subject in the given buckets. */
   subjectsIn(buckets: Iterable<number>): Map<string, string> {
     const out = new Map<string, string>()
-    for (const b of buckets) for (const subject of this.members[b] ?? []) out.set(subject, (this.subjects.get(subject) as Buffer).toString('hex'))
+    for (const b of buckets) for (const subject of this.members[b] ?? []) out.set(subject, (this.digest(subject) as Buffer).toString('hex'))
     return out
   }
 
   digestOf(subject: string): string | undefined {
-    return this.subjects.get(subject)?.toString('hex')
+    return this.digest(subject)?.toString('hex')
+  }
+
+  /**
+   * Counts `offered` (a peer's operations of a subject not held here) as held for reconciliation,
+   * without their operations: what this node refused for good is not offered to it again.
+   */
+  decline(subject: string, offered: readonly Operation[]): void {
+    if (this.subjects.has(subject) || offered.length === 0 || (this.declined.size >= MAX_DECLINED && !this.declined.has(subject))) return
+    const digest = Buffer.alloc(DIGEST_BYTES)
+    for (const op of offered) xorInto(digest, hash(op.node_signature))
+    const bucket = bucketOf(subject)
+    const old = this.declined.get(subject)
+    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old.toString('hex')))
+    xorInto(this.buckets[bucket] as Buffer, hash(subject + digest.toString('hex')))
+    this.declined.set(subject, digest)
+    this.members[bucket]?.add(subject)
+  }
+
+  private digest(subject: string): Buffer | undefined {
+    return this.subjects.get(subject) ?? this.declined.get(subject)
   }
 
   operationsOf(subject: string): Operation[] {
@@ -106,6 +133,12 @@ export class SubjectDigests {
 
   private set(subject: string, digest: Buffer | null): void {
     const bucket = bucketOf(subject)
+    const declined = this.declined.get(subject)
+    if (declined && digest) {
+      // Held now: what was declined no longer stands in for it.
+      xorInto(this.buckets[bucket] as Buffer, hash(subject + declined.toString('hex')))
+      this.declined.delete(subject)
+    }
     const old = this.subjects.get(subject)
     if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old.toString('hex')))
     if (digest) {
@@ -114,7 +147,7 @@ export class SubjectDigests {
       this.members[bucket]?.add(subject)
     } else {
       this.subjects.delete(subject)
-      this.members[bucket]?.delete(subject)
+      if (!this.declined.has(subject)) this.members[bucket]?.delete(subject)
     }
   }
 }

@@ -192,6 +192,11 @@ export class Testnet {
     return this.slot(i).url
   }
 
+  /** Node `i`'s process ID, while it runs. */
+  pid(i: number): number | undefined {
+    return this.slot(i).child?.pid
+  }
+
   /** A JSON request to node `i`'s API (with the admin bearer); throws on a transport error. */
   async request<T = unknown>(i: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
     const slot = this.slot(i)

@@ -12,3 +12,15 @@ test('the README shows the two commands', async t => {
   t.true(readme.includes('npm install && npm start'))
   t.true(readme.includes('npm install && npm test'))
 })
+
+test('every test SECURITY.md cites exists, with the title it quotes', async t => {
+  const root = new URL('../../', import.meta.url)
+  const security = await readFile(new URL('SECURITY.md', root), 'utf8')
+  const citations = [...security.matchAll(/(test\/[\w/.-]+\.test\.ts)(?:, (test\/[\w/.-]+\.test\.ts))?(?: › (.+))?/g)]
+  t.true(citations.length >= 20)
+  for (const [, first, second, title] of citations) {
+    const sources = await Promise.all([first, second].filter((f): f is string => f !== undefined).map(f => readFile(new URL(f, root), 'utf8')))
+    // A trailing "(…)" names the part of the test meant; the title is what comes before it.
+    if (title) t.true(sources.some(s => s.includes(title.replace(/ \([^)]*\)$/, '').trim())), title)
+  }
+})

@@ -18,6 +18,7 @@ import { sealOperation } from '../../src/services/operations.js'
 import { ReplicationService } from '../../src/services/replication.js'
 import type { Operation } from '../../src/store/records.js'
 import type { RegistryStore } from '../../src/store/registry-store.js'
+import { OriginQuota } from '../../src/services/origin-quota.js'
 
 function identity(host: string): NodeIdentity {
   const keyPair = generateKeyPair()
@@ -62,8 +63,9 @@ test('an update that fails while its registration is being applied is applied, n
   t.teardown(() => verifier.close())
   const replication = new ReplicationService({
     identity: identity('b.test'), verifier,
-    store: { operationsOf: () => [] } as unknown as RegistryStore,
-    entities, developers: {} as DeveloperService, directory: {} as NameDirectory
+    store: { operationsOf: () => [], getEntity: () => undefined } as unknown as RegistryStore,
+    entities, developers: {} as DeveloperService, directory: {} as NameDirectory,
+    quota: new OriginQuota({ opsPerSecondPerOrigin: 0, opsPerSecondPerDeveloper: 0, maxEntitiesPerOrigin: 0 })
   })
 
   const updating = replication.apply(update)
