@@ -8,6 +8,7 @@
  *
  * A session, each frame a JSON object with an unsigned-varint length prefix:
  *   initiator → {t:"buckets", digests:[256 hex]}         responder → {t:"buckets", digests}
+ *          (or {t:"busy"}: it runs its own session with the initiator, and has the lower peer ID)
  *   both → {t:"subjects", entries:[[subject, digest hex]…], more?} for the buckets whose digests
  *          differ and are empty on neither side (frames of 20,000 entries, `more` on all but the last)
  *   both → {t:"ops", ops:[WireOperation…]}… then {t:"done"}: every operation of each subject the
@@ -69,6 +70,7 @@ type Frame =
   | { t: 'ops'; ops: unknown[] }
   | { t: 'ack' }
   | { t: 'done' }
+  | { t: 'busy' }
 
 export class SyncService {
   private timer: NodeJS.Timeout | null = null
@@ -81,7 +83,7 @@ export class SyncService {
     if (this.o.libp2p.peerId.toString() < evt.detail.toString()) setTimeout(() => { void this.syncWith(evt.detail) }, 200).unref()
   }
   /** `corrected`: subject digests found stale and recomputed (should stay 0). */
-  readonly totals = { sessions: 0, failed: 0, sent: 0, received: 0, applied: 0, corrected: 0 }
+  readonly totals = { sessions: 0, failed: 0, busy: 0, sent: 0, received: 0, applied: 0, corrected: 0 }
 
   constructor(private readonly o: SyncOptions) {}
 
@@ -143,6 +145,12 @@ export class SyncService {
       const mine = this.o.digests.bucketDigests()
       await write(lp, { t: 'buckets', digests: mine.map(d => d.toString('hex')) }, signal)
       const theirs = await read(lp, 'buckets', signal)
+      if (theirs === null) {
+        // The peer runs its own session with this node, which stands.
+        this.totals.busy++
+        await stream.close({ signal })
+        return null
+      }
       const result = await this.reconcile(lp, mine, theirs.digests, peer.toString(), signal)
       await stream.close({ signal })
       return result
@@ -159,6 +167,16 @@ export class SyncService {
     try {
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
       const theirs = await read(lp, 'buckets', signal)
+      if (theirs === null) throw new Error('unexpected busy frame')
+      // Both sides opened a session at once: the one the lower peer ID opened stands, the other is
+      // answered busy (two sessions of one pair would send the same operations twice).
+      const remote = connection.remotePeer.toString()
+      if (this.running.has(remote) && this.o.libp2p.peerId.toString() < remote) {
+        this.totals.busy++
+        await write(lp, { t: 'busy' }, signal)
+        await stream.close({ signal })
+        return
+      }
       const mine = this.o.digests.bucketDigests()
       await write(lp, { t: 'buckets', digests: mine.map(d => d.toString('hex')) }, signal)
       await this.reconcile(lp, mine, theirs.digests, connection.remotePeer.toString(), signal)
@@ -365,10 +383,12 @@ async function readFrame(lp: LengthPrefixedStream<Stream>, signal: AbortSignal):
   return frame
 }
 
-async function read<T extends Frame['t']>(lp: LengthPrefixedStream<Stream>, t: T, signal: AbortSignal): Promise<Extract<Frame, { t: T }>> {
+/** The next frame, of type `t` (else an error); null for `busy` in place of the buckets frame. */
+async function read<T extends Frame['t']>(lp: LengthPrefixedStream<Stream>, t: T, signal: AbortSignal): Promise<T extends 'buckets' ? Extract<Frame, { t: T }> | null : Extract<Frame, { t: T }>> {
   const frame = await readFrame(lp, signal)
+  if (t === 'buckets' && frame.t === 'busy') return null as never
   if (frame.t !== t) throw new Error(`expected a ${t} frame, got ${frame.t}`)
   if (t === 'buckets' && !Array.isArray((frame as { digests?: unknown }).digests)) throw new Error('malformed buckets frame')
   if (t === 'subjects' && !Array.isArray((frame as { entries?: unknown }).entries)) throw new Error('malformed subjects frame')
-  return frame as Extract<Frame, { t: T }>
+  return frame as never
 }
