@@ -162,6 +162,40 @@ test('a connection that floods is warned, then closed', async t => {
   t.true(c.frames.some(f => f.error === 'rate_limited'))
 })
 
+test('forged heartbeats flooding from a proven connection\'s own address: the proven one is still acknowledged, the flood meets its probation budget', async t => {
+  // Budgets small enough that the flood overruns them at once (liveness.probation_*).
+  const node = await startTestNode({ liveness: { probation_in_flight: 8, probation_in_flight_per_address: 4 } })
+  t.teardown(() => node.stop())
+  const honest = agent(dev, 21)
+  const targets = [22, 23, 24, 25].map(i => agent(dev, i))
+  for (const x of [honest, ...targets]) await register(node, x)
+  const proven = await Client.open(wsUrl(node, `/v1/entities/${honest.agentId}/ws`))
+  t.like(await proven.call(deployedBeat(honest)), { type: 'ack' })
+
+  // Ten multiplexed sockets from 127.0.0.1 (the honest client's address) send forged heartbeats of registered entities, 50 a frame.
+  const forger = developer(62)
+  const flooders = await Promise.all(Array.from({ length: 10 }, () => Client.open(wsUrl(node, '/v1/heartbeat'))))
+  let flooding = true
+  const flood = (async () => {
+    while (flooding) {
+      const batch = Array.from({ length: 50 }, (_, i) => { const x = targets[i % targets.length] as Agent; const timestamp = stamp(); return { agent_id: x.agentId, timestamp, signature: sign(forger.keyPair, x.agentId + timestamp) } })
+      for (const f of flooders) if (!f.closed) f.send(batch)
+      await new Promise(resolve => setTimeout(resolve, 10))
+    }
+  })()
+  const replies = []
+  for (const offset of [1_000, 2_000, 3_000]) {
+    await new Promise(resolve => setTimeout(resolve, 1_000))
+    replies.push(await proven.call(deployedBeat(honest, stamp(offset))))
+  }
+  flooding = false
+  await flood
+  for (const reply of replies) t.like(reply, { type: 'ack', agent_id: honest.agentId })
+  const errors = new Set(flooders.flatMap(f => f.frames.map(frame => frame.error)))
+  t.true(errors.has('overloaded'), `flood errors: ${[...errors].join(', ')}`)
+  t.false(flooders.some(f => f.frames.some(frame => frame.type === 'ack')))
+})
+
 test('a plain GET on a socket path says to upgrade', async t => {
   const res = await http(n.url, 'GET', '/v1/heartbeat')
   t.is(res.status, 426)

@@ -324,3 +324,19 @@ test('after stop, requests on connections still open get 503 shutting_down', asy
     t.pass('the connection was closed, which is also fine')
   }
 })
+
+for (const server of ['uws', 'node'] as const) {
+  test(`keep-alive: the ${server} front announces an idle timeout shorter than the one it closes at`, async t => {
+    const node = await start({ http: { server } }).catch(() => null)
+    if (!node || node.node.httpServer !== server) { t.pass(`no ${server} front on this runtime`); return }
+    const header = await new Promise<string | undefined>((resolve, reject) => {
+      const req = httpRequest(`${node.url}/health`, { headers: { connection: 'keep-alive' } }, res => { res.resume(); resolve(res.headers['keep-alive'] as string | undefined) })
+      req.on('error', reject)
+      req.end()
+    })
+    const seconds = Number(/timeout=(\d+)/.exec(header ?? '')?.[1])
+    // uWS closes idle connections after 8–12 s, node:http after 10–11 s: a client that honours the
+    // hint drops an idle connection before the server does, so it never reuses one being closed.
+    t.true(seconds > 0 && seconds < (server === 'uws' ? 8 : 11), `Keep-Alive: ${header}`)
+  })
+}

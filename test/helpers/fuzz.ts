@@ -138,7 +138,7 @@ function requestArbitrary(routes: Route[], seeds: FuzzSeeds): fc.Arbitrary<RawRe
   })
 }
 
-/** One request on its own connection, bytes as given; resolves with the response or rejects on a reset, a close without an answer, or a timeout. */
+/** One request on its own connection, bytes as given (the connection closed once the answer is read); resolves with the response or rejects on a reset, a close without an answer, or a timeout. */
 export function sendRaw(base: string, req: RawRequest, timeoutMs = 10_000): Promise<RawResponse> {
   const { hostname, port } = new URL(base)
   return new Promise((resolve, reject) => {
@@ -164,7 +164,9 @@ export function sendRaw(base: string, req: RawRequest, timeoutMs = 10_000): Prom
     socket.on('end', () => tryParse(true))
     socket.on('error', err => finish(err))
     socket.on('connect', () => {
-      const head = [`${req.method} ${req.target} HTTP/1.1`, `Host: ${hostname}:${port}`, 'Connection: close', ...req.headers.map(([k, v]) => `${k}: ${v}`)]
+      // Kept alive, as clients do, and closed here once the answer is read: a server closing a
+      // connection whose request body it did not read would reset it, and the answer with it.
+      const head = [`${req.method} ${req.target} HTTP/1.1`, `Host: ${hostname}:${port}`, ...req.headers.map(([k, v]) => `${k}: ${v}`)]
       if (req.body) head.push(`Content-Length: ${req.body.length}`)
       socket.write(Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n', 'utf8'), req.body ?? Buffer.alloc(0)]), () => {})
     })
