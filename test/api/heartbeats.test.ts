@@ -162,7 +162,7 @@ test('a connection that floods is warned, then closed', async t => {
   t.true(c.frames.some(f => f.error === 'rate_limited'))
 })
 
-test('forged heartbeats flooding from a proven connection\'s own address: the proven one is still acknowledged, the flood meets its probation budget', async t => {
+test("forged heartbeats flooding from a proven connection's own address: the proven one is still acknowledged, the flood meets its probation budget", async t => {
   // Budgets small enough that the flood overruns them at once (liveness.probation_*).
   const node = await startTestNode({ liveness: { probation_in_flight: 8, probation_in_flight_per_address: 4 } })
   t.teardown(() => node.stop())
