@@ -4,7 +4,9 @@
  * the properties of test/helpers/fuzz.ts: never 500, every error a documented code with its status,
  * sockets refused or closed with documented codes, the process never exits.
  *
- *   npm run fuzz -- [--runs 100000] [--socket-runs 2000] [--seed N] [--http-server uws|node]
+ *   npm run fuzz -- [--runs 100000] [--socket-runs 2000] [--seed N [--path P]] [--http-server uws|node]
+ *
+ * A failure prints its seed and path: `--seed S --path P` replays that case alone.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -19,6 +21,7 @@ const { values: args } = parseArgs({
     runs: { type: 'string', default: '100000' },
     'socket-runs': { type: 'string', default: '2000' },
     seed: { type: 'string' },
+    path: { type: 'string' },
     'http-server': { type: 'string', default: 'auto' }
   }
 })
@@ -30,12 +33,12 @@ void node.exited.then(code => { exitCode = code })
 const seeds = await seedFuzzTarget(node.url)
 
 const print = (kind: string, r: FuzzReport, seconds: number) => {
-  report(`fuzz_${kind}_cases`, r.cases, `in ${seconds.toFixed(0)} s (seed ${r.seed})`)
+  report(`fuzz_${kind}_cases`, r.cases, `in ${seconds.toFixed(0)} s (seed ${r.seed}${r.path ? `, failing path ${r.path}` : ''})`)
   report(`fuzz_${kind}_failures`, r.failures.length, r.failures.length ? `: ${r.failures.join(' | ').slice(0, 2000)}` : '')
   report(`fuzz_${kind}_outcomes`, Object.entries(r.statuses).sort().map(([k, n]) => `${k} ×${n}`).join(', '), '')
 }
 let started = performance.now()
-const http = await fuzzHttp(node.url, seeds, { runs: Number(args.runs), seed })
+const http = await fuzzHttp(node.url, seeds, { runs: Number(args.runs), seed, ...(args.path ? { path: args.path } : {}) })
 print('http', http, (performance.now() - started) / 1000)
 started = performance.now()
 const sockets = await fuzzSockets(node.url, seeds, { runs: Number(args['socket-runs']), seed })
