@@ -7,7 +7,13 @@
  * entity (index rebuilt from LMDB) and until semantic search has caught up.
  *
  *   npm run bench:search -- [--entities 100000] [--queries 300] [--concurrency 8] [--connections 64]
- *                           [--developers 500] [--workers 2] [--keep]
+ *                           [--developers 500] [--workers 2] [--keep] [--data <dir>] [--no-restart]
+ *
+ * --keep keeps the loaded data directory; --data <dir> starts on such a directory (same --entities)
+ * instead of signing and loading again. Query kinds: the bench's own four, then the five an
+ * independent load generator measured (issue 18): one common word, one rare word, a quoted
+ * two-word phrase from a loaded summary, an empty query with a category and/or tag filter, and two
+ * words of an entity with its type and one of its tags.
  *
  * Entities: 60% carry a developer proof (HD keys of one of --developers developers), the rest
  * have their own random key; 20% are services. Prints one `name: value unit` line per figure
@@ -178,8 +184,10 @@ const PARAPHRASES = [
   'check whether a website is down'
 ]
 
-function queryMakers(): Record<string, QueryMaker> {
+function queryMakers(contents: readonly EntityContent[]): Record<string, QueryMaker> {
   const corpus = zipfCorpus(7)
+  const pick = (i: number): EntityContent => contents[(i * 7919) % contents.length] as EntityContent
+  const wordsOf = (text: string): string[] => text.split(' ')
   const rare = (): string => VOCABULARY[1000 + Math.floor(corpus.random() * (VOCABULARY.length - 1000))] as string
   return {
     keyword_common: i => ({ query: `${DOMAIN[i % 5]} ${DOMAIN[5 + (i % 20)]}` }),
@@ -193,6 +201,26 @@ function queryMakers(): Record<string, QueryMaker> {
         case 1: return { query, category, tags: [DOMAIN[(i >> 1) % 5]] }
         default: return { query, type: 'service', skills: [DOMAIN[i % 5]] }
       }
+    },
+    one_common_word: i => ({ query: DOMAIN[i % 5] }),
+    one_rare_word: i => ({ query: VOCABULARY[1000 + ((i * 37) % 19_000)] }),
+    quoted_phrase: i => {
+      const words = wordsOf(pick(i).summary)
+      const at = i % (words.length - 1)
+      return { query: `"${words[at]} ${words[at + 1]}"` }
+    },
+    filter_only: i => {
+      const c = pick(i)
+      switch (i % 3) {
+        case 0: return { category: c.category }
+        case 1: return { tags: [c.tags[0]] }
+        default: return { category: c.category, tags: [c.tags[0]] }
+      }
+    },
+    words_type_tag: i => {
+      const c = pick(i)
+      const words = wordsOf(c.summary)
+      return { query: `${words[i % words.length]} ${words[(i + 7) % words.length]}`, type: c.type, tags: [c.tags[i % c.tags.length]] }
     }
   }
 }
@@ -222,26 +250,12 @@ async function runQueries(base: URL, make: QueryMaker, count: number, concurrenc
 }
 
 // ---------------------------------------------------------------------------------------------
+// Steps
 
-async function main(): Promise<void> {
-  const { values: args } = parseArgs({
-    options: {
-      entities: { type: 'string', default: '100000' },
-      queries: { type: 'string', default: '300' },
-      concurrency: { type: 'string', default: '8' },
-      connections: { type: 'string', default: '64' },
-      developers: { type: 'string', default: '500' },
-      workers: { type: 'string', default: String(availableParallelism()) },
-      keep: { type: 'boolean', default: false }
-    }
-  })
-  const N = Number(args.entities)
-  const Q = Number(args.queries)
-  const concurrency = Number(args.concurrency)
-  const developerCount = Number(args.developers)
-  const benchStarted = performance.now()
+interface Args { N: number; Q: number; concurrency: number; connections: number; developers: number; workers: number }
 
-  // 1. The corpus, signed.
+/** The corpus, with each entity's developer (60 % have one) and HD index. */
+function corpusJobs(N: number, developerCount: number): SignJob[] {
   const corpus = zipfCorpus(42)
   const hdNext = new Array<number>(developerCount).fill(0)
   const jobs: SignJob[] = []
@@ -250,93 +264,86 @@ async function main(): Promise<void> {
     const developer = developerCount > 0 && corpus.random() < 0.6 ? Math.floor(corpus.random() * developerCount) : null
     jobs.push({ i, content, developer, hdIndex: developer === null ? 0 : hdNext[developer]!++ })
   }
-  const signStarted = performance.now()
-  const signed = await signInWorkers(jobs, Number(args.workers))
-  const signMs = performance.now() - signStarted
-  console.error(`signed ${N} registrations in ${seconds(signMs)} s (${args.workers} workers)`)
+  return jobs
+}
 
-  // 2. A node on a fresh data directory.
-  const data = await mkdtemp(join(tmpdir(), 'bench-search-node-'))
-  const nodeArgs = ['--data', data, '--http-port', '0', '--no-rate-limit', '--log-level', 'warn']
-  let node: NodeProcess = await spawnNode(nodeArgs)
-  let base = new URL(node.url)
-  const pid = (): number => node.child.pid!
-
-  // 3. Load through the write path.
-  const writeAgent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
+/** Posts every registration over keep-alive connections; the index of the last one acknowledged. */
+async function load(base: URL, signed: readonly Signed[], jobs: readonly SignJob[], a: Args): Promise<number> {
+  const writeAgent = new Agent({ keepAlive: true, maxSockets: a.connections })
   const failures: string[] = []
   let failed = 0
   let lastAcked = -1
   let next = 0
+  let done = 0
   const loadStarted = performance.now()
   let lastProgress = loadStarted
-  await Promise.all(Array.from({ length: Number(args.connections) }, async () => {
-    while (next < N) {
+  const rateAt: string[] = []
+  let sliceStarted = loadStarted
+  const slice = Math.max(1, Math.floor(a.N / 10))
+  await Promise.all(Array.from({ length: a.connections }, async () => {
+    while (next < a.N) {
       const i = next++
       const reply = await call(writeAgent, base, 'POST', '/v1/entities', signed[i]!.body)
       if (reply.status === 201) lastAcked = i
       else { failed++; if (failures.length < 5) failures.push(`#${i} ${reply.status} ${reply.text.slice(0, 400)}`) }
-      if (performance.now() - lastProgress > 10_000) { lastProgress = performance.now(); console.error(`  loaded ${next} of ${N}`) }
+      if (++done % slice === 0) {
+        rateAt.push((slice / ((performance.now() - sliceStarted) / 1000)).toFixed(0))
+        sliceStarted = performance.now()
+      }
+      if (performance.now() - lastProgress > 10_000) { lastProgress = performance.now(); console.error(`  loaded ${next} of ${a.N}`) }
     }
   }))
   const loadMs = performance.now() - loadStarted
   writeAgent.destroy()
-
-  report('entities', N, '')
   report('developers', new Set(jobs.map(j => j.developer).filter(d => d !== null)).size, '')
-  report('sign_time', seconds(signMs), `s (${args.workers} worker threads, not part of the node)`)
   report('load_time', seconds(loadMs), 's')
-  report('load_rate', (N / (loadMs / 1000)).toFixed(0), `registrations/s (${args.connections} keep-alive connections)`)
+  report('load_rate', (a.N / (loadMs / 1000)).toFixed(0), `registrations/s (${a.connections} keep-alive connections)`)
+  report('load_rate_by_tenth', rateAt.join(' '), 'registrations/s in each tenth of the load, first to last')
   report('load_failures', failed, 'registrations')
   for (const f of failures) console.error(`  load failure: ${f}`)
   if (failed > 0) throw new Error(`${failed} registrations failed`)
+  return lastAcked
+}
 
-  // 4. Indexed (every entity counted) and embedded (the last acknowledged one has a vector).
-  const readAgent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const last = { id: signed[lastAcked]!.id, content: jobs[lastAcked]!.content }
-  const waitStarted = performance.now()
-  const countedAfter = await until(async () => (await search(readAgent, base, EVERYTHING)).body?.total_found === N, waitStarted, 600_000)
-  const embeddedAfter = await until(() => embedded(readAgent, base, [last]), waitStarted, 600_000)
-  report('all_counted_after_load', countedAfter === Infinity ? 'never' : (countedAfter / 1000).toFixed(2), 's')
-  report('all_embedded_after_load', embeddedAfter === Infinity ? 'never' : (embeddedAfter / 1000).toFixed(2), 's')
-  const afterLoad = await memory(pid())
-  report('node_rss_after_load', afterLoad.rss.toFixed(0), 'MiB')
-
-  // 5. Queries: warm-up, latency on one connection, then throughput with several.
-  const makers = queryMakers()
+/** Latency one query at a time, then queries/s with `concurrency` clients, per kind; then the first four kinds mixed. */
+async function measureQueries(base: URL, contents: readonly EntityContent[], a: Args): Promise<void> {
+  const makers = queryMakers(contents)
   for (const make of Object.values(makers)) await runQueries(base, make, 20, 1, 1_000_000)
   for (const [name, make] of Object.entries(makers)) {
-    const m = await runQueries(base, make, Q, 1)
+    const m = await runQueries(base, make, a.Q, 1)
     if (m.errors > 0) console.error(`  ${name}: ${m.errors} errors, first: ${m.firstError}`)
-    const client = m.client.sort((a, b) => a - b)
-    const server = m.server.sort((a, b) => a - b)
+    const client = m.client.sort((x, y) => x - y)
+    const server = m.server.sort((x, y) => x - y)
     report(`${name}_p50`, percentile(client, 0.5).toFixed(1), 'ms')
     report(`${name}_p95`, percentile(client, 0.95).toFixed(1), 'ms')
     report(`${name}_p99`, percentile(client, 0.99).toFixed(1), 'ms')
     report(`${name}_server_p95`, percentile(server, 0.95).toFixed(1), 'ms (search_stats.latency_ms)')
     report(`${name}_mean_matches`, (m.totals / Math.max(1, client.length)).toFixed(0), 'entities (total_found)')
     if (name === 'semantic') report('semantic_mean_vector_hits', (m.semanticHits / Math.max(1, client.length)).toFixed(1), 'of the returned results have semantic similarity > 0')
-    const t = await runQueries(base, make, Q, concurrency, Q)
+    const t = await runQueries(base, make, a.Q, a.concurrency, a.Q)
     if (t.errors > 0) console.error(`  ${name} (concurrent): ${t.errors} errors, first: ${t.firstError}`)
-    report(`${name}_qps`, (t.client.length / t.seconds).toFixed(0), `queries/s (${concurrency} connections)`)
+    report(`${name}_qps`, (t.client.length / t.seconds).toFixed(0), `queries/s (${a.concurrency} connections)`)
+    report(`${name}_concurrent_p95`, percentile(t.client.sort((x, y) => x - y), 0.95).toFixed(1), `ms (${a.concurrency} connections)`)
   }
-  const mixed = await runQueries(base, i => (Object.values(makers)[i % 4] as QueryMaker)(i), Q * 2, concurrency, 2 * Q)
-  report('mixed_qps', (mixed.client.length / mixed.seconds).toFixed(0), `queries/s (${concurrency} connections, the four kinds in turn)`)
-  const afterQueries = await memory(pid())
-  report('node_rss', afterQueries.rss.toFixed(0), `MiB (anonymous ${afterQueries.anon.toFixed(0)} MiB, file-backed ${afterQueries.file.toFixed(0)} MiB: the mapped LMDB file)`)
-  report('node_rss_peak', afterQueries.hwm.toFixed(0), 'MiB (VmHWM, includes the load)')
-  readAgent.destroy()
+  const four = Object.values(makers).slice(0, 4)
+  const mixed = await runQueries(base, i => (four[i % 4] as QueryMaker)(i), a.Q * 2, a.concurrency, 2 * a.Q)
+  report('mixed_qps', (mixed.client.length / mixed.seconds).toFixed(0), `queries/s (${a.concurrency} connections, the first four kinds in turn)`)
+}
 
-  // 6. Restart on the same data (G8). Probes for embedding: the entity the node embeds last (the
-  // greatest ID: LMDB order), plus a spread of others.
-  const byId = signed.map((s, i) => ({ id: s.id, content: jobs[i]!.content })).sort((a, b) => (a.id < b.id ? -1 : 1))
+/**
+ * Restart on the same data (G8). Probes for embedding: the entity the node embeds last (the
+ * greatest ID: LMDB order), plus a spread of others.
+ */
+async function restart(nodeArgs: string[], previous: NodeProcess, signed: readonly Signed[], jobs: readonly SignJob[], N: number): Promise<NodeProcess> {
+  const byId = signed.map((s, i) => ({ id: s.id, content: jobs[i]!.content })).sort((x, y) => (x.id < y.id ? -1 : 1))
   const probes = [byId[byId.length - 1]!, ...Array.from({ length: 9 }, (_, k) => byId[Math.floor((k * byId.length) / 9)]!)]
   const stopStarted = performance.now()
-  node.child.kill('SIGTERM')
-  const code = await node.exited
+  previous.child.kill('SIGTERM')
+  const code = await previous.exited
   report('stop_time', ((performance.now() - stopStarted) / 1000).toFixed(2), `s (SIGTERM to exit, code ${code})`)
 
   const startedAt = performance.now()
+  let node: NodeProcess
   try {
     node = await spawnNode([...nodeArgs, '--log-level', 'info'])
   } catch (err) {
@@ -346,16 +353,16 @@ async function main(): Promise<void> {
   }
   const listening = performance.now() - startedAt
   const atListening = await memory(node.child.pid!)
-  base = new URL(node.url)
-  const restartAgent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const health = await until(async () => (await call(restartAgent, base, 'GET', '/health')).status === 200, startedAt, 600_000, 10)
+  const base = new URL(node.url)
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const health = await until(async () => (await call(agent, base, 'GET', '/health')).status === 200, startedAt, 600_000, 10)
   let firstSearch = Infinity
   const full = await until(async () => {
-    const { body } = await search(restartAgent, base, { ...EVERYTHING, query: `${DOMAIN[0]} ${DOMAIN[5]}` })
+    const { body } = await search(agent, base, { ...EVERYTHING, query: `${DOMAIN[0]} ${DOMAIN[5]}` })
     if (body && firstSearch === Infinity) firstSearch = performance.now() - startedAt
-    return (await search(restartAgent, base, EVERYTHING)).body?.total_found === N
+    return (await search(agent, base, EVERYTHING)).body?.total_found === N
   }, startedAt, 600_000, 10)
-  const semanticReady = await until(() => embedded(restartAgent, base, probes), startedAt, 600_000, 50)
+  const semanticReady = await until(() => embedded(agent, base, probes), startedAt, 600_000, 50)
   const built = /"ms":(\d+)[^\n]*"msg":"search index built"|"msg":"search index built"[^\n]*"ms":(\d+)/.exec(node.output())
   report('restart_index_build', built ? (Number(built[1] ?? built[2]) / 1000).toFixed(2) : 'not logged', 's (the node\'s "search index built" log: text index from LMDB)')
   report('restart_listening', (listening / 1000).toFixed(2), 's (spawn to "listening on")')
@@ -367,11 +374,70 @@ async function main(): Promise<void> {
   report('node_rss_after_restart', restarted.rss.toFixed(0), `MiB (anonymous ${restarted.anon.toFixed(0)} MiB, file-backed ${restarted.file.toFixed(0)} MiB)`)
   report('node_rss_peak_until_listening', atListening.hwm.toFixed(0), 'MiB (VmHWM when "listening on" was printed: LMDB read and text index)')
   report('node_rss_peak_after_restart', restarted.hwm.toFixed(0), 'MiB (VmHWM, includes embedding the whole store)')
-  restartAgent.destroy()
+  agent.destroy()
+  return node
+}
 
+async function main(): Promise<void> {
+  const { values: args } = parseArgs({
+    options: {
+      entities: { type: 'string', default: '100000' },
+      queries: { type: 'string', default: '300' },
+      concurrency: { type: 'string', default: '8' },
+      connections: { type: 'string', default: '64' },
+      developers: { type: 'string', default: '500' },
+      workers: { type: 'string', default: String(availableParallelism()) },
+      keep: { type: 'boolean', default: false },
+      data: { type: 'string', default: '' },
+      'no-restart': { type: 'boolean', default: false }
+    }
+  })
+  const a: Args = {
+    N: Number(args.entities), Q: Number(args.queries), concurrency: Number(args.concurrency), connections: Number(args.connections),
+    developers: Number(args.developers), workers: Number(args.workers)
+  }
+  const benchStarted = performance.now()
+  const jobs = corpusJobs(a.N, a.developers)
+  const reuse = args.data !== ''
+  let signed: Signed[] = []
+  if (!reuse) {
+    const signStarted = performance.now()
+    signed = await signInWorkers(jobs, a.workers)
+    report('sign_time', seconds(performance.now() - signStarted), `s (${a.workers} worker threads, not part of the node)`)
+  }
+
+  const data = reuse ? args.data : await mkdtemp(join(tmpdir(), 'bench-search-node-'))
+  const nodeArgs = ['--data', data, '--http-port', '0', '--no-rate-limit', '--log-level', 'warn']
+  let node: NodeProcess = await spawnNode(nodeArgs)
+  const base = new URL(node.url)
+  report('entities', a.N, reuse ? `(loaded before, in ${data})` : '')
+  const lastAcked = reuse ? -1 : await load(base, signed, jobs, a)
+
+  // Indexed (every entity counted) and, after a load, embedded (the last acknowledged one has a vector).
+  const readAgent = new Agent({ keepAlive: true, maxSockets: 1 })
+  const waitStarted = performance.now()
+  const countedAfter = await until(async () => (await search(readAgent, base, EVERYTHING)).body?.total_found === a.N, waitStarted, 600_000)
+  report('all_counted_after_load', countedAfter === Infinity ? 'never' : (countedAfter / 1000).toFixed(2), 's')
+  if (!reuse) {
+    const last = { id: signed[lastAcked]!.id, content: jobs[lastAcked]!.content }
+    const embeddedAfter = await until(() => embedded(readAgent, base, [last]), waitStarted, 600_000)
+    report('all_embedded_after_load', embeddedAfter === Infinity ? 'never' : (embeddedAfter / 1000).toFixed(2), 's')
+  } else {
+    await until(async () => ((await call(readAgent, base, 'GET', '/metrics')).text.match(/^registry_embedding_backlog (\d+)/m)?.[1] ?? '0') === '0', waitStarted, 600_000, 200)
+  }
+  readAgent.destroy()
+  const afterLoad = await memory(node.child.pid!)
+  report('node_rss_after_load', afterLoad.rss.toFixed(0), 'MiB')
+
+  await measureQueries(base, jobs.map(j => j.content), a)
+  const afterQueries = await memory(node.child.pid!)
+  report('node_rss', afterQueries.rss.toFixed(0), `MiB (anonymous ${afterQueries.anon.toFixed(0)} MiB, file-backed ${afterQueries.file.toFixed(0)} MiB: the mapped LMDB file)`)
+  report('node_rss_peak', afterQueries.hwm.toFixed(0), 'MiB (VmHWM, includes the load)')
+
+  if (!args['no-restart'] && !reuse) node = await restart(nodeArgs, node, signed, jobs, a.N)
   node.child.kill('SIGTERM')
   await node.exited
-  if (args.keep) console.error(`data kept in ${data}`)
+  if (args.keep || reuse) console.error(`data kept in ${data}`)
   else await rm(data, { recursive: true, force: true })
   report('bench_time', seconds(performance.now() - benchStarted), 's')
 }

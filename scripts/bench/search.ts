@@ -56,12 +56,16 @@ const embedder = new HashEmbedder(256)
 const engine = new SearchEngine(embedder.dimension)
 report('simd', new SearchEngine(8).simd ? 'yes' : 'no', '')
 const exact = new Float32Array(N * embedder.dimension)
+const summaries: string[] = []
+const tagsOf: string[][] = []
 const heap0 = process.memoryUsage().heapUsed
 const t0 = performance.now()
 for (let i = 0; i < N; i++) {
   const r = entity(i)
   const vector = embedder.embedOne([r.name, r.category, r.tags.join(' '), r.summary].join('. '))
   engine.upsert(searchDocument(r), documentFields(r), vector)
+  summaries.push(r.summary)
+  tagsOf.push(r.tags)
   exact.set(vector, i * embedder.dimension)
 }
 const buildSeconds = (performance.now() - t0) / 1000
@@ -85,6 +89,7 @@ function run(name: string, make: (i: number) => Partial<EngineQuery> & { text: s
     const vector = spec.vector === undefined ? embedder.embedOne(spec.text) : spec.vector
     const { total } = engine.search({
       terms: spec.terms ?? analyzed.terms, phrases: analyzed.phrases, vector, ...agentsActive, filter: spec.filter ?? null,
+      category: spec.category ?? null, tags: spec.tags ?? [],
       trust: fastTrust, minTrust: 0, minSemantic: 0.3, weights: DEFAULT_WEIGHTS, fusion: 'weighted', halfLifeDays: 30, now: Date.now(), offset: 0, limit: 20
     })
     latencies.push(performance.now() - t)
@@ -102,7 +107,22 @@ function run(name: string, make: (i: number) => Partial<EngineQuery> & { text: s
 run('keyword_common', i => ({ text: `${DOMAIN[i % 5]} ${DOMAIN[5 + (i % 20)]}`, vector: null }))
 run('keyword_rare', i => ({ text: `${vocabulary[200 + i]} ${vocabulary[900 + i]}`, vector: null }))
 run('semantic', () => ({ text: words(4), terms: [] }))
-run('hybrid_filtered', i => ({ text: `${DOMAIN[i % 10]} ${words(2)}`, filter: d => d.category === CATEGORIES[i % CATEGORIES.length] }))
+run('hybrid_filtered', i => ({ text: `${DOMAIN[i % 10]} ${words(2)}`, category: CATEGORIES[i % CATEGORIES.length] as string }))
+const pick = (i: number): number => (i * 7919) % N
+run('quoted_phrase', i => {
+  const w = (summaries[pick(i)] as string).split(' ')
+  const at = i % (w.length - 1)
+  return { text: `"${w[at]} ${w[at + 1]}"` }
+})
+run('filter_only', i => {
+  const tag = (tagsOf[pick(i)] as string[])[0] as string
+  const filters = i % 3 === 0 ? { category: CATEGORIES[i % CATEGORIES.length] as string } : i % 3 === 1 ? { tags: [tag] } : { category: CATEGORIES[pick(i) % CATEGORIES.length] as string, tags: [tag] }
+  return { text: '', vector: null, ...filters }
+})
+run('words_type_tag', i => {
+  const w = (summaries[pick(i)] as string).split(' ')
+  return { text: `${w[i % w.length]} ${w[(i + 7) % w.length]}`, tags: [(tagsOf[pick(i)] as string[])[0] as string] }
+})
 
 // Recall@10 of the quantised scan: the engine's ten nearest documents (similarity only, no filters)
 // against the ten of an exact float32 scan.

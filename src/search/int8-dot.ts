@@ -165,6 +165,22 @@ export class Int8Matrix {
     return this.output.subarray(0, count)
   }
 
+  /**
+   * Dot products of `query` with the vectors of the listed slots, written at those slots of the
+   * returned view (the other entries are stale); valid until the next call.
+   */
+  scanSlots(query: Int8Array, slots: ArrayLike<number>): Int32Array {
+    this.bytes.set(query, 0)
+    this.bytes.fill(0, query.length, this.stride)
+    const out = this.output
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as number
+      if (this.scanKernel) this.scanKernel(this.vectorsOffset + slot * this.stride, 1, this.stride, 0, this.outputOffset + slot * 4)
+      else out[slot] = this.dot(query, slot)
+    }
+    return out
+  }
+
   /** Dot product of `query` with one stored vector. */
   dot(query: Int8Array, slot: number): number {
     const v = this.bytes

@@ -5,11 +5,16 @@
  *
  * What every query reads per candidate lives in typed columns by slot (kind and status flags,
  * registration and change times, the developer's trust part), so the common filters and the
- * ranking signals cost array reads, not object lookups; the rarer filters (category, tags,
- * developer, capabilities) run as a predicate on the document.
+ * ranking signals cost array reads, not object lookups. Category, tag and developer filters
+ * also list their slots (src/search/slot-lists.ts), so a filtered query visits the shortest such
+ * list instead of every document; the rarer filters (capabilities) run as a predicate.
+ *
+ * A removed document's slot is not reused until a sweep has dropped it from the postings and
+ * lists (updates take a new slot), so no index ever attributes an old document's words to a new one.
  */
 import type { QueryTerm } from './analyzer.js'
 import { combine, freshness, PHRASE_BONUS, RRF_K, round4, type Fusion, type RankingWeights, type ScoreBreakdown } from './ranking.js'
+import { SlotLists } from './slot-lists.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
 import { VectorIndex } from './vector-index.js'
 
@@ -48,6 +53,10 @@ export interface EngineQuery {
   type: 'agent' | 'service' | null
   /** true: active only, false: inactive only, null: both. */
   active: boolean | null
+  /** Exact (lowercased) category, tags (all required) and developer; absent: any. */
+  category?: string | null
+  tags?: readonly string[]
+  developerId?: string | null
   /** The other filters, or null when there are none. */
   filter: ((doc: SearchDocument) => boolean) | null
   trust: TrustFormula
@@ -73,6 +82,11 @@ export interface EngineHit {
 const SERVICE = 1
 const ACTIVE = 2
 const NO_DEVELOPER = -1
+/** Trust is cached per slot and recomputed when the query time moves this far (its age term changes by millionths a minute). */
+const TRUST_CACHE_MS = 60_000
+/** Removed slots wait for a sweep until they are this many, or this share of the documents. */
+const SWEEP_AT = 1024
+const SWEEP_SHARE = 8
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -80,6 +94,11 @@ export class SearchEngine {
   private readonly docs: (SearchDocument | undefined)[] = []
   private readonly slots = new Map<string, number>()
   private readonly free: number[] = []
+  /** Removed slots, reusable after the next sweep. */
+  private released: number[] = []
+  private readonly byCategory = new SlotLists()
+  private readonly byTag = new SlotLists()
+  private readonly byDeveloper = new SlotLists()
   // Columns by slot.
   private flags = new Uint8Array(1024)
   private registeredAt = new Float64Array(1024)
@@ -93,6 +112,10 @@ export class SearchEngine {
   private textScores = new Float32Array(1024)
   private trustOf = new Float32Array(1024)
   private scoreOf = new Float32Array(1024)
+  // Trust by slot (NaN: to compute) for one formula, as of `trustNow`.
+  private trustCache = new Float32Array(1024).fill(NaN)
+  private trustFormula: TrustFormula | null = null
+  private trustNow = 0
 
   constructor(readonly dimension: number, options: { simd?: boolean } = {}) {
     this.vectors = new VectorIndex(dimension, options)
@@ -114,6 +137,9 @@ export class SearchEngine {
     this.slots.set(doc.entityId, slot)
     this.writeColumns(slot, doc)
     this.text.add(slot, fields)
+    this.byCategory.add(doc.category, slot)
+    for (const tag of doc.tags) this.byTag.add(tag, slot)
+    if (doc.developerId !== null) this.byDeveloper.add(doc.developerId, slot)
     if (vector) this.vectors.set(slot, vector)
   }
 
@@ -122,15 +148,17 @@ export class SearchEngine {
     if (slot !== undefined) this.vectors.set(slot, vector)
   }
 
-  /** The part of trust that depends on the developer only (verified handle, profile), for all their documents. */
   /** Whether the developer's part was set (or a document of theirs indexed). */
   knowsDeveloper(developerId: string): boolean {
     return this.developerNumbers.has(developerId)
   }
 
+  /** The part of trust that depends on the developer only (verified handle, profile), for all their documents. */
   setDeveloperPart(developerId: string, part: number): void {
     const n = this.developerNumber(developerId)
+    if (this.developerParts[n] === part) return
     this.developerParts[n] = part
+    this.trustFormula = null
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
@@ -154,7 +182,19 @@ export class SearchEngine {
     this.docs[slot] = undefined
     this.flags[slot] = 0
     this.slots.delete(entityId)
-    this.free.push(slot)
+    this.released.push(slot)
+    if (this.released.length >= Math.max(SWEEP_AT, this.slots.size / SWEEP_SHARE)) this.sweep()
+  }
+
+  /** Drops removed documents from the postings and slot lists, which frees their slots. */
+  sweep(): void {
+    const { docs } = this
+    this.text.sweep()
+    this.byCategory.sweep((slot, category) => docs[slot]?.category === category)
+    this.byTag.sweep((slot, tag) => docs[slot]?.tags.has(tag) === true)
+    this.byDeveloper.sweep((slot, developerId) => docs[slot]?.developerId === developerId)
+    this.free.push(...this.released)
+    this.released = []
   }
 
   private writeColumns(slot: number, doc: SearchDocument): void {
@@ -163,6 +203,7 @@ export class SearchEngine {
     this.lastChange[slot] = doc.lastChange
     this.uptime[slot] = doc.uptime
     this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
+    this.trustCache[slot] = NaN
   }
 
   private developerNumber(developerId: string): number {
@@ -192,43 +233,81 @@ export class SearchEngine {
     try {
       if (q.terms.length > 0) {
         this.text.search(q.terms, textScores, touched)
-        if (q.phrases.length > 0) {
-          for (const slot of touched) {
-            for (const phrase of q.phrases) if (this.text.hasPhrase(slot, phrase)) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
-          }
+        for (const phrase of q.phrases) {
+          // Every phrase word is a query term, so a match is already scored (> 0).
+          this.text.forEachPhraseMatch(phrase, slot => { if ((textScores[slot] as number) > 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS })
         }
       }
-      const semantic = q.vector ? this.vectors.scan(q.vector, slotCount) : null
-      const candidates = this.candidates(q, touched, semantic)
+      const visit = this.slotsToVisit(q, touched)
+      const semantic = q.vector === null ? null
+        : visit !== null && visit.length * 4 < slotCount ? this.vectors.scanSlots(q.vector, visit, slotCount)
+          : this.vectors.scan(q.vector, slotCount)
+      const candidates = this.candidates(q, visit, semantic)
       return this.rank(q, candidates, semantic)
     } finally {
       for (const slot of touched) textScores[slot] = 0
     }
   }
 
-  private candidates(q: EngineQuery, textHits: readonly number[], semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
+  /**
+   * The slots that can match, when fewer than all: the named entities, else the shortest list of a
+   * category, tag or developer filter or (without a vector) the text matches. null: every slot.
+   */
+  private slotsToVisit(q: EngineQuery, textHits: readonly number[]): ArrayLike<number> | null {
+    if (q.only) return q.only.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] })
+    let shortest: ArrayLike<number> | null = q.terms.length > 0 && q.vector === null ? textHits : null
+    const consider = (slots: ArrayLike<number>): void => { if (shortest === null || slots.length < shortest.length) shortest = slots }
+    if (q.category != null) consider(this.byCategory.get(q.category))
+    for (const tag of q.tags ?? []) consider(this.byTag.get(tag))
+    if (q.developerId != null) consider(this.byDeveloper.get(q.developerId))
+    return shortest
+  }
+
+  /** The trust cache, emptied when the formula, the time (by more than TRUST_CACHE_MS) or a developer's part changed. */
+  private trustCacheFor(trust: TrustFormula, now: number): Float32Array {
+    if (this.trustFormula !== trust || Math.abs(now - this.trustNow) > TRUST_CACHE_MS) {
+      this.trustCache.fill(NaN)
+      this.trustFormula = trust
+      this.trustNow = now
+    }
+    return this.trustCache
+  }
+
+  private candidates(q: EngineQuery, visit: ArrayLike<number> | null, semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
     const { flags, textScores, trustOf, registeredAt, uptime, developerOf, developerParts, docs } = this
     const textQuery = q.terms.length > 0 || q.vector !== null
-    const only = q.only?.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] })
-    const visit = only ?? (q.vector === null && textQuery ? textHits : null)
     const count = visit ? visit.length : docs.length
     const wantKind = q.type === null ? -1 : q.type === 'service' ? SERVICE : 0
     const wantActive = q.active === null ? -1 : q.active ? ACTIVE : 0
-    const { filter, trust, minTrust, minSemantic, now } = q
+    const { filter, trust, minTrust, minSemantic } = q
+    const category = q.category ?? null
+    const tags = q.tags ?? []
+    const developerId = q.developerId ?? null
+    const facets = category !== null || tags.length > 0 || developerId !== null
+    const trustCache = this.trustCacheFor(trust, q.now)
+    const trustNow = this.trustNow
     const out = new Int32Array(count)
     let found = 0
     let maxText = 0
     for (let i = 0; i < count; i++) {
       const slot = visit ? (visit[i] as number) : i
       const f = flags[slot] as number
-      if (docs[slot] === undefined) continue
+      const doc = docs[slot]
+      if (doc === undefined) continue
       if (wantKind !== -1 && (f & SERVICE) !== wantKind) continue
       if (wantActive !== -1 && (f & ACTIVE) !== wantActive) continue
       const t = textScores[slot] as number
       if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < minSemantic)) continue
-      if (filter !== null && !filter(docs[slot] as SearchDocument)) continue
-      const developer = developerOf[slot] as number
-      const score = trust(developer === NO_DEVELOPER ? 0 : (developerParts[developer] as number), registeredAt[slot] as number, uptime[slot] as number, now)
+      if (facets && !(
+        (category === null || doc.category === category) &&
+        (developerId === null || doc.developerId === developerId) &&
+        tags.every(tag => doc.tags.has(tag)))) continue
+      if (filter !== null && !filter(doc)) continue
+      let score = trustCache[slot] as number
+      if (score !== score) {
+        const developer = developerOf[slot] as number
+        score = trustCache[slot] = trust(developer === NO_DEVELOPER ? 0 : (developerParts[developer] as number), registeredAt[slot] as number, uptime[slot] as number, trustNow)
+      }
       if (score < minTrust) continue
       trustOf[slot] = score
       out[found++] = slot
@@ -300,6 +379,7 @@ export class SearchEngine {
     this.lastChange = grow(this.lastChange)
     this.uptime = grow(this.uptime)
     this.developerOf = grow(this.developerOf, NO_DEVELOPER)
+    this.trustCache = grow(this.trustCache, NaN)
     this.textScores = grow(this.textScores)
     this.trustOf = grow(this.trustOf)
     this.scoreOf = grow(this.scoreOf)

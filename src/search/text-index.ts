@@ -4,8 +4,12 @@
  *   tf' = Σ_f boost_f · tf_f / (1 − b + b · len_f / avglen_f)      score = idf · tf' · (k1 + 1) / (tf' + k1)
  * Each posting also keeps its saturated term weight tf' · (k1 + 1) / (tf' + k1), so a query costs
  * one multiply-add per posting; the weights are recomputed when an average field length drifts.
- * Deleting a document only marks its slot dead; postings of dead slots are skipped and dropped
- * when a term's list is next rebuilt (compaction), so writes never rewrite large arrays.
+ *
+ * Terms are numbered, and each document keeps its fields as one sequence of term numbers (fields
+ * separated by a marker), in one shared array: phrases are checked on those integers, and removal
+ * finds the document's terms there. Removing a document only marks its slot dead; its postings are
+ * skipped until `sweep()` drops them, and the owner must not reuse a slot before that sweep (a
+ * reused slot would inherit the old document's postings).
  */
 
 export const FIELDS = ['name', 'tags', 'category', 'summary', 'capabilities'] as const
@@ -19,27 +23,26 @@ const F = FIELDS.length
 const K1 = 1.2
 const B = 0.75
 const MAX_TF = 255
+/** Between two fields in a document's sequence, so a phrase never spans fields. */
+const FIELD_BREAK = 0xffffffff
 
 class Postings {
-  slots = new Uint32Array(4)
-  tfs = new Uint8Array(4 * F)
+  slots = new Uint32Array(2)
+  tfs = new Uint8Array(2 * F)
   /** Saturated BM25F term weight of each posting (before idf). */
-  weights = new Float32Array(4)
+  weights = new Float32Array(2)
   length = 0
   /** Live documents holding the term (for idf). */
   df = 0
 
+  constructor(readonly term: string) {}
+
   add(slot: number, tf: Uint8Array, weight: number): void {
     if (this.length === this.slots.length) {
-      const slots = new Uint32Array(this.slots.length * 2)
-      slots.set(this.slots)
-      this.slots = slots
-      const tfs = new Uint8Array(this.tfs.length * 2)
-      tfs.set(this.tfs)
-      this.tfs = tfs
-      const weights = new Float32Array(this.weights.length * 2)
-      weights.set(this.weights)
-      this.weights = weights
+      const capacity = this.length < 64 ? this.length * 2 : this.length + (this.length >> 1)
+      this.slots = grown(this.slots, capacity)
+      this.tfs = grown(this.tfs, capacity * F)
+      this.weights = grown(this.weights, capacity)
     }
     this.slots[this.length] = slot
     this.tfs.set(tf, this.length * F)
@@ -48,6 +51,7 @@ class Postings {
     this.df++
   }
 
+  /** Drops the postings of dead slots. */
   compact(alive: Uint8Array): void {
     let w = 0
     for (let r = 0; r < this.length; r++) {
@@ -64,44 +68,108 @@ class Postings {
   }
 }
 
+function grown<T extends Uint8Array | Uint16Array | Uint32Array | Float32Array>(a: T, size: number): T {
+  const next = new (a.constructor as new (n: number) => T)(size)
+  next.set(a.length <= size ? a : (a.subarray(0, size) as T))
+  return next
+}
+
 export class TextIndex {
-  private readonly postings = new Map<string, Postings>()
+  private readonly termIds = new Map<string, number>()
+  /** By term number; undefined for a number free for reuse. */
+  private readonly postings: (Postings | undefined)[] = []
+  private readonly freeTermIds: number[] = []
   /** Per slot and field: token count. */
   private lengths = new Uint16Array(1024 * F)
-  /** Per slot: the analyzed tokens of each field, in order (for phrases and deletion). */
-  private readonly tokens: (FieldTokens | undefined)[] = []
+  /** Per slot: where its term sequence starts in `sequences`, and its length. */
+  private sequenceStart = new Uint32Array(1024)
+  private sequenceLength = new Uint32Array(1024)
+  private sequences = new Uint32Array(16_384)
+  private sequencesEnd = 0
+  /** Entries of `sequences` that belong to removed documents. */
+  private sequencesGarbage = 0
   alive = new Uint8Array(1024)
   private readonly lengthSums = new Float64Array(F)
   private liveCount = 0
   /** Per slot and field: boost / (1 − b + b · len / avglen), for the averages in `normAverages`. */
   private norms = new Float32Array(1024 * F)
   private readonly normAverages = new Float64Array(F).fill(1)
+  private capacity = 1024
+  /** Slots below this have been seen (norm refreshes stop there). */
+  private slotsUsed = 0
 
   get size(): number { return this.liveCount }
 
-  /** Indexes a document into `slot` (which must be free). */
+  /** Distinct terms of the live documents. */
+  get termCount(): number { return this.termIds.size }
+
+  /** Indexes a document into `slot`, which must never have been used or have been swept since its removal. */
   add(slot: number, fields: FieldTokens): void {
     this.ensure(slot + 1)
-    const counts = new Map<string, Uint8Array>()
+    this.slotsUsed = Math.max(this.slotsUsed, slot + 1)
+    let total = F - 1
+    for (const field of FIELDS) total += fields[field].length
+    const start = this.reserveSequence(total)
+    const counts = new Map<number, Uint8Array>()
+    let at = start
     FIELDS.forEach((field, f) => {
       const tokens = fields[field]
+      if (f > 0) this.sequences[at++] = FIELD_BREAK
       this.lengths[slot * F + f] = Math.min(tokens.length, 65_535)
       this.lengthSums[f] = (this.lengthSums[f] as number) + tokens.length
       for (const token of tokens) {
-        let tf = counts.get(token)
-        if (!tf) counts.set(token, (tf = new Uint8Array(F)))
+        const id = this.termId(token)
+        this.sequences[at++] = id
+        let tf = counts.get(id)
+        if (!tf) counts.set(id, (tf = new Uint8Array(F)))
         if ((tf[f] as number) < MAX_TF) tf[f] = (tf[f] as number) + 1
       }
     })
-    this.tokens[slot] = fields
+    this.sequenceStart[slot] = start
+    this.sequenceLength[slot] = total
     this.alive[slot] = 1
     this.liveCount++
     this.computeNorms(slot)
-    for (const [token, tf] of counts) {
-      let list = this.postings.get(token)
-      if (!list) this.postings.set(token, (list = new Postings()))
-      list.add(slot, tf, this.termWeight(slot, tf, 0))
+    for (const [id, tf] of counts) (this.postings[id] as Postings).add(slot, tf, this.termWeight(slot, tf, 0))
+  }
+
+  private termId(term: string): number {
+    let id = this.termIds.get(term)
+    if (id === undefined) {
+      id = this.freeTermIds.pop() ?? this.postings.length
+      this.termIds.set(term, id)
+      this.postings[id] = new Postings(term)
     }
+    return id
+  }
+
+  private reserveSequence(length: number): number {
+    if (this.sequencesEnd + length > this.sequences.length) {
+      if (this.sequencesGarbage > this.sequencesEnd >> 1) this.compactSequences()
+      let size = this.sequences.length
+      while (this.sequencesEnd + length > size) size *= 2
+      if (size !== this.sequences.length) this.sequences = grown(this.sequences, size)
+    }
+    const start = this.sequencesEnd
+    this.sequencesEnd += length
+    return start
+  }
+
+  /** Rewrites the live documents' sequences contiguously, in slot order. */
+  private compactSequences(): void {
+    const next = new Uint32Array(this.sequences.length)
+    let end = 0
+    for (let slot = 0; slot < this.slotsUsed; slot++) {
+      if (!this.alive[slot]) continue
+      const start = this.sequenceStart[slot] as number
+      const length = this.sequenceLength[slot] as number
+      next.set(this.sequences.subarray(start, start + length), end)
+      this.sequenceStart[slot] = end
+      end += length
+    }
+    this.sequences = next
+    this.sequencesEnd = end
+    this.sequencesGarbage = 0
   }
 
   /** tf' = Σ_f norm_f · tf_f, saturated: tf' · (k1 + 1) / (tf' + k1). `tfs` holds F counts from `at`. */
@@ -132,31 +200,45 @@ export class TextIndex {
     }
     if (!drifted) return
     for (let f = 0; f < F; f++) this.normAverages[f] = Math.max(1, (this.lengthSums[f] as number) / n)
-    for (let slot = 0; slot < this.tokens.length; slot++) if (this.alive[slot]) this.computeNorms(slot)
-    for (const list of this.postings.values()) {
+    for (let slot = 0; slot < this.slotsUsed; slot++) if (this.alive[slot]) this.computeNorms(slot)
+    for (const list of this.postings) {
+      if (!list) continue
       for (let i = 0; i < list.length; i++) list.weights[i] = this.termWeight(list.slots[i] as number, list.tfs, i * F)
     }
   }
 
   remove(slot: number): void {
-    const fields = this.tokens[slot]
-    if (!fields || !this.alive[slot]) return
+    if (slot >= this.capacity || !this.alive[slot]) return
     this.alive[slot] = 0
     this.liveCount--
-    this.tokens[slot] = undefined
-    FIELDS.forEach((field, f) => { this.lengthSums[f] = (this.lengthSums[f] as number) - fields[field].length })
-    for (const token of new Set(FIELDS.flatMap(f => fields[f]))) {
-      const list = this.postings.get(token)
-      if (!list) continue
-      list.df--
-      if (list.df === 0) this.postings.delete(token)
-      else if (list.length > 64 && list.length > 2 * list.df) list.compact(this.alive)
+    for (let f = 0; f < F; f++) this.lengthSums[f] = (this.lengthSums[f] as number) - (this.lengths[slot * F + f] as number)
+    const start = this.sequenceStart[slot] as number
+    const length = this.sequenceLength[slot] as number
+    const seen = new Set<number>()
+    for (let i = start; i < start + length; i++) {
+      const id = this.sequences[i] as number
+      if (id === FIELD_BREAK || seen.has(id)) continue
+      seen.add(id)
+      const list = this.postings[id] as Postings
+      if (--list.df > 0) continue
+      // The last holder is gone: the term and its number are free (no live sequence refers to it).
+      this.termIds.delete(list.term)
+      this.postings[id] = undefined
+      this.freeTermIds.push(id)
     }
+    this.sequencesGarbage += length
+  }
+
+  /** Drops the postings of every dead slot; afterwards the dead slots may be reused. */
+  sweep(): void {
+    for (const list of this.postings) if (list && list.length > list.df) list.compact(this.alive)
+    if (this.sequencesGarbage > 0) this.compactSequences()
   }
 
   /** Documents holding `term`. */
   documentFrequency(term: string): number {
-    return this.postings.get(term)?.df ?? 0
+    const id = this.termIds.get(term)
+    return id === undefined ? 0 : (this.postings[id] as Postings).df
   }
 
   /**
@@ -169,8 +251,9 @@ export class TextIndex {
     this.refreshNorms()
     const alive = this.alive
     for (const { term, weight } of terms) {
-      const list = this.postings.get(term)
-      if (!list || list.df === 0) continue
+      const id = this.termIds.get(term)
+      if (id === undefined) continue
+      const list = this.postings[id] as Postings
       const idf = Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight
       const { slots, weights, length } = list
       for (let i = 0; i < length; i++) {
@@ -184,31 +267,48 @@ export class TextIndex {
     }
   }
 
-  /** Whether the document's fields hold the analyzed phrase as consecutive tokens. */
-  hasPhrase(slot: number, phrase: readonly string[]): boolean {
-    const fields = this.tokens[slot]
-    if (!fields || phrase.length === 0) return false
-    for (const field of FIELDS) {
-      const tokens = fields[field]
-      outer: for (let i = 0; i + phrase.length <= tokens.length; i++) {
-        for (let j = 0; j < phrase.length; j++) if (tokens[i + j] !== phrase[j]) continue outer
-        return true
+  /**
+   * Calls `match` for every live document whose fields hold the analyzed phrase as consecutive
+   * tokens. Only the documents of the phrase's rarest term are read.
+   */
+  forEachPhraseMatch(phrase: readonly string[], match: (slot: number) => void): void {
+    if (phrase.length === 0) return
+    const ids = new Uint32Array(phrase.length)
+    let rarest: Postings | undefined
+    for (let j = 0; j < phrase.length; j++) {
+      const id = this.termIds.get(phrase[j] as string)
+      if (id === undefined) return
+      ids[j] = id
+      const list = this.postings[id] as Postings
+      if (!rarest || list.df < rarest.df) rarest = list
+    }
+    const { slots, length } = rarest as Postings
+    const { alive, sequences, sequenceStart, sequenceLength } = this
+    const first = ids[0] as number
+    const span = ids.length
+    for (let i = 0; i < length; i++) {
+      const slot = slots[i] as number
+      if (!alive[slot]) continue
+      const start = sequenceStart[slot] as number
+      const last = start + (sequenceLength[slot] as number) - span
+      outer: for (let at = start; at <= last; at++) {
+        if (sequences[at] !== first) continue
+        for (let j = 1; j < span; j++) if (sequences[at + j] !== ids[j]) continue outer
+        match(slot)
+        break
       }
     }
-    return false
   }
 
   private ensure(slots: number): void {
-    if (slots <= this.alive.length) return
-    let size = this.alive.length
+    if (slots <= this.capacity) return
+    let size = this.capacity
     while (size < slots) size *= 2
-    const grow = <T extends Uint8Array | Uint16Array | Float32Array>(a: T, per: number): T => {
-      const next = new (a.constructor as new (n: number) => T)(size * per)
-      next.set(a)
-      return next
-    }
-    this.alive = grow(this.alive, 1)
-    this.lengths = grow(this.lengths, F)
-    this.norms = grow(this.norms, F)
+    this.capacity = size
+    this.alive = grown(this.alive, size)
+    this.lengths = grown(this.lengths, size * F)
+    this.norms = grown(this.norms, size * F)
+    this.sequenceStart = grown(this.sequenceStart, size)
+    this.sequenceLength = grown(this.sequenceLength, size)
   }
 }

@@ -337,7 +337,7 @@ export class SearchService {
       now,
       offset,
       limit,
-      ...(onlyEntity !== undefined ? { only: onlyEntity === null ? [] : [onlyEntity] } : {})
+      ...(onlyEntity !== undefined ? { only: onlyEntity === null || filters.only?.length === 0 ? [] : [onlyEntity] } : {})
     })
     const out: FederatedHit[] = []
     for (const hit of hits) {
@@ -390,20 +390,20 @@ export class SearchService {
     clearTimeout(timer)
   }
 
-  /** The request's filters (all combined with AND): kind and status as columns, the rest as one predicate. */
-  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'filter'> {
+  /**
+   * The request's filters (all combined with AND): kind and status as columns; category, tags and
+   * developer as lists of slots; capabilities as a predicate. An unknown developer handle matches nothing.
+   */
+  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId' | 'filter' | 'only'> {
     const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
     if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
     const status = (body.status ?? 'active').toLowerCase()
     if (!['active', 'online', 'offline', 'inactive', 'any'].includes(status)) throw invalidField('status', 'must be online, active, offline or any')
     const checks: ((doc: SearchDocument) => boolean)[] = []
-    if (body.category) { const c = body.category.toLowerCase(); checks.push(d => d.category === c) }
-    if (body.tags?.length) { const tags = [...lower(body.tags)]; checks.push(d => tags.every(t => d.tags.has(t))) }
-    if (body.developer_id) { const id = body.developer_id; checks.push(d => d.developerId === id) }
-    if (body.developer_handle) {
-      const owner = this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null
-      checks.push(d => owner !== null && d.developerId === owner)
-    }
+    const owner = body.developer_handle ? this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null : undefined
+    const wanted = body.developer_id || null
+    const developerId = wanted ?? owner ?? null
+    const nobody = owner === null || (owner !== undefined && wanted !== null && owner !== wanted)
     for (const key of CAPABILITY_KEYS) {
       const wanted = body[key]
       if (!wanted?.length) continue
@@ -419,7 +419,11 @@ export class SearchService {
     return {
       type: typeText === 'agent' || typeText === 'service' ? typeText : null,
       active: status === 'any' ? null : status === 'active' || status === 'online',
-      filter: checks.length === 0 ? null : checks.length === 1 ? (checks[0] as (doc: SearchDocument) => boolean) : doc => checks.every(check => check(doc))
+      category: body.category ? body.category.toLowerCase() : null,
+      tags: body.tags?.length ? [...lower(body.tags)] : [],
+      developerId,
+      filter: checks.length === 0 ? null : checks.length === 1 ? (checks[0] as (doc: SearchDocument) => boolean) : doc => checks.every(check => check(doc)),
+      ...(nobody ? { only: [] } : {})
     }
   }
 

@@ -283,7 +283,9 @@ test.serial('a client signature replayed through the mesh (re-sealed by a node a
 test.serial('a burst of writes travels in a few gossip messages, and every node holds it', async t => {
   const burst = Array.from({ length: 40 }, (_, i) => agent(dev, 100 + i))
   const before = { ...a.node.mesh!.gossip.stats }
+  const started = performance.now()
   const replies = await Promise.all(burst.map(x => http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })))
+  const elapsed = performance.now() - started
   t.deepEqual(replies.map(r => r.status), burst.map(() => 201))
   for (const n of [b, c]) {
     await until(`${n.config.name} holds the burst`, async () => {
@@ -294,9 +296,14 @@ test.serial('a burst of writes travels in a few gossip messages, and every node 
   const after = a.node.mesh!.gossip.stats
   const operations = after.published - before.published
   const messages = after.messages_published - before.messages_published
-  t.log(`${operations} operations in ${messages} messages`)
+  t.log(`${operations} operations in ${messages} messages, written in ${elapsed.toFixed(0)} ms`)
   t.true(operations >= burst.length)
-  t.true(messages <= operations / 2, `${operations} operations took ${messages} messages`)
+  // Batched: fewer messages than operations, and at most one flush (a message per topic) per 20 ms
+  // pacing interval while the writes came in, plus the last one. How many intervals the burst
+  // spans depends on the machine's speed, so that is the bound rather than a fixed count.
+  t.true(messages < operations, `${operations} operations took ${messages} messages`)
+  const intervals = Math.ceil(elapsed / 20) + 1
+  t.true(messages <= 2 * intervals, `${messages} messages in ${intervals} pacing intervals`)
 })
 
 test.serial('a node started after the writes converges by sync', async t => {

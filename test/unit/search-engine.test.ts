@@ -1,0 +1,85 @@
+import test from 'ava'
+import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
+import { DEFAULT_WEIGHTS } from '../../src/search/ranking.js'
+import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
+import type { FieldTokens } from '../../src/search/text-index.js'
+
+const none = (): ReadonlySet<string> => new Set<string>()
+
+function doc(entityId: string, over: Partial<SearchDocument> = {}): SearchDocument {
+  return {
+    entityId, type: 'agent', category: 'tools', tags: new Set(), developerId: null, active: true, registeredAt: 0, lastChange: 0, uptime: 1,
+    capabilities: { skills: none(), protocols: none(), languages: none(), models: none() }, ...over
+  }
+}
+
+function fields(summary: string, name = ''): FieldTokens {
+  return { name: analyze(name), tags: [], category: [], summary: analyze(summary), capabilities: [] }
+}
+
+function query(text: string, over: Partial<EngineQuery> = {}): EngineQuery {
+  const analyzed = analyzeQuery(text)
+  return {
+    terms: analyzed.terms, phrases: analyzed.phrases, vector: null, type: null, active: null, filter: null, trust: () => 0.5, minTrust: 0,
+    minSemantic: 1, weights: DEFAULT_WEIGHTS, fusion: 'weighted', halfLifeDays: 30, now: 0, offset: 0, limit: 50, ...over
+  }
+}
+
+const ids = (engine: SearchEngine, q: EngineQuery): string[] => engine.search(q).hits.map(h => h.doc.entityId).sort()
+
+test('an updated document no longer matches the words it lost, and is counted once for the words it kept', t => {
+  const engine = new SearchEngine(64)
+  engine.upsert(doc('a'), fields('alpha beta'), null)
+  engine.upsert(doc('b'), fields('beta'), null)
+  engine.upsert(doc('a'), fields('alpha gamma'), null)
+  t.deepEqual(ids(engine, query('beta')), ['b'])
+  t.deepEqual(ids(engine, query('gamma')), ['a'])
+  const alpha = engine.search(query('alpha'))
+  t.is(alpha.total, 1)
+  // One document with the term once scores the same as a fresh index of it alone.
+  const fresh = new SearchEngine(64)
+  fresh.upsert(doc('a'), fields('alpha gamma'), null)
+  fresh.upsert(doc('b'), fields('beta'), null)
+  t.is(alpha.hits[0]?.breakdown.text_relevance, fresh.search(query('alpha')).hits[0]?.breakdown.text_relevance)
+})
+
+test('slots are reused only after a sweep, and sweeps keep every live document findable', t => {
+  const engine = new SearchEngine(64)
+  for (let round = 0; round < 4; round++) {
+    for (let i = 0; i < 1500; i++) engine.upsert(doc(`e${i}`, { category: i % 2 ? 'odd' : 'even', tags: new Set([`t${(i + round) % 3}`]) }), fields(`word${(i + round) % 7} shared`), null)
+  }
+  t.is(engine.size, 1500)
+  t.is(engine.search(query('shared')).total, 1500)
+  t.is(engine.search(query('', { category: 'odd' })).total, 750)
+  // Round 3 gave entity i the tag t((i + 3) mod 3) = t(i mod 3) and the word word((i + 3) mod 7).
+  t.is(engine.search(query('', { tags: ['t0'] })).total, 500)
+  t.is(engine.search(query('word3')).total, Array.from({ length: 1500 }, (_, i) => (i + 3) % 7 === 3).filter(Boolean).length)
+  for (let i = 0; i < 1500; i++) engine.remove(`e${i}`)
+  t.is(engine.search(query('shared')).total, 0)
+  t.is(engine.search(query('', { category: 'odd' })).total, 0)
+})
+
+test('a quoted phrase adds its bonus only where its words stand together within one field', t => {
+  const engine = new SearchEngine(64)
+  engine.upsert(doc('together'), fields('fast image resize service'), null)
+  engine.upsert(doc('apart'), fields('image tools that resize quickly'), null)
+  engine.upsert(doc('across'), fields('resize things', 'image'), null)
+  const { hits } = engine.search(query('"image resize"'))
+  t.is(hits[0]?.doc.entityId, 'together')
+  t.is(hits[0]?.breakdown.text_relevance, 1)
+  // Without the bonus the other two score far below the phrase match.
+  for (const hit of hits.slice(1)) t.true(hit.breakdown.text_relevance < 0.5)
+})
+
+test('category, tag and developer filters list exactly the matching documents, with or without words', t => {
+  const engine = new SearchEngine(64)
+  for (let i = 0; i < 300; i++) {
+    engine.upsert(doc(`e${i}`, { category: ['a', 'b', 'c'][i % 3] as string, tags: new Set([`x${i % 4}`, `y${i % 5}`]), developerId: i % 6 === 0 ? 'dev' : null }), fields(i % 2 ? 'odd words' : 'even words'), null)
+  }
+  const expect = (pred: (i: number) => boolean) => Array.from({ length: 300 }, (_, i) => i).filter(pred).map(i => `e${i}`).sort()
+  t.deepEqual(ids(engine, query('', { category: 'b', limit: 300 })), expect(i => i % 3 === 1))
+  t.deepEqual(ids(engine, query('', { tags: ['x1', 'y2'], limit: 300 })), expect(i => i % 4 === 1 && i % 5 === 2))
+  t.deepEqual(ids(engine, query('odd', { category: 'a', developerId: 'dev', limit: 300 })), [])
+  t.deepEqual(ids(engine, query('even', { category: 'a', developerId: 'dev', limit: 300 })), expect(i => i % 6 === 0))
+  t.deepEqual(ids(engine, query('', { tags: ['nope'], limit: 300 })), [])
+})
