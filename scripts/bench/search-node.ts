@@ -8,6 +8,7 @@
  *
  *   npm run bench:search -- [--entities 100000] [--queries 300] [--concurrency 8] [--connections 64]
  *                           [--developers 500] [--workers 2] [--keep] [--data <dir>] [--no-restart]
+ *                           [--kinds one_common_word,quoted_phrase,…]
  *
  * --keep keeps the loaded data directory; --data <dir> starts on such a directory (same --entities)
  * instead of signing and loading again. Query kinds: the bench's own four, then the five an
@@ -252,7 +253,7 @@ async function runQueries(base: URL, make: QueryMaker, count: number, concurrenc
 // ---------------------------------------------------------------------------------------------
 // Steps
 
-interface Args { N: number; Q: number; concurrency: number; connections: number; developers: number; workers: number }
+interface Args { N: number; Q: number; concurrency: number; connections: number; developers: number; workers: number; kinds: string[] }
 
 /** The corpus, with each entity's developer (60 % have one) and HD index. */
 function corpusJobs(N: number, developerCount: number): SignJob[] {
@@ -307,7 +308,8 @@ async function load(base: URL, signed: readonly Signed[], jobs: readonly SignJob
 
 /** Latency one query at a time, then queries/s with `concurrency` clients, per kind; then the first four kinds mixed. */
 async function measureQueries(base: URL, contents: readonly EntityContent[], a: Args): Promise<void> {
-  const makers = queryMakers(contents)
+  const all = queryMakers(contents)
+  const makers = a.kinds.length === 0 ? all : Object.fromEntries(Object.entries(all).filter(([name]) => a.kinds.includes(name)))
   for (const make of Object.values(makers)) await runQueries(base, make, 20, 1, 1_000_000)
   for (const [name, make] of Object.entries(makers)) {
     const m = await runQueries(base, make, a.Q, 1)
@@ -325,6 +327,7 @@ async function measureQueries(base: URL, contents: readonly EntityContent[], a: 
     report(`${name}_qps`, (t.client.length / t.seconds).toFixed(0), `queries/s (${a.concurrency} connections)`)
     report(`${name}_concurrent_p95`, percentile(t.client.sort((x, y) => x - y), 0.95).toFixed(1), `ms (${a.concurrency} connections)`)
   }
+  if (a.kinds.length > 0) return
   const four = Object.values(makers).slice(0, 4)
   const mixed = await runQueries(base, i => (four[i % 4] as QueryMaker)(i), a.Q * 2, a.concurrency, 2 * a.Q)
   report('mixed_qps', (mixed.client.length / mixed.seconds).toFixed(0), `queries/s (${a.concurrency} connections, the first four kinds in turn)`)
@@ -389,12 +392,13 @@ async function main(): Promise<void> {
       workers: { type: 'string', default: String(availableParallelism()) },
       keep: { type: 'boolean', default: false },
       data: { type: 'string', default: '' },
-      'no-restart': { type: 'boolean', default: false }
+      'no-restart': { type: 'boolean', default: false },
+      kinds: { type: 'string', default: '' }
     }
   })
   const a: Args = {
     N: Number(args.entities), Q: Number(args.queries), concurrency: Number(args.concurrency), connections: Number(args.connections),
-    developers: Number(args.developers), workers: Number(args.workers)
+    developers: Number(args.developers), workers: Number(args.workers), kinds: args.kinds.split(',').filter(Boolean)
   }
   const benchStarted = performance.now()
   const jobs = corpusJobs(a.N, a.developers)

@@ -81,9 +81,14 @@ export interface EngineHit {
 
 const SERVICE = 1
 const ACTIVE = 2
+const LIVE = 4
 const NO_DEVELOPER = -1
-/** Trust is cached per slot and recomputed when the query time moves this far (its age term changes by millionths a minute). */
-const TRUST_CACHE_MS = 60_000
+/**
+ * Trust and the query-independent part of the score are cached per slot, as of one time, and
+ * recomputed when the query time moves this far: in a minute trust's age term moves by millionths
+ * and freshness (half-life of days) by less than a ten-thousandth.
+ */
+const SIGNALS_CACHE_MS = 60_000
 /** Removed slots wait for a sweep until they are this many, or this share of the documents. */
 const SWEEP_AT = 1024
 const SWEEP_SHARE = 8
@@ -110,12 +115,18 @@ export class SearchEngine {
   private developerParts = new Float32Array(256)
   // Per-query scratch space, reused (text scores are reset after each query).
   private textScores = new Float32Array(1024)
-  private trustOf = new Float32Array(1024)
-  private scoreOf = new Float32Array(1024)
-  // Trust by slot (NaN: to compute) for one formula, as of `trustNow`.
+  private scoreOf = new Float64Array(1024)
+  /** Entity ID order as a number by slot (see idOrder), so ties between equal scores rarely compare strings. */
+  private idKeys = new Float64Array(1024)
+  // By slot, for one trust formula, weights and half-life, as of `signalsNow` (NaN: to compute):
+  // trust, and w_trust · trust + w_freshness · freshness + w_availability · availability.
   private trustCache = new Float32Array(1024).fill(NaN)
-  private trustFormula: TrustFormula | null = null
-  private trustNow = 0
+  private staticScore = new Float64Array(1024)
+  private signalsKey: { trust: TrustFormula; weights: RankingWeights; halfLifeDays: number } | null = null
+  private signalsNow = 0
+  private touched = new Int32Array(1024)
+  private visitBuffer = new Int32Array(1024)
+  private candidateBuffer = new Int32Array(1024)
 
   constructor(readonly dimension: number, options: { simd?: boolean } = {}) {
     this.vectors = new VectorIndex(dimension, options)
@@ -135,6 +146,7 @@ export class SearchEngine {
     this.ensure(slot + 1)
     this.docs[slot] = doc
     this.slots.set(doc.entityId, slot)
+    this.idKeys[slot] = idOrder(doc.entityId)
     this.writeColumns(slot, doc)
     this.text.add(slot, fields)
     this.byCategory.add(doc.category, slot)
@@ -158,7 +170,7 @@ export class SearchEngine {
     const n = this.developerNumber(developerId)
     if (this.developerParts[n] === part) return
     this.developerParts[n] = part
-    this.trustFormula = null
+    this.signalsKey = null
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
@@ -198,7 +210,7 @@ export class SearchEngine {
   }
 
   private writeColumns(slot: number, doc: SearchDocument): void {
-    this.flags[slot] = (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
+    this.flags[slot] = LIVE | (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
     this.registeredAt[slot] = doc.registeredAt
     this.lastChange[slot] = doc.lastChange
     this.uptime[slot] = doc.uptime
@@ -229,87 +241,124 @@ export class SearchEngine {
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
     const slotCount = this.docs.length
     const textScores = this.textScores
-    const touched: number[] = []
+    let touched = this.touched.subarray(0, 0)
     try {
       if (q.terms.length > 0) {
-        this.text.search(q.terms, textScores, touched)
+        touched = this.touched.subarray(0, this.text.search(q.terms, textScores, this.touched))
         for (const phrase of q.phrases) {
           // Every phrase word is a query term, so a match is already scored (> 0).
           this.text.forEachPhraseMatch(phrase, slot => { if ((textScores[slot] as number) > 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS })
         }
       }
-      const visit = this.slotsToVisit(q, touched)
-      const semantic = q.vector === null ? null
-        : visit !== null && visit.length * 4 < slotCount ? this.vectors.scanSlots(q.vector, visit, slotCount)
-          : this.vectors.scan(q.vector, slotCount)
-      const candidates = this.candidates(q, visit, semantic)
+      const listed = this.slotsToVisit(q, touched)
+      const covered = listed.covered
+      let visit = listed.visit
+      let semantic: Float32Array | null = null
+      if (q.vector !== null && visit !== null && visit.length * 4 < slotCount) {
+        semantic = this.vectors.scanSlots(q.vector, visit, slotCount)
+      } else if (q.vector !== null) {
+        const scanned = this.vectors.scanAbove(q.vector, slotCount, q.minSemantic, this.visitBuffer)
+        semantic = scanned.similarities
+        // No shorter list: the candidates are the text matches and the documents similar enough.
+        if (visit === null) visit = this.union(touched, scanned.above)
+      }
+      const candidates = this.candidates(q, visit, this.facetCheck(q, covered), semantic)
       return this.rank(q, candidates, semantic)
     } finally {
-      for (const slot of touched) textScores[slot] = 0
+      for (let i = 0; i < touched.length; i++) textScores[touched[i] as number] = 0
     }
+  }
+
+  /** The text matches, then the slots of `above` that are not among them, in one list (in place of `above`'s buffer). */
+  private union(touched: Int32Array, above: Int32Array): Int32Array {
+    const out = this.visitBuffer
+    const textScores = this.textScores
+    let n = 0
+    for (let i = 0; i < above.length; i++) {
+      const slot = above[i] as number
+      if (textScores[slot] === 0) out[n++] = slot
+    }
+    out.copyWithin(touched.length, 0, n)
+    out.set(touched, 0)
+    return out.subarray(0, touched.length + n)
   }
 
   /**
    * The slots that can match, when fewer than all: the named entities, else the shortest list of a
    * category, tag or developer filter or (without a vector) the text matches. null: every slot.
    */
-  private slotsToVisit(q: EngineQuery, textHits: readonly number[]): ArrayLike<number> | null {
-    if (q.only) return q.only.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] })
-    let shortest: ArrayLike<number> | null = q.terms.length > 0 && q.vector === null ? textHits : null
-    const consider = (slots: ArrayLike<number>): void => { if (shortest === null || slots.length < shortest.length) shortest = slots }
-    if (q.category != null) consider(this.byCategory.get(q.category))
-    for (const tag of q.tags ?? []) consider(this.byTag.get(tag))
-    if (q.developerId != null) consider(this.byDeveloper.get(q.developerId))
-    return shortest
-  }
-
-  /** The trust cache, emptied when the formula, the time (by more than TRUST_CACHE_MS) or a developer's part changed. */
-  private trustCacheFor(trust: TrustFormula, now: number): Float32Array {
-    if (this.trustFormula !== trust || Math.abs(now - this.trustNow) > TRUST_CACHE_MS) {
-      this.trustCache.fill(NaN)
-      this.trustFormula = trust
-      this.trustNow = now
+  private slotsToVisit(q: EngineQuery, textHits: Int32Array): { visit: ArrayLike<number> | null; covered: Facet | null } {
+    if (q.only) return { visit: q.only.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] }), covered: null }
+    let visit: ArrayLike<number> | null = q.terms.length > 0 && q.vector === null ? textHits : null
+    let covered: Facet | null = null
+    const consider = (slots: ArrayLike<number>, facet: Facet): void => {
+      if (visit === null || slots.length < visit.length) { visit = slots; covered = facet }
     }
-    return this.trustCache
+    if (q.category != null) consider(this.byCategory.get(q.category), 'category')
+    q.tags?.forEach((tag, i) => consider(this.byTag.get(tag), i))
+    if (q.developerId != null) consider(this.byDeveloper.get(q.developerId), 'developer')
+    return { visit, covered }
   }
 
-  private candidates(q: EngineQuery, visit: ArrayLike<number> | null, semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
-    const { flags, textScores, trustOf, registeredAt, uptime, developerOf, developerParts, docs } = this
+  /**
+   * The category, tag and developer conditions a visited document must still be checked against:
+   * a live slot of a list holds that list's value (documents never change in place, an update
+   * takes a new slot), so the list visited covers its own condition. null: nothing to check.
+   */
+  private facetCheck(q: EngineQuery, covered: Facet | null): ((doc: SearchDocument) => boolean) | null {
+    const category = covered === 'category' ? null : q.category ?? null
+    const developerId = covered === 'developer' ? null : q.developerId ?? null
+    const tags = (q.tags ?? []).filter((_, i) => i !== covered)
+    if (category === null && developerId === null && tags.length === 0) return null
+    return doc => (category === null || doc.category === category) && (developerId === null || doc.developerId === developerId) && tags.every(tag => doc.tags.has(tag))
+  }
+
+  /** Empties the signal caches when the formula, weights, half-life, a developer's part or the time (by more than SIGNALS_CACHE_MS) changed. */
+  private refreshSignals(q: EngineQuery): void {
+    const key = this.signalsKey
+    if (key?.trust === q.trust && key.weights === q.weights && key.halfLifeDays === q.halfLifeDays && Math.abs(q.now - this.signalsNow) <= SIGNALS_CACHE_MS) return
+    this.trustCache.fill(NaN)
+    this.signalsKey = { trust: q.trust, weights: q.weights, halfLifeDays: q.halfLifeDays }
+    this.signalsNow = q.now
+  }
+
+  /** Trust of a slot, and its query-independent score part, computed into the caches. */
+  private computeSignals(slot: number, q: EngineQuery): number {
+    const developer = this.developerOf[slot] as number
+    const now = this.signalsNow
+    const trust = q.trust(developer === NO_DEVELOPER ? 0 : (this.developerParts[developer] as number), this.registeredAt[slot] as number, this.uptime[slot] as number, now)
+    const w = q.weights
+    this.trustCache[slot] = trust
+    this.staticScore[slot] = w.trust * trust + w.freshness * freshness(this.lastChange[slot] as number, now, q.halfLifeDays) + w.availability * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
+    return this.trustCache[slot] as number
+  }
+
+  private candidates(q: EngineQuery, visit: ArrayLike<number> | null, facets: ((doc: SearchDocument) => boolean) | null, semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
+    const { flags, textScores, docs } = this
     const textQuery = q.terms.length > 0 || q.vector !== null
     const count = visit ? visit.length : docs.length
     const wantKind = q.type === null ? -1 : q.type === 'service' ? SERVICE : 0
     const wantActive = q.active === null ? -1 : q.active ? ACTIVE : 0
-    const { filter, trust, minTrust, minSemantic } = q
-    const category = q.category ?? null
-    const tags = q.tags ?? []
-    const developerId = q.developerId ?? null
-    const facets = category !== null || tags.length > 0 || developerId !== null
-    const trustCache = this.trustCacheFor(trust, q.now)
-    const trustNow = this.trustNow
-    const out = new Int32Array(count)
+    const { filter, minTrust, minSemantic } = q
+    this.refreshSignals(q)
+    const trustCache = this.trustCache
+    // Reused between queries: the candidates are read before the next query starts.
+    const out = this.candidateBuffer
     let found = 0
     let maxText = 0
     for (let i = 0; i < count; i++) {
       const slot = visit ? (visit[i] as number) : i
       const f = flags[slot] as number
-      const doc = docs[slot]
-      if (doc === undefined) continue
+      if ((f & LIVE) === 0) continue
       if (wantKind !== -1 && (f & SERVICE) !== wantKind) continue
       if (wantActive !== -1 && (f & ACTIVE) !== wantActive) continue
       const t = textScores[slot] as number
       if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < minSemantic)) continue
-      if (facets && !(
-        (category === null || doc.category === category) &&
-        (developerId === null || doc.developerId === developerId) &&
-        tags.every(tag => doc.tags.has(tag)))) continue
-      if (filter !== null && !filter(doc)) continue
-      let score = trustCache[slot] as number
-      if (score !== score) {
-        const developer = developerOf[slot] as number
-        score = trustCache[slot] = trust(developer === NO_DEVELOPER ? 0 : (developerParts[developer] as number), registeredAt[slot] as number, uptime[slot] as number, trustNow)
-      }
-      if (score < minTrust) continue
-      trustOf[slot] = score
+      if (facets !== null && !facets(docs[slot] as SearchDocument)) continue
+      if (filter !== null && !filter(docs[slot] as SearchDocument)) continue
+      let trust = trustCache[slot] as number
+      if (trust !== trust) trust = this.computeSignals(slot, q)
+      if (trust < minTrust) continue
       out[found++] = slot
       if (t > maxText) maxText = t
     }
@@ -317,28 +366,28 @@ export class SearchEngine {
   }
 
   private rank(q: EngineQuery, { slots, maxText }: { slots: Int32Array; maxText: number }, semantic: Float32Array | null): { hits: EngineHit[]; total: number } {
-    const { textScores, trustOf, lastChange, flags, scoreOf } = this
+    const { textScores, trustCache, staticScore, scoreOf } = this
     const w = q.weights
     const relevance = q.fusion === 'rrf' && q.terms.length > 0 && semantic ? this.fusedRelevance(slots, semantic, w) : null
-    const decay = Math.LN2 / (q.halfLifeDays * 86_400_000)
     const heap = new TopK(q.offset + q.limit)
+    const order: Order = { keys: this.idKeys, docs: this.docs }
+    const textWeight = maxText > 0 ? w.text / maxText : 0
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as number
-      const fresh = Math.exp(-Math.max(0, q.now - (lastChange[slot] as number)) * decay)
       const relevant = relevance
         ? (relevance[i] as number)
-        : w.text * (maxText > 0 ? (textScores[slot] as number) / maxText : 0) + w.semantic * Math.max(0, semantic ? (semantic[slot] as number) : 0)
-      const score = relevant + w.trust * (trustOf[slot] as number) + w.freshness * fresh + w.availability * ((flags[slot] as number) & ACTIVE ? 1 : 0)
+        : textWeight * (textScores[slot] as number) + (semantic ? w.semantic * Math.max(0, semantic[slot] as number) : 0)
+      const score = relevant + (staticScore[slot] as number)
       scoreOf[slot] = score
-      heap.offer(slot, score, this.docs as SearchDocument[])
+      heap.offer(slot, score, order)
     }
-    const hits: EngineHit[] = heap.sorted(this.docs as SearchDocument[]).slice(q.offset).map(slot => {
+    const hits: EngineHit[] = heap.sorted(order).slice(q.offset).map(slot => {
       const doc = this.docs[slot] as SearchDocument
       const breakdown: ScoreBreakdown = {
         text_relevance: round4(maxText > 0 ? (textScores[slot] as number) / maxText : 0),
         semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
-        trust_score: round4(trustOf[slot] as number),
-        freshness: round4(freshness(doc.lastChange, q.now, q.halfLifeDays)),
+        trust_score: round4(trustCache[slot] as number),
+        freshness: round4(freshness(this.lastChange[slot] as number, this.signalsNow, q.halfLifeDays)),
         availability: doc.active ? 1 : 0
       }
       return { doc, score: round4(relevance ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
@@ -381,9 +430,33 @@ export class SearchEngine {
     this.developerOf = grow(this.developerOf, NO_DEVELOPER)
     this.trustCache = grow(this.trustCache, NaN)
     this.textScores = grow(this.textScores)
-    this.trustOf = grow(this.trustOf)
+    this.staticScore = grow(this.staticScore)
+    this.touched = grow(this.touched)
+    this.visitBuffer = grow(this.visitBuffer)
+    this.candidateBuffer = grow(this.candidateBuffer)
     this.scoreOf = grow(this.scoreOf)
+    this.idKeys = grow(this.idKeys)
   }
+}
+
+/** Which filter's slot list a query visits: the category, the developer or the tag at that index. */
+type Facet = 'category' | 'developer' | number
+
+interface Order {
+  keys: Float64Array
+  docs: readonly (SearchDocument | undefined)[]
+}
+
+/**
+ * A number ordered as entity IDs are ordered as strings: "zns:<hex>" before "zns:svc:<hex>" ('s'
+ * sorts after every hex digit), then by the first 12 hex digits (48 bits, exact in a double).
+ * NaN for any other form (callers then compare the strings).
+ */
+function idOrder(entityId: string): number {
+  const service = entityId.startsWith('zns:svc:')
+  const hex = entityId.slice(service ? 8 : 4, service ? 20 : 16)
+  if (!entityId.startsWith('zns:') || !/^[0-9a-f]{12}$/.test(hex)) return NaN
+  return (service ? 2 ** 48 : 0) + Number.parseInt(hex, 16)
 }
 
 /**
@@ -400,19 +473,24 @@ class TopK {
     this.scores = new Float64Array(Math.max(0, k))
   }
 
-  /** Whether (sa, a) ranks below (sb, b). */
-  private static worse(sa: number, a: number, sb: number, b: number, docs: readonly SearchDocument[]): boolean {
-    return sa < sb || (sa === sb && (docs[a] as SearchDocument).entityId > (docs[b] as SearchDocument).entityId)
+  /** Whether (sa, a) ranks below (sb, b): a lower score, or the same score and a greater entity ID. */
+  private static worse(sa: number, a: number, sb: number, b: number, order: Order): boolean {
+    if (sa !== sb) return sa < sb
+    const ka = order.keys[a] as number
+    const kb = order.keys[b] as number
+    // NaN keys (IDs of another form) and equal prefixes compare as strings.
+    if (ka !== kb && ka === ka && kb === kb) return ka > kb
+    return (order.docs[a] as SearchDocument).entityId > (order.docs[b] as SearchDocument).entityId
   }
 
-  offer(slot: number, score: number, docs: readonly SearchDocument[]): void {
+  offer(slot: number, score: number, order: Order): void {
     const { slots, scores, k } = this
     if (k <= 0) return
     if (this.size < k) {
       let i = this.size++
       while (i > 0) {
         const p = (i - 1) >> 1
-        if (!TopK.worse(score, slot, scores[p] as number, slots[p] as number, docs)) break
+        if (!TopK.worse(score, slot, scores[p] as number, slots[p] as number, order)) break
         slots[i] = slots[p] as number
         scores[i] = scores[p] as number
         i = p
@@ -421,7 +499,7 @@ class TopK {
       scores[i] = score
       return
     }
-    if (score < (scores[0] as number) || !TopK.worse(scores[0] as number, slots[0] as number, score, slot, docs)) return
+    if (score < (scores[0] as number) || !TopK.worse(scores[0] as number, slots[0] as number, score, slot, order)) return
     let i = 0
     for (;;) {
       const l = 2 * i + 1
@@ -429,8 +507,8 @@ class TopK {
       let m = -1
       let ms = score
       let mslot = slot
-      if (l < k && TopK.worse(scores[l] as number, slots[l] as number, ms, mslot, docs)) { m = l; ms = scores[l] as number; mslot = slots[l] as number }
-      if (r < k && TopK.worse(scores[r] as number, slots[r] as number, ms, mslot, docs)) { m = r; ms = scores[r] as number; mslot = slots[r] as number }
+      if (l < k && TopK.worse(scores[l] as number, slots[l] as number, ms, mslot, order)) { m = l; ms = scores[l] as number; mslot = slots[l] as number }
+      if (r < k && TopK.worse(scores[r] as number, slots[r] as number, ms, mslot, order)) { m = r; ms = scores[r] as number; mslot = slots[r] as number }
       if (m === -1) break
       slots[i] = mslot
       scores[i] = ms
@@ -440,9 +518,9 @@ class TopK {
     scores[i] = score
   }
 
-  sorted(docs: readonly SearchDocument[]): number[] {
-    const order = Array.from({ length: this.size }, (_, i) => i)
-    order.sort((a, b) => (TopK.worse(this.scores[a] as number, this.slots[a] as number, this.scores[b] as number, this.slots[b] as number, docs) ? 1 : -1))
-    return order.map(i => this.slots[i] as number)
+  sorted(order: Order): number[] {
+    const positions = Array.from({ length: this.size }, (_, i) => i)
+    positions.sort((a, b) => (TopK.worse(this.scores[a] as number, this.slots[a] as number, this.scores[b] as number, this.slots[b] as number, order) ? 1 : -1))
+    return positions.map(i => this.slots[i] as number)
   }
 }

@@ -243,10 +243,12 @@ export class TextIndex {
 
   /**
    * Adds the BM25F score of every live document holding at least one term into `scores` (indexed
-   * by slot; untouched slots must be 0) and appends each newly scored slot to `touched`. Terms are
-   * weighted: 1 for the user's words, less for synonym expansions.
+   * by slot; untouched slots must be 0) and writes each newly scored slot into `touched` (as long
+   * as the slot capacity); returns how many. Terms are weighted: 1 for the user's words, less for
+   * synonym expansions.
    */
-  search(terms: readonly { term: string; weight: number }[], scores: Float32Array, touched: number[]): void {
+  search(terms: readonly { term: string; weight: number }[], scores: Float32Array, touched: Int32Array): number {
+    let count = 0
     const n = Math.max(1, this.liveCount)
     this.refreshNorms()
     const alive = this.alive
@@ -261,10 +263,11 @@ export class TextIndex {
         if (!alive[slot]) continue
         const previous = scores[slot] as number
         // Every contribution is positive (idf > 0, weight > 0), so 0 means "not yet scored".
-        if (previous === 0) touched.push(slot)
+        if (previous === 0) touched[count++] = slot
         scores[slot] = previous + idf * (weights[i] as number)
       }
     }
+    return count
   }
 
   /**

@@ -38,13 +38,26 @@ export class VectorIndex {
 
   /** Cosine similarities of `query` with slots [0, count); a view valid until the next call. */
   scan(query: Float32Array, count: number): Float32Array {
+    return this.scanAbove(query, count, Infinity, new Int32Array(0)).similarities
+  }
+
+  /**
+   * Like `scan`, and also lists the slots whose similarity reaches `min` into `into` (which must
+   * hold `count`); `above` is the filled part.
+   */
+  scanAbove(query: Float32Array, count: number, min: number, into: Int32Array): { similarities: Float32Array; above: Int32Array } {
     this.ensure(count)
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
     const dots = this.matrix.scan(values, count)
     const out = this.similarities
     const scales = this.scales
-    for (let i = 0; i < count; i++) out[i] = (dots[i] as number) * (scales[i] as number) * scale
-    return out.subarray(0, count)
+    let found = 0
+    for (let i = 0; i < count; i++) {
+      const similarity = (dots[i] as number) * (scales[i] as number) * scale
+      out[i] = similarity
+      if (similarity >= min) into[found++] = i
+    }
+    return { similarities: out.subarray(0, count), above: into.subarray(0, found) }
   }
 
   /**
