@@ -18,11 +18,12 @@ import { SlotLists } from './slot-lists.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
 import { VectorIndex } from './vector-index.js'
 
+/** Lowercased capability words (short lists: arrays cost far less memory than sets, per document). */
 export interface CapabilitySets {
-  skills: ReadonlySet<string>
-  protocols: ReadonlySet<string>
-  languages: ReadonlySet<string>
-  models: ReadonlySet<string>
+  skills: readonly string[]
+  protocols: readonly string[]
+  languages: readonly string[]
+  models: readonly string[]
 }
 
 /** What filters and ranking need of an entity, all lowercased where compared. */
@@ -30,7 +31,7 @@ export interface SearchDocument {
   entityId: string
   type: 'agent' | 'service'
   category: string
-  tags: ReadonlySet<string>
+  tags: readonly string[]
   developerId: string | null
   active: boolean
   /** Registration time, ms (trust counts record age). */
@@ -203,7 +204,7 @@ export class SearchEngine {
     const { docs } = this
     this.text.sweep()
     this.byCategory.sweep((slot, category) => docs[slot]?.category === category)
-    this.byTag.sweep((slot, tag) => docs[slot]?.tags.has(tag) === true)
+    this.byTag.sweep((slot, tag) => docs[slot]?.tags.includes(tag) === true)
     this.byDeveloper.sweep((slot, developerId) => docs[slot]?.developerId === developerId)
     this.free.push(...this.released)
     this.released = []
@@ -310,7 +311,7 @@ export class SearchEngine {
     const developerId = covered === 'developer' ? null : q.developerId ?? null
     const tags = (q.tags ?? []).filter((_, i) => i !== covered)
     if (category === null && developerId === null && tags.length === 0) return null
-    return doc => (category === null || doc.category === category) && (developerId === null || doc.developerId === developerId) && tags.every(tag => doc.tags.has(tag))
+    return doc => (category === null || doc.category === category) && (developerId === null || doc.developerId === developerId) && tags.every(tag => doc.tags.includes(tag))
   }
 
   /** Empties the signal caches when the formula, weights, half-life, a developer's part or the time (by more than SIGNALS_CACHE_MS) changed. */

@@ -79,17 +79,35 @@ function stringsIn(value: unknown): string[] {
   return []
 }
 
+const NOTHING: readonly string[] = Object.freeze([])
+/** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
+const interned = new Map<string, string>()
+const MAX_INTERNED = 100_000
+
+function intern(value: string): string {
+  const known = interned.get(value)
+  if (known !== undefined) return known
+  if (interned.size < MAX_INTERNED) interned.set(value, value)
+  return value
+}
+
+/** Distinct lowercased, interned values; the shared empty list when there are none. */
+function facetValues(values: readonly string[]): readonly string[] {
+  if (values.length === 0) return NOTHING
+  return [...new Set(values.map(v => intern(v.toLowerCase())))]
+}
+
 export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument {
   const caps = r.capability_summary ?? {}
   const status = live?.status ?? r.status
   const lastHeartbeat = live ? live.last_heartbeat : r.last_heartbeat
-  const set = (key: string) => lower(stringsIn(caps[key]))
+  const set = (key: string) => facetValues(stringsIn(caps[key]))
   return {
     entityId: r.entity_id,
-    type: r.type,
-    category: r.category.toLowerCase(),
-    tags: lower(r.tags),
-    developerId: r.developer_id,
+    type: r.type === 'service' ? 'service' : 'agent',
+    category: intern(r.category.toLowerCase()),
+    tags: facetValues(r.tags),
+    developerId: r.developer_id === null ? null : intern(r.developer_id),
     active: status === 'active',
     registeredAt: Date.parse(r.registered_at),
     lastChange: Math.max(Date.parse(r.updated_at), lastHeartbeat ? Date.parse(lastHeartbeat) : 0),
@@ -409,11 +427,11 @@ export class SearchService {
       if (!wanted?.length) continue
       const values = [...lower(wanted)]
       checks.push(d => {
-        if (values.every(v => d.capabilities[key].has(v))) return true
+        if (values.every(v => d.capabilities[key].includes(v))) return true
         const card = this.c.cards.cached(d.entityId)
         if (!card) return false
         const declared = cardCapabilities(card.card)[key]
-        return values.every(v => d.capabilities[key].has(v) || declared.has(v))
+        return values.every(v => d.capabilities[key].includes(v) || declared.has(v))
       })
     }
     return {

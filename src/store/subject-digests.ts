@@ -35,10 +35,11 @@ export function bucketOf(subject: string): number {
 }
 
 export class SubjectDigests {
-  private readonly subjects = new Map<string, Buffer>()
+  /** Digests as hex: a short string costs a fraction of a Buffer's memory, per subject. */
+  private readonly subjects = new Map<string, string>()
   private readonly buckets = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
   private readonly members = Array.from({ length: BUCKETS }, () => new Set<string>())
-  private readonly declined = new Map<string, Buffer>()
+  private readonly declined = new Map<string, string>()
   private detach: (() => void) | null = null
 
   constructor(private readonly store: RegistryStore) {}
@@ -56,7 +57,8 @@ export class SubjectDigests {
       const next = new Map<string, Buffer>()
       for (const op of [...changes.appended, ...changes.dropped]) {
         let digest = next.get(op.subject)
-        if (!digest) next.set(op.subject, (digest = Buffer.from(this.subjects.get(op.subject) ?? Buffer.alloc(DIGEST_BYTES))))
+        const held = this.subjects.get(op.subject)
+        if (!digest) next.set(op.subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
         xorInto(digest, hash(op.node_signature))
       }
       // A subject whose every operation went XORs back to zero: it is no longer held.
@@ -81,12 +83,12 @@ export class SubjectDigests {
   /** Subject → digest (hex) for every subject in the given buckets. */
   subjectsIn(buckets: Iterable<number>): Map<string, string> {
     const out = new Map<string, string>()
-    for (const b of buckets) for (const subject of this.members[b] ?? []) out.set(subject, (this.digest(subject) as Buffer).toString('hex'))
+    for (const b of buckets) for (const subject of this.members[b] ?? []) out.set(subject, this.digestOf(subject) as string)
     return out
   }
 
   digestOf(subject: string): string | undefined {
-    return this.digest(subject)?.toString('hex')
+    return this.subjects.get(subject) ?? this.declined.get(subject)
   }
 
   /**
@@ -99,14 +101,11 @@ export class SubjectDigests {
     for (const op of offered) xorInto(digest, hash(op.node_signature))
     const bucket = bucketOf(subject)
     const old = this.declined.get(subject)
-    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old.toString('hex')))
-    xorInto(this.buckets[bucket] as Buffer, hash(subject + digest.toString('hex')))
-    this.declined.set(subject, digest)
+    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
+    const hex = digest.toString('hex')
+    xorInto(this.buckets[bucket] as Buffer, hash(subject + hex))
+    this.declined.set(subject, hex)
     this.members[bucket]?.add(subject)
-  }
-
-  private digest(subject: string): Buffer | undefined {
-    return this.subjects.get(subject) ?? this.declined.get(subject)
   }
 
   operationsOf(subject: string): Operation[] {
@@ -136,14 +135,15 @@ export class SubjectDigests {
     const declined = this.declined.get(subject)
     if (declined && digest) {
       // Held now: what was declined no longer stands in for it.
-      xorInto(this.buckets[bucket] as Buffer, hash(subject + declined.toString('hex')))
+      xorInto(this.buckets[bucket] as Buffer, hash(subject + declined))
       this.declined.delete(subject)
     }
     const old = this.subjects.get(subject)
-    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old.toString('hex')))
+    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
     if (digest) {
-      xorInto(this.buckets[bucket] as Buffer, hash(subject + digest.toString('hex')))
-      this.subjects.set(subject, digest)
+      const hex = digest.toString('hex')
+      xorInto(this.buckets[bucket] as Buffer, hash(subject + hex))
+      this.subjects.set(subject, hex)
       this.members[bucket]?.add(subject)
     } else {
       this.subjects.delete(subject)

@@ -4,12 +4,11 @@ import { DEFAULT_WEIGHTS } from '../../src/search/ranking.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
 
-const none = (): ReadonlySet<string> => new Set<string>()
 
 function doc(entityId: string, over: Partial<SearchDocument> = {}): SearchDocument {
   return {
-    entityId, type: 'agent', category: 'tools', tags: new Set(), developerId: null, active: true, registeredAt: 0, lastChange: 0, uptime: 1,
-    capabilities: { skills: none(), protocols: none(), languages: none(), models: none() }, ...over
+    entityId, type: 'agent', category: 'tools', tags: [], developerId: null, active: true, registeredAt: 0, lastChange: 0, uptime: 1,
+    capabilities: { skills: [], protocols: [], languages: [], models: [] }, ...over
   }
 }
 
@@ -46,7 +45,7 @@ test('an updated document no longer matches the words it lost, and is counted on
 test('slots are reused only after a sweep, and sweeps keep every live document findable', t => {
   const engine = new SearchEngine(64)
   for (let round = 0; round < 4; round++) {
-    for (let i = 0; i < 1500; i++) engine.upsert(doc(`e${i}`, { category: i % 2 ? 'odd' : 'even', tags: new Set([`t${(i + round) % 3}`]) }), fields(`word${(i + round) % 7} shared`), null)
+    for (let i = 0; i < 1500; i++) engine.upsert(doc(`e${i}`, { category: i % 2 ? 'odd' : 'even', tags: [`t${(i + round) % 3}`] }), fields(`word${(i + round) % 7} shared`), null)
   }
   t.is(engine.size, 1500)
   t.is(engine.search(query('shared')).total, 1500)
@@ -74,7 +73,7 @@ test('a quoted phrase adds its bonus only where its words stand together within 
 test('category, tag and developer filters list exactly the matching documents, with or without words', t => {
   const engine = new SearchEngine(64)
   for (let i = 0; i < 300; i++) {
-    engine.upsert(doc(`e${i}`, { category: ['a', 'b', 'c'][i % 3] as string, tags: new Set([`x${i % 4}`, `y${i % 5}`]), developerId: i % 6 === 0 ? 'dev' : null }), fields(i % 2 ? 'odd words' : 'even words'), null)
+    engine.upsert(doc(`e${i}`, { category: ['a', 'b', 'c'][i % 3] as string, tags: [`x${i % 4}`, `y${i % 5}`], developerId: i % 6 === 0 ? 'dev' : null }), fields(i % 2 ? 'odd words' : 'even words'), null)
   }
   const expect = (pred: (i: number) => boolean) => Array.from({ length: 300 }, (_, i) => i).filter(pred).map(i => `e${i}`).sort()
   t.deepEqual(ids(engine, query('', { category: 'b', limit: 300 })), expect(i => i % 3 === 1))
