@@ -103,7 +103,6 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   const store = await RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms, minFreeBytes: config.store.min_free_bytes })
   const bus = new EventBus()
   const catalog = new EntityCatalog()
-  catalog.load(store.allEntities())
   const writes = new WriteTracker()
   const settings = {
     host: config.host,
@@ -123,7 +122,6 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
     verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) => verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority),
     liveness: { inactiveAfterMs: lc.inactive_after_seconds * 1000, sweepIntervalMs: lc.sweep_interval_seconds * 1000, maxClockSkewMs: lc.max_clock_skew_seconds * 1000, flushIntervalMs: lc.flush_interval_ms }
   })
-  liveness.load()
   const handles = new HandleService({ ...base, ownership })
   const names = new NameService(base)
   const developers = new DeveloperService({ ...base, handles })
@@ -151,13 +149,22 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
       termFilter: { falsePositiveRate: sc.bloom_false_positive_rate, rebuildIntervalMs: sc.bloom_rebuild_interval_ms }
     }
   })
+  const quota = new OriginQuota({ opsPerSecondPerOrigin: config.p2p.origin_ops_per_second, opsPerSecondPerDeveloper: config.p2p.developer_ops_per_second, maxEntitiesPerOrigin: config.p2p.max_entities_per_origin })
+  // The stored entities are read once (each read decodes every record) and feed each in-memory
+  // view; liveness before search, which ranks by it.
   const indexStarted = performance.now()
-  const indexed = search.load()
+  for (const record of store.allEntities()) {
+    catalog.loadRecord(record)
+    liveness.loadRecord(record)
+    quota.loadRecord(record)
+    search.loadRecord(record)
+  }
+  catalog.loaded()
+  liveness.loaded()
+  const indexed = search.loaded()
   logger.info({ entities: indexed, ms: Math.round(performance.now() - indexStarted) }, 'search index built')
   // The server kind is known once the front is built, before the first request.
   const runtime = (): RuntimeInfo => ({ node: process.versions.node, http_server: http.kind })
-  const quota = new OriginQuota({ opsPerSecondPerOrigin: config.p2p.origin_ops_per_second, opsPerSecondPerDeveloper: config.p2p.developer_ops_per_second, maxEntitiesPerOrigin: config.p2p.max_entities_per_origin })
-  quota.load(store.allEntities())
   const metrics = config.metrics.enabled
     ? new NodeMetrics({
       quotaRefusals: () => quota.refused,
@@ -178,8 +185,8 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
   const homeKeys = (): string[] => {
     const keys = new Set([`host:${config.host.toLowerCase()}`])
-    for (const record of store.allEntities()) {
-      const bucket = liveness.current(record.entity_id) ? homeBucketKey(record.entity_id) : null
+    for (const id of liveness.homeEntityIds()) {
+      const bucket = homeBucketKey(id)
       if (bucket) keys.add(bucket)
     }
     return [...keys]

@@ -37,7 +37,8 @@ class Postings {
 
   constructor(readonly term: string) {}
 
-  add(slot: number, tf: Uint8Array, weight: number): void {
+  /** `tfs` holds the F field counts of this posting from `at`. */
+  add(slot: number, tfs: Uint8Array, at: number, weight: number): void {
     if (this.length === this.slots.length) {
       const capacity = this.length < 64 ? this.length * 2 : this.length + (this.length >> 1)
       this.slots = grown(this.slots, capacity)
@@ -45,7 +46,7 @@ class Postings {
       this.weights = grown(this.weights, capacity)
     }
     this.slots[this.length] = slot
-    this.tfs.set(tf, this.length * F)
+    for (let f = 0; f < F; f++) this.tfs[this.length * F + f] = tfs[at + f] as number
     this.weights[this.length] = weight
     this.length++
     this.df++
@@ -68,7 +69,7 @@ class Postings {
   }
 }
 
-function grown<T extends Uint8Array | Uint16Array | Uint32Array | Float32Array>(a: T, size: number): T {
+function grown<T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float32Array>(a: T, size: number): T {
   const next = new (a.constructor as new (n: number) => T)(size)
   next.set(a.length <= size ? a : (a.subarray(0, size) as T))
   return next
@@ -95,6 +96,11 @@ export class TextIndex {
   private norms = new Float32Array(1024 * F)
   private readonly normAverages = new Float64Array(F).fill(1)
   private capacity = 1024
+  // Scratch for add(): per term number, the add that last saw it and its row in `addCounts`.
+  private seenBy = new Int32Array(1024)
+  private rowOf = new Int32Array(1024)
+  private addCounts = new Uint8Array(64 * F)
+  private adds = 0
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
 
@@ -110,7 +116,11 @@ export class TextIndex {
     let total = F - 1
     for (const field of FIELDS) total += fields[field].length
     const start = this.reserveSequence(total)
-    const counts = new Map<number, Uint8Array>()
+    // Distinct terms in order of first appearance, their field counts in rows of `addCounts`.
+    const add = ++this.adds
+    const distinct: number[] = []
+    if (this.addCounts.length < total * F) this.addCounts = new Uint8Array(total * F)
+    const counts = this.addCounts
     let at = start
     FIELDS.forEach((field, f) => {
       const tokens = fields[field]
@@ -120,9 +130,14 @@ export class TextIndex {
       for (const token of tokens) {
         const id = this.termId(token)
         this.sequences[at++] = id
-        let tf = counts.get(id)
-        if (!tf) counts.set(id, (tf = new Uint8Array(F)))
-        if ((tf[f] as number) < MAX_TF) tf[f] = (tf[f] as number) + 1
+        if (this.seenBy[id] !== add) {
+          this.seenBy[id] = add
+          this.rowOf[id] = distinct.length
+          counts.fill(0, distinct.length * F, distinct.length * F + F)
+          distinct.push(id)
+        }
+        const cell = (this.rowOf[id] as number) * F + f
+        if ((counts[cell] as number) < MAX_TF) counts[cell] = (counts[cell] as number) + 1
       }
     })
     this.sequenceStart[slot] = start
@@ -130,7 +145,7 @@ export class TextIndex {
     this.alive[slot] = 1
     this.liveCount++
     this.computeNorms(slot)
-    for (const [id, tf] of counts) (this.postings[id] as Postings).add(slot, tf, this.termWeight(slot, tf, 0))
+    distinct.forEach((id, row) => { (this.postings[id] as Postings).add(slot, counts, row * F, this.termWeight(slot, counts, row * F)) })
   }
 
   private termId(term: string): number {
@@ -139,6 +154,10 @@ export class TextIndex {
       id = this.freeTermIds.pop() ?? this.postings.length
       this.termIds.set(term, id)
       this.postings[id] = new Postings(term)
+      if (id >= this.seenBy.length) {
+        this.seenBy = grown(this.seenBy, this.seenBy.length * 2)
+        this.rowOf = grown(this.rowOf, this.rowOf.length * 2)
+      }
     }
     return id
   }

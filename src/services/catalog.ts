@@ -15,6 +15,10 @@ export interface CatalogQuery {
   limit: number
 }
 
+function facetsOf(record: EntityRecord): Facets {
+  return { type: record.type, category: record.category.toLowerCase(), developerId: record.developer_id, tags: [...new Set(record.tags.map(t => t.toLowerCase()))] }
+}
+
 /**
  * In-memory facets of the live entities (type, category, developer) in registration order, so
  * listings and counts never scan LMDB. Rebuilt from the store at start.
@@ -25,10 +29,19 @@ export class EntityCatalog {
   private readonly byCategory = new Map<string, Set<string>>()
   private readonly byDeveloper = new Map<string, Set<string>>()
   private readonly byTag = new Map<string, Set<string>>()
+  /** While loading: the facets read so far, put in registration order by `loaded()`. */
+  private loading: { at: string; id: string; facets: Facets }[] = []
 
-  load(records: Iterable<EntityRecord>): void {
-    const sorted = [...records].sort((a, b) => a.registered_at.localeCompare(b.registered_at))
-    for (const r of sorted) this.upsert(r)
+  /** One stored record at start (any order); `loaded()` then indexes them in registration order. */
+  loadRecord(record: EntityRecord): void {
+    this.loading.push({ at: record.registered_at, id: record.entity_id, facets: facetsOf(record) })
+  }
+
+  loaded(): void {
+    // ISO-8601 UTC times order as plain strings (localeCompare is many times slower).
+    const sorted = this.loading.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0))
+    this.loading = []
+    for (const { id, facets } of sorted) this.insert(id, facets)
   }
 
   get size(): number { return this.facets.size }
@@ -40,14 +53,17 @@ export class EntityCatalog {
   has(id: string): boolean { return this.facets.has(id) }
 
   upsert(record: EntityRecord): void {
-    const previous = this.facets.get(record.entity_id)
-    const next: Facets = { type: record.type, category: record.category.toLowerCase(), developerId: record.developer_id, tags: [...new Set(record.tags.map(t => t.toLowerCase()))] }
-    if (previous) this.unindex(record.entity_id, previous)
-    this.facets.set(record.entity_id, next)
-    add(this.byType, next.type, record.entity_id)
-    add(this.byCategory, next.category, record.entity_id)
-    if (next.developerId) add(this.byDeveloper, next.developerId, record.entity_id)
-    for (const tag of next.tags) add(this.byTag, tag, record.entity_id)
+    this.insert(record.entity_id, facetsOf(record))
+  }
+
+  private insert(id: string, next: Facets): void {
+    const previous = this.facets.get(id)
+    if (previous) this.unindex(id, previous)
+    this.facets.set(id, next)
+    add(this.byType, next.type, id)
+    add(this.byCategory, next.category, id)
+    if (next.developerId) add(this.byDeveloper, next.developerId, id)
+    for (const tag of next.tags) add(this.byTag, tag, id)
   }
 
   /** Categories in use with their entity counts, most used first (kept up to date on every write). */

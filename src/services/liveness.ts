@@ -51,6 +51,8 @@ interface State extends LivenessRecord {
 
 export class LivenessService implements LivenessView {
   private readonly states = new Map<string, State>()
+  /** The flushed states, while loading. */
+  private saved: Map<string, LivenessRecord> | null = null
   private readonly dirty = new Set<string>()
   private readonly removed = new Set<string>()
   private readonly now: () => Date
@@ -74,15 +76,21 @@ export class LivenessService implements LivenessView {
     })
   }
 
-  /** Loads the flushed state; home entities without one start from their record. */
-  load(): number {
-    const saved = new Map(this.c.store.allLiveness())
-    for (const record of this.c.store.allEntities()) {
-      if (!this.isHome(record)) continue
-      const known = saved.get(record.entity_id)
-      this.states.set(record.entity_id, { ...(known ?? this.initialState(record)), publicKey: parsePublicKey(record.public_key) as Buffer })
-    }
-    return this.states.size
+  /** One stored entity at start: a home entity gets its flushed state, or one from its record. */
+  loadRecord(record: EntityRecord): void {
+    if (!this.isHome(record)) return
+    this.saved ??= new Map(this.c.store.allLiveness())
+    const known = this.saved.get(record.entity_id)
+    this.states.set(record.entity_id, { ...(known ?? this.initialState(record)), publicKey: parsePublicKey(record.public_key) as Buffer })
+  }
+
+  loaded(): void {
+    this.saved = null
+  }
+
+  /** The home entities (those whose liveness this node tracks). */
+  homeEntityIds(): IterableIterator<string> {
+    return this.states.keys()
   }
 
   start(): void {

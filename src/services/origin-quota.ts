@@ -32,8 +32,9 @@ export class OriginQuota {
   constructor(private readonly settings: OriginQuotaSettings, private readonly now: () => number = () => performance.now()) {}
 
   /** Counts the entities held per home registry (at start). */
-  load(entities: Iterable<EntityRecord>): void {
-    for (const record of entities) if (record.home_registry_id) this.count(record.home_registry_id, 1)
+  /** One stored entity at start: counted against its origin. */
+  loadRecord(record: EntityRecord): void {
+    if (record.home_registry_id) this.count(record.home_registry_id, 1)
   }
 
   /**

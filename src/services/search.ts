@@ -161,9 +161,13 @@ export class SearchService {
     })
   }
 
-  /** Indexes every stored entity (at start) and builds the home term filter; vectors follow in the background. */
-  load(): number {
-    for (const record of this.c.store.allEntities()) this.index(record)
+  /** One stored entity at start (its liveness loaded first); vectors follow in the background. */
+  loadRecord(record: EntityRecord): void {
+    this.index(record)
+  }
+
+  /** After the last stored entity: builds the home term filter; the number of documents. */
+  loaded(): number {
     this.homeTerms.rebuild()
     return this.engine.size
   }

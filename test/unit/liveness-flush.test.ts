@@ -32,7 +32,6 @@ test('a stop during a batch write also writes the heartbeats that came after the
   let release = (): void => {}
   const store = {
     allLiveness: () => [],
-    allEntities: () => [record],
     getEntity: (id: string) => (id === record.entity_id ? record : undefined),
     commit: async (fn: (tx: unknown) => void) => {
       if (held) await held
@@ -44,7 +43,9 @@ test('a stop during a batch write also writes the heartbeats that came after the
     verifyHeartbeat: async () => 'deployed',
     liveness: { inactiveAfterMs: 3_600_000, sweepIntervalMs: 3_600_000, maxClockSkewMs: 60_000, flushIntervalMs: 3_600_000 }
   })
-  t.is(liveness.load(), 1)
+  liveness.loadRecord(record)
+  liveness.loaded()
+  t.deepEqual([...liveness.homeEntityIds()], [a.agentId])
   const beat = () => liveness.heartbeat({ timestamp: new Date(clock).toISOString(), signature: `ed25519:${Buffer.alloc(64).toString('base64')}` }, a.agentId)
 
   clock += 1000
