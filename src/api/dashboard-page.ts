@@ -5,6 +5,10 @@
  * GET /v1/entities (the newest entities); the /v1/ws/activity stream feeds the live
  * list and triggers an early refresh when an entity, developer or peer changes.
  *
+ * Search: a form over POST /v1/search (query, type, category, tags, status, federated); each
+ * result shows its score and breakdown and its availability, and a click shows its record
+ * (GET /v1/entities/{id}) and signed card (GET /v1/entities/{id}/card).
+ *
  * Liveness: the active/inactive counts of this node's home entities, from the status's `liveness`
  * (other entities' liveness is their home node's to track).
  *
@@ -59,6 +63,13 @@ export const DASHBOARD_HTML = `<!doctype html>
   #graph .peer.healthy { fill: var(--ok); } #graph .peer.degraded { fill: var(--warn); } #graph .peer.off { fill: var(--off); } #graph text.off { fill: var(--muted); }
   #error { display: none; padding: 8px 20px; background: #fdecec; color: var(--bad); border-bottom: 1px solid #f5c2c2; }
   label { font-size: 12px; color: var(--muted); font-weight: 400; }
+  #search-form { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; margin-bottom: 8px; }
+  #search-form input[type=text], #search-form input[type=search], #search-form select { font: inherit; padding: 4px 6px; border: 1px solid var(--line); border-radius: 4px; }
+  #search-query { flex: 1 1 260px; }
+  #search-form button { font: inherit; padding: 4px 14px; border: 0; border-radius: 4px; background: var(--accent); color: #fff; cursor: pointer; }
+  #search-results tr[data-entity-id] { cursor: pointer; } #search-results tr[data-entity-id]:hover { background: #f0f4fa; }
+  .breakdown { font-size: 11px; color: var(--muted); white-space: nowrap; }
+  #search-detail { display: none; margin-top: 10px; } #search-detail pre { background: var(--bg); padding: 8px; border-radius: 6px; overflow: auto; max-height: 320px; font-size: 12px; }
 </style>
 </head>
 <body>
@@ -114,6 +125,25 @@ export const DASHBOARD_HTML = `<!doctype html>
   <section id="activity-panel" data-testid="activity-panel">
     <h2>Live activity <label><input type="checkbox" id="hide-heartbeats"> hide heartbeats</label></h2>
     <ul id="activity" data-testid="activity-list"></ul>
+  </section>
+  <section class="wide" id="search-panel" data-testid="search-panel">
+    <h2>Search <small id="search-note" data-testid="search-note"></small></h2>
+    <form id="search-form" data-testid="search-form">
+      <input type="search" id="search-query" data-testid="search-query" placeholder="what should the agent do? (quote a phrase for an exact match)">
+      <select id="search-type" data-testid="search-type"><option value="any">any type</option><option value="agent">agents</option><option value="service">services</option></select>
+      <input type="text" id="search-category" data-testid="search-category" placeholder="category" size="12">
+      <input type="text" id="search-tags" data-testid="search-tags" placeholder="tags, comma separated" size="18">
+      <select id="search-status" data-testid="search-status"><option value="any">any status</option><option value="active">active</option><option value="inactive">inactive</option></select>
+      <label><input type="checkbox" id="search-federated" data-testid="search-federated"> federated</label>
+      <button type="submit" data-testid="search-submit">Search</button>
+    </form>
+    <table><thead><tr><th>#</th><th>name</th><th>FQAN or ID</th><th>type</th><th>category</th><th>availability</th><th>score</th><th>breakdown</th></tr></thead><tbody id="search-results" data-testid="search-results"></tbody></table>
+    <div id="search-detail" data-testid="search-detail">
+      <h2>Record <small id="search-detail-id" data-testid="search-detail-id"></small></h2>
+      <pre id="search-record" data-testid="search-record"></pre>
+      <h2>Card <small id="search-card-note" data-testid="search-card-note"></small></h2>
+      <pre id="search-card" data-testid="search-card"></pre>
+    </div>
   </section>
   <section class="wide" id="entities-panel" data-testid="entities-panel">
     <h2>Newest entities <small id="entities-note" data-testid="entities-note"></small></h2>
@@ -278,6 +308,58 @@ function connect() {
     if (/^peer_/.test(t)) { refreshSoon('peers', refreshPeers); refreshSoon('status', refreshStatus) }
   }
 }
+
+// Search over POST /v1/search; a result row opens its record and card.
+const postJson = (path, body) => fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify(body) })
+  .then(r => r.json().then(b => (r.ok ? b : Promise.reject(new Error((b && b.message) || path + ': HTTP ' + r.status)))))
+const fixed = n => (typeof n === 'number' ? n.toFixed(3) : '–')
+
+function searchBody() {
+  const body = { query: $('search-query').value.trim(), type: $('search-type').value, status: $('search-status').value, max_results: 20 }
+  const category = $('search-category').value.trim()
+  const tags = $('search-tags').value.split(',').map(t => t.trim()).filter(Boolean)
+  if (category) body.category = category
+  if (tags.length) body.tags = tags
+  if ($('search-federated').checked) body.federated = true
+  return body
+}
+
+async function runSearch() {
+  setNote('search-note', 'searching…')
+  const reply = await postJson('/v1/search', searchBody())
+  const stats = reply.search_stats || {}
+  setNote('search-note', num(reply.total_found) + ' found in ' + stats.latency_ms + ' ms' + (stats.federated ? ', ' + (stats.peers_answered || 0) + ' of ' + (stats.peers_queried || 0) + ' peers answered' : '') + ' · semantic ' + (stats.semantic || '–'))
+  const rows = (reply.results || []).map((r, i) => {
+    const b = r.score_breakdown || {}
+    const tr = el('tr', { 'data-testid': 'search-result', 'data-entity-id': r.entity_id })
+    tr.append(cell(i + 1), cell(r.name), cell(code(r.fqan || r.entity_id)), cell(r.type || r.entity_type), cell(r.category), cell(badge(r.status)),
+      cell(fixed(r.score), { 'data-testid': 'search-score' }),
+      cell('text ' + fixed(b.text_relevance) + ' · semantic ' + fixed(b.semantic_similarity) + ' · trust ' + fixed(b.trust_score) + ' · fresh ' + fixed(b.freshness) + ' · avail ' + b.availability, { class: 'breakdown', 'data-testid': 'search-breakdown' }))
+    tr.addEventListener('click', () => { showDetail(r.entity_id).catch(fail) })
+    return tr
+  })
+  if (!rows.length) { const tr = el('tr'); tr.appendChild(el('td', { colspan: 8, class: 'empty' }, 'no match')); rows.push(tr) }
+  $('search-results').replaceChildren(...rows)
+}
+
+async function showDetail(id) {
+  $('search-detail').style.display = 'block'
+  setNote('search-detail-id', id)
+  $('search-record').textContent = JSON.stringify(await getJson('/v1/entities/' + encodeURIComponent(id)), null, 2)
+  setNote('search-card-note', 'fetching…')
+  $('search-card').textContent = ''
+  try {
+    const card = await getJson('/v1/entities/' + encodeURIComponent(id) + '/card')
+    setNote('search-card-note', '')
+    $('search-card').textContent = JSON.stringify(card, null, 2)
+  } catch (err) {
+    setNote('search-card-note', 'no card: ' + err.message)
+  }
+}
+$('search-form').addEventListener('submit', ev => {
+  ev.preventDefault()
+  runSearch().then(() => $('error').style.display = 'none', err => setNote('search-note', 'search failed: ' + err.message))
+})
 
 function ok() { $('error').style.display = 'none'; setText('updated', new Date().toLocaleTimeString('en-GB')) }
 function fail(err) { const box = $('error'); box.textContent = 'Could not reach the node API: ' + (err && err.message ? err.message : err); box.style.display = 'block' }

@@ -138,6 +138,43 @@ browserTest('registrations appear in the activity stream and the counts without 
   t.true(await page.evaluate(() => (window as any).notReloaded === true), 'the page was not reloaded')
 })
 
+browserTest('a person searches from the page: ranked results with their breakdown and availability, filters, a click to the record and card', async t => {
+  const search = async (fill: Record<string, string>, federated = false): Promise<void> => {
+    for (const [id, value] of Object.entries(fill)) await page.locator(byTestId(id)).fill(value)
+    await page.locator(byTestId('search-federated')).setChecked(federated)
+    const before = await textOf('search-note')
+    await page.locator(byTestId('search-submit')).click()
+    await page.waitForFunction(([sel, old]) => { const text = document.querySelector(sel!)?.textContent ?? ''; return text !== old && / found in /.test(text) }, [byTestId('search-note'), before] as const)
+  }
+  const resultIds = () => page.locator(byTestId('search-result')).evaluateAll(rows => rows.map(r => r.getAttribute('data-entity-id')))
+
+  await search({ 'search-query': 'translator', 'search-category': '', 'search-tags': '' })
+  const api = (await http(a.url, 'POST', '/v1/search', { body: { query: 'translator', type: 'any', status: 'any', max_results: 20 } })).body
+  t.deepEqual(await resultIds(), api.results.map((r: { entity_id: string }) => r.entity_id))
+  t.true(api.results.length >= 1)
+  const first = page.locator(byTestId('search-result')).first()
+  t.is(await first.locator(byTestId('search-score')).textContent(), api.results[0].score.toFixed(3))
+  t.regex((await first.locator(byTestId('search-breakdown')).textContent())!, /^text 1\.000 · semantic \d\.\d{3} · trust \d\.\d{3} · fresh \d\.\d{3} · avail 1$/)
+  t.is(await first.locator('.badge').textContent(), 'active')
+  t.regex(await textOf('search-note'), new RegExp(`^${api.total_found} found in `))
+
+  // Filters only: the category, any type and status.
+  await search({ 'search-query': '', 'search-category': 'documents' })
+  const documents = (await http(a.url, 'POST', '/v1/search', { body: { category: 'documents', type: 'any', status: 'any' } })).body
+  t.deepEqual(await resultIds(), documents.results.map((r: { entity_id: string }) => r.entity_id))
+  t.is(documents.results.length, 1)
+
+  // A click shows the record and what became of its card.
+  await page.locator(byTestId('search-result')).first().click()
+  await page.waitForFunction(sel => (document.querySelector(sel!)?.textContent ?? '').includes('"entity_id"'), byTestId('search-record'))
+  t.true((await textOf('search-record')).includes(documents.results[0].entity_id))
+  await page.waitForFunction(([card, note]) => (document.querySelector(card!)?.textContent ?? '') !== '' || /no card/.test(document.querySelector(note!)?.textContent ?? ''), [byTestId('search-card'), byTestId('search-card-note')] as const)
+
+  // Federated: the peers are asked, and the note says how many answered.
+  await search({ 'search-query': 'weather', 'search-category': '' }, true)
+  t.regex(await textOf('search-note'), /found in .* ms, \d+ of \d+ peers answered/)
+})
+
 browserTest('a stopped peer stays in the graph, greyed', async t => {
   await c.stop()
   await page.waitForFunction(sel => document.querySelectorAll(sel).length === 1, `${byTestId('graph-peer')}[data-connected="false"]`)
