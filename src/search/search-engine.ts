@@ -169,9 +169,11 @@ export class SearchEngine {
   /** The part of trust that depends on the developer only (verified handle, profile), for all their documents. */
   setDeveloperPart(developerId: string, part: number): void {
     const n = this.developerNumber(developerId)
-    if (this.developerParts[n] === part) return
+    if (this.developerParts[n] === Math.fround(part)) return
     this.developerParts[n] = part
-    this.signalsKey = null
+    // Only their documents' cached signals change (dead slots in the list are harmless).
+    const slots = this.byDeveloper.get(developerId)
+    for (let i = 0; i < slots.length; i++) this.trustCache[slots[i] as number] = NaN
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
@@ -311,7 +313,11 @@ export class SearchEngine {
     const developerId = covered === 'developer' ? null : q.developerId ?? null
     const tags = (q.tags ?? []).filter((_, i) => i !== covered)
     if (category === null && developerId === null && tags.length === 0) return null
-    return doc => (category === null || doc.category === category) && (developerId === null || doc.developerId === developerId) && tags.every(tag => doc.tags.includes(tag))
+    return doc => {
+      if ((category !== null && doc.category !== category) || (developerId !== null && doc.developerId !== developerId)) return false
+      for (let i = 0; i < tags.length; i++) if (!doc.tags.includes(tags[i] as string)) return false
+      return true
+    }
   }
 
   /** Empties the signal caches when the formula, weights, half-life, a developer's part or the time (by more than SIGNALS_CACHE_MS) changed. */

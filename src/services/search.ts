@@ -68,6 +68,12 @@ function cardCapabilities(card: unknown): Record<(typeof CAPABILITY_KEYS)[number
   }
 }
 
+/** Whether `list` holds every one of `values` (a loop: this runs once per candidate document). */
+function holdsAll(list: readonly string[], values: readonly string[]): boolean {
+  for (let i = 0; i < values.length; i++) if (!list.includes(values[i] as string)) return false
+  return true
+}
+
 function lower(values: readonly string[]): Set<string> {
   return new Set(values.map(v => v.toLowerCase()))
 }
@@ -431,11 +437,12 @@ export class SearchService {
       if (!wanted?.length) continue
       const values = [...lower(wanted)]
       checks.push(d => {
-        if (values.every(v => d.capabilities[key].includes(v))) return true
+        const own = d.capabilities[key]
+        if (holdsAll(own, values)) return true
         const card = this.c.cards.cached(d.entityId)
         if (!card) return false
         const declared = cardCapabilities(card.card)[key]
-        return values.every(v => d.capabilities[key].includes(v) || declared.has(v))
+        return values.every(v => own.includes(v) || declared.has(v))
       })
     }
     return {
