@@ -348,9 +348,10 @@ async function restart(nodeArgs: string[], previous: NodeProcess, signed: readon
   const startedAt = performance.now()
   let node: NodeProcess
   try {
-    node = await spawnNode([...nodeArgs, '--log-level', 'info'])
+    // A minute per 100k entities before giving up (the goal at 1M is 120 s).
+    node = await spawnNode([...nodeArgs, '--log-level', 'info'], { startTimeoutMs: Math.max(30_000, (N / 100_000) * 60_000) })
   } catch (err) {
-    report('restart_listening', '> 30', 's (spawnNode gave up)')
+    report('restart_listening', `> ${Math.max(30, (N / 100_000) * 60)}`, 's (spawnNode gave up)')
     console.error((err as Error).message.slice(0, 2000))
     throw err
   }
