@@ -159,7 +159,7 @@ export class Testnet {
       this.slots = await Promise.all(Array.from({ length: this.o.nodes }, (_, i) => this.prepare(i)))
       for (const slot of this.slots) slot.args.push(...neighbours(this.topology, slot.index).flatMap(j => ['--allow-peer', this.slots[j]!.peerId]))
       this.log(`starting ${this.o.nodes} nodes (${this.topology.name}, ${this.topology.edges.length} edges, network mode ${this.modeChosen})`)
-      await Promise.all(this.slots.map(s => this.spawn(s)))
+      await Promise.all(this.slots.map(s => this.spawnOnFreePorts(s)))
       await this.wire()
       await this.waitForMesh(timeoutMs)
     } catch (err) {
@@ -405,6 +405,27 @@ export class Testnet {
     return {
       index: i, name, dataDir, url: `http://${host}:${httpPort}`, peerId, multiaddr: `/ip4/${host}/tcp/${p2pPort}/p2p/${peerId}`,
       state: 'stopped', traceFile, args, child: null, exited: null, output: ''
+    }
+  }
+
+  /**
+   * Starts a node for the first time. In process mode its ports were found free a moment before;
+   * when another process took one meanwhile (EADDRINUSE), fresh ports are picked and it starts again.
+   */
+  private async spawnOnFreePorts(slot: NodeSlot): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.spawn(slot)
+      } catch (err) {
+        if (this.netns || attempt >= 3 || !/EADDRINUSE/.test(slot.output)) throw err
+        const [httpPort, p2pPort] = await this.ports.take()
+        const set = (flag: string, value: number): void => { slot.args[slot.args.indexOf(flag) + 1] = String(value) }
+        set('--http-port', httpPort)
+        set('--p2p-port', p2pPort)
+        slot.url = `http://127.0.0.1:${httpPort}`
+        slot.multiaddr = `/ip4/127.0.0.1/tcp/${p2pPort}/p2p/${slot.peerId}`
+        this.log(`${slot.name}: a port was taken meanwhile; starting again on ${httpPort} and ${p2pPort}`)
+      }
     }
   }
 
