@@ -29,6 +29,26 @@ export interface HomeTermsOptions {
 /** The members of a record that decide where its home is. */
 export type HomeFields = Pick<EntityRecord, 'entity_id' | 'home_registry'> & { home_registry_id?: string | undefined }
 
+/**
+ * Term IDs packed two UTF-16 code units each into a string: one small heap object per entity,
+ * where a Uint32Array costs a typed array, an ArrayBuffer and a separate allocation (about 180
+ * bytes more per home entity at 100k).
+ */
+function packIds(ids: readonly number[]): string {
+  const units: number[] = []
+  for (const id of ids) units.push(id >>> 16, id & 0xffff)
+  // In slices: a spread of very many arguments would overflow the stack.
+  let packed = ''
+  for (let i = 0; i < units.length; i += 8192) packed += String.fromCharCode(...units.slice(i, i + 8192))
+  return packed
+}
+
+function unpackIds(packed: string): number[] {
+  const ids: number[] = []
+  for (let i = 0; i < packed.length; i += 2) ids.push(((packed.charCodeAt(i) << 16) | packed.charCodeAt(i + 1)) >>> 0)
+  return ids
+}
+
 /** Builds faster than this after a change are not worth delaying: bursts of writes still share one. */
 const MIN_DELAY_MS = 50
 
@@ -40,7 +60,8 @@ export class HomeTermSummary {
   private firstHashes = new Uint32Array(1024)
   private secondHashes = new Uint32Array(1024)
   private readonly freeIds: number[] = []
-  private readonly byEntity = new Map<string, Uint32Array>()
+  /** Each home entity's term IDs, packed (see packIds). */
+  private readonly byEntity = new Map<string, string>()
   private liveTerms = 0
   private dirty = false
   private timer: NodeJS.Timeout | null = null
@@ -73,20 +94,18 @@ export class HomeTermSummary {
     }
     const distinct = new Set<string>()
     for (const list of Object.values(fields)) for (const term of list) distinct.add(term)
-    const next = new Uint32Array(distinct.size)
-    let i = 0
-    for (const term of distinct) next[i++] = this.acquire(term)
+    const next = packIds([...distinct].map(term => this.acquire(term)))
     const previous = this.byEntity.get(record.entity_id)
-    if (previous) for (const id of previous) this.release(id)
+    if (previous !== undefined) for (const id of unpackIds(previous)) this.release(id)
     this.byEntity.set(record.entity_id, next)
     this.changed()
   }
 
   remove(entityId: string): void {
     const previous = this.byEntity.get(entityId)
-    if (!previous) return
+    if (previous === undefined) return
     this.byEntity.delete(entityId)
-    for (const id of previous) this.release(id)
+    for (const id of unpackIds(previous)) this.release(id)
     this.changed()
   }
 

@@ -49,6 +49,14 @@ interface State extends LivenessRecord {
   publicKey: Buffer
 }
 
+/**
+ * A state as one literal of fixed shape. Spreading a stored record into it (`{ ...record, publicKey }`)
+ * gave each of 100k states its own hidden class: about 300 bytes of heap per home entity.
+ */
+function stateOf(r: LivenessRecord, publicKey: Buffer): State {
+  return { last_seen: r.last_seen, active: r.active, active_since: r.active_since, active_ms: r.active_ms, observed_since: r.observed_since, publicKey }
+}
+
 export class LivenessService implements LivenessView {
   private readonly states = new Map<string, State>()
   /** The flushed states, while loading. */
@@ -81,7 +89,7 @@ export class LivenessService implements LivenessView {
     if (!this.isHome(record)) return
     this.saved ??= new Map(this.c.store.allLiveness())
     const known = this.saved.get(record.entity_id)
-    this.states.set(record.entity_id, { ...(known ?? this.initialState(record)), publicKey: parsePublicKey(record.public_key) as Buffer })
+    this.states.set(record.entity_id, stateOf(known ?? this.initialState(record), parsePublicKey(record.public_key) as Buffer))
   }
 
   loaded(): void {
@@ -302,8 +310,7 @@ export class LivenessService implements LivenessView {
   private observe(entityId: string, committed?: EntityRecord): void {
     const record = committed ?? this.c.store.getEntity(entityId)
     if (!record || !this.isHome(record)) return
-    const state = this.initialState(record)
-    this.states.set(entityId, { ...state, publicKey: parsePublicKey(record.public_key) as Buffer })
+    this.states.set(entityId, stateOf(this.initialState(record), parsePublicKey(record.public_key) as Buffer))
     // Nothing to write: until its first heartbeat the state is the one `load` derives from the
     // record. A record left by an earlier registration of the same key stays marked for removal.
   }
