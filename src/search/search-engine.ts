@@ -202,7 +202,7 @@ export class SearchEngine {
   }
 
   /** Drops removed documents from the postings and slot lists, which frees their slots. */
-  sweep(): void {
+  private sweep(): void {
     const { docs } = this
     this.text.sweep()
     this.byCategory.sweep((slot, category) => docs[slot]?.category === category)

@@ -106,9 +106,6 @@ export class TextIndex {
 
   get size(): number { return this.liveCount }
 
-  /** Distinct terms of the live documents. */
-  get termCount(): number { return this.termIds.size }
-
   /** Indexes a document into `slot`, which must never have been used or have been swept since its removal. */
   add(slot: number, fields: FieldTokens): void {
     this.ensure(slot + 1)
@@ -252,12 +249,6 @@ export class TextIndex {
   sweep(): void {
     for (const list of this.postings) if (list && list.length > list.df) list.compact(this.alive)
     if (this.sequencesGarbage > 0) this.compactSequences()
-  }
-
-  /** Documents holding `term`. */
-  documentFrequency(term: string): number {
-    const id = this.termIds.get(term)
-    return id === undefined ? 0 : (this.postings[id] as Postings).df
   }
 
   /**

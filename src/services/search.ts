@@ -335,7 +335,8 @@ export class SearchService {
     const started = performance.now()
     // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
-    const filters = this.filters(body)
+    const { matchesNothing, ...filters } = this.filters(body)
+    const only = matchesNothing || onlyEntity === null ? [] : onlyEntity === undefined ? undefined : [onlyEntity]
     const analyzed = analyzeQuery(body.query ?? '')
     let vector: Float32Array | null = null
     let semantic = 'used'
@@ -365,7 +366,7 @@ export class SearchService {
       now,
       offset,
       limit,
-      ...(onlyEntity !== undefined ? { only: onlyEntity === null || filters.only?.length === 0 ? [] : [onlyEntity] } : {})
+      ...(only ? { only } : {})
     })
     const out: FederatedHit[] = []
     for (const hit of hits) {
@@ -422,7 +423,7 @@ export class SearchService {
    * The request's filters (all combined with AND): kind and status as columns; category, tags and
    * developer as lists of slots; capabilities as a predicate. An unknown developer handle matches nothing.
    */
-  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId' | 'filter' | 'only'> {
+  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId' | 'filter'> & { matchesNothing: boolean } {
     const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
     if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
     const status = (body.status ?? 'active').toLowerCase()
@@ -452,7 +453,7 @@ export class SearchService {
       tags: body.tags?.length ? [...lower(body.tags)] : [],
       developerId,
       filter: checks.length === 0 ? null : checks.length === 1 ? (checks[0] as (doc: SearchDocument) => boolean) : doc => checks.every(check => check(doc)),
-      ...(nobody ? { only: [] } : {})
+      matchesNothing: nobody
     }
   }
 
