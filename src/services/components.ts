@@ -76,8 +76,3 @@ export class MissingDependency extends Error {
     this.name = 'MissingDependency'
   }
 }
-
-/** Last writer wins: by time, ties broken by comparing a signature's bytes (any total order all nodes share). */
-export function isLater(at: string, tieBreak: string, thanAt: string, thanTieBreak: string): boolean {
-  return at > thanAt || (at === thanAt && tieBreak > thanTieBreak)
-}

@@ -6,15 +6,16 @@ import { RegistryError } from '../errors.js'
 import { formatKey, parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperRegistration } from '../identity/verifiers.js'
+import { isLater } from '../store/operation-order.js'
 import type { WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate, developerSigner } from './authorize.js'
-import { isLater, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import { StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
-import { acceptOperation, sealOperation, signatureFingerprint } from './operations.js'
+import { acceptOperation, bodyOf, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl } from './validation.js'
 
@@ -160,7 +161,7 @@ export class DeveloperService {
       let updated: DeveloperRecord
       if (remote && now <= current.updated_at) {
         const later = this.c.store.operationsOf(id).filter(o => o.kind === 'developer.update' && o.body && o.accepted_at > now)
-          .map(o => JSON.parse(Buffer.from(o.body as Uint8Array).toString('utf8')) as Record<string, unknown>)
+          .map(o => bodyOf(o) as Record<string, unknown>)
         const untouched = Object.fromEntries((['name', 'github', 'profile_url'] as const).filter(f => later.every(b => b[f] == null)).map(f => [f, body[f]]))
         updated = patch(current, untouched)
       } else {

@@ -7,17 +7,18 @@ import { RegistryError, invalidField } from '../errors.js'
 import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
+import { compareOperations, isLater } from '../store/operation-order.js'
 import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType, type Operation, type PricingModel } from '../store/records.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
-import { isLater, NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import { NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { LivenessView } from './liveness.js'
 import type { NameDirectory } from './name-directory.js'
 import type { NameService } from './names.js'
 import { formatFqan } from './naming.js'
-import { acceptOperation, signatureFingerprint } from './operations.js'
+import { acceptOperation, bodyOf, registrationOf, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
 
@@ -346,14 +347,14 @@ export class EntityService {
    * after it. Each was verified when it was stored; the status fields stay as they are.
    */
   private refold(current: EntityRecord, ops: readonly Operation[]): EntityRecord {
-    const registration = ops.filter(o => o.kind === 'entity.register' && o.accepted_at === current.registered_at).at(-1)
+    const registration = registrationOf(ops, current)
     if (!registration?.body) return current
-    const { body, publicKey, proofInput, build } = this.parseRegistration(JSON.parse(Buffer.from(registration.body).toString('utf8')))
+    const { body, publicKey, proofInput, build } = this.parseRegistration(bodyOf(registration))
     const proof = proofInput ? this.parseProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
     let record: EntityRecord = { ...build(proof, registration.accepted_at, current.home_registry, registration.origin), status: current.status, last_heartbeat: current.last_heartbeat, registration_signatures: current.registration_signatures }
-    const updates = ops.filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at).sort(byTime)
+    const updates = ops.filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at).sort(compareOperations)
     for (const update of updates) {
-      const patchBody = validate(UpdateRequest, JSON.parse(Buffer.from(update.body as Uint8Array).toString('utf8')))
+      const patchBody = validate(UpdateRequest, bodyOf(update))
       record = updatePatch(patchBody, update.auth.signature, update.accepted_at, this.c.settings.allowHttpEntityUrl)(record)
     }
     return record
@@ -365,9 +366,10 @@ export class EntityService {
    * the record shows the latest.
    */
   async applyStatus(op: Operation, originKey: Buffer): Promise<void> {
+    // The origin signs the body's text; the parsed body is checked field by field.
     const text = op.body ? Buffer.from(op.body).toString('utf8') : ''
     let body: { entity_id?: unknown; status?: unknown; last_heartbeat?: unknown; registry_id?: unknown } = {}
-    try { body = JSON.parse(text) as typeof body } catch { /* checked below */ }
+    if (op.body) try { body = bodyOf(op) as typeof body } catch { /* checked below */ }
     const status = body.status
     if (body.entity_id !== op.subject || (status !== 'active' && status !== 'inactive') || body.registry_id !== op.origin || (body.last_heartbeat !== null && typeof body.last_heartbeat !== 'string')) {
       throw new RegistryError('operation_invalid', 'An entity.status body is {entity_id, status, last_heartbeat, changed_at, registry_id} for its subject and origin.', 'body')
@@ -376,7 +378,7 @@ export class EntityService {
     if (!signature || (await this.c.verifier.firstVerifying(originKey, signature, [text])) !== 0) throw new RegistryError('signature_invalid', 'The status is not signed by its origin node.')
     const record = this.require(op.subject)
     const ops = this.c.store.operationsOf(op.subject)
-    const registration = ops.filter(o => o.kind === 'entity.register' && o.accepted_at === record.registered_at).at(-1)
+    const registration = registrationOf(ops, record)
     if (registration && registration.origin !== op.origin) throw new RegistryError('operation_invalid', "Status changes are accepted only from the entity's home node.", 'origin')
     if (op.accepted_at < record.registered_at) throw new StaleOperation()
     const latest = ops.filter(o => o.kind === 'entity.status').every(o => o.accepted_at < op.accepted_at)
@@ -453,8 +455,6 @@ function updatePatch(body: UpdateRequest, signature: string, now: string, allowH
     return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url), allowHttp))
   }
 }
-
-const byTime = (a: Operation, b: Operation): number => (a.accepted_at < b.accepted_at ? -1 : a.accepted_at > b.accepted_at ? 1 : a.node_signature < b.node_signature ? -1 : 1)
 
 const BINDING_EVENTS = new Set(['name_registered', 'name_updated', 'name_released'])
 

@@ -14,10 +14,12 @@ import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeletion, verifyHandleClaim, verifyNameBinding, verifyRelease } from '../identity/verifiers.js'
+import { compareOperations } from '../store/operation-order.js'
 import type { Operation } from '../store/records.js'
 import { authorizeUpdate, developerSigner } from './authorize.js'
 import { MissingDependency, StaleOperation, type ServiceComponents, type WriteRequest } from './components.js'
 import { formatFqan } from './naming.js'
+import { bodyOf } from './operations.js'
 
 export interface RemoteHandle {
   host: string
@@ -43,17 +45,15 @@ const KINDS = new Set(['handle.claim', 'handle.verify', 'handle.release', 'name.
 
 type Body = Record<string, unknown>
 
-const bodyOf = (op: Operation): Body => {
-  if (!op.body) return {}
+/** An operation's body as an object; {} when it has none (a release) or is not one, which the fold then ignores. */
+const fieldsOf = (op: Operation): Body => {
   try {
-    const parsed = JSON.parse(Buffer.from(op.body).toString('utf8')) as unknown
+    const parsed = bodyOf(op)
     return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Body : {}
   } catch {
     return {}
   }
 }
-
-const byTime = (a: Operation, b: Operation): number => (a.accepted_at < b.accepted_at ? -1 : a.accepted_at > b.accepted_at ? 1 : a.node_signature < b.node_signature ? -1 : 1)
 
 /** `handle:<handle>` or `name:<handle>/<name>` → its parts. */
 function parseSubject(subject: string): { handle: string; name: string | null } | null {
@@ -195,13 +195,13 @@ export class NameDirectory {
 
   /** A key's state from its operations in time order. */
   private fold(key: string): void {
-    const ops = (this.ops.get(key) ?? []).sort(byTime)
+    const ops = (this.ops.get(key) ?? []).sort(compareOperations)
     const parts = key.split('/')
     const [host, handle, name] = parts as [string, string, string | undefined]
     if (name === undefined) {
       let state: RemoteHandle | undefined
       for (const op of ops) {
-        const body = bodyOf(op)
+        const body = fieldsOf(op)
         if (op.kind === 'handle.claim') {
           const developerId = typeof body.developer_id === 'string' ? body.developer_id : deriveId('developer', parsePublicKey(body.public_key as string) as Buffer)
           state = { host, handle, developer_id: developerId, verified: false, claimed_at: op.accepted_at }
@@ -219,7 +219,7 @@ export class NameDirectory {
     }
     let state: RemoteName | undefined
     for (const op of ops) {
-      const body = bodyOf(op)
+      const body = fieldsOf(op)
       if (op.kind === 'name.bind') {
         const holder = this.handles.get(`${host}/${handle}`)
         const entityId = op.auth.signer === 'self' ? this.entityOf(body) : typeof body.entity_id === 'string' ? body.entity_id : null

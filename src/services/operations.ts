@@ -1,7 +1,13 @@
+/**
+ * Operations as the services make and read them: sealing what this node accepts, and reading back
+ * what an operation carries (its body, the registration a record was made from).
+ */
+import { RegistryError } from '../errors.js'
 import { canonicalJson } from '../identity/canonical-json.js'
 import { sign } from '../identity/keys.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
-import type { Operation, OperationAuth, OperationKind } from '../store/records.js'
+import type { EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
+import { parseJsonBytes } from '../wire/json.js'
 
 /** The bytes the accepting node signs: the operation without its node signature, body as base64. */
 export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): string {
@@ -25,6 +31,25 @@ export function acceptOperation(
   acceptedAt: string
 ): Operation {
   return sealOperation(identity, { kind, subject, body: request.raw, path: request.path, auth, accepted_at: acceptedAt, origin: identity.registryId })
+}
+
+/**
+ * The operation's body as parsed JSON (null when it has none). Bodies are parsed with the same
+ * nesting limit as a client's request, so any body this node stored parses again; one from a peer
+ * that does not is an invalid operation.
+ */
+export function bodyOf(op: Pick<Operation, 'body'>): unknown {
+  if (!op.body) return null
+  try {
+    return parseJsonBytes(op.body)
+  } catch (err) {
+    throw new RegistryError('operation_invalid', `The operation body is not JSON: ${(err as Error).message}.`, 'body')
+  }
+}
+
+/** The registration a record was made from: the last `entity.register` accepted at its registered_at. */
+export function registrationOf(ops: readonly Operation[], record: Pick<EntityRecord, 'registered_at'>): Operation | undefined {
+  return ops.findLast(o => o.kind === 'entity.register' && o.accepted_at === record.registered_at)
 }
 
 /** Short, stable fingerprint of a signature: what the replay guard remembers. */

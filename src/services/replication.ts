@@ -17,15 +17,15 @@ import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.js'
+import { compareOperations } from '../store/operation-order.js'
 import type { Operation } from '../store/records.js'
 import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.js'
 import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
 import type { NameDirectory } from './name-directory.js'
-import { operationSigningBytes } from './operations.js'
+import { bodyOf, operationSigningBytes } from './operations.js'
 import type { OriginQuota } from './origin-quota.js'
-import { parseJsonBytes } from '../wire/json.js'
 
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
@@ -58,7 +58,7 @@ export class ReplicationService {
       const waiting = this.deferred.get(op.subject)
       if (waiting) {
         this.deferred.delete(op.subject)
-        for (const later of waiting.sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : 1))) await this.apply(later).catch(() => 'invalid')
+        for (const later of waiting.sort(compareOperations)) await this.apply(later).catch(() => 'invalid')
       }
     }
     return outcome
@@ -207,14 +207,7 @@ function developerOf(op: Operation, body: unknown, heldDeveloper: string | null 
 /** The request an operation replays: its body bytes, path, and the signature where the client carried it. */
 function requestOf(op: Operation): WriteRequest {
   const raw = op.body ?? new Uint8Array(0)
-  let body: unknown = null
-  if (op.body) {
-    try {
-      body = parseJsonBytes(op.body)
-    } catch (err) {
-      throw new RegistryError('operation_invalid', `The operation body is not JSON: ${(err as Error).message}.`, 'body')
-    }
-  }
+  const body = bodyOf(op)
   const { carrier, signer, signature } = op.auth
   const credentials = carrier === 'authorization' ? { authorization: `${signer === 'developer' ? 'Bearer-Dev' : 'Bearer'} ${signature}` }
     : carrier === 'x-signature' ? { xSignature: signature }
