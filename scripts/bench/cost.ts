@@ -21,6 +21,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, cpuSecondsByThread, cpuSecondsSplit, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
@@ -39,7 +40,6 @@ const { values: args } = parseArgs({
 })
 const rates = args.rates.split(',').map(Number)
 const seconds = Number(args.seconds)
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 report('machine_load_before', loadavg().map(l => l.toFixed(2)).join(' '), `(${cpus().length} cores)`)
 let offset = 0

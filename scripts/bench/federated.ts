@@ -36,7 +36,7 @@
  * IDs derive from real keys, which the requester checks. Prints `name: value unit` lines (progress on
  * stderr).
  */
-import { createPrivateKey, createPublicKey, createHash } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
@@ -44,14 +44,15 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
+import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { loadOrCreateNodeIdentity } from '../../src/identity/node-identity.js'
 import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { DOMAIN, VOCABULARY, entityContent, zipfCorpus } from '../lib/corpus.js'
+import { sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
 
-const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 /** src/node.ts's NODE_KEY_FILE (not imported: node.ts loads the whole node, uWS included). */
 const NODE_KEY_FILE = 'node-key.json'
 /** R's webhook secret: the admin route that connects the slow and dead peers when their turn comes. */
@@ -65,12 +66,6 @@ interface BenchNode {
   base: URL
   peerId: string
   tcp: string
-}
-
-/** The public key (raw) of a seed, through a JWK import (a tenth of the cost of the PKCS#8 path). */
-function publicKeyOf(seed: Buffer): Buffer {
-  const key = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: seed.toString('base64url'), x: '' }, format: 'jwk' })
-  return Buffer.from(createPublicKey(key).export({ format: 'jwk' }).x as string, 'base64url')
 }
 
 /** Writes `count` home entities of the node at `data` (host `host`) into its store; returns its registry ID. */
@@ -87,7 +82,7 @@ async function prepare(name: string, data: string, host: string, count: number, 
   }
   for (let i = 0; i < count; i++) {
     const content = entityContent(corpus, i)
-    const key = publicKeyOf(createHash('sha256').update(`bench-federated ${name} ${i}`).digest())
+    const key = keyPairFromSeed(createHash('sha256').update(`bench-federated ${name} ${i}`).digest()).publicKey
     batch.push({
       entity_id: deriveId(content.type, key), type: content.type, name: content.name, category: content.category, summary: content.summary,
       version: '1.0.0', tags: content.tags, public_key: formatKey(key), signature: `ed25519:${'A'.repeat(86)}==`,

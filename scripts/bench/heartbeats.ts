@@ -105,18 +105,19 @@ import { basename, join } from 'node:path'
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { isMainThread, parentPort, Worker } from 'node:worker_threads'
+import { isMainThread, parentPort, type Worker } from 'node:worker_threads'
 import WebSocket from 'ws'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { loadConfig } from '../../src/config.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { sleep } from '../lib/mesh-bench.js'
 import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from '../lib/node-process.js'
 import { seededRandom } from '../lib/random.js'
 import { percentile, report } from '../lib/report.js'
+import { startWorker } from '../lib/workers.js'
 
-const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 const entitySeed = (i: number): Buffer => createHash('sha256').update(`bench-heartbeats entity ${i}`).digest()
 
 
@@ -172,9 +173,6 @@ if (!isMainThread) {
     }
   })
 }
-
-/** Workers do not inherit tsx's loader from `--import tsx`: they register it, then load this file. */
-const WORKER_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
 
 function ask<T>(worker: Worker, job: SignRequest): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -570,7 +568,7 @@ async function main(): Promise<void> {
 
   // 1. Keys and signed registrations, in worker threads (kept for signing the beats).
   const W = Math.max(1, Number(args.workers))
-  const workers = Array.from({ length: W }, () => new Worker(WORKER_BOOT, { eval: true }))
+  const workers = Array.from({ length: W }, () => startWorker(import.meta.url))
   const ranges = Array.from({ length: W }, (_, w) => [Math.floor((w * N) / W), Math.floor(((w + 1) * N) / W)] as const)
   let t = performance.now()
   const registered = await Promise.all(workers.map((worker, w) => ask<RegisterReply>(worker, { type: 'register', from: ranges[w]![0], to: ranges[w]![1] })))

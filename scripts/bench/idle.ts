@@ -14,6 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
@@ -29,7 +30,6 @@ const { values: args } = parseArgs({
 })
 const count = Number(args.nodes)
 process.setMaxListeners(count + 10)
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 report('machine_load_before', loadavg().map(l => l.toFixed(2)).join(' '), `(${cpus().length} cores)`)
 const dirs = await Promise.all(Array.from({ length: count }, (_, i) => mkdtemp(join(tmpdir(), `bench-idle-${i}-`))))

@@ -39,6 +39,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { sleep } from '../lib/mesh-bench.js'
 import { spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies } from '../lib/registration-bodies.js'
 import { report } from '../lib/report.js'
@@ -69,7 +70,6 @@ const pipelineWrites = Number(args['pipeline-writes'])
 const idleRounds = Number(args['idle-rounds'])
 const client = args.client
 if (!['plain', 'hinted', 'retry'].includes(client)) throw new Error(`--client plain|hinted|retry, not ${client}`)
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /** What one write came to: an HTTP status, or the socket error's code. */
 type Outcome = { status: number; error?: undefined; reused: boolean } | { status?: undefined; error: string; reused: boolean }

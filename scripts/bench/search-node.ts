@@ -26,15 +26,17 @@ import { Agent, request } from 'node:http'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { isMainThread, parentPort, Worker } from 'node:worker_threads'
+import { isMainThread, parentPort } from 'node:worker_threads'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
 import { CATEGORIES, DOMAIN, VOCABULARY, entityContent, registrationBody, zipfCorpus, type EntityContent } from '../lib/corpus.js'
+import { sleep } from '../lib/mesh-bench.js'
 import { spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
+import { splitOverWorkers } from '../lib/workers.js'
 
 // ---------------------------------------------------------------------------------------------
 // Signing (in worker threads)
@@ -81,19 +83,9 @@ if (!isMainThread) {
   parentPort!.once('message', (jobs: SignJob[]) => parentPort!.postMessage(signJobs(jobs)))
 }
 
-/** Workers do not inherit tsx's loader from `--import tsx`: they register it, then load this file. */
-const WORKER_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
-
 async function signInWorkers(jobs: SignJob[], workers: number): Promise<Signed[]> {
   if (workers <= 1) return signJobs(jobs)
-  const size = Math.ceil(jobs.length / workers)
-  const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<Signed[]>((resolve, reject) => {
-    const worker = new Worker(WORKER_BOOT, { eval: true })
-    worker.once('message', (signed: Signed[]) => { resolve(signed); void worker.terminate() })
-    worker.once('error', reject)
-    worker.postMessage(jobs.slice(w * size, (w + 1) * size))
-  })))
-  return parts.flat()
+  return splitOverWorkers<SignJob, Signed>(import.meta.url, jobs, workers)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -127,7 +119,6 @@ async function search(agent: Agent, base: URL, query: Record<string, unknown>): 
   return { reply, body: reply.status === 200 ? (JSON.parse(reply.text) as SearchReply) : null }
 }
 
-const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 const seconds = (ms: number) => (ms / 1000).toFixed(1)
 
 /** Resident and peak resident memory of a process, MiB (Linux /proc). */

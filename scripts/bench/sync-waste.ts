@@ -12,12 +12,12 @@ import { parseArgs } from 'node:util'
 import { pino } from 'pino'
 import { defaultConfig, type NodeConfig } from '../../src/config.js'
 import { startRegistryNode, type RegistryNode } from '../../src/node.js'
+import { sleep } from '../lib/mesh-bench.js'
 import { makeBodies } from '../lib/registration-bodies.js'
 import { report } from '../lib/report.js'
 
 const { values: args } = parseArgs({ options: { entities: { type: 'string', default: '3000' }, joiners: { type: 'string', default: '3' } } })
 const total = Number(args.entities)
-const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 async function start(name: string, bootstrap: string[]): Promise<{ node: RegistryNode; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), `sync-waste-${name}-`))

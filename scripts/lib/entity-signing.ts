@@ -9,13 +9,14 @@
  * homes registering one entity while partitioned; last writer wins).
  */
 import { createHash } from 'node:crypto'
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads'
+import { isMainThread, parentPort, workerData } from 'node:worker_threads'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
 import { entityContent, registrationBody, zipfCorpus, type EntityContent } from './corpus.js'
+import { splitOverWorkers } from './workers.js'
 
 export interface EntityJob {
   /** Entity number within the run (content and entity URL). */
@@ -80,9 +81,6 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === ROLE) {
   parentPort!.once('message', (jobs: EntityJob[]) => parentPort!.postMessage(signEntities(jobs, seedText)))
 }
 
-/** Workers do not inherit tsx's loader from `--import tsx`: they register it, then load this file. */
-const WORKER_BOOT = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}) })`
-
 /** Jobs for entities `from` … `from + count - 1`, spread round-robin over `developers` developers (HD indexes in order). */
 export function entityJobs(from: number, count: number, developers: number, corpusSeed = 42): EntityJob[] {
   const corpus = zipfCorpus(corpusSeed)
@@ -98,12 +96,5 @@ export function entityJobs(from: number, count: number, developers: number, corp
 /** Signs the jobs in `workers` worker threads (1: on this thread); results in job order. */
 export async function signEntitiesInWorkers(jobs: EntityJob[], seedText: string, workers: number): Promise<SignedEntity[]> {
   if (workers <= 1 || jobs.length < 200) return signEntities(jobs, seedText)
-  const size = Math.ceil(jobs.length / workers)
-  const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<SignedEntity[]>((resolve, reject) => {
-    const worker = new Worker(WORKER_BOOT, { eval: true, workerData: { role: ROLE, seedText } })
-    worker.once('message', (signed: SignedEntity[]) => { resolve(signed); void worker.terminate() })
-    worker.once('error', reject)
-    worker.postMessage(jobs.slice(w * size, (w + 1) * size))
-  })))
-  return parts.flat()
+  return splitOverWorkers<EntityJob, SignedEntity>(import.meta.url, jobs, workers, { role: ROLE, seedText })
 }
