@@ -22,11 +22,15 @@ import { analyzeQuery } from '../src/search/analyzer.js'
 import type { Embedder } from '../src/search/embedders/embedder.js'
 import { HashEmbedder } from '../src/search/embedders/hash-embedder.js'
 import { OnnxEmbedder } from '../src/search/embedders/onnx-embedder.js'
-import { DEFAULT_WEIGHTS, type Fusion, type RankingWeights } from '../src/search/ranking.js'
+import type { Fusion, RankingWeights } from '../src/search/ranking.js'
+import { defaultConfig } from '../src/config.js'
+import { searchSettings } from '../src/node-settings.js'
 import { SearchEngine } from '../src/search/search-engine.js'
 import { documentFields, searchDocument } from '../src/services/search.js'
 import type { EntityRecord } from '../src/store/records.js'
 import { report } from './lib/report.js'
+
+const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
 interface FixtureEntity { id: string; name: string; category: string; summary: string; tags: string[]; capability_summary: { skills: string[] }; type: 'agent' | 'service' }
 type Kind = 'keyword' | 'natural' | 'paraphrase'

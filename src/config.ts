@@ -5,45 +5,7 @@
  */
 import { readFile } from 'node:fs/promises'
 import { parse as parseToml } from 'smol-toml'
-import type { ServerChoice } from './api/front.js'
 import { DEFAULT_INLINE_MAX_RATE } from './identity/verify-pool.js'
-
-export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
-
-export interface NodeConfig {
-  data_dir: string
-  host: string
-  name: string
-  public_url: string
-  tls: { cert_file: string }
-  verification: { dns_servers: string[]; github_api_url: string; github_ca_file: string; timeout_ms: number }
-  http: { host: string; port: number; server: ServerChoice; body_limit_bytes: number; cors_origins: string[]; trusted_proxies: string[] }
-  p2p: { enabled: boolean; host: string; port: number; bootstrap: string[]; announce: string[]; max_connections: number; sync_interval_seconds: number; dht_announce_interval_seconds: number; gossip_max_per_peer_per_second: number
-    allow_peers: string[]; trace_file: string; origin_ops_per_second: number; developer_ops_per_second: number; max_entities_per_origin: number }
-  onboarding: { mode: 'open' | 'restricted'; auth_url: string; webhook_secret: string }
-  rate_limit: { enabled: boolean; reads_per_minute: number; writes_per_minute: number; writes_per_ip_per_minute: number }
-  log: { level: LogLevel }
-  metrics: { enabled: boolean }
-  liveness: {
-    inactive_after_seconds: number; sweep_interval_seconds: number; max_clock_skew_seconds: number; flush_interval_ms: number
-    max_entities_per_connection: number; frames_per_second_per_entity: number; max_frame_bytes: number
-    probation_seconds: number; probation_in_flight: number; probation_in_flight_per_address: number
-  }
-  activity: { queue_size: number }
-  tombstones: { retention_days: number }
-  store: { commit_delay_ms: number; min_free_bytes: number }
-  verify: { workers: number; inline_max_rate: number }
-  search: {
-    embedder: string; dimension: number; weight_text: number; weight_semantic: number; weight_trust: number; weight_freshness: number
-    weight_availability: number; freshness_half_life_days: number; min_semantic_similarity: number; fusion: 'weighted' | 'rrf'
-    http_url: string; http_model: string; http_style: 'openai' | 'ollama'; http_api_key: string; http_timeout_ms: number; http_batch_size: number
-    onnx_model_dir: string; onnx_max_tokens: number; onnx_threads: number
-    federation_max_peers: number; federation_timeout_ms: number; bloom_false_positive_rate: number; bloom_rebuild_interval_ms: number
-  }
-  cards: { timeout_ms: number; max_bytes: number; cache_ttl_seconds: number; allow_private_addresses: boolean; ca_file: string }
-  limits: { max_list_limit: number }
-  entities: { allow_http_url: boolean }
-}
 
 type Kind = 'string' | 'integer' | 'number' | 'boolean' | 'list'
 
@@ -51,7 +13,7 @@ export interface Setting {
   /** Dotted path in the config object and the TOML file. */
   key: string
   kind: Kind
-  default: string | number | boolean | string[]
+  default: string | number | boolean | readonly string[]
   doc: string
   /** Long flag without dashes; booleans also take `--no-<flag>`. */
   flag: string
@@ -62,7 +24,7 @@ export interface Setting {
 
 export const ENV_PREFIX = 'REGISTRY_NODE_'
 
-export const SETTINGS: readonly Setting[] = [
+const TABLE = [
   { key: 'data_dir', kind: 'string', default: './data', flag: 'data', doc: 'Directory for the LMDB store and the node key.' },
   { key: 'host', kind: 'string', default: 'localhost', flag: 'host', doc: 'Public host name of this node, used in FQANs (<host>/<handle>/<entity>) and as home_registry.' },
   { key: 'name', kind: 'string', default: 'registry-node', flag: 'name', doc: 'Human-readable node name shown to peers and in /v1/network/status.' },
@@ -147,7 +109,26 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'cards.ca_file', kind: 'string', default: '', flag: 'card-ca-file', doc: 'Extra CA certificate (PEM) trusted when fetching cards (private PKI, tests).' },
   { key: 'entities.allow_http_url', kind: 'boolean', default: false, flag: 'allow-http-entity-url', doc: 'Accept http:// entity URLs (and fetch cards over http) so a node and entities can run on one machine without TLS; testnets turn it on. Public nodes keep it off: the spec requires HTTPS.' },
   { key: 'limits.max_list_limit', kind: 'integer', default: 200, flag: 'max-list-limit', min: 1, max: 10_000, doc: 'Largest page size of GET /v1/entities and /v1/developers/{id}/entities; a larger ?limit or ?page_size is clamped to it (the reply says what applied).' }
-]
+] as const satisfies readonly Setting[]
+
+/** The settings, one row each, in the order the config file and the README list them. */
+export const SETTINGS: readonly Setting[] = TABLE
+
+/** The value type of one row: its choices as a union, else its kind's type. */
+type ValueOf<S> = S extends { readonly choices: readonly (infer C)[] } ? C
+  : S extends { readonly kind: 'string' } ? string
+  : S extends { readonly kind: 'integer' | 'number' } ? number
+  : S extends { readonly kind: 'boolean' } ? boolean
+  : string[]
+type Row = (typeof TABLE)[number]
+type SectionOf<K> = K extends `${infer Section}.${string}` ? Section : never
+type TopKey = Exclude<Row['key'], `${string}.${string}`>
+
+/** The node's configuration, derived from SETTINGS: one key per row, sections from the dotted paths. */
+export type NodeConfig = { [K in TopKey]: ValueOf<Extract<Row, { key: K }>> } & {
+  [S in SectionOf<Row['key']>]: { [R in Extract<Row, { key: `${S}.${string}` }> as R['key'] extends `${S}.${infer Leaf}` ? Leaf : never]: ValueOf<R> }
+}
+export type LogLevel = NodeConfig['log']['level']
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -215,7 +196,7 @@ export interface ParsedFlags {
   positionals: string[]
 }
 
-const FLAG_INDEX = new Map(SETTINGS.map(s => [s.flag, s]))
+const FLAG_INDEX = new Map<string, Setting>(SETTINGS.map(s => [s.flag, s]))
 
 /** Parses `--flag value`, `--flag=value`, boolean `--flag`/`--no-flag`; list flags repeat or take commas. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {

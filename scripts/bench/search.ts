@@ -13,13 +13,16 @@
 import { parseArgs } from 'node:util'
 import { analyzeQuery } from '../../src/search/analyzer.js'
 import { HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
-import { DEFAULT_WEIGHTS } from '../../src/search/ranking.js'
+import { defaultConfig } from '../../src/config.js'
+import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.js'
 import { documentFields, searchDocument } from '../../src/services/search.js'
 import { fastTrust } from '../../src/services/trust.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { percentile, report } from '../lib/report.js'
 import { seededRandom } from '../lib/random.js'
+
+const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
 const { values: args } = parseArgs({ options: { entities: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' } } })
 const N = Number(args.entities)

@@ -55,7 +55,7 @@ export interface GossipOptions {
   bus: EventBus
   logger: Logger
   maxAgeMs?: number
-  maxPerPeerPerSecond?: number
+  maxPerPeerPerSecond: number
   /** Pacing of outgoing messages (per node, all topics): at most one flush per interval. */
   batchIntervalMs?: number
   now?: () => number
@@ -86,7 +86,7 @@ export class OperationGossip {
 
   constructor(private readonly o: GossipOptions) {
     this.maxAgeMs = o.maxAgeMs ?? 60_000
-    this.perPeer = o.maxPerPeerPerSecond ?? 100
+    this.perPeer = o.maxPerPeerPerSecond
     this.now = o.now ?? Date.now
     this.batchIntervalMs = o.batchIntervalMs ?? 20
   }

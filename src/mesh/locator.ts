@@ -33,14 +33,6 @@ const MAX_PROVIDERS = 5
 /** Provider records expire (kad-dht keeps them 48 h): announced again this often. */
 const REANNOUNCE_MS = 12 * 3_600_000
 /**
- * Announcements trickle, one at a time, `announceIntervalMs` apart (30 s): each is a DHT query
- * and a write to the closest peers, which cost about a quarter of a second of CPU over a 20-node
- * testnet, and every node holds the mesh's records anyway (this is the fallback for what gossip
- * and sync have not brought), so the 16 bucket keys of a new node are announced over 8 minutes.
- * Host keys (the authority on names) go first.
- */
-const DEFAULT_ANNOUNCE_INTERVAL_MS = 30_000
-/**
  * Lookups running at once, and how long a key nobody had is not looked up again: a read of an
  * unknown ID must not become a way to make the node flood the DHT.
  */
@@ -54,7 +46,14 @@ export interface LocatorOptions {
   logger: Logger
   /** The operations behind a key this node provides (empty when it has none). */
   operationsFor: (key: string) => Operation[]
-  announceIntervalMs?: number
+  /**
+   * Announcements trickle, one at a time, this far apart (p2p.dht_announce_interval_seconds, 30 s):
+   * each is a DHT query and a write to the closest peers, which cost about a quarter of a second of
+   * CPU over a 20-node testnet, and every node holds the mesh's records anyway (this is the fallback
+   * for what gossip and sync have not brought), so the 16 bucket keys of a new node are announced
+   * over 8 minutes. Host keys (the authority on names) go first.
+   */
+  announceIntervalMs: number
 }
 
 export async function keyCid(key: string): Promise<CID> {
@@ -115,7 +114,7 @@ export class Locator {
         if (key === undefined) break
         this.queued.delete(key)
         const wait = this.nextAnnounceAt - Date.now()
-        this.nextAnnounceAt = Math.max(Date.now(), this.nextAnnounceAt) + (this.o.announceIntervalMs ?? DEFAULT_ANNOUNCE_INTERVAL_MS)
+        this.nextAnnounceAt = Math.max(Date.now(), this.nextAnnounceAt) + this.o.announceIntervalMs
         if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait).unref())
         try {
           await this.o.libp2p.contentRouting.provide(await keyCid(key), { signal: AbortSignal.timeout(30_000) })

@@ -1,7 +1,8 @@
 /**
  * The mesh door of a node: the libp2p node, peer bookkeeping, and the dialler that keeps the
- * bootstrap peers (and peers an operator added) connected. Gossip of operations, sync, federated
- * search and DHT lookups build on this in later slices.
+ * bootstrap peers (and peers an operator added) connected; it builds and starts gossip of
+ * operations (gossip.ts), sync (sync.ts), DHT announcements and fetch (locator.ts) and federated
+ * search (federation.ts), and stops them in reverse.
  */
 import { isIPv4, isIPv6 } from 'node:net'
 import type { Connection } from '@libp2p/interface'
@@ -30,12 +31,12 @@ export interface MeshOptions extends Libp2pNodeOptions {
   apply: GossipApply
   /** The operation log's digests, for sync. */
   digests: SubjectDigests
-  /** Period of sync rounds with a random peer (default 60 s). */
-  syncIntervalMs?: number
-  /** Pause between two DHT provider announcements (default 30 s). */
-  announceIntervalMs?: number
-  /** Gossip messages accepted per second from one peer (default 100). */
-  gossipPerPeerPerSecond?: number
+  /** Period of sync rounds with a random peer (p2p.sync_interval_seconds). */
+  syncIntervalMs: number
+  /** Pause between two DHT provider announcements (p2p.dht_announce_interval_seconds). */
+  announceIntervalMs: number
+  /** Gossip messages accepted per second from one peer (p2p.gossip_max_per_peer_per_second). */
+  gossipPerPeerPerSecond: number
   /** The operations behind a key this node provides through the DHT (Locator). */
   operationsFor: (key: string) => Operation[]
   /** Federated search: answering peers' searches and exchanging term filters (off when absent). */
@@ -97,9 +98,9 @@ export class Mesh {
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
     for (const address of o.bootstrap) this.pinned.add(address)
-    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, bus: o.bus, logger: o.logger, ...(o.gossipPerPeerPerSecond !== undefined ? { maxPerPeerPerSecond: o.gossipPerPeerPerSecond } : {}) })
-    this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor, ...(o.announceIntervalMs !== undefined ? { announceIntervalMs: o.announceIntervalMs } : {}) })
-    this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, ...(o.syncIntervalMs !== undefined ? { intervalMs: o.syncIntervalMs } : {}) })
+    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, bus: o.bus, logger: o.logger, maxPerPeerPerSecond: o.gossipPerPeerPerSecond })
+    this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor, announceIntervalMs: o.announceIntervalMs })
+    this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, intervalMs: o.syncIntervalMs })
     this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
   }
 

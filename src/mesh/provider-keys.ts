@@ -8,7 +8,12 @@ export function providerKeyOf(key: string): string | null {
   const entity = /^entity:zns:(?:svc:)?([0-9a-f])[0-9a-f]{31}$/.exec(key)
   if (entity) return `home:${entity[1] as string}`
   const fqan = /^fqan:([^/]+)\//.exec(key)
-  return fqan ? `host:${fqan[1] as string}` : null
+  return fqan ? hostKey(fqan[1] as string) : null
+}
+
+/** The provider key of a host's namespace of names. */
+export function hostKey(host: string): string {
+  return `host:${host.toLowerCase()}`
 }
 
 /** The provider key of a home entity's bucket. */

@@ -49,7 +49,7 @@ export interface SyncOptions {
   apply: GossipApply
   bus: EventBus
   logger: Logger
-  intervalMs?: number
+  intervalMs: number
   /** Time limit of one session. */
   timeoutMs?: number
 }
@@ -94,7 +94,7 @@ export class SyncService {
       const peers = this.o.libp2p.getPeers()
       const peer = peers[Math.floor(Math.random() * peers.length)]
       if (peer) void this.syncWith(peer)
-    }, this.o.intervalMs ?? 60_000).unref()
+    }, this.o.intervalMs).unref()
   }
 
   async stop(): Promise<void> {

@@ -22,8 +22,6 @@ export interface RankingWeights {
   availability: number
 }
 
-export const DEFAULT_WEIGHTS: Readonly<RankingWeights> = { text: 0.3, semantic: 0.3, trust: 0.2, freshness: 0.1, availability: 0.1 }
-export const DEFAULT_FRESHNESS_HALF_LIFE_DAYS = 30
 export const PHRASE_BONUS = 5.0
 
 export interface ScoreBreakdown {

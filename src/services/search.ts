@@ -29,16 +29,14 @@ export interface SearchSettings {
   halfLifeDays: number
   minSemantic: number
   /** Federated search: peers per query and the default per-peer deadline. */
-  federation?: FederationSettings
+  federation: FederationSettings
   /** The filter of home terms peers route by: its false-positive rate and how often it may be rebuilt. */
-  termFilter?: { falsePositiveRate: number; rebuildIntervalMs: number }
+  termFilter: { falsePositiveRate: number; rebuildIntervalMs: number }
 }
 
 /** The request fields a local search reads: from POST /v1/search or from a peer. */
 type SearchFields = SearchRequest | PeerSearchRequest
 
-export const DEFAULT_FEDERATION: FederationSettings = { maxPeers: 5, timeoutMs: 1500 }
-const DEFAULT_TERM_FILTER = { falsePositiveRate: 0.01, rebuildIntervalMs: 30_000 }
 
 export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {
   names: NameService
@@ -151,7 +149,7 @@ export class SearchService {
   constructor(private readonly c: SearchComponents) {
     this.engine = new SearchEngine(c.embedder.dimension)
     this.now = c.now ?? (() => new Date())
-    const tf = c.search.termFilter ?? DEFAULT_TERM_FILTER
+    const tf = c.search.termFilter
     this.homeTerms = new HomeTermSummary({
       registryId: c.identity.registryId, host: c.settings.host, logger: c.logger,
       falsePositiveRate: tf.falsePositiveRate, rebuildIntervalMs: tf.rebuildIntervalMs
@@ -180,7 +178,7 @@ export class SearchService {
 
   /** Lets `federated: true` reach peers through the mesh (the node calls this once its mesh runs). */
   federate(port: SearchFederationPort): void {
-    this.federation = new FederatedSearch({ port, bus: this.c.bus, logger: this.c.logger, settings: this.c.search.federation ?? DEFAULT_FEDERATION })
+    this.federation = new FederatedSearch({ port, bus: this.c.bus, logger: this.c.logger, settings: this.c.search.federation })
   }
 
   /** Stops the filter's rebuild timer. */

@@ -192,7 +192,7 @@ test('the Hugging Face layout (onnx/model.onnx) is found too', async t => {
 })
 
 test('createEmbedder builds the onnx embedder from the search settings', async t => {
-  const search = { ...defaultConfig().search, embedder: 'onnx', onnx_model_dir: tiny.dir, dimension: 256 }
+  const search = { ...defaultConfig().search, embedder: 'onnx' as const, onnx_model_dir: tiny.dir, dimension: 256 }
   const e = await createEmbedder(search)
   try {
     t.true(e instanceof OnnxEmbedder)

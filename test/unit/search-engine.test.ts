@@ -1,8 +1,11 @@
 import test from 'ava'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
-import { DEFAULT_WEIGHTS } from '../../src/search/ranking.js'
+import { defaultConfig } from '../../src/config.js'
+import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
+
+const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
 
 function doc(entityId: string, over: Partial<SearchDocument> = {}): SearchDocument {

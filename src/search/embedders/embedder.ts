@@ -9,6 +9,8 @@ export interface Embedder {
   readonly dimension: number
   /** One L2-normalised vector per text, in order; a text with nothing to embed gives a zero vector. */
   embed(texts: readonly string[]): Promise<Float32Array[]>
+  /** Releases what the backend holds (the onnx worker and its session); absent where nothing is held. */
+  close?(): Promise<void>
 }
 
 /** Scales `v` to unit length in place and returns it; a zero vector stays zero. */

@@ -1,0 +1,112 @@
+/**
+ * The configuration (snake_case keys, seconds and days, as operators write them) translated into
+ * each component's settings (camelCase, milliseconds). Components take only their settings, so
+ * none of them reads the config file's shape, and every default lives once, in SETTINGS.
+ */
+import type { HeartbeatSocketLimits } from './api/sockets.js'
+import type { CardFetchSettings } from './cards/card-fetcher.js'
+import type { NodeConfig } from './config.js'
+import type { VerifyPoolOptions } from './identity/verify-pool.js'
+import type { MeshOptions } from './mesh/mesh.js'
+import type { ServiceSettings } from './services/components.js'
+import type { LivenessSettings } from './services/liveness.js'
+import type { OnboardingSettings } from './services/onboarding.js'
+import type { OriginQuotaSettings } from './services/origin-quota.js'
+import type { VerificationSettings } from './services/ownership-verification.js'
+import type { SearchSettings } from './services/search.js'
+
+const SECOND_MS = 1000
+const DAY_MS = 86_400_000
+
+export function serviceSettings(config: NodeConfig): ServiceSettings {
+  return {
+    host: config.host,
+    mode: config.onboarding.mode,
+    authUrl: config.onboarding.auth_url,
+    tombstoneRetentionMs: config.tombstones.retention_days * DAY_MS,
+    allowHttpEntityUrl: config.entities.allow_http_url
+  }
+}
+
+export function verifyPoolSettings(config: NodeConfig): Pick<VerifyPoolOptions, 'workers' | 'inlineMaxRate'> {
+  return { workers: config.verify.workers, inlineMaxRate: config.verify.inline_max_rate }
+}
+
+export function verificationSettings({ verification: v }: NodeConfig): VerificationSettings {
+  return { dnsServers: v.dns_servers, githubApiUrl: v.github_api_url, githubCaFile: v.github_ca_file, timeoutMs: v.timeout_ms }
+}
+
+export function livenessSettings({ liveness: l }: NodeConfig): LivenessSettings {
+  return {
+    inactiveAfterMs: l.inactive_after_seconds * SECOND_MS,
+    sweepIntervalMs: l.sweep_interval_seconds * SECOND_MS,
+    maxClockSkewMs: l.max_clock_skew_seconds * SECOND_MS,
+    flushIntervalMs: l.flush_interval_ms
+  }
+}
+
+export function heartbeatSocketLimits({ liveness: l }: NodeConfig): HeartbeatSocketLimits {
+  return {
+    maxEntitiesPerConnection: l.max_entities_per_connection,
+    framesPerSecondPerEntity: l.frames_per_second_per_entity,
+    maxFrameBytes: l.max_frame_bytes,
+    probationMs: l.probation_seconds * SECOND_MS,
+    probationInFlight: l.probation_in_flight,
+    probationInFlightPerAddress: l.probation_in_flight_per_address
+  }
+}
+
+export function onboardingSettings({ onboarding: o }: NodeConfig): OnboardingSettings {
+  return { mode: o.mode, authUrl: o.auth_url, webhookSecret: o.webhook_secret }
+}
+
+export function cardFetchSettings(config: NodeConfig): CardFetchSettings {
+  const c = config.cards
+  return {
+    timeoutMs: c.timeout_ms,
+    maxBytes: c.max_bytes,
+    cacheTtlMs: c.cache_ttl_seconds * SECOND_MS,
+    allowPrivateAddresses: c.allow_private_addresses,
+    allowHttp: config.entities.allow_http_url,
+    caFile: c.ca_file
+  }
+}
+
+export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): SearchSettings {
+  return {
+    weights: { text: s.weight_text, semantic: s.weight_semantic, trust: s.weight_trust, freshness: s.weight_freshness, availability: s.weight_availability },
+    halfLifeDays: s.freshness_half_life_days,
+    minSemantic: s.min_semantic_similarity,
+    fusion: s.fusion,
+    federation: { maxPeers: s.federation_max_peers, timeoutMs: s.federation_timeout_ms },
+    termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms }
+  }
+}
+
+export function originQuotaSettings({ p2p }: NodeConfig): OriginQuotaSettings {
+  return {
+    opsPerSecondPerOrigin: p2p.origin_ops_per_second,
+    opsPerSecondPerDeveloper: p2p.developer_ops_per_second,
+    maxEntitiesPerOrigin: p2p.max_entities_per_origin
+  }
+}
+
+/** The mesh's settings; the node adds the parts it wires (apply, digests, hooks). */
+export type MeshSettings = Pick<MeshOptions, 'seed' | 'host' | 'port' | 'bootstrap' | 'announce' | 'maxConnections' | 'syncIntervalMs'
+  | 'announceIntervalMs' | 'gossipPerPeerPerSecond' | 'allowPeers' | 'traceFile'>
+
+export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSettings {
+  return {
+    seed,
+    host: p2p.host,
+    port: p2p.port,
+    bootstrap: p2p.bootstrap,
+    announce: p2p.announce,
+    maxConnections: p2p.max_connections,
+    syncIntervalMs: p2p.sync_interval_seconds * SECOND_MS,
+    announceIntervalMs: p2p.dht_announce_interval_seconds * SECOND_MS,
+    gossipPerPeerPerSecond: p2p.gossip_max_per_peer_per_second,
+    allowPeers: p2p.allow_peers,
+    traceFile: p2p.trace_file
+  }
+}
