@@ -8,7 +8,7 @@ import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
 import { compareOperations, isLater } from '../store/operation-order.js'
-import { SCHEMA_VERSION, type DeveloperProof, type EntityRecord, type EntityType, type Operation, type PricingModel } from '../store/records.js'
+import { SCHEMA_VERSION, type EntityRecord, type EntityType, type Operation, type PricingModel } from '../store/records.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
@@ -18,7 +18,7 @@ import type { LivenessView } from './liveness.js'
 import type { NameDirectory } from './name-directory.js'
 import type { NameService } from './names.js'
 import { formatFqan } from './naming.js'
-import { acceptOperation, bodyOf, registrationOf, signatureFingerprint } from './operations.js'
+import { acceptOperation, bodyOf, parseDeveloperProof, registrationOf, signatureFingerprint, type ParsedDeveloperProof } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
 
@@ -42,12 +42,6 @@ export interface RegistrationResult {
   status: 'active'
   fqan: string | null
   name_binding?: { requested: string; bound: boolean; fqan: string | null; reason: string | null; message: string }
-}
-
-interface VerifiedProof {
-  developerId: string
-  developerKey: Buffer
-  stored: DeveloperProof
 }
 
 export class EntityService {
@@ -171,10 +165,10 @@ export class EntityService {
     // Both signatures are checked together (one batch when the pool verifies); the errors keep
     // their order: the registration signature, then the proof's fields, then its signature.
     const verifyingForm = verifyEntityRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer, this.c.verifier)
-    let proof: VerifiedProof | null = null
+    let proof: ParsedDeveloperProof | null = null
     let proofProblem: unknown = null
     try {
-      proof = proofInput ? this.parseProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+      proof = proofInput ? parseDeveloperProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
     } catch (err) {
       proofProblem = err
     }
@@ -311,7 +305,7 @@ export class EntityService {
     const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
     const proofInput = body.developer_proof ?? null
     if (body.developer_id && !proofInput) throw invalidField('developer_proof', 'is required when developer_id is given')
-    const build = (proof: VerifiedProof | null, now: string, home: string, homeId: string): EntityRecord => ({
+    const build = (proof: ParsedDeveloperProof | null, now: string, home: string, homeId: string): EntityRecord => ({
       entity_id: entityId,
       type,
       name,
@@ -350,7 +344,7 @@ export class EntityService {
     const registration = registrationOf(ops, current)
     if (!registration?.body) return current
     const { body, publicKey, proofInput, build } = this.parseRegistration(bodyOf(registration))
-    const proof = proofInput ? this.parseProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+    const proof = proofInput ? parseDeveloperProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
     let record: EntityRecord = { ...build(proof, registration.accepted_at, current.home_registry, registration.origin), status: current.status, last_heartbeat: current.last_heartbeat, registration_signatures: current.registration_signatures }
     const updates = ops.filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at).sort(compareOperations)
     for (const update of updates) {
@@ -403,34 +397,6 @@ export class EntityService {
     return { self: parsePublicKey(record.public_key) as Buffer, developer: developerKey }
   }
 
-  /** The developer proof's fields, checked; its signature is checked by the caller. */
-  private parseProof(
-    input: NonNullable<RegistrationRequest['developer_proof']>,
-    entityKey: Buffer,
-    claimedDeveloperId: string | null,
-    topLevelIndex: number | null
-  ): VerifiedProof {
-    const indexes = [input.index, input.agent_index, input.entity_index].filter((i): i is number => i !== undefined)
-    if (indexes.length === 0) throw invalidField('developer_proof.index', 'is required (also accepted as agent_index or entity_index)')
-    const index = indexes[0] as number
-    if (indexes.some(i => i !== index)) throw invalidField('developer_proof.index', 'index, agent_index and entity_index disagree')
-    if (topLevelIndex !== null && topLevelIndex !== index) throw invalidField('entity_index', 'differs from the developer proof index')
-    const signatureText = eitherSpelling(input.signature, input.developer_signature, 'developer_proof.signature', 'developer_proof.developer_signature')
-    if (!signatureText) throw invalidField('developer_proof.signature', 'is required (also accepted as developer_signature)')
-    if (input.agent_public_key !== undefined && !(parsePublicKey(input.agent_public_key) as Buffer).equals(entityKey)) {
-      throw invalidField('developer_proof.agent_public_key', 'must be the entity public_key')
-    }
-    const developerKey = parsePublicKey(input.developer_public_key) as Buffer
-    const developerId = deriveId('developer', developerKey)
-    if (claimedDeveloperId !== null && claimedDeveloperId !== developerId) {
-      throw new RegistryError('developer_proof_invalid', 'developer_id is not the ID of developer_proof.developer_public_key.', 'developer_id')
-    }
-    return {
-      developerId,
-      developerKey,
-      stored: { developer_public_key: formatKey(developerKey), agent_public_key: formatKey(entityKey), index, signature: signatureText }
-    }
-  }
 }
 
 /**

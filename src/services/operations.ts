@@ -1,13 +1,18 @@
 /**
  * Operations as the services make and read them: sealing what this node accepts, and reading back
- * what an operation carries (its body, the registration a record was made from).
+ * what an operation carries (its body, the registration a record was made from, the developer
+ * proof of a registration, checked the same way for a client's request and a replayed one).
  */
-import { RegistryError } from '../errors.js'
+import { invalidField, RegistryError } from '../errors.js'
 import { canonicalJson } from '../identity/canonical-json.js'
+import { formatKey, parsePublicKey } from '../identity/encoding.js'
+import { deriveId } from '../identity/ids.js'
 import { sign } from '../identity/keys.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
-import type { EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
+import type { DeveloperProof, EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
+import type { DeveloperProofInput } from '../wire/entities.js'
 import { parseJsonBytes } from '../wire/json.js'
+import { eitherSpelling } from './validation.js'
 
 /** The bytes the accepting node signs: the operation without its node signature, body as base64. */
 export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): string {
@@ -50,6 +55,42 @@ export function bodyOf(op: Pick<Operation, 'body'>): unknown {
 /** The registration a record was made from: the last `entity.register` accepted at its registered_at. */
 export function registrationOf(ops: readonly Operation[], record: Pick<EntityRecord, 'registered_at'>): Operation | undefined {
   return ops.findLast(o => o.kind === 'entity.register' && o.accepted_at === record.registered_at)
+}
+
+/** A developer proof whose fields are checked; its signature is still to be verified. */
+export interface ParsedDeveloperProof {
+  developerId: string
+  developerKey: Buffer
+  /** The proof as records keep it: one spelling of each field, keys in their stored form. */
+  stored: DeveloperProof
+}
+
+/**
+ * A developer proof's fields (schema-checked already), checked: the index and the signature may each be sent under several
+ * names, which must agree with each other and with the registration's `entity_index`; the proof
+ * must be over the entity's key and name the registration's `developer_id`.
+ */
+export function parseDeveloperProof(input: DeveloperProofInput, entityKey: Buffer, claimedDeveloperId: string | null, topLevelIndex: number | null): ParsedDeveloperProof {
+  const indexes = [input.index, input.agent_index, input.entity_index].filter((i): i is number => i !== undefined)
+  if (indexes.length === 0) throw invalidField('developer_proof.index', 'is required (also accepted as agent_index or entity_index)')
+  const index = indexes[0] as number
+  if (indexes.some(i => i !== index)) throw invalidField('developer_proof.index', 'index, agent_index and entity_index disagree')
+  if (topLevelIndex !== null && topLevelIndex !== index) throw invalidField('entity_index', 'differs from the developer proof index')
+  const signatureText = eitherSpelling(input.signature, input.developer_signature, 'developer_proof.signature', 'developer_proof.developer_signature')
+  if (!signatureText) throw invalidField('developer_proof.signature', 'is required (also accepted as developer_signature)')
+  if (input.agent_public_key !== undefined && !(parsePublicKey(input.agent_public_key) as Buffer).equals(entityKey)) {
+    throw invalidField('developer_proof.agent_public_key', 'must be the entity public_key')
+  }
+  const developerKey = parsePublicKey(input.developer_public_key) as Buffer
+  const developerId = deriveId('developer', developerKey)
+  if (claimedDeveloperId !== null && claimedDeveloperId !== developerId) {
+    throw new RegistryError('developer_proof_invalid', 'developer_id is not the ID of developer_proof.developer_public_key.', 'developer_id')
+  }
+  return {
+    developerId,
+    developerKey,
+    stored: { developer_public_key: formatKey(developerKey), agent_public_key: formatKey(entityKey), index, signature: signatureText }
+  }
 }
 
 /** Short, stable fingerprint of a signature: what the replay guard remembers. */

@@ -20,11 +20,13 @@ import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.j
 import { compareOperations } from '../store/operation-order.js'
 import type { Operation } from '../store/records.js'
 import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.js'
+import { DeveloperProofInput } from '../wire/entities.js'
+import { validate } from '../wire/validate.js'
 import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
 import type { NameDirectory } from './name-directory.js'
-import { bodyOf, operationSigningBytes } from './operations.js'
+import { bodyOf, operationSigningBytes, parseDeveloperProof } from './operations.js'
 import type { OriginQuota } from './origin-quota.js'
 
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
@@ -172,7 +174,7 @@ export class ReplicationService {
    * claim, signed with the developer's key).
    */
   private async applyImplicitDeveloper(op: Operation, req: WriteRequest, remote: RemoteWrite): Promise<void> {
-    const body = req.body as { public_key?: unknown; developer_id?: unknown; developer_proof?: Record<string, unknown> } | null
+    const body = req.body as { public_key?: unknown; developer_id?: unknown; entity_index?: unknown; developer_proof?: unknown } | null
     if (body && body.developer_proof === undefined) {
       const key = typeof body.public_key === 'string' ? parsePublicKey(body.public_key) : null
       const signature = parseSignature(op.auth.signature)
@@ -183,16 +185,20 @@ export class ReplicationService {
       await this.c.developers.applyImplicit(op, key, remote)
       return
     }
-    const proof = body?.developer_proof
-    const developerKey = typeof proof?.developer_public_key === 'string' ? parsePublicKey(proof.developer_public_key) : null
+    const notItsRegistration = (): RegistryError => new RegistryError('operation_invalid', 'A developer.implicit operation carries the registration whose developer proof names its subject.')
     const entityKey = typeof body?.public_key === 'string' ? parsePublicKey(body.public_key) : null
-    const index = [proof?.index, proof?.agent_index, proof?.entity_index].find(i => typeof i === 'number') as number | undefined
-    const signature = parseSignature(String(proof?.signature ?? proof?.developer_signature ?? ''))
-    if (!developerKey || !entityKey || index === undefined || !signature || deriveId('developer', developerKey) !== op.subject) {
-      throw new RegistryError('operation_invalid', 'A developer.implicit operation carries the registration whose developer proof names its subject.')
-    }
-    if (!(await verifyDeveloperProof(developerKey, entityKey, index, signature, this.c.verifier))) throw new RegistryError('developer_proof_invalid')
-    await this.c.developers.applyImplicit(op, developerKey, remote)
+    if (!body || !entityKey || body.developer_proof === null) throw notItsRegistration()
+    // The same checks as the registration passed at its home, which derived this operation from it.
+    const proof = parseDeveloperProof(
+      validate(DeveloperProofInput, body.developer_proof, 'operation_invalid'),
+      entityKey,
+      typeof body.developer_id === 'string' ? body.developer_id : null,
+      typeof body.entity_index === 'number' ? body.entity_index : null
+    )
+    if (proof.developerId !== op.subject) throw notItsRegistration()
+    const signature = parseSignature(proof.stored.signature) as Buffer
+    if (!(await verifyDeveloperProof(proof.developerKey, entityKey, proof.stored.index, signature, this.c.verifier))) throw new RegistryError('developer_proof_invalid')
+    await this.c.developers.applyImplicit(op, proof.developerKey, remote)
   }
 }
 

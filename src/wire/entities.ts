@@ -35,6 +35,7 @@ export const DeveloperProofInput = Type.Object(
     description: 'Proof that the entity key is HD-derived from the developer key: the developer key signs raw agent key ‖ uint32be(index). The index may be spelled index, agent_index or entity_index; the signature signature or developer_signature.'
   }
 )
+export type DeveloperProofInput = Static<typeof DeveloperProofInput>
 
 export const PricingModel = Type.Object(
   {
