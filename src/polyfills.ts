@@ -1,4 +1,4 @@
-// Node 20 lacks Promise.withResolvers, which libp2p calls at run time (STACK.md). Imported first.
+// Node 20 lacks Promise.withResolvers, which libp2p calls at run time (docs/compatibility.md). Imported first.
 interface WithResolvers {
   withResolvers?: <T>() => { promise: Promise<T>; resolve: (v: T | PromiseLike<T>) => void; reject: (e?: unknown) => void }
 }

@@ -2,7 +2,7 @@
  * Signed registrations for the write benchmarks, made before any node starts, as a new user's load
  * generator would send them (issue 16): agents of 100 developers (HD-derived, each with its
  * developer proof), even ones in the spec's signing form, odd ones in the deployed clients' (Go
- * field spellings, the signature over the fixed subset, COMPAT.md).
+ * field spellings, the signature over the fixed subset, docs/compatibility.md).
  */
 import { Agent, request } from 'node:http'
 import { canonicalJson } from '../../src/identity/canonical-json.js'

@@ -1,7 +1,7 @@
 /**
  * Wire forms of keys and signatures: `ed25519:` + standard base64 with padding.
  * Public keys are accepted with or without the prefix (deployed clients send both);
- * signatures must carry it (COMPAT.md).
+ * signatures must carry it (docs/compatibility.md).
  */
 export const KEY_PREFIX = 'ed25519:'
 

@@ -66,7 +66,7 @@ export function sign(keyPair: KeyPair, message: Uint8Array | string): string {
 
 /**
  * Public KeyObjects are cached: importing a key on every verify halves the verify rate
- * (STACK.md). The cache is bounded; the oldest entries go first.
+ * (docs/compatibility.md). The cache is bounded; the oldest entries go first.
  */
 const MAX_CACHED_KEYS = 100_000
 const keyCache = new Map<string, KeyObject>()

@@ -1,6 +1,6 @@
 /**
  * One verifier per signed action. Each takes the bytes a client may have signed in every form
- * COMPAT.md lists (the spec's and the deployed clients'), tries them against the stated key and
+ * docs/compatibility.md lists (the spec's and the deployed clients'), tries them against the stated key and
  * returns the name of the form that verified, or null. Nothing that no form verifies is accepted.
  * The checking itself is the given SignatureVerifier's: inline, or the node's worker pool
  * (verify-pool.ts), which is why every verifier answers a promise.

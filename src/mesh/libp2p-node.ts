@@ -2,7 +2,7 @@
  * The libp2p node inside each registry node (libp2p 3). Its key is the node's own Ed25519 identity,
  * so `registry_id` and the PeerId name the same key. Transports: TCP on `port` and WebSockets on
  * `port + 1` (both ephemeral when `port` is 0); noise; yamux; identify; ping; kad-dht in server mode
- * under our own protocol; gossipsub with strict signing (topics: gossip.ts). Bootstrap
+ * under our own protocol; gossipsub without message signatures (StrictNoSign; topics: gossip.ts). Bootstrap
  * addresses are dialled by the Mesh.
  * The factory creates the node stopped; `start()`/`stop()` are libp2p's own.
  */
@@ -25,7 +25,7 @@ import { OPERATION_LIMITS } from '../wire/operations.js'
 import { GOSSIP_TOPICS } from './gossip.js'
 import type { GossipTap } from './gossip-tap.js'
 
-// Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (STACK.md).
+// Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (docs/compatibility.md).
 const g = globalThis as { WebSocket?: unknown }
 /**
  * A failed dial can emit 'error' after libp2p removed its listeners; an 'error' without a listener

@@ -1,5 +1,5 @@
 /**
- * Authorization of updates and deletions, in every form COMPAT.md lists. Returns how the
+ * Authorization of updates and deletions, in every form docs/compatibility.md lists. Returns how the
  * signature was carried and which form verified, which the operation keeps for re-verification.
  */
 import { RegistryError } from '../errors.js'

@@ -6,7 +6,7 @@
  * are written to LMDB in batches every `flushIntervalMs`, so a heartbeat never costs a write.
  *
  * Heartbeat signatures: the spec's form (agent_id followed by timestamp) and the deployed one
- * (the timestamp alone), see COMPAT.md. Replays inside the skew window are accepted: they can
+ * (the timestamp alone), see docs/compatibility.md. Replays inside the skew window are accepted: they can
  * only keep alive an entity that signed a heartbeat less than a minute ago.
  */
 import type { Logger } from 'pino'

@@ -1,6 +1,6 @@
 /**
  * Restricted onboarding over real HTTP against real nodes: the 403 for self-registration, the admin
- * approval webhook (and decrypting the key it returns exactly as COMPAT.md lays it out), the 303
+ * approval webhook (and decrypting the key it returns exactly as docs/compatibility.md lays it out), the 303
  * start of onboarding, open-mode refusals, and the registry identity proof.
  */
 import { createDecipheriv, createHash } from 'node:crypto'
@@ -30,7 +30,7 @@ const admin = { authorization: `Bearer ${SECRET}` }
 const approve = (base: string, body: unknown, headers: Record<string, string> = admin, path = '/v1/admin/developers/approve') =>
   http(base, 'POST', path, { body, headers })
 
-/** COMPAT.md: base64(12-byte nonce ‖ AES-256-GCM ciphertext ‖ 16-byte tag), key = SHA-256(UTF-8 state), plaintext = base64 of seed ‖ public key. */
+/** docs/compatibility.md: base64(12-byte nonce ‖ AES-256-GCM ciphertext ‖ 16-byte tag), key = SHA-256(UTF-8 state), plaintext = base64 of seed ‖ public key. */
 function decryptPrivateKey(privateKeyEnc: string, state: string): { seed: Buffer; publicKey: Buffer; plaintext: string } {
   const blob = Buffer.from(privateKeyEnc, 'base64')
   const nonce = blob.subarray(0, 12)

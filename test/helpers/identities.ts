@@ -1,5 +1,5 @@
 /**
- * Deterministic test identities: the COMPAT developer (seed 0x01 × 32) and its HD agents, plus
+ * Deterministic test identities: the test-vector developer of docs/compatibility.md (seed 0x01 × 32) and its HD agents, plus
  * builders for signed bodies in the spec's form and in the deployed clients' forms.
  */
 import { canonicalJson, withoutSignature } from '../../src/identity/canonical-json.js'

@@ -19,7 +19,7 @@ import {
 } from '../../src/identity/verifiers.js'
 import { inlineVerifier } from '../../src/identity/verify-pool.js'
 
-// Test vectors from COMPAT.md.
+// Test vectors from docs/compatibility.md.
 const devSeed = Buffer.alloc(32, 1)
 const dev = keyPairFromSeed(devSeed)
 const agent = deriveAgentKeyPair(devSeed, 7)

@@ -12,7 +12,7 @@ import { OwnershipVerifier, txtRecordHoldsKey, type TxtResolver, type Verificati
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
 import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
 
-// The COMPAT.md developer key (all-ones seed) and another key that must not verify.
+// The test-vector developer key of docs/compatibility.md (all-ones seed) and another key that must not verify.
 const KEY = formatKey(keyPairFromSeed(Buffer.alloc(32, 1)).publicKey)
 const B64 = KEY.slice('ed25519:'.length)
 const OTHER_B64 = formatKey(keyPairFromSeed(Buffer.alloc(32, 2)).publicKey).slice('ed25519:'.length)
