@@ -31,11 +31,10 @@ import type { ServerChoice } from '../../src/api/front.js'
 import { signAgentMessage } from '../../src/entity/agent-message.js'
 import { createEntity } from '../../src/entity/entity.js'
 import { HeartbeatClient } from '../../src/entity/heartbeat-client.js'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
-import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
+import { keyPairFromSeed } from '../../src/identity/keys.js'
+import { signedRegistration } from '../../src/testnet/entity-factory.js'
 import { cpuSeconds, spawnNode, TSX_IMPORT } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
 
@@ -164,8 +163,7 @@ async function heartbeats(): Promise<void> {
     const keys = Array.from({ length: n }, (_, i) => deriveAgentKeyPair(developer.seed, i))
     for (let i = 0; i < n; i += 50) {
       await Promise.all(keys.slice(i, i + 50).map(async (key, j) => {
-        const body: Record<string, unknown> = { name: `Heartbeat ${i + j}`, type: 'agent', category: 'tools', entity_url: `https://h${i + j}.bench.example`, public_key: formatKey(key.publicKey) }
-        body.signature = sign(key, canonicalJson(body))
+        const body = signedRegistration(key, { name: `Heartbeat ${i + j}`, type: 'agent', category: 'tools', entity_url: `https://h${i + j}.bench.example` })
         const res = await fetch(`${node.url}/v1/entities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
         if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
       }))

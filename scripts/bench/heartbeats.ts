@@ -107,11 +107,10 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { isMainThread, parentPort, type Worker } from 'node:worker_threads'
 import WebSocket from 'ws'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { loadConfig } from '../../src/config.js'
-import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { signedRegistration } from '../../src/testnet/entity-factory.js'
 import { sleep } from '../lib/mesh-bench.js'
 import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from '../lib/node-process.js'
 import { seededRandom } from '../lib/random.js'
@@ -140,17 +139,14 @@ if (!isMainThread) {
       const bodies: string[] = []
       for (let i = job.from; i < job.to; i++) {
         const keyPair = keyPairFromSeed(entitySeed(i))
-        const publicKey = formatKey(keyPair.publicKey)
-        const body: Record<string, unknown> = {
+        const body = signedRegistration(keyPair, {
           name: `Heartbeat bench agent ${i}`,
           type: 'agent',
           category: 'tools',
           summary: `Benchmark agent ${i} that only sends heartbeats`,
           tags: ['bench', 'heartbeat'],
-          entity_url: `https://hb${i}.bench.example`,
-          public_key: publicKey
-        }
-        body.signature = sign(keyPair, canonicalJson(body))
+          entity_url: `https://hb${i}.bench.example`
+        })
         const id = deriveId('agent', keyPair.publicKey)
         keys.push({ keyPair, id })
         bodies.push(JSON.stringify(body))

@@ -11,10 +11,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
-import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { generateKeyPair, sign } from '../../src/identity/keys.js'
+import { generateKeyPair } from '../../src/identity/keys.js'
+import { signedRegistration } from '../../src/testnet/entity-factory.js'
 import { cpuSeconds, spawnNode } from '../lib/node-process.js'
 import { report } from '../lib/report.js'
 
@@ -32,12 +31,10 @@ async function populate(url: string, n: number): Promise<string[]> {
   for (let i = 0; i < n; i += 50) {
     await Promise.all(Array.from({ length: Math.min(50, n - i) }, async (_, j) => {
       const key = generateKeyPair()
-      const body: Record<string, unknown> = {
+      const body = signedRegistration(key, {
         name: `Reader ${i + j}`, category: 'tools', summary: 'An agent used to benchmark reads', tags: ['bench', 'read'],
-        entity_url: `https://r${i + j}.bench.example`, public_key: formatKey(key.publicKey),
-        capability_summary: { skills: ['translate', 'summarize'], protocols: ['a2a'] }
-      }
-      body.signature = sign(key, canonicalJson(body))
+        entity_url: `https://r${i + j}.bench.example`, capability_summary: { skills: ['translate', 'summarize'], protocols: ['a2a'] }
+      })
       const res = await fetch(`${url}/v1/entities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
       if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
       ids.push(deriveId('agent', key.publicKey))

@@ -27,11 +27,10 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { isMainThread, parentPort } from 'node:worker_threads'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
-import { formatKey } from '../../src/identity/encoding.js'
-import { deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveAgentSeed } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { keyPairFromSeed } from '../../src/identity/keys.js'
+import { developerKeys, signedRegistration, type DeveloperKeys } from '../../src/testnet/entity-factory.js'
 import { CATEGORIES, DOMAIN, VOCABULARY, entityContent, registrationBody, zipfCorpus, type EntityContent } from '../lib/corpus.js'
 import { sleep } from '../lib/mesh-bench.js'
 import { spawnNode, type NodeProcess } from '../lib/node-process.js'
@@ -50,31 +49,20 @@ const ownSeed = (i: number): Buffer => createHash('sha256').update(`bench-search
 
 
 function signJobs(jobs: readonly SignJob[]): Signed[] {
-  const developers = new Map<number, { keyPair: KeyPair; key: string; id: string }>()
+  const developers = new Map<number, DeveloperKeys>()
   return jobs.map(job => {
-    let keyPair: KeyPair
-    const body = registrationBody(job.content, job.i)
+    const content = registrationBody(job.content, job.i)
     if (job.developer === null) {
-      keyPair = keyPairFromSeed(ownSeed(job.i))
-      body.public_key = formatKey(keyPair.publicKey)
-    } else {
-      let dev = developers.get(job.developer)
-      if (!dev) {
-        const keyPair = keyPairFromSeed(developerSeed(job.developer))
-        dev = { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
-        developers.set(job.developer, dev)
-      }
-      keyPair = keyPairFromSeed(deriveAgentSeed(dev.keyPair.seed, job.hdIndex))
-      body.public_key = formatKey(keyPair.publicKey)
-      body.developer_id = dev.id
-      body.developer_proof = {
-        developer_public_key: dev.key,
-        agent_public_key: body.public_key,
-        index: job.hdIndex,
-        signature: sign(dev.keyPair, developerProofMessage(keyPair.publicKey, job.hdIndex))
-      }
+      const keyPair = keyPairFromSeed(ownSeed(job.i))
+      return { id: deriveId(job.content.type, keyPair.publicKey), body: JSON.stringify(signedRegistration(keyPair, content)) }
     }
-    body.signature = sign(keyPair, canonicalJson(body))
+    let developer = developers.get(job.developer)
+    if (!developer) {
+      developer = developerKeys(keyPairFromSeed(developerSeed(job.developer)))
+      developers.set(job.developer, developer)
+    }
+    const keyPair = keyPairFromSeed(deriveAgentSeed(developer.keyPair.seed, job.hdIndex))
+    const body = signedRegistration(keyPair, content, { developer, index: job.hdIndex })
     return { id: deriveId(job.content.type, keyPair.publicKey), body: JSON.stringify(body) }
   })
 }

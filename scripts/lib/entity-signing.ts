@@ -10,11 +10,10 @@
  */
 import { createHash } from 'node:crypto'
 import { isMainThread, parentPort, workerData } from 'node:worker_threads'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
-import { formatKey } from '../../src/identity/encoding.js'
-import { deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveAgentSeed } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
+import { developerKeys, signedRegistration, type DeveloperKeys } from '../../src/testnet/entity-factory.js'
 import { entityContent, registrationBody, zipfCorpus, type EntityContent } from './corpus.js'
 import { splitOverWorkers } from './workers.js'
 
@@ -45,32 +44,20 @@ const ROLE = 'mesh-bench-entity-signing'
 const developerSeed = (seedText: string, d: number): Buffer => createHash('sha256').update(`${seedText} developer ${d}`).digest()
 
 export function signEntities(jobs: readonly EntityJob[], seedText: string): SignedEntity[] {
-  const developers = new Map<number, { keyPair: KeyPair; key: string; id: string }>()
+  const developers = new Map<number, DeveloperKeys>()
   return jobs.map(job => {
-    let dev = developers.get(job.developer)
-    if (!dev) {
-      const keyPair = keyPairFromSeed(developerSeed(seedText, job.developer))
-      dev = { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
-      developers.set(job.developer, dev)
+    let developer = developers.get(job.developer)
+    if (!developer) {
+      developer = developerKeys(keyPairFromSeed(developerSeed(seedText, job.developer)))
+      developers.set(job.developer, developer)
     }
     const content = job.content
-    const keyPair = keyPairFromSeed(deriveAgentSeed(dev.keyPair.seed, job.hdIndex))
-    const publicKey = formatKey(keyPair.publicKey)
-    const proof = {
-      developer_public_key: dev.key,
-      agent_public_key: publicKey,
-      index: job.hdIndex,
-      signature: sign(dev.keyPair, developerProofMessage(keyPair.publicKey, job.hdIndex))
-    }
+    const keyPair = keyPairFromSeed(deriveAgentSeed(developer.keyPair.seed, job.hdIndex))
     const id = deriveId(content.type, keyPair.publicKey)
     const bodies = Array.from({ length: job.variants }, (_, v) => {
-      const body: Record<string, unknown> = registrationBody(content, job.i)
+      const body = registrationBody(content, job.i)
       if (v > 0) body.summary = `${content.summary} (variant ${v})`
-      body.public_key = publicKey
-      body.developer_id = dev.id
-      body.developer_proof = proof
-      body.signature = sign(keyPair, canonicalJson(body))
-      return JSON.stringify(body)
+      return JSON.stringify(signedRegistration(keyPair, body, { developer, index: job.hdIndex }))
     })
     return { i: job.i, id, bodies, deleteToken: sign(keyPair, id) }
   })

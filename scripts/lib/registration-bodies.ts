@@ -5,42 +5,36 @@
  * field spellings, the signature over the fixed subset, docs/compatibility.md).
  */
 import { Agent, request } from 'node:http'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { formatKey } from '../../src/identity/encoding.js'
-import { deriveAgentKeyPair, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
-import { deployedRegistrationSignable } from '../../src/identity/verifiers.js'
+import { keyPairFromSeed } from '../../src/identity/keys.js'
+import { developerKeys, developerProof, signDeployed, signedRegistration } from '../../src/testnet/entity-factory.js'
 
-const DEVELOPERS = Array.from({ length: 100 }, (_, d) => {
-  const keyPair = keyPairFromSeed(Buffer.alloc(32, d + 1))
-  return { keyPair, key: formatKey(keyPair.publicKey), id: deriveId('developer', keyPair.publicKey) }
-})
+const DEVELOPERS = Array.from({ length: 100 }, (_, d) => developerKeys(keyPairFromSeed(Buffer.alloc(32, d + 1))))
 
 /** `n` registrations of agents `from` … `from + n − 1`. */
 export function makeBodies(n: number, from = 0): { id: string; body: string }[] {
   const out: { id: string; body: string }[] = []
   for (let i = from; i < from + n; i++) {
-    const dev = DEVELOPERS[i % DEVELOPERS.length]!
+    const developer = DEVELOPERS[i % DEVELOPERS.length]!
     const index = Math.floor(i / DEVELOPERS.length)
-    const a = deriveAgentKeyPair(dev.keyPair.seed, index)
-    const proofSignature = sign(dev.keyPair, developerProofMessage(a.publicKey, index))
-    const common = {
+    const a = deriveAgentKeyPair(developer.keyPair.seed, index)
+    const content = {
       name: `Bench agent ${i}`,
       category: ['tools', 'finance', 'travel', 'research'][i % 4],
       summary: `Benchmark agent number ${i} that translates and summarises documents`,
       tags: ['bench', `t${i % 50}`],
-      entity_url: `https://agent${i}.bench.example`,
-      public_key: formatKey(a.publicKey),
-      developer_id: dev.id
+      entity_url: `https://agent${i}.bench.example`
     }
     let body: Record<string, unknown>
-    if (i % 2 === 0) {
-      body = { ...common, type: 'agent', developer_proof: { developer_public_key: dev.key, agent_public_key: formatKey(a.publicKey), index, signature: proofSignature } }
-      body.signature = sign(a, canonicalJson(body))
-    } else {
-      body = { ...common, entity_type: 'agent', developer_proof: { developer_public_key: dev.key, entity_index: index, developer_signature: proofSignature } }
-      body.signature = sign(a, canonicalJson(deployedRegistrationSignable(body)))
+    if (i % 2 === 0) body = signedRegistration(a, { ...content, type: 'agent' }, { developer, index })
+    else {
+      const proof = developerProof(developer, a, index)
+      body = signDeployed(a, {
+        ...content, public_key: formatKey(a.publicKey), developer_id: developer.id, entity_type: 'agent',
+        developer_proof: { developer_public_key: developer.publicKey, entity_index: index, developer_signature: proof.signature }
+      })
     }
     out.push({ id: deriveId('agent', a.publicKey), body: JSON.stringify(body) })
   }

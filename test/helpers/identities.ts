@@ -1,23 +1,19 @@
 /**
  * Deterministic test identities: the test-vector developer of docs/compatibility.md (seed 0x01 × 32) and its HD agents, plus
- * builders for signed bodies in the spec's form and in the deployed clients' forms.
+ * builders for signed bodies in the spec's form and in the deployed clients' forms (signed by the
+ * registration builders of src/testnet/entity-factory.ts, which the benchmarks use too).
  */
-import { canonicalJson, withoutSignature } from '../../src/identity/canonical-json.js'
+import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { formatKey } from '../../src/identity/encoding.js'
-import { deriveAgentKeyPair, developerProofMessage } from '../../src/identity/hd.js'
+import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
-import { deployedRegistrationSignable } from '../../src/identity/verifiers.js'
+import { developerKeys, developerProof, signDeployed, signSpec, type DeveloperKeys, type DeveloperProof } from '../../src/testnet/entity-factory.js'
 
-export interface Developer {
-  keyPair: KeyPair
-  id: string
-  publicKey: string
-}
+export type Developer = DeveloperKeys
 
 export function developer(seedByte = 1): Developer {
-  const keyPair = keyPairFromSeed(Buffer.alloc(32, seedByte))
-  return { keyPair, id: deriveId('developer', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey) }
+  return developerKeys(keyPairFromSeed(Buffer.alloc(32, seedByte)))
 }
 
 export interface Agent {
@@ -26,7 +22,7 @@ export interface Agent {
   publicKey: string
   agentId: string
   serviceId: string
-  proof: { developer_public_key: string; agent_public_key: string; index: number; signature: string }
+  proof: DeveloperProof
 }
 
 export function agent(dev: Developer, index: number): Agent {
@@ -37,20 +33,11 @@ export function agent(dev: Developer, index: number): Agent {
     publicKey: formatKey(keyPair.publicKey),
     agentId: deriveId('agent', keyPair.publicKey),
     serviceId: deriveId('service', keyPair.publicKey),
-    proof: {
-      developer_public_key: dev.publicKey,
-      agent_public_key: formatKey(keyPair.publicKey),
-      index,
-      signature: sign(dev.keyPair, developerProofMessage(keyPair.publicKey, index))
-    }
+    proof: developerProof(dev, keyPair, index)
   }
 }
 
-/** Spec form: signature over the canonical JSON of the whole body without `signature`. */
-export function signSpec(keyPair: KeyPair, body: Record<string, unknown>): Record<string, unknown> {
-  const unsigned = withoutSignature(body)
-  return { ...unsigned, signature: sign(keyPair, canonicalJson(unsigned)) }
-}
+export { signSpec }
 
 /** A spec-form agent registration with a developer proof. */
 export function specRegistration(dev: Developer, a: Agent, fields: Record<string, unknown> = {}): Record<string, unknown> {
@@ -63,14 +50,15 @@ export function specRegistration(dev: Developer, a: Agent, fields: Record<string
     entity_url: `https://agent${a.index}.example.com`,
     public_key: a.publicKey,
     developer_id: dev.id,
-    developer_proof: { developer_public_key: a.proof.developer_public_key, agent_public_key: a.proof.agent_public_key, index: a.index, signature: a.proof.signature },
+    // A copy: tests change the body's proof, never the agent's.
+    developer_proof: { ...a.proof },
     ...fields
   })
 }
 
 /** A deployed-client registration: Go field spellings, signature over the fixed subset. */
 export function deployedRegistration(dev: Developer, a: Agent, fields: Record<string, unknown> = {}): Record<string, unknown> {
-  const body: Record<string, unknown> = {
+  const body = {
     name: `Deployed ${a.index}`,
     entity_type: 'agent',
     category: 'tools',
@@ -82,8 +70,7 @@ export function deployedRegistration(dev: Developer, a: Agent, fields: Record<st
     entity_pricing: { model: 'per_request', base_price_usd: 0.01, currency: 'USDC', payment_methods: ['x402'], rates: { default: 0.01 } },
     ...fields
   }
-  body.signature = sign(a.keyPair, canonicalJson(deployedRegistrationSignable(body)))
-  return body
+  return signDeployed(a.keyPair, body)
 }
 
 export function developerRegistration(dev: Developer, fields: Record<string, unknown> = {}): Record<string, unknown> {
