@@ -7,9 +7,8 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { isIP } from 'node:net'
 import type { TLSSocket } from 'node:tls'
-import { spkiFingerprint, verifyRegistryProof, type ProofCheck, type RegistryProof } from './identity/registry-proof.js'
+import { REGISTRY_PROOF_PATH, spkiFingerprint, verifyRegistryProof, type ProofCheck, type RegistryProof } from './identity/registry-proof.js'
 
-export const WELL_KNOWN_PROOF_PATH = '/.well-known/node-registry.json'
 const DEFAULT_TIMEOUT_MS = 10_000
 const MAX_PROOF_BYTES = 64 * 1024
 
@@ -42,7 +41,7 @@ export async function verifyRegistry(baseUrl: string, options: VerifyRegistryOpt
   if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new Error(`${baseUrl}: only http and https URLs can be verified`)
   base.search = ''
   base.hash = ''
-  base.pathname = base.pathname.replace(/\/+$/, '') + WELL_KNOWN_PROOF_PATH
+  base.pathname = base.pathname.replace(/\/+$/, '') + REGISTRY_PROOF_PATH
   const url = base.toString()
   const https = base.protocol === 'https:'
 

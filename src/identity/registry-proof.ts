@@ -11,6 +11,8 @@ import { deriveId } from './ids.js'
 import { sign, verifyRaw } from './keys.js'
 import type { NodeIdentity } from './node-identity.js'
 
+/** Where a node serves its proof (the API route) and where verifiers fetch it (verify-registry.ts). */
+export const REGISTRY_PROOF_PATH = '/.well-known/node-registry.json'
 export const REGISTRY_PROOF_TYPE = 'registry-identity-proof'
 export const REGISTRY_PROOF_VERSION = '1'
 export const DEFAULT_PROOF_VALIDITY_MS = 7 * 24 * 60 * 60 * 1000

@@ -30,7 +30,6 @@ const REQUEST_TIMEOUT_MS = 5000
 const PING_ATTEMPTS = 2
 const PING_RETRY_DELAY_MS = 250
 
-export type PeerHealth = PeerView['health']
 export type VerificationTier = PeerView['verification_tier']
 
 interface PeerEntry {
