@@ -12,7 +12,7 @@ import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/r
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate, developerSigner } from './authorize.js'
-import { StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
 import { acceptOperation, bodyOf, sealOperation, signatureFingerprint } from './operations.js'
@@ -43,6 +43,14 @@ export class DeveloperService {
     const record = this.c.store.getDeveloper(id)
     if (!record) throw new RegistryError('developer_not_found', `No developer ${id} is registered on this node.`)
     return record
+  }
+
+  /** The record a write changes; a replayed write that arrives before it waits for it (replication.ts defers it). */
+  private requireFor(id: string, remote: RemoteWrite | undefined): DeveloperRecord {
+    const record = this.c.store.getDeveloper(id)
+    if (record) return record
+    if (remote) throw new MissingDependency(id)
+    return this.require(id)
   }
 
   view(record: DeveloperRecord): DeveloperRecordView {
@@ -135,7 +143,7 @@ export class DeveloperService {
    * than the profile changes only the fields no later update set, so arrival order does not matter.
    */
   async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<DeveloperRecord> {
-    const existing = this.require(id)
+    const existing = this.requireFor(id, remote)
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const raw = req.body as Record<string, unknown>
     for (const field of ['developer_id', 'public_key'] as const) {
@@ -157,7 +165,7 @@ export class DeveloperService {
     const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.update', id, req, auth, now)
     const next = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getDeveloper(id)
-      if (!current) throw new RegistryError('developer_not_found')
+      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('developer_not_found')
       let updated: DeveloperRecord
       if (remote && now <= current.updated_at) {
         const later = this.c.store.operationsOf(id).filter(o => o.kind === 'developer.update' && o.body && o.accepted_at > now)
@@ -177,7 +185,7 @@ export class DeveloperService {
 
   /** Deregisters a developer (from a client, or replayed: `remote`). */
   async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>, remote?: RemoteWrite): Promise<{ developer_id: string; message: string }> {
-    const existing = this.require(id)
+    const existing = this.requireFor(id, remote)
     const auth = await authorizeDeletion(req.credentials ?? {}, developerSigner(existing.public_key), id, req.path, this.c.verifier)
     const owned = this.c.catalog.countByDeveloper(id)
     // The home node checked this when it accepted the deregistration; entities may arrive in another order here.
@@ -188,7 +196,7 @@ export class DeveloperService {
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
     const released = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getDeveloper(id)
-      if (!current) throw new RegistryError('developer_not_found')
+      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('developer_not_found')
       if (remote && current.registered_at > deletedAt) throw new StaleOperation()
       // A replayed deregistration leaves the handle to its own handle.release operation.
       const handle = !remote && current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null

@@ -12,7 +12,7 @@ import { SCHEMA_VERSION, type EntityRecord, type EntityType, type Operation, typ
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
-import { NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import { MissingDependency, NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { LivenessView } from './liveness.js'
 import type { NameDirectory } from './name-directory.js'
@@ -68,6 +68,17 @@ export class EntityService {
     if (record) return record
     const tombstone = this.c.store.getTombstone(id)
     throw new RegistryError('entity_not_found', tombstone ? `${id} was deregistered at ${tombstone.deleted_at}.` : `No entity ${id} is registered on this node.`)
+  }
+
+  /**
+   * The record a write changes. A replayed write can arrive before the record it changes (gossip
+   * takes many paths): it then waits for it rather than failing (replication.ts defers it).
+   */
+  private requireFor(id: string, remote: RemoteWrite | undefined): EntityRecord {
+    const record = this.c.store.getEntity(id)
+    if (record) return record
+    if (remote) throw new MissingDependency(id)
+    return this.require(id)
   }
 
   /** Lets reads of unknown entities ask the mesh (set once the mesh runs). */
@@ -237,7 +248,7 @@ export class EntityService {
    * in time order, so every node ends with the same record whatever the order of arrival.
    */
   async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<EntityRecord> {
-    const existing = this.require(id)
+    const existing = this.requireFor(id, remote)
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
     const raw = req.body as Record<string, unknown>
     rejectImmutable(existing, raw)
@@ -253,7 +264,7 @@ export class EntityService {
     const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
     const next = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getEntity(id)
-      if (!current) throw new RegistryError('entity_not_found')
+      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
       if (remote && now < current.registered_at) throw new StaleOperation()
       const updated = remote && now <= current.updated_at ? this.refold(current, [...this.c.store.operationsOf(id), op]) : patch(current)
       tx.appendOperation(op)
@@ -268,7 +279,7 @@ export class EntityService {
 
   /** Deregisters an entity (from a client, or another node's deregistration replayed): a tombstone replaces it. */
   async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>, remote?: RemoteWrite): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
-    const existing = this.require(id)
+    const existing = this.requireFor(id, remote)
     const auth = await authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path, this.c.verifier)
     const now = remote ? new Date(remote.op.accepted_at) : this.now()
     const deletedAt = remote?.op.accepted_at ?? now.toISOString()
@@ -276,7 +287,7 @@ export class EntityService {
     const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
     const releasedNames = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getEntity(id)
-      if (!current) throw new RegistryError('entity_not_found')
+      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
       // A registration later than the deregistration (the entity came back) stands.
       if (remote && current.registered_at > deletedAt) throw new StaleOperation()
       bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
@@ -370,7 +381,8 @@ export class EntityService {
     }
     const signature = parseSignature(op.auth.signature)
     if (!signature || (await this.c.verifier.firstVerifying(originKey, signature, [text])) !== 0) throw new RegistryError('signature_invalid', 'The status is not signed by its origin node.')
-    const record = this.require(op.subject)
+    const record = this.c.store.getEntity(op.subject)
+    if (!record) throw new MissingDependency(op.subject)
     const ops = this.c.store.operationsOf(op.subject)
     const registration = registrationOf(ops, record)
     if (registration && registration.origin !== op.origin) throw new RegistryError('operation_invalid', "Status changes are accepted only from the entity's home node.", 'origin')
@@ -379,7 +391,7 @@ export class EntityService {
     const lastHeartbeat = body.last_heartbeat as string | null
     const next = await this.c.writes.run(() => this.c.store.commit(tx => {
       const current = tx.getEntity(op.subject)
-      if (!current) throw new RegistryError('entity_not_found')
+      if (!current) throw new MissingDependency(op.subject)
       tx.appendOperation(op)
       if (!latest) return null
       const updated: EntityRecord = { ...current, status, last_heartbeat: lastHeartbeat }

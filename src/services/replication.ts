@@ -83,9 +83,7 @@ export class ReplicationService {
       try {
         outcome = await this.applyChecked(op)
       } catch (err) {
-        const waitingFor = err instanceof MissingDependency ? err.subject
-          : err instanceof RegistryError && (err.code === 'entity_not_found' || err.code === 'developer_not_found') ? op.subject
-          : null
+        const waitingFor = err instanceof MissingDependency ? err.subject : null
         // A replayed signature from the mesh: refused like any stale write, not held against the peer that relayed it.
         if (err instanceof StaleOperation || err instanceof DuplicateOperation || err instanceof SignatureReplayed) outcome = 'stale'
         else if (waitingFor !== null) {

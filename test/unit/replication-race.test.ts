@@ -5,12 +5,12 @@
  * the seal checks are real.
  */
 import test from 'ava'
-import { RegistryError } from '../../src/errors.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { generateKeyPair } from '../../src/identity/keys.js'
 import type { NodeIdentity } from '../../src/identity/node-identity.js'
 import { VerifyPool } from '../../src/identity/verify-pool.js'
+import { MissingDependency } from '../../src/services/components.js'
 import type { DeveloperService } from '../../src/services/developers.js'
 import type { EntityService } from '../../src/services/entities.js'
 import type { NameDirectory } from '../../src/services/name-directory.js'
@@ -55,7 +55,7 @@ test('an update that fails while its registration is being applied is applied, n
       const found = held
       updateLooked.open()
       await updateChecked.opened
-      if (!found) throw new RegistryError('entity_not_found')
+      if (!found) throw new MissingDependency(entityId)
       updates.push('applied')
     }
   } as unknown as EntityService
