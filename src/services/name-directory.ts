@@ -15,7 +15,7 @@ import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeletion, verifyHandleClaim, verifyNameBinding, verifyRelease } from '../identity/verifiers.js'
 import { compareOperations } from '../store/operation-order.js'
-import type { Operation } from '../store/records.js'
+import type { NameBinding, Operation } from '../store/records.js'
 import { authorizeUpdate, developerSigner } from './authorize.js'
 import { MissingDependency, StaleOperation, type ServiceComponents, type WriteRequest } from './components.js'
 import { formatFqan } from './naming.js'
@@ -29,17 +29,8 @@ export interface RemoteHandle {
   claimed_at: string
 }
 
-export interface RemoteName {
-  host: string
-  handle: string
-  entity_name: string
-  entity_id: string
-  developer_id: string
-  version: string | null
-  capability_tags: string[]
-  bound_at: string
-  updated_at: string
-}
+/** A binding of another host's namespace, as its operations fold into it (the signature stays in the log). */
+export type RemoteName = Omit<NameBinding, 'signature'> & { host: string }
 
 const KINDS = new Set(['handle.claim', 'handle.verify', 'handle.release', 'name.bind', 'name.update', 'name.release'])
 
