@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { createRequire } from 'node:module'
+import { BoundedMap } from '../util/bounded-map.js'
 import { formatKey } from './encoding.js'
 
 /** The parts of sodium-native (libsodium) used here. */
@@ -69,7 +70,7 @@ export function sign(keyPair: KeyPair, message: Uint8Array | string): string {
  * (docs/compatibility.md). The cache is bounded; the oldest entries go first.
  */
 const MAX_CACHED_KEYS = 100_000
-const keyCache = new Map<string, KeyObject>()
+const keyCache = new BoundedMap<string, KeyObject>(MAX_CACHED_KEYS)
 
 function publicKeyObject(raw: Buffer): KeyObject {
   const cacheKey = raw.toString('latin1')
@@ -77,7 +78,6 @@ function publicKeyObject(raw: Buffer): KeyObject {
   if (key === undefined) {
     // JWK import costs about a tenth of DER import here, which matters for first-seen keys.
     key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: raw.toString('base64url') }, format: 'jwk' })
-    if (keyCache.size >= MAX_CACHED_KEYS) keyCache.delete(keyCache.keys().next().value as string)
     keyCache.set(cacheKey, key)
   }
   return key

@@ -9,6 +9,7 @@ import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
 import { compareOperations, isLater } from '../store/operation-order.js'
 import { SCHEMA_VERSION, type EntityRecord, type EntityType, type Operation, type PricingModel } from '../store/records.js'
+import { BoundedMap } from '../util/bounded-map.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
@@ -48,7 +49,7 @@ export class EntityService {
   private readonly now: () => Date
   private network: NetworkLookup | null = null
   /** Rendered JSON, with the liveness it shows (heartbeats change it without a write). */
-  private readonly rendered = new Map<string, { text: string; live: string }>()
+  private readonly rendered = new BoundedMap<string, { text: string; live: string }>(RENDERED_CACHE_SIZE)
 
   constructor(private readonly c: EntityServiceComponents) {
     this.now = c.now ?? (() => new Date())
@@ -104,7 +105,6 @@ export class EntityService {
     const cached = this.rendered.get(id)
     if (cached !== undefined && cached.live === live) return cached.text
     const text = JSON.stringify(this.view(this.require(id)))
-    if (cached === undefined && this.rendered.size >= RENDERED_CACHE_SIZE) this.rendered.delete(this.rendered.keys().next().value as string)
     this.rendered.set(id, { text, live })
     return text
   }

@@ -7,6 +7,7 @@
  * relayed it) and sync remembers the subject so that it is not offered again (mesh/sync.ts).
  */
 import type { EntityRecord, Operation } from '../store/records.js'
+import { BoundedMap } from '../util/bounded-map.js'
 
 export interface OriginQuotaSettings {
   /** Operations per second admitted from one origin registry (bursts of 10 × this). 0: no limit. */
@@ -25,8 +26,8 @@ const MAX_BUCKETS = 100_000
 
 export class OriginQuota {
   readonly refused: Record<QuotaRefusal, number> = { origin_rate: 0, developer_rate: 0, origin_entities: 0 }
-  private readonly origins = new Map<string, Bucket>()
-  private readonly developers = new Map<string, Bucket>()
+  private readonly origins = new BoundedMap<string, Bucket>(MAX_BUCKETS)
+  private readonly developers = new BoundedMap<string, Bucket>(MAX_BUCKETS)
   private readonly entitiesByOrigin = new Map<string, number>()
 
   constructor(private readonly settings: OriginQuotaSettings, private readonly now: () => number = () => performance.now()) {}
@@ -90,10 +91,7 @@ export class OriginQuota {
     const bucket = buckets.get(key) ?? { tokens: burst, at: now }
     bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * perSecond)
     bucket.at = now
-    if (!buckets.has(key)) {
-      if (buckets.size >= MAX_BUCKETS) buckets.delete(buckets.keys().next().value as string)
-      buckets.set(key, bucket)
-    }
+    if (!buckets.has(key)) buckets.set(key, bucket)
     return bucket
   }
 }

@@ -20,6 +20,7 @@ import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.j
 import { compareOperations } from '../store/operation-order.js'
 import type { Operation } from '../store/records.js'
 import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.js'
+import { BoundedMap } from '../util/bounded-map.js'
 import { DeveloperProofInput } from '../wire/entities.js'
 import { validate } from '../wire/validate.js'
 import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
@@ -46,9 +47,9 @@ const MAX_DEFERRED_PER_SUBJECT = 16
 export class ReplicationService {
   readonly counts: Record<ApplyOutcome | 'invalid', number> = { applied: 0, stale: 0, deferred: 0, unsupported: 0, throttled: 0, refused: 0, invalid: 0 }
   /** Operations that arrived before the record they change (gossip takes many paths), by subject. */
-  private readonly deferred = new Map<string, Operation[]>()
+  private readonly deferred = new BoundedMap<string, Operation[]>(MAX_DEFERRED_SUBJECTS)
   /** When each recently applied subject was applied (a sequence number), newest last. */
-  private readonly appliedAt = new Map<string, number>()
+  private readonly appliedAt = new BoundedMap<string, number>(MAX_DEFERRED_SUBJECTS)
   private appliedSeq = 0
 
   constructor(private readonly c: ReplicationComponents) {}
@@ -72,7 +73,6 @@ export class ReplicationService {
       if (list.length < MAX_DEFERRED_PER_SUBJECT && !list.includes(op)) list.push(op)
       return
     }
-    if (this.deferred.size >= MAX_DEFERRED_SUBJECTS) this.deferred.delete(this.deferred.keys().next().value as string)
     this.deferred.set(waitingFor, [op])
   }
 
@@ -104,9 +104,9 @@ export class ReplicationService {
   }
 
   private markApplied(subject: string): void {
+    // Deleted first so that it counts as the newest entry: the oldest are the ones dropped.
     this.appliedAt.delete(subject)
     this.appliedAt.set(subject, ++this.appliedSeq)
-    if (this.appliedAt.size > MAX_DEFERRED_SUBJECTS) this.appliedAt.delete(this.appliedAt.keys().next().value as string)
   }
 
   private async applyChecked(op: Operation): Promise<ApplyOutcome> {
