@@ -470,6 +470,8 @@ function post(agent: Agent, url: URL, path: string, body: string): Promise<{ sta
 
 interface Phase { name: string; start: number; end: number; flood?: 'a' | 'b'; role: 'load' | 'prep' | 'flood' | 'recovery' }
 interface Sample { perf: number; hrUs: number; nodeCpu: number; threads: Map<number, number>; clientCpu: number; floodCpu: number; machine: number; nodeRss: number }
+/** The valid client's event loop in one phase, and how late it sent. */
+interface PhaseLoop { delay: IntervalHistogram; lateMax: number; late10: number }
 
 /** What one phase measured, for the summary and the profile windows. */
 interface PhaseResult { phase: Phase; from: Sample; to: Sample; latencies: number[]; ackRate: number; nodeCpu: number; flood?: FloodStats }
@@ -494,8 +496,8 @@ interface Segment {
 const fmt = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : x === Infinity ? 'never' : 'n/a')
 const list = (counts: Record<string, number>): string => Object.entries(counts).map(([c, k]) => `${c}: ${k}`).join(', ')
 
-async function main(): Promise<void> {
-  const { values: args } = parseArgs({
+function parseOptions() {
+  return parseArgs({
     options: {
       entities: { type: 'string', default: '15000' },
       rate: { type: 'string', default: '5000' },
@@ -521,8 +523,39 @@ async function main(): Promise<void> {
       'node-arg': { type: 'string', multiple: true, default: [] },
       'http-server': { type: 'string', default: 'auto' }
     }
-  })
-  const benchStarted = performance.now()
+  }).values
+}
+type Args = ReturnType<typeof parseOptions>
+
+// ---------------------------------------------------------------------------------------------
+// Setup (not measured): the settings, the signed registrations, the nodes and their connections.
+
+/** The options and what follows from them: the load, the connections, the floods, the node's flags and limits. */
+interface Settings {
+  args: Args
+  N: number
+  rate: number
+  periodMs: number
+  entitySockets: number
+  /** Entities on the multiplexed sockets. */
+  rest: number
+  muxSockets: number
+  perMux: number
+  entitySpec: boolean
+  floods: ('a' | 'b')[]
+  floodSeconds: number
+  floodRate: number
+  floodBatch: number
+  drainMs: number
+  connections: number
+  nodeFlags: string[]
+  config: Awaited<ReturnType<typeof loadConfig>>
+  /** Frames per second the node allows a multiplexed connection. */
+  connectionRate: number
+  floodSockets: { a: number; b: number }
+}
+
+async function settingsOf(args: Args): Promise<Settings> {
   const N = Number(args.entities)
   const rate = Number(args.rate)
   const periodMs = (N / rate) * 1000
@@ -531,12 +564,7 @@ async function main(): Promise<void> {
   const perMuxWanted = args['per-mux'] === undefined ? undefined : Number(args['per-mux'])
   const muxSockets = rest === 0 ? 0 : perMuxWanted !== undefined ? Math.ceil(rest / perMuxWanted) : Number(args['mux-sockets'] ?? Math.ceil(rest / 13))
   const perMux = muxSockets === 0 ? 0 : Math.ceil(rest / muxSockets)
-  const entitySpec = args['entity-form'] === 'spec'
-  const floods = (['a', 'b'] as const).filter(f => args.flood.split(',').map(s => s.trim()).includes(f))
-  const floodSeconds = Number(args['flood-seconds'])
   const floodRate = Number(args['flood-factor']) * rate
-  const floodBatch = Number(args['flood-batch'])
-  const drainMs = Number(args.drain) * 1000
 
   const nodeFlags = ['--http-port', '0', '--no-rate-limit', '--http-server', args['http-server'], ...(args['node-arg'] ?? [])]
   const config = await loadConfig({ argv: nodeFlags, env: {} })
@@ -544,65 +572,127 @@ async function main(): Promise<void> {
   const connectionRate = L.frames_per_second_per_entity * L.max_entities_per_connection
   if (perMux > L.max_entities_per_connection) throw new Error(`${perMux} entities per multiplexed socket exceeds the node's cap of ${L.max_entities_per_connection}`)
   if (1000 / periodMs > L.frames_per_second_per_entity) console.error(`warning: each entity beats ${(1000 / periodMs).toFixed(2)}/s, over the node's ${L.frames_per_second_per_entity}/s per entity`)
-  const floodSockets = { a: Number(args['flood-a-sockets']), b: Number(args['flood-b-sockets'] ?? Math.ceil(floodRate / connectionRate)) }
+  return {
+    args, N, rate, periodMs, entitySockets, rest, muxSockets, perMux,
+    entitySpec: args['entity-form'] === 'spec',
+    floods: (['a', 'b'] as const).filter(f => args.flood.split(',').map(s => s.trim()).includes(f)),
+    floodSeconds: Number(args['flood-seconds']),
+    floodRate,
+    floodBatch: Number(args['flood-batch']),
+    drainMs: Number(args.drain) * 1000,
+    connections: entitySockets + muxSockets,
+    nodeFlags, config, connectionRate,
+    floodSockets: { a: Number(args['flood-a-sockets']), b: Number(args['flood-b-sockets'] ?? Math.ceil(floodRate / connectionRate)) }
+  }
+}
 
-  // Check the fast key import against the node's own.
-
+/** The machine before the run, and the run's settings. */
+async function reportSettings(s: Settings): Promise<void> {
   const busyBefore = await machineBusy()
   await sleep(3000)
   report('machine_cpu_before', fmt(((await machineBusy()) - busyBefore) / 3 * 100, 0), '% of one core used by all processes over the 3 s before the benchmark (of 200%)')
   const load = loadavg()
   report('machine_load_before', `${fmt(load[0]!, 2)} ${fmt(load[1]!, 2)} ${fmt(load[2]!, 2)}`, '(1, 5, 15-minute load averages; 2 cores)')
-  report('entities', N, '')
-  report('offered_rate', rate, `heartbeats/s (every entity every ${fmt(periodMs / 1000, 2)} s)`)
-  report('entity_sockets', entitySockets, `per-entity /v1/entities/{id}/ws, ${entitySpec ? 'spec' : 'deployed'} frame form`)
-  report('mux_sockets', muxSockets, `multiplexed /v1/heartbeat, spec frame form, ${perMux === 0 ? 0 : Math.floor(rest / muxSockets)}–${perMux} entities each`)
-  report('connections', entitySockets + muxSockets, 'valid WebSocket connections')
-  report('node_liveness_settings', `skew ${L.max_clock_skew_seconds} s, ${L.frames_per_second_per_entity} frame/s per entity (burst ×10), ${L.max_entities_per_connection} entities per mux connection, inactive after ${L.inactive_after_seconds} s; verify workers ${config.verify.workers}, inline below ${config.verify.inline_max_rate}/s`, '')
-  report('node_flags', nodeFlags.join(' '), '')
-  report('node_sources', args['node-src'] ?? `${REPO}src`, '')
+  report('entities', s.N, '')
+  report('offered_rate', s.rate, `heartbeats/s (every entity every ${fmt(s.periodMs / 1000, 2)} s)`)
+  report('entity_sockets', s.entitySockets, `per-entity /v1/entities/{id}/ws, ${s.entitySpec ? 'spec' : 'deployed'} frame form`)
+  report('mux_sockets', s.muxSockets, `multiplexed /v1/heartbeat, spec frame form, ${s.perMux === 0 ? 0 : Math.floor(s.rest / s.muxSockets)}–${s.perMux} entities each`)
+  report('connections', s.connections, 'valid WebSocket connections')
+  const L = s.config.liveness
+  report('node_liveness_settings', `skew ${L.max_clock_skew_seconds} s, ${L.frames_per_second_per_entity} frame/s per entity (burst ×10), ${L.max_entities_per_connection} entities per mux connection, inactive after ${L.inactive_after_seconds} s; verify workers ${s.config.verify.workers}, inline below ${s.config.verify.inline_max_rate}/s`, '')
+  report('node_flags', s.nodeFlags.join(' '), '')
+  report('node_sources', s.args['node-src'] ?? `${REPO}src`, '')
+}
 
-  // 1. Keys and signed registrations, in worker threads (kept for signing the beats).
-  const W = Math.max(1, Number(args.workers))
+/** The signing worker threads, each with its range of entities, whose keys it keeps to sign their beats. */
+interface Signers { workers: Worker[]; ranges: (readonly [number, number])[]; ids: string[]; bodies: string[] }
+
+/** Keys and signed registrations, in worker threads (kept for signing the beats). */
+async function signRegistrations(s: Settings): Promise<Signers> {
+  const W = Math.max(1, Number(s.args.workers))
   const workers = Array.from({ length: W }, () => startWorker(import.meta.url))
-  const ranges = Array.from({ length: W }, (_, w) => [Math.floor((w * N) / W), Math.floor(((w + 1) * N) / W)] as const)
-  let t = performance.now()
+  const ranges = Array.from({ length: W }, (_, w) => [Math.floor((w * s.N) / W), Math.floor(((w + 1) * s.N) / W)] as const)
+  const t = performance.now()
   const registered = await Promise.all(workers.map((worker, w) => ask<RegisterReply>(worker, { type: 'register', from: ranges[w]![0], to: ranges[w]![1] })))
-  const ids = registered.flatMap(r => r.ids)
-  const bodies = registered.flatMap(r => r.bodies)
-  console.error(`signed ${N} registrations in ${fmt((performance.now() - t) / 1000)} s`)
+  console.error(`signed ${s.N} registrations in ${fmt((performance.now() - t) / 1000)} s`)
+  return { workers, ranges, ids: registered.flatMap(r => r.ids), bodies: registered.flatMap(r => r.bodies) }
+}
 
-  // 2. Nodes. Each is started on a fresh data directory, loaded over HTTP, left to become idle and
-  // connected. A flood segment that leaves its node with a backlog it cannot drain within --drain
-  // gets the next flood a fresh node, so one flood's backlog is not measured as the next one's.
-  const profileDir = args.profile ? await mkdtemp(join(tmpdir(), 'bench-heartbeats-prof-')) : null
-  const cli = args['node-src'] ? ['--import', TSX_IMPORT, join(args['node-src'], 'cli.ts')] : CLI_FROM_SOURCES
-  const entry = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, ...cli] : cli
-  // The profiler's sampling costs a few % of a core on its own.
-  const idleShare = args.profile ? 0.15 : 0.05
-  // A node with a backlog may take minutes to stop; it is killed after this (no profile then).
-  const stopLimitMs = args.profile ? 600_000 : 30_000
+/** A node process, loaded and connected. */
+interface Live { node: NodeProcess; pid: number; data: string; prefix: string; socketOf: WebSocket[]; validSockets: WebSocket[]; keepalive: NodeJS.Timeout }
 
-  const idIndex = new Map(ids.map((id, i) => [id, i]))
-  const random = seededRandom(5)
-  const order = Array.from({ length: N }, (_, i) => i)
-  for (let i = N - 1; i > 0; i--) { const j = Math.floor(random() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!] }
-  // Entity order[r] beats at r/N of the period, then every period.
-  const offsets = new Float64Array(N)
-  order.forEach((e, r) => { offsets[e] = Math.round((r * periodMs) / N) })
+/**
+ * The run: the node in service, the valid clients' sockets and what they received, the flood
+ * process, and what each phase measured.
+ */
+class HeartbeatRun {
+  private readonly idIndex: Map<string, number>
+  /** Entity order[r] beats at r/N of the period, then every period. */
+  private readonly order: number[]
+  private readonly offsets: Float64Array
+  /** The profiler's sampling costs a few % of a core on its own. */
+  private readonly idleShare: number
+  /** A node with a backlog may take minutes to stop; it is killed after this (no profile then). */
+  private readonly stopLimitMs: number
+  private readonly entry: string[]
 
-  let seg: Segment | null = null
-  let currentPhase: string | null = null
-  const errorsByPhase = new Map<string, Record<string, number>>()
-  let strayFrames = 0
-  const validCloses: Record<string, number> = {}
-  const onValid = (data: Buffer): void => {
+  private seg: Segment | null = null
+  private currentPhase: string | null = null
+  private readonly errorsByPhase = new Map<string, Record<string, number>>()
+  private strayFrames = 0
+  private readonly validCloses: Record<string, number> = {}
+  private closing = false
+  private nodeCount = 0
+  private live!: Live
+
+  private flood: ChildProcess | null = null
+  private readonly floodStats: Partial<Record<'a' | 'b', FloodStats>> = {}
+  private floodWaiter: (() => void) | null = null
+
+  readonly results = new Map<string, PhaseResult>()
+  private sendFailures = 0
+  /** Entities whose state is checked after the run, with their last acknowledged beat (wall clock). */
+  private readonly checked: number[]
+  private readonly lastBeat = new Map<number, { sentWall: number; ackWall: number }>()
+
+  constructor(private readonly s: Settings, private readonly signers: Signers, readonly profileDir: string | null) {
+    const { N, periodMs, entitySockets, rest, args } = s
+    const cli = args['node-src'] ? ['--import', TSX_IMPORT, join(args['node-src'], 'cli.ts')] : CLI_FROM_SOURCES
+    this.entry = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, ...cli] : cli
+    this.idleShare = args.profile ? 0.15 : 0.05
+    this.stopLimitMs = args.profile ? 600_000 : 30_000
+    this.idIndex = new Map(signers.ids.map((id, i) => [id, i]))
+    const random = seededRandom(5)
+    const order = Array.from({ length: N }, (_, i) => i)
+    for (let i = N - 1; i > 0; i--) { const j = Math.floor(random() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!] }
+    this.order = order
+    this.offsets = new Float64Array(N)
+    order.forEach((e, r) => { this.offsets[e] = Math.round((r * periodMs) / N) })
+    this.checked = [...Array.from({ length: 5 }, (_, i) => Math.floor((i * entitySockets) / 5)), ...Array.from({ length: 5 }, (_, i) => entitySockets + Math.floor((i * rest) / 5))].filter(e => e < N)
+  }
+
+  /** The first node, then the flood process. */
+  async start(): Promise<void> {
+    this.live = await this.bringUp()
+    this.flood = this.s.floods.length > 0 ? fork(fileURLToPath(import.meta.url), ['--flood-child'], { execArgv: ['--import', TSX_IMPORT] }) : null
+    this.flood?.on('message', (m: FloodReply) => { if (m.type === 'stats') { this.floodStats[m.stats.mode] = m.stats; this.floodWaiter?.() } })
+    this.tell({ cmd: 'init', ids: this.signers.ids })
+  }
+
+  private tell(m: FloodCommand): void {
+    this.flood?.send(m)
+  }
+
+  // -- The valid clients' sockets
+
+  private readonly onValid = (data: Buffer): void => {
     const now = performance.now()
     const m = JSON.parse(data.toString()) as { type: string; agent_id?: string; timestamp?: string; error?: string }
+    const seg = this.seg
     if (m.type === 'ack') {
-      const e = idIndex.get(m.agent_id!)
+      const e = this.idIndex.get(m.agent_id!)
       if (e !== undefined && seg) {
-        const k = Math.round((Date.parse(m.timestamp!) - seg.wallT0 - offsets[e]!) / periodMs)
+        const k = Math.round((Date.parse(m.timestamp!) - seg.wallT0 - this.offsets[e]!) / this.s.periodMs)
         const index = e * seg.beats + k
         if (k >= 0 && k < seg.beats && seg.sendTimes[index]! > 0 && seg.ackTimes[index] === 0) {
           seg.ackTimes[index] = now
@@ -612,37 +702,34 @@ async function main(): Promise<void> {
           return
         }
       }
-      strayFrames++
+      this.strayFrames++
     } else {
-      const key = currentPhase ?? 'between_segments'
-      const bucket = errorsByPhase.get(key) ?? {}
-      errorsByPhase.set(key, bucket)
+      const key = this.currentPhase ?? 'between_segments'
+      const bucket = this.errorsByPhase.get(key) ?? {}
+      this.errorsByPhase.set(key, bucket)
       bucket[m.error ?? 'unknown'] = (bucket[m.error ?? 'unknown'] ?? 0) + 1
-      const e = m.agent_id === undefined ? undefined : idIndex.get(m.agent_id)
+      const e = m.agent_id === undefined ? undefined : this.idIndex.get(m.agent_id)
       if (e !== undefined && seg) markError(seg, e, now)
     }
   }
-  /** An error frame names the entity only: it is put on the entity's oldest beat still unanswered. */
-  const markError = (s: Segment, e: number, at: number): void => {
-    for (let k = 0; k < s.beats; k++) {
-      const index = e * s.beats + k
-      if (s.sendTimes[index]! > 0 && s.ackTimes[index] === 0 && s.errorTimes[index] === 0) { s.errorTimes[index] = at; return }
-    }
-  }
-  let closing = false
-  const attachValid = (ws: WebSocket): void => {
-    ws.on('message', onValid)
-    ws.on('error', () => {})
-    ws.on('close', (code, reason) => { if (closing) return; const key = `${code}${reason.length ? ` "${reason.toString()}"` : ''}`; validCloses[key] = (validCloses[key] ?? 0) + 1 })
-  }
-  const connections = entitySockets + muxSockets
 
-  interface Live { node: NodeProcess; pid: number; data: string; prefix: string; socketOf: WebSocket[]; validSockets: WebSocket[]; keepalive: NodeJS.Timeout }
-  let nodeCount = 0
-  const bringUp = async (): Promise<Live> => {
-    const prefix = nodeCount++ === 0 ? '' : `node${nodeCount}_`
+  private attachValid(ws: WebSocket): void {
+    ws.on('message', this.onValid)
+    ws.on('error', () => {})
+    ws.on('close', (code, reason) => { if (this.closing) return; const key = `${code}${reason.length ? ` "${reason.toString()}"` : ''}`; this.validCloses[key] = (this.validCloses[key] ?? 0) + 1 })
+  }
+
+  // -- Nodes. Each is started on a fresh data directory, loaded over HTTP, left to become idle and
+  // connected. A flood segment that leaves its node with a backlog it cannot drain within --drain
+  // gets the next flood a fresh node, so one flood's backlog is not measured as the next one's.
+
+  private async bringUp(): Promise<Live> {
+    const { N, args, entitySockets, muxSockets, connections } = this.s
+    const { ids, bodies } = this.signers
+    const idleShare = this.idleShare
+    const prefix = this.nodeCount++ === 0 ? '' : `node${this.nodeCount}_`
     const data = await mkdtemp(join(tmpdir(), 'bench-heartbeats-'))
-    const node = await spawnNode(['--data', data, ...nodeFlags], { entry })
+    const node = await spawnNode(['--data', data, ...this.s.nodeFlags], { entry: this.entry })
     const pid = node.child.pid!
     if (prefix === '') {
       // Sources older than the runtime field (--node-src) report no server kind.
@@ -674,8 +761,8 @@ async function main(): Promise<void> {
     const rssNoSockets = await memory(pid)
     const socketOf = new Array<WebSocket>(N)
     t = performance.now()
-    await openAll(ids.slice(0, entitySockets).map(id => `${wsBase}/v1/entities/${encodeURIComponent(id)}/ws`), 100, (ws, e) => { attachValid(ws); socketOf[e] = ws })
-    const muxes = await openAll(Array.from({ length: muxSockets }, () => `${wsBase}/v1/heartbeat`), 100, ws => attachValid(ws))
+    await openAll(ids.slice(0, entitySockets).map(id => `${wsBase}/v1/entities/${encodeURIComponent(id)}/ws`), 100, (ws, e) => { this.attachValid(ws); socketOf[e] = ws })
+    const muxes = await openAll(Array.from({ length: muxSockets }, () => `${wsBase}/v1/heartbeat`), 100, ws => this.attachValid(ws))
     for (let e = entitySockets; e < N; e++) socketOf[e] = muxes[(e - entitySockets) % muxSockets]!
     const validSockets = [...socketOf.slice(0, entitySockets), ...muxes]
     report(`${prefix}connect_time`, fmt((performance.now() - t) / 1000), `s (${connections} connections, 100 handshakes at a time)`)
@@ -688,65 +775,80 @@ async function main(): Promise<void> {
     const keepalive = setInterval(() => { for (const ws of validSockets) if (ws.readyState === WebSocket.OPEN) ws.ping() }, 20_000)
     return { node, pid, data, prefix, socketOf, validSockets, keepalive }
   }
-  const tearDown = async (l: Live): Promise<boolean> => {
+
+  private async tearDown(l: Live): Promise<boolean> {
+    const stopLimitMs = this.stopLimitMs
     clearInterval(l.keepalive)
     report(`${l.prefix}node_rss_peak`, fmt((await memory(l.pid)).hwm, 0), 'MiB (VmHWM over the node\'s life)')
-    closing = true
+    this.closing = true
     for (const ws of l.validSockets) ws.terminate()
     const stopStarted = performance.now()
     l.node.child.kill('SIGTERM')
     const stopped = await Promise.race([l.node.exited.then(() => true), sleep(stopLimitMs).then(() => false)])
     if (!stopped) { l.node.child.kill('SIGKILL'); await l.node.exited }
-    closing = false
+    this.closing = false
     report(`${l.prefix}node_stop_time`, stopped ? fmt((performance.now() - stopStarted) / 1000, 1) : `> ${stopLimitMs / 1000} (killed)`, 's from SIGTERM to exit, with the connections closed')
-    if (!stopped && profileDir) console.error('the node was killed: no profile was written for it')
+    if (!stopped && this.profileDir) console.error('the node was killed: no profile was written for it')
     await rm(l.data, { recursive: true, force: true })
     return stopped
   }
-  let live = await bringUp()
 
-  // The flood process.
-  const flood: ChildProcess | null = floods.length > 0 ? fork(fileURLToPath(import.meta.url), ['--flood-child'], { execArgv: ['--import', TSX_IMPORT] }) : null
-  const floodStats: Partial<Record<'a' | 'b', FloodStats>> = {}
-  let floodWaiter: (() => void) | null = null
-  flood?.on('message', (m: FloodReply) => { if (m.type === 'stats') { floodStats[m.stats.mode] = m.stats; floodWaiter?.() } })
-  const tell = (m: FloodCommand) => flood?.send(m)
-  tell({ cmd: 'init', ids })
+  /** A fresh node for the next segment (the last one did not drain). */
+  async replaceNode(): Promise<void> {
+    await this.tearDown(this.live)
+    this.lastBeat.clear()
+    this.live = await this.bringUp()
+  }
 
-  const sample = async (): Promise<Sample> => {
+  private async sample(): Promise<Sample> {
     const perf = performance.now()
     const hrUs = Number(process.hrtime.bigint() / 1000n)
     const cpu = process.cpuUsage()
-    const pid = live.pid
+    const pid = this.live.pid
+    const flood = this.flood
     const [nodeCpu, threads, floodCpu, machine, mem] = await Promise.all([cpuSeconds(pid), threadCpu(pid), flood?.pid ? cpuSeconds(flood.pid).catch(() => 0) : 0, machineBusy(), memory(pid)])
     return { perf, hrUs, nodeCpu, threads, clientCpu: (cpu.user + cpu.system) / 1e6, floodCpu, machine, nodeRss: mem.rss }
   }
-  const results = new Map<string, PhaseResult>()
-  let sendFailures = 0
-  // Entities whose state is checked after the run, with their last acknowledged beat (wall clock).
-  const checked = [...Array.from({ length: 5 }, (_, i) => Math.floor((i * entitySockets) / 5)), ...Array.from({ length: 5 }, (_, i) => entitySockets + Math.floor((i * rest) / 5))].filter(e => e < N)
-  const lastBeat = new Map<number, { sentWall: number; ackWall: number }>()
 
-  /** Signs, runs, drains and reports one segment. */
-  const runSegment = async (label: string, phaseList: [string, number, Phase['role'], ('a' | 'b')?][]): Promise<boolean> => {
-    const { pid, socketOf, node } = live
-    const phases: Phase[] = []
-    let s = 0
-    for (const [name, seconds, role, f] of phaseList) { if (seconds > 0) phases.push({ name, start: s, end: s + seconds * 1000, role, ...(f ? { flood: f } : {}) }); s += seconds * 1000 }
-    const D = s
-    const K = Math.ceil(D / periodMs) + 1
-    // Sign every beat for its planned time; a calibration sets the start far enough ahead.
+  // -- Segments
+
+  /** Signs, runs, drains and reports one segment; whether it drained. */
+  async runSegment(label: string, phaseList: [string, number, Phase['role'], ('a' | 'b')?][]): Promise<boolean> {
+    const { phases, durationMs: D } = phasesOf(phaseList)
+    const K = Math.ceil(D / this.s.periodMs) + 1
+    const { frames, wallT0, startLag } = await this.signBeats(label, K)
+    const T0 = performance.now()
+    const current: Segment = { phases, durationMs: D, beats: K, wallT0, T0, wallAtT0: Date.now(), sendTimes: new Float64Array(this.s.N * K), ackTimes: new Float64Array(this.s.N * K), errorTimes: new Float64Array(this.s.N * K) }
+    this.seg = current
+    const { samples, loops } = await this.send(current, frames)
+    const { drainS, stillUnacked, idleAfter } = await this.drain(current)
+    samples[phases.length] ??= await this.sample()
+
+    report(`${label}_timestamp_age_at_send`, fmt(Math.max(0, startLag), 0), 'ms (how far the signed timestamps trail the send times)')
+    for (let i = 0; i < phases.length; i++) this.reportPhase(current, phases[i]!, samples[i]!, samples[i + 1]!, loops[i]!, drainS)
+    report(`${label}_drain`, fmt(drainS, 1), `s until every valid heartbeat of the segment was answered (${stillUnacked} still unanswered; the limit is --drain ${this.s.args.drain} s)`)
+    report(`${label}_node_idle_after`, idleAfter === Infinity ? 'not within 60' : fmt(idleAfter / 1000, 1), 's more until the node was idle')
+    this.keepLastBeats(current)
+    this.seg = null
+    this.currentPhase = null
+    return stillUnacked === 0
+  }
+
+  /** Signs every beat of the segment for its planned time; a calibration sets the start far enough ahead. */
+  private async signBeats(label: string, K: number): Promise<{ frames: string[]; wallT0: number; startLag: number }> {
+    const { N, periodMs, entitySockets, entitySpec } = this.s
+    const { workers, ranges, ids } = this.signers
     const calibration = performance.now()
     const probe = keyPairFromSeed(entitySeed(0))
     for (let i = 0; i < 300; i++) sign(probe, `${ids[0]}${new Date().toISOString()}`)
     const perSign = (performance.now() - calibration) / 300
-    const wallT0 = Date.now() + (N * K * perSign * 1.6) / W + 3000
-    t = performance.now()
+    const wallT0 = Date.now() + (N * K * perSign * 1.6) / workers.length + 3000
+    const t = performance.now()
     const parts = await Promise.all(workers.map((worker, w) => {
       const [from, to] = ranges[w]!
       return ask<string[]>(worker, {
         type: 'beats', wallT0, periodMs, beats: K,
-        offsets: Array.from(offsets.subarray(from, to)),
+        offsets: Array.from(this.offsets.subarray(from, to)),
         spec: Array.from({ length: to - from }, (_, j) => from + j >= entitySockets || entitySpec)
       })
     }))
@@ -756,25 +858,33 @@ async function main(): Promise<void> {
     if (wait > 0) await sleep(wait)
     const startLag = Date.now() - wallT0
     if (startLag > 20_000) throw new Error(`signing overran its estimate by ${startLag} ms; timestamps would be stale`)
+    return { frames, wallT0, startLag }
+  }
 
-    const T0 = performance.now()
-    const current: Segment = { phases, durationMs: D, beats: K, wallT0, T0, wallAtT0: Date.now(), sendTimes: new Float64Array(N * K), ackTimes: new Float64Array(N * K), errorTimes: new Float64Array(N * K) }
-    seg = current
+  /**
+   * Sends every beat at its planned time (a 1 ms timer sends whatever is due) and moves through the
+   * phases: a sample of the node at each boundary, and the flood process told to prepare, go, stop
+   * and report.
+   */
+  private async send(current: Segment, frames: readonly string[]): Promise<{ samples: Sample[]; loops: PhaseLoop[] }> {
+    const { N, periodMs, floodRate, floodBatch, floodSockets, args } = this.s
+    const { phases, durationMs: D, beats: K, T0 } = current
+    const { socketOf, node } = this.live
     const samples: Sample[] = []
-    const loops = phases.map(() => ({ delay: monitorEventLoopDelay({ resolution: 5 }), lateMax: 0, late10: 0 }))
+    const loops: PhaseLoop[] = phases.map(() => ({ delay: monitorEventLoopDelay({ resolution: 5 }), lateMax: 0, late10: 0 }))
     let phaseIndex = -1
     const boundary = (i: number): void => {
       const ending = phases[i - 1]
       const starting = phases[i]
-      if (ending?.role === 'flood') tell({ cmd: 'stop' })
-      if (ending?.role === 'recovery') tell({ cmd: 'collect' })
-      if (starting?.role === 'prep') tell({ cmd: 'prepare', mode: starting.flood!, url: node.url, rate: floodRate, batch: floodBatch, reconnect: !args['no-reconnect'], sockets: floodSockets[starting.flood!], address: args['flood-address'] })
-      if (starting?.role === 'flood') tell({ cmd: 'go' })
+      if (ending?.role === 'flood') this.tell({ cmd: 'stop' })
+      if (ending?.role === 'recovery') this.tell({ cmd: 'collect' })
+      if (starting?.role === 'prep') this.tell({ cmd: 'prepare', mode: starting.flood!, url: node.url, rate: floodRate, batch: floodBatch, reconnect: !args['no-reconnect'], sockets: floodSockets[starting.flood!], address: args['flood-address'] })
+      if (starting?.role === 'flood') this.tell({ cmd: 'go' })
       if (ending) loops[i - 1]!.delay.disable()
       if (starting) loops[i]!.delay.enable()
       phaseIndex = i
-      currentPhase = starting?.name ?? null
-      void sample().then(x => { samples[i] = x })
+      this.currentPhase = starting?.name ?? null
+      void this.sample().then(x => { samples[i] = x })
     }
     phases.forEach((p, i) => setTimeout(() => boundary(i), Math.max(0, T0 + p.start - performance.now())))
     const ended = new Promise<void>(resolve => setTimeout(() => { boundary(phases.length); resolve() }, D))
@@ -785,8 +895,8 @@ async function main(): Promise<void> {
         const elapsed = performance.now() - T0
         while (j < total) {
           const k = Math.floor(j / N)
-          const e = order[j % N]!
-          const due = plannedMs(offsets[e]!, k, periodMs)
+          const e = this.order[j % N]!
+          const due = plannedMs(this.offsets[e]!, k, periodMs)
           if (due > elapsed) break
           if (due >= D) { j = total; break }
           const ws = socketOf[e]!
@@ -798,7 +908,7 @@ async function main(): Promise<void> {
             const l = loops[phaseIndex]
             const late = sent - (T0 + due)
             if (l) { if (late > l.lateMax) l.lateMax = late; if (late > 10) l.late10++ }
-          } else sendFailures++
+          } else this.sendFailures++
           j++
         }
         if (j >= total) resolve()
@@ -807,145 +917,173 @@ async function main(): Promise<void> {
       tick()
     })
     await ended
-    // Drain: the last answers (and the node's backlog) before anything else is measured.
+    return { samples, loops }
+  }
+
+  /** The last answers (and the node's backlog) before anything else is measured; then the flood's figures. */
+  private async drain(current: Segment): Promise<{ drainS: number; stillUnacked: number; idleAfter: number }> {
+    const total = this.s.N * current.beats
     const drainStarted = performance.now()
     const unacked = (): number => { let n = 0; for (let i = 0; i < total; i++) if (current.sendTimes[i]! > 0 && current.ackTimes[i] === 0 && current.errorTimes[i] === 0) n++; return n }
-    while (unacked() > 0 && performance.now() - drainStarted < drainMs) await sleep(250)
+    while (unacked() > 0 && performance.now() - drainStarted < this.s.drainMs) await sleep(250)
     const drainS = (performance.now() - drainStarted) / 1000
     const stillUnacked = unacked()
-    const idleAfter = await waitIdle(pid, idleShare, 60_000)
-    if (flood && phases.some(p => p.role === 'flood')) {
-      const f = phases.find(p => p.role === 'flood')!.flood!
-      if (!floodStats[f]) { tell({ cmd: 'stop' }); tell({ cmd: 'collect' }); await new Promise<void>(resolve => { floodWaiter = resolve; setTimeout(resolve, 10_000) }) }
+    const idleAfter = await waitIdle(this.live.pid, this.idleShare, 60_000)
+    if (this.flood && current.phases.some(p => p.role === 'flood')) {
+      const f = current.phases.find(p => p.role === 'flood')!.flood!
+      if (!this.floodStats[f]) { this.tell({ cmd: 'stop' }); this.tell({ cmd: 'collect' }); await new Promise<void>(resolve => { this.floodWaiter = resolve; setTimeout(resolve, 10_000) }) }
     }
-    samples[phases.length] ??= await sample()
+    return { drainS, stillUnacked, idleAfter }
+  }
 
-    report(`${label}_timestamp_age_at_send`, fmt(Math.max(0, startLag), 0), 'ms (how far the signed timestamps trail the send times)')
-    for (let i = 0; i < phases.length; i++) {
-      const p = phases[i]!
-      const a = samples[i]!
-      const b = samples[i + 1]!
-      const from = T0 + p.start
-      const to = T0 + p.end
-      const latencies: number[] = []
-      let sent = 0
-      let lost = 0
-      let rejected = 0
-      let acksIn = 0
-      for (let index = 0; index < total; index++) {
-        const sentAt = current.sendTimes[index]!
-        const ack = current.ackTimes[index]!
-        if (ack >= from && ack < to) acksIn++
-        if (sentAt === 0 || sentAt < from || sentAt >= to) continue
-        sent++
-        if (ack > 0) latencies.push(ack - sentAt)
-        else { latencies.push(Infinity); if (current.errorTimes[index]! > 0) rejected++; else lost++ }
-      }
-      latencies.sort((x, y) => x - y)
-      const seconds = (p.end - p.start) / 1000
-      const wall = (b.perf - a.perf) / 1000
-      const nodeCpu = ((b.nodeCpu - a.nodeCpu) / wall) * 100
-      // Beats answered with an error, or not at all, have no latency: a percentile that lands on them says so.
-      const q = (x: number) => { const v = percentile(latencies, x); return v === Infinity ? 'not acknowledged (rejected, or no answer)' : fmt(v, 1) }
-      const n = p.name
-      report(`${n}_sent`, sent, `valid heartbeats in ${fmt(seconds, 0)} s`)
-      report(`${n}_ack_rate`, fmt(acksIn / seconds, 0), 'acks/s received in the phase')
-      report(`${n}_latency_p50`, q(0.5), 'ms (send → ack)')
-      report(`${n}_latency_p95`, q(0.95), 'ms')
-      report(`${n}_latency_p99`, q(0.99), 'ms')
-      report(`${n}_latency_max`, q(1), 'ms')
-      report(`${n}_rejected`, rejected, 'valid heartbeats answered with an error frame')
-      report(`${n}_unanswered`, lost, `valid heartbeats without any answer ${fmt((T0 + D - to) / 1000 + drainS, 0)} s after they were sent`)
-      const errs = errorsByPhase.get(n)
-      report(`${n}_valid_errors`, errs ? list(errs) : 0, '(error frames received on the valid sockets during the phase)')
-      report(`${n}_node_cpu`, fmt(nodeCpu, 0), `% of one core = ${fmt(nodeCpu / 2, 0)}% of the machine (headroom ${fmt(100 - nodeCpu / 2, 0)}% of the machine, ${fmt(100 - nodeCpu, 0)}% of one core)`)
-      const perThread = [...b.threads].map(([tid, sec]) => ({ tid, share: ((sec - (a.threads.get(tid) ?? 0)) / wall) * 100 }))
-      const main = perThread.find(x => x.tid === pid)?.share ?? NaN
-      const rest = perThread.filter(x => x.tid !== pid).sort((x, y) => y.share - x.share)
-      report(`${n}_node_threads`, `main ${fmt(main, 0)}%, busiest other ${fmt(rest[0]?.share ?? 0, 0)}%, next ${fmt(rest[1]?.share ?? 0, 0)}%, rest ${fmt(rest.slice(2).reduce((x, y) => x + y.share, 0), 0)}%`, 'of one core (under load the busiest other thread is the signature verification worker)')
-      if (acksIn > 0) report(`${n}_node_cpu_per_ack`, fmt(((b.nodeCpu - a.nodeCpu) * 1e6) / acksIn, 0), 'µs (all the node\'s CPU in the phase / acks)')
-      report(`${n}_client_cpu`, fmt(((b.clientCpu - a.clientCpu) / wall) * 100, 0), '% of one core (the valid load client, all its threads)')
-      if (p.role !== 'load') report(`${n}_flood_client_cpu`, fmt(((b.floodCpu - a.floodCpu) / wall) * 100, 0), '% of one core (the flood process)')
-      const machine = ((b.machine - a.machine) / wall) * 100
-      const others = machine - nodeCpu - ((b.clientCpu - a.clientCpu + b.floodCpu - a.floodCpu) / wall) * 100
-      report(`${n}_machine_cpu`, fmt(machine, 0), `% of one core, all processes (of 200%); other processes than the node and this benchmark's: ${fmt(Math.max(0, others), 0)}%`)
-      report(`${n}_node_rss_end`, fmt(b.nodeRss, 0), 'MiB')
-      const l = loops[i]!
-      report(`${n}_client_event_loop_delay_p99`, fmt(l.delay.percentile(99) / 1e6, 1), `ms (max ${fmt(l.delay.max / 1e6, 1)} ms; sends > 10 ms late: ${l.late10}, the latest ${fmt(l.lateMax, 1)} ms)`)
-      const f = p.role === 'flood' ? floodStats[p.flood!] : undefined
-      if (f) {
-        const sendingS = f.sendingMs / 1000
-        report(`${n}_flood_sockets`, f.sockets, `multiplexed connections (opened in ${fmt(f.openMs / 1000, 1)} s), ${floodBatch} heartbeats per frame, ${fmt(floodRate / f.sockets, f.mode === 'a' ? 0 : 1)}/s each (the node allows ${connectionRate}/s per connection, bursts of ${connectionRate * 10}), from ${args['flood-address']}`)
-        report(`${n}_flood_offered`, f.offered, `invalid heartbeats (${fmt(f.offered / sendingS, 0)}/s over ${fmt(sendingS, 1)} s)`)
-        report(`${n}_flood_sent`, f.sent, `invalid heartbeats (${fmt(f.sent / sendingS, 0)}/s = ${fmt(f.sent / sendingS / rate, 1)} × the valid rate)`)
-        report(`${n}_flood_skipped`, f.skippedClosed + f.skippedBackpressure, `invalid heartbeats not sent (${f.skippedClosed} on a closed socket, ${f.skippedBackpressure} on one with > 1 MiB unsent)`)
-        const replies = Object.values(f.replies).reduce((x, y) => x + y, 0)
-        report(`${n}_flood_rejected_signature_invalid`, f.replies.signature_invalid ?? 0, 'replies (verified and refused)')
-        report(`${n}_flood_rejected_rate_limited`, f.replies.rate_limited ?? 0, 'replies (one per frame over the limit; the rest of that array gets no reply)')
-        const others = Object.entries(f.replies).filter(([c]) => c !== 'signature_invalid' && c !== 'rate_limited')
-        report(`${n}_flood_other_replies`, others.length ? others.map(([c, k]) => `${c}: ${k}`).join(', ') : 0, '')
-        report(`${n}_flood_no_reply`, f.sent - replies, 'invalid heartbeats without a reply (dropped after rate_limited, or their connection was closed)')
-        report(`${n}_flood_closed_by_node`, Object.values(f.closedByNode).reduce((x, y) => x + y, 0), `connections (${list(f.closedByNode) || 'none'})`)
-        report(`${n}_flood_reconnects`, f.reconnects, `(connect failures ${f.connectFailures})`)
-        report(`${n}_flood_client_event_loop_delay_max`, fmt(f.eventLoopDelayMaxMs, 1), 'ms')
-      }
-      results.set(n, { phase: p, from: a, to: b, latencies, ackRate: acksIn / seconds, nodeCpu, ...(f ? { flood: f } : {}) })
+  /** One phase's figures, from the beats sent in it and the samples at its two ends. */
+  private reportPhase(current: Segment, p: Phase, a: Sample, b: Sample, l: PhaseLoop, drainS: number): void {
+    const { rate, floodBatch, floodRate, connectionRate, args } = this.s
+    const { durationMs: D, T0 } = current
+    const pid = this.live.pid
+    const total = this.s.N * current.beats
+    const from = T0 + p.start
+    const to = T0 + p.end
+    const latencies: number[] = []
+    let sent = 0
+    let lost = 0
+    let rejected = 0
+    let acksIn = 0
+    for (let index = 0; index < total; index++) {
+      const sentAt = current.sendTimes[index]!
+      const ack = current.ackTimes[index]!
+      if (ack >= from && ack < to) acksIn++
+      if (sentAt === 0 || sentAt < from || sentAt >= to) continue
+      sent++
+      if (ack > 0) latencies.push(ack - sentAt)
+      else { latencies.push(Infinity); if (current.errorTimes[index]! > 0) rejected++; else lost++ }
     }
-    report(`${label}_drain`, fmt(drainS, 1), `s until every valid heartbeat of the segment was answered (${stillUnacked} still unanswered; the limit is --drain ${args.drain} s)`)
-    report(`${label}_node_idle_after`, idleAfter === Infinity ? 'not within 60' : fmt(idleAfter / 1000, 1), 's more until the node was idle')
-    for (const e of checked) {
+    latencies.sort((x, y) => x - y)
+    const seconds = (p.end - p.start) / 1000
+    const wall = (b.perf - a.perf) / 1000
+    const nodeCpu = ((b.nodeCpu - a.nodeCpu) / wall) * 100
+    // Beats answered with an error, or not at all, have no latency: a percentile that lands on them says so.
+    const q = (x: number) => { const v = percentile(latencies, x); return v === Infinity ? 'not acknowledged (rejected, or no answer)' : fmt(v, 1) }
+    const n = p.name
+    report(`${n}_sent`, sent, `valid heartbeats in ${fmt(seconds, 0)} s`)
+    report(`${n}_ack_rate`, fmt(acksIn / seconds, 0), 'acks/s received in the phase')
+    report(`${n}_latency_p50`, q(0.5), 'ms (send → ack)')
+    report(`${n}_latency_p95`, q(0.95), 'ms')
+    report(`${n}_latency_p99`, q(0.99), 'ms')
+    report(`${n}_latency_max`, q(1), 'ms')
+    report(`${n}_rejected`, rejected, 'valid heartbeats answered with an error frame')
+    report(`${n}_unanswered`, lost, `valid heartbeats without any answer ${fmt((T0 + D - to) / 1000 + drainS, 0)} s after they were sent`)
+    const errs = this.errorsByPhase.get(n)
+    report(`${n}_valid_errors`, errs ? list(errs) : 0, '(error frames received on the valid sockets during the phase)')
+    report(`${n}_node_cpu`, fmt(nodeCpu, 0), `% of one core = ${fmt(nodeCpu / 2, 0)}% of the machine (headroom ${fmt(100 - nodeCpu / 2, 0)}% of the machine, ${fmt(100 - nodeCpu, 0)}% of one core)`)
+    const perThread = [...b.threads].map(([tid, sec]) => ({ tid, share: ((sec - (a.threads.get(tid) ?? 0)) / wall) * 100 }))
+    const mainThread = perThread.find(x => x.tid === pid)?.share ?? NaN
+    const rest = perThread.filter(x => x.tid !== pid).sort((x, y) => y.share - x.share)
+    report(`${n}_node_threads`, `main ${fmt(mainThread, 0)}%, busiest other ${fmt(rest[0]?.share ?? 0, 0)}%, next ${fmt(rest[1]?.share ?? 0, 0)}%, rest ${fmt(rest.slice(2).reduce((x, y) => x + y.share, 0), 0)}%`, 'of one core (under load the busiest other thread is the signature verification worker)')
+    if (acksIn > 0) report(`${n}_node_cpu_per_ack`, fmt(((b.nodeCpu - a.nodeCpu) * 1e6) / acksIn, 0), 'µs (all the node\'s CPU in the phase / acks)')
+    report(`${n}_client_cpu`, fmt(((b.clientCpu - a.clientCpu) / wall) * 100, 0), '% of one core (the valid load client, all its threads)')
+    if (p.role !== 'load') report(`${n}_flood_client_cpu`, fmt(((b.floodCpu - a.floodCpu) / wall) * 100, 0), '% of one core (the flood process)')
+    const machine = ((b.machine - a.machine) / wall) * 100
+    const others = machine - nodeCpu - ((b.clientCpu - a.clientCpu + b.floodCpu - a.floodCpu) / wall) * 100
+    report(`${n}_machine_cpu`, fmt(machine, 0), `% of one core, all processes (of 200%); other processes than the node and this benchmark's: ${fmt(Math.max(0, others), 0)}%`)
+    report(`${n}_node_rss_end`, fmt(b.nodeRss, 0), 'MiB')
+    report(`${n}_client_event_loop_delay_p99`, fmt(l.delay.percentile(99) / 1e6, 1), `ms (max ${fmt(l.delay.max / 1e6, 1)} ms; sends > 10 ms late: ${l.late10}, the latest ${fmt(l.lateMax, 1)} ms)`)
+    const f = p.role === 'flood' ? this.floodStats[p.flood!] : undefined
+    if (f) {
+      const sendingS = f.sendingMs / 1000
+      report(`${n}_flood_sockets`, f.sockets, `multiplexed connections (opened in ${fmt(f.openMs / 1000, 1)} s), ${floodBatch} heartbeats per frame, ${fmt(floodRate / f.sockets, f.mode === 'a' ? 0 : 1)}/s each (the node allows ${connectionRate}/s per connection, bursts of ${connectionRate * 10}), from ${args['flood-address']}`)
+      report(`${n}_flood_offered`, f.offered, `invalid heartbeats (${fmt(f.offered / sendingS, 0)}/s over ${fmt(sendingS, 1)} s)`)
+      report(`${n}_flood_sent`, f.sent, `invalid heartbeats (${fmt(f.sent / sendingS, 0)}/s = ${fmt(f.sent / sendingS / rate, 1)} × the valid rate)`)
+      report(`${n}_flood_skipped`, f.skippedClosed + f.skippedBackpressure, `invalid heartbeats not sent (${f.skippedClosed} on a closed socket, ${f.skippedBackpressure} on one with > 1 MiB unsent)`)
+      const replies = Object.values(f.replies).reduce((x, y) => x + y, 0)
+      report(`${n}_flood_rejected_signature_invalid`, f.replies.signature_invalid ?? 0, 'replies (verified and refused)')
+      report(`${n}_flood_rejected_rate_limited`, f.replies.rate_limited ?? 0, 'replies (one per frame over the limit; the rest of that array gets no reply)')
+      const others = Object.entries(f.replies).filter(([c]) => c !== 'signature_invalid' && c !== 'rate_limited')
+      report(`${n}_flood_other_replies`, others.length ? others.map(([c, k]) => `${c}: ${k}`).join(', ') : 0, '')
+      report(`${n}_flood_no_reply`, f.sent - replies, 'invalid heartbeats without a reply (dropped after rate_limited, or their connection was closed)')
+      report(`${n}_flood_closed_by_node`, Object.values(f.closedByNode).reduce((x, y) => x + y, 0), `connections (${list(f.closedByNode) || 'none'})`)
+      report(`${n}_flood_reconnects`, f.reconnects, `(connect failures ${f.connectFailures})`)
+      report(`${n}_flood_client_event_loop_delay_max`, fmt(f.eventLoopDelayMaxMs, 1), 'ms')
+    }
+    this.results.set(n, { phase: p, from: a, to: b, latencies, ackRate: acksIn / seconds, nodeCpu, ...(f ? { flood: f } : {}) })
+  }
+
+  /** Each checked entity's last acknowledged beat, for the state check after the run. */
+  private keepLastBeats(current: Segment): void {
+    const { beats: K, T0 } = current
+    for (const e of this.checked) {
       for (let k = K - 1; k >= 0; k--) {
         const ack = current.ackTimes[e * K + k]!
         if (ack === 0) continue
         const toWall = (perf: number) => current.wallAtT0 + (perf - T0)
-        lastBeat.set(e, { sentWall: toWall(current.sendTimes[e * K + k]!), ackWall: toWall(ack) })
+        this.lastBeat.set(e, { sentWall: toWall(current.sendTimes[e * K + k]!), ackWall: toWall(ack) })
         break
       }
     }
-    seg = null
-    currentPhase = null
-    return stillUnacked === 0
   }
 
-  const warmup = Number(args.warmup)
-  let drained = await runSegment('baseline', [['warmup', warmup, 'load'], ['steady', Number(args.seconds), 'load']])
-  for (const f of floods) {
-    if (!drained) {
-      report(`flood_${f}_on_a_fresh_node`, 'yes', '(the previous segment\'s node had not drained its backlog)')
-      await tearDown(live)
-      lastBeat.clear()
-      live = await bringUp()
+  // -- After the run
+
+  /** What the valid clients saw outside the phases. */
+  reportClient(): void {
+    report('valid_send_skipped', this.sendFailures, 'heartbeats (socket not open)')
+    report('valid_socket_closes', Object.keys(this.validCloses).length ? list(this.validCloses) : 0, '')
+    report('stray_frames', this.strayFrames, '(acks that matched no beat of the current segment: late acks of a segment that did not drain)')
+    const between = this.errorsByPhase.get('between_segments')
+    if (between) report('valid_errors_between_segments', list(between), '')
+  }
+
+  /**
+   * State changes: the last node's view of a few entities after the run (no beats in flight, unless
+   * the last segment did not drain).
+   */
+  async checkState(): Promise<void> {
+    const { ids } = this.signers
+    const checked = this.checked
+    let active = 0
+    let matches = 0
+    const mismatches: string[] = []
+    for (const e of checked) {
+      const res = await fetch(`${this.live.node.url}/v1/entities/${encodeURIComponent(ids[e]!)}`)
+      const body = (await res.json()) as { status?: string; last_heartbeat?: string | null }
+      if (body.status === 'active') active++
+      const last = this.lastBeat.get(e)
+      if (!last || !body.last_heartbeat) { mismatches.push(`${ids[e]}: no acknowledged beat or no last_heartbeat`); continue }
+      const seen = Date.parse(body.last_heartbeat)
+      if (seen >= last.sentWall - 20 && seen <= last.ackWall + 20) matches++
+      else mismatches.push(`${ids[e]}: last_heartbeat ${body.last_heartbeat}, its last acknowledged beat was sent ${new Date(last.sentWall).toISOString()} and acknowledged ${new Date(last.ackWall).toISOString()}`)
     }
-    drained = await runSegment(`flood_${f}_segment`, [[`pre_${f}`, Math.max(5, warmup), 'prep', f], [`flood_${f}`, floodSeconds, 'flood', f], [`recovery_${f}`, 15, 'recovery', f]])
+    report('state_check_active', `${active}/${checked.length}`, 'entities with status active (GET /v1/entities/{id})')
+    report('state_check_last_heartbeat', `${matches}/${checked.length}`, 'entities whose last_heartbeat lies between the send and the ack of their last acknowledged beat (±20 ms)')
+    for (const m of mismatches) console.error(`  state check: ${m}`)
   }
-  for (const worker of workers) void worker.terminate()
 
-  report('valid_send_skipped', sendFailures, 'heartbeats (socket not open)')
-  report('valid_socket_closes', Object.keys(validCloses).length ? list(validCloses) : 0, '')
-  report('stray_frames', strayFrames, '(acks that matched no beat of the current segment: late acks of a segment that did not drain)')
-  const between = errorsByPhase.get('between_segments')
-  if (between) report('valid_errors_between_segments', list(between), '')
-
-  // State changes: the last node's view of a few entities after the run (no beats in flight, unless
-  // the last segment did not drain).
-  let active = 0
-  let matches = 0
-  const mismatches: string[] = []
-  for (const e of checked) {
-    const res = await fetch(`${live.node.url}/v1/entities/${encodeURIComponent(ids[e]!)}`)
-    const body = (await res.json()) as { status?: string; last_heartbeat?: string | null }
-    if (body.status === 'active') active++
-    const last = lastBeat.get(e)
-    if (!last || !body.last_heartbeat) { mismatches.push(`${ids[e]}: no acknowledged beat or no last_heartbeat`); continue }
-    const seen = Date.parse(body.last_heartbeat)
-    if (seen >= last.sentWall - 20 && seen <= last.ackWall + 20) matches++
-    else mismatches.push(`${ids[e]}: last_heartbeat ${body.last_heartbeat}, its last acknowledged beat was sent ${new Date(last.sentWall).toISOString()} and acknowledged ${new Date(last.ackWall).toISOString()}`)
+  /** Shutdown: the flood process, then the node. */
+  async stop(): Promise<void> {
+    this.tell({ cmd: 'exit' })
+    await this.tearDown(this.live)
   }
-  report('state_check_active', `${active}/${checked.length}`, 'entities with status active (GET /v1/entities/{id})')
-  report('state_check_last_heartbeat', `${matches}/${checked.length}`, 'entities whose last_heartbeat lies between the send and the ack of their last acknowledged beat (±20 ms)')
-  for (const m of mismatches) console.error(`  state check: ${m}`)
+}
 
-  // Goal G5, as measured here.
+/** A phase list's phases (a phase of 0 s is left out) and the segment's duration. */
+function phasesOf(phaseList: [string, number, Phase['role'], ('a' | 'b')?][]): { phases: Phase[]; durationMs: number } {
+  const phases: Phase[] = []
+  let s = 0
+  for (const [name, seconds, role, f] of phaseList) { if (seconds > 0) phases.push({ name, start: s, end: s + seconds * 1000, role, ...(f ? { flood: f } : {}) }); s += seconds * 1000 }
+  return { phases, durationMs: s }
+}
+
+/** An error frame names the entity only: it is put on the entity's oldest beat still unanswered. */
+function markError(s: Segment, e: number, at: number): void {
+  for (let k = 0; k < s.beats; k++) {
+    const index = e * s.beats + k
+    if (s.sendTimes[index]! > 0 && s.ackTimes[index] === 0 && s.errorTimes[index] === 0) { s.errorTimes[index] = at; return }
+  }
+}
+
+/** Goal G5, as measured here. */
+function reportGoals(s: Settings, results: ReadonlyMap<string, PhaseResult>): void {
+  const { rate, connections } = s
   const steady = results.get('steady')!
   // Kept up: acks within 0.5% of the offered rate and nothing left behind (the p99 shows a backlog).
   const keptUp = steady.ackRate >= 0.995 * rate && !steady.latencies.includes(Infinity)
@@ -953,31 +1091,57 @@ async function main(): Promise<void> {
   const p99 = percentile(steady.latencies, 0.99)
   report('g5_steady_p99', `${fmt(p99)} ${p99 <= 100 ? '≤' : '>'} 100`, 'ms (send → ack)')
   report('g5_headroom', `${fmt(100 - steady.nodeCpu / 2, 0)} ${100 - steady.nodeCpu / 2 >= 30 ? '≥' : '<'} 30`, '% of the machine left by the node in the steady phase')
-  for (const f of floods) {
+  for (const f of s.floods) {
     const r = results.get(`flood_${f}`)
     if (!r) continue
     const v = percentile(r.latencies, 0.99)
     const st = r.flood
     report(`g5_flood_${f}_valid_p99`, `${v === Infinity ? 'not acknowledged' : fmt(v)} ${v <= 250 ? '≤' : '>'} 250`, `ms (flood sent at ${st ? fmt(st.sent / (st.sendingMs / 1000) / rate, 1) : '?'} × the valid rate; valid acks ${fmt(r.ackRate, 0)}/s)`)
   }
+}
 
-  // Shutdown, then the profiles.
-  tell({ cmd: 'exit' })
-  await tearDown(live)
-  if (profileDir) {
-    for (const file of (await readdir(profileDir)).filter(f => f.endsWith('.cpuprofile'))) {
-      const profile = JSON.parse(await readFile(join(profileDir, file), 'utf8')) as CpuProfile
-      if (!profile.nodes.some(n => n.callFrame.functionName === 'onHeartbeatMessage')) continue
-      for (const [name, r] of results) {
-        if (name !== 'steady' && !name.startsWith('flood_')) continue
-        const top = topSelf(profile, r.from.hrUs, r.to.hrUs, 25)
-        if (top.total === 0) continue
-        report(`profile_${name}_samples`, top.total, `main-thread samples (${file})`)
-        top.rows.forEach((row, i) => report(`profile_${name}_top${i + 1}`, fmt(row.share * 100, 1), `% self ${row.name}`))
-      }
+/** The main thread's top self-time functions in the steady and flood phases (--profile). */
+async function reportProfiles(profileDir: string, results: ReadonlyMap<string, PhaseResult>): Promise<void> {
+  for (const file of (await readdir(profileDir)).filter(f => f.endsWith('.cpuprofile'))) {
+    const profile = JSON.parse(await readFile(join(profileDir, file), 'utf8')) as CpuProfile
+    if (!profile.nodes.some(n => n.callFrame.functionName === 'onHeartbeatMessage')) continue
+    for (const [name, r] of results) {
+      if (name !== 'steady' && !name.startsWith('flood_')) continue
+      const top = topSelf(profile, r.from.hrUs, r.to.hrUs, 25)
+      if (top.total === 0) continue
+      report(`profile_${name}_samples`, top.total, `main-thread samples (${file})`)
+      top.rows.forEach((row, i) => report(`profile_${name}_top${i + 1}`, fmt(row.share * 100, 1), `% self ${row.name}`))
     }
-    console.error(`profiles kept in ${profileDir}`)
   }
+  console.error(`profiles kept in ${profileDir}`)
+}
+
+async function main(): Promise<void> {
+  const args = parseOptions()
+  const benchStarted = performance.now()
+  const s = await settingsOf(args)
+  await reportSettings(s)
+  const signers = await signRegistrations(s)
+  const profileDir = args.profile ? await mkdtemp(join(tmpdir(), 'bench-heartbeats-prof-')) : null
+  const run = new HeartbeatRun(s, signers, profileDir)
+  await run.start()
+
+  const warmup = Number(args.warmup)
+  let drained = await run.runSegment('baseline', [['warmup', warmup, 'load'], ['steady', Number(args.seconds), 'load']])
+  for (const f of s.floods) {
+    if (!drained) {
+      report(`flood_${f}_on_a_fresh_node`, 'yes', '(the previous segment\'s node had not drained its backlog)')
+      await run.replaceNode()
+    }
+    drained = await run.runSegment(`flood_${f}_segment`, [[`pre_${f}`, Math.max(5, warmup), 'prep', f], [`flood_${f}`, s.floodSeconds, 'flood', f], [`recovery_${f}`, 15, 'recovery', f]])
+  }
+  for (const worker of signers.workers) void worker.terminate()
+
+  run.reportClient()
+  await run.checkState()
+  reportGoals(s, run.results)
+  await run.stop()
+  if (profileDir) await reportProfiles(profileDir, run.results)
   report('bench_time', fmt((performance.now() - benchStarted) / 1000), 's')
 }
 
