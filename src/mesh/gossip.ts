@@ -26,10 +26,14 @@ import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
+import { BoundedMap } from '../util/bounded-map.js'
 import { decodeBatch, encodeBatch, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
 import { contentId, type GossipTap } from './gossip-tap.js'
 
 const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
+
+/** Forwarding peers whose message rate is tracked at once; beyond, the longest tracked is forgotten. */
+const MAX_RATED_PEERS = 10_000
 
 /** Version 2: unsigned gossipsub messages (StrictNoSign); nodes on version 1 topics (StrictSign) and these do not meet, and sync still brings them together. */
 export const GOSSIP_TOPICS = {
@@ -46,8 +50,10 @@ export function topicOf(kind: OperationKind): string {
   return GOSSIP_TOPICS.identities
 }
 
-/** What applying an operation came to; errors (invalid operations) are thrown. */
-export type GossipApply = (op: Operation) => Promise<'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'>
+/** What applying an operation came to (services/replication.ts says what each means); errors (invalid operations) are thrown. */
+export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
+
+export type GossipApply = (op: Operation) => Promise<ApplyOutcome>
 
 export interface GossipOptions {
   pubsub: GossipSub
@@ -67,14 +73,14 @@ export interface GossipStats {
   /** Operations published, and the messages that carried them. */
   published: number
   messages_published: number
-  received: Record<'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused' | 'invalid' | 'too_old' | 'rate_limited' | 'storage_full', number>
+  received: Record<ApplyOutcome | 'invalid' | 'too_old' | 'rate_limited' | 'storage_full', number>
 }
 
 export class OperationGossip {
   readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, throttled: 0, refused: 0, invalid: 0, too_old: 0, rate_limited: 0, storage_full: 0 } }
   /** Times of recent operations (published and received), for the announcements-per-minute figure. */
   private readonly recent: number[] = []
-  private readonly buckets = new Map<string, { tokens: number; at: number }>()
+  private readonly buckets = new BoundedMap<string, { tokens: number; at: number }>(MAX_RATED_PEERS)
   private readonly maxAgeMs: number
   private readonly perPeer: number
   private readonly now: () => number
@@ -237,7 +243,6 @@ export class OperationGossip {
     bucket.tokens = Math.min(this.perPeer, bucket.tokens + ((now - bucket.at) / 1000) * this.perPeer)
     bucket.at = now
     this.buckets.set(peer, bucket)
-    if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value as string)
     if (bucket.tokens < 1) return false
     bucket.tokens -= 1
     return true

@@ -18,7 +18,9 @@ import { lpStream } from '@libp2p/utils'
 import { CID } from 'multiformats/cid'
 import { sha256 } from 'multiformats/hashes/sha2'
 import type { Logger } from 'pino'
+import { compareOperations } from '../store/operation-order.js'
 import type { Operation } from '../store/records.js'
+import { BoundedMap } from '../util/bounded-map.js'
 import { fromWire, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
@@ -69,7 +71,7 @@ export class Locator {
   private readonly announced = new Map<string, number>()
   private reannounceTimer: NodeJS.Timeout | null = null
   private lookups = 0
-  private readonly misses = new Map<string, number>()
+  private readonly misses = new BoundedMap<string, number>(MAX_MISSES)
   private stopped = false
   readonly stats = { announced: 0, announceFailures: 0, lookups: 0, found: 0 }
 
@@ -141,7 +143,6 @@ export class Locator {
     try {
       const applied = await this.lookup(key, timeoutMs)
       if (applied === 0) {
-        if (this.misses.size >= MAX_MISSES) this.misses.delete(this.misses.keys().next().value as string)
         this.misses.set(key, Date.now())
       } else this.misses.delete(key)
       return applied
@@ -186,7 +187,7 @@ export class Locator {
     const reply = parseJsonBytes((await lp.read({ signal })).subarray()) as { ops?: unknown }
     await stream.close({ signal }).catch(() => {})
     if (!Array.isArray(reply.ops)) throw new Error('malformed fetch reply')
-    const ops = reply.ops.map(wire => fromWire(wire)).sort((a, b) => (a.accepted_at < b.accepted_at ? -1 : a.accepted_at > b.accepted_at ? 1 : 0))
+    const ops = reply.ops.map(wire => fromWire(wire)).sort(compareOperations)
     let applied = 0
     for (const op of ops) if ((await this.o.apply(op).catch(() => 'invalid')) === 'applied') applied++
     return applied

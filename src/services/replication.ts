@@ -17,6 +17,7 @@ import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.js'
+import type { ApplyOutcome } from '../mesh/gossip.js'
 import { compareOperations } from '../store/operation-order.js'
 import type { Operation } from '../store/records.js'
 import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.js'
@@ -29,8 +30,6 @@ import type { EntityService } from './entities.js'
 import type { NameDirectory } from './name-directory.js'
 import { bodyOf, operationSigningBytes, parseDeveloperProof } from './operations.js'
 import type { OriginQuota } from './origin-quota.js'
-
-export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
 export interface ReplicationComponents extends Pick<ServiceComponents, 'identity' | 'store' | 'verifier'> {
   entities: EntityService
