@@ -66,7 +66,7 @@ test('restricted node: POST /v1/developers → 403 onboarding_required with auth
   t.like((await http(open.url, 'GET', '/v1/info')).body, { onboarding_mode: 'open', auth_url: null, developer_onboarding: { mode: 'open', auth_url: null } })
 })
 
-test('approve: admin secret required; the key decrypts per COMPAT.md; the developer registers entities', async t => {
+test('approve: admin secret required; the key decrypts as deployed clients expect (docs/compatibility.md); the developer registers entities', async t => {
   const base = restricted.url
   const state = 'state-approve-0123456789'
   const body = { name: 'Approved Dev', state, callback_port: 5555 }
