@@ -1,15 +1,9 @@
 import test from 'ava'
 import { goEscapedJson } from '../../src/identity/canonical-json.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, testNodes, type TestNode } from '../helpers/node.js'
 import { agent, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Developer } from '../helpers/identities.js'
 
-const nodes: TestNode[] = []
-
-async function start(...args: Parameters<typeof startTestNode>): Promise<TestNode> {
-  const node = await startTestNode(...args)
-  nodes.push(node)
-  return node
-}
+const { start, stopAll } = testNodes()
 
 /** Shared open-mode node; every test uses its own developer seed so tests stay independent. */
 let shared: TestNode
@@ -18,9 +12,7 @@ test.before(async () => {
   shared = await start()
 })
 
-test.after.always(async () => {
-  await Promise.all(nodes.map(n => n.stop()))
-})
+test.after.always(stopAll)
 
 const enc = (id: string) => encodeURIComponent(id)
 const bearer = (dev: { keyPair: Developer['keyPair'] }, message: string) => ({ authorization: `Bearer ${sign(dev.keyPair, message)}` })
@@ -99,11 +91,9 @@ test('duplicate registration → 409 developer_exists', async t => {
   const dev = developer(6)
   t.is((await registerDeveloper(shared.url, dev)).status, 201)
   const again = await registerDeveloper(shared.url, dev)
-  t.is(again.status, 409)
-  t.is(again.body.error, 'developer_exists')
+  t.like(again, { status: 409, body: { error: 'developer_exists' } })
   const renamed = await registerDeveloper(shared.url, dev, { name: 'Someone Else' })
-  t.is(renamed.status, 409)
-  t.is(renamed.body.error, 'developer_exists')
+  t.like(renamed, { status: 409, body: { error: 'developer_exists' } })
 })
 
 test('bad signature → 401 signature_invalid', async t => {
@@ -111,12 +101,10 @@ test('bad signature → 401 signature_invalid', async t => {
   const forger = developer(8)
   const forged = { ...signSpec(forger.keyPair, { name: 'Mallory', public_key: dev.publicKey }), public_key: dev.publicKey }
   const res = await http(shared.url, 'POST', '/v1/developers', { body: forged })
-  t.is(res.status, 401)
-  t.is(res.body.error, 'signature_invalid')
+  t.like(res, { status: 401, body: { error: 'signature_invalid' } })
   const tampered = { ...developerRegistration(dev), name: 'Tampered' }
   const res2 = await http(shared.url, 'POST', '/v1/developers', { body: tampered })
-  t.is(res2.status, 401)
-  t.is(res2.body.error, 'signature_invalid')
+  t.like(res2, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(shared.url, 'GET', `/v1/developers/${dev.id}`)).status, 404, 'nothing was stored')
 })
 
@@ -124,8 +112,7 @@ test('unprefixed signature → 400 validation_failed on signature', async t => {
   const dev = developer(9)
   const body = developerRegistration(dev)
   const res = await http(shared.url, 'POST', '/v1/developers', { body: { ...body, signature: String(body.signature).slice('ed25519:'.length) } })
-  t.is(res.status, 400)
-  t.is(res.body.error, 'validation_failed')
+  t.like(res, { status: 400, body: { error: 'validation_failed' } })
   t.is(res.body.field, 'signature')
 })
 
@@ -133,8 +120,7 @@ test('missing name → 400 validation_failed on name', async t => {
   const dev = developer(10)
   const body = signSpec(dev.keyPair, { public_key: dev.publicKey, github: 'nobody' })
   const res = await http(shared.url, 'POST', '/v1/developers', { body })
-  t.is(res.status, 400)
-  t.is(res.body.error, 'validation_failed')
+  t.like(res, { status: 400, body: { error: 'validation_failed' } })
   t.is(res.body.field, 'name')
 })
 
@@ -147,8 +133,7 @@ test('other registration validation: bad profile_url, bad public key, non-object
   t.is(badKey.status, 400)
   t.is(badKey.body.field, 'public_key')
   const array = await http(shared.url, 'POST', '/v1/developers', { body: [] })
-  t.is(array.status, 400)
-  t.is(array.body.error, 'validation_failed')
+  t.like(array, { status: 400, body: { error: 'validation_failed' } })
 })
 
 test('PUT with Authorization: Bearer over the raw body bytes → 200', async t => {
@@ -182,17 +167,13 @@ test('PUT signed by the wrong key → 401 signature_invalid; unsigned → 401 au
   t.is((await registerDeveloper(shared.url, dev)).status, 201)
   const raw = JSON.stringify({ name: 'Hijacked' })
   const wrong = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw, headers: bearer(other, raw) })
-  t.is(wrong.status, 401)
-  t.is(wrong.body.error, 'signature_invalid')
+  t.like(wrong, { status: 401, body: { error: 'signature_invalid' } })
   const wrongBody = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { body: signSpec(other.keyPair, { name: 'Hijacked' }) })
-  t.is(wrongBody.status, 401)
-  t.is(wrongBody.body.error, 'signature_invalid')
+  t.like(wrongBody, { status: 401, body: { error: 'signature_invalid' } })
   const none = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw })
-  t.is(none.status, 401)
-  t.is(none.body.error, 'authorization_required')
+  t.like(none, { status: 401, body: { error: 'authorization_required' } })
   const malformed = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw, headers: { authorization: 'Bearer not-a-signature' } })
-  t.is(malformed.status, 401)
-  t.is(malformed.body.error, 'signature_invalid')
+  t.like(malformed, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(shared.url, 'GET', `/v1/developers/${dev.id}`)).body.name, 'Alice the Builder', 'unchanged')
 })
 
@@ -202,16 +183,14 @@ test('PUT changing public_key or developer_id → 400 field_immutable', async t 
   t.is((await registerDeveloper(shared.url, dev)).status, 201)
   const raw = JSON.stringify({ name: 'x', public_key: other.publicKey })
   const res = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw, headers: bearer(dev, raw) })
-  t.is(res.status, 400)
-  t.is(res.body.error, 'field_immutable')
+  t.like(res, { status: 400, body: { error: 'field_immutable' } })
   t.is(res.body.field, 'public_key')
   const sameKey = JSON.stringify({ name: 'Same Key', public_key: dev.publicKey.slice('ed25519:'.length) })
   const ok = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw: sameKey, headers: bearer(dev, sameKey) })
   t.is(ok.status, 200, 'restating the same key (any spelling) is not a change')
   const idRaw = JSON.stringify({ developer_id: other.id })
   const idRes = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw: idRaw, headers: bearer(dev, idRaw) })
-  t.is(idRes.status, 400)
-  t.is(idRes.body.error, 'field_immutable')
+  t.like(idRes, { status: 400, body: { error: 'field_immutable' } })
   t.is(idRes.body.field, 'developer_id')
 })
 
@@ -219,11 +198,9 @@ test('PUT on an unknown developer → 404; on a malformed ID → 400 invalid_id'
   const dev = developer(18)
   const raw = JSON.stringify({ name: 'Ghost' })
   const unknown = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw, headers: bearer(dev, raw) })
-  t.is(unknown.status, 404)
-  t.is(unknown.body.error, 'developer_not_found')
+  t.like(unknown, { status: 404, body: { error: 'developer_not_found' } })
   const malformed = await http(shared.url, 'PUT', '/v1/developers/zns:dev:XYZ', { raw, headers: bearer(dev, raw) })
-  t.is(malformed.status, 400)
-  t.is(malformed.body.error, 'invalid_id')
+  t.like(malformed, { status: 400, body: { error: 'invalid_id' } })
 })
 
 test('DELETE: entities first, then the developer; tombstone blocks replays but not new registrations', async t => {
@@ -239,15 +216,12 @@ test('DELETE: entities first, then the developer; tombstone blocks replays but n
   t.is((await info(node.url)).developer_count, 1)
 
   const unsigned = await http(node.url, 'DELETE', `/v1/developers/${dev.id}`)
-  t.is(unsigned.status, 401)
-  t.is(unsigned.body.error, 'authorization_required')
+  t.like(unsigned, { status: 401, body: { error: 'authorization_required' } })
   const wrongKey = await http(node.url, 'DELETE', `/v1/developers/${dev.id}`, { headers: bearer(a, dev.id) })
-  t.is(wrongKey.status, 401)
-  t.is(wrongKey.body.error, 'signature_invalid')
+  t.like(wrongKey, { status: 401, body: { error: 'signature_invalid' } })
 
   const blocked = await http(node.url, 'DELETE', `/v1/developers/${dev.id}`, { headers: bearer(dev, dev.id) })
-  t.is(blocked.status, 409)
-  t.is(blocked.body.error, 'developer_has_entities')
+  t.like(blocked, { status: 409, body: { error: 'developer_has_entities' } })
 
   const gone = await http(node.url, 'DELETE', `/v1/entities/${a.agentId}`, { headers: bearer(a, a.agentId) })
   t.is(gone.status, 200)
@@ -260,8 +234,7 @@ test('DELETE: entities first, then the developer; tombstone blocks replays but n
   t.is((await info(node.url)).developer_count, 0)
 
   const missing = await http(node.url, 'GET', `/v1/developers/${dev.id}`)
-  t.is(missing.status, 404)
-  t.is(missing.body.error, 'developer_not_found')
+  t.like(missing, { status: 404, body: { error: 'developer_not_found' } })
   const deleteAgain = await http(node.url, 'DELETE', `/v1/developers/${dev.id}`, { headers: bearer(dev, dev.id) })
   t.is(deleteAgain.status, 404)
 
@@ -270,8 +243,7 @@ test('DELETE: entities first, then the developer; tombstone blocks replays but n
   t.is(newAgent.body.error, 'developer_deregistered')
 
   const replay = await http(node.url, 'POST', '/v1/developers', { body: registration })
-  t.is(replay.status, 409)
-  t.is(replay.body.error, 'developer_deregistered')
+  t.like(replay, { status: 409, body: { error: 'developer_deregistered' } })
 
   const fresh = await registerDeveloper(node.url, dev, { name: 'Alice Returns' })
   t.is(fresh.status, 201)
@@ -321,8 +293,7 @@ test('implicit developer: created by an entity registration, then registered exp
   t.is((await info(node.url)).developer_count, 1, 'the explicit registration does not count the developer twice')
 
   const again = await registerDeveloper(node.url, dev, { name: 'Once More' })
-  t.is(again.status, 409)
-  t.is(again.body.error, 'developer_exists')
+  t.like(again, { status: 409, body: { error: 'developer_exists' } })
 })
 
 test('GET /v1/developers/{id}/entities and /agents list the developer\'s entities', async t => {
@@ -355,8 +326,7 @@ test('GET /v1/developers/{id}/entities and /agents list the developer\'s entitie
   const clamped = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities?limit=5000&offset=-3`)
   t.like(clamped.body, { count: 2, limit: 200, offset: 0 })
   const badLimit = await http(shared.url, 'GET', `/v1/developers/${dev.id}/entities?limit=many`)
-  t.is(badLimit.status, 400)
-  t.is(badLimit.body.error, 'invalid_query')
+  t.like(badLimit, { status: 400, body: { error: 'invalid_query' } })
 
   const encoded = await http(shared.url, 'GET', `/v1/developers/${enc(dev.id)}/agents`)
   t.is(encoded.status, 200)
@@ -385,12 +355,10 @@ test('restricted mode: no self-registration, no implicit developers; /v1/info sa
   const dev = developer(40)
   const a = agent(dev, 1)
   const res = await registerDeveloper(node.url, dev)
-  t.is(res.status, 403)
-  t.is(res.body.error, 'onboarding_required')
+  t.like(res, { status: 403, body: { error: 'onboarding_required' } })
 
   const entity = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })
-  t.is(entity.status, 403)
-  t.is(entity.body.error, 'onboarding_required')
+  t.like(entity, { status: 403, body: { error: 'onboarding_required' } })
   t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).status, 404, 'the refused registration left nothing behind')
   t.is((await http(node.url, 'GET', `/v1/developers/${dev.id}`)).status, 404)
 

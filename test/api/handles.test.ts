@@ -90,6 +90,13 @@ async function registerDeveloper(dev: Developer, fields: Record<string, unknown>
   return res
 }
 
+/** Developers of these seeds, registered on the node (default names). */
+async function registeredDevelopers<const S extends readonly number[]>(...seeds: S): Promise<{ [K in keyof S]: Developer }> {
+  const devs = seeds.map(seed => developer(seed))
+  for (const dev of devs) await registerDeveloper(dev)
+  return devs as { [K in keyof S]: Developer }
+}
+
 function claimBody(dev: Developer, handle: string, signer: Developer = dev, publicKey = dev.publicKey): Record<string, unknown> {
   return signSpec(signer.keyPair, { developer_id: dev.id, handle, public_key: publicKey })
 }
@@ -126,8 +133,7 @@ test('claim in the spec form → 201 with the handle view; GET shows it self-cla
   t.like(claimed[0]?.data, { handle: 'spec-claimer', developer_id: dev.id, action: 'claim' })
 
   const missing = await http(base, 'GET', '/v1/handles/nobody-has-this')
-  t.is(missing.status, 404)
-  t.is(missing.body.error, 'handle_not_found')
+  t.like(missing, { status: 404, body: { error: 'handle_not_found' } })
 })
 
 test('claim in the deployed form (signature over exactly {developer_id, handle, public_key}) → 201', async t => {
@@ -145,15 +151,11 @@ test('claim in the deployed form (signature over exactly {developer_id, handle, 
   await registerDeveloper(other)
   const tampered = { ...claimBody(other, 'tampered-claim'), handle: 'tampered-claim2' }
   const bad = await http(base, 'POST', '/v1/handles', { body: tampered })
-  t.is(bad.status, 401)
-  t.is(bad.body.error, 'signature_invalid')
+  t.like(bad, { status: 401, body: { error: 'signature_invalid' } })
 })
 
 test('ownership rules of a claim', async t => {
-  const owner = developer(13)
-  const other = developer(14)
-  await registerDeveloper(owner)
-  await registerDeveloper(other)
+  const [owner, other] = await registeredDevelopers(13, 14)
 
   // public_key is another developer's key, signed by that other key.
   const foreign = await http(base, 'POST', '/v1/handles', { body: claimBody(owner, 'stolen-key', other, other.publicKey) })
@@ -161,8 +163,7 @@ test('ownership rules of a claim', async t => {
   t.is(foreign.body.error, 'signature_invalid')
   // The developer's own key as public_key, but signed by someone else.
   const forged = await http(base, 'POST', '/v1/handles', { body: claimBody(owner, 'forged-sig', other) })
-  t.is(forged.status, 401)
-  t.is(forged.body.error, 'signature_invalid')
+  t.like(forged, { status: 401, body: { error: 'signature_invalid' } })
 
   // An unregistered developer_id that is not the ID of public_key.
   const ghost = developer(15)
@@ -173,12 +174,10 @@ test('ownership rules of a claim', async t => {
 
   t.is((await claim(owner, 'owned-handle')).status, 201)
   const taken = await claim(other, 'owned-handle')
-  t.is(taken.status, 409)
-  t.is(taken.body.error, 'handle_claimed')
+  t.like(taken, { status: 409, body: { error: 'handle_claimed' } })
 
   const second = await claim(owner, 'second-handle')
-  t.is(second.status, 409)
-  t.is(second.body.error, 'developer_has_handle')
+  t.like(second, { status: 409, body: { error: 'developer_has_handle' } })
   t.is((await http(base, 'GET', '/v1/handles/second-handle')).status, 404)
 
   for (const handle of ['ab', 'Bad', '-x-', 'a_b', 'x'.repeat(33)]) {
@@ -231,8 +230,7 @@ test('POST /v1/developers with a handle claims it in the same write; a taken han
 
   const late = developer(18)
   const clash = await http(base, 'POST', '/v1/developers', { body: developerRegistration(late, { handle: 'with-handle' }) })
-  t.is(clash.status, 409)
-  t.is(clash.body.error, 'handle_claimed')
+  t.like(clash, { status: 409, body: { error: 'handle_claimed' } })
   t.is((await http(base, 'GET', '/v1/handles/with-handle')).body.developer_id, dev.id)
   const none = await http(base, 'GET', `/v1/developers/${enc(late.id)}`)
   // The registration is all or nothing: the developer written before the claim failed is rolled back.
@@ -240,8 +238,7 @@ test('POST /v1/developers with a handle claims it in the same write; a taken han
 
   const reservedDev = developer(24)
   const reserved = await http(base, 'POST', '/v1/developers', { body: developerRegistration(reservedDev, { handle: 'admin' }) })
-  t.is(reserved.status, 400)
-  t.is(reserved.body.error, 'handle_reserved')
+  t.like(reserved, { status: 400, body: { error: 'handle_reserved' } })
   t.is((await http(base, 'GET', `/v1/developers/${enc(reservedDev.id)}`)).status, 404, 'the failed registration left nothing behind')
 })
 
@@ -271,23 +268,17 @@ test('verify by DNS through a real resolver (body signature and Authorization ov
 })
 
 test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async t => {
-  const dev = developer(19)
-  const stranger = developer(20)
-  await registerDeveloper(dev)
-  await registerDeveloper(stranger)
+  const [dev, stranger] = await registeredDevelopers(19, 20)
   t.is((await claim(dev, 'verify-fails')).status, 201)
 
   const unsigned = await http(base, 'POST', '/v1/handles/verify-fails/verify', { body: { method: 'dns', proof: 'example.com' } })
-  t.is(unsigned.status, 401)
-  t.is(unsigned.body.error, 'authorization_required')
+  t.like(unsigned, { status: 401, body: { error: 'authorization_required' } })
 
   const byStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', { body: signSpec(stranger.keyPair, { method: 'dns', proof: 'example.com' }) })
-  t.is(byStranger.status, 401)
-  t.is(byStranger.body.error, 'signature_invalid')
+  t.like(byStranger, { status: 401, body: { error: 'signature_invalid' } })
   const raw = JSON.stringify({ method: 'dns', proof: 'example.com' })
   const bearerStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', { raw, headers: { authorization: `Bearer ${sign(stranger.keyPair, raw)}` } })
-  t.is(bearerStranger.status, 401)
-  t.is(bearerStranger.body.error, 'signature_invalid')
+  t.like(bearerStranger, { status: 401, body: { error: 'signature_invalid' } })
 
   // example.com publishes dnsDev's key, not this developer's; wrong.example publishes other keys.
   for (const proof of ['wrong.example', 'example.com', 'nothing-here.example']) {
@@ -298,8 +289,7 @@ test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async
   t.like((await http(base, 'GET', '/v1/handles/verify-fails')).body, { verified: false, verification_tier: 'self-claimed' })
 
   const unknown = await http(base, 'POST', '/v1/handles/no-such-handle/verify', { body: signSpec(dev.keyPair, { method: 'dns', proof: 'example.com' }) })
-  t.is(unknown.status, 404)
-  t.is(unknown.body.error, 'handle_not_found')
+  t.like(unknown, { status: 404, body: { error: 'handle_not_found' } })
 })
 
 test('verify by GitHub against the HTTPS stand-in: found, not found, unavailable', async t => {
@@ -320,8 +310,7 @@ test('verify by GitHub against the HTTPS stand-in: found, not found, unavailable
   t.is(none.status, 400, JSON.stringify(none.body))
   t.is(none.body.error, 'verification_failed')
   const noUser = await http(base, 'POST', '/v1/handles/gh-none/verify', { body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nosuchuser' }) })
-  t.is(noUser.status, 400)
-  t.is(noUser.body.error, 'verification_failed')
+  t.like(noUser, { status: 400, body: { error: 'verification_failed' } })
 
   const broken = await http(base, 'POST', '/v1/handles/gh-broken/verify', { body: signSpec(githubBrokenDev.keyPair, { method: 'github', proof: 'broken' }) })
   t.is(broken.status, 502, JSON.stringify(broken.body))
@@ -330,10 +319,7 @@ test('verify by GitHub against the HTTPS stand-in: found, not found, unavailable
 })
 
 test('release: by the owner frees the handle and its names; a new claimant inherits nothing', async t => {
-  const owner = developer(21)
-  const successor = developer(22)
-  await registerDeveloper(owner)
-  await registerDeveloper(successor)
+  const [owner, successor] = await registeredDevelopers(21, 22)
   t.is((await claim(owner, 'released-handle')).status, 201)
   const a = agent(owner, 1)
   t.is((await http(base, 'POST', '/v1/entities', { body: specRegistration(owner, a) })).status, 201)
@@ -348,14 +334,11 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   t.is((await http(base, 'GET', `/v1/entities/${enc(a.agentId)}`)).body.fqan, 'registry.test/released-handle/worker')
 
   const unsigned = await http(base, 'DELETE', '/v1/handles/released-handle')
-  t.is(unsigned.status, 401)
-  t.is(unsigned.body.error, 'authorization_required')
+  t.like(unsigned, { status: 401, body: { error: 'authorization_required' } })
   const byOther = await http(base, 'DELETE', '/v1/handles/released-handle', { headers: releaseAuth(successor, 'released-handle') })
-  t.is(byOther.status, 401)
-  t.is(byOther.body.error, 'signature_invalid')
+  t.like(byOther, { status: 401, body: { error: 'signature_invalid' } })
   const wrongSubject = await http(base, 'DELETE', '/v1/handles/released-handle', { headers: releaseAuth(owner, 'other-handle') })
-  t.is(wrongSubject.status, 401)
-  t.is(wrongSubject.body.error, 'signature_invalid')
+  t.like(wrongSubject, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(base, 'GET', '/v1/handles/released-handle')).status, 200, 'failed releases change nothing')
 
   const rec = recordEvents()
@@ -369,8 +352,7 @@ test('release: by the owner frees the handle and its names; a new claimant inher
 
   t.is((await http(base, 'GET', '/v1/handles/released-handle')).status, 404)
   const name = await http(base, 'GET', '/v1/names/released-handle/worker')
-  t.is(name.status, 404)
-  t.is(name.body.error, 'name_not_found')
+  t.like(name, { status: 404, body: { error: 'name_not_found' } })
   const entity = await http(base, 'GET', `/v1/entities/${enc(a.agentId)}`)
   t.is(entity.status, 200)
   t.is(entity.body.fqan, null)
@@ -387,8 +369,7 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   t.is((await claim(owner, 'released-again')).status, 201)
 
   const missing = await http(base, 'DELETE', '/v1/handles/never-claimed', { headers: releaseAuth(owner, 'never-claimed') })
-  t.is(missing.status, 404)
-  t.is(missing.body.error, 'handle_not_found')
+  t.like(missing, { status: 404, body: { error: 'handle_not_found' } })
   t.is((await http(base, 'GET', '/v1/handles/never-claimed/entities')).body.error, 'handle_not_found')
 })
 
@@ -406,8 +387,7 @@ test('an unregistered developer claiming with its own key comes into being (impl
   // A failed implicit claim (the handle is taken) must not create the developer.
   const loser = developer(26)
   const taken = await claim(loser, 'implicit-claimer')
-  t.is(taken.status, 409)
-  t.is(taken.body.error, 'handle_claimed')
+  t.like(taken, { status: 409, body: { error: 'handle_claimed' } })
   // A failed claim rolls back the implicit developer it would have created.
   t.is((await http(base, 'GET', `/v1/developers/${enc(loser.id)}`)).status, 404, 'a failed claim creates no developer')
 })

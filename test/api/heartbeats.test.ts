@@ -98,8 +98,7 @@ test('per-entity socket: both frame forms are acknowledged', async t => {
 
 test('per-entity socket: an unknown entity is refused at the upgrade with 404', async t => {
   const err = await t.throwsAsync(Client.open(wsUrl(n, '/v1/entities/zns:0123456789abcdef0123456789abcdef/ws'))) as Error & { status: number; body: { error: string } }
-  t.is(err.status, 404)
-  t.is(err.body.error, 'entity_not_found')
+  t.like(err, { status: 404, body: { error: 'entity_not_found' } })
 })
 
 test('skew, bad signatures and malformed frames get error frames and the socket stays open', async t => {
@@ -198,8 +197,7 @@ test("forged heartbeats flooding from a proven connection's own address: the pro
 
 test('a plain GET on a socket path says to upgrade', async t => {
   const res = await http(n.url, 'GET', '/v1/heartbeat')
-  t.is(res.status, 426)
-  t.is(res.body.error, 'upgrade_required')
+  t.like(res, { status: 426, body: { error: 'upgrade_required' } })
 })
 
 test.serial('liveness: active → inactive after silence → active on a heartbeat, with events, signed status operations and search', async t => {

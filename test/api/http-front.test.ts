@@ -1,16 +1,10 @@
 import test from 'ava'
 import { request as httpRequest } from 'node:http'
 import { NODE_VERSION } from '../../src/version.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, testNodes, type TestNode } from '../helpers/node.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 
-const nodes: TestNode[] = []
-
-async function start(...args: Parameters<typeof startTestNode>): Promise<TestNode> {
-  const node = await startTestNode(...args)
-  nodes.push(node)
-  return node
-}
+const { start, stopAll } = testNodes()
 
 let plain: TestNode
 
@@ -18,9 +12,7 @@ test.before(async () => {
   plain = await start()
 })
 
-test.after.always(async () => {
-  await Promise.all(nodes.map(n => n.stop()))
-})
+test.after.always(stopAll)
 
 /** A raw request with a chunked body (no Content-Length), answered as status and parsed JSON. */
 function chunkedPost(base: string, path: string, chunks: string[]): Promise<{ status: number; body: any }> {
@@ -72,16 +64,14 @@ test('GET /v1/info describes the node', async t => {
 
 test('unknown path → 404 route_not_found', async t => {
   const res = await http(plain.url, 'GET', '/v1/nothing-here')
-  t.is(res.status, 404)
-  t.is(res.body.error, 'route_not_found')
+  t.like(res, { status: 404, body: { error: 'route_not_found' } })
   t.is(typeof res.body.message, 'string')
   t.true(res.body.message.length > 0)
 })
 
 test('wrong method on a known path → 405 method_not_allowed with Allow', async t => {
   const res = await http(plain.url, 'DELETE', '/v1/info')
-  t.is(res.status, 405)
-  t.is(res.body.error, 'method_not_allowed')
+  t.like(res, { status: 405, body: { error: 'method_not_allowed' } })
   t.is(res.headers.get('allow'), 'GET')
   const entities = await http(plain.url, 'PATCH', '/v1/entities')
   t.is(entities.status, 405)
@@ -90,40 +80,33 @@ test('wrong method on a known path → 405 method_not_allowed with Allow', async
 
 test('invalid JSON body → 400 invalid_json', async t => {
   const res = await http(plain.url, 'POST', '/v1/entities', { raw: '{"name": ' })
-  t.is(res.status, 400)
-  t.is(res.body.error, 'invalid_json')
+  t.like(res, { status: 400, body: { error: 'invalid_json' } })
 })
 
 test('empty body → 400 invalid_json', async t => {
   const none = await http(plain.url, 'POST', '/v1/entities')
-  t.is(none.status, 400)
-  t.is(none.body.error, 'invalid_json')
+  t.like(none, { status: 400, body: { error: 'invalid_json' } })
   const empty = await http(plain.url, 'POST', '/v1/entities', { raw: '' })
-  t.is(empty.status, 400)
-  t.is(empty.body.error, 'invalid_json')
+  t.like(empty, { status: 400, body: { error: 'invalid_json' } })
 })
 
 test('bad percent-encoding in a path parameter → 400 invalid_id', async t => {
   const res = await http(plain.url, 'GET', '/v1/entities/zns%3')
-  t.is(res.status, 400)
-  t.is(res.body.error, 'invalid_id')
+  t.like(res, { status: 400, body: { error: 'invalid_id' } })
 })
 
 test('Content-Type application/x-www-form-urlencoded → 415 unsupported_media_type', async t => {
   const res = await http(plain.url, 'POST', '/v1/entities', { raw: 'a=1&b=2', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
-  t.is(res.status, 415)
-  t.is(res.body.error, 'unsupported_media_type')
+  t.like(res, { status: 415, body: { error: 'unsupported_media_type' } })
 })
 
 test('a body over the limit → 413 body_too_large (declared and streamed)', async t => {
   const small = await start({ http: { body_limit_bytes: 2048 } })
   const big = JSON.stringify({ name: 'x'.repeat(4096) })
   const res = await http(small.url, 'POST', '/v1/entities', { raw: big })
-  t.is(res.status, 413)
-  t.is(res.body.error, 'body_too_large')
+  t.like(res, { status: 413, body: { error: 'body_too_large' } })
   const streamed = await chunkedPost(small.url, '/v1/entities', ['{"name":"', 'y'.repeat(1500), 'y'.repeat(1500), '"}'])
-  t.is(streamed.status, 413)
-  t.is(streamed.body.error, 'body_too_large')
+  t.like(streamed, { status: 413, body: { error: 'body_too_large' } })
   const fits = await http(small.url, 'POST', '/v1/entities', { raw: JSON.stringify({ name: 'x'.repeat(1000) }) })
   t.is(fits.status, 400, 'a body under the limit is read and validated')
   t.is(fits.body.error, 'validation_failed')
@@ -148,8 +131,7 @@ test('read rate limit: X-RateLimit-* headers, then 429 with Retry-After; /health
   }
   t.deepEqual(remaining, ['2', '1', '0'])
   const fourth = await http(limited.url, 'GET', '/v1/info')
-  t.is(fourth.status, 429)
-  t.is(fourth.body.error, 'rate_limited')
+  t.like(fourth, { status: 429, body: { error: 'rate_limited' } })
   const retry = Number(fourth.headers.get('retry-after'))
   t.true(Number.isInteger(retry) && retry >= 1 && retry <= 60)
   t.is(fourth.headers.get('x-ratelimit-remaining'), '0')
@@ -308,8 +290,7 @@ test('metrics: served as Prometheus text when enabled, 404 by default', async t 
   t.true(text.includes('registry_entities'))
   t.regex(text, /registry_http_requests_total\{[^}]*route="\/health"[^}]*\} 1/)
   const off = await http(plain.url, 'GET', '/metrics')
-  t.is(off.status, 404)
-  t.is(off.body.error, 'route_not_found')
+  t.like(off, { status: 404, body: { error: 'route_not_found' } })
 })
 
 test('after stop, requests on connections still open get 503 shutting_down', async t => {
@@ -318,8 +299,7 @@ test('after stop, requests on connections still open get 503 shutting_down', asy
   await n.stop()
   const late = await http(n.url, 'GET', '/v1/info').catch(() => null)
   if (late) {
-    t.is(late.status, 503)
-    t.is(late.body.error, 'shutting_down')
+    t.like(late, { status: 503, body: { error: 'shutting_down' } })
   } else {
     t.pass('the connection was closed, which is also fine')
   }

@@ -72,14 +72,11 @@ test('approve: admin secret required; the key decrypts as deployed clients expec
   const body = { name: 'Approved Dev', state, callback_port: 5555 }
 
   const none = await approve(base, body, {})
-  t.is(none.status, 401)
-  t.is(none.body.error, 'admin_unauthorized')
+  t.like(none, { status: 401, body: { error: 'admin_unauthorized' } })
   const wrong = await approve(base, body, { authorization: 'Bearer whsec_wrong' })
-  t.is(wrong.status, 401)
-  t.is(wrong.body.error, 'admin_unauthorized')
+  t.like(wrong, { status: 401, body: { error: 'admin_unauthorized' } })
   const notBearer = await approve(base, body, { authorization: SECRET })
-  t.is(notBearer.status, 401)
-  t.is(notBearer.body.error, 'admin_unauthorized')
+  t.like(notBearer, { status: 401, body: { error: 'admin_unauthorized' } })
 
   const res = await approve(base, body)
   t.is(res.status, 201, JSON.stringify(res.body))
@@ -112,8 +109,7 @@ test('approve: admin secret required; the key decrypts as deployed clients expec
   t.is(claim.status, 201, JSON.stringify(claim.body))
 
   const again = await approve(base, { name: 'Someone Else', state })
-  t.is(again.status, 409)
-  t.is(again.body.error, 'approval_exists')
+  t.like(again, { status: 409, body: { error: 'approval_exists' } })
 
   const noName = await approve(base, { state: 'state-without-a-name' })
   t.is(noName.status, 400)
@@ -137,11 +133,9 @@ test('approve with a handle claims it; /v1/onboarding/approve is the same endpoi
   t.like((await http(base, 'GET', `/v1/developers/${encodeURIComponent(res.body.developer_id)}`)).body, { dev_handle: 'approved-handle' })
 
   const alias401 = await approve(base, { name: 'X', state: 'state-alias-unauth' }, {}, '/v1/onboarding/approve')
-  t.is(alias401.status, 401)
-  t.is(alias401.body.error, 'admin_unauthorized')
+  t.like(alias401, { status: 401, body: { error: 'admin_unauthorized' } })
   const reserved = await approve(base, { name: 'X', state: 'state-reserved-handle', handle: 'admin' }, admin, '/v1/onboarding/approve')
-  t.is(reserved.status, 400)
-  t.is(reserved.body.error, 'handle_reserved')
+  t.like(reserved, { status: 400, body: { error: 'handle_reserved' } })
 })
 
 // Serial: it compares developer_count, which the other tests of this file change.
@@ -151,8 +145,7 @@ test.serial('approve with a taken handle fails as a whole, so the same state can
   const infoBefore = await http(base, 'GET', '/v1/info')
 
   const clash = await approve(base, { name: 'Second', state: 'state-handle-clash', handle: 'contested' })
-  t.is(clash.status, 409)
-  t.is(clash.body.error, 'handle_claimed')
+  t.like(clash, { status: 409, body: { error: 'handle_claimed' } })
   const retry = await approve(base, { name: 'Second', state: 'state-handle-clash', handle: 'contested-2' })
   t.is(retry.status, 201, JSON.stringify(retry.body))
   t.is((await http(base, 'GET', '/v1/info')).body.developer_count, infoBefore.body.developer_count + (retry.status === 201 ? 1 : 0))
@@ -160,8 +153,7 @@ test.serial('approve with a taken handle fails as a whole, so the same state can
 
 test('open node: approve → 503 admin_unavailable; onboarding request → 409 onboarding_disabled', async t => {
   const res = await approve(open.url, { name: 'X', state: 'state-open-mode-1' })
-  t.is(res.status, 503)
-  t.is(res.body.error, 'admin_unavailable')
+  t.like(res, { status: 503, body: { error: 'admin_unavailable' } })
   const req = await fetch(`${open.url}/v1/onboarding/request?state=abcdefgh12345678&callback_port=5555`, { method: 'POST', redirect: 'manual' })
   t.is(req.status, 409)
   t.is((await req.json() as { error: string }).error, 'onboarding_disabled')

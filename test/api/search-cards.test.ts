@@ -51,8 +51,7 @@ test('the card proxy refuses loopback entity URLs unless the operator allows the
   try {
     await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, { entity_url: 'https://127.0.0.1:9' }) })
     const res = await http(n.url, 'GET', `/v1/entities/${a.agentId}/card`)
-    t.is(res.status, 502)
-    t.is(res.body.error, 'card_address_refused')
+    t.like(res, { status: 502, body: { error: 'card_address_refused' } })
     const enriched = await http(n.url, 'POST', '/v1/search', { body: { developer_id: dev.id, enrich: true } })
     t.is(enriched.body.results[0].card, null)
     t.truthy(enriched.body.results[0].card_error)

@@ -81,8 +81,7 @@ maybe('a full disk: writes get 507 storage_full, reads and heartbeats go on, not
   await sleep(1_100) // the free-space check is cached for a second
   const refused = agent(dev, 4)
   const post = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, refused) })
-  t.is(post.status, 507)
-  t.is(post.body.error, 'storage_full')
+  t.like(post, { status: 507, body: { error: 'storage_full' } })
   t.regex(post.body.message, /disk is full/)
   const first = acknowledged[0]!
   const update = await http(node.url, 'PUT', `/v1/entities/${first.agentId}`, { body: { summary: 'changed', signature: sign(first.keyPair, JSON.stringify({ summary: 'changed' })) } })

@@ -146,14 +146,12 @@ if ('missing' in binary) {
 
     // The same payment again: refused, here and after a restart.
     const replay = await paidCall(p)
-    t.is(replay.status, 402)
-    t.is(replay.body.error, 'payment_replayed')
+    t.like(replay, { status: 402, body: { error: 'payment_replayed' } })
     t.truthy(replay.headers.get('payment-required'), 'a refusal carries a fresh quote')
     await entity.stop()
     entity = await startPriced()
     const afterRestart = await paidCall(p)
-    t.is(afterRestart.status, 402)
-    t.is(afterRestart.body.error, 'payment_replayed')
+    t.like(afterRestart, { status: 402, body: { error: 'payment_replayed' } })
     t.is(await chain.balanceOf(chain.payer), payerBefore - PRICE, 'paid once')
   })
 
@@ -210,8 +208,7 @@ if ('missing' in binary) {
       return { x402Version: 2, resource: required.resource, accepted, payload: { authorization, signature } }
     }
     const expired = await paidCall(await signed(now - 600, now - 10))
-    t.is(expired.status, 402)
-    t.is(expired.body.error, 'payment_expired')
+    t.like(expired, { status: 402, body: { error: 'payment_expired' } })
     const notYet = await paidCall(await signed(now + 600, now + 900))
     t.is(notYet.body.error, 'payment_expired')
     const tooLong = await paidCall(await signed(0, now + 100_000))
@@ -222,8 +219,7 @@ if ('missing' in binary) {
     const inner = p.payload as { signature: string }
     inner.signature = inner.signature.slice(0, 10) + (inner.signature[10] === 'a' ? 'b' : 'a') + inner.signature.slice(11)
     const tampered = await paidCall(p)
-    t.is(tampered.status, 402)
-    t.is(tampered.body.error, 'payment_signature_invalid')
+    t.like(tampered, { status: 402, body: { error: 'payment_signature_invalid' } })
 
     const garbage = await post('/webhook/sync', message(), { 'payment-signature': 'not base64 json' })
     t.is(garbage.body.error, 'payment_invalid')
@@ -338,7 +334,6 @@ if ('missing' in binary) {
     const unpaid = await post('/webhook/sync', message())
     t.is(unpaid.status, 402)
     const later = await post('/webhook/sync', message(), header(await payer().createPaymentPayload(decode(unpaid.headers.get('payment-required')) as PaymentRequired)))
-    t.is(later.status, 503)
-    t.is(later.body.error, 'payment_unavailable')
+    t.like(later, { status: 503, body: { error: 'payment_unavailable' } })
   })
 }

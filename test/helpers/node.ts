@@ -47,6 +47,24 @@ export async function startTestNode(overrides: ConfigOverrides = {}, dataDir?: s
   }
 }
 
+/**
+ * The nodes one test file starts, all stopped after it: `start` starts a node and keeps it;
+ * `stopAll` is the file's `test.after.always`.
+ */
+export function testNodes(): { start: typeof startTestNode; stopAll: () => Promise<void> } {
+  const nodes: TestNode[] = []
+  return {
+    async start(...args) {
+      const node = await startTestNode(...args)
+      nodes.push(node)
+      return node
+    },
+    async stopAll() {
+      await Promise.all(nodes.map(n => n.stop()))
+    }
+  }
+}
+
 export interface HttpResult<T = any> {
   status: number
   body: T

@@ -276,8 +276,7 @@ test.serial('a client signature replayed through the mesh (re-sealed by a node a
   // Over HTTP the same bytes get the error.
   const raw = JSON.stringify({ summary: 'one' })
   const again = await http(a.url, 'PUT', path, { raw, headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` } })
-  t.is(again.status, 409)
-  t.is(again.body.error, 'signature_replayed')
+  t.like(again, { status: 409, body: { error: 'signature_replayed' } })
 })
 
 test.serial('a burst of writes travels in a few gossip messages, and every node holds it', async t => {

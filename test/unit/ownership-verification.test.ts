@@ -129,25 +129,18 @@ test('txt record forms', t => {
   t.false(txtRecordHoldsKey(`prefix ${B64}`, B64), 'a bare key must be the whole record')
 })
 
-test('dns: a bare base64 key among other records', async t => {
-  const verifier = new OwnershipVerifier(settings())
-  t.deepEqual(await verifier.verify('dns', 'bare.example', KEY), { method: 'dns', proof: 'bare.example' })
-})
-
-test('dns: the prefixed key, with the domain and method normalised', async t => {
-  const verifier = new OwnershipVerifier(settings())
-  t.deepEqual(await verifier.verify(' DNS ', 'Prefixed.EXAMPLE.', B64), { method: 'dns', proof: 'prefixed.example' })
-})
-
-test('dns: the v=zns1 form with loose spacing, any key order and case', async t => {
-  const verifier = new OwnershipVerifier(settings())
-  t.deepEqual(await verifier.verify('dns', 'v1.example', KEY), { method: 'dns', proof: 'v1.example' })
-})
-
-test('dns: a TXT record split into several character-strings', async t => {
-  const verifier = new OwnershipVerifier(settings())
-  t.deepEqual(await verifier.verify('dns', 'chunked.example', KEY), { method: 'dns', proof: 'chunked.example' })
-})
+// Record forms that verify: [title, method and domain as the client sends them, key, the proof kept].
+for (const [title, method, domain, key, proof] of [
+  ['dns: a bare base64 key among other records', 'dns', 'bare.example', KEY, 'bare.example'],
+  ['dns: the prefixed key, with the domain and method normalised', ' DNS ', 'Prefixed.EXAMPLE.', B64, 'prefixed.example'],
+  ['dns: the v=zns1 form with loose spacing, any key order and case', 'dns', 'v1.example', KEY, 'v1.example'],
+  ['dns: a TXT record split into several character-strings', 'dns', 'chunked.example', KEY, 'chunked.example']
+] as const) {
+  test(title, async t => {
+    const verifier = new OwnershipVerifier(settings())
+    t.deepEqual(await verifier.verify(method, domain, key), { method: 'dns', proof })
+  })
+}
 
 test('dns: a long key record over 255 bytes arrives as several strings and is joined', async t => {
   dns.set('_zns-verify.long.example', [[`v=zns1; k=ed25519; ${'x='.padEnd(250, 'y')}; p=${B64}`]])

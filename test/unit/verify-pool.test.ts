@@ -9,7 +9,7 @@ import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { parseSignature } from '../../src/identity/encoding.js'
 import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../../src/identity/verifiers.js'
-import { inlineVerifier, VerifyPool, type SignatureVerifier } from '../../src/identity/verify-pool.js'
+import { inlineVerifier, VerifyPool, type SignatureVerifier, type VerifyPoolOptions } from '../../src/identity/verify-pool.js'
 import { developerProofMessage } from '../../src/identity/hd.js'
 import { agent, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode } from '../helpers/node.js'
@@ -31,13 +31,22 @@ function cases(n: number): Case[] {
   return out
 }
 
+/** A started pool for `body`, closed after it whatever happens. */
+async function withPool(options: VerifyPoolOptions, body: (pool: VerifyPool) => Promise<void>): Promise<void> {
+  const pool = new VerifyPool(options)
+  try {
+    await pool.start()
+    await body(pool)
+  } finally {
+    await pool.close()
+  }
+}
+
 const run = (v: SignatureVerifier, list: Case[]) => Promise.all(list.map(c => v.firstVerifying(key.publicKey, c.signature, c.messages)))
 const turn = () => new Promise(resolve => setImmediate(resolve))
 
 test('the workers answer the first message that verifies, -1 when none does, and -1 for malformed input', async t => {
-  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0 })
-  try {
-    await pool.start()
+  await withPool({ workers: 1, inlineMaxRate: 0 }, async pool => {
     const sig = parseSignature(sign(key, 'hello'))!
     t.is(await pool.firstVerifying(key.publicKey, sig, ['nope', 'hello', 'hello']), 1)
     t.is(await pool.firstVerifying(key.publicKey, sig, [Buffer.from('hello')]), 0, 'bytes as well as strings')
@@ -48,15 +57,11 @@ test('the workers answer the first message that verifies, -1 when none does, and
     t.is(await pool.firstVerifying(key.publicKey, sig, []), -1)
     t.is(pool.stats().pooled, 4)
     t.is(pool.stats().inline, 0)
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('the verifiers give the same forms through the pool as inline', async t => {
-  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0 })
-  try {
-    await pool.start()
+  await withPool({ workers: 1, inlineMaxRate: 0 }, async pool => {
     const body = { name: 'A & B', type: 'agent', category: 'x', entity_url: 'https://a.example', public_key: 'k', tags: ['t'] }
     for (const signed of [canonicalJson(body), canonicalJson(body).replace('&', '\\u0026')]) {
       const signature = parseSignature(sign(key, signed))!
@@ -68,30 +73,22 @@ test('the verifiers give the same forms through the pool as inline', async t => 
     t.true(await verifyDeveloperProof(key.publicKey, other.publicKey, 3, proof, pool))
     t.false(await verifyDeveloperProof(key.publicKey, other.publicKey, 4, proof, pool))
     t.is(pool.stats().inline, 0)
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('many concurrent jobs, valid and invalid, are answered right and travel in batches', async t => {
-  const pool = new VerifyPool({ workers: 2, inlineMaxRate: 0 })
-  try {
-    await pool.start()
+  await withPool({ workers: 2, inlineMaxRate: 0 }, async pool => {
     const list = cases(3000)
     const results = await run(pool, list)
     t.deepEqual(results, list.map(c => c.expected))
     const stats = pool.stats()
     t.is(stats.pooled, 3000)
     t.true(stats.batches <= Math.ceil(3000 / 32) + 4, `${stats.batches} batches of at most 32`)
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('jobs submitted together leave together; at most maxBatch to a message, one batch in flight per worker', async t => {
-  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0, maxBatch: 4 })
-  try {
-    await pool.start()
+  await withPool({ workers: 1, inlineMaxRate: 0, maxBatch: 4 }, async pool => {
     t.deepEqual(await run(pool, cases(3)), [0, 1, -1])
     t.is(pool.stats().batches, 1)
     const list = cases(20)
@@ -101,15 +98,11 @@ test('jobs submitted together leave together; at most maxBatch to a message, one
     t.is(pool['queued'].length, 16, 'the rest waits for an answer')
     t.deepEqual(await answers, list.map(c => c.expected))
     t.is(pool.stats().batches, 1 + 5)
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('queued jobs of normal priority leave for the workers before low-priority ones queued earlier', async t => {
-  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0, maxBatch: 4 })
-  try {
-    await pool.start()
+  await withPool({ workers: 1, inlineMaxRate: 0, maxBatch: 4 }, async pool => {
     const order: string[] = []
     const track = (list: Case[], name: string, priority: 'normal' | 'low') =>
       Promise.all(list.map((c, i) => pool.firstVerifying(key.publicKey, c.signature, c.messages, priority).then(r => { order.push(`${name}${i}`); return r })))
@@ -119,15 +112,11 @@ test('queued jobs of normal priority leave for the workers before low-priority o
     const normal = track(cases(4), 'normal', 'normal')
     await Promise.all([busy, low, normal])
     t.true(order.indexOf('normal3') < order.indexOf('low0'), order.join(' '))
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('answers the worker has finished are read at the end of the turn that sent them', async t => {
-  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0 })
-  try {
-    await pool.start()
+  await withPool({ workers: 1, inlineMaxRate: 0 }, async pool => {
     const list = cases(4)
     let answers: Promise<number[]> | undefined
     let workerFinished = false
@@ -156,9 +145,7 @@ test('answers the worker has finished are read at the end of the turn that sent 
     t.true(workerFinished, 'the worker finished the batch within 20 s')
     t.deepEqual(await answers, list.map(c => c.expected))
     t.is(pool.stats().answeredSameTurn, 1, 'read from shared memory at the end of the turn, not on the worker\'s message')
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('at a low rate the pool verifies inline and starts no worker', async t => {
@@ -191,9 +178,7 @@ test('inline_max_rate: the pool takes over when the rate calls for it', async t 
 
 test('a worker that dies with jobs in flight: they are verified inline, and a new worker takes its place', async t => {
   const errors: Error[] = []
-  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 0, onWorkerError: err => errors.push(err) })
-  try {
-    await pool.start()
+  await withPool({ workers: 1, inlineMaxRate: 0, onWorkerError: err => errors.push(err) }, async pool => {
     const list = cases(600)
     const answers = run(pool, list)
     await Promise.resolve()
@@ -208,9 +193,7 @@ test('a worker that dies with jobs in flight: they are verified inline, and a ne
     const pooled = pool.stats().pooled
     t.deepEqual(await run(pool, list), list.map(c => c.expected))
     t.is(pool.stats().pooled, pooled + list.length, 'the new worker answers')
-  } finally {
-    await pool.close()
-  }
+  })
 })
 
 test('workers that crash on every batch: no job hangs, and after three deaths the pool stays inline', async t => {
