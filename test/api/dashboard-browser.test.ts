@@ -12,7 +12,7 @@ import test from 'ava'
 import { existsSync } from 'node:fs'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
 const CHROMIUM = '/usr/bin/chromium'
@@ -39,12 +39,6 @@ let page: Page
 const dev = developer(7)
 
 /** A TCP address of the node, ending in /p2p/<peer-id>. */
-const tcpAddress = (n: TestNode): string => {
-  const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
-  if (!found) throw new Error('no TCP address')
-  return found
-}
-
 const byTestId = (id: string): string => `[data-testid="${id}"]`
 const textOf = async (id: string): Promise<string> => (await page.locator(byTestId(id)).first().textContent())?.trim() ?? ''
 

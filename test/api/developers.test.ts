@@ -1,7 +1,7 @@
 import test from 'ava'
 import { goEscapedJson } from '../../src/identity/canonical-json.js'
-import { http, testNodes, type TestNode } from '../helpers/node.js'
-import { agent, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Developer } from '../helpers/identities.js'
+import { enc, http, testNodes, type TestNode } from '../helpers/node.js'
+import { agent, bearer, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Developer } from '../helpers/identities.js'
 
 const { start, stopAll } = testNodes()
 
@@ -14,8 +14,6 @@ test.before(async () => {
 
 test.after.always(stopAll)
 
-const enc = (id: string) => encodeURIComponent(id)
-const bearer = (dev: { keyPair: Developer['keyPair'] }, message: string) => ({ authorization: `Bearer ${sign(dev.keyPair, message)}` })
 
 async function registerDeveloper(base: string, dev: Developer, fields: Record<string, unknown> = {}) {
   return http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, fields) })

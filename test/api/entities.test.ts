@@ -2,7 +2,7 @@ import test from 'ava'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { sign } from '../../src/identity/keys.js'
 import { agent, deployedRegistration, developer, signSpec, specRegistration } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { enc, http, startTestNode, type TestNode } from '../helpers/node.js'
 
 const dev = developer(1)
 let t0: TestNode
@@ -14,7 +14,6 @@ test.before(async () => {
 })
 test.after.always(async () => { await t0.stop() })
 
-const enc = (id: string) => encodeURIComponent(id)
 
 test('spec-form registration: 201, readable with both spellings, implicit developer created', async t => {
   const a = agent(dev, 1)

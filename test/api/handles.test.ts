@@ -8,11 +8,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
-import type { RegistryEvent } from '../../src/events/bus.js'
 import { agent, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Developer } from '../helpers/identities.js'
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
-import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { json, startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
+import { enc, http, recordEvents, startTestNode, type TestNode } from '../helpers/node.js'
 
 let node: TestNode
 let base: string
@@ -20,7 +19,6 @@ let dns: TestDnsServer
 let github: TestHttpsServer
 let tmp: string
 
-const enc = (id: string) => encodeURIComponent(id)
 const b64 = (dev: Developer) => dev.publicKey.slice('ed25519:'.length)
 
 // Developers that publish their keys (the DNS zone and the GitHub stand-in are built from them).
@@ -29,11 +27,6 @@ const bearerDnsDev = developer(41)
 const githubDev = developer(42)
 const githubNoneDev = developer(43)
 const githubBrokenDev = developer(44)
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body))
-}
 
 /** The GitHub API stand-in: users' gist lists and single gists. */
 function githubApi(req: IncomingMessage, res: ServerResponse): void {
@@ -77,13 +70,6 @@ test.after.always(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true })
 })
 
-/** Collects the node's events from now on (tests run concurrently: filter what you read). */
-function recordEvents(): { events: RegistryEvent[]; stop: () => void } {
-  const events: RegistryEvent[] = []
-  const stop = node.node.bus.subscribe(e => { events.push(e) })
-  return { events, stop }
-}
-
 async function registerDeveloper(dev: Developer, fields: Record<string, unknown> = {}) {
   const res = await http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: `Dev ${dev.id.slice(-4)}`, ...fields }) })
   if (res.status !== 201) throw new Error(`developer registration failed: ${res.status} ${JSON.stringify(res.body)}`)
@@ -108,7 +94,7 @@ const releaseAuth = (dev: Developer, subject: string) => ({ authorization: `Bear
 test('claim in the spec form → 201 with the handle view; GET shows it self-claimed; 404 when unclaimed', async t => {
   const dev = developer(10)
   await registerDeveloper(dev, { name: 'Spec Claimer' })
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
 
   const res = await claim(dev, 'spec-claimer')
@@ -216,7 +202,7 @@ test('availability: available, claimed, invalid, reserved', async t => {
 
 test('POST /v1/developers with a handle claims it in the same write; a taken handle fails the whole registration', async t => {
   const dev = developer(17)
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
   const res = await http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: 'With Handle', handle: 'with-handle' }) })
   t.is(res.status, 201, JSON.stringify(res.body))
@@ -245,7 +231,7 @@ test('POST /v1/developers with a handle claims it in the same write; a taken han
 test('verify by DNS through a real resolver (body signature and Authorization over the raw body)', async t => {
   await registerDeveloper(dnsDev, { name: 'DNS Dev' })
   t.is((await claim(dnsDev, 'dns-dev')).status, 201)
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
 
   const res = await http(base, 'POST', '/v1/handles/dns-dev/verify', { body: signSpec(dnsDev.keyPair, { method: 'dns', proof: 'example.com' }) })
@@ -341,7 +327,7 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   t.like(wrongSubject, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(base, 'GET', '/v1/handles/released-handle')).status, 200, 'failed releases change nothing')
 
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
   const released = await http(base, 'DELETE', '/v1/handles/released-handle', { headers: releaseAuth(owner, 'released-handle') })
   t.is(released.status, 200, JSON.stringify(released.body))
@@ -375,7 +361,7 @@ test('release: by the owner frees the handle and its names; a new claimant inher
 
 test('an unregistered developer claiming with its own key comes into being (implicit) with the handle', async t => {
   const dev = developer(25)
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
   const res = await claim(dev, 'implicit-claimer')
   t.is(res.status, 201, JSON.stringify(res.body))

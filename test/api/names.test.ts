@@ -4,9 +4,8 @@
  * release on deregistration, resolution by name, version prefix and entity ID, and the events.
  */
 import test from 'ava'
-import type { RegistryEvent } from '../../src/events/bus.js'
-import { agent, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Agent, type Developer } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { agent, bearer, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Agent, type Developer } from '../helpers/identities.js'
+import { enc, http, recordEvents, startTestNode, type TestNode } from '../helpers/node.js'
 
 let node: TestNode
 let base: string
@@ -17,14 +16,7 @@ test.before(async () => {
 })
 test.after.always(async () => { await node?.stop() })
 
-const enc = (id: string) => encodeURIComponent(id)
 const fqan = (handle: string, name: string) => `registry.test/${handle}/${name}`
-
-function recordEvents(): { events: RegistryEvent[]; stop: () => void } {
-  const events: RegistryEvent[] = []
-  const stop = node.node.bus.subscribe(e => { events.push(e) })
-  return { events, stop }
-}
 
 /** A registered developer holding `handle`. */
 async function developerWithHandle(seed: number, handle: string): Promise<Developer> {
@@ -55,7 +47,6 @@ function deployedBind(signer: Developer, fields: { developer_handle: string; ent
   return http(base, 'POST', '/v1/names', { body: { ...fields, ...extra, signature: sign(signer.keyPair, canonicalJson(signable)) } })
 }
 
-const bearer = (signer: Developer, message: string) => ({ authorization: `Bearer ${sign(signer.keyPair, message)}` })
 
 function putSigned(signer: Developer, handle: string, name: string, fields: Record<string, unknown>) {
   return http(base, 'PUT', `/v1/names/${handle}/${name}`, { body: signSpec(signer.keyPair, fields) })
@@ -244,7 +235,7 @@ test('availability: available, taken (with existing_entity_id), invalid, handle_
 })
 
 test('registration binds entity_name; the registration itself never fails on the name', async t => {
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
   const dev = await developerWithHandle(58, 'autobind')
   const bound = await registerEntity(dev, 1, { entity_name: 'translator' })
@@ -275,10 +266,10 @@ test('deregistering an entity releases its names', async t => {
   const dev = await developerWithHandle(60, 'dereg')
   const { a } = await registerEntity(dev, 1, { entity_name: 'first' })
   t.is((await bindSpec(dev, { developer_handle: 'dereg', entity_name: 'second', entity_id: a.agentId })).status, 201)
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
 
-  const res = await http(base, 'DELETE', `/v1/entities/${enc(a.agentId)}`, { headers: bearer({ keyPair: a.keyPair } as Developer, a.agentId) })
+  const res = await http(base, 'DELETE', `/v1/entities/${enc(a.agentId)}`, { headers: bearer(a, a.agentId) })
   t.is(res.status, 200, JSON.stringify(res.body))
   for (const name of ['first', 'second']) {
     t.is((await http(base, 'GET', `/v1/names/dereg/${name}`)).status, 404, name)
@@ -294,7 +285,7 @@ test('resolution by name, by version prefix and by entity ID; name_resolved is p
   t.is((await bindSpec(dev, { developer_handle: 'resolver', entity_name: 'svc', entity_id: a.agentId, version: '1.0.0' })).status, 201)
   t.is((await putSigned(dev, 'resolver', 'svc', { version: '1.2.0' })).status, 200)
   t.is((await putSigned(dev, 'resolver', 'svc', { version: '2.0.0', capability_tags: ['v2'] })).status, 200)
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
 
   const res = await http(base, 'GET', '/v1/resolve/resolver/svc')
@@ -359,7 +350,7 @@ test('resolution by name, by version prefix and by entity ID; name_resolved is p
 test('events: name_registered, name_updated, name_released carry the fqan', async t => {
   const dev = await developerWithHandle(63, 'evented')
   const { a } = await registerEntity(dev, 1)
-  const rec = recordEvents()
+  const rec = recordEvents(node)
   t.teardown(rec.stop)
   const target = fqan('evented', 'ev')
 

@@ -15,7 +15,7 @@ import { yamux } from '@chainsafe/libp2p-yamux'
 import type { RegistryEvent } from '../../src/events/bus.js'
 import { HELLO_PROTOCOL, decodeHello, encodeHello, registryKeyOf } from '../../src/mesh/peers.js'
 import { parsePeerAddress } from '../../src/mesh/mesh.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
 const SECRET = 'whsec_mesh_test'
@@ -27,12 +27,6 @@ const eventsOfA: RegistryEvent[] = []
 let lastSeen: unknown
 
 /** A TCP address of the node, ending in /p2p/<peer-id>. */
-const tcpAddress = (n: TestNode): string => {
-  const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
-  if (!found) throw new Error('no TCP address')
-  return found
-}
-
 const peersOf = async (n: TestNode, query = ''): Promise<any[]> => (await http(n.url, 'GET', `/v1/network/peers${query}`)).body.peers
 
 test.before(async t => {

@@ -1,3 +1,4 @@
+/** HTTPS stand-ins for outside services in the tests: the GitHub API, a registry's well-known proof, agent cards. */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
@@ -8,6 +9,12 @@ export interface TestHttpsServer {
   /** The self-signed certificate (PEM): trust it as a CA, or fingerprint it. */
   certPem: string
   close(): Promise<void>
+}
+
+/** A stand-in's JSON answer. */
+export function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' })
+  res.end(JSON.stringify(body))
 }
 
 /** A real HTTPS server on 127.0.0.1 with a certificate made for the test (CN and SAN localhost/127.0.0.1). */

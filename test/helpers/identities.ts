@@ -73,6 +73,11 @@ export function deployedRegistration(dev: Developer, a: Agent, fields: Record<st
   return signDeployed(a.keyPair, body)
 }
 
+/** `Authorization: Bearer <signature of message>` by a developer's or an agent's key. */
+export function bearer(signer: { keyPair: KeyPair }, message: string): { authorization: string } {
+  return { authorization: `Bearer ${sign(signer.keyPair, message)}` }
+}
+
 export function developerRegistration(dev: Developer, fields: Record<string, unknown> = {}): Record<string, unknown> {
   return signSpec(dev.keyPair, { name: 'Alice the Builder', public_key: dev.publicKey, github: 'alice', profile_url: 'https://alice.example.com', ...fields })
 }

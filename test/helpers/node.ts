@@ -1,8 +1,13 @@
+/**
+ * Real nodes for the tests (LMDB in a temp dir, HTTP on an ephemeral port) and what tests do with
+ * them: JSON over HTTP, the nodes of a test file stopped together, a node's TCP address and its events.
+ */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { defaultConfig, type NodeConfig } from '../../src/config.js'
+import type { RegistryEvent } from '../../src/events/bus.js'
 import { startRegistryNode, type RegistryNode } from '../../src/node.js'
 
 export type ConfigOverrides = { [K in keyof NodeConfig]?: NodeConfig[K] extends object ? Partial<NodeConfig[K]> : NodeConfig[K] }
@@ -64,6 +69,23 @@ export function testNodes(): { start: typeof startTestNode; stopAll: () => Promi
     }
   }
 }
+
+/** A node's libp2p TCP address (mesh on), to dial it or bootstrap from it. */
+export function tcpAddress(n: TestNode): string {
+  const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
+  if (!found) throw new Error('no TCP address')
+  return found
+}
+
+/** Collects a node's events from now on (tests run concurrently: filter what you read). */
+export function recordEvents(n: TestNode): { events: RegistryEvent[]; stop: () => void } {
+  const events: RegistryEvent[] = []
+  const stop = n.node.bus.subscribe(e => { events.push(e) })
+  return { events, stop }
+}
+
+/** An ID as a URL path segment. */
+export const enc = (id: string): string => encodeURIComponent(id)
 
 export interface HttpResult<T = any> {
   status: number

@@ -15,7 +15,7 @@ import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { developerRegistration } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
 const exec = promisify(execFile)
@@ -26,7 +26,6 @@ const LOCAL_ENTITIES = { entities: { allow_http_url: true }, cards: { allow_priv
 let nodes: TestNode[] = []
 let dir: string
 
-const tcpAddress = (n: TestNode): string => n.node.mesh!.addresses().find(x => !x.includes('/ws')) as string
 
 async function cli(args: string[]): Promise<string> {
   return (await exec(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd: dir })).stdout

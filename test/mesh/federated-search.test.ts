@@ -20,7 +20,7 @@ import { TermFilter } from '../../src/search/term-filter.js'
 import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
 import { spawnNode, type NodeProcess } from '../../scripts/lib/node-process.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
 const MESH = { enabled: true }
@@ -36,12 +36,6 @@ let dPeerId = ''
 let onB = ''
 const eventsOfA: RegistryEvent[] = []
 const eventsOfB: RegistryEvent[] = []
-
-const tcpAddress = (n: TestNode): string => {
-  const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
-  if (!found) throw new Error('no TCP address')
-  return found
-}
 
 /** An active agent homed on `n`, written to its store only (no operation: it never replicates). */
 async function plant(n: TestNode, name: string, summary: string, category = 'tools'): Promise<string> {

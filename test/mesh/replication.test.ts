@@ -13,7 +13,7 @@ import { sealOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import { agent, developer, developerRegistration, sign, signSpec, specRegistration } from '../helpers/identities.js'
-import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
 // Sync every 5 s: what gossip drops on a loaded machine is repaired within the tests' waits (the default is 60 s).
@@ -29,12 +29,6 @@ let b: TestNode
 let c: TestNode
 const nodes = (): TestNode[] => [a, b, c]
 const incomingOfB: RegistryEvent[] = []
-
-const tcpAddress = (n: TestNode): string => {
-  const found = n.node.mesh!.addresses().find(x => !x.includes('/ws'))
-  if (!found) throw new Error('no TCP address')
-  return found
-}
 
 const entityOn = async (n: TestNode, id: string) => http(n.url, 'GET', `/v1/entities/${id}`)
 

@@ -10,7 +10,7 @@ import { formatKey } from '../../src/identity/encoding.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { OwnershipVerifier, txtRecordHoldsKey, type TxtResolver, type VerificationSettings } from '../../src/services/ownership-verification.js'
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
-import { startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
+import { json, startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
 
 // The test-vector developer key of docs/compatibility.md (all-ones seed) and another key that must not verify.
 const KEY = formatKey(keyPairFromSeed(Buffer.alloc(32, 1)).publicKey)
@@ -22,11 +22,6 @@ let github: TestHttpsServer
 let tmp: string
 let caFile: string
 const seen: { url: string; userAgent: string | undefined; accept: string | undefined }[] = []
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body))
-}
 
 /** A stand-in for the GitHub API: users' gist lists, single gists and raw files. */
 function githubApi(req: IncomingMessage, res: ServerResponse): void {
