@@ -8,25 +8,14 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
-import WebSocket from 'ws'
 import { loadUws } from '../../src/api/uws-loader.js'
-import { sign } from '../../src/identity/keys.js'
 import { spawnNode } from '../../scripts/lib/node-process.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
-import { http } from '../helpers/node.js'
+import { heartbeatOnce, http } from '../helpers/node.js'
 
 const uwsLoads = loadUws().module !== null
 const kinds = uwsLoads ? ['uws', 'node'] as const : ['node'] as const
 const dev = developer(91)
-
-function heartbeat(url: string, entityId: string, frame: object): Promise<Record<string, unknown>> {
-  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/entities/${encodeURIComponent(entityId)}/ws`)
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => ws.send(JSON.stringify(frame)))
-    ws.once('message', data => { resolve(JSON.parse(data.toString()) as Record<string, unknown>); ws.close() })
-    ws.once('error', reject)
-  })
-}
 
 for (const [i, kind] of kinds.entries()) {
   test(`--http-server ${kind}: serves, registers, takes a heartbeat, names its server, and exits cleanly on SIGTERM`, async t => {
@@ -44,8 +33,7 @@ for (const [i, kind] of kinds.entries()) {
     const a = agent(dev, 1 + i)
     const registered = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })
     t.is(registered.status, 201, JSON.stringify(registered.body))
-    const timestamp = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
-    t.like(await heartbeat(node.url, a.agentId, { timestamp, signature: sign(a.keyPair, timestamp) }), { type: 'ack', agent_id: a.agentId, status: 'active' })
+    t.like(await heartbeatOnce(node.url, a), { type: 'ack', agent_id: a.agentId, status: 'active' })
 
     const signalled = Date.now()
     node.child.kill('SIGTERM')

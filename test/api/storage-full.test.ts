@@ -10,9 +10,8 @@ import { open, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
-import WebSocket from 'ws'
 import { agent, developer, developerRegistration, sign, specRegistration } from '../helpers/identities.js'
-import { http, startTestNode } from '../helpers/node.js'
+import { heartbeatOnce, http, startTestNode } from '../helpers/node.js'
 import { sleep } from '../helpers/wait.js'
 
 const MiB = 2 ** 20
@@ -52,16 +51,6 @@ async function fill(dir: string, leaveBytes: number): Promise<string> {
 }
 
 /** One heartbeat on the entity's socket; resolves with the reply frame. */
-function heartbeat(url: string, a: ReturnType<typeof agent>): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/entities/${a.agentId}/ws`)
-    const timestamp = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
-    ws.on('open', () => ws.send(JSON.stringify({ timestamp, signature: sign(a.keyPair, timestamp) })))
-    ws.on('message', data => { resolve(JSON.parse(String(data)) as Record<string, unknown>); ws.close() })
-    ws.on('error', reject)
-  })
-}
-
 const probe = mountTmpfs(1)
 if (probe) unmount(probe)
 const maybe = probe ? test : test.skip
@@ -91,8 +80,8 @@ maybe('a full disk: writes get 507 storage_full, reads and heartbeats go on, not
   t.is((await http(node.url, 'GET', `/v1/entities/${first.agentId}`)).status, 200)
   t.is((await http(node.url, 'GET', `/v1/entities/${refused.agentId}`)).status, 404)
   t.is((await http(node.url, 'POST', '/v1/search', { body: { query: 'translates documents' } })).body.results.length, 3)
-  t.like(await heartbeat(node.url, first), { type: 'ack', agent_id: first.agentId })
-  t.like(await heartbeat(node.url, acknowledged[1]!), { type: 'ack' })
+  t.like(await heartbeatOnce(node.url, first), { type: 'ack', agent_id: first.agentId })
+  t.like(await heartbeatOnce(node.url, acknowledged[1]!), { type: 'ack' })
   t.is((await http(node.url, 'GET', '/health')).status, 200)
 
   // Space returns: writes resume.

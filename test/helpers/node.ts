@@ -6,9 +6,12 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
+import WebSocket from 'ws'
 import { defaultConfig, type NodeConfig } from '../../src/config.js'
 import type { RegistryEvent } from '../../src/events/bus.js'
+import { sign } from '../../src/identity/keys.js'
 import { startRegistryNode, type RegistryNode } from '../../src/node.js'
+import type { Agent } from './identities.js'
 
 export type ConfigOverrides = { [K in keyof NodeConfig]?: NodeConfig[K] extends object ? Partial<NodeConfig[K]> : NodeConfig[K] }
 
@@ -82,6 +85,17 @@ export function recordEvents(n: TestNode): { events: RegistryEvent[]; stop: () =
   const events: RegistryEvent[] = []
   const stop = n.node.bus.subscribe(e => { events.push(e) })
   return { events, stop }
+}
+
+/** One heartbeat of `a` in the deployed form (timestamp to the second) on its own socket; the node's first reply. */
+export function heartbeatOnce(url: string, a: Agent): Promise<Record<string, unknown>> {
+  const timestamp = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/entities/${encodeURIComponent(a.agentId)}/ws`)
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => ws.send(JSON.stringify({ timestamp, signature: sign(a.keyPair, timestamp) })))
+    ws.once('message', data => { resolve(JSON.parse(data.toString()) as Record<string, unknown>); ws.close() })
+    ws.once('error', reject)
+  })
 }
 
 /** An ID as a URL path segment. */
