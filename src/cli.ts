@@ -61,11 +61,11 @@ Usage:
 Flags of start and init (also config file keys and REGISTRY_NODE_* environment variables;
 precedence: defaults < config file < environment < flags):
   --config FILE                        TOML config file (env REGISTRY_NODE_CONFIG)
-${SETTINGS.map(s => `  --${s.kind === 'boolean' ? `[no-]${s.flag}` : `${s.flag} ${s.kind === 'integer' || s.kind === 'number' ? 'N' : s.kind === 'list' ? 'A,B' : 'VALUE'}`}`.padEnd(39) + `${s.doc} Default: ${JSON.stringify(s.default)}.`).join('\n')}
+${SETTINGS.map(s => `${`  --${s.kind === 'boolean' ? `[no-]${s.flag}` : `${s.flag} ${s.kind === 'integer' || s.kind === 'number' ? 'N' : s.kind === 'list' ? 'A,B' : 'VALUE'}`}`.padEnd(39)}${s.doc} Default: ${JSON.stringify(s.default)}.`).join('\n')}
 `
 
 function print(value: unknown): void {
-  process.stdout.write((typeof value === 'string' ? value : JSON.stringify(value, null, 2)) + '\n')
+  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)
 }
 
 function fail(message: string): never {

@@ -240,7 +240,7 @@ export interface LoadOptions {
 export async function loadConfig({ argv = [], env = process.env }: LoadOptions = {}): Promise<NodeConfig> {
   const flags = parseFlags(argv)
   const config = defaultConfig() as unknown as Record<string, unknown>
-  const file = flags.configFile ?? env[ENV_PREFIX + 'CONFIG']
+  const file = flags.configFile ?? env[`${ENV_PREFIX}CONFIG`]
   if (file) {
     let parsed: Record<string, unknown>
     try {
@@ -282,5 +282,5 @@ export function configTemplate(overrides: Partial<Record<string, Setting['defaul
     const value = overrides[s.key] ?? s.default
     lines.push(`${overrides[s.key] === undefined ? '# ' : ''}${leaf} = ${tomlValue(value)}`)
   }
-  return lines.join('\n') + '\n'
+  return `${lines.join('\n')}\n`
 }

@@ -49,7 +49,7 @@ function ipv6Bytes(text: string): Uint8Array | null {
   if (last.includes('.')) {
     if (!isIPv4(last)) return null
     for (const part of last.split('.')) tail.push(Number(part))
-    head = head.slice(0, lastColon + 1) + '0:0' // two zero groups stand for the embedded IPv4 address; its bytes are written over them below
+    head = `${head.slice(0, lastColon + 1)}0:0` // two zero groups stand for the embedded IPv4 address; its bytes are written over them below
   }
   const halves = head.split('::')
   if (halves.length > 2) return null

@@ -72,7 +72,7 @@ export class A2AService {
     if (message.metadata !== undefined && (message.metadata === null || typeof message.metadata !== 'object' || Array.isArray(message.metadata))) {
       return rpcError(id, RPC_INVALID_PARAMS, 'params.message.metadata must be an object.')
     }
-    let sender
+    let sender: ReturnType<typeof verifyA2AMessage>
     try {
       sender = verifyA2AMessage(message, { mode: this.o.mode, replays: this.o.replays })
     } catch (err) {

@@ -62,7 +62,7 @@ const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'der
 const registryOf = (f: ReturnType<typeof flags>): string => f.get('registry') ?? process.env.REGISTRY_NODE_URL ?? DEFAULT_REGISTRY
 
 function print(value: unknown): void {
-  process.stdout.write((typeof value === 'string' ? value : JSON.stringify(value, null, 2)) + '\n')
+  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)
 }
 
 // --- entity init -------------------------------------------------------------------------------
@@ -264,7 +264,7 @@ async function call(argv: string[]): Promise<void> {
   const senderId = key ? (key.file.type === 'entity' ? key.file.entity_ids?.agent : undefined) ?? deriveId('agent', key.keyPair.publicKey) : undefined
   if (f.has('pay') && !f.has('wallet')) usage('--pay needs --wallet FILE (a secp256k1 private key holding USDC)')
   const payer = f.has('pay') ? new PayingClient({ privateKey: await readWalletFile(f.get('wallet') as string), maxUsd: f.get('max-usd') ?? 1 }) : undefined
-  let result
+  let result: Awaited<ReturnType<typeof callEntity>>
   try {
     result = await callEntity(target, words.join(' '), {
       registry: registryOf(f), async: f.has('async'), a2a: f.has('a2a'),

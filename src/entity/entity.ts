@@ -203,7 +203,7 @@ async function startPayments(o: EntityOptions, keyPair: KeyPair, logger: Logger)
   if (!o.payments) throw new PaymentConfigError('the card has pricing but no payments: configure the facilitator ("local" with rpc_url and a settlement key, or a facilitator URL) and a data directory')
   const p = o.payments
   const pricing = resolvePricing(pricingInput, { ed25519Seed: keyPair.seed, ...(p.payTo !== undefined ? { payTo: p.payTo } : {}) })
-  let facilitator
+  let facilitator: ReturnType<typeof createFacilitator>
   if (p.facilitator === 'local') {
     if (!p.rpcUrl || !p.settlementKey) throw new PaymentConfigError('payments.facilitator "local" needs rpc_url (the chain\'s JSON-RPC URL) and a settlement key (pays the gas of settlements)')
     facilitator = createFacilitator({ kind: 'local', rpcUrl: p.rpcUrl, settlementKey: p.settlementKey }, pricing.network)

@@ -73,7 +73,7 @@ export class WebhookService {
   /** The result of an async message, once; response_not_ready while pending or unknown. */
   takeResponse(messageId: string): Record<string, unknown> {
     const entry = this.pending.get(messageId)
-    if (!entry || !entry.done || entry.expiresAt < Date.now()) {
+    if (!entry?.done || entry.expiresAt < Date.now()) {
       throw new RegistryError('response_not_ready', `No result for message ${messageId} yet (pending, unknown, or already read).`, undefined, { message_id: messageId, status: 'pending_or_unknown' })
     }
     this.pending.delete(messageId)

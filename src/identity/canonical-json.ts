@@ -4,15 +4,15 @@
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return '[' + value.map(v => (v === undefined ? 'null' : canonicalJson(v))).join(',') + ']'
+  if (Array.isArray(value)) return `[${value.map(v => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`
   const obj = value as Record<string, unknown>
   const parts: string[] = []
   for (const key of Object.keys(obj).sort()) {
     const v = obj[key]
     if (v === undefined || typeof v === 'function') continue
-    parts.push(JSON.stringify(key) + ':' + canonicalJson(v))
+    parts.push(`${JSON.stringify(key)}:${canonicalJson(v)}`)
   }
-  return '{' + parts.join(',') + '}'
+  return `{${parts.join(',')}}`
 }
 
 // These characters can only occur inside JSON strings, so a plain replace is exact.

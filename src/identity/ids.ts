@@ -25,6 +25,6 @@ export function idHex(rawPublicKey: Uint8Array): string {
 
 export function deriveId(kind: IdKind, publicKey: Uint8Array | string): string {
   const raw = typeof publicKey === 'string' ? parsePublicKey(publicKey) : publicKey
-  if (!raw || raw.length !== 32) throw new TypeError('deriveId needs a 32-byte Ed25519 public key')
+  if (raw?.length !== 32) throw new TypeError('deriveId needs a 32-byte Ed25519 public key')
   return PREFIX[kind] + idHex(raw)
 }

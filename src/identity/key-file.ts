@@ -41,7 +41,7 @@ export async function readKeyFile(path: string): Promise<{ file: KeyFile; keyPai
 export async function writeKeyFile(path: string, file: KeyFile): Promise<void> {
   if (await access(path).then(() => true, () => false)) throw new KeyFileError(`${path} exists; refusing to overwrite a key file`)
   await mkdir(dirname(path), { recursive: true })
-  await writeFile(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })
+  await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 })
 }
 
 export function developerKeyFile(keyPair: KeyPair): KeyFile {

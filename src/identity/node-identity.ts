@@ -37,7 +37,7 @@ export async function createNodeKeyFile(path: string): Promise<NodeIdentity> {
   await mkdir(dirname(path), { recursive: true })
   // wx: never overwrite an existing identity. A write that fails part way (a full disk) leaves no
   // empty file behind to block the next start.
-  await writeFile(path, JSON.stringify(file, null, 2) + '\n', { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
+  await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
     if (err.code !== 'EEXIST') await rm(path, { force: true })
     throw err
   })

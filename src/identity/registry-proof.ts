@@ -56,7 +56,7 @@ export function spkiFingerprint(certPem: string | X509Certificate): string {
     cert = certPem
   }
   const der = cert.publicKey.export({ type: 'spki', format: 'der' })
-  return 'sha256:' + createHash('sha256').update(der).digest('hex')
+  return `sha256:${createHash('sha256').update(der).digest('hex')}`
 }
 
 export function createRegistryProof(

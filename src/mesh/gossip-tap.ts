@@ -104,7 +104,7 @@ export class GossipTap {
   }
 
   record(event: TraceEvent): void {
-    this.trace?.write(JSON.stringify({ t: preciseNow(), ...event }) + '\n')
+    this.trace?.write(`${JSON.stringify({ t: preciseNow(), ...event })}\n`)
   }
 
   /** Gossipsub's metrics register: only the RPC byte totals are kept; other metrics cost nothing. */

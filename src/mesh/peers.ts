@@ -242,7 +242,7 @@ export class PeerBook {
     if (this.stopped) return
     const key = peerId.toString()
     const e = this.entries.get(key)
-    if (!e || !e.connected) return
+    if (!e?.connected) return
     e.connected = false
     e.lastSeen = Date.now()
     this.log.info({ peer_id: key }, 'peer disconnected')

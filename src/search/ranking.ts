@@ -34,7 +34,7 @@ export interface ScoreBreakdown {
 
 export function freshness(lastChangeMs: number, nowMs: number, halfLifeDays: number): number {
   const ageDays = Math.max(0, nowMs - lastChangeMs) / 86_400_000
-  return Math.pow(2, -ageDays / halfLifeDays)
+  return 2 ** (-ageDays / halfLifeDays)
 }
 
 export function combine(b: ScoreBreakdown, w: RankingWeights): number {

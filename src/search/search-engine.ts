@@ -298,7 +298,7 @@ export class SearchEngine {
       if (visit === null || slots.length < visit.length) { visit = slots; covered = facet }
     }
     if (q.category != null) consider(this.byCategory.get(q.category), 'category')
-    q.tags?.forEach((tag, i) => consider(this.byTag.get(tag), i))
+    q.tags?.forEach((tag, i) => { consider(this.byTag.get(tag), i) })
     if (q.developerId != null) consider(this.byDeveloper.get(q.developerId), 'developer')
     return { visit, covered }
   }
@@ -364,7 +364,7 @@ export class SearchEngine {
       if (facets !== null && !facets(docs[slot] as SearchDocument)) continue
       if (filter !== null && !filter(docs[slot] as SearchDocument)) continue
       let trust = trustCache[slot] as number
-      if (trust !== trust) trust = this.computeSignals(slot, q)
+      if (Number.isNaN(trust)) trust = this.computeSignals(slot, q)
       if (trust < minTrust) continue
       out[found++] = slot
       if (t > maxText) maxText = t
@@ -486,7 +486,7 @@ class TopK {
     const ka = order.keys[a] as number
     const kb = order.keys[b] as number
     // NaN keys (IDs of another form) and equal prefixes compare as strings.
-    if (ka !== kb && ka === ka && kb === kb) return ka > kb
+    if (ka !== kb && !Number.isNaN(ka) && !Number.isNaN(kb)) return ka > kb
     return (order.docs[a] as SearchDocument).entityId > (order.docs[b] as SearchDocument).entityId
   }
 

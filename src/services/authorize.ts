@@ -49,7 +49,7 @@ export async function authorizeUpdate(credentials: Credentials, keys: SignerKeys
     const key = keyFor(keys, auth.role)
     const form = (await verifyRawBody(rawBody, key, auth.signature, verifier)) ?? (await verifyBodySignedUpdate(body, key, auth.signature, verifier))
     if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify against the ${auth.role === 'self' ? "record's" : "owning developer's"} key over the request body.`)
-    return { carrier: 'authorization', signer: auth.role, signature: 'ed25519:' + auth.signature.toString('base64'), form }
+    return { carrier: 'authorization', signer: auth.role, signature: `ed25519:${auth.signature.toString('base64')}`, form }
   }
   if (typeof body.signature === 'string') {
     const signature = parseSignature(body.signature)
@@ -70,7 +70,7 @@ export async function authorizeDeletion(credentials: Credentials, keys: SignerKe
   if (auth) {
     const form = await verifyDeletion(id, path, keyFor(keys, auth.role), auth.signature, verifier)
     if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`)
-    return { carrier: 'authorization', signer: auth.role, signature: 'ed25519:' + auth.signature.toString('base64'), form }
+    return { carrier: 'authorization', signer: auth.role, signature: `ed25519:${auth.signature.toString('base64')}`, form }
   }
   if (credentials.xSignature) {
     const text = credentials.xSignature.replace(/^bearer\s+/i, '').trim()
@@ -104,5 +104,5 @@ export async function authorizeRelease(credentials: Credentials, subject: string
   if (!auth) throw new RegistryError('authorization_required', `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`)
   const form = await verifyRelease(subject, parsePublicKey(developerKey) as Buffer, auth.signature, verifier)
   if (!form) throw new RegistryError('signature_invalid', `The signature does not verify over "release:${subject}" with the key of the ${what}'s developer.`)
-  return { carrier: 'authorization', signer: 'developer', signature: 'ed25519:' + auth.signature.toString('base64'), form }
+  return { carrier: 'authorization', signer: 'developer', signature: `ed25519:${auth.signature.toString('base64')}`, form }
 }

@@ -52,7 +52,7 @@ function topologies(text: string | undefined): string[] {
 }
 
 const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-')
-const print = (line: string): void => { process.stdout.write(line + '\n') }
+const print = (line: string): void => { process.stdout.write(`${line}\n`) }
 
 export async function testnetCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({

@@ -248,7 +248,7 @@ function dropProgram(destinations: readonly number[], dropBelow: number | null):
     [BPF_JEQ_K, 0, n + 1, 0x0800], // not IPv4: pass (index n + 3)
     [BPF_LD_W_ABS, 0, 0, 30] // IPv4 destination
   ]
-  destinations.forEach((d, k) => ins.push([BPF_JEQ_K, n - k, 0, d])) // match: index n + 4
+  destinations.forEach((d, k) => { ins.push([BPF_JEQ_K, n - k, 0, d]) }) // match: index n + 4
   ins.push([BPF_RET_K, 0, 0, TC_ACT_UNSPEC])
   if (dropBelow === null) {
     ins.push([BPF_RET_K, 0, 0, TC_ACT_SHOT])

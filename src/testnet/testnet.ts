@@ -327,7 +327,7 @@ export class Testnet {
     if (faults.between) {
       // In-process faults act on every copy a node receives: they cannot single out one link.
       if (!this.netns) throw new TestnetError('faults on chosen links need netns mode (process-mode loss and latency apply to every link)')
-      for (const pair of faults.between) pair.forEach(i => this.slot(i))
+      for (const pair of faults.between) for (const i of pair) this.slot(i)
     }
     if (this.netns) {
       const result = await this.netns.setLinkFaults({
@@ -513,7 +513,7 @@ class PortPicker {
       const range = Array.from({ length: span }, (_, k) => port + k)
       if (port + span > 65535 || range.some(p => this.taken.has(p))) continue
       if (span > 1 && !(await freePort(port + 1).then(() => true, () => false))) continue
-      range.forEach(p => this.taken.add(p))
+      for (const p of range) this.taken.add(p)
       return port
     }
     throw new TestnetError('found no free ports on 127.0.0.1')

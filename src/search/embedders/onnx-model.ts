@@ -172,7 +172,12 @@ export class OnnxModel {
     const cols = Math.max(1, ...encoded.map(ids => ids.length))
     const ids = new BigInt64Array(rows * cols).fill(BigInt(this.padId))
     const mask = new BigInt64Array(rows * cols)
-    encoded.forEach((row, r) => row.forEach((id, c) => { ids[r * cols + c] = BigInt(id); mask[r * cols + c] = 1n }))
+    encoded.forEach((row, r) => {
+      for (const [c, id] of row.entries()) {
+        ids[r * cols + c] = BigInt(id)
+        mask[r * cols + c] = 1n
+      }
+    })
 
     const feeds: Record<string, Tensor> = {}
     for (const name of this.session.inputNames) {

@@ -78,7 +78,7 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
     series.push({ label: `${topology} (${run.convergence_ms ?? '–'} ms)`, values: convergedAt.filter((c): c is number => c !== null), reach: convergedAt.filter(c => c !== null).length / o.nodes })
   }
   await writeCsv(join(o.out, 'convergence.csv'), ['topology', 'node', 'group', 'held_before_heal', 'converged_ms'], rows)
-  await writeFile(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n')
+  await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
   await writeFile(join(o.out, 'convergence-cdf.svg'), cdfChart(
     `Convergence after a partition heals: ${o.nodes} nodes, ${2 * perSide} entities registered apart`,
     'time since the heal (ms)',

@@ -143,7 +143,7 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
     pairs: stoppedAt.size * o.nodes
   }
   await writeCsv(join(o.out, 'liveness.csv'), ['entity_id', 'home', 'node', 'inactive_ms', 'active_ms'], rows)
-  await writeFile(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n')
+  await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
   await writeFile(join(o.out, 'liveness-cdf.svg'), cdfChart(
     `Liveness: ${o.nodes} nodes, ${stoppedAt.size} of ${o.entities} entities stopped, inactive after ${inactiveAfter} s`,
     'time from stop (inactive) or restart (active) until a node shows it (ms)',

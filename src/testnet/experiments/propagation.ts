@@ -195,7 +195,7 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
 
   summary.machine.load_after = loadAverage()
   await writeCsv(join(o.out, 'propagation.csv'), ['topology', 'message', 'entity_id', 'origin', 'node', 'latency_ms', 'applied_ms', 'copies'], rows)
-  await writeFile(join(o.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n')
+  await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
   const faults = [o.loss ? `loss ${o.loss * 100} %` : '', o.latencyMs ? `latency ${o.latencyMs} ms` : ''].filter(Boolean).join(', ')
   await writeFile(join(o.out, 'latency-cdf.svg'), cdfChart(
     `Gossip propagation: ${o.nodes} nodes, ${o.messages} messages at ${rate}/s${faults ? `, ${faults}` : ''}`,

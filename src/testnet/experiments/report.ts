@@ -30,7 +30,7 @@ export async function writeCsv(path: string, header: readonly string[], rows: re
     const text = v === null ? '' : String(v)
     return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text
   }
-  await writeFile(path, [header, ...rows].map(r => r.map(cell).join(',')).join('\n') + '\n')
+  await writeFile(path, `${[header, ...rows].map(r => r.map(cell).join(',')).join('\n')}\n`)
 }
 
 export interface CdfSeries {
@@ -42,7 +42,7 @@ export interface CdfSeries {
 
 const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf']
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+const escapeXml = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /** Round tick spacing: 1, 2 or 5 × 10^k, about `count` ticks over [0, max]. */
 function tickStep(max: number, count: number): number {
@@ -66,7 +66,7 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
-    `<text x="${width / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${escape(title)}</text>`
+    `<text x="${width / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${escapeXml(title)}</text>`
   ]
   for (let v = 0; v <= xMax; v += step) {
     parts.push(`<line x1="${x(v).toFixed(1)}" y1="${m.top}" x2="${x(v).toFixed(1)}" y2="${m.top + plotH}" stroke="#eee"/>`)
@@ -78,7 +78,7 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
     parts.push(`<text x="${m.left - 8}" y="${(y(share) + 4).toFixed(1)}" text-anchor="end">${share.toFixed(1)}</text>`)
   }
   parts.push(`<rect x="${m.left}" y="${m.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`)
-  parts.push(`<text x="${m.left + plotW / 2}" y="${height - 14}" text-anchor="middle">${escape(xLabel)}</text>`)
+  parts.push(`<text x="${m.left + plotW / 2}" y="${height - 14}" text-anchor="middle">${escapeXml(xLabel)}</text>`)
   parts.push(`<text transform="translate(18 ${m.top + plotH / 2}) rotate(-90)" text-anchor="middle">cumulative share</text>`)
   series.forEach((s, k) => {
     const colour = COLOURS[k % COLOURS.length] as string
@@ -102,10 +102,10 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
     const ly = legendTop + 12 + k * 18
     const lx = m.left + plotW - legendW
     parts.push(`<line x1="${lx}" y1="${ly - 4}" x2="${lx + 24}" y2="${ly - 4}" stroke="${colour}" stroke-width="3"/>`)
-    parts.push(`<text x="${lx + 30}" y="${ly}">${escape(s.label)}</text>`)
+    parts.push(`<text x="${lx + 30}" y="${ly}">${escapeXml(s.label)}</text>`)
   })
   parts.push('</svg>')
-  return parts.join('\n') + '\n'
+  return `${parts.join('\n')}\n`
 }
 
 /** The JSON lines of a trace file (missing file: none; a torn last line is skipped). */
