@@ -7,7 +7,7 @@ import { until } from '../helpers/wait.js'
 interface Frame { type: string; timestamp: string; data: Record<string, unknown> }
 
 function subscribe(url: string): Promise<{ ws: WebSocket; frames: Frame[] }> {
-  const ws = new WebSocket(url.replace(/^http/, 'ws') + '/v1/ws/activity')
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/ws/activity`)
   const frames: Frame[] = []
   ws.on('message', data => frames.push(JSON.parse(data.toString()) as Frame))
   return new Promise((resolve, reject) => { ws.once('open', () => resolve({ ws, frames })); ws.once('error', reject) })

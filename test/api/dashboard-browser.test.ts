@@ -79,7 +79,7 @@ browserTest('the page shows the node\'s identity and its peers as a graph', asyn
   const errors: string[] = []
   page.on('pageerror', err => errors.push(err.message))
   page.on('console', message => { if (message.type() === 'error') errors.push(message.text()) })
-  const res = await page.goto(a.url + '/dashboard')
+  const res = await page.goto(`${a.url}/dashboard`)
   t.is(res?.status(), 200)
   const status = (await http(a.url, 'GET', '/v1/network/status')).body
   await waitForText('registry-id', status.registry_id)

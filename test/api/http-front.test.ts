@@ -42,7 +42,7 @@ test('GET /health answers ok', async t => {
 })
 
 test('HEAD /health answers 200 without a body', async t => {
-  const res = await fetch(plain.url + '/health', { method: 'HEAD' })
+  const res = await fetch(`${plain.url}/health`, { method: 'HEAD' })
   t.is(res.status, 200)
   t.is(await res.text(), '')
 })
@@ -143,7 +143,7 @@ test('write rate limit counts by the body public key, before verification', asyn
   const dev = developer(40)
   const a = agent(dev, 1)
   const other = agent(dev, 2)
-  const body = { ...specRegistration(dev, a), signature: 'ed25519:' + 'A'.repeat(86) + '==' }
+  const body = { ...specRegistration(dev, a), signature: `ed25519:${'A'.repeat(86)}==` }
   const statuses: number[] = []
   for (let i = 0; i < 3; i++) {
     const res = await http(limited.url, 'POST', '/v1/entities', { body })
@@ -189,7 +189,7 @@ test('CORS: any origin by default; preflight answers 204 with the allowed method
   t.regex(res.headers.get('access-control-expose-headers') ?? '', /X-RateLimit-Limit/)
   const noOrigin = await http(plain.url, 'GET', '/health')
   t.is(noOrigin.headers.get('access-control-allow-origin'), null)
-  const pre = await fetch(plain.url + '/v1/entities', {
+  const pre = await fetch(`${plain.url}/v1/entities`, {
     method: 'OPTIONS',
     headers: { origin: 'https://x.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' }
   })
@@ -207,7 +207,7 @@ test('CORS: a configured origin list echoes allowed origins only', async t => {
   const bad = await http(strict.url, 'GET', '/v1/info', { headers: { origin: 'https://bad.example' } })
   t.is(bad.status, 200)
   t.is(bad.headers.get('access-control-allow-origin'), null)
-  const pre = await fetch(strict.url + '/v1/info', { method: 'OPTIONS', headers: { origin: 'https://bad.example' } })
+  const pre = await fetch(`${strict.url}/v1/info`, { method: 'OPTIONS', headers: { origin: 'https://bad.example' } })
   t.is(pre.status, 204)
   t.is(pre.headers.get('access-control-allow-origin'), null)
   t.is(pre.headers.get('access-control-allow-methods'), null)
@@ -261,11 +261,11 @@ test('the API explorer is served from local assets', async t => {
   t.is(page.status, 200)
   t.regex(page.headers.get('content-type') ?? '', /^text\/html/)
   t.true(String(page.body).includes('swagger-ui-bundle.js'))
-  const bundle = await fetch(plain.url + '/swagger/swagger-ui-bundle.js')
+  const bundle = await fetch(`${plain.url}/swagger/swagger-ui-bundle.js`)
   t.is(bundle.status, 200)
   t.regex(bundle.headers.get('content-type') ?? '', /javascript/)
   t.true((await bundle.arrayBuffer()).byteLength > 10_000)
-  const redirect = await fetch(plain.url + '/swagger', { redirect: 'manual' })
+  const redirect = await fetch(`${plain.url}/swagger`, { redirect: 'manual' })
   t.is(redirect.status, 302)
   t.is(redirect.headers.get('location'), '/swagger/index.html')
 })
@@ -282,7 +282,7 @@ test('the dashboard is one self-contained page on the node\'s own API (no CDN)',
 test('metrics: served as Prometheus text when enabled, 404 by default', async t => {
   const metered = await start({ metrics: { enabled: true } })
   await http(metered.url, 'GET', '/health')
-  const res = await fetch(metered.url + '/metrics')
+  const res = await fetch(`${metered.url}/metrics`)
   t.is(res.status, 200)
   t.regex(res.headers.get('content-type') ?? '', /^text\/plain/)
   const text = await res.text()

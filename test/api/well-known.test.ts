@@ -31,7 +31,7 @@ test('https: the proof pins the certificate the server presents', async t => {
   t.teardown(() => server.close())
   proof = createRegistryProof(identity, { domain: 'registry.example.com', certPem: server.certPem })
 
-  const result = await verifyRegistry(server.url + '/', { ca: server.certPem })
+  const result = await verifyRegistry(`${server.url}/`, { ca: server.certPem })
   t.is(result.url, `${server.url}${PATH}`)
   t.is(result.tls, 'matched')
   t.deepEqual(result.check, { ok: true, registry_id: identity.registryId, problems: [] }, 'no domain check against an IP address')

@@ -95,7 +95,7 @@ const segment = (seeds: FuzzSeeds): fc.Arbitrary<string> => fc.oneof(
 
 const deepJson = (): fc.Arbitrary<string> => fc.tuple(fc.integer({ min: 50, max: 20_000 }), fc.constantFrom('[', '{"a":'), fc.boolean()).map(([depth, open, closed]) => {
   const close = open === '[' ? ']' : '}'
-  return open.repeat(depth) + '1' + (closed ? close.repeat(depth) : '')
+  return `${open.repeat(depth)}1${closed ? close.repeat(depth) : ''}`
 })
 
 /** Bodies: none, JSON values, the seeded registration with hostile field values, and bytes that are not JSON. */
@@ -138,7 +138,7 @@ function requestArbitrary(routes: Route[], seeds: FuzzSeeds): fc.Arbitrary<RawRe
     let i = 0
     const path = route.path.replace(/\{[^}]+\}/g, () => segments[i++] as string)
     const pairs = [...query, ...route.query.slice(0, 2).map(name => [name, ''] as const)]
-    const search = pairs.length === 0 ? '' : '?' + pairs.map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`).join('&')
+    const search = pairs.length === 0 ? '' : `?${pairs.map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`).join('&')}`
     return { method: method ?? route.method, target: path + search, headers, body }
   })
 }
@@ -173,7 +173,7 @@ export function sendRaw(base: string, req: RawRequest, timeoutMs = 10_000): Prom
       // connection whose request body it did not read would reset it, and the answer with it.
       const head = [`${req.method} ${req.target} HTTP/1.1`, `Host: ${hostname}:${port}`, ...req.headers.map(([k, v]) => `${k}: ${v}`)]
       if (req.body) head.push(`Content-Length: ${req.body.length}`)
-      socket.write(Buffer.concat([Buffer.from(head.join('\r\n') + '\r\n\r\n', 'utf8'), req.body ?? Buffer.alloc(0)]), () => {})
+      socket.write(Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'utf8'), req.body ?? Buffer.alloc(0)]), () => {})
     })
   })
 }

@@ -31,7 +31,7 @@ function cli(args: string[], input?: (write: (line: string) => void, output: () 
   child.stdout.on('data', d => { output += d })
   child.stderr.on('data', d => { output += d })
   const exited = new Promise<number | null>(resolve => child.on('exit', code => resolve(code)))
-  if (input) void input(line => child.stdin.write(line + '\n'), () => output).catch(err => { output += `\n[test input failed: ${(err as Error).message}]`; child.kill('SIGINT') })
+  if (input) void input(line => child.stdin.write(`${line}\n`), () => output).catch(err => { output += `\n[test input failed: ${(err as Error).message}]`; child.kill('SIGINT') })
   else child.stdin.end()
   return exited.then(code => ({ code, output }))
 }

@@ -62,7 +62,7 @@ if ('missing' in binary && process.env.CI) {
     const client = new x402Client().register('eip155:*', new ExactEvmClientScheme(privateKeyToAccount(local.payerKey)))
     const payload = await client.createPaymentPayload(paymentRequired)
     t.log(`PaymentPayload: ${JSON.stringify(payload)}`)
-    const authorization = payload.payload['authorization'] as { from: string, to: string, value: string, nonce: `0x${string}` }
+    const authorization = payload.payload.authorization as { from: string, to: string, value: string, nonce: `0x${string}` }
     t.like(authorization, { from: local.payer, to: PAY_TO, value: '10000' })
 
     // The server matches the payload against the quote it issued, as it would for a PAYMENT-SIGNATURE header.

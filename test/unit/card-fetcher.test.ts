@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { TLSSocket } from 'node:tls'
+import type { TLSSocket } from 'node:tls'
 import test, { type ExecutionContext } from 'ava'
 import { cardRoutes } from '../../src/api/routes/cards.js'
 import type { RequestContext } from '../../src/api/http.js'
@@ -244,7 +244,7 @@ test('with allowPrivateAddresses false, 127.0.0.1 is refused and never contacted
 test('a host name resolving to 169.254.169.254 is refused (injected lookup)', async t => {
   const looked: string[] = []
   const lookup: HostLookup = async host => { looked.push(host); return [{ address: '169.254.169.254', family: 4 }] }
-  const e = { entity_id: 'zns:' + 'a'.repeat(32), entity_url: 'https://agent.example.com', public_key: PUBLIC_KEY }
+  const e = { entity_id: `zns:${'a'.repeat(32)}`, entity_url: 'https://agent.example.com', public_key: PUBLIC_KEY }
   const err = await rejectsWith(t, fetcher({ allowPrivateAddresses: false }, { lookup }).get(e), 'card_address_refused', /agent\.example\.com/)
   t.false(err.message.includes('169.254'))
   t.deepEqual(looked, ['agent.example.com'])
@@ -252,7 +252,7 @@ test('a host name resolving to 169.254.169.254 is refused (injected lookup)', as
 
 test('refused when ANY resolved address is forbidden', async t => {
   const lookup: HostLookup = async () => [{ address: '93.184.216.34', family: 4 }, { address: '::ffff:10.0.0.1', family: 6 }]
-  const e = { entity_id: 'zns:' + 'b'.repeat(32), entity_url: 'https://mixed.example.com/agent', public_key: PUBLIC_KEY }
+  const e = { entity_id: `zns:${'b'.repeat(32)}`, entity_url: 'https://mixed.example.com/agent', public_key: PUBLIC_KEY }
   await rejectsWith(t, fetcher({ allowPrivateAddresses: false }, { lookup }).get(e), 'card_address_refused')
 })
 
@@ -260,7 +260,7 @@ test('the connection goes to the looked-up address, with Host and SNI kept as th
   let lookups = 0
   const lookup: HostLookup = async host => { lookups++; t.is(host, 'localhost'); return [{ address: '127.0.0.1', family: 4 }] }
   routes.set('/pinned/.well-known/agent-card.json', sendJson({ name: 'pinned' }))
-  const e = { entity_id: 'zns:' + 'c'.repeat(32), entity_url: `https://localhost:${port}/pinned`, public_key: PUBLIC_KEY }
+  const e = { entity_id: `zns:${'c'.repeat(32)}`, entity_url: `https://localhost:${port}/pinned`, public_key: PUBLIC_KEY }
   const got = await fetcher({}, { lookup }).get(e)
   t.deepEqual(got.card, { name: 'pinned' })
   t.is(lookups, 1)
@@ -272,11 +272,11 @@ test('the connection goes to the looked-up address, with Host and SNI kept as th
 test('connection and TLS errors do not echo the address the host resolved to', async t => {
   const lookup: HostLookup = async () => [{ address: '127.0.0.1', family: 4 }]
   // The certificate does not cover this name: a TLS error.
-  const tls = { entity_id: 'zns:' + 'd'.repeat(32), entity_url: `https://wrong-name.example:${port}/x`, public_key: PUBLIC_KEY }
+  const tls = { entity_id: `zns:${'d'.repeat(32)}`, entity_url: `https://wrong-name.example:${port}/x`, public_key: PUBLIC_KEY }
   const err = await rejectsWith(t, fetcher({}, { lookup }).get(tls), 'card_unavailable', /ERR_TLS_CERT_ALTNAME_INVALID/)
   t.false(err.message.includes('127.0.0.1'))
   // Nothing listens on port 1: connection refused.
-  const closed = { entity_id: 'zns:' + 'e'.repeat(32), entity_url: 'https://closed.example:1/x', public_key: PUBLIC_KEY }
+  const closed = { entity_id: `zns:${'e'.repeat(32)}`, entity_url: 'https://closed.example:1/x', public_key: PUBLIC_KEY }
   const err2 = await rejectsWith(t, fetcher({}, { lookup }).get(closed), 'card_unavailable', /ECONNREFUSED/)
   t.false(err2.message.includes('127.0.0.1'))
 })
@@ -288,7 +288,7 @@ test('a certificate not trusted (no caFile) is card_unavailable', async t => {
 })
 
 test('an http entity_url is refused without a request', async t => {
-  const e = { entity_id: 'zns:' + 'f'.repeat(32), entity_url: `http://127.0.0.1:${port}/plain`, public_key: PUBLIC_KEY }
+  const e = { entity_id: `zns:${'f'.repeat(32)}`, entity_url: `http://127.0.0.1:${port}/plain`, public_key: PUBLIC_KEY }
   await rejectsWith(t, fetcher().get(e), 'card_unavailable', /HTTPS only/)
   await rejectsWith(t, fetcher().get({ ...e, entity_url: null }), 'card_unavailable', /no entity_url/)
   await rejectsWith(t, fetcher().get({ ...e, entity_url: 'not a url' }), 'card_unavailable', /not a URL/)
@@ -329,7 +329,7 @@ test('the whole fetch is bounded by timeoutMs', async t => {
 
   // A lookup that never answers is inside the limit too.
   const hang: HostLookup = () => new Promise(() => {})
-  const named = { entity_id: 'zns:' + '9'.repeat(32), entity_url: 'https://hang.example', public_key: PUBLIC_KEY }
+  const named = { entity_id: `zns:${'9'.repeat(32)}`, entity_url: 'https://hang.example', public_key: PUBLIC_KEY }
   await rejectsWith(t, fetcher({ timeoutMs: 200 }, { lookup: hang }).get(named), 'card_unavailable', /within 200 ms/)
 })
 
@@ -591,16 +591,16 @@ test('GET /v1/entities/{entity_id}/card replies with the card bytes and verifica
   t.is(hitCount('/route/.well-known/agent-card.json'), 1)
 
   await rejectsWith(t, Promise.resolve().then(() => route!.handler(context('not-an-id'))), 'invalid_id')
-  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context('zns:' + '0'.repeat(32)))), 'entity_not_found')
-  records.set('zns:svc:' + '1'.repeat(32), { entity_id: 'zns:svc:' + '1'.repeat(32), entity_url: null as unknown as string, public_key: PUBLIC_KEY })
-  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context('zns:svc:' + '1'.repeat(32)))), 'card_unavailable', /no entity_url/)
+  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context(`zns:${'0'.repeat(32)}`))), 'entity_not_found')
+  records.set(`zns:svc:${'1'.repeat(32)}`, { entity_id: `zns:svc:${'1'.repeat(32)}`, entity_url: null as unknown as string, public_key: PUBLIC_KEY })
+  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context(`zns:svc:${'1'.repeat(32)}`))), 'card_unavailable', /no entity_url/)
 })
 
 test('the route marks an invalid card and passes refusals through', async t => {
   const f = fetcher()
   const tampered = entity('route-bad')
   routes.set('/route-bad/.well-known/agent-card.json', sendJson({ ...jwsSigned(A2A_CARD), name: 'Evil' }))
-  const refused = { entity_id: 'zns:' + '2'.repeat(32), entity_url: 'https://127.0.0.1/x', public_key: PUBLIC_KEY }
+  const refused = { entity_id: `zns:${'2'.repeat(32)}`, entity_url: 'https://127.0.0.1/x', public_key: PUBLIC_KEY }
   const records = new Map<string, CardEntity>([[tampered.entity_id, tampered], [refused.entity_id, refused]])
   const [route] = cardRoutes({ require: id => records.get(id) as CardEntity }, f)
   const reply = await route!.handler(context(tampered.entity_id))

@@ -25,7 +25,7 @@ function rpcCode(fn: () => unknown): number {
 test('x-zynd-auth: the SDK\'s own signed message verifies, and our signer makes the same bytes', t => {
   t.deepEqual(verify(vector.message), { signed: true, entityId: vector.entity_id, fqan: 'localhost/alice/translator' })
   const auth = vector.message.metadata['x-zynd-auth']
-  const { ['x-zynd-auth']: _auth, ...metadata } = vector.message.metadata
+  const { 'x-zynd-auth': _auth, ...metadata } = vector.message.metadata
   const ours = signA2AMessage({ ...structuredClone(vector.message), metadata }, {
     keyPair: vectorKey, entityId: vector.entity_id, fqan: auth.fqan, nonce: auth.nonce, now: new Date(auth.issued_at)
   })
@@ -54,7 +54,7 @@ test('x-zynd-auth: an unsigned message passes in permissive mode (signed: false)
   t.deepEqual(verify(unsigned), { signed: false, entityId: null, fqan: null })
   t.is(rpcCode(() => verify(unsigned, { mode: 'strict' })), A2A_AUTH_FAILED)
   const developer = keyPairFromSeed(Buffer.alloc(32, 1))
-  const proof = { developer_public_key: 'ed25519:' + developer.publicKey.toString('base64'), entity_index: 3, developer_signature: sign(developer, Buffer.concat([vectorKey.publicKey, Buffer.from([0, 0, 0, 3])])) }
+  const proof = { developer_public_key: `ed25519:${developer.publicKey.toString('base64')}`, entity_index: 3, developer_signature: sign(developer, Buffer.concat([vectorKey.publicKey, Buffer.from([0, 0, 0, 3])])) }
   const withProof = signA2AMessage(structuredClone(unsigned), { keyPair: vectorKey, entityId: vector.entity_id, developerProof: proof })
   t.true(verifyA2AMessage(withProof, { mode: 'strict', replays: new ReplayCache() }).signed)
   const wrongProof = signA2AMessage(structuredClone(unsigned), { keyPair: vectorKey, entityId: vector.entity_id, developerProof: { ...proof, entity_index: 4 } })
@@ -107,10 +107,10 @@ test('webhook auth: the auth_mode matrix, skew, replay, and how the sender key i
   t.is(await code(auth, resign(noTime)), 'timestamp_out_of_window', 'a signed message must carry its time')
   t.is(await code(auth, resign({ ...signed(), timestamp: (now + 1000) / 1000 })), 'ok', 'unix seconds, as the SDKs send')
   const other = keyPairFromSeed(Buffer.alloc(32, 5))
-  t.is(await code(auth, resign({ ...signed(), sender_public_key: 'ed25519:' + other.publicKey.toString('base64') })), 'sender_key_mismatch')
+  t.is(await code(auth, resign({ ...signed(), sender_public_key: `ed25519:${other.publicKey.toString('base64')}` })), 'sender_key_mismatch')
   // Without sender_public_key the key comes from the registry.
   const { sender_public_key: _k, ...bare } = signed()
   t.is(await code(auth, resign(bare)), 'sender_unknown')
-  registered.set(sender, 'ed25519:' + key.publicKey.toString('base64'))
+  registered.set(sender, `ed25519:${key.publicKey.toString('base64')}`)
   t.is(await code(make('strict'), resign(bare)), 'ok', 'resolved through the registry')
 })

@@ -12,7 +12,7 @@ import { hashTerm, TermFilter } from '../../src/search/term-filter.js'
 import { FederatedSearch, merge, type FederatedHit, type FederationPeer, type SearchFederationPort } from '../../src/services/federated-search.js'
 import { TERM_FILTER_SCHEME, type PeerSearchRequest, type PeerSearchResponse, type PeerSearchResult, type TermFilterMessage } from '../../src/wire/federation.js'
 
-const registry = (c: string) => 'zns:registry:' + c.repeat(32)
+const registry = (c: string) => `zns:registry:${c.repeat(32)}`
 
 function filterOf(registryId: string, words: string[]): TermFilterMessage {
   const terms = words.flatMap(w => analyze(w))

@@ -105,7 +105,7 @@ test('a batch of 1,000 short texts gives each text its own vector, as one at a t
   const e = new HashEmbedder()
   const words = ['agent', 'translates', 'legal', 'documents', 'weather', 'forecast', 'summarizes', 'PDF', 'files', 'for', 'the', 'team', 'crawler', 'stock', 'prices', 'image']
   const texts = Array.from({ length: 1000 }, (_, i) =>
-    Array.from({ length: 12 }, (_, j) => words[(i * 7 + j * 3 + (i >> 3)) % words.length]).join(' ') + ` v${i}`)
+    `${Array.from({ length: 12 }, (_, j) => words[(i * 7 + j * 3 + (i >> 3)) % words.length]).join(' ')} v${i}`)
   const vectors = await e.embed(texts)
   t.is(vectors.length, 1000)
   t.true(vectors.every(v => v.length === 256 && Math.abs(norm(v) - 1) < 1e-6), 'L2-normalised, of the dimension')

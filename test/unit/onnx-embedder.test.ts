@@ -84,7 +84,7 @@ test('concurrent requests are answered in order of their own texts', async t => 
   const [many, one] = await Promise.all([embedder.embed(bulk), embedder.embed(['weather'])])
   t.is(many.length, 50)
   const [music, pay] = await embedder.embed(['music song', 'pay invoice'])
-  many.forEach((v, i) => t.true(close(v, i % 2 ? music! : pay!, 1e-6)))
+  for (const [i, v] of many.entries()) t.true(close(v, i % 2 ? music! : pay!, 1e-6))
   t.true(close(one![0]!, expectedVector(tiny, ['[CLS]', 'weather', '[SEP]'])))
 })
 
@@ -120,7 +120,7 @@ test('in process and in the worker thread the vectors are the same', async t => 
     t.is(inProcess.id, embedder.id)
     const texts = ['weather forecast', 'interpreter', '', 'the long long text about code']
     const [x, y] = [await inProcess.embed(texts), await embedder.embed(texts)]
-    x.forEach((v, i) => t.true(close(v, y[i]!, 1e-7)))
+    for (const [i, v] of x.entries()) t.true(close(v, y[i]!, 1e-7))
   } finally {
     await inProcess.close()
   }

@@ -50,7 +50,7 @@ function githubApi(req: IncomingMessage, res: ServerResponse): void {
       return json(res, 200, { id: 'ccc1', files: { 'big.txt': { filename: 'big.txt', truncated: true, content: 'x'.repeat(100), raw_url: raw } } })
     case '/raw/big.txt':
       res.writeHead(200, { 'content-type': 'text/plain' })
-      return void res.end('x'.repeat(5000) + `\n${KEY}\n`)
+      return void res.end(`${'x'.repeat(5000)}\n${KEY}\n`)
     case '/users/offsite/gists':
       return json(res, 200, [{ id: 'ddd1', files: { 'big.txt': { filename: 'big.txt', truncated: true, content: '', raw_url: `https://evil.example/raw/${B64}` } } }])
     case '/users/nomatch/gists':
@@ -69,7 +69,7 @@ function githubApi(req: IncomingMessage, res: ServerResponse): void {
     }
     case '/users/huge/gists':
       res.writeHead(200, { 'content-type': 'application/json' })
-      return void res.end('[' + ' '.repeat(2 * 1024 * 1024) + ']')
+      return void res.end(`[${' '.repeat(2 * 1024 * 1024)}]`)
     default:
       return json(res, 404, { message: 'Not Found' })
   }

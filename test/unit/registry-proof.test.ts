@@ -44,7 +44,7 @@ test('a proof without a certificate has no fingerprint and fails an SPKI expecta
   t.false('tls_spki_fingerprint' in proof)
   t.is(proof.expires_at, '2030-01-01T00:00:01.000Z')
   t.true(verifyRegistryProof(proof, { now: T0 }).ok)
-  const check = verifyRegistryProof(proof, { now: T0, expectedSpki: 'sha256:' + '0'.repeat(64) })
+  const check = verifyRegistryProof(proof, { now: T0, expectedSpki: `sha256:${'0'.repeat(64)}` })
   t.false(check.ok)
   t.is(check.problems.length, 1)
   t.regex(check.problems[0]!, /no tls_spki_fingerprint/)
@@ -106,7 +106,7 @@ test('the domain must be the expected one', t => {
 test('the SPKI fingerprint must be the expected one', async t => {
   const { cert } = await certificate
   const proof = createRegistryProof(identity, { domain: 'registry.example.com', certPem: cert, now: T0 })
-  const check = verifyRegistryProof(proof, { now: T0, expectedSpki: 'sha256:' + 'a'.repeat(64) })
+  const check = verifyRegistryProof(proof, { now: T0, expectedSpki: `sha256:${'a'.repeat(64)}` })
   t.false(check.ok)
   t.regex(check.problems[0]!, /^tls_spki_fingerprint sha256:[0-9a-f]{64} is not the expected sha256:a{64}$/)
 })
@@ -137,10 +137,10 @@ test('spkiFingerprint is SHA-256 over the DER SubjectPublicKeyInfo of the certif
   const fromPrivate = createPublicKey(pems.private).export({ type: 'spki', format: 'der' })
   const fromPublic = createPublicKey(pems.public).export({ type: 'spki', format: 'der' })
   t.deepEqual(fromPrivate, fromPublic)
-  const expected = 'sha256:' + createHash('sha256').update(fromPrivate).digest('hex')
+  const expected = `sha256:${createHash('sha256').update(fromPrivate).digest('hex')}`
   t.is(spkiFingerprint(pems.cert), expected)
   const second = await generate([{ name: 'commonName', value: 'other' }], { keySize: 2048 })
-  t.is(spkiFingerprint(pems.cert + '\n' + second.cert), expected, 'a chain is fingerprinted by its first (leaf) certificate')
+  t.is(spkiFingerprint(`${pems.cert}\n${second.cert}`), expected, 'a chain is fingerprinted by its first (leaf) certificate')
   t.not(spkiFingerprint(second.cert), expected)
   t.throws(() => spkiFingerprint('not a certificate'))
 })

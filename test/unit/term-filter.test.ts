@@ -38,10 +38,10 @@ test('a filter capped in size still holds every term (its false-positive rate gr
 })
 
 test('home terms: only home records count, updates and removals take old terms out, rebuilds are throttled', async t => {
-  const summary = new HomeTermSummary({ registryId: 'zns:registry:' + 'a'.repeat(32), host: 'a.test', falsePositiveRate: 0.01, rebuildIntervalMs: 150, logger: pino({ level: 'silent' }) })
-  const home = { entity_id: 'zns:' + '1'.repeat(32), home_registry: 'a.test', home_registry_id: 'zns:registry:' + 'a'.repeat(32) }
-  const legacyHome = { entity_id: 'zns:' + '2'.repeat(32), home_registry: 'a.test' }
-  const elsewhere = { entity_id: 'zns:' + '3'.repeat(32), home_registry: 'a.test', home_registry_id: 'zns:registry:' + 'b'.repeat(32) }
+  const summary = new HomeTermSummary({ registryId: `zns:registry:${'a'.repeat(32)}`, host: 'a.test', falsePositiveRate: 0.01, rebuildIntervalMs: 150, logger: pino({ level: 'silent' }) })
+  const home = { entity_id: `zns:${'1'.repeat(32)}`, home_registry: 'a.test', home_registry_id: `zns:registry:${'a'.repeat(32)}` }
+  const legacyHome = { entity_id: `zns:${'2'.repeat(32)}`, home_registry: 'a.test' }
+  const elsewhere = { entity_id: `zns:${'3'.repeat(32)}`, home_registry: 'a.test', home_registry_id: `zns:registry:${'b'.repeat(32)}` }
   t.true(summary.isHome(home))
   t.true(summary.isHome(legacyHome), 'a record without home_registry_id is home by its host')
   t.false(summary.isHome(elsewhere), 'the registry ID decides over the host')
