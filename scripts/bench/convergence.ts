@@ -56,13 +56,11 @@ import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
 import { entityJobs, signEntitiesInWorkers, type SignedEntity } from '../lib/entity-signing.js'
 import {
-  call, connectedPeers, cpuOf, cpuPressure, getJson, reportMachine, meshShape, removeData, REPO, rssMiB, sleep,
+  call, connectedPeers, cpuOf, cpuPressure, getJson, reportMachine, meshShape, removeData, log, REPO, rssMiB, sleep,
   startMeshNode, stopNode, summarize, type MeshNode
 } from '../lib/mesh-bench.js'
 import { seededRandom } from '../lib/random.js'
 import { report } from '../lib/report.js'
-
-const log = (text: string): void => { process.stderr.write(`${text}\n`) }
 
 interface Status { entities: { agents: number; services: number }; mesh: { peer_count: number } }
 

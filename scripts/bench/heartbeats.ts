@@ -112,7 +112,7 @@ import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
 import { signedRegistration } from '../../src/testnet/entity-factory.js'
 import { sleep } from '../lib/mesh-bench.js'
-import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from '../lib/node-process.js'
+import { CLI_FROM_SOURCES, cpuSeconds, memoryMiB, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from '../lib/node-process.js'
 import { seededRandom } from '../lib/random.js'
 import { percentile, report } from '../lib/report.js'
 import { startWorker } from '../lib/workers.js'
@@ -416,13 +416,6 @@ function topSelf(profile: CpuProfile, fromUs: number, toUs: number, n: number): 
 }
 
 // ---------------------------------------------------------------------------------------------
-
-/** Resident and peak resident memory of a process, MiB (Linux /proc). */
-async function memory(pid: number): Promise<{ rss: number; hwm: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
-  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024 }
-}
 
 /** Waits until the process uses less than `share` of a core over a second (at most `limitMs`); the time it took. */
 async function waitIdle(pid: number, share: number, limitMs = 120_000): Promise<number> {
@@ -758,7 +751,7 @@ class HeartbeatRun {
     report(`${prefix}node_idle_after_registrations`, idleAfterLoad === Infinity ? 'not within 120' : fmt(idleAfterLoad / 1000), `s (below ${idleShare * 100}% of a core: indexing and embedding done)`)
 
     // Connections. Entity e < entitySockets has its own socket; the rest go round-robin to the mux sockets.
-    const rssNoSockets = await memory(pid)
+    const rssNoSockets = await memoryMiB(pid)
     const socketOf = new Array<WebSocket>(N)
     t = performance.now()
     await openAll(ids.slice(0, entitySockets).map(id => `${wsBase}/v1/entities/${encodeURIComponent(id)}/ws`), 100, (ws, e) => { this.attachValid(ws); socketOf[e] = ws })
@@ -767,7 +760,7 @@ class HeartbeatRun {
     const validSockets = [...socketOf.slice(0, entitySockets), ...muxes]
     report(`${prefix}connect_time`, fmt((performance.now() - t) / 1000), `s (${connections} connections, 100 handshakes at a time)`)
     await waitIdle(pid, idleShare)
-    const rssSockets = await memory(pid)
+    const rssSockets = await memoryMiB(pid)
     report(`${prefix}node_rss_no_sockets`, fmt(rssNoSockets.rss, 0), 'MiB (idle, after the registrations)')
     report(`${prefix}node_rss_connected`, fmt(rssSockets.rss, 0), 'MiB (idle, every connection open)')
     report(`${prefix}node_memory_per_connection`, fmt(((rssSockets.rss - rssNoSockets.rss) * 1024) / connections, 1), 'KiB (RSS difference / connections, both idle; RSS includes garbage not yet collected, so this is rough)')
@@ -779,7 +772,7 @@ class HeartbeatRun {
   private async tearDown(l: Live): Promise<boolean> {
     const stopLimitMs = this.stopLimitMs
     clearInterval(l.keepalive)
-    report(`${l.prefix}node_rss_peak`, fmt((await memory(l.pid)).hwm, 0), 'MiB (VmHWM over the node\'s life)')
+    report(`${l.prefix}node_rss_peak`, fmt((await memoryMiB(l.pid)).hwm, 0), 'MiB (VmHWM over the node\'s life)')
     this.closing = true
     for (const ws of l.validSockets) ws.terminate()
     const stopStarted = performance.now()
@@ -806,7 +799,7 @@ class HeartbeatRun {
     const cpu = process.cpuUsage()
     const pid = this.live.pid
     const flood = this.flood
-    const [nodeCpu, threads, floodCpu, machine, mem] = await Promise.all([cpuSeconds(pid), threadCpu(pid), flood?.pid ? cpuSeconds(flood.pid).catch(() => 0) : 0, machineBusy(), memory(pid)])
+    const [nodeCpu, threads, floodCpu, machine, mem] = await Promise.all([cpuSeconds(pid), threadCpu(pid), flood?.pid ? cpuSeconds(flood.pid).catch(() => 0) : 0, machineBusy(), memoryMiB(pid)])
     return { perf, hrUs, nodeCpu, threads, clientCpu: (cpu.user + cpu.system) / 1e6, floodCpu, machine, nodeRss: mem.rss }
   }
 

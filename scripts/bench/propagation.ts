@@ -60,7 +60,7 @@ import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
 import { entityJobs, signEntitiesInWorkers, type SignedEntity } from '../lib/entity-signing.js'
 import {
-  ActivityTap, call, cpuOf, cpuPressure, reportMachine, meshShape, ms1, nowMs, removeData, REPO, rssMiB, sleep,
+  ActivityTap, call, cpuOf, cpuPressure, reportMachine, meshShape, ms1, nowMs, removeData, log, REPO, rssMiB, sleep,
   startMeshNode, stopNode, summarize, type ActivityEvent, type MeshNode
 } from '../lib/mesh-bench.js'
 import { seededRandom } from '../lib/random.js'
@@ -88,8 +88,6 @@ interface NodeSeen {
   connects: number
   disconnects: number
 }
-
-const log = (text: string): void => { process.stderr.write(`${text}\n`) }
 
 function parseOptions() {
   return parseArgs({

@@ -21,7 +21,7 @@
  * (progress goes to stderr).
  */
 import { createHash } from 'node:crypto'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,7 +33,7 @@ import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { developerKeys, signedRegistration, type DeveloperKeys } from '../../src/testnet/entity-factory.js'
 import { CATEGORIES, DOMAIN, VOCABULARY, entityContent, registrationBody, zipfCorpus, type EntityContent } from '../lib/corpus.js'
 import { sleep } from '../lib/mesh-bench.js'
-import { spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { memoryMiB, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
 import { splitOverWorkers } from '../lib/workers.js'
 
@@ -108,14 +108,6 @@ async function search(agent: Agent, base: URL, query: Record<string, unknown>): 
 }
 
 const seconds = (ms: number) => (ms / 1000).toFixed(1)
-
-/** Resident and peak resident memory of a process, MiB (Linux /proc). */
-async function memory(pid: number): Promise<{ rss: number; hwm: number; anon: number; file: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8')
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
-  // RssFile is mostly the LMDB file mapped into memory: page cache the kernel can drop, not heap.
-  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024, anon: kib('RssAnon') / 1024, file: kib('RssFile') / 1024 }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Readiness checks
@@ -335,7 +327,7 @@ async function restart(nodeArgs: string[], previous: NodeProcess, signed: readon
     throw err
   }
   const listening = performance.now() - startedAt
-  const atListening = await memory(node.child.pid!)
+  const atListening = await memoryMiB(node.child.pid!)
   const base = new URL(node.url)
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   const health = await until(async () => (await call(agent, base, 'GET', '/health')).status === 200, startedAt, 600_000, 10)
@@ -353,7 +345,7 @@ async function restart(nodeArgs: string[], previous: NodeProcess, signed: readon
   report('restart_first_search', (firstSearch / 1000).toFixed(2), 's (spawn to the first answered keyword search)')
   report('restart_all_searchable', (full / 1000).toFixed(2), 's (spawn until search counts every entity)')
   report('restart_semantic_ready', semanticReady === Infinity ? 'never' : (semanticReady / 1000).toFixed(2), `s (spawn until ${probes.length} probe entities, the last in LMDB order among them, have vectors)`)
-  const restarted = await memory(node.child.pid!)
+  const restarted = await memoryMiB(node.child.pid!)
   report('node_rss_after_restart', restarted.rss.toFixed(0), `MiB (anonymous ${restarted.anon.toFixed(0)} MiB, file-backed ${restarted.file.toFixed(0)} MiB)`)
   report('node_rss_peak_until_listening', atListening.hwm.toFixed(0), 'MiB (VmHWM when "listening on" was printed: LMDB read and text index)')
   report('node_rss_peak_after_restart', restarted.hwm.toFixed(0), 'MiB (VmHWM, includes embedding the whole store)')
@@ -410,11 +402,11 @@ async function main(): Promise<void> {
     await until(async () => ((await call(readAgent, base, 'GET', '/metrics')).text.match(/^registry_embedding_backlog (\d+)/m)?.[1] ?? '0') === '0', waitStarted, 600_000, 200)
   }
   readAgent.destroy()
-  const afterLoad = await memory(node.child.pid!)
+  const afterLoad = await memoryMiB(node.child.pid!)
   report('node_rss_after_load', afterLoad.rss.toFixed(0), 'MiB')
 
   await measureQueries(base, jobs.map(j => j.content), a)
-  const afterQueries = await memory(node.child.pid!)
+  const afterQueries = await memoryMiB(node.child.pid!)
   report('node_rss', afterQueries.rss.toFixed(0), `MiB (anonymous ${afterQueries.anon.toFixed(0)} MiB, file-backed ${afterQueries.file.toFixed(0)} MiB: the mapped LMDB file)`)
   report('node_rss_peak', afterQueries.hwm.toFixed(0), 'MiB (VmHWM, includes the load)')
 

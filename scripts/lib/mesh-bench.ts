@@ -11,6 +11,9 @@ import WebSocket from 'ws'
 import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from './node-process.js'
 import { percentile, report } from './report.js'
 
+/** Progress, on stderr (stdout holds only the figures). */
+export const log = (text: string): void => { process.stderr.write(`${text}\n`) }
+
 /** The one `sleep` of the scripts: every benchmark imports it from here. */
 export const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms))
 

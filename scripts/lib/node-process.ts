@@ -1,3 +1,7 @@
+/**
+ * Node processes for the benchmarks and the process-level tests: `registry-node start` from the
+ * sources as a child process, and a process's CPU and memory read from /proc (Linux).
+ */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -9,6 +13,14 @@ export const TSX_IMPORT = import.meta.resolve('tsx')
 
 /** Node arguments that run the CLI from the sources. */
 export const CLI_FROM_SOURCES = ['--import', TSX_IMPORT, `${REPO}src/cli.ts`]
+
+/** Resident and peak resident memory of a process, MiB, and the resident part's anonymous and file-backed shares (Linux /proc). */
+export async function memoryMiB(pid: number): Promise<{ rss: number; hwm: number; anon: number; file: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8')
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+  // RssFile is mostly the LMDB file mapped into memory: page cache the kernel can drop, not heap.
+  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024, anon: kib('RssAnon') / 1024, file: kib('RssFile') / 1024 }
+}
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
 export async function cpuSeconds(pid: number): Promise<number> {
