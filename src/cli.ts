@@ -81,7 +81,10 @@ function flag(argv: string[], name: string): string | undefined {
 }
 
 async function exists(path: string): Promise<boolean> {
-  return access(path).then(() => true, () => false)
+  return access(path).then(
+    () => true,
+    () => false
+  )
 }
 
 async function readInput(source: string): Promise<Buffer> {
@@ -105,7 +108,8 @@ async function keys(argv: string[]): Promise<void> {
       const developerPath = flag(rest, 'developer') ?? fail('keys derive needs --developer FILE')
       const indexText = flag(rest, 'index') ?? fail('keys derive needs --index N (never defaulted)')
       const index = Number(indexText)
-      if (!Number.isInteger(index) || index < 0 || index > 0xffff_ffff) fail('--index must be an unsigned 32-bit integer')
+      if (!Number.isInteger(index) || index < 0 || index > 0xffff_ffff)
+        fail('--index must be an unsigned 32-bit integer')
       const { file: dev, keyPair: devKey } = await readKeyFile(developerPath)
       if (dev.type !== 'developer') fail(`${developerPath} is not a developer key file`)
       const type = flag(rest, 'type') ?? 'agent'
@@ -115,14 +119,31 @@ async function keys(argv: string[]): Promise<void> {
       const entityIds = file.entity_ids!
       const out = flag(rest, 'out')
       if (out) await writeKeyFile(out, file)
-      print({ ...(out ? { key_file: out } : {}), entity_id: entityIds[type], entity_ids: entityIds, public_key: file.public_key, developer_id: file.developer_id, developer_proof: proof })
+      print({
+        ...(out ? { key_file: out } : {}),
+        entity_id: entityIds[type],
+        entity_ids: entityIds,
+        public_key: file.public_key,
+        developer_id: file.developer_id,
+        developer_proof: proof
+      })
       return
     }
     case 'show': {
       const { file, keyPair } = await readKeyFile(flag(rest, 'key') ?? fail('keys show needs --key FILE'))
       print({
-        type: file.type, public_key: formatKey(keyPair.publicKey), developer_id: file.developer_id,
-        ...(file.type === 'entity' ? { entity_ids: { agent: deriveId('agent', keyPair.publicKey), service: deriveId('service', keyPair.publicKey) }, index: file.index } : {})
+        type: file.type,
+        public_key: formatKey(keyPair.publicKey),
+        developer_id: file.developer_id,
+        ...(file.type === 'entity'
+          ? {
+              entity_ids: {
+                agent: deriveId('agent', keyPair.publicKey),
+                service: deriveId('service', keyPair.publicKey)
+              },
+              index: file.index
+            }
+          : {})
       })
       return
     }
@@ -177,7 +198,12 @@ async function init(argv: string[]): Promise<void> {
     node_key: resolve(config.data_dir, NODE_KEY_FILE),
     config_file: resolve(configPath),
     config_written: written,
-    ...(webhookSecret && written ? { webhook_secret: webhookSecret, onboarding: 'give this secret to the operator site that calls POST /v1/admin/developers/approve' } : {}),
+    ...(webhookSecret && written
+      ? {
+          webhook_secret: webhookSecret,
+          onboarding: 'give this secret to the operator site that calls POST /v1/admin/developers/approve'
+        }
+      : {}),
     next: `registry-node start --config ${configPath}`
   })
 }
@@ -185,7 +211,10 @@ async function init(argv: string[]): Promise<void> {
 function withoutConfigFlag(argv: string[]): string[] {
   const out: string[] = []
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--config') { i++; continue }
+    if (argv[i] === '--config') {
+      i++
+      continue
+    }
     if (!argv[i]!.startsWith('--config=')) out.push(argv[i]!)
   }
   return out
@@ -196,9 +225,15 @@ const SHUTDOWN_DEADLINE_MS = 4_000
 async function start(argv: string[]): Promise<void> {
   const config = await loadConfig({ argv })
   const node = await startRegistryNode(config)
-  process.stdout.write(`registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, Ed25519 by ${ED25519_BACKEND}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`)
+  process.stdout.write(
+    `registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, Ed25519 by ${ED25519_BACKEND}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`
+  )
   // Testnets bootstrap other nodes from these addresses (--bootstrap <address>).
-  process.stdout.write(node.mesh ? `registry-node p2p ${node.mesh.peerId} at ${node.mesh.addresses().join(' ')}\n` : 'registry-node p2p disabled\n')
+  process.stdout.write(
+    node.mesh
+      ? `registry-node p2p ${node.mesh.peerId} at ${node.mesh.addresses().join(' ')}\n`
+      : 'registry-node p2p disabled\n'
+  )
   let signals = 0
   const shutdown = (signal: string): void => {
     if (++signals > 1) process.exit(130)
@@ -209,17 +244,21 @@ async function start(argv: string[]): Promise<void> {
       process.stderr.write(`registry-node: shutdown took over ${SHUTDOWN_DEADLINE_MS} ms; exiting\n`)
       process.exit(1)
     }, SHUTDOWN_DEADLINE_MS).unref()
-    node.stop().then(() => process.exit(0), err => {
-      process.stderr.write(`registry-node: shutdown failed: ${(err as Error).message}\n`)
-      process.exit(1)
-    })
+    node.stop().then(
+      () => process.exit(0),
+      err => {
+        process.stderr.write(`registry-node: shutdown failed: ${(err as Error).message}\n`)
+        process.exit(1)
+      }
+    )
   }
   process.on('SIGINT', () => shutdown('SIGINT'))
   process.on('SIGTERM', () => shutdown('SIGTERM'))
 }
 
 async function verifyRegistryCommand(argv: string[]): Promise<void> {
-  const url = argv.find(a => !a.startsWith('--') && argv[argv.indexOf(a) - 1] !== '--ca') ?? fail('verify-registry needs a URL')
+  const url =
+    argv.find(a => !a.startsWith('--') && argv[argv.indexOf(a) - 1] !== '--ca') ?? fail('verify-registry needs a URL')
   const caFile = flag(argv, 'ca')
   const ca = caFile ? await readFile(caFile, 'utf8') : undefined
   try {
@@ -235,30 +274,53 @@ async function verifyRegistryCommand(argv: string[]): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
   switch (command) {
-    case 'verify-registry': return verifyRegistryCommand(rest)
-    case 'start': return start(rest)
-    case 'init': return init(rest)
+    case 'verify-registry':
+      return verifyRegistryCommand(rest)
+    case 'start':
+      return start(rest)
+    case 'init':
+      return init(rest)
     // Loaded only when used, like the mesh.
-    case 'testnet': return (await import('./testnet/commands.js')).testnetCommand(rest)
-    case 'experiment': return (await import('./testnet/commands.js')).experimentCommand(rest)
-    case 'keys': return keys(rest)
+    case 'testnet':
+      return (await import('./testnet/commands.js')).testnetCommand(rest)
+    case 'experiment':
+      return (await import('./testnet/commands.js')).experimentCommand(rest)
+    case 'keys':
+      return keys(rest)
     // The entity runtime and its client commands, loaded only when used.
-    case 'entity': return (await import('./entity/cli.js')).entityCommand(rest)
-    case 'call': return (await import('./entity/cli.js')).callCommand(rest)
-    case 'search': return (await import('./entity/cli.js')).searchCommand(rest)
-    case 'resolve': return (await import('./entity/cli.js')).resolveCommand(rest)
-    case undefined: case 'help': case '--help': case '-h': return print(USAGE)
-    case '--version': case 'version': return print(NODE_VERSION)
-    default: fail(`unknown command ${command}; see registry-node help`)
+    case 'entity':
+      return (await import('./entity/cli.js')).entityCommand(rest)
+    case 'call':
+      return (await import('./entity/cli.js')).callCommand(rest)
+    case 'search':
+      return (await import('./entity/cli.js')).searchCommand(rest)
+    case 'resolve':
+      return (await import('./entity/cli.js')).resolveCommand(rest)
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      return print(USAGE)
+    case '--version':
+    case 'version':
+      return print(NODE_VERSION)
+    default:
+      fail(`unknown command ${command}; see registry-node help`)
   }
 }
 
 main(process.argv.slice(2)).catch(async err => {
   if (err instanceof ConfigError || err instanceof KeyFileError) fail(err.message)
   if (err instanceof Error && err.name === 'CliError') fail(err.message)
-  if (err instanceof Error && err.name === 'RegistryRequestError') { process.stderr.write(`registry-node: ${err.message}\n`); process.exit(1) }
-  if ((process.argv[2] === 'testnet' || process.argv[2] === 'experiment') && (await import('./testnet/commands.js')).isUsageError(err)) fail((err as Error).message)
+  if (err instanceof Error && err.name === 'RegistryRequestError') {
+    process.stderr.write(`registry-node: ${err.message}\n`)
+    process.exit(1)
+  }
+  if (
+    (process.argv[2] === 'testnet' || process.argv[2] === 'experiment') &&
+    (await import('./testnet/commands.js')).isUsageError(err)
+  )
+    fail((err as Error).message)
   process.stderr.write(`registry-node: ${(err as Error).stack ?? String(err)}\n`)
   process.exit(1)
 })
-

@@ -24,7 +24,10 @@ export class Lifecycle {
   private readonly started: Started[] = []
   private stopping: Promise<void> | null = null
 
-  constructor(private readonly logger: Pick<Logger, 'error'>, private readonly hooks: LifecycleHooks = {}) {}
+  constructor(
+    private readonly logger: Pick<Logger, 'error'>,
+    private readonly hooks: LifecycleHooks = {}
+  ) {}
 
   /** Runs one start step and remembers how to stop what it started. */
   async start<T>(step: string, start: () => T | Promise<T>, stop?: (started: T) => unknown): Promise<T> {

@@ -33,7 +33,12 @@ export function verifyPoolSettings(config: NodeConfig): Pick<VerifyPoolOptions, 
 }
 
 export function verificationSettings({ verification: v }: NodeConfig): VerificationSettings {
-  return { dnsServers: v.dns_servers, githubApiUrl: v.github_api_url, githubCaFile: v.github_ca_file, timeoutMs: v.timeout_ms }
+  return {
+    dnsServers: v.dns_servers,
+    githubApiUrl: v.github_api_url,
+    githubCaFile: v.github_ca_file,
+    timeoutMs: v.timeout_ms
+  }
 }
 
 export function livenessSettings({ liveness: l }: NodeConfig): LivenessSettings {
@@ -74,7 +79,13 @@ export function cardFetchSettings(config: NodeConfig): CardFetchSettings {
 
 export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): SearchSettings {
   return {
-    weights: { text: s.weight_text, semantic: s.weight_semantic, trust: s.weight_trust, freshness: s.weight_freshness, availability: s.weight_availability },
+    weights: {
+      text: s.weight_text,
+      semantic: s.weight_semantic,
+      trust: s.weight_trust,
+      freshness: s.weight_freshness,
+      availability: s.weight_availability
+    },
     halfLifeDays: s.freshness_half_life_days,
     minSemantic: s.min_semantic_similarity,
     fusion: s.fusion,
@@ -92,8 +103,20 @@ export function originQuotaSettings({ p2p }: NodeConfig): OriginQuotaSettings {
 }
 
 /** The mesh's settings; the node adds the parts it wires (apply, digests, hooks). */
-export type MeshSettings = Pick<MeshOptions, 'seed' | 'host' | 'port' | 'bootstrap' | 'announce' | 'maxConnections' | 'syncIntervalMs'
-  | 'announceIntervalMs' | 'gossipPerPeerPerSecond' | 'allowPeers' | 'traceFile'>
+export type MeshSettings = Pick<
+  MeshOptions,
+  | 'seed'
+  | 'host'
+  | 'port'
+  | 'bootstrap'
+  | 'announce'
+  | 'maxConnections'
+  | 'syncIntervalMs'
+  | 'announceIntervalMs'
+  | 'gossipPerPeerPerSecond'
+  | 'allowPeers'
+  | 'traceFile'
+>
 
 export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSettings {
   return {

@@ -37,8 +37,16 @@ import { Lifecycle, type LifecycleHooks } from './lifecycle.js'
 import { createLogger } from './logger.js'
 import type { Mesh } from './mesh/mesh.js'
 import {
-  cardFetchSettings, heartbeatSocketLimits, livenessSettings, meshSettings, onboardingSettings, originQuotaSettings, searchSettings,
-  serviceSettings, verificationSettings, verifyPoolSettings
+  cardFetchSettings,
+  heartbeatSocketLimits,
+  livenessSettings,
+  meshSettings,
+  onboardingSettings,
+  originQuotaSettings,
+  searchSettings,
+  serviceSettings,
+  verificationSettings,
+  verifyPoolSettings
 } from './node-settings.js'
 import { createEmbedder } from './search/embedders/create.js'
 import { EntityCatalog } from './services/catalog.js'
@@ -117,26 +125,65 @@ export async function startRegistryNode(config: NodeConfig, options: NodeOptions
   }
 }
 
-async function assemble(config: NodeConfig, options: NodeOptions, logger: Logger, life: Lifecycle): Promise<RegistryNode> {
+async function assemble(
+  config: NodeConfig,
+  options: NodeOptions,
+  logger: Logger,
+  life: Lifecycle
+): Promise<RegistryNode> {
   const startedAt = Date.now()
   // Connections close last, so replies to requests in flight go out once their writes are done.
   let connections: HttpServer | undefined
   life.onStop('http connections', () => connections?.closeConnections())
-  const identity: NodeIdentity = await life.start('identity', async () => ({ ...await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE)), host: config.host }))
-  const store = await life.start('store', () => RegistryStore.open(config.data_dir, { commitDelayMs: config.store.commit_delay_ms, minFreeBytes: config.store.min_free_bytes }), s => s.close())
-  const verifier = await life.start('verify pool', () => new VerifyPool({
-    ...verifyPoolSettings(config), prestart: true, onWorkerError: err => logger.error({ err }, 'signature verification worker failed')
-  }), pool => pool.close())
-  const embedder = await life.start('embedder', () => createEmbedder(config.search), e => e.close?.())
+  const identity: NodeIdentity = await life.start('identity', async () => ({
+    ...(await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))),
+    host: config.host
+  }))
+  const store = await life.start(
+    'store',
+    () =>
+      RegistryStore.open(config.data_dir, {
+        commitDelayMs: config.store.commit_delay_ms,
+        minFreeBytes: config.store.min_free_bytes
+      }),
+    s => s.close()
+  )
+  const verifier = await life.start(
+    'verify pool',
+    () =>
+      new VerifyPool({
+        ...verifyPoolSettings(config),
+        prestart: true,
+        onWorkerError: err => logger.error({ err }, 'signature verification worker failed')
+      }),
+    pool => pool.close()
+  )
+  const embedder = await life.start(
+    'embedder',
+    () => createEmbedder(config.search),
+    e => e.close?.()
+  )
 
   const bus = new EventBus()
   const catalog = new EntityCatalog()
   const writes = new WriteTracker()
-  const base = { store, identity, bus, catalog, writes, settings: serviceSettings(config), verifier, ...(options.now ? { now: options.now } : {}) }
+  const base = {
+    store,
+    identity,
+    bus,
+    catalog,
+    writes,
+    settings: serviceSettings(config),
+    verifier,
+    ...(options.now ? { now: options.now } : {})
+  }
   const ownership = new OwnershipVerifier(verificationSettings(config), options.txtResolver)
   const liveness = new LivenessService({
-    ...base, logger, liveness: livenessSettings(config),
-    verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) => verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority)
+    ...base,
+    logger,
+    liveness: livenessSettings(config),
+    verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) =>
+      verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority)
   })
   const handles = new HandleService({ ...base, ownership })
   const names = new NameService(base)
@@ -148,9 +195,21 @@ async function assemble(config: NodeConfig, options: NodeOptions, logger: Logger
   const onboarding = new OnboardingService({ ...base, handles, onboarding: onboardingSettings(config) })
   const cards = new CardFetcher(cardFetchSettings(config))
   bus.subscribe(event => {
-    if ((event.type === 'agent_updated' || event.type === 'agent_deregistered') && typeof event.data.entity_id === 'string') cards.forget(event.data.entity_id)
+    if (
+      (event.type === 'agent_updated' || event.type === 'agent_deregistered') &&
+      typeof event.data.entity_id === 'string'
+    )
+      cards.forget(event.data.entity_id)
   })
-  const search = new SearchService({ ...base, names, logger, cards, liveness, embedder, search: searchSettings(config) })
+  const search = new SearchService({
+    ...base,
+    names,
+    logger,
+    cards,
+    liveness,
+    embedder,
+    search: searchSettings(config)
+  })
   life.onStop('search', async () => {
     search.stop()
     await search.idle()
@@ -177,26 +236,63 @@ async function assemble(config: NodeConfig, options: NodeOptions, logger: Logger
   })
 
   const digests = new SubjectDigests(store)
-  const mesh = config.p2p.enabled ? await startMesh(config, life, { identity, store, digests, bus, logger, replication, search, entities, resolution, liveness, names }) : null
+  const mesh = config.p2p.enabled
+    ? await startMesh(config, life, {
+        identity,
+        store,
+        digests,
+        bus,
+        logger,
+        replication,
+        search,
+        entities,
+        resolution,
+        liveness,
+        names
+      })
+    : null
 
   // The server kind is known once the front is built, before the first request.
   const runtime = (): RuntimeInfo => ({ node: process.versions.node, http_server: http.kind })
   const metrics = config.metrics.enabled
     ? new NodeMetrics({
-      quotaRefusals: () => quota.refused,
-      entities: t => catalog.count(t), developers: () => developers.count, embeddingFailures: () => search.embedFailures, embeddingBacklog: () => search.embeddingBacklog,
-      runtime: () => ({ version: NODE_VERSION, ...runtime() })
-    })
+        quotaRefusals: () => quota.refused,
+        entities: t => catalog.count(t),
+        developers: () => developers.count,
+        embeddingFailures: () => search.embedFailures,
+        embeddingBacklog: () => search.embeddingBacklog,
+        runtime: () => ({ version: NODE_VERSION, ...runtime() })
+      })
     : null
   if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
-    logger.warn('restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)')
+    logger.warn(
+      'restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)'
+    )
   }
   const maxListLimit = { maxListLimit: config.limits.max_list_limit }
   const routes: RouteDefinition[] = [
-    ...nodeRoutes({ config, identity, catalog, developers, metrics, runtime, peerCount: () => mesh?.peers.connectedCount ?? 0 }),
+    ...nodeRoutes({
+      config,
+      identity,
+      catalog,
+      developers,
+      metrics,
+      runtime,
+      peerCount: () => mesh?.peers.connectedCount ?? 0
+    }),
     ...networkRoutes({
-      mesh, identity, name: config.name, host: config.host, startedAt, runtime, checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
-      counts: () => ({ agents: catalog.count('agent'), services: catalog.count('service'), developers: developers.count }),
+      mesh,
+      identity,
+      name: config.name,
+      host: config.host,
+      startedAt,
+      runtime,
+      checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
+      counts: () => ({
+        agents: catalog.count('agent'),
+        services: catalog.count('service'),
+        developers: developers.count
+      }),
       homeCounts: () => liveness.homeCounts()
     }),
     ...entityRoutes(entities, maxListLimit),
@@ -216,15 +312,27 @@ async function assemble(config: NodeConfig, options: NodeOptions, logger: Logger
     cors: new Cors(config.http.cors_origins),
     clientIp: new ClientIpResolver(config.http.trusted_proxies),
     limiters: rl.enabled
-      ? { reads: new FixedWindowLimiter(rl.reads_per_minute), writes: new FixedWindowLimiter(rl.writes_per_minute), writesPerIp: new FixedWindowLimiter(rl.writes_per_ip_per_minute) }
+      ? {
+          reads: new FixedWindowLimiter(rl.reads_per_minute),
+          writes: new FixedWindowLimiter(rl.writes_per_minute),
+          writesPerIp: new FixedWindowLimiter(rl.writes_per_ip_per_minute)
+        }
       : null,
     metrics,
     bodyLimitBytes: config.http.body_limit_bytes,
     server: config.http.server,
     sockets: new Sockets({
-      liveness, bus, logger,
+      liveness,
+      bus,
+      logger,
       limits: heartbeatSocketLimits(config),
-      greeting: () => ({ registry_id: identity.registryId, name: config.name, host: config.host, public_key: identity.publicKey, version: NODE_VERSION }),
+      greeting: () => ({
+        registry_id: identity.registryId,
+        name: config.name,
+        host: config.host,
+        public_key: identity.publicKey,
+        version: NODE_VERSION
+      }),
       activityQueueLimit: config.activity.queue_size,
       closed: (): boolean => http.closed
     })
@@ -234,26 +342,66 @@ async function assemble(config: NodeConfig, options: NodeOptions, logger: Logger
   const purge = async (): Promise<void> => {
     try {
       const now = new Date()
-      const purged = await store.purgeExpiredTombstones(now, new Date(now.getTime() - config.tombstones.retention_days * 86_400_000))
+      const purged = await store.purgeExpiredTombstones(
+        now,
+        new Date(now.getTime() - config.tombstones.retention_days * 86_400_000)
+      )
       if (purged > 0) logger.info({ purged }, 'expired tombstones purged')
     } catch (err) {
       logger.error({ err }, 'tombstone purge failed')
     }
   }
-  await life.start('tombstone purge', async () => {
-    await purge()
-    return setInterval(() => { void purge() }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
-  }, timer => clearInterval(timer))
+  await life.start(
+    'tombstone purge',
+    async () => {
+      await purge()
+      return setInterval(() => {
+        void purge()
+      }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
+    },
+    timer => clearInterval(timer)
+  )
   await life.start('liveness', () => liveness.start())
-  const port = await life.start('http', () => http.listen(config.http.host, config.http.port), () => http.close())
+  const port = await life.start(
+    'http',
+    () => http.listen(config.http.host, config.http.port),
+    () => http.close()
+  )
 
   const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
   const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
-  logger.info({ url, http_server: http.kind, node: process.versions.node, registry_id: identity.registryId, peer_id: mesh?.peerId, p2p: mesh?.addresses(), entities: catalog.size, developers: developers.count }, 'node started')
+  logger.info(
+    {
+      url,
+      http_server: http.kind,
+      node: process.versions.node,
+      registry_id: identity.registryId,
+      peer_id: mesh?.peerId,
+      p2p: mesh?.addresses(),
+      entities: catalog.size,
+      developers: developers.count
+    },
+    'node started'
+  )
 
   return {
-    config, identity, logger, bus, store, entities, developers, handles, names, search, liveness, replication, digests, mesh,
-    httpPort: port, httpServer: http.kind, url,
+    config,
+    identity,
+    logger,
+    bus,
+    store,
+    entities,
+    developers,
+    handles,
+    names,
+    search,
+    liveness,
+    replication,
+    digests,
+    mesh,
+    httpPort: port,
+    httpServer: http.kind,
+    url,
     async stop() {
       await life.stop()
       logger.info('node stopped')
@@ -281,35 +429,56 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
   // Loaded only when used: libp2p's ~700 modules take a second or two to import.
   const { Mesh } = await import('./mesh/mesh.js')
   const { digests, identity } = p
-  await life.start('digests', () => digests.start(), () => digests.stop())
+  await life.start(
+    'digests',
+    () => digests.start(),
+    () => digests.stop()
+  )
   const provided = new ProvidedKeys({ store: p.store, names: p.names, liveness: p.liveness, host: config.host })
-  const mesh = await life.start('mesh', async () => {
-    const m = await Mesh.create({
-      ...meshSettings(config, identity.keyPair.seed),
-      apply: op => p.replication.apply(op), digests, operationsFor: key => provided.operationsFor(key),
-      federation: { answer: request => p.search.answerPeer(request), filter: p.search.homeTerms },
-      bus: p.bus, logger: p.logger.child({ component: 'mesh' }),
-      info: () => ({
-        registry_id: identity.registryId, name: config.name, host: config.host, public_key: identity.publicKey, version: NODE_VERSION,
-        entity_count: p.liveness.homeCounts().entities, agent_count: p.liveness.homeCounts().agents
+  const mesh = await life.start(
+    'mesh',
+    async () => {
+      const m = await Mesh.create({
+        ...meshSettings(config, identity.keyPair.seed),
+        apply: op => p.replication.apply(op),
+        digests,
+        operationsFor: key => provided.operationsFor(key),
+        federation: { answer: request => p.search.answerPeer(request), filter: p.search.homeTerms },
+        bus: p.bus,
+        logger: p.logger.child({ component: 'mesh' }),
+        info: () => ({
+          registry_id: identity.registryId,
+          name: config.name,
+          host: config.host,
+          public_key: identity.publicKey,
+          version: NODE_VERSION,
+          entity_count: p.liveness.homeCounts().entities,
+          agent_count: p.liveness.homeCounts().agents
+        })
       })
-    })
-    try {
-      await m.start()
-    } catch (err) {
-      await m.stop().catch(() => {})
-      throw err
-    }
-    return m
-  }, m => m.stop())
+      try {
+        await m.start()
+      } catch (err) {
+        await m.stop().catch(() => {})
+        throw err
+      }
+      return m
+    },
+    m => m.stop()
+  )
   if (mesh.federation) p.search.federate(mesh.federation)
   // What this node accepts is gossiped once durable (what it applied from others, gossipsub
   // forwards itself), and what it is the home of is announced in the DHT.
-  await life.start('gossip', () => p.store.onCommitted(changes => {
-    const own = changes.appended.filter(op => op.origin === identity.registryId)
-    mesh.gossip.publish(own)
-    mesh.locator.announce(own.flatMap(op => provided.ofOperation(op)))
-  }), detach => detach())
+  await life.start(
+    'gossip',
+    () =>
+      p.store.onCommitted(changes => {
+        const own = changes.appended.filter(op => op.origin === identity.registryId)
+        mesh.gossip.publish(own)
+        mesh.locator.announce(own.flatMap(op => provided.ofOperation(op)))
+      }),
+    detach => detach()
+  )
   mesh.locator.announce(provided.all())
   p.entities.useNetwork(mesh.locator)
   p.resolution.network.lookup = mesh.locator

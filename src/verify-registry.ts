@@ -7,7 +7,13 @@ import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { isIP } from 'node:net'
 import type { TLSSocket } from 'node:tls'
-import { REGISTRY_PROOF_PATH, spkiFingerprint, verifyRegistryProof, type ProofCheck, type RegistryProof } from './identity/registry-proof.js'
+import {
+  REGISTRY_PROOF_PATH,
+  spkiFingerprint,
+  verifyRegistryProof,
+  type ProofCheck,
+  type RegistryProof
+} from './identity/registry-proof.js'
 
 const DEFAULT_TIMEOUT_MS = 10_000
 const MAX_PROOF_BYTES = 64 * 1024
@@ -36,9 +42,13 @@ export interface VerifyRegistryOptions {
  * connection, untrusted certificate, timeout) reject; everything after a response arrives is
  * reported in the result. `baseUrl` without a scheme is taken as https.
  */
-export async function verifyRegistry(baseUrl: string, options: VerifyRegistryOptions = {}): Promise<RegistryVerification> {
+export async function verifyRegistry(
+  baseUrl: string,
+  options: VerifyRegistryOptions = {}
+): Promise<RegistryVerification> {
   const base = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(baseUrl) ? baseUrl : `https://${baseUrl}`)
-  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new Error(`${baseUrl}: only http and https URLs can be verified`)
+  if (base.protocol !== 'https:' && base.protocol !== 'http:')
+    throw new Error(`${baseUrl}: only http and https URLs can be verified`)
   base.search = ''
   base.hash = ''
   base.pathname = base.pathname.replace(/\/+$/, '') + REGISTRY_PROOF_PATH
@@ -49,7 +59,12 @@ export async function verifyRegistry(baseUrl: string, options: VerifyRegistryOpt
 
   const hostname = base.hostname.replace(/^\[(.*)\]$/, '$1')
   const checkDomain = isIP(hostname) === 0 && hostname.toLowerCase() !== 'localhost'
-  const noProof = (problem: string): RegistryVerification => ({ url, proof: null, check: { ok: false, problems: [problem] }, tls: https ? 'no-fingerprint' : 'not-checked (http)' })
+  const noProof = (problem: string): RegistryVerification => ({
+    url,
+    proof: null,
+    check: { ok: false, problems: [problem] },
+    tls: https ? 'no-fingerprint' : 'not-checked (http)'
+  })
 
   if (status !== 200) return noProof(`${url} answered HTTP ${status}`)
   let parsed: unknown
@@ -62,7 +77,8 @@ export async function verifyRegistry(baseUrl: string, options: VerifyRegistryOpt
     ...(options.now ? { now: options.now } : {}),
     ...(checkDomain ? { expectedDomain: hostname } : {})
   })
-  const proof = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as RegistryProof : null
+  const proof =
+    parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as RegistryProof) : null
 
   let tls: TlsBinding = 'not-checked (http)'
   if (https) {
@@ -73,7 +89,9 @@ export async function verifyRegistry(baseUrl: string, options: VerifyRegistryOpt
       tls = 'matched'
     } else {
       tls = 'mismatched'
-      check.problems.push(`the server presented a certificate with SPKI ${presented ?? '(none)'}, but the proof pins ${pinned}`)
+      check.problems.push(
+        `the server presented a certificate with SPKI ${presented ?? '(none)'}, but the proof pins ${pinned}`
+      )
       check.ok = false
     }
   }
@@ -107,7 +125,9 @@ function fetchProof(url: URL, options: VerifyRegistryOptions): Promise<FetchedPr
         }
         chunks.push(chunk)
       })
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), presented }))
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), presented })
+      )
       res.on('error', reject)
     }
     const requestOptions = {
@@ -117,9 +137,14 @@ function fetchProof(url: URL, options: VerifyRegistryOptions): Promise<FetchedPr
       agent: false as const,
       ...(options.ca !== undefined ? { ca: options.ca } : {})
     }
-    const req = url.protocol === 'https:' ? httpsRequest(url, requestOptions, onResponse) : httpRequest(url, requestOptions, onResponse)
+    const req =
+      url.protocol === 'https:'
+        ? httpsRequest(url, requestOptions, onResponse)
+        : httpRequest(url, requestOptions, onResponse)
     req.setTimeout(timeoutMs, () => req.destroy(new Error(`${url}: no answer within ${timeoutMs} ms`)))
-    req.on('error', err => reject(err.message.startsWith(url.toString()) ? err : new Error(`${url}: ${err.message}`, { cause: err })))
+    req.on('error', err =>
+      reject(err.message.startsWith(url.toString()) ? err : new Error(`${url}: ${err.message}`, { cause: err }))
+    )
     req.end()
   })
 }

@@ -9,8 +9,13 @@ import { RegistryError } from '../errors.js'
 export function adminBearerCheck(secret: string): (authorization: string | undefined) => void {
   const digest = secret ? createHash('sha256').update(secret).digest() : null
   return authorization => {
-    if (!digest) throw new RegistryError('admin_unavailable', 'Admin endpoints need onboarding.webhook_secret (registry-node init --mode restricted makes one; any mode may set it).')
+    if (!digest)
+      throw new RegistryError(
+        'admin_unavailable',
+        'Admin endpoints need onboarding.webhook_secret (registry-node init --mode restricted makes one; any mode may set it).'
+      )
     const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1]
-    if (!token || !timingSafeEqual(createHash('sha256').update(token).digest(), digest)) throw new RegistryError('admin_unauthorized')
+    if (!token || !timingSafeEqual(createHash('sha256').update(token).digest(), digest))
+      throw new RegistryError('admin_unauthorized')
   }
 }

@@ -33,7 +33,10 @@ export class ClientIpResolver {
   resolve(socketAddress: string, forwardedFor: string | undefined): string {
     const peer = normalize(socketAddress)
     if (!this.any || !forwardedFor || !this.isTrusted(peer)) return peer
-    const hops = forwardedFor.split(',').map(normalize).filter(h => isIP(h) !== 0)
+    const hops = forwardedFor
+      .split(',')
+      .map(normalize)
+      .filter(h => isIP(h) !== 0)
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i] as string
       if (!this.isTrusted(hop)) return hop

@@ -22,6 +22,10 @@ export class Cors {
   /** What a preflight adds to `headers(origin)` (which every response carries). */
   preflight(origin: string | undefined): Record<string, string> {
     if (!this.headers(origin)['Access-Control-Allow-Origin']) return {}
-    return { 'Access-Control-Allow-Methods': ALLOWED_METHODS, 'Access-Control-Allow-Headers': ALLOWED_HEADERS, 'Access-Control-Max-Age': '86400' }
+    return {
+      'Access-Control-Allow-Methods': ALLOWED_METHODS,
+      'Access-Control-Allow-Headers': ALLOWED_HEADERS,
+      'Access-Control-Max-Age': '86400'
+    }
   }
 }

@@ -23,7 +23,12 @@ export interface HttpExchange {
   /** Streams the body in chunks the listener may keep; `isLast` marks the final one. */
   onData(listener: (chunk: Buffer, isLast: boolean) => void): void
   /** Sends the whole reply; `closeConnection` ends the connection after it (unread body, shutdown). */
-  reply(status: number, headers: ReadonlyArray<readonly [string, string]>, body: string | Buffer | undefined, closeConnection: boolean): void
+  reply(
+    status: number,
+    headers: ReadonlyArray<readonly [string, string]>,
+    body: string | Buffer | undefined,
+    closeConnection: boolean
+  ): void
 }
 
 /** An accepted WebSocket: the protocol layer's state for it and the calls it needs. */

@@ -59,4 +59,8 @@ export const json = (status: number, body: unknown, headers?: Record<string, str
   headers ? { status, body, headers } : { status, body }
 
 /** A reply whose body is already JSON text. */
-export const jsonText = (status: number, text: string): Reply => ({ status, body: text, contentType: JSON_CONTENT_TYPE })
+export const jsonText = (status: number, text: string): Reply => ({
+  status,
+  body: text,
+  contentType: JSON_CONTENT_TYPE
+})

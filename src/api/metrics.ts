@@ -21,7 +21,12 @@ export class NodeMetrics {
   constructor(sources: GaugeSources) {
     // Process metrics: event-loop lag, GC, heap, CPU, file descriptors.
     collectDefaultMetrics({ register: this.registry })
-    this.requests = new Counter({ name: 'registry_http_requests_total', help: 'HTTP requests by route template, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] })
+    this.requests = new Counter({
+      name: 'registry_http_requests_total',
+      help: 'HTTP requests by route template, method and status',
+      labelNames: ['route', 'method', 'status'],
+      registers: [this.registry]
+    })
     this.latency = new Histogram({
       name: 'registry_http_request_duration_seconds',
       help: 'HTTP request latency by route template',
@@ -29,7 +34,12 @@ export class NodeMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [this.registry]
     })
-    this.rejections = new Counter({ name: 'registry_write_rejections_total', help: 'Rejected writes by error code', labelNames: ['code'], registers: [this.registry] })
+    this.rejections = new Counter({
+      name: 'registry_write_rejections_total',
+      help: 'Rejected writes by error code',
+      labelNames: ['code'],
+      registers: [this.registry]
+    })
     new Gauge({
       name: 'registry_entities',
       help: 'Entities registered on this node by type',
@@ -45,15 +55,44 @@ export class NodeMetrics {
       help: 'Always 1; the labels say what runs this node',
       labelNames: ['version', 'node', 'http_server'],
       registers: [this.registry],
-      collect() { this.reset(); this.set(sources.runtime(), 1) }
+      collect() {
+        this.reset()
+        this.set(sources.runtime(), 1)
+      }
     })
-    new Gauge({ name: 'registry_developers', help: 'Developers registered on this node', registers: [this.registry], collect() { this.set(sources.developers()) } })
     new Gauge({
-      name: 'registry_mesh_quota_refusals', help: 'Operations from other registries refused since start: over their origin\'s or developer\'s rate (taken later by sync) or their origin\'s total of entities', labelNames: ['reason'], registers: [this.registry],
-      collect() { for (const [reason, n] of Object.entries(sources.quotaRefusals())) this.set({ reason }, n) }
+      name: 'registry_developers',
+      help: 'Developers registered on this node',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.developers())
+      }
     })
-    new Gauge({ name: 'registry_embedding_backlog', help: 'Entities waiting for their embedding (searchable by text until it is done)', registers: [this.registry], collect() { this.set(sources.embeddingBacklog()) } })
-    new Gauge({ name: 'registry_embedding_failures', help: 'Texts the embedder failed on since start (searchable by text only)', registers: [this.registry], collect() { this.set(sources.embeddingFailures()) } })
+    new Gauge({
+      name: 'registry_mesh_quota_refusals',
+      help: "Operations from other registries refused since start: over their origin's or developer's rate (taken later by sync) or their origin's total of entities",
+      labelNames: ['reason'],
+      registers: [this.registry],
+      collect() {
+        for (const [reason, n] of Object.entries(sources.quotaRefusals())) this.set({ reason }, n)
+      }
+    })
+    new Gauge({
+      name: 'registry_embedding_backlog',
+      help: 'Entities waiting for their embedding (searchable by text until it is done)',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.embeddingBacklog())
+      }
+    })
+    new Gauge({
+      name: 'registry_embedding_failures',
+      help: 'Texts the embedder failed on since start (searchable by text only)',
+      registers: [this.registry],
+      collect() {
+        this.set(sources.embeddingFailures())
+      }
+    })
   }
 
   observe(route: string, method: string, status: number, seconds: number): void {

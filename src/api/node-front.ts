@@ -14,12 +14,29 @@ const EMPTY = Buffer.alloc(0)
 /** uWS keeps an idle keep-alive connection 10 s; node's default of 5 s would close it sooner. */
 const KEEP_ALIVE_MS = 10_000
 
-interface Tracked { ws: WebSocket; receivedAt: number; idleMs: number }
+interface Tracked {
+  ws: WebSocket
+  receivedAt: number
+  idleMs: number
+}
 
 export function createNodeFront(handlers: FrontHandlers): Front {
-  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) => handlers.http(exchange(req, res)))
-  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => answerUnparsed(err, socket))
-  const routes = handlers.sockets.map(endpoint => ({ endpoint, match: pathMatcher(endpoint.path), wss: new WebSocketServer({ noServer: true, maxPayload: endpoint.maxPayloadBytes, perMessageDeflate: false, clientTracking: false }) }))
+  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) =>
+    handlers.http(exchange(req, res))
+  )
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) =>
+    answerUnparsed(err, socket)
+  )
+  const routes = handlers.sockets.map(endpoint => ({
+    endpoint,
+    match: pathMatcher(endpoint.path),
+    wss: new WebSocketServer({
+      noServer: true,
+      maxPayload: endpoint.maxPayloadBytes,
+      perMessageDeflate: false,
+      clientTracking: false
+    })
+  }))
   const open = new Set<Tracked>()
 
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
@@ -32,12 +49,22 @@ export function createNodeFront(handlers: FrontHandlers): Front {
         const params = r.match(pathname)
         if (!params) continue
         route = r
-        state = r.endpoint.upgrade({ params, headers: headerRecord(req), remoteAddress: req.socket.remoteAddress ?? '' })
+        state = r.endpoint.upgrade({
+          params,
+          headers: headerRecord(req),
+          remoteAddress: req.socket.remoteAddress ?? ''
+        })
         break
       }
       if (!route) throw new RegistryError('route_not_found', `No WebSocket endpoint at ${pathname}.`)
     } catch (err) {
-      socket.end(closingResponse(err instanceof RegistryError ? err : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')))
+      socket.end(
+        closingResponse(
+          err instanceof RegistryError
+            ? err
+            : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')
+        )
+      )
       return
     }
     const { endpoint, wss } = route
@@ -50,7 +77,10 @@ export function createNodeFront(handlers: FrontHandlers): Front {
     // Set when a send found bytes still queued: the write that empties the queue then calls drain.
     let backlogged = false
     const drained = (): void => {
-      if (backlogged && ws.bufferedAmount === 0) { backlogged = false; endpoint.drain?.(connection) }
+      if (backlogged && ws.bufferedAmount === 0) {
+        backlogged = false
+        endpoint.drain?.(connection)
+      }
     }
     const connection: SocketConnection<T> = {
       data: state,
@@ -60,15 +90,25 @@ export function createNodeFront(handlers: FrontHandlers): Front {
         if (ws.bufferedAmount > 0) backlogged = true
         ws.send(text, drained)
       },
-      end: (code, reason) => { if (ws.readyState === ws.OPEN) ws.close(code, reason) },
+      end: (code, reason) => {
+        if (ws.readyState === ws.OPEN) ws.close(code, reason)
+      },
       bufferedAmount: () => ws.bufferedAmount
     }
-    const touch = (): void => { tracked.receivedAt = Date.now() }
+    const touch = (): void => {
+      tracked.receivedAt = Date.now()
+    }
     // ws reports protocol violations (oversized frames: 1009) as errors and closes the socket itself.
     ws.on('error', () => {})
     ws.on('ping', touch)
-    ws.on('message', (data: Buffer) => { touch(); endpoint.message(connection, data) })
-    ws.on('close', () => { open.delete(tracked); endpoint.close(connection) })
+    ws.on('message', (data: Buffer) => {
+      touch()
+      endpoint.message(connection, data)
+    })
+    ws.on('close', () => {
+      open.delete(tracked)
+      endpoint.close(connection)
+    })
     endpoint.open(connection)
   }
 
@@ -117,7 +157,9 @@ function exchange(req: IncomingMessage, res: ServerResponse): HttpExchange {
     query,
     headers: headerRecord(req),
     remoteAddress: req.socket.remoteAddress ?? '',
-    onAborted(listener) { abortListener = listener },
+    onAborted(listener) {
+      abortListener = listener
+    },
     onData(listener) {
       req.on('data', (chunk: Buffer) => listener(chunk, false))
       req.on('end', () => listener(EMPTY, true))
@@ -140,10 +182,16 @@ function exchange(req: IncomingMessage, res: ServerResponse): HttpExchange {
  * anything else unparsable is 400.
  */
 function answerUnparsed(err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket): void {
-  if (!socket.writable || err.code === 'ECONNRESET') { socket.destroy(); return }
-  const error = err.code !== 'HPE_HEADER_OVERFLOW' ? new RegistryError('invalid_request', `The request is not valid HTTP/1.1 (${err.code ?? 'parse error'}).`)
-    : err.rawPacket && requestLineOverflowed(err.rawPacket) ? new RegistryError('url_too_long')
-      : new RegistryError('headers_too_large')
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy()
+    return
+  }
+  const error =
+    err.code !== 'HPE_HEADER_OVERFLOW'
+      ? new RegistryError('invalid_request', `The request is not valid HTTP/1.1 (${err.code ?? 'parse error'}).`)
+      : err.rawPacket && requestLineOverflowed(err.rawPacket)
+        ? new RegistryError('url_too_long')
+        : new RegistryError('headers_too_large')
   socket.end(closingResponse(error))
 }
 
@@ -155,7 +203,13 @@ function closingResponse(error: RegistryError): string {
 
 function requestLineOverflowed(packet: Buffer): boolean {
   const lineEnd = packet.indexOf('\r\n')
-  return lineEnd === -1 || packet.subarray(Math.max(0, lineEnd - 9), lineEnd).toString('latin1').startsWith(' HTTP/1.')
+  return (
+    lineEnd === -1 ||
+    packet
+      .subarray(Math.max(0, lineEnd - 9), lineEnd)
+      .toString('latin1')
+      .startsWith(' HTTP/1.')
+  )
 }
 
 function splitUrl(url: string): { pathname: string; query: string } {
@@ -165,7 +219,8 @@ function splitUrl(url: string): { pathname: string; query: string } {
 
 function headerRecord(req: IncomingMessage): Record<string, string> {
   const headers: Record<string, string> = {}
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
   return headers
 }
 

@@ -13,7 +13,11 @@ export interface RateDecision {
 export class FixedWindowLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>()
 
-  constructor(readonly limit: number, private readonly windowMs = 60_000, private readonly now: () => number = Date.now) {}
+  constructor(
+    readonly limit: number,
+    private readonly windowMs = 60_000,
+    private readonly now: () => number = Date.now
+  ) {}
 
   take(key: string): RateDecision {
     const now = this.now()
@@ -33,7 +37,9 @@ export class FixedWindowLimiter {
     for (const [key, w] of this.windows) if (now - w.start >= this.windowMs) this.windows.delete(key)
   }
 
-  get size(): number { return this.windows.size }
+  get size(): number {
+    return this.windows.size
+  }
 }
 
 export function rateLimitHeaders(d: RateDecision): Record<string, string> {

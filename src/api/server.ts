@@ -39,7 +39,11 @@ export interface HttpServerComponents {
 }
 
 /** The front `choice` asks for; `uws` with no loadable build is an error that says why. */
-export function createFront(choice: ServerChoice, handlers: Parameters<typeof createNodeFront>[0], logger: Logger): Front {
+export function createFront(
+  choice: ServerChoice,
+  handlers: Parameters<typeof createNodeFront>[0],
+  logger: Logger
+): Front {
   if (choice === 'node') return createNodeFront(handlers)
   if (choice === 'uws') return createUwsFront(requireUws(), handlers)
   const uws = loadUws()
@@ -59,7 +63,11 @@ export class HttpServer {
 
   constructor(private readonly c: HttpServerComponents) {
     for (const route of c.routes) this.router.add(route)
-    this.front = createFront(c.server, { http: exchange => this.handle(exchange), sockets: c.sockets?.endpoints() ?? [] }, c.logger)
+    this.front = createFront(
+      c.server,
+      { http: exchange => this.handle(exchange), sockets: c.sockets?.endpoints() ?? [] },
+      c.logger
+    )
   }
 
   /** The server carrying the API. */
@@ -71,7 +79,11 @@ export class HttpServer {
     this.port = await this.front.listen(host, port)
     if (this.c.limiters) {
       const { reads, writes, writesPerIp } = this.c.limiters
-      this.sweepTimer = setInterval(() => { reads.sweep(); writes.sweep(); writesPerIp.sweep() }, 60_000).unref()
+      this.sweepTimer = setInterval(() => {
+        reads.sweep()
+        writes.sweep()
+        writesPerIp.sweep()
+      }, 60_000).unref()
     }
     return this.port
   }
@@ -94,7 +106,9 @@ export class HttpServer {
     const { method, path, headers } = exchange
     const ip = this.c.clientIp.resolve(exchange.remoteAddress, headers['x-forwarded-for'])
     const state = { aborted: false, done: false }
-    exchange.onAborted(() => { state.aborted = true })
+    exchange.onAborted(() => {
+      state.aborted = true
+    })
     const cors = this.c.cors.headers(headers.origin)
     let routeLabel = 'unmatched'
     let limitHeaders: Record<string, string> = {}
@@ -106,7 +120,11 @@ export class HttpServer {
       if (!state.aborted) {
         const isJson = reply.contentType === undefined
         const body = isJson ? JSON.stringify(reply.body) : (reply.body as string | Buffer)
-        const replyHeaders: Array<[string, string]> = [['Content-Type', reply.contentType ?? JSON_CONTENT_TYPE], ...Object.entries(cors), ...Object.entries(limitHeaders)]
+        const replyHeaders: Array<[string, string]> = [
+          ['Content-Type', reply.contentType ?? JSON_CONTENT_TYPE],
+          ...Object.entries(cors),
+          ...Object.entries(limitHeaders)
+        ]
         if (reply.headers) replyHeaders.push(...Object.entries(reply.headers))
         exchange.reply(reply.status, replyHeaders, method === 'HEAD' ? undefined : body, closeConnection)
       }
@@ -149,7 +167,12 @@ export class HttpServer {
     }
     if (!match.route) {
       if (match.allowed.length === 0) fail(new RegistryError('route_not_found', `No route matches ${method} ${path}.`))
-      else send({ status: 405, body: new RegistryError('method_not_allowed', `${path} accepts ${match.allowed.join(', ')}.`).toBody(), headers: { Allow: match.allowed.join(', ') } })
+      else
+        send({
+          status: 405,
+          body: new RegistryError('method_not_allowed', `${path} accepts ${match.allowed.join(', ')}.`).toBody(),
+          headers: { Allow: match.allowed.join(', ') }
+        })
       return
     }
     const { route, params } = match
@@ -158,12 +181,19 @@ export class HttpServer {
     if (route.limit === 'read' && this.c.limiters) {
       const decision = this.c.limiters.reads.take(ip)
       limitHeaders = rateLimitHeaders(decision)
-      if (!decision.allowed) { fail(rateLimited(decision, 'reads')); return }
+      if (!decision.allowed) {
+        fail(rateLimited(decision, 'reads'))
+        return
+      }
     }
 
     let parsed: { value: unknown } | undefined
     const ctx: RequestContext = {
-      method, path, params, headers, ip,
+      method,
+      path,
+      params,
+      headers,
+      ip,
       query: new URLSearchParams(exchange.query),
       raw: EMPTY,
       json() {
@@ -182,7 +212,10 @@ export class HttpServer {
       try {
         if (route.limit === 'write' && this.c.limiters) {
           const perIp = this.c.limiters.writesPerIp.take(ip)
-          if (!perIp.allowed) { limitHeaders = rateLimitHeaders(perIp); throw rateLimited(perIp, 'writes from this address') }
+          if (!perIp.allowed) {
+            limitHeaders = rateLimitHeaders(perIp)
+            throw rateLimited(perIp, 'writes from this address')
+          }
           const writer = route.writer?.(ctx)
           if (writer) {
             const decision = this.c.limiters.writes.take(writer)
@@ -199,15 +232,30 @@ export class HttpServer {
     }
 
     const length = headers['content-length']
-    const hasBody = BODY_METHODS.has(method) && ((length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined)
-    if (!hasBody) { run(); return }
+    const hasBody =
+      BODY_METHODS.has(method) &&
+      ((length !== undefined && length !== '0') || headers['transfer-encoding'] !== undefined)
+    if (!hasBody) {
+      run()
+      return
+    }
     if (length !== undefined && Number(length) > this.c.bodyLimitBytes) {
       fail(tooLarge(this.c.bodyLimitBytes), true)
       return
     }
     const contentType = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
-    if (contentType !== '' && contentType !== 'application/json' && !contentType.endsWith('+json') && contentType !== 'text/plain') {
-      fail(new RegistryError('unsupported_media_type', `Content-Type ${contentType} is not accepted; send application/json.`))
+    if (
+      contentType !== '' &&
+      contentType !== 'application/json' &&
+      !contentType.endsWith('+json') &&
+      contentType !== 'text/plain'
+    ) {
+      fail(
+        new RegistryError(
+          'unsupported_media_type',
+          `Content-Type ${contentType} is not accepted; send application/json.`
+        )
+      )
       return
     }
     const chunks: Buffer[] = []
@@ -215,7 +263,10 @@ export class HttpServer {
     exchange.onData((chunk, isLast) => {
       if (state.done) return
       received += chunk.byteLength
-      if (received > this.c.bodyLimitBytes) { fail(tooLarge(this.c.bodyLimitBytes), true); return }
+      if (received > this.c.bodyLimitBytes) {
+        fail(tooLarge(this.c.bodyLimitBytes), true)
+        return
+      }
       if (chunk.byteLength > 0) chunks.push(chunk)
       if (isLast) {
         ctx.raw = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)
@@ -228,7 +279,10 @@ export class HttpServer {
 const EMPTY = Buffer.alloc(0)
 
 function rateLimited(decision: RateDecision, what: string): RegistryError {
-  return new RegistryError('rate_limited', `Rate limit of ${decision.limit} ${what} per minute exceeded; retry in ${decision.resetSeconds} s.`)
+  return new RegistryError(
+    'rate_limited',
+    `Rate limit of ${decision.limit} ${what} per minute exceeded; retry in ${decision.resetSeconds} s.`
+  )
 }
 
 function tooLarge(limit: number): RegistryError {

@@ -123,9 +123,14 @@ export class Sockets {
     const { limits } = this.c
     const heartbeat = {
       idleTimeoutSeconds: IDLE_TIMEOUT_SECONDS,
-      open: (ws: HeartbeatSocket) => { this.heartbeatSockets.add(ws) },
+      open: (ws: HeartbeatSocket) => {
+        this.heartbeatSockets.add(ws)
+      },
       message: (ws: HeartbeatSocket, message: Buffer) => this.onHeartbeatMessage(ws, message),
-      close: (ws: HeartbeatSocket) => { ws.data.closed = true; this.heartbeatSockets.delete(ws) }
+      close: (ws: HeartbeatSocket) => {
+        ws.data.closed = true
+        this.heartbeatSockets.delete(ws)
+      }
     }
     const perEntity: SocketEndpoint<HeartbeatConnection> = {
       ...heartbeat,
@@ -134,7 +139,12 @@ export class Sockets {
       upgrade: ({ params, remoteAddress }) => {
         this.refuseWhenClosed()
         const entityId = params.id ?? ''
-        if (!ID_PATTERNS.entity.test(entityId)) throw new RegistryError('invalid_id', 'The path names no entity ID: expected zns:<32 hex> or zns:svc:<32 hex>.', 'entity_id')
+        if (!ID_PATTERNS.entity.test(entityId))
+          throw new RegistryError(
+            'invalid_id',
+            'The path names no entity ID: expected zns:<32 hex> or zns:svc:<32 hex>.',
+            'entity_id'
+          )
         this.c.liveness.check(entityId)
         return this.heartbeatConnection(entityId, remoteAddress)
       }
@@ -143,13 +153,19 @@ export class Sockets {
       ...heartbeat,
       path: '/v1/heartbeat',
       maxPayloadBytes: limits.maxFrameBytes * limits.maxEntitiesPerConnection,
-      upgrade: ({ remoteAddress }) => { this.refuseWhenClosed(); return this.heartbeatConnection(undefined, remoteAddress) }
+      upgrade: ({ remoteAddress }) => {
+        this.refuseWhenClosed()
+        return this.heartbeatConnection(undefined, remoteAddress)
+      }
     }
     const activity: SocketEndpoint<ActivityConnection> = {
       path: '/v1/ws/activity',
       maxPayloadBytes: 1024,
       idleTimeoutSeconds: IDLE_TIMEOUT_SECONDS,
-      upgrade: () => { this.refuseWhenClosed(); return { queue: [], dropped: 0, closed: false } },
+      upgrade: () => {
+        this.refuseWhenClosed()
+        return { queue: [], dropped: 0, closed: false }
+      },
       open: ws => {
         this.activity.add(ws)
         ws.send(JSON.stringify({ type: 'hello', timestamp: new Date().toISOString(), data: this.c.greeting() }))
@@ -157,7 +173,10 @@ export class Sockets {
       // The stream is read-only: anything a subscriber sends is ignored.
       message: () => {},
       drain: ws => this.drain(ws),
-      close: ws => { ws.data.closed = true; this.activity.delete(ws) }
+      close: ws => {
+        ws.data.closed = true
+        this.activity.delete(ws)
+      }
     }
     this.unsubscribe ??= this.c.bus.subscribe(event => this.broadcast(event))
     return [perEntity, multiplexed, activity] as ReadonlyArray<SocketEndpoint<unknown>>
@@ -179,7 +198,19 @@ export class Sockets {
     // A new connection may send two seconds' worth at once (at least 10 frames), not the full
     // burst: a flood that reopens every connection the node closes gains little from each.
     const tokens = Math.min(this.burst(entityId), Math.max(10, 2 * this.rate(entityId)))
-    return { entityId, entities: new Set(), tokens, refilledAt: performance.now(), warnings: 0, failures: 0, inFlight: 0, accepted: 0, rejectedAt: -Infinity, address, closed: false }
+    return {
+      entityId,
+      entities: new Set(),
+      tokens,
+      refilledAt: performance.now(),
+      warnings: 0,
+      failures: 0,
+      inFlight: 0,
+      accepted: 0,
+      rejectedAt: -Infinity,
+      address,
+      closed: false
+    }
   }
 
   private refuseWhenClosed(): void {
@@ -201,7 +232,10 @@ export class Sockets {
     try {
       parsed = parseJsonBytes(message)
     } catch (err) {
-      this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid', `The frame is not valid JSON: ${(err as Error).message}.`).toBody() })
+      this.reply(ws, {
+        type: 'error',
+        ...new RegistryError('heartbeat_invalid', `The frame is not valid JSON: ${(err as Error).message}.`).toBody()
+      })
       return
     }
     // The multiplexed socket also takes an array of frames (one per entity).
@@ -217,14 +251,20 @@ export class Sockets {
     const rate = this.rate(conn.entityId)
     conn.tokens = Math.min(this.burst(conn.entityId), conn.tokens + ((now - conn.refilledAt) / 1000) * rate)
     conn.refilledAt = now
-    if (conn.tokens >= 1) { conn.tokens -= 1; return true }
+    if (conn.tokens >= 1) {
+      conn.tokens -= 1
+      return true
+    }
     conn.warnings++
     if (conn.warnings > MAX_WARNINGS) {
       conn.closed = true
       ws.end(1008, 'heartbeat rate exceeded')
       return false
     }
-    this.reply(ws, { type: 'error', ...new RegistryError('rate_limited', `At most ${rate} heartbeat frames per second on this connection.`).toBody() })
+    this.reply(ws, {
+      type: 'error',
+      ...new RegistryError('rate_limited', `At most ${rate} heartbeat frames per second on this connection.`).toBody()
+    })
     return false
   }
 
@@ -235,10 +275,23 @@ export class Sockets {
       return true
     }
     const agentId = (frame as { agent_id?: unknown }).agent_id
-    const named = typeof agentId === 'string' ? { agent_id: agentId } : conn.entityId !== undefined ? { agent_id: conn.entityId } : {}
+    const named =
+      typeof agentId === 'string'
+        ? { agent_id: agentId }
+        : conn.entityId !== undefined
+          ? { agent_id: conn.entityId }
+          : {}
     if (conn.entityId === undefined && typeof agentId === 'string' && !conn.entities.has(agentId)) {
       if (conn.entities.size >= this.c.limits.maxEntitiesPerConnection) {
-        this.reply(ws, { type: 'error', ...new RegistryError('too_many_entities', `One connection carries at most ${this.c.limits.maxEntitiesPerConnection} entities.`, 'agent_id').toBody(), ...named })
+        this.reply(ws, {
+          type: 'error',
+          ...new RegistryError(
+            'too_many_entities',
+            `One connection carries at most ${this.c.limits.maxEntitiesPerConnection} entities.`,
+            'agent_id'
+          ).toBody(),
+          ...named
+        })
         return true
       }
     }
@@ -278,14 +331,21 @@ export class Sockets {
    * or null when there is none.
    */
   private admit(conn: HeartbeatConnection): { settled: () => void; priority: VerifyPriority } | null {
-    const connectionLimit = IN_FLIGHT_PER_ENTITY * (conn.entityId === undefined ? this.c.limits.maxEntitiesPerConnection : 1)
+    const connectionLimit =
+      IN_FLIGHT_PER_ENTITY * (conn.entityId === undefined ? this.c.limits.maxEntitiesPerConnection : 1)
     if (conn.inFlight >= connectionLimit || this.inFlight >= MAX_IN_FLIGHT) return null
     const { probationMs, probationInFlight, probationInFlightPerAddress } = this.c.limits
     const proven = conn.accepted > 0 && performance.now() - conn.rejectedAt > probationMs
     if (proven) {
       conn.inFlight++
       this.inFlight++
-      return { settled: () => { conn.inFlight--; this.inFlight-- }, priority: 'normal' }
+      return {
+        settled: () => {
+          conn.inFlight--
+          this.inFlight--
+        },
+        priority: 'normal'
+      }
     }
     const byAddress = this.probationByAddress.get(conn.address) ?? 0
     if (this.probationInFlight >= probationInFlight || byAddress >= probationInFlightPerAddress) return null
@@ -316,7 +376,10 @@ export class Sockets {
       if (conn.closed) continue
       if (conn.queue.length === 0 && ws.bufferedAmount() < SOCKET_HIGH_WATER) ws.send(text)
       else if (conn.queue.length < this.c.activityQueueLimit) conn.queue.push(text)
-      else { conn.dropped++; this.droppedEvents++ }
+      else {
+        conn.dropped++
+        this.droppedEvents++
+      }
     }
   }
 
@@ -324,7 +387,9 @@ export class Sockets {
     const conn = ws.data
     while (conn.queue.length > 0 && ws.bufferedAmount() < SOCKET_HIGH_WATER) ws.send(conn.queue.shift() as string)
     if (conn.queue.length === 0 && conn.dropped > 0 && ws.bufferedAmount() < SOCKET_HIGH_WATER) {
-      ws.send(JSON.stringify({ type: 'events_dropped', timestamp: new Date().toISOString(), data: { count: conn.dropped } }))
+      ws.send(
+        JSON.stringify({ type: 'events_dropped', timestamp: new Date().toISOString(), data: { count: conn.dropped } })
+      )
       conn.dropped = 0
     }
   }

@@ -12,8 +12,27 @@ import type { RouteDefinition } from './http.js'
 type JsonSchema = Record<string, unknown>
 
 const SWAGGER_KEYS = new Set([
-  'type', 'format', 'description', 'enum', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength',
-  'pattern', 'items', 'properties', 'required', 'additionalProperties', 'minItems', 'maxItems', 'maxProperties', 'example', 'default', 'title'
+  'type',
+  'format',
+  'description',
+  'enum',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'items',
+  'properties',
+  'required',
+  'additionalProperties',
+  'minItems',
+  'maxItems',
+  'maxProperties',
+  'example',
+  'default',
+  'title'
 ])
 
 /** Converts a JSON Schema (TypeBox) into the Swagger 2.0 subset, hoisting `$id` schemas into definitions. */
@@ -48,7 +67,12 @@ export function toSwaggerSchema(schema: JsonSchema, definitions: Record<string, 
   for (const [key, value] of Object.entries(schema)) if (SWAGGER_KEYS.has(key)) out[key] = value
   if ('const' in schema) out.enum = [schema.const]
   if (schema.properties) {
-    out.properties = Object.fromEntries(Object.entries(schema.properties as Record<string, JsonSchema>).map(([k, v]) => [k, toSwaggerSchema(v, definitions)]))
+    out.properties = Object.fromEntries(
+      Object.entries(schema.properties as Record<string, JsonSchema>).map(([k, v]) => [
+        k,
+        toSwaggerSchema(v, definitions)
+      ])
+    )
   }
   if (schema.items) out.items = toSwaggerSchema(schema.items as JsonSchema, definitions)
   if (schema.patternProperties) {
@@ -56,12 +80,16 @@ export function toSwaggerSchema(schema: JsonSchema, definitions: Record<string, 
     out.type = 'object'
     out.additionalProperties = value ? toSwaggerSchema(value, definitions) : true
   }
-  if (typeof schema.additionalProperties === 'object') out.additionalProperties = toSwaggerSchema(schema.additionalProperties as JsonSchema, definitions)
+  if (typeof schema.additionalProperties === 'object')
+    out.additionalProperties = toSwaggerSchema(schema.additionalProperties as JsonSchema, definitions)
   if (schema.errorMessage && !schema.description) out.description = schema.errorMessage
   return out
 }
 
-export function buildSwaggerDocument(routes: readonly RouteDefinition[], meta: { title: string; description: string }): JsonSchema {
+export function buildSwaggerDocument(
+  routes: readonly RouteDefinition[],
+  meta: { title: string; description: string }
+): JsonSchema {
   const definitions: Record<string, JsonSchema> = {}
   const errorRef = toSwaggerSchema(ErrorBody as unknown as JsonSchema, definitions)
   const paths: Record<string, Record<string, JsonSchema>> = {}
@@ -70,22 +98,38 @@ export function buildSwaggerDocument(routes: readonly RouteDefinition[], meta: {
     if (route.hidden) continue
     tags.add(route.tag)
     const parameters: JsonSchema[] = []
-    for (const [, name] of route.path.matchAll(/\{(\w+)\}/g)) parameters.push({ name, in: 'path', required: true, type: 'string' })
+    for (const [, name] of route.path.matchAll(/\{(\w+)\}/g))
+      parameters.push({ name, in: 'path', required: true, type: 'string' })
     if (route.query) {
       const required = new Set((route.query.required as string[] | undefined) ?? [])
       for (const [name, prop] of Object.entries(route.query.properties)) {
-        parameters.push({ name, in: 'query', required: required.has(name), ...toSwaggerSchema(prop as unknown as JsonSchema, definitions) })
+        parameters.push({
+          name,
+          in: 'query',
+          required: required.has(name),
+          ...toSwaggerSchema(prop as unknown as JsonSchema, definitions)
+        })
       }
     }
-    if (route.body) parameters.push({ name: 'body', in: 'body', required: true, schema: toSwaggerSchema(route.body as unknown as JsonSchema, definitions) })
+    if (route.body)
+      parameters.push({
+        name: 'body',
+        in: 'body',
+        required: true,
+        schema: toSwaggerSchema(route.body as unknown as JsonSchema, definitions)
+      })
     const responses: Record<string, JsonSchema> = {}
     for (const [status, r] of Object.entries(route.responses)) {
-      responses[status] = r.schema ? { description: r.description, schema: toSwaggerSchema(r.schema as unknown as JsonSchema, definitions) } : { description: r.description }
+      responses[status] = r.schema
+        ? { description: r.description, schema: toSwaggerSchema(r.schema as unknown as JsonSchema, definitions) }
+        : { description: r.description }
     }
     const byStatus = new Map<number, ErrorCode[]>()
-    for (const code of route.errors ?? []) byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code])
+    for (const code of route.errors ?? [])
+      byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code])
     if (route.limit !== 'none') byStatus.set(429, ['rate_limited'])
-    for (const [status, codes] of byStatus) responses[String(status)] = { description: `error codes: ${codes.join(', ')}`, schema: errorRef }
+    for (const [status, codes] of byStatus)
+      responses[String(status)] = { description: `error codes: ${codes.join(', ')}`, schema: errorRef }
     ;(paths[route.path] ??= {})[route.method.toLowerCase()] = {
       tags: [route.tag],
       summary: route.summary,
@@ -138,6 +182,7 @@ export const SWAGGER_INDEX_HTML = `<!doctype html>
 export function loadSwaggerAssets(): Map<string, { body: Buffer; contentType: string }> {
   const dir = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
   const assets = new Map<string, { body: Buffer; contentType: string }>()
-  for (const [file, contentType] of Object.entries(SWAGGER_ASSETS)) assets.set(file, { body: readFileSync(join(dir, file)), contentType })
+  for (const [file, contentType] of Object.entries(SWAGGER_ASSETS))
+    assets.set(file, { body: readFileSync(join(dir, file)), contentType })
   return assets
 }

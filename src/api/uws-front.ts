@@ -20,7 +20,11 @@ const MAX_BACKPRESSURE = 4 * 1024 * 1024
  */
 const KEEP_ALIVE_HINT = 'timeout=5'
 
-interface Slot<T> { connection: SocketConnection<T> | null; state: T; address: string }
+interface Slot<T> {
+  connection: SocketConnection<T> | null
+  state: T
+  address: string
+}
 
 export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
   const app: TemplatedApp = uws.App()
@@ -45,8 +49,9 @@ export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
       listenSocket = null
     },
     closeConnections() {
-      for (const ws of sockets) ws.close()
-      // Builds from 20.44 on end the app's HTTP connections too; older ones leave them to the process exit.
+      for (const ws of sockets)
+        ws.close()
+        // Builds from 20.44 on end the app's HTTP connections too; older ones leave them to the process exit.
       ;(app as TemplatedApp & { close?: () => void }).close?.()
     }
   }
@@ -54,19 +59,26 @@ export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
 
 function exchange(res: HttpResponse, req: HttpRequest): HttpExchange {
   const headers: Record<string, string> = {}
-  req.forEach((k, v) => { headers[k] = v })
+  req.forEach((k, v) => {
+    headers[k] = v
+  })
   // uWS ends the connection after the reply when the request says `Connection: close` (5 letters, as it tests).
   const keepsConnection = headers.connection?.length !== 5
   let aborted = false
   let abortListener: (() => void) | undefined
-  res.onAborted(() => { aborted = true; abortListener?.() })
+  res.onAborted(() => {
+    aborted = true
+    abortListener?.()
+  })
   return {
     method: req.getCaseSensitiveMethod().toUpperCase(),
     path: req.getUrl(),
     query: req.getQuery() ?? '',
     headers,
     remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-    onAborted(listener) { abortListener = listener },
+    onAborted(listener) {
+      abortListener = listener
+    },
     onData(listener) {
       // uWS reuses the chunk's memory after the callback: copy it.
       res.onData((chunk, isLast) => listener(Buffer.from(chunk.slice(0)), isLast))
@@ -83,15 +95,24 @@ function exchange(res: HttpResponse, req: HttpRequest): HttpExchange {
   }
 }
 
-function serveSocket<T>(uws: UwsModule, app: TemplatedApp, endpoint: SocketEndpoint<T>, open: Set<WebSocket<Slot<unknown>>>): void {
+function serveSocket<T>(
+  uws: UwsModule,
+  app: TemplatedApp,
+  endpoint: SocketEndpoint<T>,
+  open: Set<WebSocket<Slot<unknown>>>
+): void {
   const names = [...endpoint.path.matchAll(/:([A-Za-z_]+)/g)].map(m => m[1] as string)
   const connection = (ws: WebSocket<Slot<T>>): SocketConnection<T> => {
     const slot = ws.getUserData()
     slot.connection ??= {
       data: slot.state,
       remoteAddress: slot.address,
-      send: text => { ws.send(text) },
-      end: (code, reason) => { ws.end(code, reason) },
+      send: text => {
+        ws.send(text)
+      },
+      end: (code, reason) => {
+        ws.end(code, reason)
+      },
       bufferedAmount: () => ws.getBufferedAmount()
     }
     return slot.connection
@@ -106,15 +127,22 @@ function serveSocket<T>(uws: UwsModule, app: TemplatedApp, endpoint: SocketEndpo
       const protocol = req.getHeader('sec-websocket-protocol')
       const extensions = req.getHeader('sec-websocket-extensions')
       const headers: Record<string, string> = {}
-      req.forEach((k, v) => { headers[k] = v })
+      req.forEach((k, v) => {
+        headers[k] = v
+      })
       const address = Buffer.from(res.getRemoteAddressAsText()).toString()
       let state: T
       try {
         const params: Record<string, string> = {}
-        names.forEach((name, i) => { params[name] = decodeURIComponent(req.getParameter(i) ?? '') })
+        names.forEach((name, i) => {
+          params[name] = decodeURIComponent(req.getParameter(i) ?? '')
+        })
         state = endpoint.upgrade({ params, headers, remoteAddress: address })
       } catch (err) {
-        const error = err instanceof RegistryError ? err : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')
+        const error =
+          err instanceof RegistryError
+            ? err
+            : new RegistryError(err instanceof URIError ? 'invalid_id' : 'internal_error')
         res.cork(() => {
           res.writeStatus(`${error.status} ${STATUS_CODES[error.status] ?? ''}`)
           res.writeHeader('Content-Type', JSON_CONTENT_TYPE)

@@ -23,7 +23,11 @@ const require = createRequire(import.meta.url)
 const binaryName = (): string => `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
 
 const CANDIDATES: ReadonlyArray<{ name: string; load: () => UwsModule }> = [
-  { name: 'uWebSockets.js', load: () => require(join(dirname(require.resolve('uWebSockets.js/package.json')), 'binaries', binaryName())) as UwsModule },
+  {
+    name: 'uWebSockets.js',
+    load: () =>
+      require(join(dirname(require.resolve('uWebSockets.js/package.json')), 'binaries', binaryName())) as UwsModule
+  },
   // Its entry point loads only the native binary, and throws when there is none.
   { name: '@btc-vision/uwebsockets.js', load: () => require('@btc-vision/uwebsockets.js') as UwsModule }
 ]
@@ -46,7 +50,10 @@ export function loadUws(): UwsLoad {
       failures.push(`${candidate.name}: ${firstLine(err)}`)
     }
   }
-  cached = { module: null, detail: `no uWebSockets.js build loads on Node ${process.versions.node} (${binaryName()}): ${failures.join('; ')}` }
+  cached = {
+    module: null,
+    detail: `no uWebSockets.js build loads on Node ${process.versions.node} (${binaryName()}): ${failures.join('; ')}`
+  }
   return cached
 }
 
@@ -58,7 +65,10 @@ export function requireUws(): UwsModule {
 }
 
 function firstLine(err: unknown): string {
-  const lines = (err instanceof Error ? err.message : String(err)).split('\n').map(l => l.trim()).filter(Boolean)
+  const lines = (err instanceof Error ? err.message : String(err))
+    .split('\n')
+    .map(l => l.trim())
+    .filter(Boolean)
   // The btc-vision wrapper puts its advice first and the loader's own error on an `Error:` line.
   const cause = lines.find(l => l.startsWith('Error: '))?.slice('Error: '.length) ?? lines[0] ?? 'failed'
   return cause.slice(0, 240)

@@ -69,7 +69,11 @@ export interface CardFetcherOptions {
 }
 
 /** The paths tried in order; the next one only when the previous answered 404. */
-export const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/zynd-agent.json', '/.well-known/agent.json'] as const
+export const CARD_PATHS = [
+  '/.well-known/agent-card.json',
+  '/.well-known/zynd-agent.json',
+  '/.well-known/agent.json'
+] as const
 
 export const MAX_REDIRECTS = 3
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
@@ -136,7 +140,9 @@ export class CardFetcher {
       try {
         extra = readFileSync(settings.caFile, 'utf8')
       } catch (err) {
-        throw new Error(`cannot read cards.ca_file ${settings.caFile}: ${err instanceof Error ? err.message : String(err)}`)
+        throw new Error(
+          `cannot read cards.ca_file ${settings.caFile}: ${err instanceof Error ? err.message : String(err)}`
+        )
       }
       this.secureContext = createSecureContext({ ca: [...rootCertificates, extra] })
     }
@@ -153,14 +159,20 @@ export class CardFetcher {
     if (hit && hit.entityUrl === url && hit.publicKey === entity.public_key) return Promise.resolve(hit.fetched)
     const running = this.inFlight.get(id)
     if (running && running.entityUrl === url && running.publicKey === entity.public_key) return running.promise
-    const flight: InFlight = { entityUrl: url, publicKey: entity.public_key, promise: undefined as unknown as Promise<FetchedCard> }
-    flight.promise = this.fetch(entity).then(fetched => {
-      // Stored only when nothing replaced or forgot this fetch meanwhile (the record changed).
-      if (this.inFlight.get(id) === flight) this.store(id, flight, fetched)
-      return fetched
-    }).finally(() => {
-      if (this.inFlight.get(id) === flight) this.inFlight.delete(id)
-    })
+    const flight: InFlight = {
+      entityUrl: url,
+      publicKey: entity.public_key,
+      promise: undefined as unknown as Promise<FetchedCard>
+    }
+    flight.promise = this.fetch(entity)
+      .then(fetched => {
+        // Stored only when nothing replaced or forgot this fetch meanwhile (the record changed).
+        if (this.inFlight.get(id) === flight) this.store(id, flight, fetched)
+        return fetched
+      })
+      .finally(() => {
+        if (this.inFlight.get(id) === flight) this.inFlight.delete(id)
+      })
     this.inFlight.set(id, flight)
     return flight.promise
   }
@@ -259,7 +271,10 @@ export class CardFetcher {
     } catch {
       throw unavailable(`The entity_url of ${entity.entity_id} is not a URL.`)
     }
-    if (!this.acceptedProtocol(url)) throw unavailable(`Cards are fetched over HTTPS only; the entity_url of ${entity.entity_id} is ${url.protocol.slice(0, -1)}.`)
+    if (!this.acceptedProtocol(url))
+      throw unavailable(
+        `Cards are fetched over HTTPS only; the entity_url of ${entity.entity_id} is ${url.protocol.slice(0, -1)}.`
+      )
     url.search = ''
     url.hash = ''
     url.username = ''
@@ -271,18 +286,24 @@ export class CardFetcher {
   private async follow(start: URL, signal: AbortSignal): Promise<{ response: Response; url: URL }> {
     let url = start
     for (let redirects = 0; ; redirects++) {
-      const label = redirects === 0 ? start.href : `${start.href} (after ${redirects === 1 ? 'a redirect' : `${redirects} redirects`})`
+      const label =
+        redirects === 0
+          ? start.href
+          : `${start.href} (after ${redirects === 1 ? 'a redirect' : `${redirects} redirects`})`
       const response = await this.getOnce(url, label, redirects > 0, signal)
       if (!REDIRECT_STATUSES.has(response.status)) return { response, url }
-      if (response.location === undefined) throw unavailable(`The card request ${start.href} answered HTTP ${response.status} without a Location.`)
-      if (redirects === MAX_REDIRECTS) throw unavailable(`The card request ${start.href} redirected more than ${MAX_REDIRECTS} times.`)
+      if (response.location === undefined)
+        throw unavailable(`The card request ${start.href} answered HTTP ${response.status} without a Location.`)
+      if (redirects === MAX_REDIRECTS)
+        throw unavailable(`The card request ${start.href} redirected more than ${MAX_REDIRECTS} times.`)
       let next: URL
       try {
         next = new URL(response.location, url)
       } catch {
         throw unavailable(`The card request ${start.href} redirected to an invalid URL.`)
       }
-      if (!this.acceptedProtocol(next)) throw unavailable(`The card request ${start.href} redirected to a non-HTTPS URL, which is refused.`)
+      if (!this.acceptedProtocol(next))
+        throw unavailable(`The card request ${start.href} redirected to a non-HTTPS URL, which is refused.`)
       next.hash = ''
       next.username = ''
       next.password = ''
@@ -313,7 +334,10 @@ export class CardFetcher {
     }
     if (!this.settings.allowPrivateAddresses && found.some(a => this.isForbidden(a.address))) {
       const verb = family !== 0 ? 'is' : 'resolves to'
-      throw new RegistryError('card_address_refused', `${subject} ${verb} a private, loopback, link-local or metadata address; this node does not fetch cards from such addresses.`)
+      throw new RegistryError(
+        'card_address_refused',
+        `${subject} ${verb} a private, loopback, link-local or metadata address; this node does not fetch cards from such addresses.`
+      )
     }
     return found
   }
@@ -347,46 +371,54 @@ export class CardFetcher {
       }
       const onAbort = (): void => finish(this.timedOut())
       const tls = url.protocol === 'https:'
-      const req = (tls ? httpsRequest : httpRequest)({
-        protocol: url.protocol,
-        host,
-        port: url.port === '' ? (tls ? 443 : 80) : Number(url.port),
-        path: url.pathname + url.search,
-        method: 'GET',
-        headers: { Accept: 'application/json', 'User-Agent': USER_AGENT },
-        lookup: pinned,
-        agent: false, // no pooled sockets: each connection goes to an address vetted for it
-        ...(tls && isIP(host) === 0 ? { servername: host } : {}),
-        ...(tls && this.secureContext ? { secureContext: this.secureContext } : {})
-      }, (res: IncomingMessage) => {
-        const status = res.statusCode ?? 0
-        const location = typeof res.headers.location === 'string' ? res.headers.location : undefined
-        res.on('error', () => { /* reported through finish(); the connection is destroyed on every outcome */ })
-        if (status < 200 || status > 299) {
-          // Redirects and errors: the status is all that is read.
-          finish(null, { status, location, body: Buffer.alloc(0) })
-          return
-        }
-        const tooLarge = (): RegistryError => unavailable(`The card at ${label} is larger than ${maxBytes} bytes, this node's limit.`)
-        const declared = Number(res.headers['content-length'])
-        if (Number.isFinite(declared) && declared > maxBytes) {
-          finish(tooLarge())
-          return
-        }
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length
-          if (size > maxBytes) {
+      const req = (tls ? httpsRequest : httpRequest)(
+        {
+          protocol: url.protocol,
+          host,
+          port: url.port === '' ? (tls ? 443 : 80) : Number(url.port),
+          path: url.pathname + url.search,
+          method: 'GET',
+          headers: { Accept: 'application/json', 'User-Agent': USER_AGENT },
+          lookup: pinned,
+          agent: false, // no pooled sockets: each connection goes to an address vetted for it
+          ...(tls && isIP(host) === 0 ? { servername: host } : {}),
+          ...(tls && this.secureContext ? { secureContext: this.secureContext } : {})
+        },
+        (res: IncomingMessage) => {
+          const status = res.statusCode ?? 0
+          const location = typeof res.headers.location === 'string' ? res.headers.location : undefined
+          res.on('error', () => {
+            /* reported through finish(); the connection is destroyed on every outcome */
+          })
+          if (status < 200 || status > 299) {
+            // Redirects and errors: the status is all that is read.
+            finish(null, { status, location, body: Buffer.alloc(0) })
+            return
+          }
+          const tooLarge = (): RegistryError =>
+            unavailable(`The card at ${label} is larger than ${maxBytes} bytes, this node's limit.`)
+          const declared = Number(res.headers['content-length'])
+          if (Number.isFinite(declared) && declared > maxBytes) {
             finish(tooLarge())
             return
           }
-          chunks.push(chunk)
-        })
-        res.on('end', () => finish(null, { status, location, body: Buffer.concat(chunks, size) }))
-        res.once('error', err => finish(unavailable(`Reading the card from ${label} failed (${errorCode(err)}).`)))
-        res.on('close', () => { if (!res.complete) finish(unavailable(`The card response from ${label} was cut short.`)) })
-      })
+          const chunks: Buffer[] = []
+          let size = 0
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length
+            if (size > maxBytes) {
+              finish(tooLarge())
+              return
+            }
+            chunks.push(chunk)
+          })
+          res.on('end', () => finish(null, { status, location, body: Buffer.concat(chunks, size) }))
+          res.once('error', err => finish(unavailable(`Reading the card from ${label} failed (${errorCode(err)}).`)))
+          res.on('close', () => {
+            if (!res.complete) finish(unavailable(`The card response from ${label} was cut short.`))
+          })
+        }
+      )
       req.on('error', err => finish(unavailable(`The card request ${label} failed (${errorCode(err)}).`)))
       signal.addEventListener('abort', onAbort, { once: true })
       req.end()
@@ -418,8 +450,14 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
     const onAbort = (): void => reject(new Error('aborted'))
     signal.addEventListener('abort', onAbort, { once: true })
     promise.then(
-      value => { signal.removeEventListener('abort', onAbort); resolve(value) },
-      (err: unknown) => { signal.removeEventListener('abort', onAbort); reject(err) }
+      value => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(err)
+      }
     )
   })
 }

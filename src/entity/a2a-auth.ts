@@ -42,7 +42,11 @@ export const A2A_AUTH_EXPIRED = -32102
 
 export class A2AAuthError extends Error {
   override name = 'A2AAuthError'
-  constructor(readonly rpcCode: number, readonly reason: string, message: string) {
+  constructor(
+    readonly rpcCode: number,
+    readonly reason: string,
+    message: string
+  ) {
     super(message)
   }
 }
@@ -100,23 +104,49 @@ export interface A2AVerifyOptions {
 export function verifyA2AMessage(message: Message, o: A2AVerifyOptions): A2AVerification {
   const auth = message.metadata?.[ZYND_AUTH_KEY]
   if (auth === undefined || auth === null) {
-    if (o.mode === 'strict') throw new A2AAuthError(A2A_AUTH_FAILED, 'missing_auth', 'x-zynd-auth is required (auth_mode strict) but the message carries none.')
+    if (o.mode === 'strict')
+      throw new A2AAuthError(
+        A2A_AUTH_FAILED,
+        'missing_auth',
+        'x-zynd-auth is required (auth_mode strict) but the message carries none.'
+      )
     return { signed: false, entityId: null, fqan: null }
   }
-  if (typeof auth !== 'object' || Array.isArray(auth)) throw new A2AAuthError(A2A_AUTH_FAILED, 'bad_signature', 'x-zynd-auth is not an object.')
+  if (typeof auth !== 'object' || Array.isArray(auth))
+    throw new A2AAuthError(A2A_AUTH_FAILED, 'bad_signature', 'x-zynd-auth is not an object.')
   const a = auth as Partial<Record<keyof ZyndAuth, unknown>>
-  if (a.v !== 1) throw new A2AAuthError(A2A_AUTH_FAILED, 'unsupported_version', `x-zynd-auth.v=${String(a.v)} is not supported (expected 1).`)
+  if (a.v !== 1)
+    throw new A2AAuthError(
+      A2A_AUTH_FAILED,
+      'unsupported_version',
+      `x-zynd-auth.v=${String(a.v)} is not supported (expected 1).`
+    )
   const issued = typeof a.issued_at === 'string' ? Date.parse(a.issued_at) : NaN
   const expires = typeof a.expires_at === 'string' ? Date.parse(a.expires_at) : NaN
   const now = o.now ?? Date.now()
   const skew = o.skewMs ?? DEFAULT_TTL_MS
-  if (Number.isNaN(issued) || Number.isNaN(expires)) throw new A2AAuthError(A2A_AUTH_EXPIRED, 'expired_or_skewed', 'x-zynd-auth.issued_at / expires_at are not RFC 3339 timestamps.')
-  if (now > expires) throw new A2AAuthError(A2A_AUTH_EXPIRED, 'expired_or_skewed', `x-zynd-auth expired at ${String(a.expires_at)}.`)
-  if (now < issued - skew) throw new A2AAuthError(A2A_AUTH_EXPIRED, 'expired_or_skewed', `x-zynd-auth was issued in the future beyond the clock skew (${String(a.issued_at)}).`)
+  if (Number.isNaN(issued) || Number.isNaN(expires))
+    throw new A2AAuthError(
+      A2A_AUTH_EXPIRED,
+      'expired_or_skewed',
+      'x-zynd-auth.issued_at / expires_at are not RFC 3339 timestamps.'
+    )
+  if (now > expires)
+    throw new A2AAuthError(A2A_AUTH_EXPIRED, 'expired_or_skewed', `x-zynd-auth expired at ${String(a.expires_at)}.`)
+  if (now < issued - skew)
+    throw new A2AAuthError(
+      A2A_AUTH_EXPIRED,
+      'expired_or_skewed',
+      `x-zynd-auth was issued in the future beyond the clock skew (${String(a.issued_at)}).`
+    )
   const key = typeof a.public_key === 'string' ? parsePublicKey(a.public_key) : null
   const entityId = typeof a.entity_id === 'string' ? a.entity_id : ''
   if (key === null || (entityId !== deriveId('agent', key) && entityId !== deriveId('service', key))) {
-    throw new A2AAuthError(A2A_AUTH_FAILED, 'entity_id_mismatch', 'x-zynd-auth.entity_id is not the ID of x-zynd-auth.public_key.')
+    throw new A2AAuthError(
+      A2A_AUTH_FAILED,
+      'entity_id_mismatch',
+      'x-zynd-auth.entity_id is not the ID of x-zynd-auth.public_key.'
+    )
   }
   const signature = typeof a.signature === 'string' ? parseSignature(a.signature) : null
   const blanked = structuredClone(message)
@@ -125,10 +155,18 @@ export function verifyA2AMessage(message: Message, o: A2AVerifyOptions): A2AVeri
     throw new A2AAuthError(A2A_AUTH_FAILED, 'bad_signature', 'x-zynd-auth signature does not verify.')
   }
   if (a.developer_proof !== undefined && !developerProofVerifies(a.developer_proof, key)) {
-    throw new A2AAuthError(A2A_AUTH_FAILED, 'bad_developer_proof', 'x-zynd-auth.developer_proof does not verify against the sender\'s key.')
+    throw new A2AAuthError(
+      A2A_AUTH_FAILED,
+      'bad_developer_proof',
+      "x-zynd-auth.developer_proof does not verify against the sender's key."
+    )
   }
   if (typeof a.nonce !== 'string' || o.replays.seen(entityId, a.nonce, expires, now)) {
-    throw new A2AAuthError(A2A_REPLAY_DETECTED, 'replay_detected', `nonce ${String(a.nonce)} already used by ${entityId}.`)
+    throw new A2AAuthError(
+      A2A_REPLAY_DETECTED,
+      'replay_detected',
+      `nonce ${String(a.nonce)} already used by ${entityId}.`
+    )
   }
   return { signed: true, entityId, fqan: typeof a.fqan === 'string' ? a.fqan : null }
 }
@@ -139,6 +177,14 @@ function developerProofVerifies(proof: unknown, agentKey: Buffer): boolean {
   const developerKey = typeof p.developer_public_key === 'string' ? parsePublicKey(p.developer_public_key) : null
   const signature = typeof p.developer_signature === 'string' ? parseSignature(p.developer_signature) : null
   const index = p.entity_index
-  if (developerKey === null || signature === null || typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > 0xffff_ffff) return false
+  if (
+    developerKey === null ||
+    signature === null ||
+    typeof index !== 'number' ||
+    !Number.isInteger(index) ||
+    index < 0 ||
+    index > 0xffff_ffff
+  )
+    return false
   return verifyRaw(developerKey, developerProofMessage(agentKey, index), signature)
 }

@@ -50,26 +50,45 @@ export class A2AService {
 
   /** One JSON-RPC request; always a JSON-RPC response object. */
   async handle(request: unknown): Promise<Json> {
-    if (request === null || typeof request !== 'object' || Array.isArray(request)) return rpcError(null, RPC_INVALID_REQUEST, 'Not a JSON-RPC 2.0 request.')
+    if (request === null || typeof request !== 'object' || Array.isArray(request))
+      return rpcError(null, RPC_INVALID_REQUEST, 'Not a JSON-RPC 2.0 request.')
     const r = request as Json
     const id: RpcId = typeof r.id === 'string' || typeof r.id === 'number' ? r.id : null
-    if (r.jsonrpc !== '2.0' || typeof r.method !== 'string') return rpcError(id, RPC_INVALID_REQUEST, 'Not a JSON-RPC 2.0 request.')
+    if (r.jsonrpc !== '2.0' || typeof r.method !== 'string')
+      return rpcError(id, RPC_INVALID_REQUEST, 'Not a JSON-RPC 2.0 request.')
     switch (r.method) {
       case 'message/send':
-        if (this.o.pricedAt) return rpcError(id, A2A_PAYMENT_REQUIRED, `This entity is priced: call ${this.o.pricedAt} with an x402 payment.`, { reason: 'payment_required', invoke: this.o.pricedAt })
+        if (this.o.pricedAt)
+          return rpcError(
+            id,
+            A2A_PAYMENT_REQUIRED,
+            `This entity is priced: call ${this.o.pricedAt} with an x402 payment.`,
+            { reason: 'payment_required', invoke: this.o.pricedAt }
+          )
         return this.send(id, r.params)
-      case 'tasks/get': return this.get(id, r.params)
-      default: return rpcError(id, RPC_METHOD_NOT_FOUND, `Method not found: ${r.method}`)
+      case 'tasks/get':
+        return this.get(id, r.params)
+      default:
+        return rpcError(id, RPC_METHOD_NOT_FOUND, `Method not found: ${r.method}`)
     }
   }
 
   private async send(id: RpcId, params: unknown): Promise<Json> {
     const p = params as { message?: unknown; configuration?: { blocking?: unknown } } | undefined
     const message = p?.message as Json | undefined
-    if (!message || typeof message !== 'object' || typeof message.messageId !== 'string' || !Array.isArray(message.parts) || (message.role !== 'user' && message.role !== 'agent')) {
+    if (
+      !message ||
+      typeof message !== 'object' ||
+      typeof message.messageId !== 'string' ||
+      !Array.isArray(message.parts) ||
+      (message.role !== 'user' && message.role !== 'agent')
+    ) {
       return rpcError(id, RPC_INVALID_PARAMS, 'params.message must be an A2A Message {messageId, role, parts[]}.')
     }
-    if (message.metadata !== undefined && (message.metadata === null || typeof message.metadata !== 'object' || Array.isArray(message.metadata))) {
+    if (
+      message.metadata !== undefined &&
+      (message.metadata === null || typeof message.metadata !== 'object' || Array.isArray(message.metadata))
+    ) {
       return rpcError(id, RPC_INVALID_PARAMS, 'params.message.metadata must be an object.')
     }
     let sender: ReturnType<typeof verifyA2AMessage>
@@ -82,19 +101,53 @@ export class A2AService {
     const content = partsText(message.parts as unknown[])
     if (content === '') return rpcError(id, RPC_INVALID_PARAMS, 'The message has no text or data part.')
     const contextId = typeof message.contextId === 'string' ? message.contextId : randomUUID()
-    const task: A2ATask = { kind: 'task', id: typeof message.taskId === 'string' ? message.taskId : randomUUID(), contextId, status: { state: 'working', timestamp: new Date().toISOString() }, artifacts: [], history: [message] }
+    const task: A2ATask = {
+      kind: 'task',
+      id: typeof message.taskId === 'string' ? message.taskId : randomUUID(),
+      contextId,
+      status: { state: 'working', timestamp: new Date().toISOString() },
+      artifacts: [],
+      history: [message]
+    }
     this.remember(task)
     this.o.webhooks.requestsTotal++
-    const done = this.o.webhooks.run({
-      message: { message_id: message.messageId as string, sender_id: sender.entityId ?? 'unknown', content, message_type: 'query', conversation_id: contextId, metadata: (message.metadata as Json | undefined) ?? {} },
-      content, signed: sender.signed, senderId: sender.entityId, via: 'a2a', payment: null
-    }).then(
-      text => { task.artifacts.push({ artifactId: randomUUID(), name: 'result', parts: [{ kind: 'text', text }] }); task.status = { state: 'completed', timestamp: new Date().toISOString() } },
-      (err: unknown) => {
-        const text = err instanceof RegistryError ? `${err.code}: ${err.message}` : 'handler_failed'
-        task.status = { state: 'failed', timestamp: new Date().toISOString(), message: { kind: 'message', role: 'agent', messageId: randomUUID(), contextId, taskId: task.id, parts: [{ kind: 'text', text }] } }
-      }
-    )
+    const done = this.o.webhooks
+      .run({
+        message: {
+          message_id: message.messageId as string,
+          sender_id: sender.entityId ?? 'unknown',
+          content,
+          message_type: 'query',
+          conversation_id: contextId,
+          metadata: (message.metadata as Json | undefined) ?? {}
+        },
+        content,
+        signed: sender.signed,
+        senderId: sender.entityId,
+        via: 'a2a',
+        payment: null
+      })
+      .then(
+        text => {
+          task.artifacts.push({ artifactId: randomUUID(), name: 'result', parts: [{ kind: 'text', text }] })
+          task.status = { state: 'completed', timestamp: new Date().toISOString() }
+        },
+        (err: unknown) => {
+          const text = err instanceof RegistryError ? `${err.code}: ${err.message}` : 'handler_failed'
+          task.status = {
+            state: 'failed',
+            timestamp: new Date().toISOString(),
+            message: {
+              kind: 'message',
+              role: 'agent',
+              messageId: randomUUID(),
+              contextId,
+              taskId: task.id,
+              parts: [{ kind: 'text', text }]
+            }
+          }
+        }
+      )
     if (p?.configuration?.blocking !== false) await done
     return { jsonrpc: '2.0', id, result: task }
   }
@@ -134,5 +187,7 @@ export function rpcError(id: RpcId, code: number, message: string, data?: unknow
 export function taskReplyText(task: unknown): string {
   const t = task as Partial<A2ATask> | null
   const parts = (t?.artifacts ?? []).flatMap(a => (Array.isArray(a.parts) ? a.parts : []))
-  return parts.map(p => (p as Json).kind === 'text' ? String((p as Json).text) : JSON.stringify((p as Json).data)).join('\n')
+  return parts
+    .map(p => ((p as Json).kind === 'text' ? String((p as Json).text) : JSON.stringify((p as Json).data)))
+    .join('\n')
 }

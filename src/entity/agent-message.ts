@@ -37,21 +37,26 @@ const MAX_ID_LENGTH = 256
  * The signed bytes are computed from the body as received, never from this normalised copy.
  */
 export function parseAgentMessage(body: unknown): AgentMessage {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidField('body', 'an AgentMessage is a JSON object')
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw invalidField('body', 'an AgentMessage is a JSON object')
   const raw = body as Record<string, unknown>
   const content = raw.content ?? raw.prompt
-  if (content === undefined || content === null || content === '') throw invalidField('content', 'required (or prompt): the text for the entity')
+  if (content === undefined || content === null || content === '')
+    throw invalidField('content', 'required (or prompt): the text for the entity')
   const text = typeof content === 'string' ? content : JSON.stringify(content)
   const optionalString = (field: string): string | undefined => {
     const v = raw[field]
     if (v === undefined || v === null) return undefined
-    if (typeof v !== 'string' || v.length > MAX_ID_LENGTH) throw invalidField(field, `a string of at most ${MAX_ID_LENGTH} characters`)
+    if (typeof v !== 'string' || v.length > MAX_ID_LENGTH)
+      throw invalidField(field, `a string of at most ${MAX_ID_LENGTH} characters`)
     return v
   }
   const metadata = raw.metadata ?? {}
-  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata)) throw invalidField('metadata', 'an object')
+  if (metadata === null || typeof metadata !== 'object' || Array.isArray(metadata))
+    throw invalidField('metadata', 'an object')
   const timestamp = raw.timestamp
-  if (timestamp !== undefined && timestamp !== null && typeof timestamp !== 'string' && typeof timestamp !== 'number') throw invalidField('timestamp', 'ISO 8601 text or unix seconds')
+  if (timestamp !== undefined && timestamp !== null && typeof timestamp !== 'string' && typeof timestamp !== 'number')
+    throw invalidField('timestamp', 'ISO 8601 text or unix seconds')
   const signature = optionalString('signature')
   const senderPublicKey = optionalString('sender_public_key')
   const receiverId = optionalString('receiver_id')
@@ -95,7 +100,12 @@ export interface OutgoingMessage {
 }
 
 /** A signed AgentMessage from `senderId` (its key in `sender_public_key`, so no lookup is needed). */
-export function signAgentMessage(keyPair: KeyPair, senderId: string, message: OutgoingMessage, now = new Date()): AgentMessage {
+export function signAgentMessage(
+  keyPair: KeyPair,
+  senderId: string,
+  message: OutgoingMessage,
+  now = new Date()
+): AgentMessage {
   const body: AgentMessage = {
     message_id: randomUUID(),
     sender_id: senderId,

@@ -54,37 +54,85 @@ export async function callEntity(target: string, content: string, o: CallOptions
   const deadline = Date.now() + (o.timeoutMs ?? 60_000)
   const found = await locate(target, o.registry)
   const card = await fetchCard(found.url, deadline)
-  const verification = card === null ? 'unavailable' : verifyCard(card, found.publicKey ?? stateKey(card) ?? '').verification
+  const verification =
+    card === null ? 'unavailable' : verifyCard(card, found.publicKey ?? stateKey(card) ?? '').verification
   const key = o.key ?? keyPairFromSeed(randomBytes(32))
   const senderId = o.senderId ?? deriveId('agent', key.publicKey)
   const entityId = found.entityId ?? (card && typeof card.entity_id === 'string' ? card.entity_id : null)
   const message = signAgentMessage(key, senderId, { content, ...(entityId ? { receiverId: entityId } : {}) })
-  const base = { entity_id: entityId, url: found.url, card_verification: verification, message_id: message.message_id, sender_id: senderId } as const
-  if (o.a2a) return { ...base, ...await callA2A(found.url, content, key, senderId, message.message_id, deadline) }
-  const post = await fetchJson(`${found.url}${o.async ? '/webhook' : '/webhook/sync'}`, deadline, { method: 'POST', body: JSON.stringify(message) }, o.async ? undefined : o.payer)
-  if (post.status === 404 && post.body.error !== 'response_not_ready') return { ...base, ...await callA2A(found.url, content, key, senderId, message.message_id, deadline) }
+  const base = {
+    entity_id: entityId,
+    url: found.url,
+    card_verification: verification,
+    message_id: message.message_id,
+    sender_id: senderId
+  } as const
+  if (o.a2a) return { ...base, ...(await callA2A(found.url, content, key, senderId, message.message_id, deadline)) }
+  const post = await fetchJson(
+    `${found.url}${o.async ? '/webhook' : '/webhook/sync'}`,
+    deadline,
+    { method: 'POST', body: JSON.stringify(message) },
+    o.async ? undefined : o.payer
+  )
+  if (post.status === 404 && post.body.error !== 'response_not_ready')
+    return { ...base, ...(await callA2A(found.url, content, key, senderId, message.message_id, deadline)) }
   let { status, body } = post
   if (o.async && status === 202) {
     // The reply is read once it is ready; 404 means not yet.
     for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
-      const polled = await fetchJson(`${found.url}/webhook/response/${encodeURIComponent(message.message_id)}`, deadline)
-      if (polled.status !== 404) { status = polled.status; body = polled.body; break }
-      if (Date.now() + wait > deadline) throw new Error(`no reply from ${found.url} for message ${message.message_id} within the time limit`)
+      const polled = await fetchJson(
+        `${found.url}/webhook/response/${encodeURIComponent(message.message_id)}`,
+        deadline
+      )
+      if (polled.status !== 404) {
+        status = polled.status
+        body = polled.body
+        break
+      }
+      if (Date.now() + wait > deadline)
+        throw new Error(`no reply from ${found.url} for message ${message.message_id} within the time limit`)
       await new Promise(resolve => setTimeout(resolve, wait))
     }
   }
-  return { ...base, status, reply: body, response: status === 200 && typeof body.response === 'string' ? body.response : null, ...(post.receipt ? { payment: post.receipt } : {}) }
+  return {
+    ...base,
+    status,
+    reply: body,
+    response: status === 200 && typeof body.response === 'string' ? body.response : null,
+    ...(post.receipt ? { payment: post.receipt } : {})
+  }
 }
 
 /** A2A message/send with the x-zynd-auth block; the reply is the completed task's text. */
-async function callA2A(url: string, content: string, key: KeyPair, senderId: string, messageId: string, deadline: number): Promise<Pick<CallResult, 'status' | 'reply' | 'response'>> {
-  const message = signA2AMessage({ kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text: content }] }, { keyPair: key, entityId: senderId })
-  const { status, body } = await fetchJson(`${url}/a2a/v1`, deadline, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message } }) })
+async function callA2A(
+  url: string,
+  content: string,
+  key: KeyPair,
+  senderId: string,
+  messageId: string,
+  deadline: number
+): Promise<Pick<CallResult, 'status' | 'reply' | 'response'>> {
+  const message = signA2AMessage(
+    { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text: content }] },
+    { keyPair: key, entityId: senderId }
+  )
+  const { status, body } = await fetchJson(`${url}/a2a/v1`, deadline, {
+    method: 'POST',
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message } })
+  })
   const task = body.result as { status?: { state?: string } } | undefined
-  return { status, reply: body, response: status === 200 && task?.status?.state === 'completed' ? taskReplyText(task) : null }
+  return {
+    status,
+    reply: body,
+    response: status === 200 && task?.status?.state === 'completed' ? taskReplyText(task) : null
+  }
 }
 
-interface Located { url: string; entityId: string | null; publicKey: string | null }
+interface Located {
+  url: string
+  entityId: string | null
+  publicKey: string | null
+}
 
 async function locate(target: string, registryUrl: string | undefined): Promise<Located> {
   if (/^https?:\/\//.test(target)) return { url: target.replace(/\/+$/, ''), entityId: null, publicKey: null }
@@ -93,21 +141,33 @@ async function locate(target: string, registryUrl: string | undefined): Promise<
   let record: Record<string, unknown>
   if (ID_PATTERNS.entity.test(target)) {
     const found = await registry.getEntity(target)
-    if (found === null) throw new RegistryRequestError(404, 'entity_not_found', `${target} is not registered at ${registry.baseUrl}`)
+    if (found === null)
+      throw new RegistryRequestError(404, 'entity_not_found', `${target} is not registered at ${registry.baseUrl}`)
     record = found
   } else {
     record = await registry.resolveFqan(target)
   }
-  const url = typeof record.entity_url === 'string' && record.entity_url !== '' ? record.entity_url : typeof record.service_endpoint === 'string' ? record.service_endpoint : null
+  const url =
+    typeof record.entity_url === 'string' && record.entity_url !== ''
+      ? record.entity_url
+      : typeof record.service_endpoint === 'string'
+        ? record.service_endpoint
+        : null
   if (!url) throw new Error(`${target} has no entity_url to call`)
-  return { url: url.replace(/\/+$/, ''), entityId: typeof record.entity_id === 'string' ? record.entity_id : null, publicKey: typeof record.public_key === 'string' ? record.public_key : null }
+  return {
+    url: url.replace(/\/+$/, ''),
+    entityId: typeof record.entity_id === 'string' ? record.entity_id : null,
+    publicKey: typeof record.public_key === 'string' ? record.public_key : null
+  }
 }
 
 /** The key a card states, when it hashes to the card's entity_id (a card fetched by URL alone). */
 function stateKey(card: Record<string, unknown>): string | null {
   const key = typeof card.public_key === 'string' ? parsePublicKey(card.public_key) : null
   if (!key || typeof card.entity_id !== 'string') return null
-  return card.entity_id === deriveId('agent', key) || card.entity_id === deriveId('service', key) ? card.public_key as string : null
+  return card.entity_id === deriveId('agent', key) || card.entity_id === deriveId('service', key)
+    ? (card.public_key as string)
+    : null
 }
 
 async function fetchCard(base: string, deadline: number): Promise<Record<string, unknown> | null> {
@@ -118,16 +178,29 @@ async function fetchCard(base: string, deadline: number): Promise<Record<string,
   return null
 }
 
-async function fetchJson(url: string, deadline: number, init: RequestInit = {}, payer?: PayingClient): Promise<{ status: number; body: Record<string, unknown>; receipt?: Record<string, unknown> }> {
+async function fetchJson(
+  url: string,
+  deadline: number,
+  init: RequestInit = {},
+  payer?: PayingClient
+): Promise<{ status: number; body: Record<string, unknown>; receipt?: Record<string, unknown> }> {
   const request: RequestInit = {
     ...init,
     headers: init.body ? { 'content-type': 'application/json' } : {},
     signal: AbortSignal.timeout(Math.max(1, deadline - Date.now()))
   }
   const paid = payer ? await payer.fetch(url, request) : null
-  const res = paid?.response ?? await fetch(url, request)
+  const res = paid?.response ?? (await fetch(url, request))
   const text = await res.text()
   let body: Record<string, unknown>
-  try { body = JSON.parse(text) as Record<string, unknown> } catch { body = { error: 'not_json', message: text.slice(0, 200) } }
-  return { status: res.status, body, ...(paid?.receipt ? { receipt: paid.receipt as unknown as Record<string, unknown> } : {}) }
+  try {
+    body = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    body = { error: 'not_json', message: text.slice(0, 200) }
+  }
+  return {
+    status: res.status,
+    body,
+    ...(paid?.receipt ? { receipt: paid.receipt as unknown as Record<string, unknown> } : {})
+  }
 }

@@ -27,16 +27,23 @@ export class CliError extends Error {
   override name = 'CliError'
 }
 
-
 const DEFAULT_REGISTRY = 'http://127.0.0.1:8080'
 
 /** `--name value`, `--name=value`; repeated flags in `all`. */
-function flags(argv: readonly string[]): { get(name: string): string | undefined; all(name: string): string[]; has(name: string): boolean; positionals: string[] } {
+function flags(argv: readonly string[]): {
+  get(name: string): string | undefined
+  all(name: string): string[]
+  has(name: string): boolean
+  positionals: string[]
+} {
   const values = new Map<string, string[]>()
   const positionals: string[] = []
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string
-    if (!arg.startsWith('--')) { positionals.push(arg); continue }
+    if (!arg.startsWith('--')) {
+      positionals.push(arg)
+      continue
+    }
     const eq = arg.indexOf('=')
     const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
     let value = eq === -1 ? undefined : arg.slice(eq + 1)
@@ -59,7 +66,8 @@ function flags(argv: readonly string[]): { get(name: string): string | undefined
 
 const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop', 'pay'])
 
-const registryOf = (f: ReturnType<typeof flags>): string => f.get('registry') ?? process.env.REGISTRY_NODE_URL ?? DEFAULT_REGISTRY
+const registryOf = (f: ReturnType<typeof flags>): string =>
+  f.get('registry') ?? process.env.REGISTRY_NODE_URL ?? DEFAULT_REGISTRY
 
 function print(value: unknown): void {
   process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)
@@ -78,14 +86,31 @@ async function entityInit(argv: string[]): Promise<void> {
   if (type !== 'agent' && type !== 'service') usage('--type must be agent or service')
   const { file: developerFile, keyPair: developer } = await readKeyFile(developerPath)
   if (developerFile.type !== 'developer') usage(`${developerPath} is not a developer key file`)
-  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64) || 'entity'
+  const slug =
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 64) || 'entity'
   const out = f.get('out') ?? slug
-  const index = f.has('index') ? parseIndex(f.get('index') as string) : await nextFreeIndex(developerFile.developer_id ?? '', out, f.has('registry') || process.env.REGISTRY_NODE_URL ? registryOf(f) : null)
+  const index = f.has('index')
+    ? parseIndex(f.get('index') as string)
+    : await nextFreeIndex(
+        developerFile.developer_id ?? '',
+        out,
+        f.has('registry') || process.env.REGISTRY_NODE_URL ? registryOf(f) : null
+      )
   const { file, keyPair } = entityKeyFile(developer, index)
   if (await exists(join(out, ENTITY_FILE))) usage(`${join(out, ENTITY_FILE)} exists; refusing to overwrite it`)
   await writeKeyFile(join(out, KEY_FILE), file)
   await writeFile(join(out, ENTITY_FILE), entityToml({ name, type, slug }))
-  print({ entity_id: deriveId(type, keyPair.publicKey), index, config: join(out, ENTITY_FILE), key_file: join(out, KEY_FILE), next: `registry-node entity serve --config ${join(out, ENTITY_FILE)} --echo` })
+  print({
+    entity_id: deriveId(type, keyPair.publicKey),
+    index,
+    config: join(out, ENTITY_FILE),
+    key_file: join(out, KEY_FILE),
+    next: `registry-node entity serve --config ${join(out, ENTITY_FILE)} --echo`
+  })
 }
 
 function parseIndex(text: string): number {
@@ -103,12 +128,19 @@ async function nextFreeIndex(developerId: string, out: string, registryUrl: stri
   const parent = dirname(resolve(out))
   for (const entry of await readdir(parent, { withFileTypes: true }).catch(() => [])) {
     if (!entry.isDirectory()) continue
-    const file = await readFile(join(parent, entry.name, KEY_FILE), 'utf8').then(t => JSON.parse(t) as KeyFile, () => null)
+    const file = await readFile(join(parent, entry.name, KEY_FILE), 'utf8').then(
+      t => JSON.parse(t) as KeyFile,
+      () => null
+    )
     if (file?.developer_id === developerId && typeof file.index === 'number') used.add(file.index)
   }
   if (registryUrl && developerId) {
-    const res = await fetch(`${registryUrl.replace(/\/+$/, '')}/v1/developers/${encodeURIComponent(developerId)}/entities`).catch(() => null)
-    const body = res?.ok ? await res.json() as { entities?: Array<{ entity_index?: number; developer_proof?: { index?: number } }> } : null
+    const res = await fetch(
+      `${registryUrl.replace(/\/+$/, '')}/v1/developers/${encodeURIComponent(developerId)}/entities`
+    ).catch(() => null)
+    const body = res?.ok
+      ? ((await res.json()) as { entities?: Array<{ entity_index?: number; developer_proof?: { index?: number } }> })
+      : null
     for (const e of body?.entities ?? []) {
       const i = e.entity_index ?? e.developer_proof?.index
       if (typeof i === 'number') used.add(i)
@@ -167,22 +199,40 @@ interface EntityFile {
   entity?: { name?: string; type?: string; key_file?: string; auth_mode?: string; entity_name?: string }
   card?: Partial<CardInput> & { metadata?: CardInput['metadata'] }
   pricing?: PricingInput
-  payments?: { facilitator?: string; rpc_url?: string; settlement_key_file?: string; pay_to?: string; data_dir?: string; max_timeout_seconds?: number }
+  payments?: {
+    facilitator?: string
+    rpc_url?: string
+    settlement_key_file?: string
+    pay_to?: string
+    data_dir?: string
+    max_timeout_seconds?: number
+  }
 }
 
 /** entity.toml's [payments], with paths relative to the file; null without pricing. */
 async function paymentsOf(config: EntityFile, configPath: string): Promise<EntityPaymentOptions | null> {
   if (!config.pricing) {
-    if (config.payments) usage(`${configPath} has [payments] but no [pricing]: add the price (rates.default) or remove [payments]`)
+    if (config.payments)
+      usage(`${configPath} has [payments] but no [pricing]: add the price (rates.default) or remove [payments]`)
     return null
   }
-  const p = config.payments ?? usage(`${configPath} has [pricing] but no [payments]: say how payments are settled (facilitator, rpc_url, settlement_key_file)`)
+  const p =
+    config.payments ??
+    usage(
+      `${configPath} has [pricing] but no [payments]: say how payments are settled (facilitator, rpc_url, settlement_key_file)`
+    )
   const here = (path: string): string => (isAbsolute(path) ? path : join(dirname(configPath), path))
   const facilitator = p.facilitator ?? 'local'
   let settlementKey: `0x${string}` | undefined
   if (facilitator === 'local') {
     const fromEnv = process.env.REGISTRY_NODE_SETTLEMENT_KEY
-    settlementKey = fromEnv ? (fromEnv.startsWith('0x') ? fromEnv : `0x${fromEnv}`) as `0x${string}` : p.settlement_key_file ? await readWalletFile(here(p.settlement_key_file)) : usage('payments.facilitator "local" needs settlement_key_file (or REGISTRY_NODE_SETTLEMENT_KEY): the key that pays settlement gas')
+    settlementKey = fromEnv
+      ? ((fromEnv.startsWith('0x') ? fromEnv : `0x${fromEnv}`) as `0x${string}`)
+      : p.settlement_key_file
+        ? await readWalletFile(here(p.settlement_key_file))
+        : usage(
+            'payments.facilitator "local" needs settlement_key_file (or REGISTRY_NODE_SETTLEMENT_KEY): the key that pays settlement gas'
+          )
   }
   return {
     facilitator,
@@ -204,40 +254,65 @@ async function entityServe(argv: string[]): Promise<void> {
     throw new CliError(`cannot read ${configPath}: ${(err as Error).message}`)
   }
   const e = config.entity ?? {}
-  const keyPath = e.key_file ? (isAbsolute(e.key_file) ? e.key_file : join(dirname(configPath), e.key_file)) : join(dirname(configPath), KEY_FILE)
+  const keyPath = e.key_file
+    ? isAbsolute(e.key_file)
+      ? e.key_file
+      : join(dirname(configPath), e.key_file)
+    : join(dirname(configPath), KEY_FILE)
   const { file, keyPair } = await readKeyFile(keyPath)
   const authMode = (f.get('auth-mode') ?? e.auth_mode ?? 'permissive') as AuthMode
   if (!AUTH_MODES.includes(authMode)) usage(`--auth-mode must be one of ${AUTH_MODES.join(', ')}`)
   const type = (e.type ?? 'agent') as EntityType
   if (type !== 'agent' && type !== 'service') usage(`entity.type in ${configPath} must be agent or service`)
-  const handler = f.has('handler') ? await loadHandler(f.get('handler') as string) : f.has('echo') ? echoHandler : usage('entity serve needs --echo or --handler MODULE')
+  const handler = f.has('handler')
+    ? await loadHandler(f.get('handler') as string)
+    : f.has('echo')
+      ? echoHandler
+      : usage('entity serve needs --echo or --handler MODULE')
   const port = f.has('port') ? Number(f.get('port')) : 0
   const heartbeatSeconds = Number(f.get('heartbeat-seconds') ?? 30)
   const developerProof = file.developer_proof
   const payments = await paymentsOf(config, configPath)
   const entity = createEntity({
-    key: keyPair, type, registry: registryOf(f), handler, authMode,
-    card: { name: e.name ?? basename(dirname(resolve(configPath))), ...config.card, ...(config.pricing ? { pricing: config.pricing } : {}) },
+    key: keyPair,
+    type,
+    registry: registryOf(f),
+    handler,
+    authMode,
+    card: {
+      name: e.name ?? basename(dirname(resolve(configPath))),
+      ...config.card,
+      ...(config.pricing ? { pricing: config.pricing } : {})
+    },
     ...(payments ? { payments } : {}),
     ...(e.entity_name ? { entityName: e.entity_name } : {}),
     ...(developerProof ? { developerProof } : {}),
-    host: f.get('host') ?? '127.0.0.1', port,
+    host: f.get('host') ?? '127.0.0.1',
+    port,
     ...(f.has('url') ? { url: f.get('url') as string } : {}),
     httpServer: (f.get('http-server') ?? 'auto') as ServerChoice,
     heartbeat: { intervalMs: heartbeatSeconds * 1000 }
   })
   const running = await entity.start()
-  print(`entity ${running.entityId} serving on ${running.url} (server ${running.httpServer}, ${running.registration.action} at ${registryOf(f)}${running.registration.fqan ? `, ${running.registration.fqan}` : ''}, auth_mode ${authMode})`)
-  if (running.pricing) print(`priced: ${String(running.pricing.price)} USDC per /webhook/sync call on ${String(running.pricing.network)}, paid to ${String(running.pricing.pay_to)}`)
+  print(
+    `entity ${running.entityId} serving on ${running.url} (server ${running.httpServer}, ${running.registration.action} at ${registryOf(f)}${running.registration.fqan ? `, ${running.registration.fqan}` : ''}, auth_mode ${authMode})`
+  )
+  if (running.pricing)
+    print(
+      `priced: ${String(running.pricing.price)} USDC per /webhook/sync call on ${String(running.pricing.network)}, paid to ${String(running.pricing.pay_to)}`
+    )
   let stopping = false
   const stop = (): void => {
     if (stopping) process.exit(130)
     stopping = true
     setTimeout(() => process.exit(1), 4_000).unref()
-    running.stop({ deregister: f.has('deregister-on-stop') }).then(() => process.exit(0), err => {
-      process.stderr.write(`registry-node: stop failed: ${(err as Error).message}\n`)
-      process.exit(1)
-    })
+    running.stop({ deregister: f.has('deregister-on-stop') }).then(
+      () => process.exit(0),
+      err => {
+        process.stderr.write(`registry-node: stop failed: ${(err as Error).message}\n`)
+        process.exit(1)
+      }
+    )
   }
   process.on('SIGINT', stop)
   process.on('SIGTERM', stop)
@@ -247,9 +322,10 @@ async function entityServe(argv: string[]): Promise<void> {
 export const echoHandler: EntityHandler = input => input.content
 
 async function loadHandler(path: string): Promise<EntityHandler> {
-  const module = await import(pathToFileURL(resolve(path)).href) as { default?: unknown; handler?: unknown }
+  const module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown; handler?: unknown }
   const handler = module.default ?? module.handler
-  if (typeof handler !== 'function') throw new CliError(`${path} exports no handler function (default export or "handler")`)
+  if (typeof handler !== 'function')
+    throw new CliError(`${path} exports no handler function (default export or "handler")`)
   return handler as EntityHandler
 }
 
@@ -261,19 +337,29 @@ async function call(argv: string[]): Promise<void> {
   if (!target || words.length === 0) usage('call needs TARGET and TEXT')
   const keyPath = f.get('key')
   const key = keyPath ? await readKeyFile(keyPath) : null
-  const senderId = key ? (key.file.type === 'entity' ? key.file.entity_ids?.agent : undefined) ?? deriveId('agent', key.keyPair.publicKey) : undefined
+  const senderId = key
+    ? ((key.file.type === 'entity' ? key.file.entity_ids?.agent : undefined) ??
+      deriveId('agent', key.keyPair.publicKey))
+    : undefined
   if (f.has('pay') && !f.has('wallet')) usage('--pay needs --wallet FILE (a secp256k1 private key holding USDC)')
-  const payer = f.has('pay') ? new PayingClient({ privateKey: await readWalletFile(f.get('wallet') as string), maxUsd: f.get('max-usd') ?? 1 }) : undefined
+  const payer = f.has('pay')
+    ? new PayingClient({ privateKey: await readWalletFile(f.get('wallet') as string), maxUsd: f.get('max-usd') ?? 1 })
+    : undefined
   let result: Awaited<ReturnType<typeof callEntity>>
   try {
     result = await callEntity(target, words.join(' '), {
-      registry: registryOf(f), async: f.has('async'), a2a: f.has('a2a'),
-      ...(key ? { key: key.keyPair } : {}), ...(senderId ? { senderId } : {}), ...(payer ? { payer } : {})
+      registry: registryOf(f),
+      async: f.has('async'),
+      a2a: f.has('a2a'),
+      ...(key ? { key: key.keyPair } : {}),
+      ...(senderId ? { senderId } : {}),
+      ...(payer ? { payer } : {})
     })
   } catch (err) {
     if (!(err instanceof PaymentClientError)) throw err
     process.stderr.write(`registry-node: ${err.code}: ${err.message}\n`)
-    if (f.has('json')) print({ error: err.code, message: err.message, status: err.status ?? null, body: err.body ?? null })
+    if (f.has('json'))
+      print({ error: err.code, message: err.message, status: err.status ?? null, body: err.body ?? null })
     process.exitCode = 1
     return
   }
@@ -301,10 +387,18 @@ async function search(argv: string[]): Promise<void> {
   const result = await new RegistryClient(registryOf(f)).search(request)
   if (f.has('json')) return print(result)
   const rows = (result.results as Array<Record<string, unknown>> | undefined) ?? []
-  print(table(['name', 'fqan or id', 'type', 'status', 'score'], rows.map(r => [
-    String(r.name ?? ''), String(r.fqan ?? r.entity_id ?? ''), String(r.type ?? r.entity_type ?? ''), String(r.status ?? ''),
-    typeof r.score === 'number' ? r.score.toFixed(3) : ''
-  ])))
+  print(
+    table(
+      ['name', 'fqan or id', 'type', 'status', 'score'],
+      rows.map(r => [
+        String(r.name ?? ''),
+        String(r.fqan ?? r.entity_id ?? ''),
+        String(r.type ?? r.entity_type ?? ''),
+        String(r.status ?? ''),
+        typeof r.score === 'number' ? r.score.toFixed(3) : ''
+      ])
+    )
+  )
   process.stderr.write(`${rows.length} of ${String(result.total_found ?? rows.length)} results\n`)
 }
 
@@ -312,15 +406,37 @@ async function resolveCommand(argv: string[]): Promise<void> {
   const f = flags(argv)
   const target = f.positionals[0] ?? usage('resolve needs an FQAN or an entity ID')
   const registry = new RegistryClient(registryOf(f))
-  const record = target.startsWith('zns:') && !target.startsWith('zns://') ? await registry.resolveEntity(target) : await registry.resolveFqan(target)
+  const record =
+    target.startsWith('zns:') && !target.startsWith('zns://')
+      ? await registry.resolveEntity(target)
+      : await registry.resolveFqan(target)
   if (f.has('json')) return print(record)
-  const fields = ['fqan', 'entity_id', 'name', 'type', 'status', 'entity_url', 'public_key', 'home_registry', 'last_heartbeat']
-  print(fields.filter(k => record[k] !== undefined && record[k] !== null).map(k => `${k.padEnd(15)} ${typeof record[k] === 'string' ? record[k] : JSON.stringify(record[k])}`).join('\n'))
+  const fields = [
+    'fqan',
+    'entity_id',
+    'name',
+    'type',
+    'status',
+    'entity_url',
+    'public_key',
+    'home_registry',
+    'last_heartbeat'
+  ]
+  print(
+    fields
+      .filter(k => record[k] !== undefined && record[k] !== null)
+      .map(k => `${k.padEnd(15)} ${typeof record[k] === 'string' ? record[k] : JSON.stringify(record[k])}`)
+      .join('\n')
+  )
 }
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.min(60, Math.max(h.length, ...rows.map(r => (r[i] ?? '').length))))
-  const line = (cells: string[]): string => cells.map((c, i) => c.slice(0, widths[i]).padEnd(widths[i] as number)).join('  ').trimEnd()
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.slice(0, widths[i]).padEnd(widths[i] as number))
+      .join('  ')
+      .trimEnd()
   return [line(head), ...rows.map(line)].join('\n')
 }
 
@@ -329,7 +445,10 @@ function usage(message: string): never {
 }
 
 async function exists(path: string): Promise<boolean> {
-  return access(path).then(() => true, () => false)
+  return access(path).then(
+    () => true,
+    () => false
+  )
 }
 
 export async function entityCommand(argv: string[]): Promise<void> {

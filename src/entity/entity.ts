@@ -108,24 +108,45 @@ export interface Entity {
   start(): Promise<RunningEntity>
 }
 
-const DEFAULTS = { handlerTimeoutMs: 30_000, bodyLimitBytes: 1024 * 1024, maxClockSkewSeconds: 60, heartbeatIntervalMs: 30_000 }
+const DEFAULTS = {
+  handlerTimeoutMs: 30_000,
+  bodyLimitBytes: 1024 * 1024,
+  maxClockSkewSeconds: 60,
+  heartbeatIntervalMs: 30_000
+}
 
 export function createEntity(o: EntityOptions): Entity {
   const type = o.type ?? 'agent'
-  const keyPair = o.key ?? (o.developerKey && o.index !== undefined ? deriveAgentKeyPair(o.developerKey.seed, o.index) : null)
+  const keyPair =
+    o.key ?? (o.developerKey && o.index !== undefined ? deriveAgentKeyPair(o.developerKey.seed, o.index) : null)
   if (!keyPair) throw new TypeError('createEntity needs key, or developerKey and index')
   const entityId = deriveId(type, keyPair.publicKey)
   return { entityId, keyPair, start: () => startEntity(o, type, keyPair, entityId) }
 }
 
-async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair, entityId: string): Promise<RunningEntity> {
+async function startEntity(
+  o: EntityOptions,
+  type: EntityType,
+  keyPair: KeyPair,
+  entityId: string
+): Promise<RunningEntity> {
   const logger = o.logger ?? pino({ level: 'warn' })
   const startedAt = Date.now()
   const registry = o.registry ? new RegistryClient(o.registry) : null
   const replays = new ReplayCache()
   const authMode = o.authMode ?? 'permissive'
-  const auth = new MessageAuthenticator({ mode: authMode, skewMs: (o.maxClockSkewSeconds ?? DEFAULTS.maxClockSkewSeconds) * 1000, keys: new SenderKeys(registry), replays })
-  const webhooks = new WebhookService({ handler: o.handler, auth, handlerTimeoutMs: o.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs, logger })
+  const auth = new MessageAuthenticator({
+    mode: authMode,
+    skewMs: (o.maxClockSkewSeconds ?? DEFAULTS.maxClockSkewSeconds) * 1000,
+    keys: new SenderKeys(registry),
+    replays
+  })
+  const webhooks = new WebhookService({
+    handler: o.handler,
+    auth,
+    handlerTimeoutMs: o.handlerTimeoutMs ?? DEFAULTS.handlerTimeoutMs,
+    logger
+  })
   let baseUrl = ''
   const syncUrl = (): string => `${baseUrl}/webhook/sync`
   const payments = await startPayments(o, keyPair, logger)
@@ -138,7 +159,11 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
     const status = heartbeats === null || heartbeats.connected ? 'active' : 'inactive'
     const key = `${status}|${lastHeartbeat}`
     const input = payments ? { ...o.card, pricing: { ...o.card.pricing, ...payments.paywall.terms } } : o.card
-    if (cached?.key !== key) cached = { key, card: buildSignedCard(input, { entityId, type, keyPair, baseUrl, status, lastHeartbeat, now: new Date() }) }
+    if (cached?.key !== key)
+      cached = {
+        key,
+        card: buildSignedCard(input, { entityId, type, keyPair, baseUrl, status, lastHeartbeat, now: new Date() })
+      }
     return cached.card
   }
   const health = (): Record<string, unknown> => ({
@@ -152,8 +177,13 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
   })
   const http = new HttpServer({
     routes: entityRoutes({ webhooks, a2a, health, card, paywall: payments?.paywall ?? null, syncUrl }),
-    logger, cors: new Cors(['*']), clientIp: new ClientIpResolver([]), limiters: null, metrics: null,
-    bodyLimitBytes: o.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes, server: o.httpServer ?? 'auto'
+    logger,
+    cors: new Cors(['*']),
+    clientIp: new ClientIpResolver([]),
+    limiters: null,
+    metrics: null,
+    bodyLimitBytes: o.bodyLimitBytes ?? DEFAULTS.bodyLimitBytes,
+    server: o.httpServer ?? 'auto'
   })
   const host = o.host ?? '127.0.0.1'
   let port: number
@@ -164,14 +194,27 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
     throw err
   }
   baseUrl = (o.url ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '')
-  const shutdown = async (): Promise<void> => { http.close(); http.closeConnections(); await payments?.ledger.close() }
+  const shutdown = async (): Promise<void> => {
+    http.close()
+    http.closeConnections()
+    await payments?.ledger.close()
+  }
 
   let registration: RegistrationOutcome = { action: 'none', fqan: null }
   if (registry) {
     try {
-      registration = await upsert(registry, registrationBody(o, type, keyPair, baseUrl, payments?.pricing ?? null), entityId, keyPair)
+      registration = await upsert(
+        registry,
+        registrationBody(o, type, keyPair, baseUrl, payments?.pricing ?? null),
+        entityId,
+        keyPair
+      )
       heartbeats = new HeartbeatClient({
-        registryUrl: registry.baseUrl, entityId, keyPair, form: o.heartbeat?.form ?? 'deployed', intervalMs: o.heartbeat?.intervalMs ?? DEFAULTS.heartbeatIntervalMs,
+        registryUrl: registry.baseUrl,
+        entityId,
+        keyPair,
+        form: o.heartbeat?.form ?? 'deployed',
+        intervalMs: o.heartbeat?.intervalMs ?? DEFAULTS.heartbeatIntervalMs,
         onError: message => logger.warn({ entity_id: entityId }, message)
       })
       heartbeats.start()
@@ -180,9 +223,18 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
       throw err
     }
   }
-  logger.info({ entity_id: entityId, url: baseUrl, registry: registry?.baseUrl ?? null, registration }, 'entity started')
+  logger.info(
+    { entity_id: entityId, url: baseUrl, registry: registry?.baseUrl ?? null, registration },
+    'entity started'
+  )
   return {
-    entityId, publicKey: formatKey(keyPair.publicKey), url: baseUrl, port, httpServer: http.kind, registration, heartbeats,
+    entityId,
+    publicKey: formatKey(keyPair.publicKey),
+    url: baseUrl,
+    port,
+    httpServer: http.kind,
+    registration,
+    heartbeats,
     pricing: payments ? payments.paywall.terms : null,
     async stop(options = {}) {
       await heartbeats?.stop()
@@ -196,17 +248,36 @@ async function startEntity(o: EntityOptions, type: EntityType, keyPair: KeyPair,
  * A priced entity's paywall: its pricing resolved (network, price, pay-to), the facilitator, the
  * ledger of used payments. Null for a free entity; a half-configured one throws PaymentConfigError.
  */
-async function startPayments(o: EntityOptions, keyPair: KeyPair, logger: Logger): Promise<{ paywall: Paywall; ledger: PaymentLedger; pricing: ResolvedPricing } | null> {
+async function startPayments(
+  o: EntityOptions,
+  keyPair: KeyPair,
+  logger: Logger
+): Promise<{ paywall: Paywall; ledger: PaymentLedger; pricing: ResolvedPricing } | null> {
   const pricingInput = o.card.pricing
   if (!pricingInput && !o.payments) return null
-  if (!pricingInput) throw new PaymentConfigError('payments are configured but the card has no pricing: add pricing (rates.default) or leave payments out')
-  if (!o.payments) throw new PaymentConfigError('the card has pricing but no payments: configure the facilitator ("local" with rpc_url and a settlement key, or a facilitator URL) and a data directory')
+  if (!pricingInput)
+    throw new PaymentConfigError(
+      'payments are configured but the card has no pricing: add pricing (rates.default) or leave payments out'
+    )
+  if (!o.payments)
+    throw new PaymentConfigError(
+      'the card has pricing but no payments: configure the facilitator ("local" with rpc_url and a settlement key, or a facilitator URL) and a data directory'
+    )
   const p = o.payments
-  const pricing = resolvePricing(pricingInput, { ed25519Seed: keyPair.seed, ...(p.payTo !== undefined ? { payTo: p.payTo } : {}) })
+  const pricing = resolvePricing(pricingInput, {
+    ed25519Seed: keyPair.seed,
+    ...(p.payTo !== undefined ? { payTo: p.payTo } : {})
+  })
   let facilitator: ReturnType<typeof createFacilitator>
   if (p.facilitator === 'local') {
-    if (!p.rpcUrl || !p.settlementKey) throw new PaymentConfigError('payments.facilitator "local" needs rpc_url (the chain\'s JSON-RPC URL) and a settlement key (pays the gas of settlements)')
-    facilitator = createFacilitator({ kind: 'local', rpcUrl: p.rpcUrl, settlementKey: p.settlementKey }, pricing.network)
+    if (!p.rpcUrl || !p.settlementKey)
+      throw new PaymentConfigError(
+        'payments.facilitator "local" needs rpc_url (the chain\'s JSON-RPC URL) and a settlement key (pays the gas of settlements)'
+      )
+    facilitator = createFacilitator(
+      { kind: 'local', rpcUrl: p.rpcUrl, settlementKey: p.settlementKey },
+      pricing.network
+    )
   } else if (/^https?:\/\//.test(p.facilitator)) {
     facilitator = createFacilitator({ kind: 'remote', url: p.facilitator }, pricing.network)
   } else {
@@ -214,7 +285,15 @@ async function startPayments(o: EntityOptions, keyPair: KeyPair, logger: Logger)
   }
   const ledger = await PaymentLedger.open(p.dataDir)
   try {
-    const paywall = await Paywall.create({ pricing, facilitator: facilitator.client, ...(facilitator.chainReachable ? { chainReachable: facilitator.chainReachable } : {}), ledger, quoteSecret: keyPair.seed, logger, ...(p.maxTimeoutSeconds ? { maxTimeoutSeconds: p.maxTimeoutSeconds } : {}) })
+    const paywall = await Paywall.create({
+      pricing,
+      facilitator: facilitator.client,
+      ...(facilitator.chainReachable ? { chainReachable: facilitator.chainReachable } : {}),
+      ledger,
+      quoteSecret: keyPair.seed,
+      logger,
+      ...(p.maxTimeoutSeconds ? { maxTimeoutSeconds: p.maxTimeoutSeconds } : {})
+    })
     return { paywall, ledger, pricing }
   } catch (err) {
     await ledger.close()
@@ -225,11 +304,23 @@ async function startPayments(o: EntityOptions, keyPair: KeyPair, logger: Logger)
 /** The registry's PricingModel of a priced entity (numbers, as the registry stores them). */
 function pricingModel(pricing: ResolvedPricing): Record<string, unknown> {
   const price = Number(pricing.priceUsd)
-  return { model: 'per_request', base_price_usd: price, currency: 'USDC', payment_methods: ['x402'], rates: { default: price } }
+  return {
+    model: 'per_request',
+    base_price_usd: price,
+    currency: 'USDC',
+    payment_methods: ['x402'],
+    rates: { default: price }
+  }
 }
 
 /** The registration in the spec's signing form: the canonical JSON of the body without `signature`. */
-function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, entityUrl: string, pricing: ResolvedPricing | null): Record<string, unknown> {
+function registrationBody(
+  o: EntityOptions,
+  type: EntityType,
+  keyPair: KeyPair,
+  entityUrl: string,
+  pricing: ResolvedPricing | null
+): Record<string, unknown> {
   const c = o.card
   const body: Record<string, unknown> = {
     name: c.name,
@@ -240,11 +331,16 @@ function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, 
     version: c.version ?? '0.1.0',
     entity_url: entityUrl,
     public_key: formatKey(keyPair.publicKey),
-    capability_summary: { capabilities: (c.capabilities ?? []).map(x => (typeof x === 'string' ? x : x.name)), ...(c.metadata ?? {}) }
+    capability_summary: {
+      capabilities: (c.capabilities ?? []).map(x => (typeof x === 'string' ? x : x.name)),
+      ...(c.metadata ?? {})
+    }
   }
   if (o.entityName) body.entity_name = o.entityName
   if (pricing) body.pricing_model = pricingModel(pricing)
-  const proof = o.developerProof ?? (o.developerKey && o.index !== undefined ? entityKeyFile(o.developerKey, o.index).file.developer_proof : undefined)
+  const proof =
+    o.developerProof ??
+    (o.developerKey && o.index !== undefined ? entityKeyFile(o.developerKey, o.index).file.developer_proof : undefined)
   if (proof) {
     body.developer_id = deriveId('developer', proof.developer_public_key)
     body.developer_proof = proof
@@ -254,20 +350,42 @@ function registrationBody(o: EntityOptions, type: EntityType, keyPair: KeyPair, 
 }
 
 /** What an update may change, compared with the registered record. */
-const UPDATABLE = ['name', 'category', 'summary', 'tags', 'version', 'entity_url', 'capability_summary', 'pricing_model'] as const
+const UPDATABLE = [
+  'name',
+  'category',
+  'summary',
+  'tags',
+  'version',
+  'entity_url',
+  'capability_summary',
+  'pricing_model'
+] as const
 
-async function upsert(registry: RegistryClient, body: Record<string, unknown>, entityId: string, keyPair: KeyPair): Promise<RegistrationOutcome> {
+async function upsert(
+  registry: RegistryClient,
+  body: Record<string, unknown>,
+  entityId: string,
+  keyPair: KeyPair
+): Promise<RegistrationOutcome> {
   const existing = await registry.getEntity(entityId)
   if (existing === null) {
     const created = await registry.register(body)
-    if (created.status !== 409) return { action: 'registered', fqan: typeof created.body.fqan === 'string' ? created.body.fqan : null }
+    if (created.status !== 409)
+      return { action: 'registered', fqan: typeof created.body.fqan === 'string' ? created.body.fqan : null }
     if (created.body.error === 'entity_deregistered') {
-      throw new RegistryRequestError(409, 'entity_deregistered', `${entityId} was deregistered, and this registration is identical to one made before (the registry refuses it as a replay): change the card or the URL, or use another key.`)
+      throw new RegistryRequestError(
+        409,
+        'entity_deregistered',
+        `${entityId} was deregistered, and this registration is identical to one made before (the registry refuses it as a replay): change the card or the URL, or use another key.`
+      )
     }
   }
-  const current = existing ?? await registry.getEntity(entityId)
-  if (current === null) throw new RegistryRequestError(409, 'entity_exists', `${entityId} is registered but cannot be read back.`)
-  const changed = UPDATABLE.filter(field => canonicalJson(current[field] ?? null) !== canonicalJson(body[field] ?? null))
+  const current = existing ?? (await registry.getEntity(entityId))
+  if (current === null)
+    throw new RegistryRequestError(409, 'entity_exists', `${entityId} is registered but cannot be read back.`)
+  const changed = UPDATABLE.filter(
+    field => canonicalJson(current[field] ?? null) !== canonicalJson(body[field] ?? null)
+  )
   const fqan = typeof current.fqan === 'string' ? current.fqan : null
   if (changed.length === 0) return { action: 'unchanged', fqan }
   const patch: Record<string, unknown> = {}

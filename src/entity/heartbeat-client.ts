@@ -58,8 +58,14 @@ export class HeartbeatClient {
     this.socket = null
     if (!socket || socket.readyState === WebSocket.CLOSED) return
     await new Promise<void>(resolve => {
-      const done = setTimeout(() => { socket.terminate(); resolve() }, 1_000)
-      socket.once('close', () => { clearTimeout(done); resolve() })
+      const done = setTimeout(() => {
+        socket.terminate()
+        resolve()
+      }, 1_000)
+      socket.once('close', () => {
+        clearTimeout(done)
+        resolve()
+      })
       socket.close(1000, 'entity stopping')
     })
   }
@@ -91,7 +97,11 @@ export class HeartbeatClient {
     })
     socket.on('message', data => {
       let frame: { type?: string; error?: string; message?: string }
-      try { frame = JSON.parse(data.toString()) as typeof frame } catch { return }
+      try {
+        frame = JSON.parse(data.toString()) as typeof frame
+      } catch {
+        return
+      }
       if (frame.type === 'ack') {
         this.acks++
         this.lastAck = new Date().toISOString()
@@ -104,7 +114,9 @@ export class HeartbeatClient {
       this.o.onError?.(`heartbeat socket refused: HTTP ${res.statusCode}`)
       socket.terminate()
     })
-    socket.on('error', err => { if (!this.stopped) this.o.onError?.(`heartbeat socket: ${err.message}`) })
+    socket.on('error', err => {
+      if (!this.stopped) this.o.onError?.(`heartbeat socket: ${err.message}`)
+    })
     socket.on('close', () => {
       if (this.beatTimer) clearInterval(this.beatTimer)
       this.beatTimer = null

@@ -43,24 +43,42 @@ export class MessageAuthenticator {
   /** Checks `raw` (the body as received) whose parsed form is `message`; throws a RegistryError. */
   async check(raw: Record<string, unknown>, message: AgentMessage): Promise<SenderCheck> {
     if (raw.signature === undefined || raw.signature === null) {
-      if (this.o.mode === 'strict') throw new RegistryError('signature_required', 'This entity accepts signed messages only (auth_mode strict): sign the message with the sender\'s key.', 'signature')
+      if (this.o.mode === 'strict')
+        throw new RegistryError(
+          'signature_required',
+          "This entity accepts signed messages only (auth_mode strict): sign the message with the sender's key.",
+          'signature'
+        )
       return { signed: false, senderId: null }
     }
     const signature = typeof raw.signature === 'string' ? parseSignature(raw.signature) : null
-    if (signature === null) throw new RegistryError('signature_invalid', 'signature is not ed25519:<base64 of 64 bytes>.', 'signature')
+    if (signature === null)
+      throw new RegistryError('signature_invalid', 'signature is not ed25519:<base64 of 64 bytes>.', 'signature')
     const now = (this.o.now ?? Date.now)()
     const sent = messageTime(message.timestamp)
     if (sent === null || Math.abs(now - sent) > this.o.skewMs) {
-      throw new RegistryError('timestamp_out_of_window', `A signed message carries its timestamp, within ${this.o.skewMs / 1000} s of this entity's clock (${new Date(now).toISOString()}).`, 'timestamp')
+      throw new RegistryError(
+        'timestamp_out_of_window',
+        `A signed message carries its timestamp, within ${this.o.skewMs / 1000} s of this entity's clock (${new Date(now).toISOString()}).`,
+        'timestamp'
+      )
     }
     const key = await this.o.keys.resolve(message.sender_id, raw.sender_public_key)
     const signable = agentMessageSignable(raw)
     const escaped = goEscapedJson(signable)
     if (!verifyRaw(key, signable, signature) && (escaped === null || !verifyRaw(key, escaped, signature))) {
-      throw new RegistryError('signature_invalid', `The signature does not verify against the key of ${message.sender_id} over the canonical JSON of the message without signature.`, 'signature')
+      throw new RegistryError(
+        'signature_invalid',
+        `The signature does not verify against the key of ${message.sender_id} over the canonical JSON of the message without signature.`,
+        'signature'
+      )
     }
     if (this.o.replays.seen(message.sender_id, message.message_id, sent + this.o.skewMs, now)) {
-      throw new RegistryError('message_replayed', `${message.sender_id} already sent message ${message.message_id}.`, 'message_id')
+      throw new RegistryError(
+        'message_replayed',
+        `${message.sender_id} already sent message ${message.message_id}.`,
+        'message_id'
+      )
     }
     return { signed: true, senderId: message.sender_id }
   }

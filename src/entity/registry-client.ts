@@ -7,26 +7,38 @@ import { sign, type KeyPair } from '../identity/keys.js'
 
 export class RegistryRequestError extends Error {
   override name = 'RegistryRequestError'
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string
+  ) {
     super(message)
   }
 }
 
-export type EntityView = Record<string, unknown> & { entity_id: string; public_key: string; entity_url?: string | null; status?: string }
+export type EntityView = Record<string, unknown> & {
+  entity_id: string
+  public_key: string
+  entity_url?: string | null
+  status?: string
+}
 
 const DEFAULT_TIMEOUT_MS = 10_000
 
 export class RegistryClient {
   readonly baseUrl: string
 
-  constructor(baseUrl: string, private readonly timeoutMs = DEFAULT_TIMEOUT_MS) {
+  constructor(
+    baseUrl: string,
+    private readonly timeoutMs = DEFAULT_TIMEOUT_MS
+  ) {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
   }
 
   /** The record, or null when the node answers 404. */
   async getEntity(id: string): Promise<EntityView | null> {
     const res = await this.request('GET', `/v1/entities/${encodeURIComponent(id)}`, undefined, {}, [404])
-    return res.status === 404 ? null : res.body as EntityView
+    return res.status === 404 ? null : (res.body as EntityView)
   }
 
   register(body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -39,7 +51,9 @@ export class RegistryClient {
 
   /** Deregisters with the deployed form: Authorization Bearer over the UTF-8 entity ID. */
   async deregister(id: string, keyPair: KeyPair): Promise<void> {
-    await this.request('DELETE', `/v1/entities/${encodeURIComponent(id)}`, undefined, { Authorization: `Bearer ${sign(keyPair, id)}` })
+    await this.request('DELETE', `/v1/entities/${encodeURIComponent(id)}`, undefined, {
+      Authorization: `Bearer ${sign(keyPair, id)}`
+    })
   }
 
   async search(request: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -59,7 +73,13 @@ export class RegistryClient {
     return (await this.request('GET', '/v1/info')).body
   }
 
-  private async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, allowed: readonly number[] = []): Promise<{ status: number; body: Record<string, unknown> }> {
+  private async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    allowed: readonly number[] = []
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
     let res: Response
     try {
       res = await fetch(this.baseUrl + path, {
@@ -69,11 +89,19 @@ export class RegistryClient {
         signal: AbortSignal.timeout(this.timeoutMs)
       })
     } catch (err) {
-      throw new RegistryRequestError(0, 'registry_unreachable', `${method} ${this.baseUrl}${path}: ${(err as Error).message}`)
+      throw new RegistryRequestError(
+        0,
+        'registry_unreachable',
+        `${method} ${this.baseUrl}${path}: ${(err as Error).message}`
+      )
     }
     const text = await res.text()
     let parsed: Record<string, unknown> = {}
-    try { parsed = text === '' ? {} : JSON.parse(text) as Record<string, unknown> } catch { /* not JSON: reported below */ }
+    try {
+      parsed = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>)
+    } catch {
+      /* not JSON: reported below */
+    }
     if (res.ok || allowed.includes(res.status)) return { status: res.status, body: parsed }
     const code = typeof parsed.error === 'string' ? parsed.error : `http_${res.status}`
     const message = typeof parsed.message === 'string' ? parsed.message : text.slice(0, 200)

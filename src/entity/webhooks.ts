@@ -36,7 +36,12 @@ export interface WebhookOptions {
   logger: Logger
 }
 
-interface Pending { done: boolean; response?: string; error?: RegistryError; expiresAt: number }
+interface Pending {
+  done: boolean
+  response?: string
+  error?: RegistryError
+  expiresAt: number
+}
 
 /** How long an async result waits for its read, and how many may wait. */
 const RESULT_TTL_MS = 10 * 60_000
@@ -49,7 +54,10 @@ export class WebhookService {
 
   constructor(private readonly o: WebhookOptions) {}
 
-  async sync(raw: unknown, payment: VerifiedPayment | null = null): Promise<{ status: 'success'; message_id: string; response: string }> {
+  async sync(
+    raw: unknown,
+    payment: VerifiedPayment | null = null
+  ): Promise<{ status: 'success'; message_id: string; response: string }> {
     const input = await this.admit(raw, 'webhook/sync', payment)
     const response = await this.run(input)
     return { status: 'success', message_id: input.message.message_id, response }
@@ -63,8 +71,14 @@ export class WebhookService {
     this.pending.set(id, entry)
     setImmediate(() => {
       this.run(input).then(
-        response => { entry.done = true; entry.response = response },
-        (err: unknown) => { entry.done = true; entry.error = err instanceof RegistryError ? err : new RegistryError('handler_failed') }
+        response => {
+          entry.done = true
+          entry.response = response
+        },
+        (err: unknown) => {
+          entry.done = true
+          entry.error = err instanceof RegistryError ? err : new RegistryError('handler_failed')
+        }
       )
     })
     return { status: 'accepted', message_id: id }
@@ -74,11 +88,23 @@ export class WebhookService {
   takeResponse(messageId: string): Record<string, unknown> {
     const entry = this.pending.get(messageId)
     if (!entry?.done || entry.expiresAt < Date.now()) {
-      throw new RegistryError('response_not_ready', `No result for message ${messageId} yet (pending, unknown, or already read).`, undefined, { message_id: messageId, status: 'pending_or_unknown' })
+      throw new RegistryError(
+        'response_not_ready',
+        `No result for message ${messageId} yet (pending, unknown, or already read).`,
+        undefined,
+        { message_id: messageId, status: 'pending_or_unknown' }
+      )
     }
     this.pending.delete(messageId)
     const timestamp = new Date().toISOString()
-    if (entry.error) return { status: 'error', message_id: messageId, error: entry.error.code, message: entry.error.message, timestamp }
+    if (entry.error)
+      return {
+        status: 'error',
+        message_id: messageId,
+        error: entry.error.code,
+        message: entry.error.message,
+        timestamp
+      }
     return { status: 'success', message_id: messageId, response: entry.response, timestamp }
   }
 
@@ -86,7 +112,18 @@ export class WebhookService {
   async run(input: HandlerInput): Promise<string> {
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RegistryError('handler_timeout', `The entity did not answer within ${this.o.handlerTimeoutMs / 1000} s.`, undefined, { message_id: input.message.message_id })), this.o.handlerTimeoutMs)
+      timer = setTimeout(
+        () =>
+          reject(
+            new RegistryError(
+              'handler_timeout',
+              `The entity did not answer within ${this.o.handlerTimeoutMs / 1000} s.`,
+              undefined,
+              { message_id: input.message.message_id }
+            )
+          ),
+        this.o.handlerTimeoutMs
+      )
     })
     try {
       const result = await Promise.race([Promise.resolve().then(() => this.o.handler(input)), timeout])
@@ -94,13 +131,19 @@ export class WebhookService {
     } catch (err) {
       if (err instanceof RegistryError && err.code === 'handler_timeout') throw err
       this.o.logger.warn({ err, message_id: input.message.message_id }, 'handler failed')
-      throw new RegistryError('handler_failed', 'The entity\'s handler failed on this message.', undefined, { message_id: input.message.message_id })
+      throw new RegistryError('handler_failed', "The entity's handler failed on this message.", undefined, {
+        message_id: input.message.message_id
+      })
     } finally {
       clearTimeout(timer)
     }
   }
 
-  private async admit(raw: unknown, via: HandlerInput['via'], payment: VerifiedPayment | null = null): Promise<HandlerInput> {
+  private async admit(
+    raw: unknown,
+    via: HandlerInput['via'],
+    payment: VerifiedPayment | null = null
+  ): Promise<HandlerInput> {
     this.requestsTotal++
     const message = parseAgentMessage(raw)
     const { signed, senderId } = await this.o.auth.check(raw as Record<string, unknown>, message)

@@ -22,14 +22,20 @@ export class EventBus {
 
   subscribe(listener: EventListener): () => void {
     this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return () => {
+      this.listeners.delete(listener)
+    }
   }
 
   publish(type: string, data: Record<string, unknown>, entity?: EntityRecord): void {
     if (this.listeners.size === 0) return
     const event: RegistryEvent = { type, timestamp: new Date().toISOString(), data, ...(entity ? { entity } : {}) }
     for (const listener of this.listeners) {
-      try { listener(event) } catch { /* a failing subscriber must not affect the others */ }
+      try {
+        listener(event)
+      } catch {
+        /* a failing subscriber must not affect the others */
+      }
     }
   }
 }

@@ -39,7 +39,7 @@ export function verifyCard(card: unknown, publicKeyText: string): { verification
   const hasJws = 'signatures' in card
   if (!hasSpec && !hasJws) return { verification: 'unsigned', note: 'the card carries no signature' }
   const key = parsePublicKey(publicKeyText)
-  if (key === null) return { verification: 'invalid', note: 'the entity\'s registered public key is malformed' }
+  if (key === null) return { verification: 'invalid', note: "the entity's registered public key is malformed" }
   const problems: string[] = []
 
   if (hasSpec) {
@@ -49,7 +49,10 @@ export function verifyCard(card: unknown, publicKeyText: string): { verification
     } else {
       const { signature: _signature, ...rest } = card
       if (canonicalForms(rest).some(message => verifyRaw(key, message, signature))) {
-        return { verification: 'verified', note: 'signature (canonical JSON of the card without signature) verifies against the registered key' }
+        return {
+          verification: 'verified',
+          note: 'signature (canonical JSON of the card without signature) verifies against the registered key'
+        }
       }
       problems.push('signature does not verify against the registered key')
     }
@@ -64,7 +67,8 @@ export function verifyCard(card: unknown, publicKeyText: string): { verification
       const payloads = canonicalForms(rest)
       for (const [i, entry] of list.entries()) {
         const outcome = verifyJws(entry, payloads, key)
-        if (outcome === null) return { verification: 'verified', note: `signatures[${i}] (JWS, EdDSA) verifies against the registered key` }
+        if (outcome === null)
+          return { verification: 'verified', note: `signatures[${i}] (JWS, EdDSA) verifies against the registered key` }
         problems.push(`signatures[${i}]: ${outcome}`)
       }
     }
@@ -85,7 +89,8 @@ function verifyJws(entry: unknown, payloads: string[], key: Buffer): string | nu
     return 'protected header is not JSON'
   }
   if (!isObject(header)) return 'protected header is not a JSON object'
-  if (typeof header.alg !== 'string' || !ED25519_ALGS.has(header.alg)) return `alg ${JSON.stringify(header.alg ?? null)} is not EdDSA`
+  if (typeof header.alg !== 'string' || !ED25519_ALGS.has(header.alg))
+    return `alg ${JSON.stringify(header.alg ?? null)} is not EdDSA`
   const signature = base64urlBytes(entry.signature)
   if (signature === null || signature.length !== 64) return 'signature is not a base64url Ed25519 signature'
   // RFC 7797: with "b64": false the payload enters the signing input as is.

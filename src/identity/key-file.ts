@@ -10,7 +10,12 @@ import { deriveAgentKeyPair, developerProofMessage } from './hd.js'
 import { deriveId } from './ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from './keys.js'
 
-export interface DeveloperProofFile { developer_public_key: string; agent_public_key: string; index: number; signature: string }
+export interface DeveloperProofFile {
+  developer_public_key: string
+  agent_public_key: string
+  index: number
+  signature: string
+}
 
 export interface KeyFile {
   type: 'developer' | 'entity'
@@ -39,13 +44,24 @@ export async function readKeyFile(path: string): Promise<{ file: KeyFile; keyPai
 }
 
 export async function writeKeyFile(path: string, file: KeyFile): Promise<void> {
-  if (await access(path).then(() => true, () => false)) throw new KeyFileError(`${path} exists; refusing to overwrite a key file`)
+  if (
+    await access(path).then(
+      () => true,
+      () => false
+    )
+  )
+    throw new KeyFileError(`${path} exists; refusing to overwrite a key file`)
   await mkdir(dirname(path), { recursive: true })
   await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 })
 }
 
 export function developerKeyFile(keyPair: KeyPair): KeyFile {
-  return { type: 'developer', developer_id: deriveId('developer', keyPair.publicKey), public_key: formatKey(keyPair.publicKey), seed: keyPair.seed.toString('base64') }
+  return {
+    type: 'developer',
+    developer_id: deriveId('developer', keyPair.publicKey),
+    public_key: formatKey(keyPair.publicKey),
+    seed: keyPair.seed.toString('base64')
+  }
 }
 
 /** The HD entity key at `index` of a developer key, with its developer proof. */
@@ -58,8 +74,13 @@ export function entityKeyFile(developer: KeyPair, index: number): { file: KeyFil
     signature: sign(developer, developerProofMessage(keyPair.publicKey, index))
   }
   const file: KeyFile = {
-    type: 'entity', public_key: formatKey(keyPair.publicKey), seed: keyPair.seed.toString('base64'),
-    developer_id: deriveId('developer', developer.publicKey), entity_ids: { agent: deriveId('agent', keyPair.publicKey), service: deriveId('service', keyPair.publicKey) }, index, developer_proof: proof
+    type: 'entity',
+    public_key: formatKey(keyPair.publicKey),
+    seed: keyPair.seed.toString('base64'),
+    developer_id: deriveId('developer', developer.publicKey),
+    entity_ids: { agent: deriveId('agent', keyPair.publicKey), service: deriveId('service', keyPair.publicKey) },
+    index,
+    developer_proof: proof
   }
   return { file, keyPair }
 }

@@ -1,4 +1,11 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign as cryptoSign,
+  verify as cryptoVerify,
+  type KeyObject
+} from 'node:crypto'
 import { createRequire } from 'node:module'
 import { BoundedMap } from '../util/bounded-map.js'
 import { formatKey } from './encoding.js'
@@ -44,7 +51,10 @@ export function keyPairFromSeed(seed: Uint8Array): KeyPair {
   if (seed.length !== 32) throw new TypeError('an Ed25519 seed is 32 bytes')
   // A JWK import costs about a tenth of a PKCS#8 DER import (OpenSSL 3's decoders); Node derives
   // the key from `d` alone (the unit tests check it against RFC 8032's vectors).
-  const privateKeyObject = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seed).toString('base64url'), x: '' }, format: 'jwk' })
+  const privateKeyObject = createPrivateKey({
+    key: { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seed).toString('base64url'), x: '' },
+    format: 'jwk'
+  })
   const publicKey = Buffer.from(createPublicKey(privateKeyObject).export({ format: 'jwk' }).x as string, 'base64url')
   return { seed: Buffer.from(seed), publicKey, privateKeyObject, secretKey: Buffer.concat([seed, publicKey]) }
 }

@@ -37,10 +37,12 @@ export async function createNodeKeyFile(path: string): Promise<NodeIdentity> {
   await mkdir(dirname(path), { recursive: true })
   // wx: never overwrite an existing identity. A write that fails part way (a full disk) leaves no
   // empty file behind to block the next start.
-  await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EEXIST') await rm(path, { force: true })
-    throw err
-  })
+  await writeFile(path, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' }).catch(
+    async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') await rm(path, { force: true })
+      throw err
+    }
+  )
   return identity
 }
 
@@ -49,7 +51,8 @@ export async function loadNodeKeyFile(path: string): Promise<NodeIdentity> {
   const seed = Buffer.from(file.seed ?? '', 'base64')
   if (seed.length !== 32) throw new Error(`${path}: not a node key file (seed must be 32 bytes of base64)`)
   const identity = identityFromKeyPair(keyPairFromSeed(seed))
-  if (file.public_key !== undefined && file.public_key !== identity.publicKey) throw new Error(`${path}: public_key does not match seed`)
+  if (file.public_key !== undefined && file.public_key !== identity.publicKey)
+    throw new Error(`${path}: public_key does not match seed`)
   return identity
 }
 

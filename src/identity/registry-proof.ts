@@ -66,7 +66,8 @@ export function createRegistryProof(
   const domain = normalizeDomain(options.domain)
   if (domain === '') throw new TypeError('a registry proof needs a domain')
   const validityMs = options.validityMs ?? DEFAULT_PROOF_VALIDITY_MS
-  if (!Number.isFinite(validityMs) || validityMs <= 0) throw new RangeError('validityMs must be a positive number of milliseconds')
+  if (!Number.isFinite(validityMs) || validityMs <= 0)
+    throw new RangeError('validityMs must be a positive number of milliseconds')
   const now = options.now ?? new Date()
   const unsigned: Omit<RegistryProof, 'signature'> = {
     type: REGISTRY_PROOF_TYPE,
@@ -81,7 +82,16 @@ export function createRegistryProof(
   return { ...unsigned, signature: sign(identity.keyPair, canonicalJson(unsigned)) }
 }
 
-const STRING_FIELDS = ['type', 'version', 'domain', 'registry_id', 'ed25519_public_key', 'issued_at', 'expires_at', 'signature'] as const
+const STRING_FIELDS = [
+  'type',
+  'version',
+  'domain',
+  'registry_id',
+  'ed25519_public_key',
+  'issued_at',
+  'expires_at',
+  'signature'
+] as const
 
 /**
  * Checks a proof as received (any JSON value). Every failed check adds a problem; ok when none.
@@ -100,12 +110,15 @@ export function verifyRegistryProof(
   for (const field of STRING_FIELDS) {
     if (typeof p[field] !== 'string') problems.push(`${field} is missing or not a string`)
   }
-  if (p.tls_spki_fingerprint !== undefined && typeof p.tls_spki_fingerprint !== 'string') problems.push('tls_spki_fingerprint is not a string')
+  if (p.tls_spki_fingerprint !== undefined && typeof p.tls_spki_fingerprint !== 'string')
+    problems.push('tls_spki_fingerprint is not a string')
   if (problems.length > 0) return { ok: false, problems }
   const fields = p as unknown as RegistryProof
 
-  if (fields.type !== REGISTRY_PROOF_TYPE) problems.push(`type is ${JSON.stringify(fields.type)}, expected "${REGISTRY_PROOF_TYPE}"`)
-  if (fields.version !== REGISTRY_PROOF_VERSION) problems.push(`version ${JSON.stringify(fields.version)} is not supported (expected "${REGISTRY_PROOF_VERSION}")`)
+  if (fields.type !== REGISTRY_PROOF_TYPE)
+    problems.push(`type is ${JSON.stringify(fields.type)}, expected "${REGISTRY_PROOF_TYPE}"`)
+  if (fields.version !== REGISTRY_PROOF_VERSION)
+    problems.push(`version ${JSON.stringify(fields.version)} is not supported (expected "${REGISTRY_PROOF_VERSION}")`)
   if (fields.tls_spki_fingerprint !== undefined && !SPKI_FINGERPRINT.test(fields.tls_spki_fingerprint)) {
     problems.push('tls_spki_fingerprint is not sha256:<64 lowercase hex>')
   }
@@ -117,14 +130,16 @@ export function verifyRegistryProof(
     problems.push('ed25519_public_key is not ed25519:<base64 of 32 bytes>')
   } else {
     registryId = deriveId('registry', publicKey)
-    if (fields.registry_id !== registryId) problems.push(`registry_id ${fields.registry_id} does not match the key, which derives ${registryId}`)
+    if (fields.registry_id !== registryId)
+      problems.push(`registry_id ${fields.registry_id} does not match the key, which derives ${registryId}`)
     const signature = parseSignature(fields.signature)
     if (!signature) {
       problems.push('signature is not ed25519:<base64 of 64 bytes>')
     } else {
       const plain = canonicalJson(withoutSignature(p))
       const escaped = goEscapedJson(plain)
-      const verifies = verifyRaw(publicKey, plain, signature) || (escaped !== null && verifyRaw(publicKey, escaped, signature))
+      const verifies =
+        verifyRaw(publicKey, plain, signature) || (escaped !== null && verifyRaw(publicKey, escaped, signature))
       if (!verifies) problems.push('the signature does not verify against ed25519_public_key')
     }
   }
@@ -135,22 +150,29 @@ export function verifyRegistryProof(
   const expires = parseTimestamp(fields.expires_at)
   if (issued === null) problems.push('issued_at is not an ISO 8601 timestamp')
   if (expires === null) problems.push('expires_at is not an ISO 8601 timestamp')
-  if (issued !== null && issued > now + PROOF_CLOCK_SKEW_MS) problems.push(`issued_at ${fields.issued_at} is in the future (more than ${PROOF_CLOCK_SKEW_MS / 1000} s ahead)`)
+  if (issued !== null && issued > now + PROOF_CLOCK_SKEW_MS)
+    problems.push(`issued_at ${fields.issued_at} is in the future (more than ${PROOF_CLOCK_SKEW_MS / 1000} s ahead)`)
   if (expires !== null && now >= expires) problems.push(`the proof expired at ${fields.expires_at}`)
   if (issued !== null && expires !== null && expires <= issued) problems.push('expires_at is not after issued_at')
 
   // Bindings the caller asks for.
-  if (options.expectedDomain !== undefined && normalizeDomain(fields.domain) !== normalizeDomain(options.expectedDomain)) {
+  if (
+    options.expectedDomain !== undefined &&
+    normalizeDomain(fields.domain) !== normalizeDomain(options.expectedDomain)
+  ) {
     problems.push(`domain ${fields.domain} is not the expected ${options.expectedDomain}`)
   }
   if (options.expectedSpki !== undefined) {
-    if (fields.tls_spki_fingerprint === undefined) problems.push(`the proof has no tls_spki_fingerprint (expected ${options.expectedSpki})`)
+    if (fields.tls_spki_fingerprint === undefined)
+      problems.push(`the proof has no tls_spki_fingerprint (expected ${options.expectedSpki})`)
     else if (fields.tls_spki_fingerprint.toLowerCase() !== options.expectedSpki.toLowerCase()) {
       problems.push(`tls_spki_fingerprint ${fields.tls_spki_fingerprint} is not the expected ${options.expectedSpki}`)
     }
   }
 
-  return registryId !== undefined ? { ok: problems.length === 0, registry_id: registryId, problems } : { ok: problems.length === 0, problems }
+  return registryId !== undefined
+    ? { ok: problems.length === 0, registry_id: registryId, problems }
+    : { ok: problems.length === 0, problems }
 }
 
 /** Host names compare case-insensitively and without a trailing root dot. */

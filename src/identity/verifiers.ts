@@ -13,8 +13,19 @@ export type SignedForm = string
 
 type Candidate = readonly [form: SignedForm, message: string | Uint8Array]
 
-async function firstVerifying(verifier: SignatureVerifier, publicKey: Buffer, signature: Buffer, candidates: readonly Candidate[], priority?: VerifyPriority): Promise<SignedForm | null> {
-  const index = await verifier.firstVerifying(publicKey, signature, candidates.map(([, message]) => message), priority)
+async function firstVerifying(
+  verifier: SignatureVerifier,
+  publicKey: Buffer,
+  signature: Buffer,
+  candidates: readonly Candidate[],
+  priority?: VerifyPriority
+): Promise<SignedForm | null> {
+  const index = await verifier.firstVerifying(
+    publicKey,
+    signature,
+    candidates.map(([, message]) => message),
+    priority
+  )
   return candidates[index]?.[0] ?? null
 }
 
@@ -22,7 +33,12 @@ async function firstVerifying(verifier: SignatureVerifier, publicKey: Buffer, si
 function canonicalForms(name: string, value: unknown): Candidate[] {
   const plain = canonicalJson(value)
   const escaped = goEscapedJson(plain)
-  return escaped === null ? [[name, plain]] : [[name, plain], [`${name}-escaped`, escaped]]
+  return escaped === null
+    ? [[name, plain]]
+    : [
+        [name, plain],
+        [`${name}-escaped`, escaped]
+      ]
 }
 
 type Body = Record<string, unknown>
@@ -34,7 +50,12 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '')
  * is tried; the likelier one first (deployed clients spell `entity_type`, the spec `type`), since
  * each form that fails costs a whole verification.
  */
-export async function verifyEntityRegistration(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyEntityRegistration(
+  body: Body,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   const spec = canonicalForms('spec', withoutSignature(body))
   const deployed = canonicalForms('deployed', deployedRegistrationSignable(body))
   const deployedFirst = body.type === undefined && body.entity_type !== undefined
@@ -58,12 +79,23 @@ export function deployedRegistrationSignable(body: Body): Body {
 }
 
 /** developer proof: the developer key signs raw agent public key ‖ uint32be(index). */
-export async function verifyDeveloperProof(developerKey: Buffer, agentKey: Buffer, index: number, signature: Buffer, verifier: SignatureVerifier): Promise<boolean> {
+export async function verifyDeveloperProof(
+  developerKey: Buffer,
+  agentKey: Buffer,
+  index: number,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<boolean> {
   return (await verifier.firstVerifying(developerKey, signature, [developerProofMessage(agentKey, index)])) === 0
 }
 
 /** register developer: spec = canonical(body without signature); deployed = {github, name, profile_url, public_key}. */
-export async function verifyDeveloperRegistration(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyDeveloperRegistration(
+  body: Body,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
     ...canonicalForms('deployed', {
@@ -79,11 +111,21 @@ export async function verifyDeveloperRegistration(body: Body, publicKey: Buffer,
  * update entity or developer: spec = body `signature` over canonical(body without signature);
  * deployed = an Authorization header signature over the raw request body bytes.
  */
-export async function verifyBodySignedUpdate(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyBodySignedUpdate(
+  body: Body,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   return firstVerifying(verifier, publicKey, signature, canonicalForms('spec', withoutSignature(body)))
 }
 
-export async function verifyRawBody(rawBody: Uint8Array, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyRawBody(
+  rawBody: Uint8Array,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   return firstVerifying(verifier, publicKey, signature, [['raw-body', rawBody]])
 }
 
@@ -91,24 +133,51 @@ export async function verifyRawBody(rawBody: Uint8Array, publicKey: Buffer, sign
  * deregister entity, delete developer: deployed = signature over the UTF-8 ID; spec = over the
  * URL path. The path is tried as received and decoded, since clients encode IDs in paths.
  */
-export async function verifyDeletion(id: string, rawPath: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
-  const candidates: Candidate[] = [['id', id], ['path', rawPath]]
+export async function verifyDeletion(
+  id: string,
+  rawPath: string,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
+  const candidates: Candidate[] = [
+    ['id', id],
+    ['path', rawPath]
+  ]
   let decoded = rawPath
-  try { decoded = decodeURIComponent(rawPath) } catch { /* keep raw */ }
+  try {
+    decoded = decodeURIComponent(rawPath)
+  } catch {
+    /* keep raw */
+  }
   if (decoded !== rawPath) candidates.push(['path-decoded', decoded])
   return firstVerifying(verifier, publicKey, signature, candidates)
 }
 
 /** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
-export async function verifyHandleClaim(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyHandleClaim(
+  body: Body,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
-    ...canonicalForms('deployed', { developer_id: str(body.developer_id), handle: str(body.handle), public_key: str(body.public_key) })
+    ...canonicalForms('deployed', {
+      developer_id: str(body.developer_id),
+      handle: str(body.handle),
+      public_key: str(body.public_key)
+    })
   ])
 }
 
 /** bind name: spec = canonical(body without signature); deployed = the five binding fields. */
-export async function verifyNameBinding(body: Body, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyNameBinding(
+  body: Body,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   return firstVerifying(verifier, publicKey, signature, [
     ...canonicalForms('spec', withoutSignature(body)),
     ...canonicalForms('deployed', {
@@ -122,12 +191,32 @@ export async function verifyNameBinding(body: Body, publicKey: Buffer, signature
 }
 
 /** release handle or name: a signature over `release:` + handle or FQAN. */
-export async function verifyRelease(subject: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier): Promise<SignedForm | null> {
+export async function verifyRelease(
+  subject: string,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+): Promise<SignedForm | null> {
   return firstVerifying(verifier, publicKey, signature, [['release', `release:${subject}`]])
 }
 
 /** heartbeat: spec = agent_id followed by timestamp; deployed = the timestamp alone. */
-export async function verifyHeartbeat(agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer, verifier: SignatureVerifier, priority?: VerifyPriority): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [['spec', agentId + timestamp], ['deployed', timestamp]], priority)
+export async function verifyHeartbeat(
+  agentId: string,
+  timestamp: string,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier,
+  priority?: VerifyPriority
+): Promise<SignedForm | null> {
+  return firstVerifying(
+    verifier,
+    publicKey,
+    signature,
+    [
+      ['spec', agentId + timestamp],
+      ['deployed', timestamp]
+    ],
+    priority
+  )
 }
-

@@ -34,7 +34,13 @@
  */
 import { Worker } from 'node:worker_threads'
 import { ED25519_BACKEND, verifyRaw } from './keys.js'
-import { sharedViews, VERIFY_WORKER, type VerifyWorkerData, type VerifyWorkerReply, type VerifyWorkerRequest } from './verify-worker.js'
+import {
+  sharedViews,
+  VERIFY_WORKER,
+  type VerifyWorkerData,
+  type VerifyWorkerReply,
+  type VerifyWorkerRequest
+} from './verify-worker.js'
 
 export type SignedMessage = string | Uint8Array
 
@@ -47,7 +53,12 @@ export type VerifyPriority = 'normal' | 'low'
 /** Checks a signature against candidate messages: how services verify (verifiers.ts). */
 export interface SignatureVerifier {
   /** The index of the first message `signature` verifies for under `publicKey`, or -1. Never rejects. */
-  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[], priority?: VerifyPriority): Promise<number>
+  firstVerifying(
+    publicKey: Buffer,
+    signature: Buffer,
+    messages: readonly SignedMessage[],
+    priority?: VerifyPriority
+  ): Promise<number>
 }
 
 export function firstVerifyingInline(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): number {
@@ -57,7 +68,8 @@ export function firstVerifyingInline(publicKey: Buffer, signature: Buffer, messa
 
 /** Verifies on the calling thread. */
 export const inlineVerifier: SignatureVerifier = {
-  firstVerifying: (publicKey, signature, messages) => Promise.resolve(firstVerifyingInline(publicKey, signature, messages))
+  firstVerifying: (publicKey, signature, messages) =>
+    Promise.resolve(firstVerifyingInline(publicKey, signature, messages))
 }
 
 export interface VerifyPoolOptions {
@@ -143,7 +155,12 @@ export class VerifyPool implements SignatureVerifier {
     if (options.prestart) this.spawnMissing()
   }
 
-  firstVerifying(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[], priority: VerifyPriority = 'normal'): Promise<number> {
+  firstVerifying(
+    publicKey: Buffer,
+    signature: Buffer,
+    messages: readonly SignedMessage[],
+    priority: VerifyPriority = 'normal'
+  ): Promise<number> {
     if (publicKey.length !== 32 || signature.length !== 64 || messages.length === 0) return Promise.resolve(-1)
     if (!this.offload() || messages.length > 255) {
       this.counts.inline++
@@ -163,11 +180,21 @@ export class VerifyPool implements SignatureVerifier {
   /** Starts the workers now rather than on the first need, and waits until they are ready. */
   async start(): Promise<void> {
     this.spawnMissing()
-    await Promise.all(this.slots.map(slot => slot.ready || slot.dead ? undefined : new Promise<void>(resolve => {
-      const done = (): void => { slot.worker.off('message', done); slot.worker.off('exit', done); resolve() }
-      slot.worker.on('message', done)
-      slot.worker.on('exit', done)
-    })))
+    await Promise.all(
+      this.slots.map(slot =>
+        slot.ready || slot.dead
+          ? undefined
+          : new Promise<void>(resolve => {
+              const done = (): void => {
+                slot.worker.off('message', done)
+                slot.worker.off('exit', done)
+                resolve()
+              }
+              slot.worker.on('message', done)
+              slot.worker.on('exit', done)
+            })
+      )
+    )
   }
 
   stats(): VerifyPoolStats {
@@ -211,9 +238,22 @@ export class VerifyPool implements SignatureVerifier {
   }
 
   private spawn(): Slot {
-    const data: VerifyWorkerData = { kind: VERIFY_WORKER, shared: new SharedArrayBuffer(4 + 4 * this.maxBatch), maxBatch: this.maxBatch }
+    const data: VerifyWorkerData = {
+      kind: VERIFY_WORKER,
+      shared: new SharedArrayBuffer(4 + 4 * this.maxBatch),
+      maxBatch: this.maxBatch
+    }
     const worker = spawnVerifyWorker(data, this.options.workerUrl)
-    const slot: Slot = { worker, ready: false, dead: false, load: 0, batches: new Map(), sent: 0, collected: 0, ...sharedViews(data) }
+    const slot: Slot = {
+      worker,
+      ready: false,
+      dead: false,
+      load: 0,
+      batches: new Map(),
+      sent: 0,
+      collected: 0,
+      ...sharedViews(data)
+    }
     worker.unref()
     worker.on('message', (reply: VerifyWorkerReply) => {
       if (reply.type === 'ready') slot.ready = true
@@ -269,7 +309,11 @@ export class VerifyPool implements SignatureVerifier {
     this.counts.workerDeaths++
     if (++this.consecutiveDeaths >= MAX_CONSECUTIVE_DEATHS) {
       this.broken = true
-      this.options.onWorkerError?.(new Error(`verification workers died ${MAX_CONSECUTIVE_DEATHS} times in a row; verifying on the main thread from now on`))
+      this.options.onWorkerError?.(
+        new Error(
+          `verification workers died ${MAX_CONSECUTIVE_DEATHS} times in a row; verifying on the main thread from now on`
+        )
+      )
     }
   }
 
@@ -298,7 +342,8 @@ export class VerifyPool implements SignatureVerifier {
     let start = 0
     while (start < jobs.length) {
       let slot: Slot | undefined
-      for (const s of open) if (s.batches.size < MAX_BATCHES_IN_FLIGHT && (slot === undefined || s.load < slot.load)) slot = s
+      for (const s of open)
+        if (s.batches.size < MAX_BATCHES_IN_FLIGHT && (slot === undefined || s.load < slot.load)) slot = s
       if (slot === undefined) break
       const part = jobs.slice(start, start + chunk)
       start += part.length
@@ -364,5 +409,8 @@ function spawnVerifyWorker(workerData: VerifyWorkerData, url?: URL): Worker {
   const entry = url ?? new URL(fromSources ? './verify-worker.ts' : './verify-worker.js', import.meta.url)
   if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options)
   const api = JSON.stringify(import.meta.resolve('tsx/esm/api'))
-  return new Worker(`import(${api}).then(tsx => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(import.meta.url)}))`, { ...options, eval: true })
+  return new Worker(
+    `import(${api}).then(tsx => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(import.meta.url)}))`,
+    { ...options, eval: true }
+  )
 }

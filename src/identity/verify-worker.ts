@@ -26,7 +26,10 @@ export type VerifyWorkerRequest = { id: number; batch: ArrayBuffer }
 export type VerifyWorkerReply = { type: 'ready' } | { type: 'done'; id: number }
 
 /** The views of a worker's shared memory, on either side. */
-export function sharedViews(data: Pick<VerifyWorkerData, 'shared' | 'maxBatch'>): { finished: Int32Array; results: Int16Array } {
+export function sharedViews(data: Pick<VerifyWorkerData, 'shared' | 'maxBatch'>): {
+  finished: Int32Array
+  results: Int16Array
+} {
   return { finished: new Int32Array(data.shared, 0, 1), results: new Int16Array(data.shared, 4, 2 * data.maxBatch) }
 }
 

@@ -56,9 +56,13 @@ export class BloomExchange {
   async start(): Promise<void> {
     const { libp2p } = this.o
     await libp2p.handle(BLOOM_PROTOCOL, (stream, connection) => this.receive(stream, connection), {
-      maxInboundStreams: STREAMS_PER_CONNECTION, maxOutboundStreams: STREAMS_PER_CONNECTION
+      maxInboundStreams: STREAMS_PER_CONNECTION,
+      maxOutboundStreams: STREAMS_PER_CONNECTION
     })
-    const on = <K extends keyof Libp2pEvents<MeshServices>>(type: K, listener: (evt: Libp2pEvents<MeshServices>[K]) => void): void => {
+    const on = <K extends keyof Libp2pEvents<MeshServices>>(
+      type: K,
+      listener: (evt: Libp2pEvents<MeshServices>[K]) => void
+    ): void => {
       libp2p.addEventListener(type, listener)
       this.detach.push(() => libp2p.removeEventListener(type, listener))
     }
@@ -108,9 +112,11 @@ export class BloomExchange {
   /** One push at a time per peer; a push started while one runs follows it (the filter may have changed). */
   private push(key: string): Promise<void> {
     const previous = this.pushing.get(key) ?? Promise.resolve()
-    const next = previous.then(() => this.pushNow(key)).finally(() => {
-      if (this.pushing.get(key) === next) this.pushing.delete(key)
-    })
+    const next = previous
+      .then(() => this.pushNow(key))
+      .finally(() => {
+        if (this.pushing.get(key) === next) this.pushing.delete(key)
+      })
     this.pushing.set(key, next)
     return next
   }
@@ -163,9 +169,14 @@ export class BloomExchange {
   private accept(key: string, peerId: PeerId, message: TermFilterMessage): TermFilterAck {
     if (this.stopped) return { error: 'shutting_down', message: 'This node is shutting down.' }
     const own = registryKeyOf(peerId)
-    if (!own || own.registryId !== message.registry_id) return { error: 'validation_failed', message: 'registry_id is not the ID of the key this connection authenticated' }
+    if (!own || own.registryId !== message.registry_id)
+      return {
+        error: 'validation_failed',
+        message: 'registry_id is not the ID of the key this connection authenticated'
+      }
     // Checked here, so a filter that would not decode never reaches the search service.
-    if (Buffer.byteLength(message.filter, 'base64') !== message.bits / 8) return { error: 'validation_failed', message: `filter: expected ${message.bits / 8} bytes of base64` }
+    if (Buffer.byteLength(message.filter, 'base64') !== message.bits / 8)
+      return { error: 'validation_failed', message: `filter: expected ${message.bits / 8} bytes of base64` }
     const held = this.filters.get(key)
     if (!held || held.version < message.version) {
       this.filters.set(key, message)

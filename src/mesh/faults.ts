@@ -32,7 +32,10 @@ export class MeshFaults {
   /** Closes this node's connections to a peer (set by the Mesh once libp2p exists). */
   hangUp: (peerId: string) => Promise<void> = async () => {}
 
-  constructor(allowPeers: readonly string[] = [], private readonly random: () => number = Math.random) {
+  constructor(
+    allowPeers: readonly string[] = [],
+    private readonly random: () => number = Math.random
+  ) {
     this.allowed = new Set(allowPeers)
   }
 

@@ -49,12 +49,17 @@ export class MeshFederation {
 
   async start(): Promise<void> {
     const { libp2p } = this.o
-    const on = <K extends keyof Libp2pEvents<MeshServices>>(type: K, listener: (evt: Libp2pEvents<MeshServices>[K]) => void): void => {
+    const on = <K extends keyof Libp2pEvents<MeshServices>>(
+      type: K,
+      listener: (evt: Libp2pEvents<MeshServices>[K]) => void
+    ): void => {
       libp2p.addEventListener(type, listener)
       this.detach.push(() => libp2p.removeEventListener(type, listener))
     }
     on('peer:identify', evt => this.identified(evt.detail))
-    on('peer:disconnect', evt => { this.searchable.delete(evt.detail.toString()) })
+    on('peer:disconnect', evt => {
+      this.searchable.delete(evt.detail.toString())
+    })
     await this.protocol.start()
     await this.bloom.start()
   }

@@ -51,11 +51,16 @@ export class GossipTap {
   private readonly lostCopies = new WeakSet<Message>()
   private trace: WriteStream | null = null
 
-  constructor(private readonly faults: MeshFaults, traceFile = '') {
+  constructor(
+    private readonly faults: MeshFaults,
+    traceFile = ''
+  ) {
     if (traceFile) {
       this.trace = createWriteStream(traceFile, { flags: 'a' })
       // A trace that cannot be written (a full disk) ends; the node goes on.
-      this.trace.on('error', () => { this.trace = null })
+      this.trace.on('error', () => {
+        this.trace = null
+      })
     }
   }
 
@@ -110,7 +115,12 @@ export class GossipTap {
   /** Gossipsub's metrics register: only the RPC byte totals are kept; other metrics cost nothing. */
   readonly metricsRegister: MetricsRegister = {
     gauge: (config: { name: string }) => {
-      const field = config.name === 'gossipsub_rpc_sent_bytes_total' ? 'bytesSent' : config.name === 'gossipsub_rpc_recv_bytes_total' ? 'bytesReceived' : null
+      const field =
+        config.name === 'gossipsub_rpc_sent_bytes_total'
+          ? 'bytesSent'
+          : config.name === 'gossipsub_rpc_recv_bytes_total'
+            ? 'bytesReceived'
+            : null
       const counters = this.counters
       return {
         inc: (a?: unknown, b?: unknown) => {

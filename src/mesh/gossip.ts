@@ -77,7 +77,22 @@ export interface GossipStats {
 }
 
 export class OperationGossip {
-  readonly stats: GossipStats = { published: 0, messages_published: 0, received: { applied: 0, stale: 0, deferred: 0, unsupported: 0, throttled: 0, refused: 0, invalid: 0, too_old: 0, rate_limited: 0, storage_full: 0 } }
+  readonly stats: GossipStats = {
+    published: 0,
+    messages_published: 0,
+    received: {
+      applied: 0,
+      stale: 0,
+      deferred: 0,
+      unsupported: 0,
+      throttled: 0,
+      refused: 0,
+      invalid: 0,
+      too_old: 0,
+      rate_limited: 0,
+      storage_full: 0
+    }
+  }
   /** Times of recent operations (published and received), for the announcements-per-minute figure. */
   private readonly recent: number[] = []
   private readonly buckets = new BoundedMap<string, { tokens: number; at: number }>(MAX_RATED_PEERS)
@@ -129,7 +144,11 @@ export class OperationGossip {
     if (this.flushTimer) return
     const wait = this.lastFlush + this.batchIntervalMs - this.now()
     if (wait <= 0) this.flush()
-    else this.flushTimer = setTimeout(() => { this.flushTimer = null; this.flush() }, wait)
+    else
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = null
+        this.flush()
+      }, wait)
   }
 
   private flush(): void {
@@ -142,7 +161,11 @@ export class OperationGossip {
       let bytes = 0
       for (const op of ops) {
         const data = encodeOperation(op)
-        if (batch.length > 0 && (bytes + data.byteLength > OPERATION_LIMITS.batchBytes / 4 || batch.length >= OPERATION_LIMITS.batchOperations)) {
+        if (
+          batch.length > 0 &&
+          (bytes + data.byteLength > OPERATION_LIMITS.batchBytes / 4 ||
+            batch.length >= OPERATION_LIMITS.batchOperations)
+        ) {
           this.send(topic, batch, encoded)
           batch = []
           encoded = []
@@ -159,15 +182,25 @@ export class OperationGossip {
   private send(topic: string, ops: Operation[], encoded: Uint8Array[]): void {
     const data = encodeBatch(encoded)
     const id = this.o.tap.willPublish(data)
-    if (this.o.tap.tracing) for (const op of ops) this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
-    this.o.pubsub.publish(topic, data).then(result => {
-      this.stats.published += ops.length
-      this.stats.messages_published++
-      for (const op of ops) {
-        this.count()
-        this.o.bus.publish('gossip_outgoing', { kind: op.kind, subject: op.subject, recipients: result.recipients.length, bytes: data.byteLength })
-      }
-    }, (err: unknown) => this.o.logger.debug({ err, topic, operations: ops.length }, 'gossip publish failed'))
+    if (this.o.tap.tracing)
+      for (const op of ops)
+        this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
+    this.o.pubsub.publish(topic, data).then(
+      result => {
+        this.stats.published += ops.length
+        this.stats.messages_published++
+        for (const op of ops) {
+          this.count()
+          this.o.bus.publish('gossip_outgoing', {
+            kind: op.kind,
+            subject: op.subject,
+            recipients: result.recipients.length,
+            bytes: data.byteLength
+          })
+        }
+      },
+      (err: unknown) => this.o.logger.debug({ err, topic, operations: ops.length }, 'gossip publish failed')
+    )
   }
 
   /** Operations gossiped in the last minute, sent and received. */
@@ -180,11 +213,15 @@ export class OperationGossip {
     const { received } = this.stats
     if (this.o.tap.isLost(message)) return TopicValidatorResult.Ignore
     this.o.tap.counters.first++
-    if (!this.takeToken(peer)) { received.rate_limited++; return TopicValidatorResult.Ignore }
+    if (!this.takeToken(peer)) {
+      received.rate_limited++
+      return TopicValidatorResult.Ignore
+    }
     let ops: Operation[]
     try {
       ops = decodeBatch(message.data)
-      for (const op of ops) if (topicOf(op.kind) !== message.topic) throw new Error(`a ${op.kind} operation on ${message.topic}`)
+      for (const op of ops)
+        if (topicOf(op.kind) !== message.topic) throw new Error(`a ${op.kind} operation on ${message.topic}`)
     } catch (err) {
       received.invalid++
       this.o.logger.debug({ err, peer }, 'malformed gossip message')
@@ -205,25 +242,50 @@ export class OperationGossip {
       else chains.set(op.subject, [op])
     }
     const outcomes = new Set<'ok' | 'invalid' | 'unstored' | 'over_quota'>()
-    await Promise.all([...chains.values()].map(async chain => {
-      for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
-    }))
+    await Promise.all(
+      [...chains.values()].map(async chain => {
+        for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
+      })
+    )
     // Operations this node could not store (its disk is full) are not the sender's fault: ignored,
     // not forwarded from here; sync brings them once space returns.
     // Over an origin's quota: rejected, so the peer that relayed it loses score (a peer enforcing
     // the same quota would not have forwarded it), and it travels no further.
-    return outcomes.has('invalid') || outcomes.has('over_quota') ? TopicValidatorResult.Reject : outcomes.has('unstored') ? TopicValidatorResult.Ignore : TopicValidatorResult.Accept
+    return outcomes.has('invalid') || outcomes.has('over_quota')
+      ? TopicValidatorResult.Reject
+      : outcomes.has('unstored')
+        ? TopicValidatorResult.Ignore
+        : TopicValidatorResult.Accept
   }
 
-  private async applyOne(peer: string, message: Message, op: Operation): Promise<'ok' | 'invalid' | 'unstored' | 'over_quota'> {
+  private async applyOne(
+    peer: string,
+    message: Message,
+    op: Operation
+  ): Promise<'ok' | 'invalid' | 'unstored' | 'over_quota'> {
     const { received } = this.stats
     try {
       const outcome = await this.o.apply(op)
       received[outcome]++
       this.count()
-      this.o.bus.publish('gossip_incoming', { kind: op.kind, subject: op.subject, origin: op.origin, from: peer, outcome })
+      this.o.bus.publish('gossip_incoming', {
+        kind: op.kind,
+        subject: op.subject,
+        origin: op.origin,
+        from: peer,
+        outcome
+      })
       if (this.o.tap.tracing) {
-        this.o.tap.record({ event: 'receive', id: hexId(message.data), from: peer, origin: op.origin, kind: op.kind, subject: op.subject, accepted_at: op.accepted_at, outcome })
+        this.o.tap.record({
+          event: 'receive',
+          id: hexId(message.data),
+          from: peer,
+          origin: op.origin,
+          kind: op.kind,
+          subject: op.subject,
+          accepted_at: op.accepted_at,
+          outcome
+        })
       }
       return outcome === 'throttled' || outcome === 'refused' ? 'over_quota' : 'ok'
     } catch (err) {
@@ -232,7 +294,10 @@ export class OperationGossip {
         return 'unstored'
       }
       received.invalid++
-      this.o.logger.info({ err, peer, kind: op.kind, subject: op.subject, origin: op.origin }, 'rejected an invalid operation from the mesh')
+      this.o.logger.info(
+        { err, peer, kind: op.kind, subject: op.subject, origin: op.origin },
+        'rejected an invalid operation from the mesh'
+      )
       return 'invalid'
     }
   }

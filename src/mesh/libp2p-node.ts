@@ -32,7 +32,7 @@ const g = globalThis as { WebSocket?: unknown }
  * throws and ended whole node processes (helper's G7 runs). The dial's own handling still sees it.
  */
 class ListenedWebSocket extends WsWebSocket {
-  constructor (...args: ConstructorParameters<typeof WsWebSocket>) {
+  constructor(...args: ConstructorParameters<typeof WsWebSocket>) {
     super(...args)
     this.on('error', () => {})
   }

@@ -78,7 +78,13 @@ export class Locator {
   constructor(private readonly o: LocatorOptions) {}
 
   async start(): Promise<void> {
-    await this.o.libp2p.handle(FETCH_PROTOCOL, (stream) => { void this.answer(stream) }, { maxInboundStreams: 16, maxOutboundStreams: 16 })
+    await this.o.libp2p.handle(
+      FETCH_PROTOCOL,
+      stream => {
+        void this.answer(stream)
+      },
+      { maxInboundStreams: 16, maxOutboundStreams: 16 }
+    )
     this.reannounceTimer = setInterval(() => {
       const keys = [...this.announced.keys()]
       this.announced.clear()
@@ -138,7 +144,8 @@ export class Locator {
    */
   async fetch(key: string, timeoutMs: number): Promise<number> {
     const missed = this.misses.get(key)
-    if (this.stopped || this.lookups >= MAX_LOOKUPS || (missed !== undefined && Date.now() - missed < MISS_TTL_MS)) return 0
+    if (this.stopped || this.lookups >= MAX_LOOKUPS || (missed !== undefined && Date.now() - missed < MISS_TTL_MS))
+      return 0
     this.lookups++
     try {
       const applied = await this.lookup(key, timeoutMs)
@@ -179,8 +186,14 @@ export class Locator {
     return 0
   }
 
-  private async fetchFrom(peer: PeerId, addresses: Parameters<MeshLibp2p['dial']>[0][], key: string, signal: AbortSignal): Promise<number> {
-    if (addresses.length > 0) await this.o.libp2p.peerStore.merge(peer, { multiaddrs: addresses as never }).catch(() => {})
+  private async fetchFrom(
+    peer: PeerId,
+    addresses: Parameters<MeshLibp2p['dial']>[0][],
+    key: string,
+    signal: AbortSignal
+  ): Promise<number> {
+    if (addresses.length > 0)
+      await this.o.libp2p.peerStore.merge(peer, { multiaddrs: addresses as never }).catch(() => {})
     const stream = await this.o.libp2p.dialProtocol(peer, FETCH_PROTOCOL, { signal })
     const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
     await lp.write(Buffer.from(JSON.stringify({ key })), { signal })

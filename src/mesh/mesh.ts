@@ -71,7 +71,8 @@ export function parsePeerAddress(address: string): Multiaddr {
   const m = /^(?:\[([^\]]+)\]|([^:/\s]+)):(\d{1,5})$/.exec(text)
   const port = Number(m?.[3])
   const host = m?.[1] ?? m?.[2]
-  if (!m || !host || port < 1 || port > 65535) throw invalidField('address', 'expected a multiaddr (/ip4/…/tcp/…) or host:port')
+  if (!m || !host || port < 1 || port > 65535)
+    throw invalidField('address', 'expected a multiaddr (/ip4/…/tcp/…) or host:port')
   const proto = isIPv4(host) ? 'ip4' : isIPv6(host) ? 'ip6' : 'dns'
   return multiaddr(`/${proto}/${host}/tcp/${port}`)
 }
@@ -89,19 +90,51 @@ export class Mesh {
   private redialTimer: NodeJS.Timeout | null = null
   private readonly log: Logger
 
-  private constructor(readonly libp2p: MeshLibp2p, private readonly o: MeshOptions, readonly faults: MeshFaults, readonly tap: GossipTap) {
+  private constructor(
+    readonly libp2p: MeshLibp2p,
+    private readonly o: MeshOptions,
+    readonly faults: MeshFaults,
+    readonly tap: GossipTap
+  ) {
     this.log = o.logger
-    faults.hangUp = async peer => { await libp2p.hangUp(peerIdFromString(peer)) }
+    faults.hangUp = async peer => {
+      await libp2p.hangUp(peerIdFromString(peer))
+    }
     this.peers = new PeerBook({
-      libp2p, bus: o.bus, logger: o.logger, info: o.info,
+      libp2p,
+      bus: o.bus,
+      logger: o.logger,
+      info: o.info,
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
     for (const address of o.bootstrap) this.pinned.add(address)
-    this.gossip = new OperationGossip({ pubsub: libp2p.services.pubsub, apply: o.apply, tap, bus: o.bus, logger: o.logger, maxPerPeerPerSecond: o.gossipPerPeerPerSecond })
-    this.locator = new Locator({ libp2p, apply: o.apply, logger: o.logger, operationsFor: o.operationsFor, announceIntervalMs: o.announceIntervalMs })
-    this.sync = new SyncService({ libp2p, digests: o.digests, apply: o.apply, bus: o.bus, logger: o.logger, intervalMs: o.syncIntervalMs })
-    this.federation = o.federation ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation }) : null
+    this.gossip = new OperationGossip({
+      pubsub: libp2p.services.pubsub,
+      apply: o.apply,
+      tap,
+      bus: o.bus,
+      logger: o.logger,
+      maxPerPeerPerSecond: o.gossipPerPeerPerSecond
+    })
+    this.locator = new Locator({
+      libp2p,
+      apply: o.apply,
+      logger: o.logger,
+      operationsFor: o.operationsFor,
+      announceIntervalMs: o.announceIntervalMs
+    })
+    this.sync = new SyncService({
+      libp2p,
+      digests: o.digests,
+      apply: o.apply,
+      bus: o.bus,
+      logger: o.logger,
+      intervalMs: o.syncIntervalMs
+    })
+    this.federation = o.federation
+      ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation })
+      : null
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
@@ -120,7 +153,9 @@ export class Mesh {
     await this.locator.start()
     // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
     void this.redial()
-    this.redialTimer = setInterval(() => { void this.redial() }, this.o.redialIntervalMs ?? 30_000).unref()
+    this.redialTimer = setInterval(() => {
+      void this.redial()
+    }, this.o.redialIntervalMs ?? 30_000).unref()
   }
 
   async stop(): Promise<void> {
@@ -167,7 +202,10 @@ export class Mesh {
     try {
       return await this.peers.admit(connection)
     } catch (err) {
-      throw new RegistryError('peer_unreachable', `Connected to ${ma.toString()}, but the peer went away: ${(err as Error).message}`)
+      throw new RegistryError(
+        'peer_unreachable',
+        `Connected to ${ma.toString()}, but the peer went away: ${(err as Error).message}`
+      )
     }
   }
 
@@ -178,16 +216,18 @@ export class Mesh {
   /** Dials each bootstrap or operator-added address whose peer is not connected. */
   private async redial(): Promise<void> {
     const connected = new Set(this.libp2p.getConnections().map(c => c.remotePeer.toString()))
-    await Promise.allSettled([...this.pinned].map(async address => {
-      const ma = multiaddr(address)
-      const peerId = ma.getComponents().findLast(c => c.name === 'p2p')?.value ?? this.learned.get(address)
-      if (peerId && connected.has(peerId)) return
-      try {
-        const connection = await this.dial(ma)
-        this.learned.set(address, connection.remotePeer.toString())
-      } catch (err) {
-        this.log.debug({ err, address }, 'bootstrap dial failed')
-      }
-    }))
+    await Promise.allSettled(
+      [...this.pinned].map(async address => {
+        const ma = multiaddr(address)
+        const peerId = ma.getComponents().findLast(c => c.name === 'p2p')?.value ?? this.learned.get(address)
+        if (peerId && connected.has(peerId)) return
+        try {
+          const connection = await this.dial(ma)
+          this.learned.set(address, connection.remotePeer.toString())
+        } catch (err) {
+          this.log.debug({ err, address }, 'bootstrap dial failed')
+        }
+      })
+    )
   }
 }

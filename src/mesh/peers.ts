@@ -102,16 +102,26 @@ export class PeerBook {
 
   async start(): Promise<void> {
     const { libp2p } = this.o
-    await libp2p.handle(HELLO_PROTOCOL, (stream, connection) => this.answerHello(stream, connection), { maxInboundStreams: 4, maxOutboundStreams: 4 })
-    const on = <K extends keyof Libp2pEvents<MeshServices>>(type: K, listener: (evt: Libp2pEvents<MeshServices>[K]) => void): void => {
+    await libp2p.handle(HELLO_PROTOCOL, (stream, connection) => this.answerHello(stream, connection), {
+      maxInboundStreams: 4,
+      maxOutboundStreams: 4
+    })
+    const on = <K extends keyof Libp2pEvents<MeshServices>>(
+      type: K,
+      listener: (evt: Libp2pEvents<MeshServices>[K]) => void
+    ): void => {
       libp2p.addEventListener(type, listener)
       this.detach.push(() => libp2p.removeEventListener(type, listener))
     }
     on('peer:connect', evt => this.connected(evt.detail))
     on('peer:disconnect', evt => this.disconnected(evt.detail))
     on('peer:identify', evt => this.identified(evt.detail))
-    this.pingTimer = setInterval(() => { void this.pingAll() }, this.o.pingIntervalMs).unref()
-    this.helloTimer = setInterval(() => { void this.helloAll() }, this.o.helloIntervalMs).unref()
+    this.pingTimer = setInterval(() => {
+      void this.pingAll()
+    }, this.o.pingIntervalMs).unref()
+    this.helloTimer = setInterval(() => {
+      void this.helloAll()
+    }, this.o.helloIntervalMs).unref()
   }
 
   /** Stops timers and listening; the node's own shutdown then closes connections without events. */
@@ -138,7 +148,9 @@ export class PeerBook {
   /** Connected peers, or all known ones; connected first, then by peer ID. */
   list(all = false): PeerView[] {
     const entries = [...this.entries.values()].filter(e => all || e.connected)
-    entries.sort((a, b) => Number(b.connected) - Number(a.connected) || (a.peerId.toString() < b.peerId.toString() ? -1 : 1))
+    entries.sort(
+      (a, b) => Number(b.connected) - Number(a.connected) || (a.peerId.toString() < b.peerId.toString() ? -1 : 1)
+    )
     return entries.map(e => this.view(e))
   }
 
@@ -217,7 +229,19 @@ export class PeerBook {
     if (e?.connected) return
     const now = Date.now()
     if (!e) {
-      e = { peerId, address: null, addresses: [], direction: null, connected: false, connectedAt: null, lastSeen: now, latencyMs: null, pingFailed: false, hello: null, tier: 'unverified' }
+      e = {
+        peerId,
+        address: null,
+        addresses: [],
+        direction: null,
+        connected: false,
+        connectedAt: null,
+        lastSeen: now,
+        latencyMs: null,
+        pingFailed: false,
+        hello: null,
+        tier: 'unverified'
+      }
       this.entries.set(key, e)
     }
     e.connected = true
@@ -234,7 +258,10 @@ export class PeerBook {
     }
     this.prune(now)
     this.log.info({ peer_id: key, address: e.address, direction: e.direction }, 'peer connected')
-    this.o.bus.publish('peer_connected', { peer_id: key, address: connection ? withPeerId(connection.remoteAddr, peerId) : e.address })
+    this.o.bus.publish('peer_connected', {
+      peer_id: key,
+      address: connection ? withPeerId(connection.remoteAddr, peerId) : e.address
+    })
     void this.refresh(peerId).catch(() => {})
   }
 
@@ -257,7 +284,8 @@ export class PeerBook {
     // For an inbound peer pick the listen address on the host it connected from, TCP first.
     const remoteIp = ipOf(result.connection.remoteAddr)
     const candidates = result.listenAddrs.filter(ma => ipOf(ma) === remoteIp)
-    const best = candidates.find(isPlainTcp) ?? candidates[0] ?? result.listenAddrs.find(isPlainTcp) ?? result.listenAddrs[0]
+    const best =
+      candidates.find(isPlainTcp) ?? candidates[0] ?? result.listenAddrs.find(isPlainTcp) ?? result.listenAddrs[0]
     if (best) e.address = withPeerId(best, result.peerId)
   }
 
@@ -297,9 +325,13 @@ export class PeerBook {
     const e = this.entries.get(peerId.toString())
     if (!e) return
     const key = registryKeyOf(peerId)
-    const matches = key !== null && hello.registry_id === key.registryId && normalizePublicKey(hello.public_key) === key.publicKey
+    const matches =
+      key !== null && hello.registry_id === key.registryId && normalizePublicKey(hello.public_key) === key.publicKey
     if (!matches) {
-      this.log.warn({ peer_id: peerId.toString(), claimed: hello.registry_id }, 'peer hello does not match its key; its claims are ignored')
+      this.log.warn(
+        { peer_id: peerId.toString(), claimed: hello.registry_id },
+        'peer hello does not match its key; its claims are ignored'
+      )
       e.hello = null
       e.tier = 'unverified'
       return
@@ -343,9 +375,12 @@ export class PeerBook {
 
   /** Forgets disconnected peers that are old, or the oldest beyond the cap. */
   private prune(now: number): void {
-    for (const [key, e] of this.entries) if (!e.connected && now - e.lastSeen > FORGET_AFTER_MS) this.entries.delete(key)
+    for (const [key, e] of this.entries)
+      if (!e.connected && now - e.lastSeen > FORGET_AFTER_MS) this.entries.delete(key)
     if (this.entries.size <= MAX_KNOWN_PEERS) return
-    const idle = [...this.entries.entries()].filter(([, e]) => !e.connected).sort((a, b) => a[1].lastSeen - b[1].lastSeen)
+    const idle = [...this.entries.entries()]
+      .filter(([, e]) => !e.connected)
+      .sort((a, b) => a[1].lastSeen - b[1].lastSeen)
     for (const [key] of idle.slice(0, this.entries.size - MAX_KNOWN_PEERS)) this.entries.delete(key)
   }
 }

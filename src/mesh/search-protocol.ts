@@ -49,7 +49,8 @@ export class SearchProtocol {
 
   async start(): Promise<void> {
     await this.o.libp2p.handle(SEARCH_PROTOCOL, (stream, connection) => this.serve(stream, connection), {
-      maxInboundStreams: STREAMS_PER_CONNECTION, maxOutboundStreams: STREAMS_PER_CONNECTION
+      maxInboundStreams: STREAMS_PER_CONNECTION,
+      maxOutboundStreams: STREAMS_PER_CONNECTION
     })
   }
 
@@ -63,7 +64,8 @@ export class SearchProtocol {
     const connection = this.o.libp2p.getConnections(peerIdFromString(peerId)).find(c => c.status === 'open')
     if (!connection) throw new Error('not connected')
     const frame = encodeJson(request)
-    if (frame.byteLength > FEDERATION_LIMITS.requestBytes) throw new Error(`request of ${frame.byteLength} bytes exceeds ${FEDERATION_LIMITS.requestBytes}`)
+    if (frame.byteLength > FEDERATION_LIMITS.requestBytes)
+      throw new Error(`request of ${frame.byteLength} bytes exceeds ${FEDERATION_LIMITS.requestBytes}`)
     let stream: Stream | undefined
     try {
       stream = await connection.newStream(SEARCH_PROTOCOL, { signal })
@@ -93,7 +95,8 @@ export class SearchProtocol {
     const peerId = connection.remotePeer.toString()
     const lp = lpStream(stream, { maxDataLength: FEDERATION_LIMITS.requestBytes })
     const readSignal = AbortSignal.any([this.shutdown.signal, AbortSignal.timeout(REQUEST_READ_TIMEOUT_MS)])
-    const writeSignal = (): AbortSignal => AbortSignal.any([this.shutdown.signal, AbortSignal.timeout(ANSWER_TIMEOUT_MS)])
+    const writeSignal = (): AbortSignal =>
+      AbortSignal.any([this.shutdown.signal, AbortSignal.timeout(ANSWER_TIMEOUT_MS)])
     const maxConcurrent = this.o.maxConcurrent ?? 16
     let counted = false
     try {

@@ -80,7 +80,10 @@ export class SyncService {
   private readonly shutdown = new AbortController()
   private readonly onConnect = (evt: CustomEvent<PeerId>): void => {
     // One session serves both directions: the side with the lower peer ID starts it.
-    if (this.o.libp2p.peerId.toString() < evt.detail.toString()) setTimeout(() => { void this.syncWith(evt.detail) }, 200).unref()
+    if (this.o.libp2p.peerId.toString() < evt.detail.toString())
+      setTimeout(() => {
+        void this.syncWith(evt.detail)
+      }, 200).unref()
   }
   /** `corrected`: subject digests found stale and recomputed (should stay 0). */
   readonly totals = { sessions: 0, failed: 0, busy: 0, sent: 0, received: 0, applied: 0, corrected: 0 }
@@ -88,7 +91,13 @@ export class SyncService {
   constructor(private readonly o: SyncOptions) {}
 
   async start(): Promise<void> {
-    await this.o.libp2p.handle(SYNC_PROTOCOL, (stream, connection) => { void this.answer(stream, connection) }, { maxInboundStreams: 4, maxOutboundStreams: 4 })
+    await this.o.libp2p.handle(
+      SYNC_PROTOCOL,
+      (stream, connection) => {
+        void this.answer(stream, connection)
+      },
+      { maxInboundStreams: 4, maxOutboundStreams: 4 }
+    )
     this.o.libp2p.addEventListener('peer:connect', this.onConnect)
     this.timer = setInterval(() => {
       const peers = this.o.libp2p.getPeers()
@@ -116,7 +125,9 @@ export class SyncService {
       const key = peer.toString()
       if (key === from || this.running.has(key) || now - (this.spreadAt.get(key) ?? 0) < SPREAD_COOLDOWN_MS) continue
       this.spreadAt.set(key, now)
-      setTimeout(() => { if (!this.shutdown.signal.aborted) void this.syncWith(peer) }, SPREAD_DELAY_MS).unref()
+      setTimeout(() => {
+        if (!this.shutdown.signal.aborted) void this.syncWith(peer)
+      }, SPREAD_DELAY_MS).unref()
     }
   }
 
@@ -189,16 +200,28 @@ export class SyncService {
   }
 
   /** Both sides, once the bucket digests are exchanged: subjects of the differing buckets, then operations both ways. */
-  private async reconcile(lp: LengthPrefixedStream<Stream>, mine: Buffer[], theirDigests: string[], peer: string, signal: AbortSignal): Promise<SyncResult> {
+  private async reconcile(
+    lp: LengthPrefixedStream<Stream>,
+    mine: Buffer[],
+    theirDigests: string[],
+    peer: string,
+    signal: AbortSignal
+  ): Promise<SyncResult> {
     const started = performance.now()
     if (theirDigests.length !== BUCKETS) throw new Error(`expected ${BUCKETS} bucket digests`)
     const differing = mine.map((d, i) => (d.toString('hex') === theirDigests[i] ? -1 : i)).filter(i => i >= 0)
     // Buckets empty on one side need no listing (a node that joins sends no list, and gets everything).
-    const listed = differing.filter(i => theirDigests[i] !== EMPTY_DIGEST && (mine[i] as Buffer).toString('hex') !== EMPTY_DIGEST)
+    const listed = differing.filter(
+      i => theirDigests[i] !== EMPTY_DIGEST && (mine[i] as Buffer).toString('hex') !== EMPTY_DIGEST
+    )
     const myEntries = [...this.o.digests.subjectsIn(listed)]
     for (let start = 0; start === 0 || start < myEntries.length; start += SUBJECTS_PER_FRAME) {
       const more = start + SUBJECTS_PER_FRAME < myEntries.length
-      await write(lp, { t: 'subjects', entries: myEntries.slice(start, start + SUBJECTS_PER_FRAME), ...(more ? { more } : {}) }, signal)
+      await write(
+        lp,
+        { t: 'subjects', entries: myEntries.slice(start, start + SUBJECTS_PER_FRAME), ...(more ? { more } : {}) },
+        signal
+      )
     }
     const theirEntries = new Map<string, string>()
     for (let frame = await read(lp, 'subjects', signal); ; frame = await read(lp, 'subjects', signal)) {
@@ -207,11 +230,16 @@ export class SyncService {
     }
     // A subject that differs is rechecked against the log first: a stale digest would otherwise
     // make every session list it again without ever sending what the peer lacks.
-    const differingSubjects = myEntries.filter(([subject, digest]) => theirEntries.get(subject) !== digest).map(([subject]) => subject)
+    const differingSubjects = myEntries
+      .filter(([subject, digest]) => theirEntries.get(subject) !== digest)
+      .map(([subject]) => subject)
     const stale = differingSubjects.filter(subject => this.o.digests.recheck(subject))
     if (stale.length > 0) {
       this.totals.corrected += stale.length
-      this.o.logger.warn({ peer_id: peer, subjects: stale.slice(0, 10), count: stale.length }, 'sync digests were stale; recomputed from the log')
+      this.o.logger.warn(
+        { peer_id: peer, subjects: stale.slice(0, 10), count: stale.length },
+        'sync digests were stale; recomputed from the log'
+      )
     }
     const wanted = [
       ...differingSubjects.filter(subject => this.o.digests.digestOf(subject) !== theirEntries.get(subject)),
@@ -240,7 +268,15 @@ export class SyncService {
     await writes({ t: 'done' })
     credit.finish()
     const { received, applied, invalid } = await receiving
-    const result: SyncResult = { peer, differingBuckets: differing.length, sent, received, applied, invalid, ms: Math.round(performance.now() - started) }
+    const result: SyncResult = {
+      peer,
+      differingBuckets: differing.length,
+      sent,
+      received,
+      applied,
+      invalid,
+      ms: Math.round(performance.now() - started)
+    }
     this.totals.sessions++
     this.totals.sent += sent
     this.totals.received += received
@@ -255,7 +291,12 @@ export class SyncService {
    * acknowledged: `ops` are applied (each frame's subjects concurrently, one subject's operations
    * in order) and acknowledged; `ack`s return credit.
    */
-  private async receive(lp: LengthPrefixedStream<Stream>, signal: AbortSignal, writes: (frame: Frame) => Promise<void>, credit: Credit): Promise<{ received: number; applied: number; invalid: number }> {
+  private async receive(
+    lp: LengthPrefixedStream<Stream>,
+    signal: AbortSignal,
+    writes: (frame: Frame) => Promise<void>,
+    credit: Credit
+  ): Promise<{ received: number; applied: number; invalid: number }> {
     let received = 0
     let applied = 0
     let invalid = 0
@@ -267,17 +308,31 @@ export class SyncService {
       // Wait for a frame, or for this side's sending to finish (which may settle the session).
       reading ??= readFrame(lp, signal)
       const next = sawFinish ? await reading : await Promise.race([reading, credit.changed])
-      if (next === null) { sawFinish = true; continue }
+      if (next === null) {
+        sawFinish = true
+        continue
+      }
       reading = null
       const frame = next
-      if (frame.t === 'done') { remoteDone = true; continue }
-      if (frame.t === 'ack') { credit.give(); continue }
+      if (frame.t === 'done') {
+        remoteDone = true
+        continue
+      }
+      if (frame.t === 'ack') {
+        credit.give()
+        continue
+      }
       if (frame.t !== 'ops' || !Array.isArray(frame.ops)) throw new Error(`unexpected ${frame.t} frame`)
       received += frame.ops.length
       const bySubject = new Map<string, Operation[]>()
       for (const wire of frame.ops) {
         let op: Operation
-        try { op = fromWire(wire) } catch { invalid++; continue }
+        try {
+          op = fromWire(wire)
+        } catch {
+          invalid++
+          continue
+        }
         const list = bySubject.get(op.subject)
         if (list) list.push(op)
         else bySubject.set(op.subject, [op])
@@ -289,7 +344,10 @@ export class SyncService {
             const outcome = await this.o.apply(op)
             if (outcome === 'applied') applied++
             // Refused for good (over its origin's quota): not offered to this node again.
-            if (outcome === 'refused') { this.o.digests.decline(op.subject, ops); break }
+            if (outcome === 'refused') {
+              this.o.digests.decline(op.subject, ops)
+              break
+            }
           } catch (err) {
             // A full disk ends the session: the operations are not invalid, and the next session brings them.
             if (err instanceof RegistryError && err.code === 'storage_full') throw err
@@ -322,8 +380,13 @@ class Credit {
   private wake: () => void = () => {}
   /** Resolves (to null) when this side finishes sending. */
   readonly changed: Promise<null>
-  constructor(private available: number, private readonly total = available) {
-    this.changed = new Promise(resolve => { this.wake = () => resolve(null) })
+  constructor(
+    private available: number,
+    private readonly total = available
+  ) {
+    this.changed = new Promise(resolve => {
+      this.wake = () => resolve(null)
+    })
   }
 
   /** This side sent its last frame. */
@@ -352,7 +415,10 @@ class Credit {
     return new Promise((resolve, reject) => {
       const onAbort = (): void => reject(signal.reason)
       signal.addEventListener('abort', onAbort, { once: true })
-      this.waiting.push(() => { signal.removeEventListener('abort', onAbort); resolve() })
+      this.waiting.push(() => {
+        signal.removeEventListener('abort', onAbort)
+        resolve()
+      })
     })
   }
 }
@@ -367,9 +433,11 @@ function inApplyOrder(a: Operation, b: Operation): number {
 
 async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++] as T)
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++] as T)
+    })
+  )
 }
 
 async function write(lp: LengthPrefixedStream<Stream>, frame: Frame, signal: AbortSignal): Promise<void> {
@@ -379,16 +447,23 @@ async function write(lp: LengthPrefixedStream<Stream>, frame: Frame, signal: Abo
 async function readFrame(lp: LengthPrefixedStream<Stream>, signal: AbortSignal): Promise<Frame> {
   const bytes = await lp.read({ signal })
   const frame = parseJsonBytes(bytes.subarray()) as Frame
-  if (frame === null || typeof frame !== 'object' || typeof frame.t !== 'string') throw new Error('malformed sync frame')
+  if (frame === null || typeof frame !== 'object' || typeof frame.t !== 'string')
+    throw new Error('malformed sync frame')
   return frame
 }
 
 /** The next frame, of type `t` (else an error); null for `busy` in place of the buckets frame. */
-async function read<T extends Frame['t']>(lp: LengthPrefixedStream<Stream>, t: T, signal: AbortSignal): Promise<T extends 'buckets' ? Extract<Frame, { t: T }> | null : Extract<Frame, { t: T }>> {
+async function read<T extends Frame['t']>(
+  lp: LengthPrefixedStream<Stream>,
+  t: T,
+  signal: AbortSignal
+): Promise<T extends 'buckets' ? Extract<Frame, { t: T }> | null : Extract<Frame, { t: T }>> {
   const frame = await readFrame(lp, signal)
   if (t === 'buckets' && frame.t === 'busy') return null as never
   if (frame.t !== t) throw new Error(`expected a ${t} frame, got ${frame.t}`)
-  if (t === 'buckets' && !Array.isArray((frame as { digests?: unknown }).digests)) throw new Error('malformed buckets frame')
-  if (t === 'subjects' && !Array.isArray((frame as { entries?: unknown }).entries)) throw new Error('malformed subjects frame')
+  if (t === 'buckets' && !Array.isArray((frame as { digests?: unknown }).digests))
+    throw new Error('malformed buckets frame')
+  if (t === 'subjects' && !Array.isArray((frame as { entries?: unknown }).entries))
+    throw new Error('malformed subjects frame')
   return frame as never
 }

@@ -43,10 +43,33 @@ export const SYNONYM_WEIGHT = 0.5
 /** Our additions to the English stopword list (see the module comment). */
 export const EXTRA_STOPWORDS: readonly string[] = Object.freeze([
   // contraction fragments
-  'don', 'doesn', 'didn', 'isn', 'aren', 'wasn', 'weren', 'hasn', 'haven', 'hadn', 'won', 'wouldn', 'shan',
-  'shouldn', 'couldn', 'mustn', 'ain', 'll', 've', 're',
+  'don',
+  'doesn',
+  'didn',
+  'isn',
+  'aren',
+  'wasn',
+  'weren',
+  'hasn',
+  'haven',
+  'hadn',
+  'won',
+  'wouldn',
+  'shan',
+  'shouldn',
+  'couldn',
+  'mustn',
+  'ain',
+  'll',
+  've',
+  're',
   // filler
-  'also', 'etc', 'eg', 'ie', 'please', 'via'
+  'also',
+  'etc',
+  'eg',
+  'ie',
+  'please',
+  'via'
 ])
 
 const STOPWORDS: ReadonlySet<string> = new Set([...englishStopwords, ...EXTRA_STOPWORDS])
@@ -61,46 +84,50 @@ export function isStopword(token: string): boolean {
  * Hyphenated entries are multi-word: they match the spaced or hyphenated form in a query.
  * Groups may overlap (stt is in both speech and transcription); expansions are then the union.
  */
-export const SYNONYM_GROUPS: readonly (readonly string[])[] = Object.freeze(([
-  // from the brief
-  ['translate', 'translation', 'translator', 'translating'],
-  ['summarize', 'summarise', 'summary', 'summarization', 'summarisation', 'summariser', 'summarizer'],
-  ['code', 'coding', 'programming', 'developer', 'software'],
-  ['llm', 'language-model', 'large-language-model', 'gpt'],
-  ['search', 'retrieval', 'lookup', 'find'],
-  ['image', 'picture', 'photo', 'vision'],
-  ['speech', 'voice', 'audio', 'tts', 'stt', 'text-to-speech', 'speech-to-text'],
-  ['chat', 'chatbot', 'conversation', 'assistant'],
-  ['data', 'dataset', 'database'],
-  ['weather', 'forecast'],
-  ['payment', 'pay', 'billing', 'invoice'],
-  ['email', 'mail'],
-  ['schedule', 'calendar', 'booking', 'appointment'],
-  ['pdf', 'document', 'doc'],
-  ['scrape', 'scraping', 'scraper', 'crawler', 'crawl'],
-  ['sentiment', 'emotion'],
-  ['finance', 'financial', 'stock', 'trading'],
-  ['travel', 'flight', 'hotel'],
-  ['recommend', 'recommendation', 'recommender'],
-  ['classify', 'classification', 'categorize', 'categorise', 'categorization'],
-  ['extract', 'extraction', 'parse', 'parser'],
-  ['generate', 'generation', 'create'],
-  ['test', 'testing', 'qa'],
-  ['security', 'vulnerability', 'audit'],
-  ['map', 'geocode', 'location'],
-  // ours
-  ['ai', 'artificial-intelligence'],
-  ['ml', 'machine-learning'],
-  ['nlp', 'natural-language-processing'],
-  ['ocr', 'optical-character-recognition'],
-  ['transcribe', 'transcription', 'transcript', 'stt', 'speech-to-text'],
-  ['javascript', 'js'],
-  ['typescript', 'ts'],
-  ['python', 'py'],
-  ['crypto', 'cryptocurrency', 'blockchain', 'web3'],
-  ['monitor', 'monitoring', 'observability', 'uptime'],
-  ['health', 'healthcare', 'medical', 'clinical']
-] as string[][]).map(group => Object.freeze(group)))
+export const SYNONYM_GROUPS: readonly (readonly string[])[] = Object.freeze(
+  (
+    [
+      // from the brief
+      ['translate', 'translation', 'translator', 'translating'],
+      ['summarize', 'summarise', 'summary', 'summarization', 'summarisation', 'summariser', 'summarizer'],
+      ['code', 'coding', 'programming', 'developer', 'software'],
+      ['llm', 'language-model', 'large-language-model', 'gpt'],
+      ['search', 'retrieval', 'lookup', 'find'],
+      ['image', 'picture', 'photo', 'vision'],
+      ['speech', 'voice', 'audio', 'tts', 'stt', 'text-to-speech', 'speech-to-text'],
+      ['chat', 'chatbot', 'conversation', 'assistant'],
+      ['data', 'dataset', 'database'],
+      ['weather', 'forecast'],
+      ['payment', 'pay', 'billing', 'invoice'],
+      ['email', 'mail'],
+      ['schedule', 'calendar', 'booking', 'appointment'],
+      ['pdf', 'document', 'doc'],
+      ['scrape', 'scraping', 'scraper', 'crawler', 'crawl'],
+      ['sentiment', 'emotion'],
+      ['finance', 'financial', 'stock', 'trading'],
+      ['travel', 'flight', 'hotel'],
+      ['recommend', 'recommendation', 'recommender'],
+      ['classify', 'classification', 'categorize', 'categorise', 'categorization'],
+      ['extract', 'extraction', 'parse', 'parser'],
+      ['generate', 'generation', 'create'],
+      ['test', 'testing', 'qa'],
+      ['security', 'vulnerability', 'audit'],
+      ['map', 'geocode', 'location'],
+      // ours
+      ['ai', 'artificial-intelligence'],
+      ['ml', 'machine-learning'],
+      ['nlp', 'natural-language-processing'],
+      ['ocr', 'optical-character-recognition'],
+      ['transcribe', 'transcription', 'transcript', 'stt', 'speech-to-text'],
+      ['javascript', 'js'],
+      ['typescript', 'ts'],
+      ['python', 'py'],
+      ['crypto', 'cryptocurrency', 'blockchain', 'web3'],
+      ['monitor', 'monitoring', 'observability', 'uptime'],
+      ['health', 'healthcare', 'medical', 'clinical']
+    ] as string[][]
+  ).map(group => Object.freeze(group))
+)
 
 // ---------------------------------------------------------------------------------------------
 // Tokens
@@ -201,7 +228,12 @@ function compileSynonyms(groups: readonly (readonly string[])[]): CompiledSynony
   return {
     single: new Map([...single].map(([k, v]) => [k, [...v]])),
     representatives: new Map([...representatives].map(([k, v]) => [k, [...v]])),
-    multi: new Map([...multi].map(([k, list]) => [k, list.map(m => ({ tokens: m.tokens, expansions: [...m.expansions], representatives: [...m.representatives] }))]))
+    multi: new Map(
+      [...multi].map(([k, list]) => [
+        k,
+        list.map(m => ({ tokens: m.tokens, expansions: [...m.expansions], representatives: [...m.representatives] }))
+      ])
+    )
   }
 }
 

@@ -31,29 +31,97 @@ function scanFunctionBody(): number[] {
   const get = (i: number) => [LOCAL_GET, i]
   const set = (i: number) => [LOCAL_SET, i]
   const code = [
-    0x02, 0x40, 0x03, 0x40, // block, loop
-    ...get(I), ...get(COUNT), 0x4f, 0x0d, 0x01, // if i >= count break
-    SIMD, 0x0c, ...new Array<number>(16).fill(0), ...set(ACC), // acc = 0
-    0x41, 0x00, ...set(J), // j = 0
-    0x02, 0x40, 0x03, 0x40,
-    ...get(J), ...get(STRIDE), 0x4f, 0x0d, 0x01, // if j >= stride break
-    ...get(VEC), ...get(J), 0x6a, ...V128_LOAD, ...set(A),
-    ...get(Q), ...get(J), 0x6a, ...V128_LOAD, ...set(B),
+    0x02,
+    0x40,
+    0x03,
+    0x40, // block, loop
+    ...get(I),
+    ...get(COUNT),
+    0x4f,
+    0x0d,
+    0x01, // if i >= count break
+    SIMD,
+    0x0c,
+    ...new Array<number>(16).fill(0),
+    ...set(ACC), // acc = 0
+    0x41,
+    0x00,
+    ...set(J), // j = 0
+    0x02,
+    0x40,
+    0x03,
+    0x40,
+    ...get(J),
+    ...get(STRIDE),
+    0x4f,
+    0x0d,
+    0x01, // if j >= stride break
+    ...get(VEC),
+    ...get(J),
+    0x6a,
+    ...V128_LOAD,
+    ...set(A),
+    ...get(Q),
+    ...get(J),
+    0x6a,
+    ...V128_LOAD,
+    ...set(B),
     ...get(ACC),
-    ...get(A), ...EXTEND_LOW_S, ...get(B), ...EXTEND_LOW_S, ...DOT_I16X8_S, ...I32X4_ADD,
-    ...get(A), ...EXTEND_HIGH_S, ...get(B), ...EXTEND_HIGH_S, ...DOT_I16X8_S, ...I32X4_ADD,
+    ...get(A),
+    ...EXTEND_LOW_S,
+    ...get(B),
+    ...EXTEND_LOW_S,
+    ...DOT_I16X8_S,
+    ...I32X4_ADD,
+    ...get(A),
+    ...EXTEND_HIGH_S,
+    ...get(B),
+    ...EXTEND_HIGH_S,
+    ...DOT_I16X8_S,
+    ...I32X4_ADD,
     ...set(ACC),
-    ...get(J), 0x41, 0x10, 0x6a, ...set(J), // j += 16
-    0x0c, 0x00, 0x0b, 0x0b, // br loop, end, end
-    ...get(OUT), ...get(I), 0x41, 0x02, 0x74, 0x6a, // address out + 4i
-    ...get(ACC), ...extractLane(0),
-    ...get(ACC), ...extractLane(1), 0x6a,
-    ...get(ACC), ...extractLane(2), 0x6a,
-    ...get(ACC), ...extractLane(3), 0x6a,
-    0x36, 0x02, 0x00, // i32.store
-    ...get(VEC), ...get(STRIDE), 0x6a, ...set(VEC), // vec += stride
-    ...get(I), 0x41, 0x01, 0x6a, ...set(I), // i += 1
-    0x0c, 0x00, 0x0b, 0x0b, // br loop, end, end
+    ...get(J),
+    0x41,
+    0x10,
+    0x6a,
+    ...set(J), // j += 16
+    0x0c,
+    0x00,
+    0x0b,
+    0x0b, // br loop, end, end
+    ...get(OUT),
+    ...get(I),
+    0x41,
+    0x02,
+    0x74,
+    0x6a, // address out + 4i
+    ...get(ACC),
+    ...extractLane(0),
+    ...get(ACC),
+    ...extractLane(1),
+    0x6a,
+    ...get(ACC),
+    ...extractLane(2),
+    0x6a,
+    ...get(ACC),
+    ...extractLane(3),
+    0x6a,
+    0x36,
+    0x02,
+    0x00, // i32.store
+    ...get(VEC),
+    ...get(STRIDE),
+    0x6a,
+    ...set(VEC), // vec += stride
+    ...get(I),
+    0x41,
+    0x01,
+    0x6a,
+    ...set(I), // i += 1
+    0x0c,
+    0x00,
+    0x0b,
+    0x0b, // br loop, end, end
     0x0b // end of function
   ]
   const locals = [0x02, 0x02, 0x7f, 0x03, 0x7b] // 2 × i32, 3 × v128
@@ -79,7 +147,14 @@ const ascii = (s: string) => [s.length, ...Array.from(s, c => c.charCodeAt(0))]
 
 function moduleBytes(): Uint8Array<ArrayBuffer> {
   return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    0x01,
+    0x00,
+    0x00,
+    0x00,
     ...section(1, [0x01, 0x60, 0x05, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]), // type: (i32 × 5) → ()
     ...section(2, [0x01, ...ascii('env'), ...ascii('memory'), 0x02, 0x00, 0x01]), // import memory, min 1 page
     ...section(3, [0x01, 0x00]), // one function of type 0
@@ -105,7 +180,10 @@ export class Int8Matrix {
   private bytes!: Int8Array
   private output!: Int32Array
 
-  constructor(readonly dimension: number, options: { simd?: boolean } = {}) {
+  constructor(
+    readonly dimension: number,
+    options: { simd?: boolean } = {}
+  ) {
     this.stride = Math.ceil(dimension / 16) * 16
     this.memory = new WebAssembly.Memory({ initial: 1 })
     this.scanKernel = options.simd === false ? null : compileKernel(this.memory)
@@ -113,10 +191,16 @@ export class Int8Matrix {
   }
 
   /** Whether the WebAssembly SIMD kernel is in use (else the JavaScript loop). */
-  get simd(): boolean { return this.scanKernel !== null }
+  get simd(): boolean {
+    return this.scanKernel !== null
+  }
 
-  private get vectorsOffset(): number { return this.stride }
-  private get outputOffset(): number { return this.stride + this.capacity * this.stride }
+  private get vectorsOffset(): number {
+    return this.stride
+  }
+  private get outputOffset(): number {
+    return this.stride + this.capacity * this.stride
+  }
 
   /** Makes room for `slots` vectors. */
   ensure(slots: number): void {
@@ -127,7 +211,10 @@ export class Int8Matrix {
   }
 
   private grow(capacity: number): void {
-    const old = this.capacity > 0 ? new Int8Array(this.memory.buffer, this.vectorsOffset, this.capacity * this.stride).slice() : null
+    const old =
+      this.capacity > 0
+        ? new Int8Array(this.memory.buffer, this.vectorsOffset, this.capacity * this.stride).slice()
+        : null
     const needed = this.stride + capacity * this.stride + capacity * 4
     const pages = Math.ceil(needed / PAGE) - this.memory.buffer.byteLength / PAGE
     if (pages > 0) this.memory.grow(pages)
@@ -175,7 +262,8 @@ export class Int8Matrix {
     const out = this.output
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as number
-      if (this.scanKernel) this.scanKernel(this.vectorsOffset + slot * this.stride, 1, this.stride, 0, this.outputOffset + slot * 4)
+      if (this.scanKernel)
+        this.scanKernel(this.vectorsOffset + slot * this.stride, 1, this.stride, 0, this.outputOffset + slot * 4)
       else out[slot] = this.dot(query, slot)
     }
     return out
@@ -202,10 +290,16 @@ function compileKernel(memory: WebAssembly.Memory): ScanFunction | null {
  * Symmetric int8 quantisation of one vector: q = round(v · 127 / max|v|). Returns the values and
  * the scale that maps them back (v ≈ q · scale); a zero vector has scale 0.
  */
-export function quantize(vector: Float32Array, into: Int8Array = new Int8Array(vector.length)): { values: Int8Array; scale: number } {
+export function quantize(
+  vector: Float32Array,
+  into: Int8Array = new Int8Array(vector.length)
+): { values: Int8Array; scale: number } {
   let max = 0
   for (let i = 0; i < vector.length; i++) max = Math.max(max, Math.abs(vector[i] as number))
-  if (max === 0) { into.fill(0); return { values: into, scale: 0 } }
+  if (max === 0) {
+    into.fill(0)
+    return { values: into, scale: 0 }
+  }
   const k = 127 / max
   for (let i = 0; i < vector.length; i++) into[i] = Math.round((vector[i] as number) * k)
   return { values: into, scale: max / 127 }

@@ -38,7 +38,13 @@ export function freshness(lastChangeMs: number, nowMs: number, halfLifeDays: num
 }
 
 export function combine(b: ScoreBreakdown, w: RankingWeights): number {
-  return w.text * b.text_relevance + w.semantic * b.semantic_similarity + w.trust * b.trust_score + w.freshness * b.freshness + w.availability * b.availability
+  return (
+    w.text * b.text_relevance +
+    w.semantic * b.semantic_similarity +
+    w.trust * b.trust_score +
+    w.freshness * b.freshness +
+    w.availability * b.availability
+  )
 }
 
 export function round4(x: number): number {

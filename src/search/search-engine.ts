@@ -13,7 +13,16 @@
  * lists (updates take a new slot), so no index ever attributes an old document's words to a new one.
  */
 import type { QueryTerm } from './analyzer.js'
-import { combine, freshness, PHRASE_BONUS, RRF_K, round4, type Fusion, type RankingWeights, type ScoreBreakdown } from './ranking.js'
+import {
+  combine,
+  freshness,
+  PHRASE_BONUS,
+  RRF_K,
+  round4,
+  type Fusion,
+  type RankingWeights,
+  type ScoreBreakdown
+} from './ranking.js'
 import { SlotLists } from './slot-lists.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
 import { VectorIndex } from './vector-index.js'
@@ -129,16 +138,25 @@ export class SearchEngine {
   private visitBuffer = new Int32Array(1024)
   private candidateBuffer = new Int32Array(1024)
 
-  constructor(readonly dimension: number, options: { simd?: boolean } = {}) {
+  constructor(
+    readonly dimension: number,
+    options: { simd?: boolean } = {}
+  ) {
     this.vectors = new VectorIndex(dimension, options)
   }
 
-  get size(): number { return this.slots.size }
+  get size(): number {
+    return this.slots.size
+  }
 
   /** Whether the vector scan runs on WebAssembly SIMD. */
-  get simd(): boolean { return this.vectors.simd }
+  get simd(): boolean {
+    return this.vectors.simd
+  }
 
-  has(entityId: string): boolean { return this.slots.has(entityId) }
+  has(entityId: string): boolean {
+    return this.slots.has(entityId)
+  }
 
   /** Adds or replaces a document; the vector may follow later (embedding runs off the write path). */
   upsert(doc: SearchDocument, fields: FieldTokens, vector: Float32Array | null): void {
@@ -250,7 +268,9 @@ export class SearchEngine {
         touched = this.touched.subarray(0, this.text.search(q.terms, textScores, this.touched))
         for (const phrase of q.phrases) {
           // Every phrase word is a query term, so a match is already scored (> 0).
-          this.text.forEachPhraseMatch(phrase, slot => { if ((textScores[slot] as number) > 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS })
+          this.text.forEachPhraseMatch(phrase, slot => {
+            if ((textScores[slot] as number) > 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+          })
         }
       }
       const listed = this.slotsToVisit(q, touched)
@@ -290,15 +310,30 @@ export class SearchEngine {
    * The slots that can match, when fewer than all: the named entities, else the shortest list of a
    * category, tag or developer filter or (without a vector) the text matches. null: every slot.
    */
-  private slotsToVisit(q: EngineQuery, textHits: Int32Array): { visit: ArrayLike<number> | null; covered: Facet | null } {
-    if (q.only) return { visit: q.only.flatMap(id => { const slot = this.slots.get(id); return slot === undefined ? [] : [slot] }), covered: null }
+  private slotsToVisit(
+    q: EngineQuery,
+    textHits: Int32Array
+  ): { visit: ArrayLike<number> | null; covered: Facet | null } {
+    if (q.only)
+      return {
+        visit: q.only.flatMap(id => {
+          const slot = this.slots.get(id)
+          return slot === undefined ? [] : [slot]
+        }),
+        covered: null
+      }
     let visit: ArrayLike<number> | null = q.terms.length > 0 && q.vector === null ? textHits : null
     let covered: Facet | null = null
     const consider = (slots: ArrayLike<number>, facet: Facet): void => {
-      if (visit === null || slots.length < visit.length) { visit = slots; covered = facet }
+      if (visit === null || slots.length < visit.length) {
+        visit = slots
+        covered = facet
+      }
     }
     if (q.category != null) consider(this.byCategory.get(q.category), 'category')
-    q.tags?.forEach((tag, i) => { consider(this.byTag.get(tag), i) })
+    q.tags?.forEach((tag, i) => {
+      consider(this.byTag.get(tag), i)
+    })
     if (q.developerId != null) consider(this.byDeveloper.get(q.developerId), 'developer')
     return { visit, covered }
   }
@@ -309,12 +344,13 @@ export class SearchEngine {
    * takes a new slot), so the list visited covers its own condition. null: nothing to check.
    */
   private facetCheck(q: EngineQuery, covered: Facet | null): ((doc: SearchDocument) => boolean) | null {
-    const category = covered === 'category' ? null : q.category ?? null
-    const developerId = covered === 'developer' ? null : q.developerId ?? null
+    const category = covered === 'category' ? null : (q.category ?? null)
+    const developerId = covered === 'developer' ? null : (q.developerId ?? null)
     const tags = (q.tags ?? []).filter((_, i) => i !== covered)
     if (category === null && developerId === null && tags.length === 0) return null
     return doc => {
-      if ((category !== null && doc.category !== category) || (developerId !== null && doc.developerId !== developerId)) return false
+      if ((category !== null && doc.category !== category) || (developerId !== null && doc.developerId !== developerId))
+        return false
       for (let i = 0; i < tags.length; i++) if (!doc.tags.includes(tags[i] as string)) return false
       return true
     }
@@ -323,7 +359,13 @@ export class SearchEngine {
   /** Empties the signal caches when the formula, weights, half-life, a developer's part or the time (by more than SIGNALS_CACHE_MS) changed. */
   private refreshSignals(q: EngineQuery): void {
     const key = this.signalsKey
-    if (key?.trust === q.trust && key.weights === q.weights && key.halfLifeDays === q.halfLifeDays && Math.abs(q.now - this.signalsNow) <= SIGNALS_CACHE_MS) return
+    if (
+      key?.trust === q.trust &&
+      key.weights === q.weights &&
+      key.halfLifeDays === q.halfLifeDays &&
+      Math.abs(q.now - this.signalsNow) <= SIGNALS_CACHE_MS
+    )
+      return
     this.trustCache.fill(NaN)
     this.signalsKey = { trust: q.trust, weights: q.weights, halfLifeDays: q.halfLifeDays }
     this.signalsNow = q.now
@@ -333,14 +375,27 @@ export class SearchEngine {
   private computeSignals(slot: number, q: EngineQuery): number {
     const developer = this.developerOf[slot] as number
     const now = this.signalsNow
-    const trust = q.trust(developer === NO_DEVELOPER ? 0 : (this.developerParts[developer] as number), this.registeredAt[slot] as number, this.uptime[slot] as number, now)
+    const trust = q.trust(
+      developer === NO_DEVELOPER ? 0 : (this.developerParts[developer] as number),
+      this.registeredAt[slot] as number,
+      this.uptime[slot] as number,
+      now
+    )
     const w = q.weights
     this.trustCache[slot] = trust
-    this.staticScore[slot] = w.trust * trust + w.freshness * freshness(this.lastChange[slot] as number, now, q.halfLifeDays) + w.availability * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
+    this.staticScore[slot] =
+      w.trust * trust +
+      w.freshness * freshness(this.lastChange[slot] as number, now, q.halfLifeDays) +
+      w.availability * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
     return this.trustCache[slot] as number
   }
 
-  private candidates(q: EngineQuery, visit: ArrayLike<number> | null, facets: ((doc: SearchDocument) => boolean) | null, semantic: Float32Array | null): { slots: Int32Array; maxText: number } {
+  private candidates(
+    q: EngineQuery,
+    visit: ArrayLike<number> | null,
+    facets: ((doc: SearchDocument) => boolean) | null,
+    semantic: Float32Array | null
+  ): { slots: Int32Array; maxText: number } {
     const { flags, textScores, docs } = this
     const textQuery = q.terms.length > 0 || q.vector !== null
     const count = visit ? visit.length : docs.length
@@ -372,10 +427,15 @@ export class SearchEngine {
     return { slots: out.subarray(0, found), maxText }
   }
 
-  private rank(q: EngineQuery, { slots, maxText }: { slots: Int32Array; maxText: number }, semantic: Float32Array | null): { hits: EngineHit[]; total: number } {
+  private rank(
+    q: EngineQuery,
+    { slots, maxText }: { slots: Int32Array; maxText: number },
+    semantic: Float32Array | null
+  ): { hits: EngineHit[]; total: number } {
     const { textScores, trustCache, staticScore, scoreOf } = this
     const w = q.weights
-    const relevance = q.fusion === 'rrf' && q.terms.length > 0 && semantic ? this.fusedRelevance(slots, semantic, w) : null
+    const relevance =
+      q.fusion === 'rrf' && q.terms.length > 0 && semantic ? this.fusedRelevance(slots, semantic, w) : null
     const heap = new TopK(q.offset + q.limit)
     const order: Order = { keys: this.idKeys, docs: this.docs }
     const textWeight = maxText > 0 ? w.text / maxText : 0
@@ -383,22 +443,26 @@ export class SearchEngine {
       const slot = slots[i] as number
       const relevant = relevance
         ? (relevance[i] as number)
-        : textWeight * (textScores[slot] as number) + (semantic ? w.semantic * Math.max(0, semantic[slot] as number) : 0)
+        : textWeight * (textScores[slot] as number) +
+          (semantic ? w.semantic * Math.max(0, semantic[slot] as number) : 0)
       const score = relevant + (staticScore[slot] as number)
       scoreOf[slot] = score
       heap.offer(slot, score, order)
     }
-    const hits: EngineHit[] = heap.sorted(order).slice(q.offset).map(slot => {
-      const doc = this.docs[slot] as SearchDocument
-      const breakdown: ScoreBreakdown = {
-        text_relevance: round4(maxText > 0 ? (textScores[slot] as number) / maxText : 0),
-        semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
-        trust_score: round4(trustCache[slot] as number),
-        freshness: round4(freshness(this.lastChange[slot] as number, this.signalsNow, q.halfLifeDays)),
-        availability: doc.active ? 1 : 0
-      }
-      return { doc, score: round4(relevance ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
-    })
+    const hits: EngineHit[] = heap
+      .sorted(order)
+      .slice(q.offset)
+      .map(slot => {
+        const doc = this.docs[slot] as SearchDocument
+        const breakdown: ScoreBreakdown = {
+          text_relevance: round4(maxText > 0 ? (textScores[slot] as number) / maxText : 0),
+          semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
+          trust_score: round4(trustCache[slot] as number),
+          freshness: round4(freshness(this.lastChange[slot] as number, this.signalsNow, q.halfLifeDays)),
+          availability: doc.active ? 1 : 0
+        }
+        return { doc, score: round4(relevance ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
+      })
     return { hits, total: slots.length }
   }
 
@@ -413,7 +477,9 @@ export class SearchEngine {
     const addRanks = (value: (slot: number) => number, weight: number): void => {
       const order = Array.from(slots.keys()).filter(i => value(slots[i] as number) > 0)
       order.sort((a, b) => value(slots[b] as number) - value(slots[a] as number))
-      order.forEach((i, rank) => { fused[i] = (fused[i] as number) + (weight * (RRF_K + 1)) / (RRF_K + rank + 1) })
+      order.forEach((i, rank) => {
+        fused[i] = (fused[i] as number) + (weight * (RRF_K + 1)) / (RRF_K + rank + 1)
+      })
     }
     addRanks(slot => this.textScores[slot] as number, w.text)
     addRanks(slot => semantic[slot] as number, w.semantic)
@@ -506,7 +572,8 @@ class TopK {
       scores[i] = score
       return
     }
-    if (score < (scores[0] as number) || !TopK.worse(scores[0] as number, slots[0] as number, score, slot, order)) return
+    if (score < (scores[0] as number) || !TopK.worse(scores[0] as number, slots[0] as number, score, slot, order))
+      return
     let i = 0
     for (;;) {
       const l = 2 * i + 1
@@ -514,8 +581,16 @@ class TopK {
       let m = -1
       let ms = score
       let mslot = slot
-      if (l < k && TopK.worse(scores[l] as number, slots[l] as number, ms, mslot, order)) { m = l; ms = scores[l] as number; mslot = slots[l] as number }
-      if (r < k && TopK.worse(scores[r] as number, slots[r] as number, ms, mslot, order)) { m = r; ms = scores[r] as number; mslot = slots[r] as number }
+      if (l < k && TopK.worse(scores[l] as number, slots[l] as number, ms, mslot, order)) {
+        m = l
+        ms = scores[l] as number
+        mslot = slots[l] as number
+      }
+      if (r < k && TopK.worse(scores[r] as number, slots[r] as number, ms, mslot, order)) {
+        m = r
+        ms = scores[r] as number
+        mslot = slots[r] as number
+      }
       if (m === -1) break
       slots[i] = mslot
       scores[i] = ms
@@ -527,7 +602,17 @@ class TopK {
 
   sorted(order: Order): number[] {
     const positions = Array.from({ length: this.size }, (_, i) => i)
-    positions.sort((a, b) => (TopK.worse(this.scores[a] as number, this.slots[a] as number, this.scores[b] as number, this.slots[b] as number, order) ? 1 : -1))
+    positions.sort((a, b) =>
+      TopK.worse(
+        this.scores[a] as number,
+        this.slots[a] as number,
+        this.scores[b] as number,
+        this.slots[b] as number,
+        order
+      )
+        ? 1
+        : -1
+    )
     return positions.map(i => this.slots[i] as number)
   }
 }

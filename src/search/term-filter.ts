@@ -41,7 +41,10 @@ export interface TermFilterShape {
 }
 
 export class TermFilter implements TermFilterShape {
-  private constructor(private readonly bloom: BloomFilter, readonly items: number) {}
+  private constructor(
+    private readonly bloom: BloomFilter,
+    readonly items: number
+  ) {}
 
   /**
    * A filter sized for `count` terms at `falsePositiveRate`, at most `maxBits` (beyond that the
@@ -65,16 +68,23 @@ export class TermFilter implements TermFilterShape {
 
   /** Rebuilds a filter from its parts (a peer's message, already validated). Throws on a size mismatch. */
   static decode(shape: TermFilterShape, bytes: Uint8Array): TermFilter {
-    if (shape.bits % 8 !== 0 || bytes.byteLength !== shape.bits / 8) throw new Error(`filter: ${bytes.byteLength} bytes for ${shape.bits} bits`)
+    if (shape.bits % 8 !== 0 || bytes.byteLength !== shape.bits / 8)
+      throw new Error(`filter: ${bytes.byteLength} bytes for ${shape.bits} bits`)
     const bloom = new bf.BloomFilter(shape.bits, shape.hashes)
     bloom.seed = shape.seed
     bloom._filter.array = new Uint8Array(bytes)
     return new TermFilter(bloom, shape.items)
   }
 
-  get bits(): number { return this.bloom._size }
-  get hashes(): number { return this.bloom._nbHashes }
-  get seed(): number { return this.bloom.seed }
+  get bits(): number {
+    return this.bloom._size
+  }
+  get hashes(): number {
+    return this.bloom._nbHashes
+  }
+  get seed(): number {
+    return this.bloom.seed
+  }
 
   /**
    * Membership of a term; `h`, its precomputed hashes, saves hashing it again (used when this
@@ -83,7 +93,8 @@ export class TermFilter implements TermFilterShape {
   has(term: string, h?: TermHash): boolean {
     const bloom = this.bloom
     if (h === undefined || bloom.seed !== TERM_FILTER_SEED) return bloom.has(term)
-    for (let i = 0; i < bloom._nbHashes; i++) if (!bloom._filter.has(hashing.doubleHashing(i, h.first, h.second, bloom._size))) return false
+    for (let i = 0; i < bloom._nbHashes; i++)
+      if (!bloom._filter.has(hashing.doubleHashing(i, h.first, h.second, bloom._size))) return false
     return true
   }
 

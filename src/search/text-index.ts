@@ -17,7 +17,13 @@ export type Field = (typeof FIELDS)[number]
 export type FieldTokens = Record<Field, readonly string[]>
 
 /** The spec's boosts (name 3.0, tags 2.0, category 1.5, summary 1.0) plus capability text at 1.0. */
-export const FIELD_BOOSTS: Readonly<Record<Field, number>> = { name: 3.0, tags: 2.0, category: 1.5, summary: 1.0, capabilities: 1.0 }
+export const FIELD_BOOSTS: Readonly<Record<Field, number>> = {
+  name: 3.0,
+  tags: 2.0,
+  category: 1.5,
+  summary: 1.0,
+  capabilities: 1.0
+}
 
 const F = FIELDS.length
 const K1 = 1.2
@@ -104,7 +110,9 @@ export class TextIndex {
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
 
-  get size(): number { return this.liveCount }
+  get size(): number {
+    return this.liveCount
+  }
 
   /** Indexes a document into `slot`, which must never have been used or have been swept since its removal. */
   add(slot: number, fields: FieldTokens): void {
@@ -142,7 +150,9 @@ export class TextIndex {
     this.alive[slot] = 1
     this.liveCount++
     this.computeNorms(slot)
-    distinct.forEach((id, row) => { (this.postings[id] as Postings).add(slot, counts, row * F, this.termWeight(slot, counts, row * F)) })
+    distinct.forEach((id, row) => {
+      ;(this.postings[id] as Postings).add(slot, counts, row * F, this.termWeight(slot, counts, row * F))
+    })
   }
 
   private termId(term: string): number {
@@ -227,7 +237,8 @@ export class TextIndex {
     if (slot >= this.capacity || !this.alive[slot]) return
     this.alive[slot] = 0
     this.liveCount--
-    for (let f = 0; f < F; f++) this.lengthSums[f] = (this.lengthSums[f] as number) - (this.lengths[slot * F + f] as number)
+    for (let f = 0; f < F; f++)
+      this.lengthSums[f] = (this.lengthSums[f] as number) - (this.lengths[slot * F + f] as number)
     const start = this.sequenceStart[slot] as number
     const length = this.sequenceLength[slot] as number
     const seen = new Set<number>()

@@ -16,15 +16,21 @@ export class VectorIndex {
   private similarities = new Float32Array(1024)
   private readonly buffer: Int8Array
 
-  constructor(readonly dimension: number, options: { simd?: boolean } = {}) {
+  constructor(
+    readonly dimension: number,
+    options: { simd?: boolean } = {}
+  ) {
     this.matrix = new Int8Matrix(dimension, options)
     this.buffer = new Int8Array(dimension)
   }
 
-  get simd(): boolean { return this.matrix.simd }
+  get simd(): boolean {
+    return this.matrix.simd
+  }
 
   set(slot: number, vector: Float32Array): void {
-    if (vector.length !== this.dimension) throw new RangeError(`vector of ${vector.length} dimensions, index has ${this.dimension}`)
+    if (vector.length !== this.dimension)
+      throw new RangeError(`vector of ${vector.length} dimensions, index has ${this.dimension}`)
     this.ensure(slot + 1)
     const { values, scale } = quantize(vector, this.buffer)
     this.matrix.set(slot, values)
@@ -45,7 +51,12 @@ export class VectorIndex {
    * Like `scan`, and also lists the slots whose similarity reaches `min` into `into` (which must
    * hold `count`); `above` is the filled part.
    */
-  scanAbove(query: Float32Array, count: number, min: number, into: Int32Array): { similarities: Float32Array; above: Int32Array } {
+  scanAbove(
+    query: Float32Array,
+    count: number,
+    min: number,
+    into: Int32Array
+  ): { similarities: Float32Array; above: Int32Array } {
     this.ensure(count)
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
     const dots = this.matrix.scan(values, count)

@@ -33,23 +33,49 @@ function keyFor(keys: SignerKeys, role: SignerRole): Buffer {
 }
 
 function signers(keys: SignerKeys): [SignerRole, Buffer][] {
-  return keys.developer ? [['self', keys.self], ['developer', keys.developer]] : [['self', keys.self]]
+  return keys.developer
+    ? [
+        ['self', keys.self],
+        ['developer', keys.developer]
+      ]
+    : [['self', keys.self]]
 }
 
 function headerSignature(credentials: Credentials) {
   const auth = parseAuthorization(credentials.authorization)
-  if (auth === undefined) throw new RegistryError('signature_invalid', 'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>" or "Bearer-Dev ed25519:<base64 signature>".')
+  if (auth === undefined)
+    throw new RegistryError(
+      'signature_invalid',
+      'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>" or "Bearer-Dev ed25519:<base64 signature>".'
+    )
   return auth
 }
 
 /** Update: Authorization over the raw body, or the body's own `signature` over its canonical JSON. */
-export async function authorizeUpdate(credentials: Credentials, keys: SignerKeys, rawBody: Uint8Array, body: Record<string, unknown>, verifier: SignatureVerifier): Promise<OperationAuth> {
+export async function authorizeUpdate(
+  credentials: Credentials,
+  keys: SignerKeys,
+  rawBody: Uint8Array,
+  body: Record<string, unknown>,
+  verifier: SignatureVerifier
+): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (auth) {
     const key = keyFor(keys, auth.role)
-    const form = (await verifyRawBody(rawBody, key, auth.signature, verifier)) ?? (await verifyBodySignedUpdate(body, key, auth.signature, verifier))
-    if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify against the ${auth.role === 'self' ? "record's" : "owning developer's"} key over the request body.`)
-    return { carrier: 'authorization', signer: auth.role, signature: `ed25519:${auth.signature.toString('base64')}`, form }
+    const form =
+      (await verifyRawBody(rawBody, key, auth.signature, verifier)) ??
+      (await verifyBodySignedUpdate(body, key, auth.signature, verifier))
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        `The Authorization signature does not verify against the ${auth.role === 'self' ? "record's" : "owning developer's"} key over the request body.`
+      )
+    return {
+      carrier: 'authorization',
+      signer: auth.role,
+      signature: `ed25519:${auth.signature.toString('base64')}`,
+      form
+    }
   }
   if (typeof body.signature === 'string') {
     const signature = parseSignature(body.signature)
@@ -59,23 +85,43 @@ export async function authorizeUpdate(credentials: Credentials, keys: SignerKeys
         if (form) return { carrier: 'body', signer: role, signature: body.signature, form }
       }
     }
-    throw new RegistryError('signature_invalid', 'The body signature does not verify over the canonical JSON of the body without `signature`.', 'signature')
+    throw new RegistryError(
+      'signature_invalid',
+      'The body signature does not verify over the canonical JSON of the body without `signature`.',
+      'signature'
+    )
   }
   throw new RegistryError('authorization_required')
 }
 
 /** Deletion: Authorization or X-Signature over the ID (deployed) or the URL path (spec). */
-export async function authorizeDeletion(credentials: Credentials, keys: SignerKeys, id: string, path: string, verifier: SignatureVerifier): Promise<OperationAuth> {
+export async function authorizeDeletion(
+  credentials: Credentials,
+  keys: SignerKeys,
+  id: string,
+  path: string,
+  verifier: SignatureVerifier
+): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (auth) {
     const form = await verifyDeletion(id, path, keyFor(keys, auth.role), auth.signature, verifier)
-    if (!form) throw new RegistryError('signature_invalid', `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`)
-    return { carrier: 'authorization', signer: auth.role, signature: `ed25519:${auth.signature.toString('base64')}`, form }
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`
+      )
+    return {
+      carrier: 'authorization',
+      signer: auth.role,
+      signature: `ed25519:${auth.signature.toString('base64')}`,
+      form
+    }
   }
   if (credentials.xSignature) {
     const text = credentials.xSignature.replace(/^bearer\s+/i, '').trim()
     const signature = parseSignature(text)
-    if (!signature) throw new RegistryError('signature_invalid', 'Malformed X-Signature header: expected ed25519:<base64 signature>.')
+    if (!signature)
+      throw new RegistryError('signature_invalid', 'Malformed X-Signature header: expected ed25519:<base64 signature>.')
     for (const [role, key] of signers(keys)) {
       const form = await verifyDeletion(id, path, key, signature, verifier)
       if (form) return { carrier: 'x-signature', signer: role, signature: text, form }
@@ -93,16 +139,39 @@ export function requireTarget(body: Record<string, unknown>, target: Record<stri
   for (const [field, value] of Object.entries(target)) {
     const sent = body[field]
     if (sent !== undefined && sent !== null && String(sent).toLowerCase() !== value.toLowerCase()) {
-      throw new RegistryError('validation_failed', `${field}: the body names ${String(sent)}, but the path names ${value}`, field)
+      throw new RegistryError(
+        'validation_failed',
+        `${field}: the body names ${String(sent)}, but the path names ${value}`,
+        field
+      )
     }
   }
 }
 
 /** Release of a handle or name: Authorization (Bearer or Bearer-Dev) over `release:<subject>` by the developer. */
-export async function authorizeRelease(credentials: Credentials, subject: string, developerKey: string, what: string, verifier: SignatureVerifier): Promise<OperationAuth> {
+export async function authorizeRelease(
+  credentials: Credentials,
+  subject: string,
+  developerKey: string,
+  what: string,
+  verifier: SignatureVerifier
+): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
-  if (!auth) throw new RegistryError('authorization_required', `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`)
+  if (!auth)
+    throw new RegistryError(
+      'authorization_required',
+      `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`
+    )
   const form = await verifyRelease(subject, parsePublicKey(developerKey) as Buffer, auth.signature, verifier)
-  if (!form) throw new RegistryError('signature_invalid', `The signature does not verify over "release:${subject}" with the key of the ${what}'s developer.`)
-  return { carrier: 'authorization', signer: 'developer', signature: `ed25519:${auth.signature.toString('base64')}`, form }
+  if (!form)
+    throw new RegistryError(
+      'signature_invalid',
+      `The signature does not verify over "release:${subject}" with the key of the ${what}'s developer.`
+    )
+  return {
+    carrier: 'authorization',
+    signer: 'developer',
+    signature: `ed25519:${auth.signature.toString('base64')}`,
+    form
+  }
 }

@@ -16,7 +16,12 @@ export interface CatalogQuery {
 }
 
 function facetsOf(record: EntityRecord): Facets {
-  return { type: record.type, category: record.category.toLowerCase(), developerId: record.developer_id, tags: [...new Set(record.tags.map(t => t.toLowerCase()))] }
+  return {
+    type: record.type,
+    category: record.category.toLowerCase(),
+    developerId: record.developer_id,
+    tags: [...new Set(record.tags.map(t => t.toLowerCase()))]
+  }
 }
 
 /**
@@ -44,13 +49,21 @@ export class EntityCatalog {
     for (const { id, facets } of sorted) this.insert(id, facets)
   }
 
-  get size(): number { return this.facets.size }
+  get size(): number {
+    return this.facets.size
+  }
 
-  count(type: EntityType): number { return this.byType.get(type)?.size ?? 0 }
+  count(type: EntityType): number {
+    return this.byType.get(type)?.size ?? 0
+  }
 
-  countByDeveloper(developerId: string): number { return this.byDeveloper.get(developerId)?.size ?? 0 }
+  countByDeveloper(developerId: string): number {
+    return this.byDeveloper.get(developerId)?.size ?? 0
+  }
 
-  has(id: string): boolean { return this.facets.has(id) }
+  has(id: string): boolean {
+    return this.facets.has(id)
+  }
 
   upsert(record: EntityRecord): void {
     this.insert(record.entity_id, facetsOf(record))
@@ -112,7 +125,9 @@ export class EntityCatalog {
 }
 
 function counts(index: Map<string, Set<string>>): [string, number][] {
-  return [...index].map(([key, ids]): [string, number] => [key, ids.size]).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+  return [...index]
+    .map(([key, ids]): [string, number] => [key, ids.size])
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
 }
 
 function add(index: Map<string, Set<string>>, key: string, id: string): void {

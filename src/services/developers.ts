@@ -12,7 +12,13 @@ import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/r
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
 import { authorizeDeletion, authorizeUpdate, developerSigner } from './authorize.js'
-import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import {
+  MissingDependency,
+  StaleOperation,
+  type RemoteWrite,
+  type ServiceComponents,
+  type WriteRequest
+} from './components.js'
 import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
 import { acceptOperation, bodyOf, sealOperation, signatureFingerprint } from './operations.js'
@@ -37,7 +43,9 @@ export class DeveloperService {
     })
   }
 
-  get count(): number { return this.developerCount }
+  get count(): number {
+    return this.developerCount
+  }
 
   require(id: string): DeveloperRecord {
     const record = this.c.store.getDeveloper(id)
@@ -78,64 +86,119 @@ export class DeveloperService {
   }
 
   /** Registers a developer: from a client, or another node's registration replayed (`remote`, last writer wins). */
-  async register(req: WriteRequest, remote?: RemoteWrite): Promise<{ developer_id: string; message: string; name: string; public_key: string; handle: string | null }> {
+  async register(
+    req: WriteRequest,
+    remote?: RemoteWrite
+  ): Promise<{ developer_id: string; message: string; name: string; public_key: string; handle: string | null }> {
     if (this.c.settings.mode === 'restricted' && !remote) {
-      throw new RegistryError('onboarding_required', 'Developer self-registration is disabled on this node; ask its operator for approval at auth_url.', undefined, { auth_url: this.c.settings.authUrl || null })
+      throw new RegistryError(
+        'onboarding_required',
+        'Developer self-registration is disabled on this node; ask its operator for approval at auth_url.',
+        undefined,
+        { auth_url: this.c.settings.authUrl || null }
+      )
     }
     const body = validate(DeveloperRegistrationRequest, req.body)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const publicKey = parsePublicKey(body.public_key) as Buffer
-    const form = await verifyDeveloperRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer, this.c.verifier)
-    if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
+    const form = await verifyDeveloperRegistration(
+      body as Record<string, unknown>,
+      publicKey,
+      parseSignature(body.signature) as Buffer,
+      this.c.verifier
+    )
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        'The registration signature does not verify against public_key.',
+        'signature'
+      )
     const developerId = deriveId('developer', publicKey)
-    if (remote && remote.op.subject !== developerId) throw new RegistryError('validation_failed', `The operation's subject is not ${developerId}, the ID of the body's public_key.`, 'subject')
+    if (remote && remote.op.subject !== developerId)
+      throw new RegistryError(
+        'validation_failed',
+        `The operation's subject is not ${developerId}, the ID of the body's public_key.`,
+        'subject'
+      )
     const now = remote?.op.accepted_at ?? this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
-    const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.register', developerId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
+    const op =
+      remote?.op ??
+      acceptOperation(
+        this.c.identity,
+        'developer.register',
+        developerId,
+        req,
+        { carrier: 'body', signer: 'self', signature: body.signature, form },
+        now
+      )
     let created = false
-    await this.c.writes.run(() => this.c.store.commit(tx => {
-      const existing = tx.getDeveloper(developerId)
-      if (existing && !existing.implicit) {
-        if (!remote) throw new RegistryError('developer_exists', `${developerId} is already registered; update it with PUT /v1/developers/${developerId}.`)
-        if (!isLater(now, fingerprint, existing.updated_at, existing.registration_signatures.at(-1) ?? '')) throw new StaleOperation()
-      }
-      const tombstone = remote ? tx.getTombstone(developerId) : undefined
-      if (tombstone && tombstone.deleted_at >= now) throw new StaleOperation()
-      let signatures: string[]
-      try {
-        signatures = admitRegistration(tx, developerId, fingerprint, 'developer_deregistered')
-      } catch (err) {
-        if (remote) throw new StaleOperation()
-        throw err
-      }
-      created = !existing
-      tx.appendOperation(op)
-      tx.putDeveloper({
-        developer_id: developerId,
-        name: body.name,
-        public_key: formatKey(publicKey),
-        signature: body.signature,
-        github: body.github || null,
-        profile_url: body.profile_url || null,
-        // An implicit developer completing its profile keeps the handle it already claimed.
-        dev_handle: existing?.dev_handle ?? null,
-        dev_handle_verified: existing?.dev_handle_verified ?? false,
-        verification_method: existing?.verification_method ?? null,
-        verification_proof: existing?.verification_proof ?? null,
-        home_registry: remote?.home ?? this.c.settings.host,
-        registered_at: existing?.registered_at ?? now,
-        updated_at: now,
-        schema_version: SCHEMA_VERSION,
-        implicit: false,
-        registration_signatures: [...(existing?.registration_signatures ?? []), ...signatures]
+    await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const existing = tx.getDeveloper(developerId)
+        if (existing && !existing.implicit) {
+          if (!remote)
+            throw new RegistryError(
+              'developer_exists',
+              `${developerId} is already registered; update it with PUT /v1/developers/${developerId}.`
+            )
+          if (!isLater(now, fingerprint, existing.updated_at, existing.registration_signatures.at(-1) ?? ''))
+            throw new StaleOperation()
+        }
+        const tombstone = remote ? tx.getTombstone(developerId) : undefined
+        if (tombstone && tombstone.deleted_at >= now) throw new StaleOperation()
+        let signatures: string[]
+        try {
+          signatures = admitRegistration(tx, developerId, fingerprint, 'developer_deregistered')
+        } catch (err) {
+          if (remote) throw new StaleOperation()
+          throw err
+        }
+        created = !existing
+        tx.appendOperation(op)
+        tx.putDeveloper({
+          developer_id: developerId,
+          name: body.name,
+          public_key: formatKey(publicKey),
+          signature: body.signature,
+          github: body.github || null,
+          profile_url: body.profile_url || null,
+          // An implicit developer completing its profile keeps the handle it already claimed.
+          dev_handle: existing?.dev_handle ?? null,
+          dev_handle_verified: existing?.dev_handle_verified ?? false,
+          verification_method: existing?.verification_method ?? null,
+          verification_proof: existing?.verification_proof ?? null,
+          home_registry: remote?.home ?? this.c.settings.host,
+          registered_at: existing?.registered_at ?? now,
+          updated_at: now,
+          schema_version: SCHEMA_VERSION,
+          implicit: false,
+          registration_signatures: [...(existing?.registration_signatures ?? []), ...signatures]
+        })
+        // A handle in the registration is claimed in the same write (the spec form signs it too);
+        // a replayed one gets its handle from the handle.claim operation.
+        if (body.handle && !remote)
+          this.c.handles.claimInTx(
+            tx,
+            developerId,
+            body.handle,
+            body.signature,
+            req,
+            { carrier: 'body', signer: 'self', signature: body.signature, form },
+            now
+          )
       })
-      // A handle in the registration is claimed in the same write (the spec form signs it too);
-      // a replayed one gets its handle from the handle.claim operation.
-      if (body.handle && !remote) this.c.handles.claimInTx(tx, developerId, body.handle, body.signature, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
-    }))
+    )
     this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, implicit: false, created })
-    if (body.handle && !remote) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
-    return { developer_id: developerId, message: 'developer registered', name: body.name, public_key: formatKey(publicKey), handle: body.handle ?? null }
+    if (body.handle && !remote)
+      this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
+    return {
+      developer_id: developerId,
+      message: 'developer registered',
+      name: body.name,
+      public_key: formatKey(publicKey),
+      handle: body.handle ?? null
+    }
   }
 
   /**
@@ -144,67 +207,120 @@ export class DeveloperService {
    */
   async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<DeveloperRecord> {
     const existing = this.requireFor(id, remote)
-    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))
+      throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const raw = req.body as Record<string, unknown>
     for (const field of ['developer_id', 'public_key'] as const) {
-      if (raw[field] !== undefined && raw[field] !== existing[field] && formatKeyIfKey(raw[field]) !== existing[field]) {
+      if (
+        raw[field] !== undefined &&
+        raw[field] !== existing[field] &&
+        formatKeyIfKey(raw[field]) !== existing[field]
+      ) {
         throw new RegistryError('field_immutable', `${field} cannot be changed.`, field)
       }
     }
     const body = validate(DeveloperUpdateRequest, raw)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
-    const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(existing.public_key), req.raw, raw, this.c.verifier)
+    const auth = await authorizeUpdate(
+      req.credentials ?? {},
+      developerSigner(existing.public_key),
+      req.raw,
+      raw,
+      this.c.verifier
+    )
     const now = remote?.op.accepted_at ?? this.now().toISOString()
-    const patch = (current: DeveloperRecord, fields: { name?: string | null | undefined; github?: string | null | undefined; profile_url?: string | null | undefined }): DeveloperRecord => {
+    const patch = (
+      current: DeveloperRecord,
+      fields: {
+        name?: string | null | undefined
+        github?: string | null | undefined
+        profile_url?: string | null | undefined
+      }
+    ): DeveloperRecord => {
       const next: DeveloperRecord = { ...current }
-      if (fields.name != null) { next.name = fields.name; next.implicit = false }
+      if (fields.name != null) {
+        next.name = fields.name
+        next.implicit = false
+      }
       if (fields.github != null) next.github = fields.github || null
       if (fields.profile_url != null) next.profile_url = fields.profile_url || null
       return next
     }
     const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.update', id, req, auth, now)
-    const next = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getDeveloper(id)
-      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('developer_not_found')
-      let updated: DeveloperRecord
-      if (remote && now <= current.updated_at) {
-        const later = this.c.store.operationsOf(id).filter(o => o.kind === 'developer.update' && o.body && o.accepted_at > now)
-          .map(o => bodyOf(o) as Record<string, unknown>)
-        const untouched = Object.fromEntries((['name', 'github', 'profile_url'] as const).filter(f => later.every(b => b[f] == null)).map(f => [f, body[f]]))
-        updated = patch(current, untouched)
-      } else {
-        updated = { ...patch(current, body), updated_at: now, signature: auth.signature }
-      }
-      tx.appendOperation(op)
-      tx.putDeveloper(updated)
-      return updated
-    }))
+    const next = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getDeveloper(id)
+        if (!current) throw remote ? new MissingDependency(id) : new RegistryError('developer_not_found')
+        let updated: DeveloperRecord
+        if (remote && now <= current.updated_at) {
+          const later = this.c.store
+            .operationsOf(id)
+            .filter(o => o.kind === 'developer.update' && o.body && o.accepted_at > now)
+            .map(o => bodyOf(o) as Record<string, unknown>)
+          const untouched = Object.fromEntries(
+            (['name', 'github', 'profile_url'] as const)
+              .filter(f => later.every(b => b[f] == null))
+              .map(f => [f, body[f]])
+          )
+          updated = patch(current, untouched)
+        } else {
+          updated = { ...patch(current, body), updated_at: now, signature: auth.signature }
+        }
+        tx.appendOperation(op)
+        tx.putDeveloper(updated)
+        return updated
+      })
+    )
     this.c.bus.publish('developer_updated', { developer_id: id, name: next.name })
     return next
   }
 
   /** Deregisters a developer (from a client, or replayed: `remote`). */
-  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>, remote?: RemoteWrite): Promise<{ developer_id: string; message: string }> {
+  async deregister(
+    id: string,
+    req: Omit<WriteRequest, 'body' | 'raw'>,
+    remote?: RemoteWrite
+  ): Promise<{ developer_id: string; message: string }> {
     const existing = this.requireFor(id, remote)
-    const auth = await authorizeDeletion(req.credentials ?? {}, developerSigner(existing.public_key), id, req.path, this.c.verifier)
+    const auth = await authorizeDeletion(
+      req.credentials ?? {},
+      developerSigner(existing.public_key),
+      id,
+      req.path,
+      this.c.verifier
+    )
     const owned = this.c.catalog.countByDeveloper(id)
     // The home node checked this when it accepted the deregistration; entities may arrive in another order here.
-    if (owned > 0 && !remote) throw new RegistryError('developer_has_entities', `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`)
+    if (owned > 0 && !remote)
+      throw new RegistryError(
+        'developer_has_entities',
+        `${id} still owns ${owned} registered entit${owned === 1 ? 'y' : 'ies'}; deregister them first.`
+      )
     const now = remote ? new Date(remote.op.accepted_at) : this.now()
     const deletedAt = now.toISOString()
-    const op = remote?.op ?? acceptOperation(this.c.identity, 'developer.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
+    const op =
+      remote?.op ??
+      acceptOperation(this.c.identity, 'developer.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
-    const released = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getDeveloper(id)
-      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('developer_not_found')
-      if (remote && current.registered_at > deletedAt) throw new StaleOperation()
-      // A replayed deregistration leaves the handle to its own handle.release operation.
-      const handle = !remote && current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null
-      if (handle) this.c.handles.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, deletedAt)
-      bury(tx, 'developer', id, current.registration_signatures, op, expiresAt)
-      return handle
-    }))
-    if (released) this.c.bus.publish('handle_released', { handle: released, developer_id: id, action: 'release', reason: 'developer_deregistered' })
+    const released = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getDeveloper(id)
+        if (!current) throw remote ? new MissingDependency(id) : new RegistryError('developer_not_found')
+        if (remote && current.registered_at > deletedAt) throw new StaleOperation()
+        // A replayed deregistration leaves the handle to its own handle.release operation.
+        const handle = !remote && current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null
+        if (handle) this.c.handles.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, deletedAt)
+        bury(tx, 'developer', id, current.registration_signatures, op, expiresAt)
+        return handle
+      })
+    )
+    if (released)
+      this.c.bus.publish('handle_released', {
+        handle: released,
+        developer_id: id,
+        action: 'release',
+        reason: 'developer_deregistered'
+      })
     this.c.bus.publish('developer_deregistered', { developer_id: id })
     return { developer_id: id, message: 'developer deregistered' }
   }
@@ -214,7 +330,13 @@ export class DeveloperService {
    * an unknown one comes into being, recorded as an operation derived from the registration.
    * Returns whether it was created (then call `implicitCommitted` after the commit).
    */
-  ensureForProof(tx: WriteTransaction, proof: ProofSigner, registration: Operation, now: string, remote?: RemoteWrite): boolean {
+  ensureForProof(
+    tx: WriteTransaction,
+    proof: ProofSigner,
+    registration: Operation,
+    now: string,
+    remote?: RemoteWrite
+  ): boolean {
     if (tx.getDeveloper(proof.developerId)) return false
     if (remote) {
       // The home node admitted it; its own developer.implicit operation follows on the mesh.
@@ -222,31 +344,44 @@ export class DeveloperService {
       return true
     }
     if (tx.getTombstone(proof.developerId)) {
-      throw new RegistryError('developer_deregistered', `Developer ${proof.developerId} was deregistered; register the developer again (POST /v1/developers) first.`, 'developer_id')
+      throw new RegistryError(
+        'developer_deregistered',
+        `Developer ${proof.developerId} was deregistered; register the developer again (POST /v1/developers) first.`,
+        'developer_id'
+      )
     }
     if (this.c.settings.mode === 'restricted') {
-      throw new RegistryError('onboarding_required', `Developer ${proof.developerId} is not registered on this node, and this node only admits approved developers.`, 'developer_id', { auth_url: this.c.settings.authUrl || null })
+      throw new RegistryError(
+        'onboarding_required',
+        `Developer ${proof.developerId} is not registered on this node, and this node only admits approved developers.`,
+        'developer_id',
+        { auth_url: this.c.settings.authUrl || null }
+      )
     }
     tx.putDeveloper(implicitDeveloper(proof.developerId, proof.developerKey, this.c.settings.host, now))
-    tx.appendOperation(sealOperation(this.c.identity, {
-      ...registration,
-      kind: 'developer.implicit',
-      subject: proof.developerId,
-      auth: { carrier: 'proof', signer: 'developer', signature: proof.signature, form: 'proof' }
-    }))
+    tx.appendOperation(
+      sealOperation(this.c.identity, {
+        ...registration,
+        kind: 'developer.implicit',
+        subject: proof.developerId,
+        auth: { carrier: 'proof', signer: 'developer', signature: proof.signature, form: 'proof' }
+      })
+    )
     return true
   }
 
   /** Another node's `developer.implicit` operation, its proof verified by the caller. */
   async applyImplicit(op: Operation, developerKey: Buffer, remote: RemoteWrite): Promise<void> {
-    const created = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const tombstone = tx.getTombstone(op.subject)
-      if (tombstone && tombstone.deleted_at >= op.accepted_at) throw new StaleOperation()
-      const absent = !tx.getDeveloper(op.subject)
-      if (absent) tx.putDeveloper(implicitDeveloper(op.subject, developerKey, remote.home, op.accepted_at))
-      tx.appendOperation(op)
-      return absent
-    }))
+    const created = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const tombstone = tx.getTombstone(op.subject)
+        if (tombstone && tombstone.deleted_at >= op.accepted_at) throw new StaleOperation()
+        const absent = !tx.getDeveloper(op.subject)
+        if (absent) tx.putDeveloper(implicitDeveloper(op.subject, developerKey, remote.home, op.accepted_at))
+        tx.appendOperation(op)
+        return absent
+      })
+    )
     if (created) this.implicitCommitted(op.subject)
   }
 

@@ -8,18 +8,39 @@ import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
 import { compareOperations, isLater } from '../store/operation-order.js'
-import { SCHEMA_VERSION, type EntityRecord, type EntityType, type Operation, type PricingModel } from '../store/records.js'
+import {
+  SCHEMA_VERSION,
+  type EntityRecord,
+  type EntityType,
+  type Operation,
+  type PricingModel
+} from '../store/records.js'
 import { BoundedMap } from '../util/bounded-map.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
-import { MissingDependency, NETWORK_LOOKUP_TIMEOUT_MS, StaleOperation, type NetworkLookup, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import {
+  MissingDependency,
+  NETWORK_LOOKUP_TIMEOUT_MS,
+  StaleOperation,
+  type NetworkLookup,
+  type RemoteWrite,
+  type ServiceComponents,
+  type WriteRequest
+} from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { LivenessView } from './liveness.js'
 import type { NameDirectory } from './name-directory.js'
 import type { NameService } from './names.js'
 import { formatFqan } from './naming.js'
-import { acceptOperation, bodyOf, parseDeveloperProof, registrationOf, signatureFingerprint, type ParsedDeveloperProof } from './operations.js'
+import {
+  acceptOperation,
+  bodyOf,
+  parseDeveloperProof,
+  registrationOf,
+  signatureFingerprint,
+  type ParsedDeveloperProof
+} from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
 
@@ -68,7 +89,10 @@ export class EntityService {
     const record = this.c.store.getEntity(id)
     if (record) return record
     const tombstone = this.c.store.getTombstone(id)
-    throw new RegistryError('entity_not_found', tombstone ? `${id} was deregistered at ${tombstone.deleted_at}.` : `No entity ${id} is registered on this node.`)
+    throw new RegistryError(
+      'entity_not_found',
+      tombstone ? `${id} was deregistered at ${tombstone.deleted_at}.` : `No entity ${id} is registered on this node.`
+    )
   }
 
   /**
@@ -115,7 +139,9 @@ export class EntityService {
 
   private liveness(record: EntityRecord): Pick<EntityRecordView, 'status' | 'last_heartbeat'> {
     const live = this.c.liveness?.current(record.entity_id)
-    return live ? { status: live.status, last_heartbeat: live.last_heartbeat } : { status: record.status, last_heartbeat: record.last_heartbeat }
+    return live
+      ? { status: live.status, last_heartbeat: live.last_heartbeat }
+      : { status: record.status, last_heartbeat: record.last_heartbeat }
   }
 
   view(record: EntityRecord): EntityRecordView {
@@ -144,7 +170,11 @@ export class EntityService {
       pricing_model: record.pricing_model,
       entity_pricing: record.pricing_model,
       entity_name: record.entity_name,
-      fqan: local ? this.c.names.fqan(local.handle, local.entity_name) : remote ? formatFqan(remote.host, remote.handle, remote.entity_name) : null,
+      fqan: local
+        ? this.c.names.fqan(local.handle, local.entity_name)
+        : remote
+          ? formatFqan(remote.host, remote.handle, remote.entity_name)
+          : null,
       developer_handle: local?.handle ?? remote?.handle ?? null,
       ...this.liveness(record),
       ttl: record.ttl,
@@ -155,7 +185,13 @@ export class EntityService {
     }
   }
 
-  list(q: { type?: EntityType | undefined; category?: string | undefined; developerId?: string | undefined; offset: number; limit: number }): { records: EntityRecord[]; total: number } {
+  list(q: {
+    type?: EntityType | undefined
+    category?: string | undefined
+    developerId?: string | undefined
+    offset: number
+    limit: number
+  }): { records: EntityRecord[]; total: number } {
     const { ids, total } = this.c.catalog.list(q)
     const records: EntityRecord[] = []
     for (const id of ids) {
@@ -175,67 +211,156 @@ export class EntityService {
     const { body, entityId, publicKey, proofInput, build } = this.parseRegistration(req.body)
     // Both signatures are checked together (one batch when the pool verifies); the errors keep
     // their order: the registration signature, then the proof's fields, then its signature.
-    const verifyingForm = verifyEntityRegistration(body as Record<string, unknown>, publicKey, parseSignature(body.signature) as Buffer, this.c.verifier)
+    const verifyingForm = verifyEntityRegistration(
+      body as Record<string, unknown>,
+      publicKey,
+      parseSignature(body.signature) as Buffer,
+      this.c.verifier
+    )
     let proof: ParsedDeveloperProof | null = null
     let proofProblem: unknown = null
     try {
-      proof = proofInput ? parseDeveloperProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
+      proof = proofInput
+        ? parseDeveloperProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null)
+        : null
     } catch (err) {
       proofProblem = err
     }
-    const verifyingProof = proof ? verifyDeveloperProof(proof.developerKey, publicKey, proof.stored.index, parseSignature(proof.stored.signature) as Buffer, this.c.verifier) : true
+    const verifyingProof = proof
+      ? verifyDeveloperProof(
+          proof.developerKey,
+          publicKey,
+          proof.stored.index,
+          parseSignature(proof.stored.signature) as Buffer,
+          this.c.verifier
+        )
+      : true
     const [form, proofVerifies] = await Promise.all([verifyingForm, verifyingProof])
-    if (!form) throw new RegistryError('signature_invalid', 'The registration signature does not verify against public_key.', 'signature')
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        'The registration signature does not verify against public_key.',
+        'signature'
+      )
     if (proofProblem !== null) throw proofProblem
-    if (!proofVerifies) throw new RegistryError('developer_proof_invalid', 'The developer proof signature does not verify over the entity key and index.', 'developer_proof.signature')
+    if (!proofVerifies)
+      throw new RegistryError(
+        'developer_proof_invalid',
+        'The developer proof signature does not verify over the entity key and index.',
+        'developer_proof.signature'
+      )
 
-    if (remote && remote.op.subject !== entityId) throw new RegistryError('validation_failed', `The operation's subject is not ${entityId}, the ID of the body's public_key.`, 'subject')
+    if (remote && remote.op.subject !== entityId)
+      throw new RegistryError(
+        'validation_failed',
+        `The operation's subject is not ${entityId}, the ID of the body's public_key.`,
+        'subject'
+      )
     const now = remote?.op.accepted_at ?? this.now().toISOString()
     const fingerprint = signatureFingerprint(body.signature)
-    const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.register', entityId, req, { carrier: 'body', signer: 'self', signature: body.signature, form }, now)
-    const record = build(proof, now, remote?.home ?? this.c.settings.host, remote?.op.origin ?? this.c.identity.registryId)
+    const op =
+      remote?.op ??
+      acceptOperation(
+        this.c.identity,
+        'entity.register',
+        entityId,
+        req,
+        { carrier: 'body', signer: 'self', signature: body.signature, form },
+        now
+      )
+    const record = build(
+      proof,
+      now,
+      remote?.home ?? this.c.settings.host,
+      remote?.op.origin ?? this.c.identity.registryId
+    )
     const name = record.name
     const type = record.type
 
     let createdDeveloper = false
-    const binding = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const existing = tx.getEntity(entityId)
-      if (existing && !remote) throw new RegistryError('entity_exists', `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`)
-      if (existing) {
-        // Two registrations of one key (at two homes, or replayed): the later one wins.
-        if (!isLater(now, fingerprint, existing.registered_at, existing.registration_signatures.at(-1) ?? '')) throw new StaleOperation()
-        tx.dropOperations(entityId)
-        record.registration_signatures = [...new Set([...existing.registration_signatures, fingerprint])]
-      } else {
-        const tombstone = tx.getTombstone(entityId)
-        if (remote && tombstone && tombstone.deleted_at >= now) throw new StaleOperation()
-        try {
-          record.registration_signatures = admitRegistration(tx, entityId, fingerprint, 'entity_deregistered')
-        } catch (err) {
-          if (remote) throw new StaleOperation()
-          throw err
+    const binding = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const existing = tx.getEntity(entityId)
+        if (existing && !remote)
+          throw new RegistryError(
+            'entity_exists',
+            `${entityId} is already registered; update it with PUT /v1/entities/${entityId}.`
+          )
+        if (existing) {
+          // Two registrations of one key (at two homes, or replayed): the later one wins.
+          if (!isLater(now, fingerprint, existing.registered_at, existing.registration_signatures.at(-1) ?? ''))
+            throw new StaleOperation()
+          tx.dropOperations(entityId)
+          record.registration_signatures = [...new Set([...existing.registration_signatures, fingerprint])]
+        } else {
+          const tombstone = tx.getTombstone(entityId)
+          if (remote && tombstone && tombstone.deleted_at >= now) throw new StaleOperation()
+          try {
+            record.registration_signatures = admitRegistration(tx, entityId, fingerprint, 'entity_deregistered')
+          } catch (err) {
+            if (remote) throw new StaleOperation()
+            throw err
+          }
         }
-      }
-      if (proof) createdDeveloper = this.c.developers.ensureForProof(tx, { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature }, op, now, remote)
-      tx.appendOperation(op)
-      tx.putEntity(record)
-      // Names travel as their own operations (name.bind), not with a replayed registration.
-      return record.entity_name && !remote ? this.c.names.bindForRegistration(tx, record.developer_id, entityId, record.entity_name, record.version, op) : null
-    }))
+        if (proof)
+          createdDeveloper = this.c.developers.ensureForProof(
+            tx,
+            { developerId: proof.developerId, developerKey: proof.developerKey, signature: proof.stored.signature },
+            op,
+            now,
+            remote
+          )
+        tx.appendOperation(op)
+        tx.putEntity(record)
+        // Names travel as their own operations (name.bind), not with a replayed registration.
+        return record.entity_name && !remote
+          ? this.c.names.bindForRegistration(tx, record.developer_id, entityId, record.entity_name, record.version, op)
+          : null
+      })
+    )
 
     this.changed(entityId)
     this.c.catalog.upsert(record)
     if (createdDeveloper && proof) this.c.developers.implicitCommitted(proof.developerId)
-    this.c.bus.publish('agent_registered', { entity_id: entityId, name, type, category: record.category, tags: record.tags, summary: record.summary, developer_id: record.developer_id }, record)
+    this.c.bus.publish(
+      'agent_registered',
+      {
+        entity_id: entityId,
+        name,
+        type,
+        category: record.category,
+        tags: record.tags,
+        summary: record.summary,
+        developer_id: record.developer_id
+      },
+      record
+    )
 
-    const result: RegistrationResult = { entity_id: entityId, message: `${type} registered`, status: 'active', fqan: null }
+    const result: RegistrationResult = {
+      entity_id: entityId,
+      message: `${type} registered`,
+      status: 'active',
+      fqan: null
+    }
     if (record.entity_name && binding) {
       if (typeof binding === 'string') {
-        result.name_binding = { requested: record.entity_name, bound: false, fqan: null, reason: binding, message: `No FQAN was bound: ${BINDING_FAILURES[binding]} The registration itself succeeded.` }
+        result.name_binding = {
+          requested: record.entity_name,
+          bound: false,
+          fqan: null,
+          reason: binding,
+          message: `No FQAN was bound: ${BINDING_FAILURES[binding]} The registration itself succeeded.`
+        }
       } else {
         const fqan = this.c.names.fqan(binding.handle, binding.entity_name)
         result.fqan = fqan
-        result.name_binding = { requested: record.entity_name, bound: true, fqan, reason: null, message: `Bound as ${fqan}.` }
+        result.name_binding = {
+          requested: record.entity_name,
+          bound: true,
+          fqan,
+          reason: null,
+          message: `Bound as ${fqan}.`
+        }
         if (binding.bound_at === now) this.c.names.published(binding, 'name_registered', 'register')
       }
     }
@@ -249,7 +374,8 @@ export class EntityService {
    */
   async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<EntityRecord> {
     const existing = this.requireFor(id, remote)
-    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))
+      throw invalidField('body', 'must be a JSON object')
     const raw = req.body as Record<string, unknown>
     rejectImmutable(existing, raw)
     const body = validate(UpdateRequest, raw)
@@ -262,42 +388,75 @@ export class EntityService {
     patch(existing) // validates the result before anything is written
 
     const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
-    const next = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getEntity(id)
-      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
-      if (remote && now < current.registered_at) throw new StaleOperation()
-      const updated = remote && now <= current.updated_at ? this.refold(current, [...this.c.store.operationsOf(id), op]) : patch(current)
-      tx.appendOperation(op)
-      tx.putEntity(updated)
-      return updated
-    }))
+    const next = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getEntity(id)
+        if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
+        if (remote && now < current.registered_at) throw new StaleOperation()
+        const updated =
+          remote && now <= current.updated_at
+            ? this.refold(current, [...this.c.store.operationsOf(id), op])
+            : patch(current)
+        tx.appendOperation(op)
+        tx.putEntity(updated)
+        return updated
+      })
+    )
     this.changed(id)
     this.c.catalog.upsert(next)
-    this.c.bus.publish('agent_updated', { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary }, next)
+    this.c.bus.publish(
+      'agent_updated',
+      { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary },
+      next
+    )
     return next
   }
 
   /** Deregisters an entity (from a client, or another node's deregistration replayed): a tombstone replaces it. */
-  async deregister(id: string, req: Omit<WriteRequest, 'body' | 'raw'>, remote?: RemoteWrite): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
+  async deregister(
+    id: string,
+    req: Omit<WriteRequest, 'body' | 'raw'>,
+    remote?: RemoteWrite
+  ): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
     const existing = this.requireFor(id, remote)
-    const auth = await authorizeDeletion(req.credentials ?? {}, this.signerKeys(existing), id, req.path, this.c.verifier)
+    const auth = await authorizeDeletion(
+      req.credentials ?? {},
+      this.signerKeys(existing),
+      id,
+      req.path,
+      this.c.verifier
+    )
     const now = remote ? new Date(remote.op.accepted_at) : this.now()
     const deletedAt = remote?.op.accepted_at ?? now.toISOString()
     const expiresAt = new Date(now.getTime() + this.c.settings.tombstoneRetentionMs).toISOString()
-    const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
-    const releasedNames = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getEntity(id)
-      if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
-      // A registration later than the deregistration (the entity came back) stands.
-      if (remote && current.registered_at > deletedAt) throw new StaleOperation()
-      bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
-      return this.c.names.releaseEntityInTx(tx, id)
-    }))
-    for (const binding of releasedNames) this.c.names.published(binding, 'name_released', 'release', { reason: 'entity_deregistered' })
+    const op =
+      remote?.op ??
+      acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
+    const releasedNames = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getEntity(id)
+        if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
+        // A registration later than the deregistration (the entity came back) stands.
+        if (remote && current.registered_at > deletedAt) throw new StaleOperation()
+        bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
+        return this.c.names.releaseEntityInTx(tx, id)
+      })
+    )
+    for (const binding of releasedNames)
+      this.c.names.published(binding, 'name_released', 'release', { reason: 'entity_deregistered' })
     this.changed(id)
     this.c.catalog.remove(id)
-    this.c.bus.publish('agent_deregistered', { entity_id: id, name: existing.name, category: existing.category, tags: existing.tags })
-    return { entity_id: id, message: `${existing.type} deregistered`, tombstone: { deleted_at: deletedAt, expires_at: expiresAt } }
+    this.c.bus.publish('agent_deregistered', {
+      entity_id: id,
+      name: existing.name,
+      category: existing.category,
+      tags: existing.tags
+    })
+    return {
+      entity_id: id,
+      message: `${existing.type} deregistered`,
+      tombstone: { deleted_at: deletedAt, expires_at: expiresAt }
+    }
   }
 
   /**
@@ -308,14 +467,22 @@ export class EntityService {
     const body = validate(RegistrationRequest, input)
     const type: EntityType = eitherSpelling(body.type, body.entity_type, 'type', 'entity_type') ?? 'agent'
     const name = body.name ?? body.entity_name
-    if (name === undefined || name === null || name === '') throw invalidField('name', 'is required (also accepted as entity_name)')
+    if (name === undefined || name === null || name === '')
+      throw invalidField('name', 'is required (also accepted as entity_name)')
     const publicKey = parsePublicKey(body.public_key) as Buffer
     const entityId = deriveId(type, publicKey)
-    const reachability = checkReachability(type, body.entity_url ?? null, body.service_endpoint ?? null, body.openapi_url ?? null, this.c.settings.allowHttpEntityUrl)
+    const reachability = checkReachability(
+      type,
+      body.entity_url ?? null,
+      body.service_endpoint ?? null,
+      body.openapi_url ?? null,
+      this.c.settings.allowHttpEntityUrl
+    )
     checkCapabilitySummary(body.capability_summary)
     const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
     const proofInput = body.developer_proof ?? null
-    if (body.developer_id && !proofInput) throw invalidField('developer_proof', 'is required when developer_id is given')
+    if (body.developer_id && !proofInput)
+      throw invalidField('developer_proof', 'is required when developer_id is given')
     const build = (proof: ParsedDeveloperProof | null, now: string, home: string, homeId: string): EntityRecord => ({
       entity_id: entityId,
       type,
@@ -355,12 +522,26 @@ export class EntityService {
     const registration = registrationOf(ops, current)
     if (!registration?.body) return current
     const { body, publicKey, proofInput, build } = this.parseRegistration(bodyOf(registration))
-    const proof = proofInput ? parseDeveloperProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null) : null
-    let record: EntityRecord = { ...build(proof, registration.accepted_at, current.home_registry, registration.origin), status: current.status, last_heartbeat: current.last_heartbeat, registration_signatures: current.registration_signatures }
-    const updates = ops.filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at).sort(compareOperations)
+    const proof = proofInput
+      ? parseDeveloperProof(proofInput, publicKey, body.developer_id ?? null, body.entity_index ?? null)
+      : null
+    let record: EntityRecord = {
+      ...build(proof, registration.accepted_at, current.home_registry, registration.origin),
+      status: current.status,
+      last_heartbeat: current.last_heartbeat,
+      registration_signatures: current.registration_signatures
+    }
+    const updates = ops
+      .filter(o => o.kind === 'entity.update' && o.body && o.accepted_at >= registration.accepted_at)
+      .sort(compareOperations)
     for (const update of updates) {
       const patchBody = validate(UpdateRequest, bodyOf(update))
-      record = updatePatch(patchBody, update.auth.signature, update.accepted_at, this.c.settings.allowHttpEntityUrl)(record)
+      record = updatePatch(
+        patchBody,
+        update.auth.signature,
+        update.accepted_at,
+        this.c.settings.allowHttpEntityUrl
+      )(record)
     }
     return record
   }
@@ -374,48 +555,80 @@ export class EntityService {
     // The origin signs the body's text; the parsed body is checked field by field.
     const text = op.body ? Buffer.from(op.body).toString('utf8') : ''
     let body: { entity_id?: unknown; status?: unknown; last_heartbeat?: unknown; registry_id?: unknown } = {}
-    if (op.body) try { body = bodyOf(op) as typeof body } catch { /* checked below */ }
+    if (op.body)
+      try {
+        body = bodyOf(op) as typeof body
+      } catch {
+        /* checked below */
+      }
     const status = body.status
-    if (body.entity_id !== op.subject || (status !== 'active' && status !== 'inactive') || body.registry_id !== op.origin || (body.last_heartbeat !== null && typeof body.last_heartbeat !== 'string')) {
-      throw new RegistryError('operation_invalid', 'An entity.status body is {entity_id, status, last_heartbeat, changed_at, registry_id} for its subject and origin.', 'body')
+    if (
+      body.entity_id !== op.subject ||
+      (status !== 'active' && status !== 'inactive') ||
+      body.registry_id !== op.origin ||
+      (body.last_heartbeat !== null && typeof body.last_heartbeat !== 'string')
+    ) {
+      throw new RegistryError(
+        'operation_invalid',
+        'An entity.status body is {entity_id, status, last_heartbeat, changed_at, registry_id} for its subject and origin.',
+        'body'
+      )
     }
     const signature = parseSignature(op.auth.signature)
-    if (!signature || (await this.c.verifier.firstVerifying(originKey, signature, [text])) !== 0) throw new RegistryError('signature_invalid', 'The status is not signed by its origin node.')
+    if (!signature || (await this.c.verifier.firstVerifying(originKey, signature, [text])) !== 0)
+      throw new RegistryError('signature_invalid', 'The status is not signed by its origin node.')
     const record = this.c.store.getEntity(op.subject)
     if (!record) throw new MissingDependency(op.subject)
     const ops = this.c.store.operationsOf(op.subject)
     const registration = registrationOf(ops, record)
-    if (registration && registration.origin !== op.origin) throw new RegistryError('operation_invalid', "Status changes are accepted only from the entity's home node.", 'origin')
+    if (registration && registration.origin !== op.origin)
+      throw new RegistryError(
+        'operation_invalid',
+        "Status changes are accepted only from the entity's home node.",
+        'origin'
+      )
     if (op.accepted_at < record.registered_at) throw new StaleOperation()
     const latest = ops.filter(o => o.kind === 'entity.status').every(o => o.accepted_at < op.accepted_at)
     const lastHeartbeat = body.last_heartbeat as string | null
-    const next = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getEntity(op.subject)
-      if (!current) throw new MissingDependency(op.subject)
-      tx.appendOperation(op)
-      if (!latest) return null
-      const updated: EntityRecord = { ...current, status, last_heartbeat: lastHeartbeat }
-      tx.putEntity(updated)
-      return updated
-    }))
+    const next = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getEntity(op.subject)
+        if (!current) throw new MissingDependency(op.subject)
+        tx.appendOperation(op)
+        if (!latest) return null
+        const updated: EntityRecord = { ...current, status, last_heartbeat: lastHeartbeat }
+        tx.putEntity(updated)
+        return updated
+      })
+    )
     if (!next) return
     this.changed(op.subject)
     this.c.catalog.upsert(next)
-    this.c.bus.publish('agent_status', { entity_id: op.subject, status, last_heartbeat: lastHeartbeat, changed_at: op.accepted_at, home_registry: next.home_registry })
+    this.c.bus.publish('agent_status', {
+      entity_id: op.subject,
+      status,
+      last_heartbeat: lastHeartbeat,
+      changed_at: op.accepted_at,
+      home_registry: next.home_registry
+    })
   }
 
   private signerKeys(record: EntityRecord) {
     const developerKey = record.developer_proof ? parsePublicKey(record.developer_proof.developer_public_key) : null
     return { self: parsePublicKey(record.public_key) as Buffer, developer: developerKey }
   }
-
 }
 
 /**
  * What an update does to a record, as a function applied inside the transaction to the record as
  * it is then (so concurrent updates never undo each other); it throws if the result is invalid.
  */
-function updatePatch(body: UpdateRequest, signature: string, now: string, allowHttp: boolean): (current: EntityRecord) => EntityRecord {
+function updatePatch(
+  body: UpdateRequest,
+  signature: string,
+  now: string,
+  allowHttp: boolean
+): (current: EntityRecord) => EntityRecord {
   const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
   const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
   return current => {
@@ -430,7 +643,16 @@ function updatePatch(body: UpdateRequest, signature: string, now: string, allowH
     if (pricing !== undefined) next.pricing_model = pricing as PricingModel
     if (body.entity_name != null) next.entity_name = body.entity_name || null
     if (body.ttl != null) next.ttl = body.ttl
-    return Object.assign(next, checkReachability(next.type, url(body.entity_url, next.entity_url), url(body.service_endpoint, next.service_endpoint), url(body.openapi_url, next.openapi_url), allowHttp))
+    return Object.assign(
+      next,
+      checkReachability(
+        next.type,
+        url(body.entity_url, next.entity_url),
+        url(body.service_endpoint, next.service_endpoint),
+        url(body.openapi_url, next.openapi_url),
+        allowHttp
+      )
+    )
   }
 }
 
@@ -442,26 +664,56 @@ const BINDING_FAILURES = {
   name_taken: 'the name is already bound to another entity under this handle.'
 } as const
 
-const IMMUTABLE = ['entity_id', 'public_key', 'type', 'entity_type', 'developer_id', 'developer_proof', 'entity_index'] as const
+const IMMUTABLE = [
+  'entity_id',
+  'public_key',
+  'type',
+  'entity_type',
+  'developer_id',
+  'developer_proof',
+  'entity_index'
+] as const
 
 function rejectImmutable(record: EntityRecord, body: Record<string, unknown>): void {
   for (const field of IMMUTABLE) {
     const sent = body[field]
     if (sent === undefined || sent === null) continue
-    const current = field === 'entity_type' ? record.type : field === 'public_key' ? null : (record as unknown as Record<string, unknown>)[field]
-    if (field === 'public_key' && typeof sent === 'string' && parsePublicKey(sent)?.equals(parsePublicKey(record.public_key) as Buffer)) continue
-    if (JSON.stringify(sent) !== JSON.stringify(current)) throw new RegistryError('field_immutable', `${field} cannot be changed after registration; register a new entity instead.`, field)
+    const current =
+      field === 'entity_type'
+        ? record.type
+        : field === 'public_key'
+          ? null
+          : (record as unknown as Record<string, unknown>)[field]
+    if (
+      field === 'public_key' &&
+      typeof sent === 'string' &&
+      parsePublicKey(sent)?.equals(parsePublicKey(record.public_key) as Buffer)
+    )
+      continue
+    if (JSON.stringify(sent) !== JSON.stringify(current))
+      throw new RegistryError(
+        'field_immutable',
+        `${field} cannot be changed after registration; register a new entity instead.`,
+        field
+      )
   }
 }
 
-function checkReachability(type: EntityType, entityUrl: string | null, serviceEndpoint: string | null, openapiUrl: string | null, allowHttp: boolean) {
+function checkReachability(
+  type: EntityType,
+  entityUrl: string | null,
+  serviceEndpoint: string | null,
+  openapiUrl: string | null,
+  allowHttp: boolean
+) {
   if (entityUrl !== null && entityUrl !== '') checkUrl('entity_url', entityUrl, !allowHttp)
   if (serviceEndpoint !== null && serviceEndpoint !== '') checkUrl('service_endpoint', serviceEndpoint, false)
   if (openapiUrl !== null && openapiUrl !== '') checkUrl('openapi_url', openapiUrl, false)
   const entity_url = entityUrl || null
   const service_endpoint = serviceEndpoint || null
   if (type === 'agent' && !entity_url) throw invalidField('entity_url', 'is required for agents (an HTTPS URL)')
-  if (type === 'service' && !entity_url && !service_endpoint) throw invalidField('service_endpoint', 'is required for services (or give entity_url)')
+  if (type === 'service' && !entity_url && !service_endpoint)
+    throw invalidField('service_endpoint', 'is required for services (or give entity_url)')
   return { entity_url, service_endpoint, openapi_url: openapiUrl || null }
 }
 

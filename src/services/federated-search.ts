@@ -24,7 +24,12 @@ import { parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { analyze, analyzeQuery } from '../search/analyzer.js'
 import { hashTerm, TermFilter } from '../search/term-filter.js'
-import { FEDERATION_LIMITS, type PeerSearchRequest, type PeerSearchResponse, type TermFilterMessage } from '../wire/federation.js'
+import {
+  FEDERATION_LIMITS,
+  type PeerSearchRequest,
+  type PeerSearchResponse,
+  type TermFilterMessage
+} from '../wire/federation.js'
 import type { SearchRequest, SearchResult } from '../wire/search.js'
 
 /** A peer that can be asked, as the mesh sees it. */
@@ -126,19 +131,36 @@ export class FederatedSearch {
   route(body: SearchRequest): { chosen: FederationPeer[]; skipped: number; overCap: number } {
     // Hashed once here, then checked against every peer's filter.
     const terms = analyzeQuery(body.query ?? '').terms.map(t => ({ term: t.term, hash: hashTerm(t.term) }))
-    const required = [...(body.category ? analyze(body.category) : []), ...(body.tags ?? []).flatMap(tag => analyze(tag))].map(term => ({ term, hash: hashTerm(term) }))
+    const required = [
+      ...(body.category ? analyze(body.category) : []),
+      ...(body.tags ?? []).flatMap(tag => analyze(tag))
+    ].map(term => ({ term, hash: hashTerm(term) }))
     const matching: { peer: FederationPeer; hits: number }[] = []
     const unknown: FederationPeer[] = []
     let skipped = 0
     for (const peer of this.o.port.peers()) {
       const filter = peer.filter ? this.filterOf(peer.filter) : null
-      if (filter === null) { unknown.push(peer); continue }
-      if (required.some(r => !filter.has(r.term, r.hash))) { skipped++; continue }
+      if (filter === null) {
+        unknown.push(peer)
+        continue
+      }
+      if (required.some(r => !filter.has(r.term, r.hash))) {
+        skipped++
+        continue
+      }
       const hits = terms.reduce((n, t) => n + (filter.has(t.term, t.hash) ? 1 : 0), 0)
-      if (terms.length > 0 ? hits === 0 : filter.items === 0) { skipped++; continue }
+      if (terms.length > 0 ? hits === 0 : filter.items === 0) {
+        skipped++
+        continue
+      }
       matching.push({ peer, hits })
     }
-    matching.sort((a, b) => b.hits - a.hits || (a.peer.latencyMs ?? Infinity) - (b.peer.latencyMs ?? Infinity) || (a.peer.peerId < b.peer.peerId ? -1 : 1))
+    matching.sort(
+      (a, b) =>
+        b.hits - a.hits ||
+        (a.peer.latencyMs ?? Infinity) - (b.peer.latencyMs ?? Infinity) ||
+        (a.peer.peerId < b.peer.peerId ? -1 : 1)
+    )
     const all = [...matching.map(m => m.peer), ...unknown]
     const chosen = all.slice(0, this.o.settings.maxPeers)
     return { chosen, skipped, overCap: all.length - chosen.length }
@@ -183,7 +205,10 @@ export class FederatedSearch {
       try {
         filter = TermFilter.decode(message, Buffer.from(message.filter, 'base64'))
       } catch (err) {
-        this.o.logger.warn({ err, registry_id: message.registry_id }, 'a peer\'s term filter does not decode; the peer is treated as unfiltered')
+        this.o.logger.warn(
+          { err, registry_id: message.registry_id },
+          "a peer's term filter does not decode; the peer is treated as unfiltered"
+        )
         filter = null
       }
       this.decoded.set(message, filter)
@@ -192,7 +217,11 @@ export class FederatedSearch {
   }
 
   /** One peer: never rejects, and settles by the deadline even if the transport ignores the signal. */
-  private async ask(peer: FederationPeer, request: PeerSearchRequest, timeoutMs: number): Promise<{ hits: FederatedHit[]; report: PeerReport }> {
+  private async ask(
+    peer: FederationPeer,
+    request: PeerSearchRequest,
+    timeoutMs: number
+  ): Promise<{ hits: FederatedHit[]; report: PeerReport }> {
     const started = performance.now()
     const controller = new AbortController()
     let timer: NodeJS.Timeout | undefined
@@ -203,18 +232,39 @@ export class FederatedSearch {
         reject(err)
       }, timeoutMs)
     })
-    this.o.bus.publish('search_outgoing', { peer: peer.peerId, registry_id: peer.registryId, query: request.query ?? '', limit: request.limit })
-    const report: PeerReport = { peer_id: peer.peerId, registry_id: peer.registryId, name: peer.name, outcome: 'answered', results: 0, total_found: 0, latency_ms: 0 }
+    this.o.bus.publish('search_outgoing', {
+      peer: peer.peerId,
+      registry_id: peer.registryId,
+      query: request.query ?? '',
+      limit: request.limit
+    })
+    const report: PeerReport = {
+      peer_id: peer.peerId,
+      registry_id: peer.registryId,
+      name: peer.name,
+      outcome: 'answered',
+      results: 0,
+      total_found: 0,
+      latency_ms: 0
+    }
     let hits: FederatedHit[] = []
     try {
       const response = await Promise.race([this.o.port.query(peer.peerId, request, controller.signal), deadline])
-      if (peer.registryId !== null && response.registry_id !== peer.registryId) throw new Error(`the answer names ${response.registry_id}, not the peer's own registry ID`)
+      if (peer.registryId !== null && response.registry_id !== peer.registryId)
+        throw new Error(`the answer names ${response.registry_id}, not the peer's own registry ID`)
       hits = response.results.flatMap(r => {
         const { home, public_key: publicKey, ...result } = r
         // A peer cannot pass off another key as an entity's: the ID derives from it.
         const raw = parsePublicKey(publicKey)
         if (!raw || deriveId(result.type === 'service' ? 'service' : 'agent', raw) !== result.entity_id) return []
-        return [{ result: { ...result, source_registry_id: response.registry_id }, publicKey, home, source: response.registry_id }]
+        return [
+          {
+            result: { ...result, source_registry_id: response.registry_id },
+            publicKey,
+            home,
+            source: response.registry_id
+          }
+        ]
       })
       report.results = hits.length
       report.total_found = response.total_found
@@ -228,8 +278,14 @@ export class FederatedSearch {
     }
     report.latency_ms = Math.round((performance.now() - started) * 100) / 100
     this.o.bus.publish('search_result_incoming', {
-      peer: peer.peerId, registry_id: peer.registryId, query: request.query ?? '', outcome: report.outcome,
-      results: report.results, total_found: report.total_found, latency_ms: report.latency_ms, ...(report.error ? { error: report.error } : {})
+      peer: peer.peerId,
+      registry_id: peer.registryId,
+      query: request.query ?? '',
+      outcome: report.outcome,
+      results: report.results,
+      total_found: report.total_found,
+      latency_ms: report.latency_ms,
+      ...(report.error ? { error: report.error } : {})
     })
     return { hits, report }
   }
@@ -249,10 +305,15 @@ export function merge(candidates: readonly FederatedHit[]): { hits: FederatedHit
   for (const hit of candidates) {
     const id = hit.result.entity_id
     const held = best.get(id)
-    if (held === undefined) { best.set(id, hit); continue }
+    if (held === undefined) {
+      best.set(id, hit)
+      continue
+    }
     duplicates++
     if (rank(hit) > rank(held) || (rank(hit) === rank(held) && hit.result.score > held.result.score)) best.set(id, hit)
   }
-  const hits = [...best.values()].sort((a, b) => b.result.score - a.result.score || (a.result.entity_id < b.result.entity_id ? -1 : 1))
+  const hits = [...best.values()].sort(
+    (a, b) => b.result.score - a.result.score || (a.result.entity_id < b.result.entity_id ? -1 : 1)
+  )
   return { hits, duplicates }
 }

@@ -68,7 +68,9 @@ export class HandleService {
   availability(handle: string): { handle: string; available: boolean; reason?: string } {
     const problem = handleProblem(handle)
     if (problem) return { handle, available: false, reason: problem }
-    return this.c.store.getHandle(handle) ? { handle, available: false, reason: 'claimed' } : { handle, available: true }
+    return this.c.store.getHandle(handle)
+      ? { handle, available: false, reason: 'claimed' }
+      : { handle, available: true }
   }
 
   /** Claims a handle; re-claiming one's own handle changes nothing (`created: false`). */
@@ -78,31 +80,67 @@ export class HandleService {
     const bodyKey = parsePublicKey(body.public_key) as Buffer
     const developer = this.c.store.getDeveloper(body.developer_id)
     // In open mode a developer may come into being with its first claim (the spec's implicit developer).
-    const implicit = !developer && this.c.settings.mode === 'open' && deriveId('developer', bodyKey) === body.developer_id
+    const implicit =
+      !developer && this.c.settings.mode === 'open' && deriveId('developer', bodyKey) === body.developer_id
     if (!developer && !implicit) {
-      if (this.c.settings.mode === 'restricted') throw new RegistryError('onboarding_required', `Developer ${body.developer_id} is not registered on this node.`, 'developer_id', { auth_url: this.c.settings.authUrl || null })
-      throw new RegistryError('developer_not_found', `No developer ${body.developer_id} is registered on this node, and it is not the ID of public_key.`, 'developer_id')
+      if (this.c.settings.mode === 'restricted')
+        throw new RegistryError(
+          'onboarding_required',
+          `Developer ${body.developer_id} is not registered on this node.`,
+          'developer_id',
+          { auth_url: this.c.settings.authUrl || null }
+        )
+      throw new RegistryError(
+        'developer_not_found',
+        `No developer ${body.developer_id} is registered on this node, and it is not the ID of public_key.`,
+        'developer_id'
+      )
     }
-    const key = developer ? parsePublicKey(developer.public_key) as Buffer : bodyKey
+    const key = developer ? (parsePublicKey(developer.public_key) as Buffer) : bodyKey
     if (!bodyKey.equals(key)) {
-      throw new RegistryError('signature_invalid', 'public_key is not the registered key of developer_id: a handle is claimed with the developer\'s own key.', 'public_key')
+      throw new RegistryError(
+        'signature_invalid',
+        "public_key is not the registered key of developer_id: a handle is claimed with the developer's own key.",
+        'public_key'
+      )
     }
-    const form = await verifyHandleClaim(body as Record<string, unknown>, key, parseSignature(body.signature) as Buffer, this.c.verifier)
-    if (!form) throw new RegistryError('signature_invalid', 'The claim signature does not verify against the developer\'s key.', 'signature')
+    const form = await verifyHandleClaim(
+      body as Record<string, unknown>,
+      key,
+      parseSignature(body.signature) as Buffer,
+      this.c.verifier
+    )
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        "The claim signature does not verify against the developer's key.",
+        'signature'
+      )
     const now = this.now().toISOString()
     const auth: OperationAuth = { carrier: 'body', signer: 'developer', signature: body.signature, form }
-    const result = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const existing = tx.getHandle(body.handle)
-      if (existing && existing.developer_id === body.developer_id) return { record: existing, created: false }
-      if (implicit && !tx.getDeveloper(body.developer_id)) {
-        if (tx.getTombstone(body.developer_id)) throw new RegistryError('developer_deregistered', `Developer ${body.developer_id} was deregistered; register the developer again first.`, 'developer_id')
-        tx.putDeveloper(implicitDeveloper(body.developer_id, bodyKey, this.c.settings.host, now))
-        tx.appendOperation(acceptOperation(this.c.identity, 'developer.implicit', body.developer_id, req, auth, now))
-      }
-      return { record: this.claimInTx(tx, body.developer_id, body.handle, body.signature, req, auth, now), created: true }
-    }))
+    const result = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const existing = tx.getHandle(body.handle)
+        if (existing && existing.developer_id === body.developer_id) return { record: existing, created: false }
+        if (implicit && !tx.getDeveloper(body.developer_id)) {
+          if (tx.getTombstone(body.developer_id))
+            throw new RegistryError(
+              'developer_deregistered',
+              `Developer ${body.developer_id} was deregistered; register the developer again first.`,
+              'developer_id'
+            )
+          tx.putDeveloper(implicitDeveloper(body.developer_id, bodyKey, this.c.settings.host, now))
+          tx.appendOperation(acceptOperation(this.c.identity, 'developer.implicit', body.developer_id, req, auth, now))
+        }
+        return {
+          record: this.claimInTx(tx, body.developer_id, body.handle, body.signature, req, auth, now),
+          created: true
+        }
+      })
+    )
     if (!result.created) return result
-    if (implicit) this.c.bus.publish('developer_registered', { developer_id: body.developer_id, implicit: true, created: true })
+    if (implicit)
+      this.c.bus.publish('developer_registered', { developer_id: body.developer_id, implicit: true, created: true })
     this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: body.developer_id, action: 'claim' })
     return result
   }
@@ -111,17 +149,47 @@ export class HandleService {
    * Inside a transaction (a claim, or a developer registration carrying `handle`): claims the
    * handle for the developer and mirrors it on the developer record.
    */
-  claimInTx(tx: WriteTransaction, developerId: string, handle: string, signature: string, req: WriteRequest, auth: OperationAuth, now: string): HandleRecord {
+  claimInTx(
+    tx: WriteTransaction,
+    developerId: string,
+    handle: string,
+    signature: string,
+    req: WriteRequest,
+    auth: OperationAuth,
+    now: string
+  ): HandleRecord {
     checkHandle(handle)
     const developer = tx.getDeveloper(developerId)
     if (!developer) throw new RegistryError('developer_not_found', undefined, 'developer_id')
     const existing = tx.getHandle(handle)
-    if (existing && existing.developer_id !== developerId) throw new RegistryError('handle_claimed', `Handle ${handle} is claimed by another developer.`, 'handle')
+    if (existing && existing.developer_id !== developerId)
+      throw new RegistryError('handle_claimed', `Handle ${handle} is claimed by another developer.`, 'handle')
     if (existing) return existing
-    if (developer.dev_handle) throw new RegistryError('developer_has_handle', `${developerId} already holds the handle ${developer.dev_handle}; release it first.`, 'handle')
-    const record: HandleRecord = { handle, developer_id: developerId, claimed_at: now, signature, verified: false, verification_method: null, verification_proof: null, verified_at: null }
+    if (developer.dev_handle)
+      throw new RegistryError(
+        'developer_has_handle',
+        `${developerId} already holds the handle ${developer.dev_handle}; release it first.`,
+        'handle'
+      )
+    const record: HandleRecord = {
+      handle,
+      developer_id: developerId,
+      claimed_at: now,
+      signature,
+      verified: false,
+      verification_method: null,
+      verification_proof: null,
+      verified_at: null
+    }
     tx.putHandle(record)
-    tx.putDeveloper({ ...developer, dev_handle: handle, dev_handle_verified: false, verification_method: null, verification_proof: null, updated_at: now })
+    tx.putDeveloper({
+      ...developer,
+      dev_handle: handle,
+      dev_handle_verified: false,
+      verification_method: null,
+      verification_proof: null,
+      updated_at: now
+    })
     tx.appendOperation(acceptOperation(this.c.identity, 'handle.claim', `handle:${handle}`, req, auth, now))
     return record
   }
@@ -129,47 +197,119 @@ export class HandleService {
   async verify(handle: string, req: WriteRequest): Promise<HandleRecord> {
     const record = this.require(handle)
     const developer = this.developerOf(record)
-    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))
+      throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const body = validate(HandleVerifyRequest, req.body)
     requireTarget(req.body as Record<string, unknown>, { handle })
-    const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>, this.c.verifier)
+    const auth = await authorizeUpdate(
+      req.credentials ?? {},
+      developerSigner(developer.public_key),
+      req.raw,
+      req.body as Record<string, unknown>,
+      this.c.verifier
+    )
     const outcome = await this.c.ownership.verify(body.method, body.proof, developer.public_key)
     const now = this.now().toISOString()
-    const updated = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getHandle(handle)
-      if (!current || current.developer_id !== record.developer_id) throw new RegistryError('handle_not_found', `Handle ${handle} was released meanwhile.`, 'handle')
-      const next: HandleRecord = { ...current, verified: true, verification_method: outcome.method, verification_proof: outcome.proof, verified_at: now }
-      tx.putHandle(next)
-      const dev = tx.getDeveloper(current.developer_id)
-      if (dev) tx.putDeveloper({ ...dev, dev_handle_verified: true, verification_method: outcome.method, verification_proof: outcome.proof, updated_at: now })
-      tx.appendOperation(acceptOperation(this.c.identity, 'handle.verify', `handle:${handle}`, req, { ...auth, signer: 'developer' }, now))
-      return next
-    }))
-    this.c.bus.publish('handle_verified', { handle, developer_id: updated.developer_id, method: outcome.method, action: 'verify' })
+    const updated = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getHandle(handle)
+        if (!current || current.developer_id !== record.developer_id)
+          throw new RegistryError('handle_not_found', `Handle ${handle} was released meanwhile.`, 'handle')
+        const next: HandleRecord = {
+          ...current,
+          verified: true,
+          verification_method: outcome.method,
+          verification_proof: outcome.proof,
+          verified_at: now
+        }
+        tx.putHandle(next)
+        const dev = tx.getDeveloper(current.developer_id)
+        if (dev)
+          tx.putDeveloper({
+            ...dev,
+            dev_handle_verified: true,
+            verification_method: outcome.method,
+            verification_proof: outcome.proof,
+            updated_at: now
+          })
+        tx.appendOperation(
+          acceptOperation(
+            this.c.identity,
+            'handle.verify',
+            `handle:${handle}`,
+            req,
+            { ...auth, signer: 'developer' },
+            now
+          )
+        )
+        return next
+      })
+    )
+    this.c.bus.publish('handle_verified', {
+      handle,
+      developer_id: updated.developer_id,
+      method: outcome.method,
+      action: 'verify'
+    })
     return updated
   }
 
   /** DELETE /v1/handles/{handle}: Authorization (Bearer or Bearer-Dev) over `release:<handle>` by the owner. */
-  async release(handle: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ handle: string; message: string; names_released: string[] }> {
+  async release(
+    handle: string,
+    req: Omit<WriteRequest, 'body' | 'raw'>
+  ): Promise<{ handle: string; message: string; names_released: string[] }> {
     const record = this.require(handle)
     const developer = this.developerOf(record)
     const auth = await authorizeRelease(req.credentials ?? {}, handle, developer.public_key, 'handle', this.c.verifier)
     const now = this.now().toISOString()
-    const released = await this.c.writes.run(() => this.c.store.commit(tx => this.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, now)))
-    for (const binding of released) this.c.bus.publish('name_released', { fqan: formatFqan(this.c.settings.host, handle, binding.name), entity_id: binding.entityId, developer_id: record.developer_id, action: 'release', reason: 'handle_released' })
-    this.c.bus.publish('handle_released', { handle, developer_id: record.developer_id, action: 'release', names_released: released.length })
-    return { handle, message: 'handle released', names_released: released.map(b => formatFqan(this.c.settings.host, handle, b.name)) }
+    const released = await this.c.writes.run(() =>
+      this.c.store.commit(tx => this.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, now))
+    )
+    for (const binding of released)
+      this.c.bus.publish('name_released', {
+        fqan: formatFqan(this.c.settings.host, handle, binding.name),
+        entity_id: binding.entityId,
+        developer_id: record.developer_id,
+        action: 'release',
+        reason: 'handle_released'
+      })
+    this.c.bus.publish('handle_released', {
+      handle,
+      developer_id: record.developer_id,
+      action: 'release',
+      names_released: released.length
+    })
+    return {
+      handle,
+      message: 'handle released',
+      names_released: released.map(b => formatFqan(this.c.settings.host, handle, b.name))
+    }
   }
 
   /** Inside a transaction: frees the handle, its name bindings and the developer's mirror of it. */
-  releaseInTx(tx: WriteTransaction, handle: string, req: { raw: Uint8Array | null; path: string }, auth: OperationAuth, now: string): { name: string; entityId: string }[] {
+  releaseInTx(
+    tx: WriteTransaction,
+    handle: string,
+    req: { raw: Uint8Array | null; path: string },
+    auth: OperationAuth,
+    now: string
+  ): { name: string; entityId: string }[] {
     const current = tx.getHandle(handle)
     if (!current) throw new RegistryError('handle_not_found', undefined, 'handle')
     const names = tx.namesOfHandle(handle)
     for (const binding of names) tx.deleteName(handle, binding.entity_name)
     tx.deleteHandle(handle)
     const dev = tx.getDeveloper(current.developer_id)
-    if (dev) tx.putDeveloper({ ...dev, dev_handle: null, dev_handle_verified: false, verification_method: null, verification_proof: null, updated_at: now })
+    if (dev)
+      tx.putDeveloper({
+        ...dev,
+        dev_handle: null,
+        dev_handle_verified: false,
+        verification_method: null,
+        verification_proof: null,
+        updated_at: now
+      })
     tx.appendOperation(acceptOperation(this.c.identity, 'handle.release', `handle:${handle}`, req, auth, now))
     return names.map(b => ({ name: b.entity_name, entityId: b.entity_id }))
   }

@@ -83,7 +83,9 @@ export class HomeTermSummary {
    * (`home_registry_id` absent) is home when its `home_registry` is this node's host.
    */
   isHome(record: HomeFields): boolean {
-    return record.home_registry_id !== undefined ? record.home_registry_id === this.o.registryId : record.home_registry === this.o.host
+    return record.home_registry_id !== undefined
+      ? record.home_registry_id === this.o.registryId
+      : record.home_registry === this.o.host
   }
 
   /** A record was indexed with these terms. Records homed elsewhere are ignored (or dropped, if they were home before). */
@@ -125,7 +127,9 @@ export class HomeTermSummary {
   /** Called after each rebuild; returns the unsubscribe function. */
   subscribe(listener: () => void): () => void {
     this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return () => {
+      this.listeners.delete(listener)
+    }
   }
 
   /** Builds the filter now (at start, after the index is loaded; tests). */
@@ -133,7 +137,12 @@ export class HomeTermSummary {
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
     const started = performance.now()
-    const filter = TermFilter.build(this.liveTermHashes(), this.liveTerms, this.o.falsePositiveRate, FEDERATION_LIMITS.maxFilterBits)
+    const filter = TermFilter.build(
+      this.liveTermHashes(),
+      this.liveTerms,
+      this.o.falsePositiveRate,
+      FEDERATION_LIMITS.maxFilterBits
+    )
     const previous = this.message?.version ?? 0
     this.message = {
       registry_id: this.o.registryId,
@@ -149,9 +158,16 @@ export class HomeTermSummary {
     this.lastBuildAt = this.now()
     this.builds++
     this.lastBuildMs = performance.now() - started
-    this.o.logger.debug({ version: this.message.version, terms: filter.items, bits: filter.bits, ms: Math.round(this.lastBuildMs) }, 'home term filter rebuilt')
+    this.o.logger.debug(
+      { version: this.message.version, terms: filter.items, bits: filter.bits, ms: Math.round(this.lastBuildMs) },
+      'home term filter rebuilt'
+    )
     for (const listener of this.listeners) {
-      try { listener() } catch (err) { this.o.logger.error({ err }, 'home term filter listener failed') }
+      try {
+        listener()
+      } catch (err) {
+        this.o.logger.error({ err }, 'home term filter listener failed')
+      }
     }
     return this.message
   }
@@ -186,7 +202,10 @@ export class HomeTermSummary {
       this.secondHashes[id] = h.second
     }
     const count = this.counts[id] as number
-    if (count === 0) { this.liveTerms++; this.dirty = true }
+    if (count === 0) {
+      this.liveTerms++
+      this.dirty = true
+    }
     this.counts[id] = count + 1
     return id
   }
@@ -219,7 +238,10 @@ export class HomeTermSummary {
   /** Schedules a rebuild when the set of terms changed: at most one per interval, bursts share one. */
   private changed(): void {
     if (!this.dirty || this.timer || this.stopped || this.message === null) return
-    const delay = Math.max(Math.min(MIN_DELAY_MS, this.o.rebuildIntervalMs), this.lastBuildAt + this.o.rebuildIntervalMs - this.now())
+    const delay = Math.max(
+      Math.min(MIN_DELAY_MS, this.o.rebuildIntervalMs),
+      this.lastBuildAt + this.o.rebuildIntervalMs - this.now()
+    )
     this.timer = setTimeout(() => {
       this.timer = null
       if (this.dirty && !this.stopped) this.rebuild()

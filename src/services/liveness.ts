@@ -29,7 +29,13 @@ export interface LivenessSettings {
   flushIntervalMs: number
 }
 
-export type HeartbeatVerifier = (agentId: string, timestamp: string, publicKey: Buffer, signature: Buffer, priority: VerifyPriority) => Promise<SignedForm | null>
+export type HeartbeatVerifier = (
+  agentId: string,
+  timestamp: string,
+  publicKey: Buffer,
+  signature: Buffer,
+  priority: VerifyPriority
+) => Promise<SignedForm | null>
 
 export interface LivenessComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'identity' | 'settings' | 'now'> {
   verifyHeartbeat: HeartbeatVerifier
@@ -39,7 +45,11 @@ export interface LivenessComponents extends Pick<ServiceComponents, 'store' | 'b
 }
 
 /** Liveness as this node observes it (home entities); elsewhere the record's status stands. */
-export interface LiveView { status: 'active' | 'inactive'; last_heartbeat: string | null; uptime: number }
+export interface LiveView {
+  status: 'active' | 'inactive'
+  last_heartbeat: string | null
+  uptime: number
+}
 
 export interface LivenessView {
   current(entityId: string): LiveView | undefined
@@ -54,7 +64,14 @@ interface State extends LivenessRecord {
  * gave each of 100k states its own hidden class: about 300 bytes of heap per home entity.
  */
 function stateOf(r: LivenessRecord, publicKey: Buffer): State {
-  return { last_seen: r.last_seen, active: r.active, active_since: r.active_since, active_ms: r.active_ms, observed_since: r.observed_since, publicKey }
+  return {
+    last_seen: r.last_seen,
+    active: r.active,
+    active_since: r.active_since,
+    active_ms: r.active_ms,
+    observed_since: r.observed_since,
+    publicKey
+  }
 }
 
 export class LivenessService implements LivenessView {
@@ -89,7 +106,10 @@ export class LivenessService implements LivenessView {
     if (!this.isHome(record)) return
     this.saved ??= new Map(this.c.store.allLiveness())
     const known = this.saved.get(record.entity_id)
-    this.states.set(record.entity_id, stateOf(known ?? this.initialState(record), parsePublicKey(record.public_key) as Buffer))
+    this.states.set(
+      record.entity_id,
+      stateOf(known ?? this.initialState(record), parsePublicKey(record.public_key) as Buffer)
+    )
   }
 
   loaded(): void {
@@ -103,9 +123,15 @@ export class LivenessService implements LivenessView {
 
   start(): void {
     // Failures (a full disk) leave the states in memory, for the next round to write.
-    const report = (what: string) => (err: unknown) => { this.c.logger?.warn({ err }, `liveness ${what} not written; retried next round`) }
-    this.sweepTimer = setInterval(() => { this.sweep().catch(report('status changes')) }, this.c.liveness.sweepIntervalMs).unref()
-    this.flushTimer = setInterval(() => { this.flush().catch(report('last-seen times')) }, this.c.liveness.flushIntervalMs).unref()
+    const report = (what: string) => (err: unknown) => {
+      this.c.logger?.warn({ err }, `liveness ${what} not written; retried next round`)
+    }
+    this.sweepTimer = setInterval(() => {
+      this.sweep().catch(report('status changes'))
+    }, this.c.liveness.sweepIntervalMs).unref()
+    this.flushTimer = setInterval(() => {
+      this.flush().catch(report('last-seen times'))
+    }, this.c.liveness.flushIntervalMs).unref()
   }
 
   async stop(): Promise<void> {
@@ -130,7 +156,11 @@ export class LivenessService implements LivenessView {
   current(entityId: string): LiveView | undefined {
     const s = this.states.get(entityId)
     if (!s) return undefined
-    return { status: s.active ? 'active' : 'inactive', last_heartbeat: s.last_seen > s.observed_since ? new Date(s.last_seen).toISOString() : null, uptime: this.uptime(s) }
+    return {
+      status: s.active ? 'active' : 'inactive',
+      last_heartbeat: s.last_seen > s.observed_since ? new Date(s.last_seen).toISOString() : null,
+      uptime: this.uptime(s)
+    }
   }
 
   /**
@@ -157,22 +187,39 @@ export class LivenessService implements LivenessView {
     }
   }
 
-  private async apply(received: unknown, pathEntityId: string | undefined, priority: VerifyPriority): Promise<HeartbeatAck> {
+  private async apply(
+    received: unknown,
+    pathEntityId: string | undefined,
+    priority: VerifyPriority
+  ): Promise<HeartbeatAck> {
     const frame = validate(HeartbeatFrame, received, 'heartbeat_invalid')
     const agentId = frame.agent_id ?? pathEntityId
-    if (agentId === undefined) throw new RegistryError('heartbeat_invalid', 'The frame must name its entity in agent_id.', 'agent_id')
-    if (pathEntityId !== undefined && agentId !== pathEntityId) throw new RegistryError('heartbeat_invalid', 'agent_id differs from the entity of this socket.', 'agent_id')
+    if (agentId === undefined)
+      throw new RegistryError('heartbeat_invalid', 'The frame must name its entity in agent_id.', 'agent_id')
+    if (pathEntityId !== undefined && agentId !== pathEntityId)
+      throw new RegistryError('heartbeat_invalid', 'agent_id differs from the entity of this socket.', 'agent_id')
     const state = this.stateOf(agentId)
     const sentAt = Date.parse(frame.timestamp)
-    if (Number.isNaN(sentAt) || !/^\d{4}-\d{2}-\d{2}T/.test(frame.timestamp)) throw new RegistryError('heartbeat_invalid', 'timestamp must be an ISO 8601 date and time.', 'timestamp')
+    if (Number.isNaN(sentAt) || !/^\d{4}-\d{2}-\d{2}T/.test(frame.timestamp))
+      throw new RegistryError('heartbeat_invalid', 'timestamp must be an ISO 8601 date and time.', 'timestamp')
     const now = this.now().getTime()
     if (Math.abs(now - sentAt) > this.c.liveness.maxClockSkewMs) {
-      throw new RegistryError('clock_skew', `The timestamp is ${Math.round((sentAt - now) / 1000)} s from the node clock; at most ${this.c.liveness.maxClockSkewMs / 1000} s is accepted.`, 'timestamp')
+      throw new RegistryError(
+        'clock_skew',
+        `The timestamp is ${Math.round((sentAt - now) / 1000)} s from the node clock; at most ${this.c.liveness.maxClockSkewMs / 1000} s is accepted.`,
+        'timestamp'
+      )
     }
     const signature = parseSignature(frame.signature)
-    if (!signature) throw new RegistryError('signature_invalid', 'signature must be ed25519:<base64 of 64 bytes>.', 'signature')
+    if (!signature)
+      throw new RegistryError('signature_invalid', 'signature must be ed25519:<base64 of 64 bytes>.', 'signature')
     const form = await this.c.verifyHeartbeat(agentId, frame.timestamp, state.publicKey, signature, priority)
-    if (!form) throw new RegistryError('signature_invalid', 'The heartbeat signature does not verify against the entity key (over agent_id followed by timestamp, or the timestamp alone).', 'signature')
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        'The heartbeat signature does not verify against the entity key (over agent_id followed by timestamp, or the timestamp alone).',
+        'signature'
+      )
     // The state may have gone (deregistration) while the signature was being checked.
     if (this.states.get(agentId) !== state) throw new RegistryError('entity_not_found', undefined, 'agent_id')
     const receivedAt = this.now().getTime()
@@ -193,8 +240,14 @@ export class LivenessService implements LivenessView {
     const state = this.states.get(entityId)
     if (state) return state
     const record = this.c.store.getEntity(entityId)
-    if (!record) throw new RegistryError('entity_not_found', `No entity ${entityId} is registered on this node.`, 'agent_id')
-    throw new RegistryError('not_home_registry', `The home registry of ${entityId} is ${record.home_registry}; send its heartbeats there.`, 'agent_id', { home_registry: record.home_registry })
+    if (!record)
+      throw new RegistryError('entity_not_found', `No entity ${entityId} is registered on this node.`, 'agent_id')
+    throw new RegistryError(
+      'not_home_registry',
+      `The home registry of ${entityId} is ${record.home_registry}; send its heartbeats there.`,
+      'agent_id',
+      { home_registry: record.home_registry }
+    )
   }
 
   /** Whether heartbeats for this entity are accepted here (it exists and its home is this node). */
@@ -205,7 +258,9 @@ export class LivenessService implements LivenessView {
   /** Flips every home entity silent for longer than the threshold to inactive. Returns how many. */
   async sweep(): Promise<number> {
     const now = this.now().getTime()
-    const silent = [...this.states].filter(([id, s]) => s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(id))
+    const silent = [...this.states].filter(
+      ([id, s]) => s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(id)
+    )
     await Promise.all(silent.map(([id, s]) => this.transition(id, s, false, now)))
     return silent.length
   }
@@ -219,8 +274,11 @@ export class LivenessService implements LivenessView {
     if (running) return running
     const work = (async () => {
       const next: LivenessRecord = {
-        last_seen: state.last_seen, active, active_since: active ? at : null,
-        active_ms: state.active_ms + (!active && state.active_since !== null ? at - state.active_since : 0), observed_since: state.observed_since
+        last_seen: state.last_seen,
+        active,
+        active_since: active ? at : null,
+        active_ms: state.active_ms + (!active && state.active_since !== null ? at - state.active_since : 0),
+        observed_since: state.observed_since
       }
       const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
       const status = active ? 'active' : 'inactive'
@@ -236,21 +294,50 @@ export class LivenessService implements LivenessView {
       })
       if (!committed || this.states.get(entityId) !== state) return
       Object.assign(state, next)
-      this.c.bus.publish(active ? 'agent_became_active' : 'agent_became_inactive', { entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt })
+      this.c.bus.publish(active ? 'agent_became_active' : 'agent_became_inactive', {
+        entity_id: entityId,
+        status,
+        last_heartbeat: lastHeartbeat,
+        changed_at: changedAt
+      })
       // What the mesh announces as agent_status (the signed operation is in the store's log).
-      this.c.bus.publish('agent_status', { entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt })
-    })().finally(() => { this.transitions.delete(entityId) })
+      this.c.bus.publish('agent_status', {
+        entity_id: entityId,
+        status,
+        last_heartbeat: lastHeartbeat,
+        changed_at: changedAt
+      })
+    })().finally(() => {
+      this.transitions.delete(entityId)
+    })
     this.transitions.set(entityId, work)
     return work
   }
 
   /** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */
-  private statusOperation(entityId: string, status: 'active' | 'inactive', lastHeartbeat: string | null, changedAt: string): Operation {
-    const body = Buffer.from(canonicalJson({ entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt, registry_id: this.c.identity.registryId }))
+  private statusOperation(
+    entityId: string,
+    status: 'active' | 'inactive',
+    lastHeartbeat: string | null,
+    changedAt: string
+  ): Operation {
+    const body = Buffer.from(
+      canonicalJson({
+        entity_id: entityId,
+        status,
+        last_heartbeat: lastHeartbeat,
+        changed_at: changedAt,
+        registry_id: this.c.identity.registryId
+      })
+    )
     return sealOperation(this.c.identity, {
-      kind: 'entity.status', subject: entityId, body, path: null,
+      kind: 'entity.status',
+      subject: entityId,
+      body,
+      path: null,
       auth: { carrier: 'node', signer: 'node', signature: sign(this.c.identity.keyPair, body), form: 'agent_status' },
-      accepted_at: changedAt, origin: this.c.identity.registryId
+      accepted_at: changedAt,
+      origin: this.c.identity.registryId
     })
   }
 
@@ -261,13 +348,17 @@ export class LivenessService implements LivenessView {
    */
   flush(): Promise<void> {
     if (this.flushing === null) {
-      this.flushing = this.writeBatch().finally(() => { this.flushing = null })
+      this.flushing = this.writeBatch().finally(() => {
+        this.flushing = null
+      })
       return this.flushing
     }
-    this.flushQueued ??= this.flushing.catch(() => {}).then(() => {
-      this.flushQueued = null
-      return this.flush()
-    })
+    this.flushQueued ??= this.flushing
+      .catch(() => {})
+      .then(() => {
+        this.flushQueued = null
+        return this.flush()
+      })
     return this.flushQueued
   }
 
@@ -276,7 +367,17 @@ export class LivenessService implements LivenessView {
     const batch: [string, LivenessRecord][] = []
     for (const id of this.dirty) {
       const s = this.states.get(id)
-      if (s) batch.push([id, { last_seen: s.last_seen, active: s.active, active_since: s.active_since, active_ms: s.active_ms, observed_since: s.observed_since }])
+      if (s)
+        batch.push([
+          id,
+          {
+            last_seen: s.last_seen,
+            active: s.active,
+            active_since: s.active_since,
+            active_ms: s.active_ms,
+            observed_since: s.observed_since
+          }
+        ])
     }
     // Written states replace what an earlier registration of the same key left.
     const removed = [...this.removed].filter(id => !this.dirty.has(id))
@@ -296,14 +397,22 @@ export class LivenessService implements LivenessView {
   }
 
   private isHome(record: EntityRecord): boolean {
-    return record.home_registry_id !== undefined ? record.home_registry_id === this.c.identity.registryId : record.home_registry === this.c.settings.host
+    return record.home_registry_id !== undefined
+      ? record.home_registry_id === this.c.identity.registryId
+      : record.home_registry === this.c.settings.host
   }
 
   private initialState(record: EntityRecord): LivenessRecord {
     const registered = Date.parse(record.registered_at)
     const lastSeen = Math.max(registered, record.last_heartbeat ? Date.parse(record.last_heartbeat) : 0)
     const active = record.status === 'active'
-    return { last_seen: lastSeen, active, active_since: active ? lastSeen : null, active_ms: 0, observed_since: registered }
+    return {
+      last_seen: lastSeen,
+      active,
+      active_since: active ? lastSeen : null,
+      active_ms: 0,
+      observed_since: registered
+    }
   }
 
   /** A new registration counts as a sign of life: the spec makes it active at once. */

@@ -40,7 +40,7 @@ type Body = Record<string, unknown>
 const fieldsOf = (op: Operation): Body => {
   try {
     const parsed = bodyOf(op)
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Body : {}
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Body) : {}
   } catch {
     return {}
   }
@@ -109,9 +109,18 @@ export class NameDirectory {
   async apply(op: Operation, req: WriteRequest): Promise<void> {
     const subject = parseSubject(op.subject)
     const host = op.origin_host
-    if (!subject || !host) throw new RegistryError('operation_invalid', 'handle and name operations name their handle (and name) in subject, and their host in origin_host.', 'subject')
+    if (!subject || !host)
+      throw new RegistryError(
+        'operation_invalid',
+        'handle and name operations name their handle (and name) in subject, and their host in origin_host.',
+        'subject'
+      )
     await this.verifyOwner(op, req, host, subject.handle, subject.name)
-    await this.c.writes.run(() => this.c.store.commit(tx => { tx.appendOperation(op) }))
+    await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        tx.appendOperation(op)
+      })
+    )
     const key = subject.name === null ? `${host}/${subject.handle}` : `${host}/${subject.handle}/${subject.name}`
     this.remember(op)
     this.fold(key)
@@ -120,16 +129,28 @@ export class NameDirectory {
   }
 
   /** The owner's signature: the developer who holds (or claims) the handle. */
-  private async verifyOwner(op: Operation, req: WriteRequest, host: string, handle: string, name: string | null): Promise<void> {
-    const body = req.body as Body | null ?? {}
+  private async verifyOwner(
+    op: Operation,
+    req: WriteRequest,
+    host: string,
+    handle: string,
+    name: string | null
+  ): Promise<void> {
+    const body = (req.body as Body | null) ?? {}
     const signature = parseSignature(op.auth.signature)
     if (!signature) throw new RegistryError('signature_invalid', 'auth.signature is malformed.')
     if (op.kind === 'handle.claim') {
       // A claim (or a developer registration carrying `handle`), signed with the developer's own key.
       const key = typeof body.public_key === 'string' ? parsePublicKey(body.public_key) : null
-      const developerId = typeof body.developer_id === 'string' ? body.developer_id : key ? deriveId('developer', key) : null
-      if (!key || body.handle !== handle || developerId !== deriveId('developer', key)) throw new RegistryError('operation_invalid', 'A handle claim names the handle of its subject and is signed with its developer\'s key.')
-      if (!(await verifyHandleClaim(body, key, signature, this.c.verifier))) throw new RegistryError('signature_invalid', 'The handle claim is not signed by its developer.')
+      const developerId =
+        typeof body.developer_id === 'string' ? body.developer_id : key ? deriveId('developer', key) : null
+      if (!key || body.handle !== handle || developerId !== deriveId('developer', key))
+        throw new RegistryError(
+          'operation_invalid',
+          "A handle claim names the handle of its subject and is signed with its developer's key."
+        )
+      if (!(await verifyHandleClaim(body, key, signature, this.c.verifier)))
+        throw new RegistryError('signature_invalid', 'The handle claim is not signed by its developer.')
       return
     }
     const holder = this.handle(host, handle)
@@ -140,29 +161,46 @@ export class NameDirectory {
     switch (op.kind) {
       case 'handle.verify':
       case 'name.update':
-        await authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, body, this.c.verifier)
+        await authorizeUpdate(
+          req.credentials ?? {},
+          developerSigner(developer.public_key),
+          req.raw,
+          body,
+          this.c.verifier
+        )
         return
       case 'handle.release': {
         // Released by the developer (over release:<handle>), or with the developer's deregistration.
-        const released = (await verifyRelease(handle, key, signature, this.c.verifier)) ?? (await verifyDeletion(holder.developer_id, op.path ?? '', key, signature, this.c.verifier))
-        if (!released) throw new RegistryError('signature_invalid', 'The handle release is not signed by the handle\'s developer.')
+        const released =
+          (await verifyRelease(handle, key, signature, this.c.verifier)) ??
+          (await verifyDeletion(holder.developer_id, op.path ?? '', key, signature, this.c.verifier))
+        if (!released)
+          throw new RegistryError('signature_invalid', "The handle release is not signed by the handle's developer.")
         return
       }
       case 'name.release':
-        if (!(await verifyRelease(formatFqan(host, handle, name as string), key, signature, this.c.verifier))) throw new RegistryError('signature_invalid', 'The name release is not signed by the handle\'s developer.')
+        if (!(await verifyRelease(formatFqan(host, handle, name as string), key, signature, this.c.verifier)))
+          throw new RegistryError('signature_invalid', "The name release is not signed by the handle's developer.")
         return
       case 'name.bind': {
         if (op.auth.signer === 'self') {
           // Bound by an entity registration: the registration, verified when it was applied, vouches.
           const entityId = typeof body.public_key === 'string' ? this.entityOf(body) : null
-          if (!entityId) throw new RegistryError('operation_invalid', 'A name bound by a registration carries that registration.')
+          if (!entityId)
+            throw new RegistryError('operation_invalid', 'A name bound by a registration carries that registration.')
           const entity = this.c.store.getEntity(entityId)
           if (!entity) throw new MissingDependency(entityId)
-          if (entity.signature !== op.auth.signature && !this.c.store.operationsOf(entity.entity_id).some(o => o.auth.signature === op.auth.signature)) throw new StaleOperation()
-          if (entity.developer_id !== holder.developer_id) throw new RegistryError('operation_invalid', 'The bound entity does not belong to the handle\'s developer.')
+          if (
+            entity.signature !== op.auth.signature &&
+            !this.c.store.operationsOf(entity.entity_id).some(o => o.auth.signature === op.auth.signature)
+          )
+            throw new StaleOperation()
+          if (entity.developer_id !== holder.developer_id)
+            throw new RegistryError('operation_invalid', "The bound entity does not belong to the handle's developer.")
           return
         }
-        if (!(await verifyNameBinding(body, key, signature, this.c.verifier))) throw new RegistryError('signature_invalid', 'The name binding is not signed by the handle\'s developer.')
+        if (!(await verifyNameBinding(body, key, signature, this.c.verifier)))
+          throw new RegistryError('signature_invalid', "The name binding is not signed by the handle's developer.")
         return
       }
     }
@@ -178,7 +216,10 @@ export class NameDirectory {
   private remember(op: Operation): void {
     const subject = parseSubject(op.subject)
     if (!subject || !op.origin_host) return
-    const key = subject.name === null ? `${op.origin_host}/${subject.handle}` : `${op.origin_host}/${subject.handle}/${subject.name}`
+    const key =
+      subject.name === null
+        ? `${op.origin_host}/${subject.handle}`
+        : `${op.origin_host}/${subject.handle}/${subject.name}`
     const list = this.ops.get(key)
     if (list) list.push(op)
     else this.ops.set(key, [op])
@@ -194,7 +235,10 @@ export class NameDirectory {
       for (const op of ops) {
         const body = fieldsOf(op)
         if (op.kind === 'handle.claim') {
-          const developerId = typeof body.developer_id === 'string' ? body.developer_id : deriveId('developer', parsePublicKey(body.public_key as string) as Buffer)
+          const developerId =
+            typeof body.developer_id === 'string'
+              ? body.developer_id
+              : deriveId('developer', parsePublicKey(body.public_key as string) as Buffer)
           state = { host, handle, developer_id: developerId, verified: false, claimed_at: op.accepted_at }
         } else if (op.kind === 'handle.verify' && state) state = { ...state, verified: true }
         else if (op.kind === 'handle.release') state = undefined
@@ -213,19 +257,29 @@ export class NameDirectory {
       const body = fieldsOf(op)
       if (op.kind === 'name.bind') {
         const holder = this.handles.get(`${host}/${handle}`)
-        const entityId = op.auth.signer === 'self' ? this.entityOf(body) : typeof body.entity_id === 'string' ? body.entity_id : null
+        const entityId =
+          op.auth.signer === 'self' ? this.entityOf(body) : typeof body.entity_id === 'string' ? body.entity_id : null
         if (!entityId) continue
         state = {
-          host, handle, entity_name: name, entity_id: entityId, developer_id: holder?.developer_id ?? '',
+          host,
+          handle,
+          entity_name: name,
+          entity_id: entityId,
+          developer_id: holder?.developer_id ?? '',
           version: typeof body.version === 'string' ? body.version : null,
-          capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags.filter((t): t is string => typeof t === 'string') : [],
-          bound_at: op.accepted_at, updated_at: op.accepted_at
+          capability_tags: Array.isArray(body.capability_tags)
+            ? body.capability_tags.filter((t): t is string => typeof t === 'string')
+            : [],
+          bound_at: op.accepted_at,
+          updated_at: op.accepted_at
         }
       } else if (op.kind === 'name.update' && state) {
         state = {
           ...state,
           version: typeof body.version === 'string' ? body.version : state.version,
-          capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags.filter((t): t is string => typeof t === 'string') : state.capability_tags,
+          capability_tags: Array.isArray(body.capability_tags)
+            ? body.capability_tags.filter((t): t is string => typeof t === 'string')
+            : state.capability_tags,
           updated_at: op.accepted_at
         }
       } else if (op.kind === 'name.release') state = undefined

@@ -72,36 +72,95 @@ export class NameService {
     }
   }
 
-  availability(handle: string, name: string): { developer: string; entity_name: string; available: boolean; reason?: string; existing_entity_id?: string } {
+  availability(
+    handle: string,
+    name: string
+  ): { developer: string; entity_name: string; available: boolean; reason?: string; existing_entity_id?: string } {
     const base = { developer: handle, entity_name: name }
-    if (handleProblem(handle) === 'invalid' || !isValidName(name)) return { ...base, available: false, reason: 'invalid' }
+    if (handleProblem(handle) === 'invalid' || !isValidName(name))
+      return { ...base, available: false, reason: 'invalid' }
     if (!this.c.store.getHandle(handle)) return { ...base, available: false, reason: 'handle_unclaimed' }
     const existing = this.c.store.getName(handle, name)
-    return existing ? { ...base, available: false, reason: 'taken', existing_entity_id: existing.entity_id } : { ...base, available: true }
+    return existing
+      ? { ...base, available: false, reason: 'taken', existing_entity_id: existing.entity_id }
+      : { ...base, available: true }
   }
 
   async bind(req: WriteRequest): Promise<{ binding: NameBinding; created: boolean }> {
     const body = validate(NameBindRequest, req.body)
     if (!isValidName(body.entity_name)) throw new RegistryError('name_invalid', undefined, 'entity_name')
     const handle = this.c.store.getHandle(body.developer_handle)
-    if (!handle) throw new RegistryError('handle_not_found', `Handle ${body.developer_handle} is not claimed on this node.`, 'developer_handle')
+    if (!handle)
+      throw new RegistryError(
+        'handle_not_found',
+        `Handle ${body.developer_handle} is not claimed on this node.`,
+        'developer_handle'
+      )
     const developer = this.c.store.getDeveloper(handle.developer_id)
     if (!developer) throw new RegistryError('developer_not_found', undefined, 'developer_handle')
-    const form = await verifyNameBinding(body as Record<string, unknown>, parsePublicKey(developer.public_key) as Buffer, parseSignature(body.signature) as Buffer, this.c.verifier)
-    if (!form) throw new RegistryError('signature_invalid', `The binding signature does not verify against the key of ${handle.developer_id}, who holds ${handle.handle}.`, 'signature')
+    const form = await verifyNameBinding(
+      body as Record<string, unknown>,
+      parsePublicKey(developer.public_key) as Buffer,
+      parseSignature(body.signature) as Buffer,
+      this.c.verifier
+    )
+    if (!form)
+      throw new RegistryError(
+        'signature_invalid',
+        `The binding signature does not verify against the key of ${handle.developer_id}, who holds ${handle.handle}.`,
+        'signature'
+      )
     const entity = this.c.store.getEntity(body.entity_id)
-    if (!entity) throw new RegistryError('entity_not_found', `No entity ${body.entity_id} is registered on this node.`, 'entity_id')
-    if (entity.developer_id !== handle.developer_id) throw new RegistryError('entity_not_owned', `${body.entity_id} does not belong to ${handle.developer_id}, who holds ${handle.handle}.`, 'entity_id')
+    if (!entity)
+      throw new RegistryError(
+        'entity_not_found',
+        `No entity ${body.entity_id} is registered on this node.`,
+        'entity_id'
+      )
+    if (entity.developer_id !== handle.developer_id)
+      throw new RegistryError(
+        'entity_not_owned',
+        `${body.entity_id} does not belong to ${handle.developer_id}, who holds ${handle.handle}.`,
+        'entity_id'
+      )
     const now = this.now().toISOString()
-    const op = acceptOperation(this.c.identity, 'name.bind', `name:${handle.handle}/${body.entity_name}`, req, { carrier: 'body', signer: 'developer', signature: body.signature, form }, now)
-    const result = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getHandle(handle.handle)
-      if (!current || current.developer_id !== handle.developer_id) throw new RegistryError('handle_not_found', undefined, 'developer_handle')
-      const existing = tx.getName(handle.handle, body.entity_name)
-      if (existing && existing.entity_id !== body.entity_id) throw new RegistryError('name_taken', `${this.fqan(handle.handle, body.entity_name)} is bound to ${existing.entity_id}.`, 'entity_name')
-      if (existing) return { binding: existing, created: false }
-      return { binding: this.bindInTx(tx, handle.handle, body.entity_name, body.entity_id, handle.developer_id, body.version ?? null, body.capability_tags ?? [], body.signature, op), created: true }
-    }))
+    const op = acceptOperation(
+      this.c.identity,
+      'name.bind',
+      `name:${handle.handle}/${body.entity_name}`,
+      req,
+      { carrier: 'body', signer: 'developer', signature: body.signature, form },
+      now
+    )
+    const result = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getHandle(handle.handle)
+        if (!current || current.developer_id !== handle.developer_id)
+          throw new RegistryError('handle_not_found', undefined, 'developer_handle')
+        const existing = tx.getName(handle.handle, body.entity_name)
+        if (existing && existing.entity_id !== body.entity_id)
+          throw new RegistryError(
+            'name_taken',
+            `${this.fqan(handle.handle, body.entity_name)} is bound to ${existing.entity_id}.`,
+            'entity_name'
+          )
+        if (existing) return { binding: existing, created: false }
+        return {
+          binding: this.bindInTx(
+            tx,
+            handle.handle,
+            body.entity_name,
+            body.entity_id,
+            handle.developer_id,
+            body.version ?? null,
+            body.capability_tags ?? [],
+            body.signature,
+            op
+          ),
+          created: true
+        }
+      })
+    )
     if (result.created) this.published(result.binding, 'name_registered', 'register')
     return result
   }
@@ -110,8 +169,15 @@ export class NameService {
    * Inside a registration's transaction: binds `entity_name` when the developer holds a handle and
    * the name is valid and free (or already this entity's). Never throws for those three cases.
    */
-  bindForRegistration(tx: WriteTransaction, developerId: string | null, entityId: string, name: string, version: string, registration: Operation): NameBinding | BindingFailure {
-    const handle = developerId ? tx.getDeveloper(developerId)?.dev_handle ?? null : null
+  bindForRegistration(
+    tx: WriteTransaction,
+    developerId: string | null,
+    entityId: string,
+    name: string,
+    version: string,
+    registration: Operation
+  ): NameBinding | BindingFailure {
+    const handle = developerId ? (tx.getDeveloper(developerId)?.dev_handle ?? null) : null
     if (!developerId || !handle) return 'no_handle'
     if (!isValidName(name)) return 'invalid_name'
     const existing = tx.getName(handle, name)
@@ -125,44 +191,83 @@ export class NameService {
     const binding = this.require(handle, name)
     const developer = this.c.store.getDeveloper(binding.developer_id)
     if (!developer) throw new RegistryError('developer_not_found')
-    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body)) throw invalidField('body', 'must be a JSON object')
+    if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))
+      throw invalidField('body', 'must be a JSON object')
     const body = validate(NameUpdateRequest, req.body)
-    requireTarget(req.body as Record<string, unknown>, { developer_handle: handle, entity_name: name, fqan: this.fqan(handle, name) })
-    const auth = await authorizeUpdate(req.credentials ?? {}, developerSigner(developer.public_key), req.raw, req.body as Record<string, unknown>, this.c.verifier)
+    requireTarget(req.body as Record<string, unknown>, {
+      developer_handle: handle,
+      entity_name: name,
+      fqan: this.fqan(handle, name)
+    })
+    const auth = await authorizeUpdate(
+      req.credentials ?? {},
+      developerSigner(developer.public_key),
+      req.raw,
+      req.body as Record<string, unknown>,
+      this.c.verifier
+    )
     const now = this.now().toISOString()
-    const op = acceptOperation(this.c.identity, 'name.update', `name:${handle}/${name}`, req, { ...auth, signer: 'developer' }, now)
-    const updated = await this.c.writes.run(() => this.c.store.commit(tx => {
-      const current = tx.getName(handle, name)
-      if (!current || current.developer_id !== binding.developer_id) throw new RegistryError('name_not_found')
-      const next: NameBinding = {
-        ...current,
-        version: body.version ?? current.version,
-        capability_tags: body.capability_tags ?? current.capability_tags,
-        updated_at: now,
-        signature: auth.signature
-      }
-      tx.putName(next, { version: next.version, entity_id: next.entity_id, capability_tags: next.capability_tags, bound_at: now, signature: auth.signature })
-      tx.appendOperation(op)
-      return next
-    }))
+    const op = acceptOperation(
+      this.c.identity,
+      'name.update',
+      `name:${handle}/${name}`,
+      req,
+      { ...auth, signer: 'developer' },
+      now
+    )
+    const updated = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const current = tx.getName(handle, name)
+        if (!current || current.developer_id !== binding.developer_id) throw new RegistryError('name_not_found')
+        const next: NameBinding = {
+          ...current,
+          version: body.version ?? current.version,
+          capability_tags: body.capability_tags ?? current.capability_tags,
+          updated_at: now,
+          signature: auth.signature
+        }
+        tx.putName(next, {
+          version: next.version,
+          entity_id: next.entity_id,
+          capability_tags: next.capability_tags,
+          bound_at: now,
+          signature: auth.signature
+        })
+        tx.appendOperation(op)
+        return next
+      })
+    )
     this.published(updated, 'name_updated', 'update')
     return updated
   }
 
   /** DELETE: Authorization (Bearer or Bearer-Dev) over `release:<fqan>` by the handle's developer. */
-  async release(handle: string, name: string, req: Omit<WriteRequest, 'body' | 'raw'>): Promise<{ fqan: string; message: string }> {
+  async release(
+    handle: string,
+    name: string,
+    req: Omit<WriteRequest, 'body' | 'raw'>
+  ): Promise<{ fqan: string; message: string }> {
     const binding = this.require(handle, name)
     const developer = this.c.store.getDeveloper(binding.developer_id)
     if (!developer) throw new RegistryError('developer_not_found')
     const fqan = this.fqan(handle, name)
     const auth = await authorizeRelease(req.credentials ?? {}, fqan, developer.public_key, 'name', this.c.verifier)
     const now = this.now().toISOString()
-    const op = acceptOperation(this.c.identity, 'name.release', `name:${handle}/${name}`, { raw: null, path: req.path }, auth, now)
-    await this.c.writes.run(() => this.c.store.commit(tx => {
-      if (!tx.getName(handle, name)) throw new RegistryError('name_not_found')
-      tx.deleteName(handle, name)
-      tx.appendOperation(op)
-    }))
+    const op = acceptOperation(
+      this.c.identity,
+      'name.release',
+      `name:${handle}/${name}`,
+      { raw: null, path: req.path },
+      auth,
+      now
+    )
+    await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        if (!tx.getName(handle, name)) throw new RegistryError('name_not_found')
+        tx.deleteName(handle, name)
+        tx.appendOperation(op)
+      })
+    )
     this.published(binding, 'name_released', 'release')
     return { fqan, message: 'name released' }
   }
@@ -174,16 +279,47 @@ export class NameService {
     return bindings
   }
 
-  published(binding: NameBinding, type: 'name_registered' | 'name_updated' | 'name_released', action: string, extra: Record<string, unknown> = {}): void {
-    this.c.bus.publish(type, { fqan: this.fqan(binding.handle, binding.entity_name), developer_id: binding.developer_id, entity_id: binding.entity_id, version: binding.version, action, ...extra })
+  published(
+    binding: NameBinding,
+    type: 'name_registered' | 'name_updated' | 'name_released',
+    action: string,
+    extra: Record<string, unknown> = {}
+  ): void {
+    this.c.bus.publish(type, {
+      fqan: this.fqan(binding.handle, binding.entity_name),
+      developer_id: binding.developer_id,
+      entity_id: binding.entity_id,
+      version: binding.version,
+      action,
+      ...extra
+    })
   }
 
-  private bindInTx(tx: WriteTransaction, handle: string, name: string, entityId: string, developerId: string, version: string | null, tags: string[], signature: string, op: Operation): NameBinding {
+  private bindInTx(
+    tx: WriteTransaction,
+    handle: string,
+    name: string,
+    entityId: string,
+    developerId: string,
+    version: string | null,
+    tags: string[],
+    signature: string,
+    op: Operation
+  ): NameBinding {
     const now = op.accepted_at
-    const binding: NameBinding = { handle, entity_name: name, entity_id: entityId, developer_id: developerId, version, capability_tags: tags, bound_at: now, updated_at: now, signature }
+    const binding: NameBinding = {
+      handle,
+      entity_name: name,
+      entity_id: entityId,
+      developer_id: developerId,
+      version,
+      capability_tags: tags,
+      bound_at: now,
+      updated_at: now,
+      signature
+    }
     tx.putName(binding, { version, entity_id: entityId, capability_tags: tags, bound_at: now, signature })
     tx.appendOperation(op)
     return binding
   }
 }
-

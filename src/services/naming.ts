@@ -12,10 +12,41 @@ const NAME = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/
  * and names users would take for the operator's.
  */
 export const RESERVED_HANDLES: ReadonlySet<string> = new Set([
-  'admin', 'administrator', 'agent', 'agents', 'anonymous', 'api', 'developer', 'developers', 'entities', 'entity',
-  'handle', 'handles', 'help', 'info', 'localhost', 'name', 'names', 'network', 'node', 'null', 'official', 'operator',
-  'registry', 'resolve', 'root', 'security', 'service', 'services', 'support', 'system', 'test', 'undefined', 'unknown',
-  'www', 'zns'
+  'admin',
+  'administrator',
+  'agent',
+  'agents',
+  'anonymous',
+  'api',
+  'developer',
+  'developers',
+  'entities',
+  'entity',
+  'handle',
+  'handles',
+  'help',
+  'info',
+  'localhost',
+  'name',
+  'names',
+  'network',
+  'node',
+  'null',
+  'official',
+  'operator',
+  'registry',
+  'resolve',
+  'root',
+  'security',
+  'service',
+  'services',
+  'support',
+  'system',
+  'test',
+  'undefined',
+  'unknown',
+  'www',
+  'zns'
 ])
 
 export type HandleProblem = 'invalid' | 'reserved'
@@ -53,11 +84,22 @@ export function parseFqan(text: string): ParsedFqan | null {
   const version = at === -1 ? null : last.slice(at + 1)
   const handle = (parts[parts.length - 2] as string).toLowerCase()
   const host = parts.length === 3 ? (parts[0] as string).toLowerCase() : null
-  if (!HANDLE.test(handle) || !NAME.test(name) || host === '' || (version !== null && !/^\d+(\.\d+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.test(version))) return null
+  if (
+    !HANDLE.test(handle) ||
+    !NAME.test(name) ||
+    host === '' ||
+    (version !== null && !/^\d+(\.\d+){0,2}(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.test(version))
+  )
+    return null
   return { host, handle, name, version }
 }
 
-interface Semver { major: number; minor: number; patch: number; pre: string[] }
+interface Semver {
+  major: number
+  minor: number
+  patch: number
+  pre: string[]
+}
 
 function parseSemver(v: string): Semver | null {
   const m = /^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/.exec(v)

@@ -44,17 +44,23 @@ export class OnboardingService {
 
   constructor(private readonly c: OnboardingComponents) {
     this.now = c.now ?? (() => new Date())
-    this.secretDigest = c.onboarding.webhookSecret ? createHash('sha256').update(c.onboarding.webhookSecret).digest() : null
+    this.secretDigest = c.onboarding.webhookSecret
+      ? createHash('sha256').update(c.onboarding.webhookSecret).digest()
+      : null
   }
 
   /** Admin endpoints: restricted mode with a secret, and `Authorization: Bearer <secret>` (compared in constant time). */
   checkAdmin(authorization: string | undefined): void {
     if (this.c.onboarding.mode !== 'restricted' || !this.secretDigest) throw new RegistryError('admin_unavailable')
     const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1]
-    if (!token || !timingSafeEqual(createHash('sha256').update(token).digest(), this.secretDigest)) throw new RegistryError('admin_unauthorized')
+    if (!token || !timingSafeEqual(createHash('sha256').update(token).digest(), this.secretDigest))
+      throw new RegistryError('admin_unauthorized')
   }
 
-  async approve(rawBody: unknown, path: string): Promise<{ developer_id: string; public_key: string; private_key_enc: string; handle: string | null }> {
+  async approve(
+    rawBody: unknown,
+    path: string
+  ): Promise<{ developer_id: string; public_key: string; private_key_enc: string; handle: string | null }> {
     const body = validate(ApprovalRequest, rawBody)
     const keyPair = generateKeyPair()
     const developerId = deriveId('developer', keyPair.publicKey)
@@ -64,37 +70,85 @@ export class OnboardingService {
     const raw = Buffer.from(JSON.stringify({ ...registration, signature }))
     const now = this.now().toISOString()
     const stateHash = createHash('sha256').update(body.state, 'utf8').digest('hex')
-    const op = acceptOperation(this.c.identity, 'developer.register', developerId, { raw, path }, { carrier: 'body', signer: 'self', signature, form: 'spec' }, now)
-    await this.c.writes.run(() => this.c.store.commit(tx => {
-      if (tx.getApproval(stateHash)) throw new RegistryError('approval_exists', 'This state was already approved; the client must start a new onboarding request.', 'state')
-      tx.putApproval(stateHash, { developer_id: developerId, approved_at: now })
-      tx.putDeveloper({
-        developer_id: developerId, name: body.name, public_key: publicKey, signature, github: null, profile_url: null,
-        dev_handle: null, dev_handle_verified: false, verification_method: null, verification_proof: null,
-        home_registry: this.c.settings.host, registered_at: now, updated_at: now, schema_version: SCHEMA_VERSION,
-        implicit: false, registration_signatures: [signatureFingerprint(signature)]
+    const op = acceptOperation(
+      this.c.identity,
+      'developer.register',
+      developerId,
+      { raw, path },
+      { carrier: 'body', signer: 'self', signature, form: 'spec' },
+      now
+    )
+    await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        if (tx.getApproval(stateHash))
+          throw new RegistryError(
+            'approval_exists',
+            'This state was already approved; the client must start a new onboarding request.',
+            'state'
+          )
+        tx.putApproval(stateHash, { developer_id: developerId, approved_at: now })
+        tx.putDeveloper({
+          developer_id: developerId,
+          name: body.name,
+          public_key: publicKey,
+          signature,
+          github: null,
+          profile_url: null,
+          dev_handle: null,
+          dev_handle_verified: false,
+          verification_method: null,
+          verification_proof: null,
+          home_registry: this.c.settings.host,
+          registered_at: now,
+          updated_at: now,
+          schema_version: SCHEMA_VERSION,
+          implicit: false,
+          registration_signatures: [signatureFingerprint(signature)]
+        })
+        tx.appendOperation(op)
+        if (body.handle) {
+          const claim = { developer_id: developerId, handle: body.handle, public_key: publicKey }
+          const claimSignature = sign(keyPair, canonicalJson(claim))
+          this.c.handles.claimInTx(
+            tx,
+            developerId,
+            body.handle,
+            claimSignature,
+            { raw: Buffer.from(JSON.stringify({ ...claim, signature: claimSignature })), body: claim, path },
+            { carrier: 'body', signer: 'developer', signature: claimSignature, form: 'spec' },
+            now
+          )
+        }
       })
-      tx.appendOperation(op)
-      if (body.handle) {
-        const claim = { developer_id: developerId, handle: body.handle, public_key: publicKey }
-        const claimSignature = sign(keyPair, canonicalJson(claim))
-        this.c.handles.claimInTx(tx, developerId, body.handle, claimSignature, { raw: Buffer.from(JSON.stringify({ ...claim, signature: claimSignature })), body: claim, path },
-          { carrier: 'body', signer: 'developer', signature: claimSignature, form: 'spec' }, now)
-      }
-    }))
-    this.c.bus.publish('developer_registered', { developer_id: developerId, name: body.name, approved: true, created: true })
-    if (body.handle) this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
-    return { developer_id: developerId, public_key: publicKey, private_key_enc: encryptPrivateKey(keyPair.seed, keyPair.publicKey, body.state), handle: body.handle ?? null }
+    )
+    this.c.bus.publish('developer_registered', {
+      developer_id: developerId,
+      name: body.name,
+      approved: true,
+      created: true
+    })
+    if (body.handle)
+      this.c.bus.publish('handle_claimed', { handle: body.handle, developer_id: developerId, action: 'claim' })
+    return {
+      developer_id: developerId,
+      public_key: publicKey,
+      private_key_enc: encryptPrivateKey(keyPair.seed, keyPair.publicKey, body.state),
+      handle: body.handle ?? null
+    }
   }
 
   /** Where POST /v1/onboarding/request sends the browser: auth_url with state, callback_port and registry_url. */
   redirectUrl(params: { state?: unknown; callback_port?: unknown; name?: unknown }, registryUrl: string): string {
     if (this.c.onboarding.mode !== 'restricted') throw new RegistryError('onboarding_disabled')
-    if (!this.c.onboarding.authUrl) throw new RegistryError('admin_unavailable', 'This node has no onboarding.auth_url configured.')
+    if (!this.c.onboarding.authUrl)
+      throw new RegistryError('admin_unavailable', 'This node has no onboarding.auth_url configured.')
     const state = typeof params.state === 'string' ? params.state : ''
-    if (state.length < 8 || state.length > 512) throw new RegistryError('validation_failed', 'state: must be 8 to 512 characters', 'state')
-    const port = params.callback_port === undefined || params.callback_port === '' ? undefined : Number(params.callback_port)
-    if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw new RegistryError('validation_failed', 'callback_port: must be a port number', 'callback_port')
+    if (state.length < 8 || state.length > 512)
+      throw new RegistryError('validation_failed', 'state: must be 8 to 512 characters', 'state')
+    const port =
+      params.callback_port === undefined || params.callback_port === '' ? undefined : Number(params.callback_port)
+    if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535))
+      throw new RegistryError('validation_failed', 'callback_port: must be a port number', 'callback_port')
     const url = new URL(this.c.onboarding.authUrl)
     url.searchParams.set('state', state)
     if (port !== undefined) url.searchParams.set('callback_port', String(port))

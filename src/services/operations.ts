@@ -19,10 +19,17 @@ export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): st
   return canonicalJson({ ...op, body: op.body === null ? null : Buffer.from(op.body).toString('base64') })
 }
 
-export function sealOperation(identity: NodeIdentity, op: Omit<Operation, 'node_signature' | 'origin_key' | 'origin_host'>): Operation {
+export function sealOperation(
+  identity: NodeIdentity,
+  op: Omit<Operation, 'node_signature' | 'origin_key' | 'origin_host'>
+): Operation {
   // A derived operation is built by spreading its source: drop the source's seal.
   const { node_signature: _seal, ...unsealed } = op as Operation
-  const stamped: Omit<Operation, 'node_signature'> = { ...unsealed, origin_key: identity.publicKey, ...(identity.host !== undefined ? { origin_host: identity.host } : {}) }
+  const stamped: Omit<Operation, 'node_signature'> = {
+    ...unsealed,
+    origin_key: identity.publicKey,
+    ...(identity.host !== undefined ? { origin_host: identity.host } : {})
+  }
   return { ...stamped, node_signature: sign(identity.keyPair, operationSigningBytes(stamped)) }
 }
 
@@ -35,7 +42,15 @@ export function acceptOperation(
   auth: OperationAuth,
   acceptedAt: string
 ): Operation {
-  return sealOperation(identity, { kind, subject, body: request.raw, path: request.path, auth, accepted_at: acceptedAt, origin: identity.registryId })
+  return sealOperation(identity, {
+    kind,
+    subject,
+    body: request.raw,
+    path: request.path,
+    auth,
+    accepted_at: acceptedAt,
+    origin: identity.registryId
+  })
 }
 
 /**
@@ -53,7 +68,10 @@ export function bodyOf(op: Pick<Operation, 'body'>): unknown {
 }
 
 /** The registration a record was made from: the last `entity.register` accepted at its registered_at. */
-export function registrationOf(ops: readonly Operation[], record: Pick<EntityRecord, 'registered_at'>): Operation | undefined {
+export function registrationOf(
+  ops: readonly Operation[],
+  record: Pick<EntityRecord, 'registered_at'>
+): Operation | undefined {
   return ops.findLast(o => o.kind === 'entity.register' && o.accepted_at === record.registered_at)
 }
 
@@ -70,26 +88,49 @@ export interface ParsedDeveloperProof {
  * names, which must agree with each other and with the registration's `entity_index`; the proof
  * must be over the entity's key and name the registration's `developer_id`.
  */
-export function parseDeveloperProof(input: DeveloperProofInput, entityKey: Buffer, claimedDeveloperId: string | null, topLevelIndex: number | null): ParsedDeveloperProof {
+export function parseDeveloperProof(
+  input: DeveloperProofInput,
+  entityKey: Buffer,
+  claimedDeveloperId: string | null,
+  topLevelIndex: number | null
+): ParsedDeveloperProof {
   const indexes = [input.index, input.agent_index, input.entity_index].filter((i): i is number => i !== undefined)
-  if (indexes.length === 0) throw invalidField('developer_proof.index', 'is required (also accepted as agent_index or entity_index)')
+  if (indexes.length === 0)
+    throw invalidField('developer_proof.index', 'is required (also accepted as agent_index or entity_index)')
   const index = indexes[0] as number
-  if (indexes.some(i => i !== index)) throw invalidField('developer_proof.index', 'index, agent_index and entity_index disagree')
-  if (topLevelIndex !== null && topLevelIndex !== index) throw invalidField('entity_index', 'differs from the developer proof index')
-  const signatureText = eitherSpelling(input.signature, input.developer_signature, 'developer_proof.signature', 'developer_proof.developer_signature')
-  if (!signatureText) throw invalidField('developer_proof.signature', 'is required (also accepted as developer_signature)')
+  if (indexes.some(i => i !== index))
+    throw invalidField('developer_proof.index', 'index, agent_index and entity_index disagree')
+  if (topLevelIndex !== null && topLevelIndex !== index)
+    throw invalidField('entity_index', 'differs from the developer proof index')
+  const signatureText = eitherSpelling(
+    input.signature,
+    input.developer_signature,
+    'developer_proof.signature',
+    'developer_proof.developer_signature'
+  )
+  if (!signatureText)
+    throw invalidField('developer_proof.signature', 'is required (also accepted as developer_signature)')
   if (input.agent_public_key !== undefined && !(parsePublicKey(input.agent_public_key) as Buffer).equals(entityKey)) {
     throw invalidField('developer_proof.agent_public_key', 'must be the entity public_key')
   }
   const developerKey = parsePublicKey(input.developer_public_key) as Buffer
   const developerId = deriveId('developer', developerKey)
   if (claimedDeveloperId !== null && claimedDeveloperId !== developerId) {
-    throw new RegistryError('developer_proof_invalid', 'developer_id is not the ID of developer_proof.developer_public_key.', 'developer_id')
+    throw new RegistryError(
+      'developer_proof_invalid',
+      'developer_id is not the ID of developer_proof.developer_public_key.',
+      'developer_id'
+    )
   }
   return {
     developerId,
     developerKey,
-    stored: { developer_public_key: formatKey(developerKey), agent_public_key: formatKey(entityKey), index, signature: signatureText }
+    stored: {
+      developer_public_key: formatKey(developerKey),
+      agent_public_key: formatKey(entityKey),
+      index,
+      signature: signatureText
+    }
   }
 }
 

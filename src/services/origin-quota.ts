@@ -20,7 +20,10 @@ export interface OriginQuotaSettings {
 
 export type QuotaRefusal = 'origin_rate' | 'developer_rate' | 'origin_entities'
 
-interface Bucket { tokens: number; at: number }
+interface Bucket {
+  tokens: number
+  at: number
+}
 
 const MAX_BUCKETS = 100_000
 
@@ -30,7 +33,10 @@ export class OriginQuota {
   private readonly developers = new BoundedMap<string, Bucket>(MAX_BUCKETS)
   private readonly entitiesByOrigin = new Map<string, number>()
 
-  constructor(private readonly settings: OriginQuotaSettings, private readonly now: () => number = () => performance.now()) {}
+  constructor(
+    private readonly settings: OriginQuotaSettings,
+    private readonly now: () => number = () => performance.now()
+  ) {}
 
   /** Counts the entities held per home registry (at start). */
   /** One stored entity at start: counted against its origin. */
@@ -56,9 +62,11 @@ export class OriginQuota {
    */
   admit(op: Operation, developerId: string | undefined, isNewEntity: boolean): QuotaRefusal | null {
     const { opsPerSecondPerOrigin, opsPerSecondPerDeveloper, maxEntitiesPerOrigin } = this.settings
-    if (isNewEntity && maxEntitiesPerOrigin > 0 && this.entitiesOf(op.origin) >= maxEntitiesPerOrigin) return this.refuse('origin_entities')
+    if (isNewEntity && maxEntitiesPerOrigin > 0 && this.entitiesOf(op.origin) >= maxEntitiesPerOrigin)
+      return this.refuse('origin_entities')
     const origin = this.bucket(this.origins, op.origin, opsPerSecondPerOrigin)
-    const developer = developerId === undefined ? null : this.bucket(this.developers, developerId, opsPerSecondPerDeveloper)
+    const developer =
+      developerId === undefined ? null : this.bucket(this.developers, developerId, opsPerSecondPerDeveloper)
     if (origin && origin.tokens < 1) return this.refuse('origin_rate')
     if (developer && developer.tokens < 1) return this.refuse('developer_rate')
     if (origin) origin.tokens--

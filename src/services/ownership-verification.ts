@@ -103,9 +103,11 @@ export function txtRecordHoldsKey(record: string, keyBase64: string): boolean {
     fields.set(name, part.slice(eq + 1).trim())
   }
   const p = fields.get('p')
-  return fields.get('v')?.toLowerCase() === 'zns1' &&
+  return (
+    fields.get('v')?.toLowerCase() === 'zns1' &&
     fields.get('k')?.toLowerCase() === 'ed25519' &&
     (p === keyBase64 || p === KEY_PREFIX + keyBase64)
+  )
 }
 
 function errorText(err: unknown): string {
@@ -148,7 +150,8 @@ export class OwnershipVerifier {
     } catch {
       throw new Error(`verification.github_api_url is not a URL: ${settings.githubApiUrl}`)
     }
-    if (base.protocol !== 'https:') throw new Error(`verification.github_api_url must be an https URL: ${settings.githubApiUrl}`)
+    if (base.protocol !== 'https:')
+      throw new Error(`verification.github_api_url must be an https URL: ${settings.githubApiUrl}`)
     base.search = ''
     base.hash = ''
     this.apiBase = base
@@ -170,7 +173,8 @@ export class OwnershipVerifier {
    */
   async verify(method: string, proof: string, publicKey: string): Promise<VerifiedOwnership> {
     const normalizedMethod = typeof method === 'string' ? method.trim().toLowerCase() : ''
-    if (normalizedMethod !== 'dns' && normalizedMethod !== 'github') throw invalidField('method', 'must be "dns" or "github"')
+    if (normalizedMethod !== 'dns' && normalizedMethod !== 'github')
+      throw invalidField('method', 'must be "dns" or "github"')
     const raw = typeof publicKey === 'string' ? parsePublicKey(publicKey) : null
     if (!raw) throw invalidField('public_key', 'must be an Ed25519 public key: ed25519:<base64>')
     const keyBase64 = raw.toString('base64')
@@ -182,7 +186,11 @@ export class OwnershipVerifier {
       return { method: 'dns', proof: domain }
     }
     const user = normalizeGithubUser(text)
-    if (!user) throw invalidField('proof', 'must be a GitHub user name: 1 to 39 letters, digits and single hyphens, not starting or ending with a hyphen')
+    if (!user)
+      throw invalidField(
+        'proof',
+        'must be a GitHub user name: 1 to 39 letters, digits and single hyphens, not starting or ending with a hyphen'
+      )
     await this.verifyGithub(user, keyBase64)
     return { method: 'github', proof: user }
   }
@@ -195,7 +203,10 @@ export class OwnershipVerifier {
       records = await Promise.race([
         this.resolver.resolveTxt(name),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(Object.assign(new Error(`timed out after ${this.timeoutMs} ms`), { code: 'ETIMEOUT' })), this.timeoutMs)
+          timer = setTimeout(
+            () => reject(Object.assign(new Error(`timed out after ${this.timeoutMs} ms`), { code: 'ETIMEOUT' })),
+            this.timeoutMs
+          )
         })
       ])
     } catch (err) {
@@ -218,14 +229,22 @@ export class OwnershipVerifier {
     const list = await this.get(listUrl)
     if (list.status === 404) throw new RegistryError('verification_failed', `GitHub user ${user} not found`)
     const gists = this.json(listUrl, this.expectOk(listUrl, list))
-    if (!Array.isArray(gists)) throw new RegistryError('verification_unavailable', `GitHub API ${listUrl} did not answer with a list of gists`)
+    if (!Array.isArray(gists))
+      throw new RegistryError('verification_unavailable', `GitHub API ${listUrl} did not answer with a list of gists`)
     const checked = gists.slice(0, MAX_GISTS).filter(isObject)
     for (const gist of checked) {
       if (await this.gistHoldsKey(gist, keyBase64)) return
     }
-    if (checked.length === 0) throw new RegistryError('verification_failed', `GitHub user ${user} has no public gists, so none holds this developer key`)
+    if (checked.length === 0)
+      throw new RegistryError(
+        'verification_failed',
+        `GitHub user ${user} has no public gists, so none holds this developer key`
+      )
     const scope = checked.length === 1 ? 'their only public gist' : `the ${checked.length} most recent`
-    throw new RegistryError('verification_failed', `no public gist of GitHub user ${user} holds this developer key (checked ${scope})`)
+    throw new RegistryError(
+      'verification_failed',
+      `no public gist of GitHub user ${user} holds this developer key (checked ${scope})`
+    )
   }
 
   /** Files listed with their content are read as they are; otherwise the gist is fetched once. */
@@ -260,7 +279,8 @@ export class OwnershipVerifier {
     } catch {
       return false
     }
-    const allowed = rawUrl.origin === this.apiBase.origin || (rawUrl.protocol === 'https:' && rawUrl.hostname === GIST_RAW_HOST)
+    const allowed =
+      rawUrl.origin === this.apiBase.origin || (rawUrl.protocol === 'https:' && rawUrl.hostname === GIST_RAW_HOST)
     if (!allowed) return false
     const raw = await this.get(rawUrl)
     if (raw.status === 404) return false
@@ -291,35 +311,41 @@ export class OwnershipVerifier {
         clearTimeout(timer)
         reject(new RegistryError('verification_unavailable', `GitHub API request to ${url.href} failed: ${why}`))
       }
-      const req = request(url, {
-        method: 'GET',
-        headers: { 'User-Agent': USER_AGENT, Accept: GITHUB_ACCEPT },
-        ...(this.agent ? { agent: this.agent } : {})
-      }, (res: IncomingMessage) => {
-        const declared = Number(res.headers['content-length'])
-        if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-          req.destroy()
-          fail(`the response exceeds ${MAX_BODY_BYTES} bytes`)
-          return
-        }
-        const chunks: Buffer[] = []
-        let size = 0
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length
-          if (size > MAX_BODY_BYTES) {
+      const req = request(
+        url,
+        {
+          method: 'GET',
+          headers: { 'User-Agent': USER_AGENT, Accept: GITHUB_ACCEPT },
+          ...(this.agent ? { agent: this.agent } : {})
+        },
+        (res: IncomingMessage) => {
+          const declared = Number(res.headers['content-length'])
+          if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
             req.destroy()
             fail(`the response exceeds ${MAX_BODY_BYTES} bytes`)
             return
           }
-          chunks.push(chunk)
-        })
-        res.on('end', () => {
-          clearTimeout(timer)
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) })
-        })
-        res.on('error', err => fail(errorText(err)))
-        res.on('close', () => { if (!res.complete) fail('the response was cut short') })
-      })
+          const chunks: Buffer[] = []
+          let size = 0
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length
+            if (size > MAX_BODY_BYTES) {
+              req.destroy()
+              fail(`the response exceeds ${MAX_BODY_BYTES} bytes`)
+              return
+            }
+            chunks.push(chunk)
+          })
+          res.on('end', () => {
+            clearTimeout(timer)
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) })
+          })
+          res.on('error', err => fail(errorText(err)))
+          res.on('close', () => {
+            if (!res.complete) fail('the response was cut short')
+          })
+        }
+      )
       const timer = setTimeout(() => {
         req.destroy()
         fail(`timed out after ${this.timeoutMs} ms`)

@@ -46,7 +46,12 @@ export class ProvidedKeys {
     const fqan = key.startsWith('fqan:') ? parseFqan(key.slice('fqan:'.length)) : null
     const binding = fqan && fqan.host === this.host ? this.c.names.get(fqan.handle, fqan.name) : undefined
     if (!binding) return []
-    const subjects = [binding.developer_id, `handle:${binding.handle}`, `name:${binding.handle}/${binding.entity_name}`, binding.entity_id]
+    const subjects = [
+      binding.developer_id,
+      `handle:${binding.handle}`,
+      `name:${binding.handle}/${binding.entity_name}`,
+      binding.entity_id
+    ]
     return subjects.flatMap(subject => store.operationsOf(subject))
   }
 }

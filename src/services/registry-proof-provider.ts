@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs'
 import type { NodeIdentity } from '../identity/node-identity.js'
-import { createRegistryProof, DEFAULT_PROOF_VALIDITY_MS, spkiFingerprint, type RegistryProof } from '../identity/registry-proof.js'
+import {
+  createRegistryProof,
+  DEFAULT_PROOF_VALIDITY_MS,
+  spkiFingerprint,
+  type RegistryProof
+} from '../identity/registry-proof.js'
 
 export const DEFAULT_PROOF_RENEW_BEFORE_MS = 24 * 60 * 60 * 1000
 
@@ -30,12 +35,16 @@ export class RegistryProofProvider {
   private readonly now: () => Date
   private cached: { proof: RegistryProof; renewAt: number } | null = null
 
-  constructor(private readonly identity: NodeIdentity, options: RegistryProofProviderOptions) {
+  constructor(
+    private readonly identity: NodeIdentity,
+    options: RegistryProofProviderOptions
+  ) {
     this.domain = options.domain
     this.validityMs = options.validityMs ?? DEFAULT_PROOF_VALIDITY_MS
     this.renewBeforeMs = options.renewBeforeMs ?? DEFAULT_PROOF_RENEW_BEFORE_MS
     this.now = options.now ?? (() => new Date())
-    if (!Number.isFinite(this.validityMs) || this.validityMs <= 0) throw new RangeError('registry proof validity must be positive')
+    if (!Number.isFinite(this.validityMs) || this.validityMs <= 0)
+      throw new RangeError('registry proof validity must be positive')
     if (!Number.isFinite(this.renewBeforeMs) || this.renewBeforeMs < 0 || this.renewBeforeMs >= this.validityMs) {
       throw new RangeError('registry proof renewBeforeMs must be at least 0 and less than the validity')
     }
@@ -50,7 +59,9 @@ export class RegistryProofProvider {
       try {
         this.tlsSpkiFingerprint = spkiFingerprint(pem)
       } catch (err) {
-        throw new Error(`TLS certificate file ${file} does not hold a PEM certificate: ${(err as Error).message}`, { cause: err })
+        throw new Error(`TLS certificate file ${file} does not hold a PEM certificate: ${(err as Error).message}`, {
+          cause: err
+        })
       }
       this.certPem = pem
     }

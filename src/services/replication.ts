@@ -24,7 +24,13 @@ import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.j
 import { BoundedMap } from '../util/bounded-map.js'
 import { DeveloperProofInput } from '../wire/entities.js'
 import { validate } from '../wire/validate.js'
-import { MissingDependency, StaleOperation, type RemoteWrite, type ServiceComponents, type WriteRequest } from './components.js'
+import {
+  MissingDependency,
+  StaleOperation,
+  type RemoteWrite,
+  type ServiceComponents,
+  type WriteRequest
+} from './components.js'
 import type { DeveloperService } from './developers.js'
 import type { EntityService } from './entities.js'
 import type { NameDirectory } from './name-directory.js'
@@ -38,13 +44,20 @@ export interface ReplicationComponents extends Pick<ServiceComponents, 'identity
   quota: OriginQuota
 }
 
-
 /** Deferred operations kept for a retry when what they build on arrives (beyond, sync repairs). */
 const MAX_DEFERRED_SUBJECTS = 10_000
 const MAX_DEFERRED_PER_SUBJECT = 16
 
 export class ReplicationService {
-  readonly counts: Record<ApplyOutcome | 'invalid', number> = { applied: 0, stale: 0, deferred: 0, unsupported: 0, throttled: 0, refused: 0, invalid: 0 }
+  readonly counts: Record<ApplyOutcome | 'invalid', number> = {
+    applied: 0,
+    stale: 0,
+    deferred: 0,
+    unsupported: 0,
+    throttled: 0,
+    refused: 0,
+    invalid: 0
+  }
   /** Operations that arrived before the record they change (gossip takes many paths), by subject. */
   private readonly deferred = new BoundedMap<string, Operation[]>(MAX_DEFERRED_SUBJECTS)
   /** When each recently applied subject was applied (a sequence number), newest last. */
@@ -84,7 +97,8 @@ export class ReplicationService {
       } catch (err) {
         const waitingFor = err instanceof MissingDependency ? err.subject : null
         // A replayed signature from the mesh: refused like any stale write, not held against the peer that relayed it.
-        if (err instanceof StaleOperation || err instanceof DuplicateOperation || err instanceof SignatureReplayed) outcome = 'stale'
+        if (err instanceof StaleOperation || err instanceof DuplicateOperation || err instanceof SignatureReplayed)
+          outcome = 'stale'
         else if (waitingFor !== null) {
           // What it waits for may have been applied while this one was being checked (gossip
           // handles messages concurrently); deferring it then would leave it waiting for sync.
@@ -135,20 +149,41 @@ export class ReplicationService {
   /** Replays an admitted operation through the service method its kind belongs to; false for a kind this version does not know. */
   private async replay(op: Operation, req: WriteRequest, remote: RemoteWrite, originKey: Buffer): Promise<boolean> {
     switch (op.kind) {
-      case 'entity.register': await this.c.entities.register(req, remote); break
-      case 'entity.update': await this.c.entities.update(op.subject, req, remote); break
-      case 'entity.deregister': await this.c.entities.deregister(op.subject, req, remote); break
-      case 'entity.status': await this.c.entities.applyStatus(op, originKey); break
-      case 'developer.register': await this.c.developers.register(req, remote); break
-      case 'developer.update': await this.c.developers.update(op.subject, req, remote); break
-      case 'developer.deregister': await this.c.developers.deregister(op.subject, req, remote); break
-      case 'developer.implicit': await this.applyImplicitDeveloper(op, req, remote); break
-      case 'handle.claim': case 'handle.verify': case 'handle.release':
-      case 'name.bind': case 'name.update': case 'name.release':
+      case 'entity.register':
+        await this.c.entities.register(req, remote)
+        break
+      case 'entity.update':
+        await this.c.entities.update(op.subject, req, remote)
+        break
+      case 'entity.deregister':
+        await this.c.entities.deregister(op.subject, req, remote)
+        break
+      case 'entity.status':
+        await this.c.entities.applyStatus(op, originKey)
+        break
+      case 'developer.register':
+        await this.c.developers.register(req, remote)
+        break
+      case 'developer.update':
+        await this.c.developers.update(op.subject, req, remote)
+        break
+      case 'developer.deregister':
+        await this.c.developers.deregister(op.subject, req, remote)
+        break
+      case 'developer.implicit':
+        await this.applyImplicitDeveloper(op, req, remote)
+        break
+      case 'handle.claim':
+      case 'handle.verify':
+      case 'handle.release':
+      case 'name.bind':
+      case 'name.update':
+      case 'name.release':
         // Other registries' namespaces: kept apart from this node's own handles and names.
         await this.c.directory.apply(op, req)
         break
-      default: return false
+      default:
+        return false
     }
     return true
   }
@@ -156,11 +191,16 @@ export class ReplicationService {
   /** The origin's key must be the one its registry ID names, and its seal must verify. */
   private async checkSeal(op: Operation): Promise<Buffer> {
     const key = op.origin_key ? parsePublicKey(op.origin_key) : null
-    if (!key || deriveId('registry', key) !== op.origin) throw new RegistryError('operation_invalid', 'origin_key is missing or is not the key of origin.', 'origin_key')
+    if (!key || deriveId('registry', key) !== op.origin)
+      throw new RegistryError('operation_invalid', 'origin_key is missing or is not the key of origin.', 'origin_key')
     const seal = parseSignature(op.node_signature)
     const { node_signature: _seal, ...unsealed } = op
     if (!seal || (await this.c.verifier.firstVerifying(key, seal, [operationSigningBytes(unsealed)])) !== 0) {
-      throw new RegistryError('operation_invalid', 'node_signature does not verify against origin_key.', 'node_signature')
+      throw new RegistryError(
+        'operation_invalid',
+        'node_signature does not verify against origin_key.',
+        'node_signature'
+      )
     }
     return key
   }
@@ -171,18 +211,31 @@ export class ReplicationService {
    * claim, signed with the developer's key).
    */
   private async applyImplicitDeveloper(op: Operation, req: WriteRequest, remote: RemoteWrite): Promise<void> {
-    const body = req.body as { public_key?: unknown; developer_id?: unknown; entity_index?: unknown; developer_proof?: unknown } | null
+    const body = req.body as {
+      public_key?: unknown
+      developer_id?: unknown
+      entity_index?: unknown
+      developer_proof?: unknown
+    } | null
     if (body && body.developer_proof === undefined) {
       const key = typeof body.public_key === 'string' ? parsePublicKey(body.public_key) : null
       const signature = parseSignature(op.auth.signature)
       if (!key || !signature || body.developer_id !== op.subject || deriveId('developer', key) !== op.subject) {
-        throw new RegistryError('operation_invalid', 'A developer.implicit operation from a handle claim carries the claim, made with the developer\'s key.')
+        throw new RegistryError(
+          'operation_invalid',
+          "A developer.implicit operation from a handle claim carries the claim, made with the developer's key."
+        )
       }
-      if (!(await verifyHandleClaim(body as Record<string, unknown>, key, signature, this.c.verifier))) throw new RegistryError('signature_invalid', 'The claim is not signed by the developer.')
+      if (!(await verifyHandleClaim(body as Record<string, unknown>, key, signature, this.c.verifier)))
+        throw new RegistryError('signature_invalid', 'The claim is not signed by the developer.')
       await this.c.developers.applyImplicit(op, key, remote)
       return
     }
-    const notItsRegistration = (): RegistryError => new RegistryError('operation_invalid', 'A developer.implicit operation carries the registration whose developer proof names its subject.')
+    const notItsRegistration = (): RegistryError =>
+      new RegistryError(
+        'operation_invalid',
+        'A developer.implicit operation carries the registration whose developer proof names its subject.'
+      )
     const entityKey = typeof body?.public_key === 'string' ? parsePublicKey(body.public_key) : null
     if (!body || !entityKey || body.developer_proof === null) throw notItsRegistration()
     // The same checks as the registration passed at its home, which derived this operation from it.
@@ -194,7 +247,8 @@ export class ReplicationService {
     )
     if (proof.developerId !== op.subject) throw notItsRegistration()
     const signature = parseSignature(proof.stored.signature) as Buffer
-    if (!(await verifyDeveloperProof(proof.developerKey, entityKey, proof.stored.index, signature, this.c.verifier))) throw new RegistryError('developer_proof_invalid')
+    if (!(await verifyDeveloperProof(proof.developerKey, entityKey, proof.stored.index, signature, this.c.verifier)))
+      throw new RegistryError('developer_proof_invalid')
     await this.c.developers.applyImplicit(op, proof.developerKey, remote)
   }
 }
@@ -203,7 +257,8 @@ export class ReplicationService {
 function developerOf(op: Operation, body: unknown, heldDeveloper: string | null | undefined): string | undefined {
   if (op.kind.startsWith('developer.')) return op.subject
   if (heldDeveloper) return heldDeveloper
-  const named = body !== null && typeof body === 'object' ? (body as { developer_id?: unknown }).developer_id : undefined
+  const named =
+    body !== null && typeof body === 'object' ? (body as { developer_id?: unknown }).developer_id : undefined
   return typeof named === 'string' ? named : undefined
 }
 
@@ -212,8 +267,11 @@ function requestOf(op: Operation): WriteRequest {
   const raw = op.body ?? new Uint8Array(0)
   const body = bodyOf(op)
   const { carrier, signer, signature } = op.auth
-  const credentials = carrier === 'authorization' ? { authorization: `${signer === 'developer' ? 'Bearer-Dev' : 'Bearer'} ${signature}` }
-    : carrier === 'x-signature' ? { xSignature: signature }
-      : {}
+  const credentials =
+    carrier === 'authorization'
+      ? { authorization: `${signer === 'developer' ? 'Bearer-Dev' : 'Bearer'} ${signature}` }
+      : carrier === 'x-signature'
+        ? { xSignature: signature }
+        : {}
   return { raw, body, path: op.path ?? '', credentials }
 }

@@ -16,7 +16,14 @@ import type { PeerSearchRequest, PeerSearchResponse } from '../wire/federation.j
 import { SEARCH_LIMITS, SearchRequest, type SearchResponse } from '../wire/search.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
-import { FederatedSearch, type FederatedHit, type FederationSettings, type LocalPart, type PeerOutcome, type SearchFederationPort } from './federated-search.js'
+import {
+  FederatedSearch,
+  type FederatedHit,
+  type FederationSettings,
+  type LocalPart,
+  type PeerOutcome,
+  type SearchFederationPort
+} from './federated-search.js'
 import { HomeTermSummary } from './home-terms.js'
 import type { NameService } from './names.js'
 import { parseFqan } from './naming.js'
@@ -37,7 +44,6 @@ export interface SearchSettings {
 /** The request fields a local search reads: from POST /v1/search or from a peer. */
 type SearchFields = SearchRequest | PeerSearchRequest
 
-
 export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {
   names: NameService
   embedder: Embedder
@@ -56,7 +62,17 @@ const DEFAULT_ENRICH_TIMEOUT_MS = 3000
 /** Capability words a card declares (A2A skills by id, name and tags; plain lists otherwise). */
 function cardCapabilities(card: unknown): Record<(typeof CAPABILITY_KEYS)[number], Set<string>> {
   const c = (card ?? {}) as Record<string, unknown>
-  const skills = Array.isArray(c.skills) ? c.skills.flatMap(s => (s && typeof s === 'object' ? stringsIn([(s as Record<string, unknown>).id, (s as Record<string, unknown>).name, (s as Record<string, unknown>).tags]) : stringsIn(s))) : []
+  const skills = Array.isArray(c.skills)
+    ? c.skills.flatMap(s =>
+        s && typeof s === 'object'
+          ? stringsIn([
+              (s as Record<string, unknown>).id,
+              (s as Record<string, unknown>).name,
+              (s as Record<string, unknown>).tags
+            ])
+          : stringsIn(s)
+      )
+    : []
   const metadata = (c.metadata ?? {}) as Record<string, unknown>
   return {
     skills: lower([...skills, ...stringsIn(c.capabilities)]),
@@ -116,7 +132,12 @@ export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument
     registeredAt: Date.parse(r.registered_at),
     lastChange: Math.max(Date.parse(r.updated_at), lastHeartbeat ? Date.parse(lastHeartbeat) : 0),
     uptime: live?.uptime ?? (status === 'active' ? 1 : 0),
-    capabilities: { skills: set('skills'), protocols: set('protocols'), languages: set('languages'), models: set('models') }
+    capabilities: {
+      skills: set('skills'),
+      protocols: set('protocols'),
+      languages: set('languages'),
+      models: set('models')
+    }
   }
 }
 
@@ -151,17 +172,26 @@ export class SearchService {
     this.now = c.now ?? (() => new Date())
     const tf = c.search.termFilter
     this.homeTerms = new HomeTermSummary({
-      registryId: c.identity.registryId, host: c.settings.host, logger: c.logger,
-      falsePositiveRate: tf.falsePositiveRate, rebuildIntervalMs: tf.rebuildIntervalMs
+      registryId: c.identity.registryId,
+      host: c.settings.host,
+      logger: c.logger,
+      falsePositiveRate: tf.falsePositiveRate,
+      rebuildIntervalMs: tf.rebuildIntervalMs
     })
     c.bus.subscribe(event => {
       const id = event.data.entity_id
       const developerId = event.data.developer_id
-      if (typeof developerId === 'string' && (event.type.startsWith('developer_') || event.type.startsWith('handle_'))) this.refreshDeveloper(developerId)
+      if (typeof developerId === 'string' && (event.type.startsWith('developer_') || event.type.startsWith('handle_')))
+        this.refreshDeveloper(developerId)
       if (typeof id !== 'string') return
       if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id, event.entity)
       else if (event.type === 'agent_deregistered') this.unindex(id)
-      else if (event.type === 'agent_heartbeat' || event.type === 'agent_became_active' || event.type === 'agent_became_inactive') this.refreshLiveness(id)
+      else if (
+        event.type === 'agent_heartbeat' ||
+        event.type === 'agent_became_active' ||
+        event.type === 'agent_became_inactive'
+      )
+        this.refreshLiveness(id)
     })
   }
 
@@ -178,7 +208,12 @@ export class SearchService {
 
   /** Lets `federated: true` reach peers through the mesh (the node calls this once its mesh runs). */
   federate(port: SearchFederationPort): void {
-    this.federation = new FederatedSearch({ port, bus: this.c.bus, logger: this.c.logger, settings: this.c.search.federation })
+    this.federation = new FederatedSearch({
+      port,
+      bus: this.c.bus,
+      logger: this.c.logger,
+      settings: this.c.search.federation
+    })
   }
 
   /** Stops the filter's rebuild timer. */
@@ -206,26 +241,36 @@ export class SearchService {
   private refreshLiveness(id: string): void {
     const live = this.c.liveness?.current(id)
     if (!live) return
-    this.engine.patch(id, { active: live.status === 'active', uptime: live.uptime, ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {}) })
+    this.engine.patch(id, {
+      active: live.status === 'active',
+      uptime: live.uptime,
+      ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {})
+    })
   }
 
   private index(record: EntityRecord): void {
     // A developer's part changes only with developer and handle events, which refresh it.
-    if (record.developer_id && !this.engine.knowsDeveloper(record.developer_id)) this.refreshDeveloper(record.developer_id)
+    if (record.developer_id && !this.engine.knowsDeveloper(record.developer_id))
+      this.refreshDeveloper(record.developer_id)
     const fields = documentFields(record)
     this.engine.upsert(searchDocument(record, this.c.liveness?.current(record.entity_id)), fields, null)
     this.homeTerms.update(record, fields)
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
-      setImmediate(() => { this.flushScheduled = false; void this.flush() })
+      setImmediate(() => {
+        this.flushScheduled = false
+        void this.flush()
+      })
     }
   }
 
   private flush(): Promise<void> {
     // Assigned before the drain can settle (and cleared by the settled promise), so `flushing`
     // never outlives the work even when there is nothing to embed.
-    this.flushing ??= this.drainEmbeddings().finally(() => { this.flushing = null })
+    this.flushing ??= this.drainEmbeddings().finally(() => {
+      this.flushing = null
+    })
     return this.flushing
   }
 
@@ -239,10 +284,15 @@ export class SearchService {
       for (const [id] of batch) this.pending.delete(id)
       try {
         const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
-        batch.forEach(([id], i) => { if (this.engine.has(id)) this.engine.setVector(id, vectors[i] as Float32Array) })
+        batch.forEach(([id], i) => {
+          if (this.engine.has(id)) this.engine.setVector(id, vectors[i] as Float32Array)
+        })
       } catch (err) {
         this.embedFailures += batch.length
-        this.c.logger.error({ err, embedder: this.c.embedder.id, entities: batch.length }, 'embedding failed; these entities are searchable by text only until reindexed')
+        this.c.logger.error(
+          { err, embedder: this.c.embedder.id, entities: batch.length },
+          'embedding failed; these entities are searchable by text only until reindexed'
+        )
       }
       // An embedder may finish synchronously (hash): let requests in between batches.
       await new Promise<void>(resolve => setImmediate(resolve))
@@ -259,7 +309,8 @@ export class SearchService {
     const body = validate(SearchRequest, clampPaging(rawBody ?? {}))
     const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
     const offset = body.offset ?? 0
-    if (body.federated === true && this.federation !== null) return this.federatedSearch(body, offset, limit, started, this.federation)
+    if (body.federated === true && this.federation !== null)
+      return this.federatedSearch(body, offset, limit, started, this.federation)
     const local = await this.runLocal(body, offset, limit)
     const results = local.hits.map(h => h.result)
     if (body.enrich) await this.enrich(local.hits, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
@@ -273,8 +324,23 @@ export class SearchService {
       max_results: limit,
       federated_peer_count: 0,
       search_stats: {
-        local_results: local.total, federated_results: 0, peers_queried: 0, latency_ms: latency, embedder: this.c.embedder.id, semantic: local.semantic,
-        ...(body.federated === true ? { federated: true, peers_answered: 0, peers_failed: 0, peers_timed_out: 0, peers_skipped: 0, peers_over_cap: 0, peers: [] } : {})
+        local_results: local.total,
+        federated_results: 0,
+        peers_queried: 0,
+        latency_ms: latency,
+        embedder: this.c.embedder.id,
+        semantic: local.semantic,
+        ...(body.federated === true
+          ? {
+              federated: true,
+              peers_answered: 0,
+              peers_failed: 0,
+              peers_timed_out: 0,
+              peers_skipped: 0,
+              peers_over_cap: 0,
+              peers: []
+            }
+          : {})
       }
     }
   }
@@ -294,7 +360,13 @@ export class SearchService {
     }
   }
 
-  private async federatedSearch(body: SearchRequest, offset: number, limit: number, started: number, federation: FederatedSearch): Promise<SearchResponse> {
+  private async federatedSearch(
+    body: SearchRequest,
+    offset: number,
+    limit: number,
+    started: number,
+    federation: FederatedSearch
+  ): Promise<SearchResponse> {
     const outcome = await federation.search(body, offset + limit, () => this.runLocal(body, 0, offset + limit))
     const page = outcome.hits.slice(offset, offset + limit)
     if (body.enrich) await this.enrich(page, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
@@ -398,22 +470,41 @@ export class SearchService {
       })
     }
     const latency = Math.round((performance.now() - started) * 100) / 100
-    this.c.bus.publish('search_local', { query: body.query ?? '', results: out.length, total_found: total, latency_ms: latency })
+    this.c.bus.publish('search_local', {
+      query: body.query ?? '',
+      results: out.length,
+      total_found: total,
+      latency_ms: latency
+    })
     return { hits: out, total, semantic }
   }
 
   /** Fetches the page's cards in parallel; whatever is not back by the deadline is reported as such. */
   private async enrich(hits: readonly FederatedHit[], timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<'timeout'>(resolve => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
-    await Promise.all(hits.map(async ({ result, publicKey }) => {
-      // A peer's result carries the entity's key (checked against its ID), so its card is verified too.
-      const entity = { entity_id: result.entity_id, entity_url: result.entity_url, public_key: publicKey }
-      const outcome = await Promise.race([this.c.cards.get(entity).catch((err: unknown) => err as Error), deadline])
-      if (outcome === 'timeout') { result.card = null; result.agent_card = null; result.card_error = `no card within ${timeoutMs} ms` }
-      else if (outcome instanceof Error) { result.card = null; result.agent_card = null; result.card_error = outcome.message }
-      else { result.card = outcome.card; result.agent_card = outcome.card; result.card_verification = outcome.verification }
-    }))
+    const deadline = new Promise<'timeout'>(resolve => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs)
+    })
+    await Promise.all(
+      hits.map(async ({ result, publicKey }) => {
+        // A peer's result carries the entity's key (checked against its ID), so its card is verified too.
+        const entity = { entity_id: result.entity_id, entity_url: result.entity_url, public_key: publicKey }
+        const outcome = await Promise.race([this.c.cards.get(entity).catch((err: unknown) => err as Error), deadline])
+        if (outcome === 'timeout') {
+          result.card = null
+          result.agent_card = null
+          result.card_error = `no card within ${timeoutMs} ms`
+        } else if (outcome instanceof Error) {
+          result.card = null
+          result.agent_card = null
+          result.card_error = outcome.message
+        } else {
+          result.card = outcome.card
+          result.agent_card = outcome.card
+          result.card_verification = outcome.verification
+        }
+      })
+    )
     clearTimeout(timer)
   }
 
@@ -421,13 +512,22 @@ export class SearchService {
    * The request's filters (all combined with AND): kind and status as columns; category, tags and
    * developer as lists of slots; capabilities as a predicate. An unknown developer handle matches nothing.
    */
-  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId' | 'filter'> & { matchesNothing: boolean } {
+  private filters(body: SearchFields): Pick<
+    EngineQuery,
+    'type' | 'active' | 'category' | 'tags' | 'developerId' | 'filter'
+  > & {
+    matchesNothing: boolean
+  } {
     const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
-    if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all') throw invalidField('type', 'must be agent, service or any')
+    if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all')
+      throw invalidField('type', 'must be agent, service or any')
     const status = (body.status ?? 'active').toLowerCase()
-    if (!['active', 'online', 'offline', 'inactive', 'any'].includes(status)) throw invalidField('status', 'must be online, active, offline or any')
+    if (!['active', 'online', 'offline', 'inactive', 'any'].includes(status))
+      throw invalidField('status', 'must be online, active, offline or any')
     const checks: ((doc: SearchDocument) => boolean)[] = []
-    const owner = body.developer_handle ? this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null : undefined
+    const owner = body.developer_handle
+      ? (this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null)
+      : undefined
     const wanted = body.developer_id || null
     const developerId = wanted ?? owner ?? null
     const nobody = owner === null || (owner !== undefined && wanted !== null && owner !== wanted)
@@ -450,7 +550,12 @@ export class SearchService {
       category: body.category ? body.category.toLowerCase() : null,
       tags: body.tags?.length ? [...lower(body.tags)] : [],
       developerId,
-      filter: checks.length === 0 ? null : checks.length === 1 ? (checks[0] as (doc: SearchDocument) => boolean) : doc => checks.every(check => check(doc)),
+      filter:
+        checks.length === 0
+          ? null
+          : checks.length === 1
+            ? (checks[0] as (doc: SearchDocument) => boolean)
+            : doc => checks.every(check => check(doc)),
       matchesNothing: nobody
     }
   }
@@ -479,7 +584,9 @@ export class SearchService {
 function clampPaging(body: unknown): unknown {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return body
   const out = { ...body } as Record<string, unknown>
-  const clamp = (key: string, lo: number, hi: number) => { if (Number.isInteger(out[key])) out[key] = Math.min(Math.max(out[key] as number, lo), hi) }
+  const clamp = (key: string, lo: number, hi: number) => {
+    if (Number.isInteger(out[key])) out[key] = Math.min(Math.max(out[key] as number, lo), hi)
+  }
   clamp('max_results', 1, SEARCH_LIMITS.maxResults)
   clamp('offset', 0, SEARCH_LIMITS.maxOffset)
   return out

@@ -8,7 +8,12 @@ const REGISTRATIONS = new Set<OperationKind>(['entity.register', 'developer.regi
  * Inside a registration's transaction: refuses a replay of any registration signature the subject
  * has had, lifts its tombstone, and returns the signature history the new record carries on.
  */
-export function admitRegistration(tx: WriteTransaction, subject: string, fingerprint: string, replay: 'entity_deregistered' | 'developer_deregistered'): string[] {
+export function admitRegistration(
+  tx: WriteTransaction,
+  subject: string,
+  fingerprint: string,
+  replay: 'entity_deregistered' | 'developer_deregistered'
+): string[] {
   const tombstone = tx.getTombstone(subject)
   if (!tombstone) return [fingerprint]
   if (tombstone.registration_signatures.includes(fingerprint)) throw new RegistryError(replay)
@@ -34,5 +39,11 @@ export function bury(
   else tx.deleteDeveloper(subject)
   tx.dropOperations(subject, kept => REGISTRATIONS.has(kept.kind) && kept.accepted_at <= op.accepted_at)
   tx.appendOperation(op)
-  tx.putTombstone({ subject, kind, deleted_at: op.accepted_at, expires_at: expiresAt, registration_signatures: registrationSignatures })
+  tx.putTombstone({
+    subject,
+    kind,
+    deleted_at: op.accepted_at,
+    expires_at: expiresAt,
+    registration_signatures: registrationSignatures
+  })
 }

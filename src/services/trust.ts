@@ -25,7 +25,13 @@ export interface TrustInputs {
   now: number
 }
 
-export function trustSignals({ registeredAt, uptime, developer, handle, now }: TrustInputs): Record<keyof typeof TRUST_WEIGHTS, number> {
+export function trustSignals({
+  registeredAt,
+  uptime,
+  developer,
+  handle,
+  now
+}: TrustInputs): Record<keyof typeof TRUST_WEIGHTS, number> {
   const ageDays = Math.max(0, (now - registeredAt) / 86_400_000)
   return {
     verification: handle?.verified ? TRUST_WEIGHTS.verification : 0,
@@ -41,11 +47,18 @@ export function trustSignals({ registeredAt, uptime, developer, handle, now }: T
  */
 export function fastTrust(developerPart: number, registeredAt: number, uptime: number, now: number): number {
   const ageDays = Math.max(0, (now - registeredAt) / 86_400_000)
-  return round(developerPart + round(TRUST_WEIGHTS.age * Math.min(1, ageDays / AGE_FULL_DAYS)) + round(TRUST_WEIGHTS.liveness * uptime))
+  return round(
+    developerPart +
+      round(TRUST_WEIGHTS.age * Math.min(1, ageDays / AGE_FULL_DAYS)) +
+      round(TRUST_WEIGHTS.liveness * uptime)
+  )
 }
 
 export function developerTrustPart(developer: DeveloperRecord | undefined, handle: HandleRecord | undefined): number {
-  return (handle?.verified ? TRUST_WEIGHTS.verification : 0) + (developer && !developer.implicit ? TRUST_WEIGHTS.developer_profile : 0)
+  return (
+    (handle?.verified ? TRUST_WEIGHTS.verification : 0) +
+    (developer && !developer.implicit ? TRUST_WEIGHTS.developer_profile : 0)
+  )
 }
 
 export function trustScore(signals: Record<string, number>): number {

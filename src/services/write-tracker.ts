@@ -5,14 +5,18 @@ export class WriteTracker {
   private readonly inFlight = new Set<Promise<unknown>>()
   private draining = false
 
-  get size(): number { return this.inFlight.size }
+  get size(): number {
+    return this.inFlight.size
+  }
 
   /** Runs a write; refused with 503 once draining has begun. */
   run<T>(write: () => Promise<T>): Promise<T> {
     if (this.draining) return Promise.reject(new RegistryError('shutting_down'))
     const promise = write()
     this.inFlight.add(promise)
-    const done = (): void => { this.inFlight.delete(promise) }
+    const done = (): void => {
+      this.inFlight.delete(promise)
+    }
     promise.then(done, done)
     return promise
   }

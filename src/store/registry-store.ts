@@ -5,7 +5,17 @@ import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { RegistryError } from '../errors.js'
 import { lmdbCause, StorageGuard } from './storage-guard.js'
-import type { Approval, DeveloperRecord, EntityRecord, HandleRecord, LivenessRecord, NameBinding, NameVersion, Operation, Tombstone } from './records.js'
+import type {
+  Approval,
+  DeveloperRecord,
+  EntityRecord,
+  HandleRecord,
+  LivenessRecord,
+  NameBinding,
+  NameVersion,
+  Operation,
+  Tombstone
+} from './records.js'
 
 /** Index entry: a subject's operation, by sequence number. */
 type SubjectOperationKey = [subject: string, seq: number]
@@ -33,8 +43,15 @@ export class DuplicateOperation extends Error {
  * deployed signing forms carry no timestamp, so a signature is good for one write only.
  */
 export class SignatureReplayed extends RegistryError {
-  constructor(readonly op: Operation, first: UsedSignature) {
-    super('signature_replayed', `This signature already authorized a write (${first.kind} of ${first.subject} at ${first.accepted_at}); a signature is good for one write. Sign again (the spec's timestamped forms never repeat).`, 'signature')
+  constructor(
+    readonly op: Operation,
+    first: UsedSignature
+  ) {
+    super(
+      'signature_replayed',
+      `This signature already authorized a write (${first.kind} of ${first.subject} at ${first.accepted_at}); a signature is good for one write. Sign again (the spec's timestamped forms never repeat).`,
+      'signature'
+    )
   }
 }
 
@@ -125,12 +142,21 @@ export class RegistryStore {
    * that each touch many random B-tree pages otherwise stall (measured: p99 380 ms without, 70 ms
    * with 5 ms, at 1,000 registrations/s over 60 s).
    */
-  static async open(dataDir: string, options: { commitDelayMs?: number; minFreeBytes?: number } = {}): Promise<RegistryStore> {
+  static async open(
+    dataDir: string,
+    options: { commitDelayMs?: number; minFreeBytes?: number } = {}
+  ): Promise<RegistryStore> {
     await mkdir(dataDir, { recursive: true })
     const guard = new StorageGuard(dataDir, { minFreeBytes: options.minFreeBytes ?? 0 })
     // Creating the LMDB file on a full disk kills the process (SIGBUS); an existing one opens fine.
     if (!existsSync(join(dataDir, 'registry.lmdb'))) guard.check()
-    const root = open({ path: join(dataDir, 'registry.lmdb'), maxDbs: 16, mapSize: 2 ** 34, compression: false, commitDelay: options.commitDelayMs ?? 0 })
+    const root = open({
+      path: join(dataDir, 'registry.lmdb'),
+      maxDbs: 16,
+      mapSize: 2 ** 34,
+      compression: false,
+      commitDelay: options.commitDelayMs ?? 0
+    })
     // Operations are appended under a node-wide sequence number (cheap appends at the end of the
     // B-tree, and a change log in order); a small index finds one subject's history.
     const operations = root.openDB<Operation, number>({ name: 'oplog' })
@@ -159,16 +185,33 @@ export class RegistryStore {
   }
 
   // Reads by a key no record can have (too long to be one) find nothing, rather than fail in LMDB.
-  getEntity(id: string): EntityRecord | undefined { return keyFits(id) ? this.entities.get(id) : undefined }
-  getDeveloper(id: string): DeveloperRecord | undefined { return keyFits(id) ? this.developers.get(id) : undefined }
-  getTombstone(subject: string): Tombstone | undefined { return keyFits(subject) ? this.tombstones.get(subject) : undefined }
+  getEntity(id: string): EntityRecord | undefined {
+    return keyFits(id) ? this.entities.get(id) : undefined
+  }
+  getDeveloper(id: string): DeveloperRecord | undefined {
+    return keyFits(id) ? this.developers.get(id) : undefined
+  }
+  getTombstone(subject: string): Tombstone | undefined {
+    return keyFits(subject) ? this.tombstones.get(subject) : undefined
+  }
 
-  getHandle(handle: string): HandleRecord | undefined { return keyFits(handle) ? this.handles.get(handle) : undefined }
-  getName(handle: string, name: string): NameBinding | undefined { return keyFits(handle, name) ? this.names.get([handle, name]) : undefined }
-  namesOfHandle(handle: string): NameBinding[] { return keyFits(handle) ? [...this.names.getRange({ start: [handle, ''], end: [handle, '\uffff'] }).map(e => e.value)] : [] }
+  getHandle(handle: string): HandleRecord | undefined {
+    return keyFits(handle) ? this.handles.get(handle) : undefined
+  }
+  getName(handle: string, name: string): NameBinding | undefined {
+    return keyFits(handle, name) ? this.names.get([handle, name]) : undefined
+  }
+  namesOfHandle(handle: string): NameBinding[] {
+    return keyFits(handle)
+      ? [...this.names.getRange({ start: [handle, ''], end: [handle, '\uffff'] }).map(e => e.value)]
+      : []
+  }
   namesOfEntity(entityId: string): NameBinding[] {
     const out: NameBinding[] = []
-    for (const [, handle, name] of this.entityNames.getKeys({ start: [entityId, '', ''], end: [entityId, '\uffff', ''] }) as Iterable<EntityNameKey>) {
+    for (const [, handle, name] of this.entityNames.getKeys({
+      start: [entityId, '', ''],
+      end: [entityId, '\uffff', '']
+    }) as Iterable<EntityNameKey>) {
       const binding = this.names.get([handle, name])
       if (binding) out.push(binding)
     }
@@ -177,14 +220,26 @@ export class RegistryStore {
   /** A binding's history, newest first. */
   nameHistory(handle: string, name: string): NameVersion[] {
     if (!keyFits(handle, name)) return []
-    return [...this.nameVersions.getRange({ start: [handle, name, MAX], end: [handle, name, 0], reverse: true }).map(e => e.value)]
+    return [
+      ...this.nameVersions
+        .getRange({ start: [handle, name, MAX], end: [handle, name, 0], reverse: true })
+        .map(e => e.value)
+    ]
   }
 
-  *allEntities(): Iterable<EntityRecord> { for (const { value } of this.entities.getRange()) yield value }
-  *allDevelopers(): Iterable<DeveloperRecord> { for (const { value } of this.developers.getRange()) yield value }
-  *allTombstones(): Iterable<Tombstone> { for (const { value } of this.tombstones.getRange()) yield value }
+  *allEntities(): Iterable<EntityRecord> {
+    for (const { value } of this.entities.getRange()) yield value
+  }
+  *allDevelopers(): Iterable<DeveloperRecord> {
+    for (const { value } of this.developers.getRange()) yield value
+  }
+  *allTombstones(): Iterable<Tombstone> {
+    for (const { value } of this.tombstones.getRange()) yield value
+  }
   /** Last-seen state of the entities whose home is this node, as last flushed. */
-  *allLiveness(): Iterable<[string, LivenessRecord]> { for (const { key, value } of this.liveness.getRange()) yield [key, value] }
+  *allLiveness(): Iterable<[string, LivenessRecord]> {
+    for (const { key, value } of this.liveness.getRange()) yield [key, value]
+  }
 
   operationsOf(subject: string): Operation[] {
     const ops: Operation[] = []
@@ -238,11 +293,15 @@ export class RegistryStore {
    */
   onCommitted(listener: (changes: CommittedOperations) => void): () => void {
     this.committedListeners.add(listener)
-    return () => { this.committedListeners.delete(listener) }
+    return () => {
+      this.committedListeners.delete(listener)
+    }
   }
 
   /** Every operation in the log, oldest first. */
-  *allOperations(): Iterable<Operation> { for (const { value } of this.operations.getRange()) yield value }
+  *allOperations(): Iterable<Operation> {
+    for (const { value } of this.operations.getRange()) yield value
+  }
 
   private changes: CommittedOperations | null = null
   private readonly committedListeners = new Set<(changes: CommittedOperations) => void>()
@@ -251,19 +310,41 @@ export class RegistryStore {
     getEntity: id => this.getEntity(id),
     getDeveloper: id => this.getDeveloper(id),
     getTombstone: subject => this.getTombstone(subject),
-    putEntity: record => { void this.entities.put(record.entity_id, record) },
-    deleteEntity: id => { void this.entities.remove(id) },
-    putDeveloper: record => { void this.developers.put(record.developer_id, record) },
-    deleteDeveloper: id => { void this.developers.remove(id) },
-    putTombstone: t => { void this.tombstones.put(t.subject, t) },
-    deleteTombstone: subject => { void this.tombstones.remove(subject) },
+    putEntity: record => {
+      void this.entities.put(record.entity_id, record)
+    },
+    deleteEntity: id => {
+      void this.entities.remove(id)
+    },
+    putDeveloper: record => {
+      void this.developers.put(record.developer_id, record)
+    },
+    deleteDeveloper: id => {
+      void this.developers.remove(id)
+    },
+    putTombstone: t => {
+      void this.tombstones.put(t.subject, t)
+    },
+    deleteTombstone: subject => {
+      void this.tombstones.remove(subject)
+    },
     appendOperation: op => {
-      if (this.subjectSeqs(op.subject).some(([, seq]) => this.operations.get(seq)?.node_signature === op.node_signature)) throw new DuplicateOperation(op)
+      if (
+        this.subjectSeqs(op.subject).some(([, seq]) => this.operations.get(seq)?.node_signature === op.node_signature)
+      )
+        throw new DuplicateOperation(op)
       if (op.auth.carrier !== 'node') {
         const key = signatureFingerprint(op.auth.signature)
         const first = this.usedSignatures.get(key)
-        if (first && (first.origin !== op.origin || first.accepted_at !== op.accepted_at)) throw new SignatureReplayed(op, first)
-        if (!first) void this.usedSignatures.put(key, { kind: op.kind, subject: op.subject, origin: op.origin, accepted_at: op.accepted_at })
+        if (first && (first.origin !== op.origin || first.accepted_at !== op.accepted_at))
+          throw new SignatureReplayed(op, first)
+        if (!first)
+          void this.usedSignatures.put(key, {
+            kind: op.kind,
+            subject: op.subject,
+            origin: op.origin,
+            accepted_at: op.accepted_at
+          })
       }
       const seq = ++this.opSeq
       this.changes?.appended.push(op)
@@ -272,15 +353,27 @@ export class RegistryStore {
       void this.subjectOperations.put([op.subject, seq], null)
     },
     getHandle: handle => this.getHandle(handle),
-    putHandle: record => { void this.handles.put(record.handle, record) },
-    deleteHandle: handle => { void this.handles.remove(handle) },
+    putHandle: record => {
+      void this.handles.put(record.handle, record)
+    },
+    deleteHandle: handle => {
+      void this.handles.remove(handle)
+    },
     getName: (handle, name) => this.getName(handle, name),
     putName: (binding, version) => {
       const previous = this.names.get([binding.handle, binding.entity_name])
-      if (previous && previous.entity_id !== binding.entity_id) void this.entityNames.remove([previous.entity_id, binding.handle, binding.entity_name])
+      if (previous && previous.entity_id !== binding.entity_id)
+        void this.entityNames.remove([previous.entity_id, binding.handle, binding.entity_name])
       void this.names.put([binding.handle, binding.entity_name], binding)
       void this.entityNames.put([binding.entity_id, binding.handle, binding.entity_name], null)
-      const [last] = [...this.nameVersions.getKeys({ start: [binding.handle, binding.entity_name, MAX], end: [binding.handle, binding.entity_name, 0], reverse: true, limit: 1 })] as NameVersionKey[]
+      const [last] = [
+        ...this.nameVersions.getKeys({
+          start: [binding.handle, binding.entity_name, MAX],
+          end: [binding.handle, binding.entity_name, 0],
+          reverse: true,
+          limit: 1
+        })
+      ] as NameVersionKey[]
       void this.nameVersions.put([binding.handle, binding.entity_name, (last?.[2] ?? 0) + 1], version)
     },
     deleteName: (handle, name) => {
@@ -288,14 +381,21 @@ export class RegistryStore {
       if (!binding) return
       void this.names.remove([handle, name])
       void this.entityNames.remove([binding.entity_id, handle, name])
-      for (const key of this.nameVersions.getKeys({ start: [handle, name, 0], end: [handle, name, MAX] })) void this.nameVersions.remove(key)
+      for (const key of this.nameVersions.getKeys({ start: [handle, name, 0], end: [handle, name, MAX] }))
+        void this.nameVersions.remove(key)
     },
     namesOfHandle: handle => this.namesOfHandle(handle),
     namesOfEntity: entityId => this.namesOfEntity(entityId),
     getApproval: stateHash => this.approvals.get(stateHash),
-    putApproval: (stateHash, approval) => { void this.approvals.put(stateHash, approval) },
-    putLiveness: (entityId, record) => { void this.liveness.put(entityId, record) },
-    deleteLiveness: entityId => { void this.liveness.remove(entityId) },
+    putApproval: (stateHash, approval) => {
+      void this.approvals.put(stateHash, approval)
+    },
+    putLiveness: (entityId, record) => {
+      void this.liveness.put(entityId, record)
+    },
+    deleteLiveness: entityId => {
+      void this.liveness.remove(entityId)
+    },
     dropOperations: (subject, keep) => {
       this.changes?.subjects.add(subject)
       for (const key of this.subjectSeqs(subject)) {
@@ -318,7 +418,10 @@ export class RegistryStore {
     const forgotten = [...this.usedSignatures.getRange()].filter(e => e.value.accepted_at < cutoff).map(e => e.key)
     if (expired.length === 0 && forgotten.length === 0) return 0
     await this.commit(tx => {
-      for (const t of expired) { tx.deleteTombstone(t.subject); tx.dropOperations(t.subject) }
+      for (const t of expired) {
+        tx.deleteTombstone(t.subject)
+        tx.dropOperations(t.subject)
+      }
       for (const key of forgotten) void this.usedSignatures.remove(key)
     })
     return expired.length
@@ -330,12 +433,17 @@ export class RegistryStore {
       for (const op of this.allOperations()) {
         if (op.auth.carrier === 'node') continue
         const key = signatureFingerprint(op.auth.signature)
-        if (!this.usedSignatures.doesExist(key)) void this.usedSignatures.put(key, { kind: op.kind, subject: op.subject, origin: op.origin, accepted_at: op.accepted_at })
+        if (!this.usedSignatures.doesExist(key))
+          void this.usedSignatures.put(key, {
+            kind: op.kind,
+            subject: op.subject,
+            origin: op.origin,
+            accepted_at: op.accepted_at
+          })
       }
       void this.meta.put('used_signatures', 1)
     })
   }
-
 
   async close(): Promise<void> {
     // An empty transaction commits even on a full disk, and renews `flushed` when the last write failed.

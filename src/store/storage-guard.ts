@@ -12,7 +12,10 @@ import { RegistryError } from '../errors.js'
 
 export class StorageFullError extends RegistryError {
   constructor(freeBytes: number, minFreeBytes: number, cause?: unknown) {
-    super('storage_full', `The node's disk is full (${formatMiB(freeBytes)} free, ${formatMiB(minFreeBytes)} kept in reserve): writes are refused until space returns; reads and heartbeats go on.`)
+    super(
+      'storage_full',
+      `The node's disk is full (${formatMiB(freeBytes)} free, ${formatMiB(minFreeBytes)} kept in reserve): writes are refused until space returns; reads and heartbeats go on.`
+    )
     if (cause !== undefined) this.cause = cause
   }
 }
@@ -27,7 +30,8 @@ export interface StorageGuardOptions {
 
 const ERRNO_FULL = new Set<unknown>([28, 'ENOSPC', 122, 'EDQUOT', 27, 'EFBIG', -30792, 'MDB_MAP_FULL'])
 const TEXT_FULL = /no space left on device|disk quota exceeded|file too large|MDB_MAP_FULL/i
-const isIoError = (err: { code?: unknown; message?: unknown }) => err.code === 5 || err.code === 'EIO' || /input\/output error/i.test(String(err.message))
+const isIoError = (err: { code?: unknown; message?: unknown }) =>
+  err.code === 5 || err.code === 'EIO' || /input\/output error/i.test(String(err.message))
 
 export class StorageGuard {
   private free = Number.POSITIVE_INFINITY
@@ -38,7 +42,10 @@ export class StorageGuard {
   private readonly statfs: NonNullable<StorageGuardOptions['statfs']>
   private readonly now: () => number
 
-  constructor(private readonly dir: string, private readonly options: StorageGuardOptions) {
+  constructor(
+    private readonly dir: string,
+    private readonly options: StorageGuardOptions
+  ) {
     this.recheckMs = options.recheckMs ?? 1_000
     this.statfs = options.statfs ?? (path => statfsSync(path))
     this.now = options.now ?? Date.now
@@ -61,7 +68,8 @@ export class StorageGuard {
     const free = this.freeBytes()
     if (this.trippedAt !== null) {
       // Cleared once the space is plainly back, or after a while, to let one write try again.
-      if (free >= 2 * this.options.minFreeBytes || this.now() - this.trippedAt >= 10 * this.recheckMs) this.trippedAt = null
+      if (free >= 2 * this.options.minFreeBytes || this.now() - this.trippedAt >= 10 * this.recheckMs)
+        this.trippedAt = null
       else throw new StorageFullError(free, this.options.minFreeBytes)
     }
     if (free < this.options.minFreeBytes) throw new StorageFullError(free, this.options.minFreeBytes)
@@ -92,7 +100,11 @@ export class StorageGuard {
  */
 export async function lmdbCause(err: unknown): Promise<unknown> {
   const commitError = (err as { commitError?: unknown } | null)?.commitError
-  if (commitError instanceof Promise) return commitError.then(() => err, (cause: unknown) => cause)
+  if (commitError instanceof Promise)
+    return commitError.then(
+      () => err,
+      (cause: unknown) => cause
+    )
   return err
 }
 

@@ -58,7 +58,8 @@ export class SubjectDigests {
       for (const op of [...changes.appended, ...changes.dropped]) {
         let digest = next.get(op.subject)
         const held = this.subjects.get(op.subject)
-        if (!digest) next.set(op.subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
+        if (!digest)
+          next.set(op.subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
         xorInto(digest, hash(op.node_signature))
       }
       // A subject whose every operation went XORs back to zero: it is no longer held.
@@ -83,7 +84,8 @@ export class SubjectDigests {
   /** Subject → digest (hex) for every subject in the given buckets. */
   subjectsIn(buckets: Iterable<number>): Map<string, string> {
     const out = new Map<string, string>()
-    for (const b of buckets) for (const subject of this.members[b] ?? []) out.set(subject, this.digestOf(subject) as string)
+    for (const b of buckets)
+      for (const subject of this.members[b] ?? []) out.set(subject, this.digestOf(subject) as string)
     return out
   }
 
@@ -96,7 +98,12 @@ export class SubjectDigests {
    * without their operations: what this node refused for good is not offered to it again.
    */
   decline(subject: string, offered: readonly Operation[]): void {
-    if (this.subjects.has(subject) || offered.length === 0 || (this.declined.size >= MAX_DECLINED && !this.declined.has(subject))) return
+    if (
+      this.subjects.has(subject) ||
+      offered.length === 0 ||
+      (this.declined.size >= MAX_DECLINED && !this.declined.has(subject))
+    )
+      return
     const digest = Buffer.alloc(DIGEST_BYTES)
     for (const op of offered) xorInto(digest, hash(op.node_signature))
     const bucket = bucketOf(subject)

@@ -28,7 +28,12 @@ export interface TestnetEntityOptions {
   seed: string
 }
 
-interface Slot { index: number; home: number; entity: Entity; running: RunningEntity | null }
+interface Slot {
+  index: number
+  home: number
+  entity: Entity
+  running: RunningEntity | null
+}
 
 export class TestnetEntities {
   private readonly slots: Slot[] = []
@@ -39,7 +44,12 @@ export class TestnetEntities {
   }
 
   list(): TestnetEntity[] {
-    return this.slots.map(s => ({ index: s.index, home: s.home, entityId: s.entity.entityId, url: s.running?.url ?? null }))
+    return this.slots.map(s => ({
+      index: s.index,
+      home: s.home,
+      entityId: s.entity.entityId,
+      url: s.running?.url ?? null
+    }))
   }
 
   /** Adds and starts `count` entities, spread over the nodes. */
@@ -50,9 +60,20 @@ export class TestnetEntities {
       const index = first + k
       const home = index % urls.length
       const entity = createEntity({
-        developerKey: this.developer, index, registry: urls[home] as string, host: this.o.host(),
-        card: { name: `Echo ${index}`, summary: 'A testnet echo entity: answers with what it is sent', category: 'testnet', tags: ['echo', 'testnet'], capabilities: ['echo'] },
-        handler: input => input.content, heartbeat: { intervalMs: this.o.heartbeatSeconds * 1000 }, logger: pino({ level: 'silent' })
+        developerKey: this.developer,
+        index,
+        registry: urls[home] as string,
+        host: this.o.host(),
+        card: {
+          name: `Echo ${index}`,
+          summary: 'A testnet echo entity: answers with what it is sent',
+          category: 'testnet',
+          tags: ['echo', 'testnet'],
+          capabilities: ['echo']
+        },
+        handler: input => input.content,
+        heartbeat: { intervalMs: this.o.heartbeatSeconds * 1000 },
+        logger: pino({ level: 'silent' })
       })
       return { index, home, entity, running: null }
     })

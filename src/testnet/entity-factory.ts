@@ -60,7 +60,11 @@ export function signDeployed(keyPair: KeyPair, body: Record<string, unknown>): R
  * A spec-form registration: `content` (type, name, summary, …), the entity's public key and, for an
  * HD-derived entity key, its developer's ID and proof; signed by the entity key.
  */
-export function signedRegistration(entity: KeyPair, content: Record<string, unknown>, hd?: { developer: DeveloperKeys; index: number }): Record<string, unknown> {
+export function signedRegistration(
+  entity: KeyPair,
+  content: Record<string, unknown>,
+  hd?: { developer: DeveloperKeys; index: number }
+): Record<string, unknown> {
   return signSpec(entity, {
     ...content,
     public_key: formatKey(entity.publicKey),
@@ -69,8 +73,26 @@ export function signedRegistration(entity: KeyPair, content: Record<string, unkn
 }
 
 const WORDS = [
-  'translate', 'summarize', 'search', 'invoice', 'weather', 'calendar', 'code', 'review', 'image', 'audio',
-  'legal', 'medical', 'finance', 'travel', 'support', 'sales', 'data', 'report', 'chat', 'email'
+  'translate',
+  'summarize',
+  'search',
+  'invoice',
+  'weather',
+  'calendar',
+  'code',
+  'review',
+  'image',
+  'audio',
+  'legal',
+  'medical',
+  'finance',
+  'travel',
+  'support',
+  'sales',
+  'data',
+  'report',
+  'chat',
+  'email'
 ]
 const CATEGORIES = ['productivity', 'developer-tools', 'finance', 'travel', 'support', 'research']
 
@@ -83,7 +105,9 @@ export class EntityFactory {
   private readonly developer: DeveloperKeys
 
   constructor(seedText: string) {
-    this.developer = developerKeys(keyPairFromSeed(createHash('sha256').update(`testnet developer ${seedText}`).digest()))
+    this.developer = developerKeys(
+      keyPairFromSeed(createHash('sha256').update(`testnet developer ${seedText}`).digest())
+    )
   }
 
   /** The i-th registration (an agent; every fifth one a service). */
@@ -91,15 +115,21 @@ export class EntityFactory {
     const keyPair = deriveAgentKeyPair(this.developer.keyPair.seed, i)
     const type = i % 5 === 4 ? 'service' : 'agent'
     const word = (k: number): string => WORDS[(i * 7 + k * 3) % WORDS.length] as string
-    const body = signedRegistration(keyPair, {
-      type,
-      name: `${word(0)} ${word(1)} ${i}`,
-      summary: `Testnet ${type} ${i}: ${word(0)}, ${word(1)} and ${word(2)} on demand.`,
-      category: CATEGORIES[i % CATEGORIES.length],
-      tags: [word(0), word(2)],
-      version: '1.0.0',
-      ...(type === 'agent' ? { entity_url: `https://agent${i}.testnet.example` } : { service_endpoint: `https://service${i}.testnet.example/api` })
-    }, { developer: this.developer, index: i })
+    const body = signedRegistration(
+      keyPair,
+      {
+        type,
+        name: `${word(0)} ${word(1)} ${i}`,
+        summary: `Testnet ${type} ${i}: ${word(0)}, ${word(1)} and ${word(2)} on demand.`,
+        category: CATEGORIES[i % CATEGORIES.length],
+        tags: [word(0), word(2)],
+        version: '1.0.0',
+        ...(type === 'agent'
+          ? { entity_url: `https://agent${i}.testnet.example` }
+          : { service_endpoint: `https://service${i}.testnet.example/api` })
+      },
+      { developer: this.developer, index: i }
+    )
     return { id: deriveId(type, keyPair.publicKey), body: JSON.stringify(body) }
   }
 }

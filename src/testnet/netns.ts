@@ -160,7 +160,11 @@ async function run(argv: readonly string[]): Promise<CommandResult> {
   } catch (err) {
     const e = err as { code?: unknown; stdout?: unknown; stderr?: unknown; message?: unknown }
     const stderr = typeof e.stderr === 'string' && e.stderr.trim() !== '' ? e.stderr : String(e.message ?? err)
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: typeof e.stdout === 'string' ? e.stdout : '', stderr }
+    return {
+      code: typeof e.code === 'number' ? e.code : -1,
+      stdout: typeof e.stdout === 'string' ? e.stdout : '',
+      stderr
+    }
   }
 }
 
@@ -248,7 +252,9 @@ function dropProgram(destinations: readonly number[], dropBelow: number | null):
     [BPF_JEQ_K, 0, n + 1, 0x0800], // not IPv4: pass (index n + 3)
     [BPF_LD_W_ABS, 0, 0, 30] // IPv4 destination
   ]
-  destinations.forEach((d, k) => { ins.push([BPF_JEQ_K, n - k, 0, d]) }) // match: index n + 4
+  destinations.forEach((d, k) => {
+    ins.push([BPF_JEQ_K, n - k, 0, d])
+  }) // match: index n + 4
   ins.push([BPF_RET_K, 0, 0, TC_ACT_UNSPEC])
   if (dropBelow === null) {
     ins.push([BPF_RET_K, 0, 0, TC_ACT_SHOT])
@@ -391,7 +397,8 @@ async function reserveSubnet(dir: string, prefix: string, wanted: string | undef
   }
   if (wanted !== undefined) {
     const m = /^(\d+\.\d+\.\d+)\.0\/24$/.exec(wanted.trim())
-    if (m?.[1] === undefined) throw new NetnsError(`subnet ${JSON.stringify(wanted)}: expected a /24 such as 10.211.7.0/24`)
+    if (m?.[1] === undefined)
+      throw new NetnsError(`subnet ${JSON.stringify(wanted)}: expected a /24 such as 10.211.7.0/24`)
     const base = m[1]
     ipToInt(`${base}.0`)
     if (!free(base)) throw new NetnsError(`subnet ${wanted} overlaps an address or route already in use`)
@@ -496,8 +503,21 @@ export async function probeNetns(): Promise<NetnsCapabilities> {
       const clsact = await tc('qdisc', 'add', 'dev', 'pa', 'clsact')
       const filter =
         clsact.code === 0
-          ? await tc('filter', 'add', 'dev', 'pa', 'egress', 'prio', LOSS_PRIO, 'handle', '1', 'bpf', 'da', 'bytecode',
-              dropProgram([ipToInt('10.211.255.1')], lossThreshold(50)))
+          ? await tc(
+              'filter',
+              'add',
+              'dev',
+              'pa',
+              'egress',
+              'prio',
+              LOSS_PRIO,
+              'handle',
+              '1',
+              'bpf',
+              'da',
+              'bytecode',
+              dropProgram([ipToInt('10.211.255.1')], lossThreshold(50))
+            )
           : clsact
       if (filter.code === 0) {
         caps.loss = true
@@ -512,7 +532,8 @@ export async function probeNetns(): Promise<NetnsCapabilities> {
       if (netem.code !== 0) reasons.push(`no latency: netem qdisc failed (${firstLine(netem.stderr)})`)
       else await tc('qdisc', 'del', 'dev', 'pb', 'root')
       const htb = await tc('qdisc', 'add', 'dev', 'pb', 'root', 'handle', '1:', 'htb', 'default', '1')
-      if (htb.code !== 0) reasons.push(`no latency: htb qdisc (to delay chosen links only) failed (${firstLine(htb.stderr)})`)
+      if (htb.code !== 0)
+        reasons.push(`no latency: htb qdisc (to delay chosen links only) failed (${firstLine(htb.stderr)})`)
       caps.latency = netem.code === 0 && htb.code === 0
       return caps
     } finally {
@@ -554,7 +575,8 @@ class Network implements NetnsNetwork {
   }
 
   private index(i: number): number {
-    if (!Number.isInteger(i) || i < 0 || i >= this.count) throw new RangeError(`node ${i}: expected 0..${this.count - 1}`)
+    if (!Number.isInteger(i) || i < 0 || i >= this.count)
+      throw new RangeError(`node ${i}: expected 0..${this.count - 1}`)
     return i
   }
 
@@ -605,8 +627,18 @@ class Network implements NetnsNetwork {
     await must([ip, '-n', sw, 'link', 'set', 'dev', 'br0', 'up'])
     const sysctl = bin('sysctl')
     if (existsSync('/proc/sys/net/bridge') && existsSync(sysctl)) {
-      await run([ip, 'netns', 'exec', sw, sysctl, '-q', '-w', 'net.bridge.bridge-nf-call-iptables=0',
-        'net.bridge.bridge-nf-call-ip6tables=0', 'net.bridge.bridge-nf-call-arptables=0'])
+      await run([
+        ip,
+        'netns',
+        'exec',
+        sw,
+        sysctl,
+        '-q',
+        '-w',
+        'net.bridge.bridge-nf-call-iptables=0',
+        'net.bridge.bridge-nf-call-ip6tables=0',
+        'net.bridge.bridge-nf-call-arptables=0'
+      ])
     }
     await must([ip, 'link', 'add', 'name', host, 'type', 'veth', 'peer', 'name', 'host', 'netns', sw])
     await must([ip, '-n', sw, 'link', 'set', 'dev', 'host', 'addrgenmode', 'none'])
@@ -656,9 +688,26 @@ class Network implements NetnsNetwork {
         if (peers.length === 0) {
           await this.tcQuiet(i, 'filter', 'del', 'dev', 'eth0', 'egress', 'prio', PARTITION_PRIO)
         } else {
-          const program = dropProgram(peers.map(j => this.addressInt(j)), null)
-          await this.tc(i, 'filter', 'replace', 'dev', 'eth0', 'egress', 'prio', PARTITION_PRIO, 'handle', '1',
-            'bpf', 'da', 'bytecode', program)
+          const program = dropProgram(
+            peers.map(j => this.addressInt(j)),
+            null
+          )
+          await this.tc(
+            i,
+            'filter',
+            'replace',
+            'dev',
+            'eth0',
+            'egress',
+            'prio',
+            PARTITION_PRIO,
+            'handle',
+            '1',
+            'bpf',
+            'da',
+            'bytecode',
+            program
+          )
         }
       })
       return
@@ -708,9 +757,26 @@ class Network implements NetnsNetwork {
         await mapLimit(this.nodes(), PARALLEL, async i => {
           const dsts = [...(targets.get(i) ?? [])]
           if (dsts.length === 0) return
-          const program = dropProgram(dsts.map(j => this.addressInt(j)), threshold)
-          await this.tc(i, 'filter', 'replace', 'dev', 'eth0', 'egress', 'prio', LOSS_PRIO, 'handle', '1',
-            'bpf', 'da', 'bytecode', program)
+          const program = dropProgram(
+            dsts.map(j => this.addressInt(j)),
+            threshold
+          )
+          await this.tc(
+            i,
+            'filter',
+            'replace',
+            'dev',
+            'eth0',
+            'egress',
+            'prio',
+            LOSS_PRIO,
+            'handle',
+            '1',
+            'bpf',
+            'da',
+            'bytecode',
+            program
+          )
         })
         applied.push(`loss ${loss}% in each direction on ${where}`)
       }
@@ -727,14 +793,64 @@ class Network implements NetnsNetwork {
           // Explicit bursts: at 10gbit tc would compute 0 bytes.
           await this.tc(i, 'qdisc', 'replace', 'dev', 'eth0', 'root', 'handle', '1:', 'htb', 'default', '1')
           for (const cls of ['1:1', '1:2']) {
-            await this.tc(i, 'class', 'add', 'dev', 'eth0', 'parent', '1:', 'classid', cls,
-              'htb', 'rate', '10gbit', 'burst', '1m', 'cburst', '1m', 'quantum', '60000')
+            await this.tc(
+              i,
+              'class',
+              'add',
+              'dev',
+              'eth0',
+              'parent',
+              '1:',
+              'classid',
+              cls,
+              'htb',
+              'rate',
+              '10gbit',
+              'burst',
+              '1m',
+              'cburst',
+              '1m',
+              'quantum',
+              '60000'
+            )
           }
-          await this.tc(i, 'qdisc', 'add', 'dev', 'eth0', 'parent', '1:2', 'handle', '2:',
-            'netem', 'delay', `${latency}ms`, 'limit', '100000')
+          await this.tc(
+            i,
+            'qdisc',
+            'add',
+            'dev',
+            'eth0',
+            'parent',
+            '1:2',
+            'handle',
+            '2:',
+            'netem',
+            'delay',
+            `${latency}ms`,
+            'limit',
+            '100000'
+          )
           for (const j of dsts) {
-            await this.tc(i, 'filter', 'add', 'dev', 'eth0', 'parent', '1:', 'protocol', 'ip', 'prio', '1',
-              'u32', 'match', 'ip', 'dst', `${this.address(j)}/32`, 'flowid', '1:2')
+            await this.tc(
+              i,
+              'filter',
+              'add',
+              'dev',
+              'eth0',
+              'parent',
+              '1:',
+              'protocol',
+              'ip',
+              'prio',
+              '1',
+              'u32',
+              'match',
+              'ip',
+              'dst',
+              `${this.address(j)}/32`,
+              'flowid',
+              '1:2'
+            )
           }
         })
         applied.push(`latency ${latency} ms one way, in each direction, on ${where}`)

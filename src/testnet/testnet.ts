@@ -115,10 +115,13 @@ export class Testnet {
   private modeChosen: NetworkMode = 'process'
   private readonly log: (line: string) => void
   private readonly ports = new PortPicker()
-  private readonly killAll = (): void => { for (const s of this.slots) s.child?.kill('SIGKILL') }
+  private readonly killAll = (): void => {
+    for (const s of this.slots) s.child?.kill('SIGKILL')
+  }
 
   constructor(private readonly o: TestnetOptions) {
-    if (!Number.isInteger(o.nodes) || o.nodes < 1 || o.nodes > 200) throw new TestnetError('--nodes must be an integer from 1 to 200')
+    if (!Number.isInteger(o.nodes) || o.nodes < 1 || o.nodes > 200)
+      throw new TestnetError('--nodes must be an integer from 1 to 200')
     this.topology = buildTopology(o.topology ?? 'full', o.nodes, o.seed ?? 1)
     this.log = o.log ?? (() => {})
     this.entities = new TestnetEntities({
@@ -157,8 +160,11 @@ export class Testnet {
         this.netns = await createNetnsNetwork(this.o.nodes)
       }
       this.slots = await Promise.all(Array.from({ length: this.o.nodes }, (_, i) => this.prepare(i)))
-      for (const slot of this.slots) slot.args.push(...neighbours(this.topology, slot.index).flatMap(j => ['--allow-peer', this.slots[j]!.peerId]))
-      this.log(`starting ${this.o.nodes} nodes (${this.topology.name}, ${this.topology.edges.length} edges, network mode ${this.modeChosen})`)
+      for (const slot of this.slots)
+        slot.args.push(...neighbours(this.topology, slot.index).flatMap(j => ['--allow-peer', this.slots[j]!.peerId]))
+      this.log(
+        `starting ${this.o.nodes} nodes (${this.topology.name}, ${this.topology.edges.length} edges, network mode ${this.modeChosen})`
+      )
       await Promise.all(this.slots.map(s => this.spawnOnFreePorts(s)))
       await this.wire()
       await this.waitForMesh(timeoutMs)
@@ -180,9 +186,19 @@ export class Testnet {
 
   /** Name, HTTP URL, peer ID and multiaddr of each node, as an aligned text table. */
   table(): string {
-    const rows = [['name', 'http', 'peer id', 'multiaddr'], ...this.slots.map(s => [s.name, s.url, s.peerId, s.multiaddr])]
+    const rows = [
+      ['name', 'http', 'peer id', 'multiaddr'],
+      ...this.slots.map(s => [s.name, s.url, s.peerId, s.multiaddr])
+    ]
     const widths = rows[0]!.map((_, c) => Math.max(...rows.map(r => r[c]!.length)))
-    return rows.map(r => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n')
+    return rows
+      .map(r =>
+        r
+          .map((cell, c) => cell.padEnd(widths[c]!))
+          .join('  ')
+          .trimEnd()
+      )
+      .join('\n')
   }
 
   // ---- HTTP
@@ -198,11 +214,19 @@ export class Testnet {
   }
 
   /** A JSON request to node `i`'s API (with the admin bearer); throws on a transport error. */
-  async request<T = unknown>(i: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+  async request<T = unknown>(
+    i: number,
+    method: string,
+    path: string,
+    body?: unknown
+  ): Promise<{ status: number; body: T }> {
     const slot = this.slot(i)
     const init: RequestInit = {
       method,
-      headers: { authorization: `Bearer ${this.adminSecret}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${this.adminSecret}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' })
+      },
       ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
       signal: AbortSignal.timeout(30_000)
     }
@@ -219,7 +243,8 @@ export class Testnet {
 
   async getJson<T>(i: number, path: string): Promise<T> {
     const reply = await this.request<T>(i, 'GET', path)
-    if (reply.status !== 200) throw new TestnetError(`GET ${path} on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
+    if (reply.status !== 200)
+      throw new TestnetError(`GET ${path} on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
     return reply.body
   }
 
@@ -236,7 +261,12 @@ export class Testnet {
   }
 
   /** Registers `count` entities made by `factory` (numbers from `first`), spread round-robin over the running nodes. */
-  async seedEntities(factory: EntityFactory, count: number, first = 0, on: readonly number[] = this.running()): Promise<string[]> {
+  async seedEntities(
+    factory: EntityFactory,
+    count: number,
+    first = 0,
+    on: readonly number[] = this.running()
+  ): Promise<string[]> {
     const ids: string[] = []
     let next = 0
     const worker = async (): Promise<void> => {
@@ -245,7 +275,10 @@ export class Testnet {
         const { id, body } = factory.registration(first + k)
         const i = on[k % on.length] as number
         const reply = await this.request(i, 'POST', '/v1/entities', body)
-        if (reply.status !== 201 && reply.status !== 200) throw new TestnetError(`registering entity ${first + k} on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
+        if (reply.status !== 201 && reply.status !== 200)
+          throw new TestnetError(
+            `registering entity ${first + k} on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`
+          )
         ids[k] = id
       }
     }
@@ -259,7 +292,8 @@ export class Testnet {
     for (;;) {
       const counts = await Promise.all(this.running().map(i => this.entityCount(i)))
       if (counts.every(c => c >= total)) return Date.now() - started
-      if (Date.now() - started > timeoutMs) throw new TestnetError(`after ${timeoutMs} ms the nodes hold ${counts.join(', ')} entities, not ${total}`)
+      if (Date.now() - started > timeoutMs)
+        throw new TestnetError(`after ${timeoutMs} ms the nodes hold ${counts.join(', ')} entities, not ${total}`)
       await sleep(250)
     }
   }
@@ -300,15 +334,21 @@ export class Testnet {
    */
   async partition(groups: readonly (readonly number[])[]): Promise<NetworkMode> {
     const listed = new Set(groups.flat())
-    const all = [...groups.map(g => [...g]), this.slots.map(s => s.index).filter(i => !listed.has(i))].filter(g => g.length > 0)
+    const all = [...groups.map(g => [...g]), this.slots.map(s => s.index).filter(i => !listed.has(i))].filter(
+      g => g.length > 0
+    )
     if (this.netns) {
       await this.netns.partition(all)
       return 'netns'
     }
     const groupOf = new Map(all.flatMap((g, k) => g.map(i => [i, k] as const)))
-    await Promise.all(this.running().map(i => this.setProcessFaults(i, {
-      blocked_peers: this.slots.filter(s => groupOf.get(s.index) !== groupOf.get(i)).map(s => s.peerId)
-    })))
+    await Promise.all(
+      this.running().map(i =>
+        this.setProcessFaults(i, {
+          blocked_peers: this.slots.filter(s => groupOf.get(s.index) !== groupOf.get(i)).map(s => s.peerId)
+        })
+      )
+    )
     return 'process'
   }
 
@@ -326,7 +366,10 @@ export class Testnet {
     let processFaults: { loss?: number; delay_ms?: number } = {}
     if (faults.between) {
       // In-process faults act on every copy a node receives: they cannot single out one link.
-      if (!this.netns) throw new TestnetError('faults on chosen links need netns mode (process-mode loss and latency apply to every link)')
+      if (!this.netns)
+        throw new TestnetError(
+          'faults on chosen links need netns mode (process-mode loss and latency apply to every link)'
+        )
       for (const pair of faults.between) for (const i of pair) this.slot(i)
     }
     if (this.netns) {
@@ -335,7 +378,8 @@ export class Testnet {
         ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {}),
         ...(faults.between ? { between: faults.between } : {})
       })
-      if (faults.between && result.unsupported.length > 0) throw new TestnetError(`not possible on chosen links here: ${result.unsupported.join('; ')}`)
+      if (faults.between && result.unsupported.length > 0)
+        throw new TestnetError(`not possible on chosen links here: ${result.unsupported.join('; ')}`)
       if (faults.loss) modes.loss = result.applied.some(a => a.startsWith('loss')) ? 'netns' : 'process'
       if (faults.latencyMs) modes.latency = result.applied.some(a => a.startsWith('latency')) ? 'netns' : 'process'
     } else {
@@ -344,7 +388,8 @@ export class Testnet {
     }
     if (modes.loss === 'process') processFaults.loss = faults.loss
     if (modes.latency === 'process') processFaults = { ...processFaults, delay_ms: Math.round(faults.latencyMs ?? 0) }
-    if (Object.keys(processFaults).length > 0) await Promise.all(this.running().map(i => this.setProcessFaults(i, processFaults)))
+    if (Object.keys(processFaults).length > 0)
+      await Promise.all(this.running().map(i => this.setProcessFaults(i, processFaults)))
     return modes
   }
 
@@ -353,9 +398,13 @@ export class Testnet {
     await Promise.all(this.running().map(i => this.setProcessFaults(i, { loss: 0, delay_ms: 0 })))
   }
 
-  private async setProcessFaults(i: number, faults: { blocked_peers?: string[]; loss?: number; delay_ms?: number }): Promise<void> {
+  private async setProcessFaults(
+    i: number,
+    faults: { blocked_peers?: string[]; loss?: number; delay_ms?: number }
+  ): Promise<void> {
     const reply = await this.request(i, 'PUT', '/v1/admin/mesh/faults', faults)
-    if (reply.status !== 200) throw new TestnetError(`faults on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
+    if (reply.status !== 200)
+      throw new TestnetError(`faults on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
   }
 
   /** Indexes of running nodes. */
@@ -377,7 +426,8 @@ export class Testnet {
     const { probeNetns } = await import('./netns.js')
     const capabilities = await probeNetns()
     if (capabilities.namespaces) return 'netns'
-    if (wanted === 'netns') throw new TestnetError(`network namespaces are not available here: ${capabilities.reasons.join('; ')}`)
+    if (wanted === 'netns')
+      throw new TestnetError(`network namespaces are not available here: ${capabilities.reasons.join('; ')}`)
     this.log(`network namespaces unavailable (${capabilities.reasons.join('; ')}): process-level faults`)
     return 'process'
   }
@@ -393,18 +443,48 @@ export class Testnet {
     const traceFile = this.o.traceDir ? join(resolve(this.o.traceDir), `${name}.jsonl`) : null
     if (this.o.traceDir) await mkdir(resolve(this.o.traceDir), { recursive: true })
     const args = [
-      'start', '--data', dataDir, '--http-host', host, '--http-port', String(httpPort),
-      '--p2p', '--p2p-host', host, '--p2p-port', String(p2pPort),
-      '--name', name, '--host', `${name}.testnet.local`, '--no-rate-limit', '--log-level', this.o.logLevel ?? 'warn',
-      '--webhook-secret', this.adminSecret, '--sync-interval-seconds', String(this.o.syncIntervalSeconds ?? 10),
+      'start',
+      '--data',
+      dataDir,
+      '--http-host',
+      host,
+      '--http-port',
+      String(httpPort),
+      '--p2p',
+      '--p2p-host',
+      host,
+      '--p2p-port',
+      String(p2pPort),
+      '--name',
+      name,
+      '--host',
+      `${name}.testnet.local`,
+      '--no-rate-limit',
+      '--log-level',
+      this.o.logLevel ?? 'warn',
+      '--webhook-secret',
+      this.adminSecret,
+      '--sync-interval-seconds',
+      String(this.o.syncIntervalSeconds ?? 10),
       // Entities on this machine: http:// entity URLs, and cards fetched from private addresses.
-      '--allow-http-entity-url', '--card-allow-private',
+      '--allow-http-entity-url',
+      '--card-allow-private',
       ...(traceFile ? ['--trace', traceFile] : []),
       ...(this.o.nodeArgs ?? [])
     ]
     return {
-      index: i, name, dataDir, url: `http://${host}:${httpPort}`, peerId, multiaddr: `/ip4/${host}/tcp/${p2pPort}/p2p/${peerId}`,
-      state: 'stopped', traceFile, args, child: null, exited: null, output: ''
+      index: i,
+      name,
+      dataDir,
+      url: `http://${host}:${httpPort}`,
+      peerId,
+      multiaddr: `/ip4/${host}/tcp/${p2pPort}/p2p/${peerId}`,
+      state: 'stopped',
+      traceFile,
+      args,
+      child: null,
+      exited: null,
+      output: ''
     }
   }
 
@@ -419,7 +499,9 @@ export class Testnet {
       } catch (err) {
         if (this.netns || attempt >= 3 || !/EADDRINUSE/.test(slot.output)) throw err
         const [httpPort, p2pPort] = await this.ports.take()
-        const set = (flag: string, value: number): void => { slot.args[slot.args.indexOf(flag) + 1] = String(value) }
+        const set = (flag: string, value: number): void => {
+          slot.args[slot.args.indexOf(flag) + 1] = String(value)
+        }
         set('--http-port', httpPort)
         set('--p2p-port', p2pPort)
         slot.url = `http://127.0.0.1:${httpPort}`
@@ -437,12 +519,22 @@ export class Testnet {
     const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'pipe'], env })
     slot.child = child
     slot.output = ''
-    const keep = (chunk: Buffer): void => { slot.output = (slot.output + chunk.toString('utf8')).slice(-20_000) }
+    const keep = (chunk: Buffer): void => {
+      slot.output = (slot.output + chunk.toString('utf8')).slice(-20_000)
+    }
     child.stdout!.on('data', keep)
     child.stderr!.on('data', keep)
-    slot.exited = new Promise(resolve => child.once('exit', code => { slot.state = 'stopped'; resolve(code) }))
+    slot.exited = new Promise(resolve =>
+      child.once('exit', code => {
+        slot.state = 'stopped'
+        resolve(code)
+      })
+    )
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new TestnetError(`${slot.name} did not start in ${timeoutMs} ms:\n${slot.output}`)), timeoutMs)
+      const timer = setTimeout(
+        () => reject(new TestnetError(`${slot.name} did not start in ${timeoutMs} ms:\n${slot.output}`)),
+        timeoutMs
+      )
       const check = (): void => {
         if (!/listening on http/.test(slot.output)) return
         clearTimeout(timer)
@@ -450,7 +542,10 @@ export class Testnet {
         resolve()
       }
       child.stdout!.on('data', check)
-      void slot.exited!.then(code => { clearTimeout(timer); reject(new TestnetError(`${slot.name} exited with ${code}:\n${slot.output}`)) })
+      void slot.exited!.then(code => {
+        clearTimeout(timer)
+        reject(new TestnetError(`${slot.name} exited with ${code}:\n${slot.output}`))
+      })
     })
     slot.state = 'running'
   }
@@ -469,10 +564,17 @@ export class Testnet {
   /** Dials each edge (the higher node dials the lower one) through the admin API; the address stays pinned. */
   private async wire(edges: readonly (readonly [number, number])[] = this.topology.edges): Promise<void> {
     const up = new Set(this.running())
-    await Promise.all(edges.filter(([a, b]) => up.has(a) && up.has(b)).map(async ([a, b]) => {
-      const reply = await this.request(b, 'POST', '/v1/network/peers', { address: this.slot(a).multiaddr })
-      if (reply.status !== 201) this.log(`${this.slot(b).name} → ${this.slot(a).name}: ${reply.status} ${JSON.stringify(reply.body)} (it re-dials)`)
-    }))
+    await Promise.all(
+      edges
+        .filter(([a, b]) => up.has(a) && up.has(b))
+        .map(async ([a, b]) => {
+          const reply = await this.request(b, 'POST', '/v1/network/peers', { address: this.slot(a).multiaddr })
+          if (reply.status !== 201)
+            this.log(
+              `${this.slot(b).name} → ${this.slot(a).name}: ${reply.status} ${JSON.stringify(reply.body)} (it re-dials)`
+            )
+        })
+    )
   }
 
   /** Waits until every running node is connected to each running neighbour. */
@@ -481,14 +583,18 @@ export class Testnet {
     for (;;) {
       const up = this.running()
       const missing: string[] = []
-      await Promise.all(up.map(async i => {
-        const connected = new Set(await this.connectedPeers(i))
-        for (const j of neighbours(this.topology, i)) {
-          if (up.includes(j) && !connected.has(this.slot(j).peerId)) missing.push(`${this.slot(i).name}–${this.slot(j).name}`)
-        }
-      }))
+      await Promise.all(
+        up.map(async i => {
+          const connected = new Set(await this.connectedPeers(i))
+          for (const j of neighbours(this.topology, i)) {
+            if (up.includes(j) && !connected.has(this.slot(j).peerId))
+              missing.push(`${this.slot(i).name}–${this.slot(j).name}`)
+          }
+        })
+      )
       if (missing.length === 0) break
-      if (Date.now() - started > timeoutMs) throw new TestnetError(`the mesh did not form in ${timeoutMs} ms; missing links: ${missing.join(', ')}`)
+      if (Date.now() - started > timeoutMs)
+        throw new TestnetError(`the mesh did not form in ${timeoutMs} ms; missing links: ${missing.join(', ')}`)
       await sleep(250)
     }
     // Gossipsub grafts its mesh on its 1 s heartbeat after the subscriptions are exchanged.
@@ -512,7 +618,14 @@ class PortPicker {
       const port = await freePort(0)
       const range = Array.from({ length: span }, (_, k) => port + k)
       if (port + span > 65535 || range.some(p => this.taken.has(p))) continue
-      if (span > 1 && !(await freePort(port + 1).then(() => true, () => false))) continue
+      if (
+        span > 1 &&
+        !(await freePort(port + 1).then(
+          () => true,
+          () => false
+        ))
+      )
+        continue
       for (const p of range) this.taken.add(p)
       return port
     }

@@ -34,7 +34,9 @@ export function parseTopology(spec: string): { kind: 'full' | 'ring' | 'star' | 
 export function buildTopology(spec: string, n: number, seed = 1): Topology {
   const { kind, degree } = parseTopology(spec)
   const edges = new Set<string>()
-  const add = (a: number, b: number): void => { if (a !== b) edges.add(a < b ? `${a},${b}` : `${b},${a}`) }
+  const add = (a: number, b: number): void => {
+    if (a !== b) edges.add(a < b ? `${a},${b}` : `${b},${a}`)
+  }
   if (kind === 'full') for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) add(i, j)
   if (kind === 'star') for (let i = 1; i < n; i++) add(0, i)
   if (kind === 'ring') for (let i = 0; i < n; i++) add(i, (i + 1) % n)
@@ -67,7 +69,10 @@ export function connected(n: number, edges: readonly Edge[]): boolean {
     const at = stack.pop() as number
     for (const [a, b] of edges) {
       const next = a === at ? b : b === at ? a : -1
-      if (next >= 0 && !seen.has(next)) { seen.add(next); stack.push(next) }
+      if (next >= 0 && !seen.has(next)) {
+        seen.add(next)
+        stack.push(next)
+      }
     }
   }
   return seen.size === n

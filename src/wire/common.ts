@@ -13,7 +13,10 @@ export const Signature = Type.String({
   description: 'ed25519:<standard base64 of the 64-byte signature>'
 })
 
-export const EntityId = Type.String({ pattern: '^zns:(svc:)?[0-9a-f]{32}$', description: 'zns:<32 hex> (agent) or zns:svc:<32 hex> (service)' })
+export const EntityId = Type.String({
+  pattern: '^zns:(svc:)?[0-9a-f]{32}$',
+  description: 'zns:<32 hex> (agent) or zns:svc:<32 hex> (service)'
+})
 export const DeveloperId = Type.String({
   pattern: '^zns:dev:[0-9a-f]{32}$',
   errorMessage: 'must be a developer ID: zns:dev:<32 lowercase hex>',
@@ -22,13 +25,22 @@ export const DeveloperId = Type.String({
 
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC' })
 
-export const Uint32 = Type.Integer({ minimum: 0, maximum: 0xffff_ffff, errorMessage: 'must be an unsigned 32-bit integer' })
+export const Uint32 = Type.Integer({
+  minimum: 0,
+  maximum: 0xffff_ffff,
+  errorMessage: 'must be an unsigned 32-bit integer'
+})
 
 // https://semver.org/#is-there-a-suggested-regular-expression-regex-to-check-a-semver-string
 export const SEMVER_PATTERN =
   '^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$'
 
-export const Semver = Type.String({ pattern: SEMVER_PATTERN, maxLength: 64, errorMessage: 'must be a semantic version such as 1.2.3', example: '0.1.0' })
+export const Semver = Type.String({
+  pattern: SEMVER_PATTERN,
+  maxLength: 64,
+  errorMessage: 'must be a semantic version such as 1.2.3',
+  example: '0.1.0'
+})
 
 export const Url = Type.String({ maxLength: 2048, description: 'absolute URL (at most 2048 characters)' })
 

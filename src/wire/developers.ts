@@ -6,11 +6,15 @@ export const DEVELOPER_LIMITS = { name: 100, github: 39 } as const
 
 const profileFields = {
   name: Type.String({ minLength: 1, maxLength: DEVELOPER_LIMITS.name }),
-  github: Type.Optional(Nullable(Type.String({
-    maxLength: DEVELOPER_LIMITS.github,
-    pattern: '^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*$',
-    errorMessage: 'must be a GitHub user name'
-  }))),
+  github: Type.Optional(
+    Nullable(
+      Type.String({
+        maxLength: DEVELOPER_LIMITS.github,
+        pattern: '^$|^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9]))*$',
+        errorMessage: 'must be a GitHub user name'
+      })
+    )
+  ),
   profile_url: Type.Optional(Nullable(Url))
 }
 
@@ -23,7 +27,8 @@ export const DeveloperRegistrationRequest = Type.Object(
   },
   {
     $id: 'DeveloperRegistrationRequest',
-    description: '`signature` is by the developer key over the canonical JSON of the body without `signature` (or the deployed form: {github, name, profile_url, public_key}).'
+    description:
+      '`signature` is by the developer key over the canonical JSON of the body without `signature` (or the deployed form: {github, name, profile_url, public_key}).'
   }
 )
 export type DeveloperRegistrationRequest = Static<typeof DeveloperRegistrationRequest>
@@ -37,7 +42,8 @@ export const DeveloperUpdateRequest = Type.Object(
   },
   {
     $id: 'DeveloperUpdateRequest',
-    description: 'Signed by `Authorization: Bearer ed25519:<sig>` over the raw body bytes, or by `signature` in the body over the canonical JSON of the body without it.'
+    description:
+      'Signed by `Authorization: Bearer ed25519:<sig>` over the raw body bytes, or by `signature` in the body over the canonical JSON of the body without it.'
   }
 )
 export type DeveloperUpdateRequest = Static<typeof DeveloperUpdateRequest>
@@ -57,7 +63,10 @@ export const DeveloperRecordView = Type.Object(
     verification_proof: Nullable(Type.String()),
     verification_tier: Type.String({ description: 'dns-verified, github-verified, self-claimed or unclaimed' }),
     entity_count: Type.Integer(),
-    implicit: Type.Boolean({ description: 'true when the developer came into being through an entity registration rather than POST /v1/developers' }),
+    implicit: Type.Boolean({
+      description:
+        'true when the developer came into being through an entity registration rather than POST /v1/developers'
+    }),
     home_registry: Type.String(),
     registered_at: Timestamp,
     created_at: Timestamp,
@@ -69,7 +78,13 @@ export const DeveloperRecordView = Type.Object(
 export type DeveloperRecordView = Static<typeof DeveloperRecordView>
 
 export const DeveloperRegistrationResponse = Type.Object(
-  { developer_id: DeveloperId, message: Type.String(), name: Type.String(), public_key: PublicKey, handle: Nullable(Type.String({ description: 'the handle claimed in the same write, if the body had one' })) },
+  {
+    developer_id: DeveloperId,
+    message: Type.String(),
+    name: Type.String(),
+    public_key: PublicKey,
+    handle: Nullable(Type.String({ description: 'the handle claimed in the same write, if the body had one' }))
+  },
   { $id: 'DeveloperRegistrationResponse' }
 )
 

@@ -18,7 +18,10 @@ export const ENTITY_LIMITS = {
 export const ENTITY_TYPES = ['agent', 'service'] as const
 export const PRICING_MODELS = ['per_request', 'per_token', 'tiered', 'subscription', 'free'] as const
 
-const EntityType = Type.Union(ENTITY_TYPES.map(t => Type.Literal(t)), { errorMessage: 'must be "agent" or "service"' })
+const EntityType = Type.Union(
+  ENTITY_TYPES.map(t => Type.Literal(t)),
+  { errorMessage: 'must be "agent" or "service"' }
+)
 
 export const DeveloperProofInput = Type.Object(
   {
@@ -32,18 +35,32 @@ export const DeveloperProofInput = Type.Object(
   },
   {
     $id: 'DeveloperProofInput',
-    description: 'Proof that the entity key is HD-derived from the developer key: the developer key signs raw agent key ‖ uint32be(index). The index may be spelled index, agent_index or entity_index; the signature signature or developer_signature.'
+    description:
+      'Proof that the entity key is HD-derived from the developer key: the developer key signs raw agent key ‖ uint32be(index). The index may be spelled index, agent_index or entity_index; the signature signature or developer_signature.'
   }
 )
 export type DeveloperProofInput = Static<typeof DeveloperProofInput>
 
 export const PricingModel = Type.Object(
   {
-    model: Type.Union(PRICING_MODELS.map(m => Type.Literal(m)), { errorMessage: `must be one of ${PRICING_MODELS.join(', ')}` }),
+    model: Type.Union(
+      PRICING_MODELS.map(m => Type.Literal(m)),
+      { errorMessage: `must be one of ${PRICING_MODELS.join(', ')}` }
+    ),
     base_price_usd: Type.Optional(Type.Number({ minimum: 0 })),
-    currency: Type.Optional(Type.Union([Type.Literal('USDC'), Type.Literal('')], { errorMessage: 'must be "USDC" (the only settlement asset)' })),
-    payment_methods: Type.Optional(Nullable(Type.Array(Type.String({ maxLength: 32 }), { maxItems: ENTITY_LIMITS.paymentMethods }))),
-    rates: Type.Optional(Nullable(Type.Record(Type.String({ maxLength: 64 }), Type.Number({ minimum: 0 }), { maxProperties: ENTITY_LIMITS.rates })))
+    currency: Type.Optional(
+      Type.Union([Type.Literal('USDC'), Type.Literal('')], {
+        errorMessage: 'must be "USDC" (the only settlement asset)'
+      })
+    ),
+    payment_methods: Type.Optional(
+      Nullable(Type.Array(Type.String({ maxLength: 32 }), { maxItems: ENTITY_LIMITS.paymentMethods }))
+    ),
+    rates: Type.Optional(
+      Nullable(
+        Type.Record(Type.String({ maxLength: 64 }), Type.Number({ minimum: 0 }), { maxProperties: ENTITY_LIMITS.rates })
+      )
+    )
   },
   { $id: 'PricingModel' }
 )
@@ -76,7 +93,9 @@ const mutableFields = {
   service_endpoint: Type.Optional(Nullable(Url)),
   openapi_url: Type.Optional(Nullable(Url)),
   codebase_hash: Type.Optional(Nullable(Type.String({ maxLength: ENTITY_LIMITS.codebaseHash }))),
-  capability_summary: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'free-form object (at most 8 KiB as JSON)' }))),
+  capability_summary: Type.Optional(
+    Nullable(Type.Record(Type.String(), Type.Unknown(), { description: 'free-form object (at most 8 KiB as JSON)' }))
+  ),
   pricing_model: Type.Optional(Nullable(PricingModel)),
   entity_pricing: Type.Optional(Nullable(PricingModel)),
   entity_name: Type.Optional(Nullable(Type.String({ maxLength: ENTITY_LIMITS.entityName }))),
@@ -97,7 +116,8 @@ export const RegistrationRequest = Type.Object(
   },
   {
     $id: 'RegistrationRequest',
-    description: 'Registers an agent or a service. `name` may be sent as `entity_name`, `type` as `entity_type`, `pricing_model` as `entity_pricing`. `signature` is by the entity key, over the canonical JSON of the body without `signature` (or the deployed clients\' fixed field subset).'
+    description:
+      "Registers an agent or a service. `name` may be sent as `entity_name`, `type` as `entity_type`, `pricing_model` as `entity_pricing`. `signature` is by the entity key, over the canonical JSON of the body without `signature` (or the deployed clients' fixed field subset)."
   }
 )
 export type RegistrationRequest = Static<typeof RegistrationRequest>
@@ -106,7 +126,8 @@ export const UpdateRequest = Type.Object(
   { ...mutableFields, signature: Type.Optional(Signature) },
   {
     $id: 'UpdateRequest',
-    description: 'Only supplied fields change. Signed either by `signature` in the body (over the canonical JSON of the body without it) or by `Authorization: Bearer ed25519:<sig>` over the raw body bytes (`Bearer-Dev` for the owning developer\'s key).'
+    description:
+      "Only supplied fields change. Signed either by `signature` in the body (over the canonical JSON of the body without it) or by `Authorization: Bearer ed25519:<sig>` over the raw body bytes (`Bearer-Dev` for the owning developer's key)."
   }
 )
 export type UpdateRequest = Static<typeof UpdateRequest>
@@ -154,7 +175,11 @@ export const EntityRecordView = Type.Object(
     home_registry: Type.String(),
     schema_version: Type.String()
   },
-  { $id: 'RegistryRecord', description: 'An entity record. Both spellings `type`/`entity_type` and `pricing_model`/`entity_pricing` are returned.' }
+  {
+    $id: 'RegistryRecord',
+    description:
+      'An entity record. Both spellings `type`/`entity_type` and `pricing_model`/`entity_pricing` are returned.'
+  }
 )
 export type EntityRecordView = Static<typeof EntityRecordView>
 
@@ -181,7 +206,11 @@ export const RegistrationResponse = Type.Object(
 )
 
 export const DeregistrationResponse = Type.Object(
-  { entity_id: EntityId, message: Type.String(), tombstone: Type.Object({ deleted_at: Timestamp, expires_at: Timestamp }) },
+  {
+    entity_id: EntityId,
+    message: Type.String(),
+    tombstone: Type.Object({ deleted_at: Timestamp, expires_at: Timestamp })
+  },
   { $id: 'DeregistrationResponse' }
 )
 

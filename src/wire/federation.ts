@@ -35,7 +35,13 @@ export const TERM_FILTER_SCHEME = 'bloom-filters/3'
 export const PeerSearchRequest = Type.Composite(
   [
     Type.Omit(SearchRequest, ['federated', 'enrich', 'offset', 'max_results', 'timeout_ms']),
-    Type.Object({ limit: Type.Integer({ minimum: 1, maximum: FEDERATION_LIMITS.maxPeerResults, description: 'how many of its best local results the answerer returns' }) })
+    Type.Object({
+      limit: Type.Integer({
+        minimum: 1,
+        maximum: FEDERATION_LIMITS.maxPeerResults,
+        description: 'how many of its best local results the answerer returns'
+      })
+    })
   ],
   { $id: 'PeerSearchRequest' }
 )
@@ -51,7 +57,7 @@ export const PeerSearchResult = Type.Composite(
     Type.Omit(SearchResult, ['card', 'agent_card', 'card_verification', 'card_error', 'source_registry_id']),
     Type.Object({
       public_key: PublicKey,
-      home: Type.Boolean({ description: 'true when the answering node is the entity\'s home registry' })
+      home: Type.Boolean({ description: "true when the answering node is the entity's home registry" })
     })
   ],
   { $id: 'PeerSearchResult' }
@@ -62,8 +68,8 @@ export const PeerSearchResponse = Type.Object(
   {
     registry_id: RegistryId,
     results: Type.Array(PeerSearchResult, { maxItems: FEDERATION_LIMITS.maxPeerResults }),
-    total_found: Type.Integer({ minimum: 0, description: 'every local match of the request\'s filters' }),
-    latency_ms: Type.Number({ minimum: 0, description: 'the answerer\'s own search time' })
+    total_found: Type.Integer({ minimum: 0, description: "every local match of the request's filters" }),
+    latency_ms: Type.Number({ minimum: 0, description: "the answerer's own search time" })
   },
   { $id: 'PeerSearchResponse' }
 )
@@ -83,13 +89,25 @@ export type PeerError = Static<typeof PeerError>
 export const TermFilterMessage = Type.Object(
   {
     registry_id: RegistryId,
-    version: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'grows with every rebuild (milliseconds since 1970 at the first build after a start)' }),
+    version: Type.Integer({
+      minimum: 0,
+      maximum: Number.MAX_SAFE_INTEGER,
+      description: 'grows with every rebuild (milliseconds since 1970 at the first build after a start)'
+    }),
     scheme: Type.Literal(TERM_FILTER_SCHEME),
     items: Type.Integer({ minimum: 0, description: 'distinct terms in the filter' }),
-    bits: Type.Integer({ minimum: 8, maximum: FEDERATION_LIMITS.maxFilterBits, multipleOf: 8, description: 'filter size m in bits (a multiple of 8)' }),
+    bits: Type.Integer({
+      minimum: 8,
+      maximum: FEDERATION_LIMITS.maxFilterBits,
+      multipleOf: 8,
+      description: 'filter size m in bits (a multiple of 8)'
+    }),
     hashes: Type.Integer({ minimum: 1, maximum: 32, description: 'index functions k' }),
     seed: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-    filter: Type.String({ maxLength: Math.ceil(FEDERATION_LIMITS.maxFilterBits / 8 / 3) * 4, description: 'the m bits, standard base64; bit i is bit i mod 8 (least significant first) of byte floor(i / 8)' })
+    filter: Type.String({
+      maxLength: Math.ceil(FEDERATION_LIMITS.maxFilterBits / 8 / 3) * 4,
+      description: 'the m bits, standard base64; bit i is bit i mod 8 (least significant first) of byte floor(i / 8)'
+    })
   },
   { $id: 'TermFilterMessage' }
 )

@@ -3,14 +3,19 @@ import { DeveloperId, EntityId, Nullable, PublicKey, Semver, Signature, Timestam
 
 export const CAPABILITY_TAG_LIMITS = { tags: 20, tag: 50 } as const
 
-const CapabilityTags = Type.Array(Type.String({ minLength: 1, maxLength: CAPABILITY_TAG_LIMITS.tag }), { maxItems: CAPABILITY_TAG_LIMITS.tags })
-const VerificationTier = Type.String({ description: 'dns-verified, github-verified, self-claimed (handle not verified) or unclaimed (no handle)' })
+const CapabilityTags = Type.Array(Type.String({ minLength: 1, maxLength: CAPABILITY_TAG_LIMITS.tag }), {
+  maxItems: CAPABILITY_TAG_LIMITS.tags
+})
+const VerificationTier = Type.String({
+  description: 'dns-verified, github-verified, self-claimed (handle not verified) or unclaimed (no handle)'
+})
 
 export const HandleClaimRequest = Type.Object(
   { developer_id: DeveloperId, handle: Type.String({ maxLength: 64 }), public_key: PublicKey, signature: Signature },
   {
     $id: 'HandleClaimRequest',
-    description: 'Signed by the developer\'s registered key over the canonical JSON of the body without `signature` (or the deployed form {developer_id, handle, public_key}).'
+    description:
+      "Signed by the developer's registered key over the canonical JSON of the body without `signature` (or the deployed form {developer_id, handle, public_key})."
   }
 )
 export type HandleClaimRequest = Static<typeof HandleClaimRequest>
@@ -31,20 +36,29 @@ export const HandleView = Type.Object(
 )
 
 export const HandleAvailability = Type.Object(
-  { handle: Type.String(), available: Type.Boolean(), reason: Type.Optional(Type.String({ description: 'claimed, invalid or reserved' })) },
+  {
+    handle: Type.String(),
+    available: Type.Boolean(),
+    reason: Type.Optional(Type.String({ description: 'claimed, invalid or reserved' }))
+  },
   { $id: 'HandleAvailability' }
 )
 
 export const HandleVerifyRequest = Type.Object(
   {
     method: Type.String({ description: 'dns or github' }),
-    proof: Type.String({ maxLength: 253, description: 'dns: a domain publishing TXT _zns-verify.<domain> = <developer key> or "v=zns1; k=ed25519; p=<key>"; github: a user name with a public gist holding the key' }),
+    proof: Type.String({
+      maxLength: 253,
+      description:
+        'dns: a domain publishing TXT _zns-verify.<domain> = <developer key> or "v=zns1; k=ed25519; p=<key>"; github: a user name with a public gist holding the key'
+    }),
     handle: Type.Optional(Type.String({ description: 'when sent (and signed), must be the handle in the path' })),
     signature: Type.Optional(Signature)
   },
   {
     $id: 'HandleVerifyRequest',
-    description: 'Signed by the handle\'s developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body.'
+    description:
+      "Signed by the handle's developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body."
   }
 )
 
@@ -59,7 +73,8 @@ export const NameBindRequest = Type.Object(
   },
   {
     $id: 'NameBindRequest',
-    description: 'Signed by the handle\'s developer over the canonical JSON of the body without `signature` (or the deployed form {capability_tags, developer_handle, entity_id, entity_name, version}).'
+    description:
+      "Signed by the handle's developer over the canonical JSON of the body without `signature` (or the deployed form {capability_tags, developer_handle, entity_id, entity_name, version})."
   }
 )
 export type NameBindRequest = Static<typeof NameBindRequest>
@@ -68,12 +83,18 @@ export const NameUpdateRequest = Type.Object(
   {
     version: Type.Optional(Nullable(Semver)),
     capability_tags: Type.Optional(Nullable(CapabilityTags)),
-    developer_handle: Type.Optional(Type.String({ description: 'when sent (and signed), must be the handle in the path' })),
+    developer_handle: Type.Optional(
+      Type.String({ description: 'when sent (and signed), must be the handle in the path' })
+    ),
     entity_name: Type.Optional(Type.String({ description: 'when sent, must be the name in the path' })),
-    fqan: Type.Optional(Type.String({ description: 'when sent, must be this binding\'s FQAN' })),
+    fqan: Type.Optional(Type.String({ description: "when sent, must be this binding's FQAN" })),
     signature: Type.Optional(Signature)
   },
-  { $id: 'NameUpdateRequest', description: 'Signed by the handle\'s developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body.' }
+  {
+    $id: 'NameUpdateRequest',
+    description:
+      "Signed by the handle's developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body."
+  }
 )
 export type NameUpdateRequest = Static<typeof NameUpdateRequest>
 
@@ -97,7 +118,13 @@ export const NameView = Type.Object(
 )
 
 export const NameVersionView = Type.Object(
-  { version: Nullable(Type.String()), entity_id: EntityId, capability_tags: Type.Array(Type.String()), bound_at: Timestamp, signature: Signature },
+  {
+    version: Nullable(Type.String()),
+    entity_id: EntityId,
+    capability_tags: Type.Array(Type.String()),
+    bound_at: Timestamp,
+    signature: Signature
+  },
   { $id: 'NameVersion' }
 )
 
@@ -116,7 +143,7 @@ export const TrustView = Type.Object(
   {
     score: Type.Number({ minimum: 0, maximum: 1 }),
     verification_tier: VerificationTier,
-    signals: Type.Record(Type.String(), Type.Number(), { description: 'each signal\'s contribution to the score' })
+    signals: Type.Record(Type.String(), Type.Number(), { description: "each signal's contribution to the score" })
   },
   { $id: 'Trust' }
 )
@@ -142,15 +169,25 @@ export const ResolveResponse = Type.Object(
     trust_score: Type.Number(),
     verification_tier: VerificationTier,
     trust: TrustView,
-    card_note: Type.Optional(Type.String({ description: 'card=true cannot be served yet: the card proxy arrives with search' }))
+    card_note: Type.Optional(
+      Type.String({ description: 'card=true cannot be served yet: the card proxy arrives with search' })
+    )
   },
-  { $id: 'Resolution', description: 'What a name or ID resolves to. `card=true` is accepted but the live card is not served yet (the card proxy arrives with search).' }
+  {
+    $id: 'Resolution',
+    description:
+      'What a name or ID resolves to. `card=true` is accepted but the live card is not served yet (the card proxy arrives with search).'
+  }
 )
 
 export const ApprovalRequest = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 100 }),
-    state: Type.String({ minLength: 8, maxLength: 512, description: 'the client\'s random state; the private key is encrypted with SHA-256 of it' }),
+    state: Type.String({
+      minLength: 8,
+      maxLength: 512,
+      description: "the client's random state; the private key is encrypted with SHA-256 of it"
+    }),
     callback_port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     handle: Type.Optional(Nullable(Type.String()))
@@ -163,7 +200,10 @@ export const ApprovalResponse = Type.Object(
   {
     developer_id: DeveloperId,
     public_key: PublicKey,
-    private_key_enc: Type.String({ description: 'base64(12-byte nonce ‖ AES-256-GCM ciphertext ‖ 16-byte tag); key = SHA-256(state); plaintext = base64 of the 64-byte private key (seed ‖ public key)' }),
+    private_key_enc: Type.String({
+      description:
+        'base64(12-byte nonce ‖ AES-256-GCM ciphertext ‖ 16-byte tag); key = SHA-256(state); plaintext = base64 of the 64-byte private key (seed ‖ public key)'
+    }),
     handle: Type.Optional(Nullable(Type.String()))
   },
   { $id: 'ApprovalResponse' }

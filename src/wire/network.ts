@@ -30,24 +30,28 @@ export const AddPeerRequest = Type.Object(
     address: Type.String({
       minLength: 1,
       maxLength: 1024,
-      description: 'a multiaddr (/ip4/203.0.113.7/tcp/4001, ending in /p2p/<peer-id> to pin the peer\'s key) or host:port (TCP)',
+      description:
+        "a multiaddr (/ip4/203.0.113.7/tcp/4001, ending in /p2p/<peer-id> to pin the peer's key) or host:port (TCP)",
       example: '/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWLrbV4uahCbi7oKp1VhGNx5mMaKuMDT7WmAKX8LbQu2Dt'
     })
   },
   {
     $id: 'AddPeerRequest',
-    description: 'Other members (name, registry_id, public_key in the spec\'s form) are accepted and ignored: the peer\'s own hello, checked against its key, is what the node records.'
+    description:
+      "Other members (name, registry_id, public_key in the spec's form) are accepted and ignored: the peer's own hello, checked against its key, is what the node records."
   }
 )
 export type AddPeerRequest = Static<typeof AddPeerRequest>
 
 export const PeerView = Type.Object(
   {
-    peer_id: Type.String({ description: 'libp2p PeerId (12D3KooW…), derived from the peer\'s Ed25519 key' }),
+    peer_id: Type.String({ description: "libp2p PeerId (12D3KooW…), derived from the peer's Ed25519 key" }),
     address: Nullable(Type.String({ description: 'a multiaddr the peer can be dialled at, ending in /p2p/<peer_id>' })),
     addresses: Type.Array(Type.String(), { description: 'listen addresses the peer reported through identify' }),
     name: Nullable(Type.String({ description: 'self-declared (from its hello)' })),
-    host: Nullable(Type.String({ description: 'self-declared (from its hello); proven only by a later registry-proof tier' })),
+    host: Nullable(
+      Type.String({ description: 'self-declared (from its hello); proven only by a later registry-proof tier' })
+    ),
     registry_id: Nullable(RegistryId),
     public_key: Nullable(PublicKey),
     version: Nullable(Type.String()),
@@ -55,24 +59,23 @@ export const PeerView = Type.Object(
     entity_count: Nullable(Count),
     latency_ms: Nullable(Type.Number({ description: 'last ping round trip' })),
     health: Type.Union([Type.Literal('healthy'), Type.Literal('degraded'), Type.Literal('disconnected')], {
-      description: 'healthy: connected and the last ping answered; degraded: connected but the last ping failed or none answered yet; disconnected: no open connection'
+      description:
+        'healthy: connected and the last ping answered; degraded: connected but the last ping failed or none answered yet; disconnected: no open connection'
     }),
     connected: Type.Boolean(),
     direction: Nullable(Type.Union([Type.Literal('inbound'), Type.Literal('outbound')])),
     connected_at: Nullable(Timestamp),
     last_seen: Timestamp,
     verification_tier: Type.Union([Type.Literal('unverified'), Type.Literal('peer-id')], {
-      description: 'peer-id: the hello\'s registry_id and public_key are those of the key the connection authenticated; unverified: no hello yet, or one that does not match. Registry-proof and mesh attestation tiers come later.'
+      description:
+        "peer-id: the hello's registry_id and public_key are those of the key the connection authenticated; unverified: no hello yet, or one that does not match. Registry-proof and mesh attestation tiers come later."
     })
   },
   { $id: 'Peer' }
 )
 export type PeerView = Static<typeof PeerView>
 
-export const PeerList = Type.Object(
-  { peers: Type.Array(PeerView), count: Type.Integer() },
-  { $id: 'PeerList' }
-)
+export const PeerList = Type.Object({ peers: Type.Array(PeerView), count: Type.Integer() }, { $id: 'PeerList' })
 
 export const PeerListQuery = Type.Object({
   all: Type.Optional(Type.String({ description: 'true: also list known peers that are no longer connected' }))
@@ -86,32 +89,46 @@ export const NetworkStatus = Type.Object(
     version: Type.String(),
     public_key: Type.String(),
     peer_id: Nullable(Type.String({ description: 'null when the mesh is disabled' })),
-    addresses: Type.Array(Type.String(), { description: 'libp2p multiaddrs peers can dial (announce addresses when set)' }),
+    addresses: Type.Array(Type.String(), {
+      description: 'libp2p multiaddrs peers can dial (announce addresses when set)'
+    }),
     uptime_seconds: Type.Integer(),
     runtime: Runtime,
     mesh: Type.Object({
       enabled: Type.Boolean(),
       peer_count: Type.Integer({ description: 'connected peers' }),
       known_peers: Type.Integer({ description: 'connected or seen recently' }),
-      gossip_announcements_per_min: Type.Number({ description: 'operations gossiped in the last minute, published and received' }),
+      gossip_announcements_per_min: Type.Number({
+        description: 'operations gossiped in the last minute, published and received'
+      }),
       dht_mode: Nullable(Type.String()),
-      gossip: Type.Optional(Type.Object({
-        published: Type.Integer({ description: 'operations this node published' }),
-        messages_published: Type.Integer({ description: 'gossip messages that carried them (a message carries the operations of one pacing interval)' }),
-        copies_received: Type.Integer({ description: 'message copies received, first and duplicate' }),
-        first_received: Type.Integer({ description: 'first copies validated' }),
-        duplicates: Type.Integer({ description: 'copies received after the first (copies − first − lost)' }),
-        lost: Type.Integer({ description: 'copies dropped by injected loss (testnets)' }),
-        bytes_sent: Type.Integer({ description: 'gossipsub RPC bytes sent' }),
-        bytes_received: Type.Integer({ description: 'gossipsub RPC bytes received' })
-      }, { description: 'gossip counters since start; absent when the mesh is disabled' }))
+      gossip: Type.Optional(
+        Type.Object(
+          {
+            published: Type.Integer({ description: 'operations this node published' }),
+            messages_published: Type.Integer({
+              description: 'gossip messages that carried them (a message carries the operations of one pacing interval)'
+            }),
+            copies_received: Type.Integer({ description: 'message copies received, first and duplicate' }),
+            first_received: Type.Integer({ description: 'first copies validated' }),
+            duplicates: Type.Integer({ description: 'copies received after the first (copies − first − lost)' }),
+            lost: Type.Integer({ description: 'copies dropped by injected loss (testnets)' }),
+            bytes_sent: Type.Integer({ description: 'gossipsub RPC bytes sent' }),
+            bytes_received: Type.Integer({ description: 'gossipsub RPC bytes received' })
+          },
+          { description: 'gossip counters since start; absent when the mesh is disabled' }
+        )
+      )
     }),
     entities: Type.Object({ agents: Type.Integer(), services: Type.Integer(), developers: Type.Integer() }),
-    liveness: Type.Object({
-      home_entities: Type.Integer({ description: 'entities whose home is this node (it tracks their heartbeats)' }),
-      active: Type.Integer(),
-      inactive: Type.Integer()
-    }, { description: 'liveness of this node\'s home entities; other entities\' liveness is their home node\'s' })
+    liveness: Type.Object(
+      {
+        home_entities: Type.Integer({ description: 'entities whose home is this node (it tracks their heartbeats)' }),
+        active: Type.Integer(),
+        inactive: Type.Integer()
+      },
+      { description: "liveness of this node's home entities; other entities' liveness is their home node's" }
+    )
   },
   { $id: 'NetworkStatus' }
 )
@@ -119,10 +136,19 @@ export type NetworkStatus = Static<typeof NetworkStatus>
 
 export const MeshFaultsView = Type.Object(
   {
-    blocked_peers: Type.Array(Type.String({ maxLength: 128 }), { maxItems: 1000, description: 'PeerIds whose connections are closed and refused both ways' }),
+    blocked_peers: Type.Array(Type.String({ maxLength: 128 }), {
+      maxItems: 1000,
+      description: 'PeerIds whose connections are closed and refused both ways'
+    }),
     loss: Type.Number({ minimum: 0, maximum: 1, description: 'probability that a received gossip copy is dropped' }),
-    delay_ms: Type.Integer({ minimum: 0, maximum: 60_000, description: 'wait of each received gossip message before validation and forwarding' }),
-    mode: Type.Literal('process', { description: 'faults act inside the node process (network namespaces are the testnet tool\'s)' })
+    delay_ms: Type.Integer({
+      minimum: 0,
+      maximum: 60_000,
+      description: 'wait of each received gossip message before validation and forwarding'
+    }),
+    mode: Type.Literal('process', {
+      description: "faults act inside the node process (network namespaces are the testnet tool's)"
+    })
   },
   { $id: 'MeshFaultsView' }
 )
@@ -140,12 +166,17 @@ export const MeshFaultsRequest = Type.Object(
 export const NetworkStats = Type.Object(
   {
     estimated_registries: Type.Integer({ description: 'this node + its connected peers (a lower bound)' }),
-    estimated_entities: Type.Integer({ description: 'the larger of: the entities this node holds (its own and what the mesh replicated), and its home entities + the home counts connected peers reported in their hellos' }),
+    estimated_entities: Type.Integer({
+      description:
+        'the larger of: the entities this node holds (its own and what the mesh replicated), and its home entities + the home counts connected peers reported in their hellos'
+    }),
     estimated_agents: Type.Integer(),
     mesh_connectivity: Type.Number({ description: 'connected peers / known peers, 0 to 1 (0 when none are known)' }),
     connected_peers: Type.Integer(),
     known_peers: Type.Integer(),
-    gossip_announcements_per_min: Type.Number({ description: 'operations gossiped in the last minute, published and received' })
+    gossip_announcements_per_min: Type.Number({
+      description: 'operations gossiped in the last minute, published and received'
+    })
   },
   { $id: 'NetworkStats' }
 )

@@ -3,10 +3,15 @@ import { Nullable } from './common.js'
 
 export const Health = Type.Record(Type.String(), Type.String(), { $id: 'Health', example: { status: 'ok' } })
 
-export const Runtime = Type.Object({
-  node: Type.String({ description: 'Node.js version running this node' }),
-  http_server: Type.Union([Type.Literal('uws'), Type.Literal('node')], { description: 'server under the API: uws (uWebSockets.js) or node (node:http + ws)' })
-}, { $id: 'Runtime' })
+export const Runtime = Type.Object(
+  {
+    node: Type.String({ description: 'Node.js version running this node' }),
+    http_server: Type.Union([Type.Literal('uws'), Type.Literal('node')], {
+      description: 'server under the API: uws (uWebSockets.js) or node (node:http + ws)'
+    })
+  },
+  { $id: 'Runtime' }
+)
 export type RuntimeInfo = Static<typeof Runtime>
 
 export const NodeInfo = Type.Object(

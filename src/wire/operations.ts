@@ -22,13 +22,29 @@ const Signature = Type.String({ maxLength: 200 })
 export const WireOperation = Type.Object(
   {
     v: Type.Literal(1, { description: 'format version' }),
-    kind: Type.Union([
-      'entity.register', 'entity.update', 'entity.deregister', 'entity.status',
-      'developer.register', 'developer.implicit', 'developer.update', 'developer.deregister',
-      'handle.claim', 'handle.verify', 'handle.release', 'name.bind', 'name.update', 'name.release'
-    ].map(k => Type.Literal(k))),
+    kind: Type.Union(
+      [
+        'entity.register',
+        'entity.update',
+        'entity.deregister',
+        'entity.status',
+        'developer.register',
+        'developer.implicit',
+        'developer.update',
+        'developer.deregister',
+        'handle.claim',
+        'handle.verify',
+        'handle.release',
+        'name.bind',
+        'name.update',
+        'name.release'
+      ].map(k => Type.Literal(k))
+    ),
     subject: Type.String({ minLength: 1, maxLength: 300 }),
-    body: Type.Union([Type.String({ maxLength: 90 * 1024, description: 'the request body as the client sent it, standard base64' }), Type.Null()]),
+    body: Type.Union([
+      Type.String({ maxLength: 90 * 1024, description: 'the request body as the client sent it, standard base64' }),
+      Type.Null()
+    ]),
     path: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]),
     auth: Type.Object({
       carrier: Type.Union(['body', 'authorization', 'x-signature', 'proof', 'node'].map(k => Type.Literal(k))),
@@ -79,7 +95,10 @@ export function encodeOperation(op: Operation): Uint8Array {
  */
 export function encodeBatch(encoded: readonly Uint8Array[]): Uint8Array {
   const parts: Uint8Array[] = [BATCH_OPEN]
-  encoded.forEach((op, i) => { if (i > 0) parts.push(COMMA); parts.push(op) })
+  encoded.forEach((op, i) => {
+    if (i > 0) parts.push(COMMA)
+    parts.push(op)
+  })
   parts.push(BATCH_CLOSE)
   return Buffer.concat(parts)
 }
@@ -89,7 +108,10 @@ const BATCH_CLOSE = Buffer.from(']}')
 
 /** Decodes and validates a gossip message; throws on anything malformed (the whole message is refused). */
 export function decodeBatch(bytes: Uint8Array): Operation[] {
-  if (bytes.byteLength > OPERATION_LIMITS.batchBytes) throw new Error(`a gossip message of ${bytes.byteLength} bytes is over the ${OPERATION_LIMITS.batchBytes}-byte limit`)
+  if (bytes.byteLength > OPERATION_LIMITS.batchBytes)
+    throw new Error(
+      `a gossip message of ${bytes.byteLength} bytes is over the ${OPERATION_LIMITS.batchBytes}-byte limit`
+    )
   const value = parseJsonBytes(bytes) as { ops?: unknown }
   if (!Array.isArray(value.ops) || value.ops.length === 0 || value.ops.length > OPERATION_LIMITS.batchOperations) {
     throw new Error(`a gossip message carries "ops", 1 to ${OPERATION_LIMITS.batchOperations} operations`)

@@ -1,16 +1,32 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { DeveloperId, EntityId, Nullable } from './common.js'
 
-export const SEARCH_LIMITS = { maxResults: 100, maxOffset: 10_000, defaultResults: 20, queryLength: 500, listItems: 20, timeoutMs: 30_000 } as const
+export const SEARCH_LIMITS = {
+  maxResults: 100,
+  maxOffset: 10_000,
+  defaultResults: 20,
+  queryLength: 500,
+  listItems: 20,
+  timeoutMs: 30_000
+} as const
 
 const StringList = Type.Array(Type.String({ maxLength: 100 }), { maxItems: SEARCH_LIMITS.listItems })
 
 export const SearchRequest = Type.Object(
   {
-    query: Type.Optional(Nullable(Type.String({ maxLength: SEARCH_LIMITS.queryLength, description: 'free text; "quoted phrases" add 5.0 on an exact match' }))),
+    query: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: SEARCH_LIMITS.queryLength,
+          description: 'free text; "quoted phrases" add 5.0 on an exact match'
+        })
+      )
+    ),
     category: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
     tags: Type.Optional(Nullable(StringList)),
-    type: Type.Optional(Nullable(Type.String({ description: 'agent (default), service or any; also spelled entity_type' }))),
+    type: Type.Optional(
+      Nullable(Type.String({ description: 'agent (default), service or any; also spelled entity_type' }))
+    ),
     entity_type: Type.Optional(Nullable(Type.String())),
     status: Type.Optional(Nullable(Type.String({ description: 'online or active (default), offline, any' }))),
     developer_id: Type.Optional(Nullable(DeveloperId)),
@@ -26,11 +42,19 @@ export const SearchRequest = Type.Object(
     timeout_ms: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: SEARCH_LIMITS.timeoutMs }))),
     federated: Type.Optional(Nullable(Type.Boolean())),
     enrich: Type.Optional(Nullable(Type.Boolean())),
-    fusion: Type.Optional(Nullable(Type.Union([Type.Literal('weighted'), Type.Literal('rrf')], { description: 'weighted (default: the weighted sum of normalised scores) or rrf (reciprocal rank fusion of the text and semantic rankings)' })))
+    fusion: Type.Optional(
+      Nullable(
+        Type.Union([Type.Literal('weighted'), Type.Literal('rrf')], {
+          description:
+            'weighted (default: the weighted sum of normalised scores) or rrf (reciprocal rank fusion of the text and semantic rankings)'
+        })
+      )
+    )
   },
   {
     $id: 'SearchRequest',
-    description: 'Every field is optional; filters combine with AND. Without a query, results are ordered by trust, availability and freshness.'
+    description:
+      'Every field is optional; filters combine with AND. Without a query, results are ordered by trust, availability and freshness.'
   }
 )
 export type SearchRequest = Static<typeof SearchRequest>
@@ -43,7 +67,11 @@ const ScoreBreakdown = Type.Object(
     freshness: Type.Number(),
     availability: Type.Number()
   },
-  { $id: 'ScoreBreakdown', description: 'each signal in [0, 1]; score = 0.30 text + 0.30 semantic + 0.20 trust + 0.10 freshness + 0.10 availability by default' }
+  {
+    $id: 'ScoreBreakdown',
+    description:
+      'each signal in [0, 1]; score = 0.30 text + 0.30 semantic + 0.20 trust + 0.10 freshness + 0.10 availability by default'
+  }
 )
 
 export const SearchResult = Type.Object(
@@ -66,11 +94,18 @@ export const SearchResult = Type.Object(
     last_heartbeat: Nullable(Type.String()),
     score: Type.Number(),
     score_breakdown: ScoreBreakdown,
-    card: Type.Optional(Type.Unknown({ description: 'the live card, only with enrich: true (null when it could not be fetched in time)' })),
+    card: Type.Optional(
+      Type.Unknown({ description: 'the live card, only with enrich: true (null when it could not be fetched in time)' })
+    ),
     agent_card: Type.Optional(Type.Unknown({ description: 'same as card' })),
     card_verification: Type.Optional(Type.String({ description: 'verified, invalid or unsigned' })),
     card_error: Type.Optional(Type.String({ description: 'why card is null' })),
-    source_registry_id: Type.Optional(Type.String({ description: 'federated search: the registry ID of the peer whose answer this result is (absent for this node\'s own results)' }))
+    source_registry_id: Type.Optional(
+      Type.String({
+        description:
+          "federated search: the registry ID of the peer whose answer this result is (absent for this node's own results)"
+      })
+    )
   },
   { $id: 'SearchResult' }
 )
@@ -83,7 +118,7 @@ const PeerSearchReport = Type.Object(
     name: Nullable(Type.String({ description: 'self-declared, from its hello' })),
     outcome: Type.Union([Type.Literal('answered'), Type.Literal('failed'), Type.Literal('timed_out')]),
     results: Type.Integer({ description: 'results the peer returned (after checking each ID against its key)' }),
-    total_found: Type.Integer({ description: 'the peer\'s own total' }),
+    total_found: Type.Integer({ description: "the peer's own total" }),
     latency_ms: Type.Number(),
     error: Type.Optional(Type.String({ description: 'why the peer failed or timed out' }))
   },
@@ -93,25 +128,36 @@ const PeerSearchReport = Type.Object(
 export const SearchResponse = Type.Object(
   {
     results: Type.Array(SearchResult),
-    total_found: Type.Integer({ description: 'every match of the filters: exact for a local search; for a federated one, this node\'s total plus the peers\' totals minus the duplicates seen among the returned results' }),
+    total_found: Type.Integer({
+      description:
+        "every match of the filters: exact for a local search; for a federated one, this node's total plus the peers' totals minus the duplicates seen among the returned results"
+    }),
     total: Type.Integer(),
     has_more: Type.Boolean(),
     offset: Type.Integer(),
     max_results: Type.Integer(),
     federated_peer_count: Type.Integer({ description: 'peers that answered a federated search' }),
     search_stats: Type.Object({
-      local_results: Type.Integer({ description: 'this node\'s own matches' }),
-      federated_results: Type.Integer({ description: 'merged results (up to offset + max_results) that came from peers' }),
+      local_results: Type.Integer({ description: "this node's own matches" }),
+      federated_results: Type.Integer({
+        description: 'merged results (up to offset + max_results) that came from peers'
+      }),
       peers_queried: Type.Integer({ description: 'peers asked' }),
       latency_ms: Type.Number(),
       embedder: Type.String(),
-      semantic: Type.Optional(Type.String({ description: 'used, unavailable (the query embedding failed) or not used (no query)' })),
+      semantic: Type.Optional(
+        Type.String({ description: 'used, unavailable (the query embedding failed) or not used (no query)' })
+      ),
       federated: Type.Optional(Type.Boolean({ description: 'true when the request asked for a federated search' })),
       peers_answered: Type.Optional(Type.Integer()),
       peers_failed: Type.Optional(Type.Integer()),
       peers_timed_out: Type.Optional(Type.Integer()),
-      peers_skipped: Type.Optional(Type.Integer({ description: 'connected peers not asked because their term filter rules out a match' })),
-      peers_over_cap: Type.Optional(Type.Integer({ description: 'peers that could match but were beyond search.federation_max_peers' })),
+      peers_skipped: Type.Optional(
+        Type.Integer({ description: 'connected peers not asked because their term filter rules out a match' })
+      ),
+      peers_over_cap: Type.Optional(
+        Type.Integer({ description: 'peers that could match but were beyond search.federation_max_peers' })
+      ),
       peer_timeout_ms: Type.Optional(Type.Integer({ description: 'the deadline each peer had' })),
       peers: Type.Optional(Type.Array(PeerSearchReport, { description: 'every peer asked, with its outcome' }))
     })
@@ -120,5 +166,7 @@ export const SearchResponse = Type.Object(
 )
 export type SearchResponse = Static<typeof SearchResponse>
 
-export const CategoryCounts = Type.Array(Type.Object({ name: Type.String(), count: Type.Integer() }), { $id: 'CategoryCounts' })
+export const CategoryCounts = Type.Array(Type.Object({ name: Type.String(), count: Type.Integer() }), {
+  $id: 'CategoryCounts'
+})
 export const TagCounts = Type.Array(Type.Object({ tag: Type.String(), count: Type.Integer() }), { $id: 'TagCounts' })

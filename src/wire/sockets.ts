@@ -7,9 +7,17 @@ import { Type, type Static } from '@sinclair/typebox'
 
 export const HeartbeatFrame = Type.Object(
   {
-    agent_id: Type.Optional(Type.String({ maxLength: 80, description: 'the entity; required on /v1/heartbeat, optional on /v1/entities/{id}/ws' })),
+    agent_id: Type.Optional(
+      Type.String({
+        maxLength: 80,
+        description: 'the entity; required on /v1/heartbeat, optional on /v1/entities/{id}/ws'
+      })
+    ),
     timestamp: Type.String({ maxLength: 64, description: 'ISO 8601, within max_clock_skew_seconds of the node clock' }),
-    signature: Type.String({ maxLength: 200, description: 'ed25519:<base64> by the entity key over agent_id followed by timestamp, or over the timestamp alone' })
+    signature: Type.String({
+      maxLength: 200,
+      description: 'ed25519:<base64> by the entity key over agent_id followed by timestamp, or over the timestamp alone'
+    })
   },
   { $id: 'HeartbeatFrame', description: 'one heartbeat; /v1/heartbeat also takes an array of them in one frame' }
 )
@@ -29,7 +37,10 @@ export type HeartbeatAck = Static<typeof HeartbeatAck>
 export const SocketError = Type.Object(
   {
     type: Type.Literal('error'),
-    error: Type.String({ description: 'a code of the error table: heartbeat_invalid, clock_skew, signature_invalid, entity_not_found, not_home_registry, too_many_entities, rate_limited, overloaded' }),
+    error: Type.String({
+      description:
+        'a code of the error table: heartbeat_invalid, clock_skew, signature_invalid, entity_not_found, not_home_registry, too_many_entities, rate_limited, overloaded'
+    }),
     message: Type.String(),
     agent_id: Type.Optional(Type.String()),
     field: Type.Optional(Type.String()),
@@ -49,29 +60,105 @@ export const ActivityFrame = Type.Object(
 
 /** The payload of each event kind on the activity stream (the README's table is generated from it). */
 export const EVENT_PAYLOADS: readonly { type: string; emittedBy: string; data: string }[] = [
-  { type: 'hello', emittedBy: 'the first frame to each subscriber', data: 'registry_id, name, host, public_key, version' },
+  {
+    type: 'hello',
+    emittedBy: 'the first frame to each subscriber',
+    data: 'registry_id, name, host, public_key, version'
+  },
   { type: 'events_dropped', emittedBy: 'a subscriber that fell behind, once it catches up', data: 'count' },
-  { type: 'agent_registered', emittedBy: 'POST /v1/entities', data: 'entity_id, name, type, category, tags, summary, developer_id' },
+  {
+    type: 'agent_registered',
+    emittedBy: 'POST /v1/entities',
+    data: 'entity_id, name, type, category, tags, summary, developer_id'
+  },
   { type: 'agent_updated', emittedBy: 'PUT /v1/entities/{id}', data: 'entity_id, name, category, tags, summary' },
   { type: 'agent_deregistered', emittedBy: 'DELETE /v1/entities/{id}', data: 'entity_id, name, category, tags' },
-  { type: 'agent_heartbeat', emittedBy: 'each accepted heartbeat', data: 'entity_id, timestamp, form (spec or deployed)' },
-  { type: 'agent_became_active', emittedBy: 'the first accepted heartbeat of an inactive entity', data: 'entity_id, status, last_heartbeat, changed_at' },
-  { type: 'agent_became_inactive', emittedBy: 'the sweep, after inactive_after_seconds of silence', data: 'entity_id, status, last_heartbeat, changed_at' },
-  { type: 'agent_status', emittedBy: 'each status change (what the mesh gossips)', data: 'entity_id, status, last_heartbeat, changed_at' },
-  { type: 'developer_registered', emittedBy: 'POST /v1/developers, an implicit developer, an approval', data: 'developer_id, name?, implicit, created' },
+  {
+    type: 'agent_heartbeat',
+    emittedBy: 'each accepted heartbeat',
+    data: 'entity_id, timestamp, form (spec or deployed)'
+  },
+  {
+    type: 'agent_became_active',
+    emittedBy: 'the first accepted heartbeat of an inactive entity',
+    data: 'entity_id, status, last_heartbeat, changed_at'
+  },
+  {
+    type: 'agent_became_inactive',
+    emittedBy: 'the sweep, after inactive_after_seconds of silence',
+    data: 'entity_id, status, last_heartbeat, changed_at'
+  },
+  {
+    type: 'agent_status',
+    emittedBy: 'each status change (what the mesh gossips)',
+    data: 'entity_id, status, last_heartbeat, changed_at'
+  },
+  {
+    type: 'developer_registered',
+    emittedBy: 'POST /v1/developers, an implicit developer, an approval',
+    data: 'developer_id, name?, implicit, created'
+  },
   { type: 'developer_updated', emittedBy: 'PUT /v1/developers/{id}', data: 'developer_id, name' },
   { type: 'developer_deregistered', emittedBy: 'DELETE /v1/developers/{id}', data: 'developer_id' },
-  { type: 'handle_claimed', emittedBy: 'POST /v1/handles, a developer registration with a handle', data: 'handle, developer_id, action' },
-  { type: 'handle_verified', emittedBy: 'POST /v1/handles/{handle}/verify', data: 'handle, developer_id, method, action' },
-  { type: 'handle_released', emittedBy: 'DELETE /v1/handles/{handle}, a developer deregistration', data: 'handle, developer_id, action, names_released?' },
-  { type: 'name_registered', emittedBy: 'POST /v1/names, a registration with entity_name', data: 'fqan, developer_id, entity_id, version, action' },
-  { type: 'name_updated', emittedBy: 'PUT /v1/names/{handle}/{name}', data: 'fqan, developer_id, entity_id, version, action' },
-  { type: 'name_released', emittedBy: 'DELETE /v1/names/{handle}/{name}', data: 'fqan, developer_id, entity_id, version, action' },
+  {
+    type: 'handle_claimed',
+    emittedBy: 'POST /v1/handles, a developer registration with a handle',
+    data: 'handle, developer_id, action'
+  },
+  {
+    type: 'handle_verified',
+    emittedBy: 'POST /v1/handles/{handle}/verify',
+    data: 'handle, developer_id, method, action'
+  },
+  {
+    type: 'handle_released',
+    emittedBy: 'DELETE /v1/handles/{handle}, a developer deregistration',
+    data: 'handle, developer_id, action, names_released?'
+  },
+  {
+    type: 'name_registered',
+    emittedBy: 'POST /v1/names, a registration with entity_name',
+    data: 'fqan, developer_id, entity_id, version, action'
+  },
+  {
+    type: 'name_updated',
+    emittedBy: 'PUT /v1/names/{handle}/{name}',
+    data: 'fqan, developer_id, entity_id, version, action'
+  },
+  {
+    type: 'name_released',
+    emittedBy: 'DELETE /v1/names/{handle}/{name}',
+    data: 'fqan, developer_id, entity_id, version, action'
+  },
   { type: 'name_resolved', emittedBy: 'GET /v1/resolve/…', data: 'fqan, entity_id, developer_id, action' },
-  { type: 'search_local', emittedBy: 'POST /v1/search (its local part), and each search a peer asks this node for', data: 'query, results, total_found, latency_ms' },
-  { type: 'gossip_outgoing', emittedBy: 'the mesh: an operation this node accepted, published on its gossip topic', data: 'kind, subject, recipients (peers sent to), bytes' },
-  { type: 'gossip_incoming', emittedBy: 'the mesh: an operation received by gossip and applied (or already held), or a sync that applied some', data: 'kind, subject, origin, from (peer ID), outcome (applied, stale, deferred, unsupported); for sync: kind "sync", applied, received' },
-  { type: 'search_outgoing', emittedBy: 'a federated search, for each peer it asks', data: 'peer (peer ID), registry_id, query, limit' },
-  { type: 'search_result_incoming', emittedBy: 'a federated search, for each peer asked, once it answered, failed or timed out', data: 'peer, registry_id, query, outcome (answered, failed, timed_out), results, total_found, latency_ms, error?' },
-  { type: 'peer_connected, peer_disconnected', emittedBy: 'the mesh: the first connection to a peer opens, or its last one closes', data: 'peer_id, address (a multiaddr ending in /p2p/<peer_id>)' }
+  {
+    type: 'search_local',
+    emittedBy: 'POST /v1/search (its local part), and each search a peer asks this node for',
+    data: 'query, results, total_found, latency_ms'
+  },
+  {
+    type: 'gossip_outgoing',
+    emittedBy: 'the mesh: an operation this node accepted, published on its gossip topic',
+    data: 'kind, subject, recipients (peers sent to), bytes'
+  },
+  {
+    type: 'gossip_incoming',
+    emittedBy: 'the mesh: an operation received by gossip and applied (or already held), or a sync that applied some',
+    data: 'kind, subject, origin, from (peer ID), outcome (applied, stale, deferred, unsupported); for sync: kind "sync", applied, received'
+  },
+  {
+    type: 'search_outgoing',
+    emittedBy: 'a federated search, for each peer it asks',
+    data: 'peer (peer ID), registry_id, query, limit'
+  },
+  {
+    type: 'search_result_incoming',
+    emittedBy: 'a federated search, for each peer asked, once it answered, failed or timed out',
+    data: 'peer, registry_id, query, outcome (answered, failed, timed_out), results, total_found, latency_ms, error?'
+  },
+  {
+    type: 'peer_connected, peer_disconnected',
+    emittedBy: 'the mesh: the first connection to a peer opens, or its last one closes',
+    data: 'peer_id, address (a multiaddr ending in /p2p/<peer_id>)'
+  }
 ]

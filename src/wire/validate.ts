@@ -41,7 +41,11 @@ function mostSpecific(error: ValueError): ValueError {
  * `validation_failed` error naming the first offending field. A schema may carry an
  * `errorMessage` option to replace the generic text.
  */
-export function validate<T extends TSchema>(schema: T, value: unknown, code: ErrorCode = 'validation_failed'): Static<T> {
+export function validate<T extends TSchema>(
+  schema: T,
+  value: unknown,
+  code: ErrorCode = 'validation_failed'
+): Static<T> {
   const check = checker(schema)
   if (check.Check(value)) return value
   const top = check.Errors(value).First()
@@ -50,5 +54,9 @@ export function validate<T extends TSchema>(schema: T, value: unknown, code: Err
   const custom = (first.schema as { errorMessage?: string }).errorMessage
   const missing = first.value === undefined
   const field = fieldName(first.path)
-  throw new RegistryError(code, `${field}: ${missing ? 'is required' : custom ?? first.message.replace(/^Expected/, 'expected')}`, field)
+  throw new RegistryError(
+    code,
+    `${field}: ${missing ? 'is required' : (custom ?? first.message.replace(/^Expected/, 'expected'))}`,
+    field
+  )
 }

@@ -4,13 +4,20 @@ import { agent, developer, developerRegistration, specRegistration } from '../he
 import { http, startTestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
-interface Frame { type: string; timestamp: string; data: Record<string, unknown> }
+interface Frame {
+  type: string
+  timestamp: string
+  data: Record<string, unknown>
+}
 
 function subscribe(url: string): Promise<{ ws: WebSocket; frames: Frame[] }> {
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/ws/activity`)
   const frames: Frame[] = []
   ws.on('message', data => frames.push(JSON.parse(data.toString()) as Frame))
-  return new Promise((resolve, reject) => { ws.once('open', () => resolve({ ws, frames })); ws.once('error', reject) })
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve({ ws, frames }))
+    ws.once('error', reject)
+  })
 }
 
 test('the activity stream greets with the node identity, then carries the writes of the core API as {type, timestamp, data}', async t => {
@@ -18,11 +25,20 @@ test('the activity stream greets with the node identity, then carries the writes
   t.teardown(() => n.stop())
   const { ws, frames } = await subscribe(n.url)
   await until('the hello frame arrives', () => frames.length >= 1)
-  t.like(frames[0], { type: 'hello', data: { registry_id: n.node.identity.registryId, public_key: n.node.identity.publicKey } })
+  t.like(frames[0], {
+    type: 'hello',
+    data: { registry_id: n.node.identity.registryId, public_key: n.node.identity.publicKey }
+  })
   const dev = developer(71)
   const a = agent(dev, 1)
-  t.is((await http(n.url, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: 'Seventy One' }) })).status, 201)
-  t.is((await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, { name: 'Streamed' }) })).status, 201)
+  t.is(
+    (await http(n.url, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: 'Seventy One' }) })).status,
+    201
+  )
+  t.is(
+    (await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, { name: 'Streamed' }) })).status,
+    201
+  )
   await until('the registration is streamed', () => frames.some(f => f.type === 'agent_registered'))
   const types = frames.map(f => f.type)
   t.true(types.includes('developer_registered'))
@@ -57,15 +73,25 @@ test.serial('a slow subscriber loses events without slowing the bus or the other
     publishMs += performance.now() - started
     await new Promise(r => setTimeout(r, 1))
   }
-  await until('the fast subscriber has every event', () => fast.frames.filter(f => f.type === 'test_event').length === total, { detail: () => fast.frames.filter(f => f.type === 'test_event').length })
-  t.deepEqual(fast.frames.filter(f => f.type === 'test_event').map(f => f.data.i), Array.from({ length: total }, (_, i) => i), 'the fast subscriber gets every event, in order')
+  await until(
+    'the fast subscriber has every event',
+    () => fast.frames.filter(f => f.type === 'test_event').length === total,
+    { detail: () => fast.frames.filter(f => f.type === 'test_event').length }
+  )
+  t.deepEqual(
+    fast.frames.filter(f => f.type === 'test_event').map(f => f.data.i),
+    Array.from({ length: total }, (_, i) => i),
+    'the fast subscriber gets every event, in order'
+  )
   // The bus was not held up: every publish returned, and the fast subscriber got everything, while
   // the slow reader was still paused. What publishing cost is a figure, not a pass mark.
   t.log(`publishing ${total} events took ${publishMs.toFixed(0)} ms`)
   socket.resume()
   await until('the slow subscriber is told what it lost', () => slow.frames.some(f => f.type === 'events_dropped'))
   const received = slow.frames.filter(f => f.type === 'test_event').length
-  const dropped = slow.frames.filter(f => f.type === 'events_dropped').reduce((sum, f) => sum + (f.data.count as number), 0)
+  const dropped = slow.frames
+    .filter(f => f.type === 'events_dropped')
+    .reduce((sum, f) => sum + (f.data.count as number), 0)
   t.true(received < total, `the slow subscriber received ${received}`)
   t.is(received + dropped, total, 'every event is either delivered or counted as dropped')
   fast.ws.close()

@@ -17,13 +17,24 @@ import { until } from '../helpers/wait.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 // Without these, Chromium stalls on connections the machine refuses (no internet here).
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync'
+]
 const available = existsSync(CHROMIUM)
 const missing = `${CHROMIUM} is missing: \`npm test\` installs it (scripts/ensure-chromium.mjs, as root with apt-get), or run \`apt-get install chromium\``
 
 if (!available) {
   if (process.env.CI) {
-    test('the dashboard browser test has Chromium', t => { t.fail(missing) })
+    test('the dashboard browser test has Chromium', t => {
+      t.fail(missing)
+    })
   } else {
     console.log(`dashboard-browser: skipped: ${missing}`)
   }
@@ -40,11 +51,15 @@ const dev = developer(7)
 
 /** A TCP address of the node, ending in /p2p/<peer-id>. */
 const byTestId = (id: string): string => `[data-testid="${id}"]`
-const textOf = async (id: string): Promise<string> => (await page.locator(byTestId(id)).first().textContent())?.trim() ?? ''
+const textOf = async (id: string): Promise<string> =>
+  (await page.locator(byTestId(id)).first().textContent())?.trim() ?? ''
 
 /** Waits until the element's text is `expected` (the page polls and listens; no reload). */
 async function waitForText(id: string, expected: string): Promise<void> {
-  await page.waitForFunction(([sel, want]) => document.querySelector(sel!)?.textContent?.trim() === want, [byTestId(id), expected] as const)
+  await page.waitForFunction(([sel, want]) => document.querySelector(sel!)?.textContent?.trim() === want, [
+    byTestId(id),
+    expected
+  ] as const)
 }
 
 async function register(n: TestNode, index: number, name: string, category: string): Promise<string> {
@@ -61,10 +76,14 @@ test.before(async () => {
     startTestNode({ name: 'dash-b', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } }),
     startTestNode({ name: 'dash-c', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } })
   ])
-  await until('node A has two healthy peers', async () => {
-    const peers: any[] = (await http(a.url, 'GET', '/v1/network/peers')).body.peers
-    return peers.length === 2 && peers.every(p => p.health === 'healthy') ? peers : undefined
-  }, { intervalMs: 100 })
+  await until(
+    'node A has two healthy peers',
+    async () => {
+      const peers: any[] = (await http(a.url, 'GET', '/v1/network/peers')).body.peers
+      return peers.length === 2 && peers.every(p => p.health === 'healthy') ? peers : undefined
+    },
+    { intervalMs: 100 }
+  )
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true })
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
   page.setDefaultTimeout(20_000)
@@ -75,10 +94,12 @@ test.after.always(async () => {
   await Promise.all([a?.stop(), b?.stop(), c?.stop()])
 })
 
-browserTest('the page shows the node\'s identity and its peers as a graph', async t => {
+browserTest("the page shows the node's identity and its peers as a graph", async t => {
   const errors: string[] = []
   page.on('pageerror', err => errors.push(err.message))
-  page.on('console', message => { if (message.type() === 'error') errors.push(message.text()) })
+  page.on('console', message => {
+    if (message.type() === 'error') errors.push(message.text())
+  })
   const res = await page.goto(`${a.url}/dashboard`)
   t.is(res?.status(), 200)
   const status = (await http(a.url, 'GET', '/v1/network/status')).body
@@ -92,7 +113,10 @@ browserTest('the page shows the node\'s identity and its peers as a graph', asyn
 
   // This node in the centre, both peers around it, connected. The graph comes from its own request,
   // which may end after the identity's: waited for, then drawn with this node in it.
-  await page.waitForFunction(sel => document.querySelectorAll(sel).length === 2, `${byTestId('graph-peer')}[data-connected="true"]`)
+  await page.waitForFunction(
+    sel => document.querySelectorAll(sel).length === 2,
+    `${byTestId('graph-peer')}[data-connected="true"]`
+  )
   t.is(await page.locator(`${byTestId('peer-graph')} ${byTestId('graph-self')}`).count(), 1)
   const labels = await page.locator(`${byTestId('graph-peer')} text`).allTextContents()
   t.deepEqual(labels.sort(), ['dash-b', 'dash-c'])
@@ -104,7 +128,9 @@ browserTest('the page shows the node\'s identity and its peers as a graph', asyn
 })
 
 browserTest('registrations appear in the activity stream and the counts without a reload', async t => {
-  await page.evaluate(() => { (window as any).notReloaded = true })
+  await page.evaluate(() => {
+    ;(window as any).notReloaded = true
+  })
   const first = await register(a, 1, 'Translator', 'language')
   await page.locator(`${byTestId('activity-item')}[data-type="agent_registered"]`, { hasText: 'Translator' }).waitFor()
   await waitForText('count-agents', '1')
@@ -128,55 +154,97 @@ browserTest('registrations appear in the activity stream and the counts without 
   // A registration on a peer reaches this node by gossip, and the page with it.
   await register(b, 3, 'Weather oracle', 'data')
   await waitForText('count-agents', '3')
-  await page.locator(`${byTestId('activity-item')}[data-type="gossip_incoming"]`).first().waitFor()
+  await page
+    .locator(`${byTestId('activity-item')}[data-type="gossip_incoming"]`)
+    .first()
+    .waitFor()
   t.true(await page.evaluate(() => (window as any).notReloaded === true), 'the page was not reloaded')
 })
 
-browserTest('a person searches from the page: ranked results with their breakdown and availability, filters, a click to the record and card', async t => {
-  const search = async (fill: Record<string, string>, federated = false): Promise<void> => {
-    for (const [id, value] of Object.entries(fill)) await page.locator(byTestId(id)).fill(value)
-    await page.locator(byTestId('search-federated')).setChecked(federated)
-    const before = await textOf('search-note')
-    await page.locator(byTestId('search-submit')).click()
-    await page.waitForFunction(([sel, old]) => { const text = document.querySelector(sel!)?.textContent ?? ''; return text !== old && / found in /.test(text) }, [byTestId('search-note'), before] as const)
+browserTest(
+  'a person searches from the page: ranked results with their breakdown and availability, filters, a click to the record and card',
+  async t => {
+    const search = async (fill: Record<string, string>, federated = false): Promise<void> => {
+      for (const [id, value] of Object.entries(fill)) await page.locator(byTestId(id)).fill(value)
+      await page.locator(byTestId('search-federated')).setChecked(federated)
+      const before = await textOf('search-note')
+      await page.locator(byTestId('search-submit')).click()
+      await page.waitForFunction(
+        ([sel, old]) => {
+          const text = document.querySelector(sel!)?.textContent ?? ''
+          return text !== old && / found in /.test(text)
+        },
+        [byTestId('search-note'), before] as const
+      )
+    }
+    const resultIds = () =>
+      page.locator(byTestId('search-result')).evaluateAll(rows => rows.map(r => r.getAttribute('data-entity-id')))
+
+    await search({ 'search-query': 'translator', 'search-category': '', 'search-tags': '' })
+    const api = (
+      await http(a.url, 'POST', '/v1/search', {
+        body: { query: 'translator', type: 'any', status: 'any', max_results: 20 }
+      })
+    ).body
+    t.deepEqual(
+      await resultIds(),
+      api.results.map((r: { entity_id: string }) => r.entity_id)
+    )
+    t.true(api.results.length >= 1)
+    const first = page.locator(byTestId('search-result')).first()
+    t.is(await first.locator(byTestId('search-score')).textContent(), api.results[0].score.toFixed(3))
+    t.regex(
+      (await first.locator(byTestId('search-breakdown')).textContent())!,
+      /^text 1\.000 · semantic \d\.\d{3} · trust \d\.\d{3} · fresh \d\.\d{3} · avail 1$/
+    )
+    t.is(await first.locator('.badge').textContent(), 'active')
+    t.regex(await textOf('search-note'), new RegExp(`^${api.total_found} found in `))
+
+    // Filters only: the category, any type and status.
+    await search({ 'search-query': '', 'search-category': 'documents' })
+    const documents = (
+      await http(a.url, 'POST', '/v1/search', { body: { category: 'documents', type: 'any', status: 'any' } })
+    ).body
+    t.deepEqual(
+      await resultIds(),
+      documents.results.map((r: { entity_id: string }) => r.entity_id)
+    )
+    t.is(documents.results.length, 1)
+
+    // A click shows the record and what became of its card.
+    await page.locator(byTestId('search-result')).first().click()
+    await page.waitForFunction(
+      sel => (document.querySelector(sel!)?.textContent ?? '').includes('"entity_id"'),
+      byTestId('search-record')
+    )
+    t.true((await textOf('search-record')).includes(documents.results[0].entity_id))
+    await page.waitForFunction(
+      ([card, note]) =>
+        (document.querySelector(card!)?.textContent ?? '') !== '' ||
+        /no card/.test(document.querySelector(note!)?.textContent ?? ''),
+      [byTestId('search-card'), byTestId('search-card-note')] as const
+    )
+
+    // Federated: the peers are asked, and the note says how many answered.
+    await search({ 'search-query': 'weather', 'search-category': '' }, true)
+    t.regex(await textOf('search-note'), /found in .* ms, \d+ of \d+ peers answered/)
   }
-  const resultIds = () => page.locator(byTestId('search-result')).evaluateAll(rows => rows.map(r => r.getAttribute('data-entity-id')))
-
-  await search({ 'search-query': 'translator', 'search-category': '', 'search-tags': '' })
-  const api = (await http(a.url, 'POST', '/v1/search', { body: { query: 'translator', type: 'any', status: 'any', max_results: 20 } })).body
-  t.deepEqual(await resultIds(), api.results.map((r: { entity_id: string }) => r.entity_id))
-  t.true(api.results.length >= 1)
-  const first = page.locator(byTestId('search-result')).first()
-  t.is(await first.locator(byTestId('search-score')).textContent(), api.results[0].score.toFixed(3))
-  t.regex((await first.locator(byTestId('search-breakdown')).textContent())!, /^text 1\.000 · semantic \d\.\d{3} · trust \d\.\d{3} · fresh \d\.\d{3} · avail 1$/)
-  t.is(await first.locator('.badge').textContent(), 'active')
-  t.regex(await textOf('search-note'), new RegExp(`^${api.total_found} found in `))
-
-  // Filters only: the category, any type and status.
-  await search({ 'search-query': '', 'search-category': 'documents' })
-  const documents = (await http(a.url, 'POST', '/v1/search', { body: { category: 'documents', type: 'any', status: 'any' } })).body
-  t.deepEqual(await resultIds(), documents.results.map((r: { entity_id: string }) => r.entity_id))
-  t.is(documents.results.length, 1)
-
-  // A click shows the record and what became of its card.
-  await page.locator(byTestId('search-result')).first().click()
-  await page.waitForFunction(sel => (document.querySelector(sel!)?.textContent ?? '').includes('"entity_id"'), byTestId('search-record'))
-  t.true((await textOf('search-record')).includes(documents.results[0].entity_id))
-  await page.waitForFunction(([card, note]) => (document.querySelector(card!)?.textContent ?? '') !== '' || /no card/.test(document.querySelector(note!)?.textContent ?? ''), [byTestId('search-card'), byTestId('search-card-note')] as const)
-
-  // Federated: the peers are asked, and the note says how many answered.
-  await search({ 'search-query': 'weather', 'search-category': '' }, true)
-  t.regex(await textOf('search-note'), /found in .* ms, \d+ of \d+ peers answered/)
-})
+)
 
 browserTest('a stopped peer stays in the graph, greyed', async t => {
   await c.stop()
-  await page.waitForFunction(sel => document.querySelectorAll(sel).length === 1, `${byTestId('graph-peer')}[data-connected="false"]`)
+  await page.waitForFunction(
+    sel => document.querySelectorAll(sel).length === 1,
+    `${byTestId('graph-peer')}[data-connected="false"]`
+  )
   t.is(await page.locator(`${byTestId('graph-peer')}[data-connected="true"] text`).textContent(), 'dash-b')
   t.is(await page.locator(`${byTestId('graph-peer')}[data-connected="false"] text`).textContent(), 'dash-c')
   t.is(await page.locator(`${byTestId('graph-peer')}[data-connected="false"] circle`).getAttribute('class'), 'peer off')
   await waitForText('count-peers', '1')
-  await page.locator(`${byTestId('activity-item')}[data-type="peer_disconnected"]`).first().waitFor()
+  await page
+    .locator(`${byTestId('activity-item')}[data-type="peer_disconnected"]`)
+    .first()
+    .waitFor()
   const shot = process.env.DASHBOARD_SCREENSHOT
   if (shot) await page.screenshot({ path: shot, fullPage: true })
 })
@@ -184,10 +252,16 @@ browserTest('a stopped peer stays in the graph, greyed', async t => {
 browserTest('the activity list is bounded', async t => {
   await page.evaluate(() => {
     const show = (window as any).showEvent as (event: unknown) => void
-    for (let i = 0; i < 150; i++) show({ type: 'test_event', timestamp: new Date().toISOString(), data: { name: `event ${i}` } })
+    for (let i = 0; i < 150; i++)
+      show({ type: 'test_event', timestamp: new Date().toISOString(), data: { name: `event ${i}` } })
   })
   const items = page.locator(byTestId('activity-item'))
   t.is(await items.count(), 100)
   // Newest first; a live event of the node's own may have landed on top meanwhile.
-  t.true((await page.locator(`${byTestId('activity-item')}[data-type="test_event"]`).first().textContent())!.includes('event 149'))
+  t.true(
+    (await page
+      .locator(`${byTestId('activity-item')}[data-type="test_event"]`)
+      .first()
+      .textContent())!.includes('event 149')
+  )
 })

@@ -1,7 +1,17 @@
 import test from 'ava'
 import { goEscapedJson } from '../../src/identity/canonical-json.js'
 import { enc, http, testNodes, type TestNode } from '../helpers/node.js'
-import { agent, bearer, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Developer } from '../helpers/identities.js'
+import {
+  agent,
+  bearer,
+  canonicalJson,
+  developer,
+  developerRegistration,
+  sign,
+  signSpec,
+  specRegistration,
+  type Developer
+} from '../helpers/identities.js'
 
 const { start, stopAll } = testNodes()
 
@@ -13,7 +23,6 @@ test.before(async () => {
 })
 
 test.after.always(stopAll)
-
 
 async function registerDeveloper(base: string, dev: Developer, fields: Record<string, unknown> = {}) {
   return http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, fields) })
@@ -27,7 +36,13 @@ test('POST /v1/developers (spec form) → 201, and GET returns the record', asyn
   const dev = developer(2)
   const res = await registerDeveloper(shared.url, dev)
   t.is(res.status, 201)
-  t.deepEqual(res.body, { developer_id: dev.id, message: res.body.message, name: 'Alice the Builder', public_key: dev.publicKey, handle: null })
+  t.deepEqual(res.body, {
+    developer_id: dev.id,
+    message: res.body.message,
+    name: 'Alice the Builder',
+    public_key: dev.publicKey,
+    handle: null
+  })
   t.is(typeof res.body.message, 'string')
 
   const got = await http(shared.url, 'GET', `/v1/developers/${dev.id}`)
@@ -61,7 +76,10 @@ test('the public key may be sent without its prefix; the record stores it prefix
 test('deployed form: signature over {github, name, profile_url, public_key} with absent fields as ""', async t => {
   const dev = developer(4)
   const body: Record<string, unknown> = { name: 'Plain Dev', public_key: dev.publicKey, handle: 'plaindev' }
-  body.signature = sign(dev.keyPair, canonicalJson({ github: '', name: 'Plain Dev', profile_url: '', public_key: dev.publicKey }))
+  body.signature = sign(
+    dev.keyPair,
+    canonicalJson({ github: '', name: 'Plain Dev', profile_url: '', public_key: dev.publicKey })
+  )
   const res = await http(shared.url, 'POST', '/v1/developers', { body })
   t.is(res.status, 201)
   t.is(res.body.developer_id, dev.id)
@@ -72,7 +90,12 @@ test('deployed form: signature over {github, name, profile_url, public_key} with
 
 test('deployed form with Go HTML escaping (& < >) → 201', async t => {
   const dev = developer(5)
-  const fields = { github: 'bob-co', name: 'Bob & Co <dev>', profile_url: 'https://bob.example/?a=1&b=2', public_key: dev.publicKey }
+  const fields = {
+    github: 'bob-co',
+    name: 'Bob & Co <dev>',
+    profile_url: 'https://bob.example/?a=1&b=2',
+    public_key: dev.publicKey
+  }
   const escaped = goEscapedJson(canonicalJson(fields))
   t.truthy(escaped)
   t.true(escaped!.includes('\\u0026') && escaped!.includes('\\u003c'))
@@ -97,7 +120,10 @@ test('duplicate registration → 409 developer_exists', async t => {
 test('bad signature → 401 signature_invalid', async t => {
   const dev = developer(7)
   const forger = developer(8)
-  const forged = { ...signSpec(forger.keyPair, { name: 'Mallory', public_key: dev.publicKey }), public_key: dev.publicKey }
+  const forged = {
+    ...signSpec(forger.keyPair, { name: 'Mallory', public_key: dev.publicKey }),
+    public_key: dev.publicKey
+  }
   const res = await http(shared.url, 'POST', '/v1/developers', { body: forged })
   t.like(res, { status: 401, body: { error: 'signature_invalid' } })
   const tampered = { ...developerRegistration(dev), name: 'Tampered' }
@@ -109,7 +135,9 @@ test('bad signature → 401 signature_invalid', async t => {
 test('unprefixed signature → 400 validation_failed on signature', async t => {
   const dev = developer(9)
   const body = developerRegistration(dev)
-  const res = await http(shared.url, 'POST', '/v1/developers', { body: { ...body, signature: String(body.signature).slice('ed25519:'.length) } })
+  const res = await http(shared.url, 'POST', '/v1/developers', {
+    body: { ...body, signature: String(body.signature).slice('ed25519:'.length) }
+  })
   t.like(res, { status: 400, body: { error: 'validation_failed' } })
   t.is(res.body.field, 'signature')
 })
@@ -124,10 +152,14 @@ test('missing name → 400 validation_failed on name', async t => {
 
 test('other registration validation: bad profile_url, bad public key, non-object body', async t => {
   const dev = developer(11)
-  const badUrl = await http(shared.url, 'POST', '/v1/developers', { body: developerRegistration(dev, { profile_url: 'ftp://x.example' }) })
+  const badUrl = await http(shared.url, 'POST', '/v1/developers', {
+    body: developerRegistration(dev, { profile_url: 'ftp://x.example' })
+  })
   t.is(badUrl.status, 400)
   t.is(badUrl.body.field, 'profile_url')
-  const badKey = await http(shared.url, 'POST', '/v1/developers', { body: { ...developerRegistration(dev), public_key: 'ed25519:short' } })
+  const badKey = await http(shared.url, 'POST', '/v1/developers', {
+    body: { ...developerRegistration(dev), public_key: 'ed25519:short' }
+  })
   t.is(badKey.status, 400)
   t.is(badKey.body.field, 'public_key')
   const array = await http(shared.url, 'POST', '/v1/developers', { body: [] })
@@ -166,11 +198,16 @@ test('PUT signed by the wrong key → 401 signature_invalid; unsigned → 401 au
   const raw = JSON.stringify({ name: 'Hijacked' })
   const wrong = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw, headers: bearer(other, raw) })
   t.like(wrong, { status: 401, body: { error: 'signature_invalid' } })
-  const wrongBody = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { body: signSpec(other.keyPair, { name: 'Hijacked' }) })
+  const wrongBody = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, {
+    body: signSpec(other.keyPair, { name: 'Hijacked' })
+  })
   t.like(wrongBody, { status: 401, body: { error: 'signature_invalid' } })
   const none = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw })
   t.like(none, { status: 401, body: { error: 'authorization_required' } })
-  const malformed = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, { raw, headers: { authorization: 'Bearer not-a-signature' } })
+  const malformed = await http(shared.url, 'PUT', `/v1/developers/${dev.id}`, {
+    raw,
+    headers: { authorization: 'Bearer not-a-signature' }
+  })
   t.like(malformed, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(shared.url, 'GET', `/v1/developers/${dev.id}`)).body.name, 'Alice the Builder', 'unchanged')
 })
@@ -294,7 +331,7 @@ test('implicit developer: created by an entity registration, then registered exp
   t.like(again, { status: 409, body: { error: 'developer_exists' } })
 })
 
-test('GET /v1/developers/{id}/entities and /agents list the developer\'s entities', async t => {
+test("GET /v1/developers/{id}/entities and /agents list the developer's entities", async t => {
   const dev = developer(31)
   const a1 = agent(dev, 1)
   const a2 = agent(dev, 2)
@@ -309,12 +346,23 @@ test('GET /v1/developers/{id}/entities and /agents list the developer\'s entitie
   for (const suffix of ['entities', 'agents']) {
     const res = await http(shared.url, 'GET', `/v1/developers/${dev.id}/${suffix}`)
     t.is(res.status, 200, suffix)
-    t.deepEqual(Object.keys(res.body).sort(), ['agents', 'count', 'developer_id', 'entities', 'limit', 'offset', 'total'])
+    t.deepEqual(Object.keys(res.body).sort(), [
+      'agents',
+      'count',
+      'developer_id',
+      'entities',
+      'limit',
+      'offset',
+      'total'
+    ])
     t.is(res.body.developer_id, dev.id)
     t.is(res.body.count, 2)
     t.is(res.body.total, 2)
     t.deepEqual(res.body.agents, res.body.entities)
-    t.deepEqual(res.body.entities.map((e: { entity_id: string }) => e.entity_id).sort(), [a1.agentId, a2.agentId].sort())
+    t.deepEqual(
+      res.body.entities.map((e: { entity_id: string }) => e.entity_id).sort(),
+      [a1.agentId, a2.agentId].sort()
+    )
     t.true(res.body.entities.every((e: { developer_id: string }) => e.developer_id === dev.id))
   }
 
@@ -335,12 +383,20 @@ test('GET /v1/developers/{id}/entities and /agents list the developer\'s entitie
 
 test('developer listings: unknown developer → 404, malformed ID → 400 invalid_id', async t => {
   const ghost = developer(32)
-  for (const path of [`/v1/developers/${ghost.id}`, `/v1/developers/${ghost.id}/entities`, `/v1/developers/${enc(ghost.id)}/agents`]) {
+  for (const path of [
+    `/v1/developers/${ghost.id}`,
+    `/v1/developers/${ghost.id}/entities`,
+    `/v1/developers/${enc(ghost.id)}/agents`
+  ]) {
     const res = await http(shared.url, 'GET', path)
     t.is(res.status, 404, path)
     t.is(res.body.error, 'developer_not_found', path)
   }
-  for (const path of ['/v1/developers/zns:dev:123', '/v1/developers/zns%3A34750f98bd59fcfc946da45aaabe933b/entities', '/v1/developers/bogus/agents']) {
+  for (const path of [
+    '/v1/developers/zns:dev:123',
+    '/v1/developers/zns%3A34750f98bd59fcfc946da45aaabe933b/entities',
+    '/v1/developers/bogus/agents'
+  ]) {
     const res = await http(shared.url, 'GET', path)
     t.is(res.status, 400, path)
     t.is(res.body.error, 'invalid_id', path)
@@ -357,7 +413,11 @@ test('restricted mode: no self-registration, no implicit developers; /v1/info sa
 
   const entity = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })
   t.like(entity, { status: 403, body: { error: 'onboarding_required' } })
-  t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).status, 404, 'the refused registration left nothing behind')
+  t.is(
+    (await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).status,
+    404,
+    'the refused registration left nothing behind'
+  )
   t.is((await http(node.url, 'GET', `/v1/developers/${dev.id}`)).status, 404)
 
   const i = await info(node.url)

@@ -9,7 +9,12 @@ import { REPO, spawnNode } from '../../scripts/lib/node-process.js'
 const dev = developer(5)
 
 /** Sends bodies with bounded concurrency; returns the IDs whose registration was acknowledged (201). */
-async function register(url: string, bodies: Record<string, unknown>[], concurrency: number, onAck?: (n: number) => void): Promise<string[]> {
+async function register(
+  url: string,
+  bodies: Record<string, unknown>[],
+  concurrency: number,
+  onAck?: (n: number) => void
+): Promise<string[]> {
   const acked: string[] = []
   let next = 0
   const worker = async () => {
@@ -17,8 +22,13 @@ async function register(url: string, bodies: Record<string, unknown>[], concurre
       const body = bodies[next++] as Record<string, unknown>
       try {
         const res = await http(url, 'POST', '/v1/entities', { body })
-        if (res.status === 201) { acked.push(res.body.entity_id as string); onAck?.(acked.length) }
-      } catch { /* connection refused or reset: not acknowledged */ }
+        if (res.status === 201) {
+          acked.push(res.body.entity_id as string)
+          onAck?.(acked.length)
+        }
+      } catch {
+        /* connection refused or reset: not acknowledged */
+      }
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))
@@ -30,7 +40,9 @@ test('kill -9 loses no acknowledged write', async t => {
   try {
     const bodies = Array.from({ length: 400 }, (_, i) => specRegistration(dev, agent(dev, i)))
     const first = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit'])
-    const acked = await register(first.url, bodies, 16, n => { if (n === 150) first.child.kill('SIGKILL') })
+    const acked = await register(first.url, bodies, 16, n => {
+      if (n === 150) first.child.kill('SIGKILL')
+    })
     await first.exited
     t.true(acked.length >= 150, `acked ${acked.length}`)
     t.true(acked.length < bodies.length, 'the kill interrupted the run')
@@ -56,7 +68,9 @@ test('SIGTERM drains in-flight writes and exits 0; a restart keeps everything', 
   try {
     const bodies = Array.from({ length: 200 }, (_, i) => specRegistration(dev, agent(dev, 1000 + i)))
     const first = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit'])
-    const acked = await register(first.url, bodies, 8, n => { if (n === 60) first.child.kill('SIGTERM') })
+    const acked = await register(first.url, bodies, 8, n => {
+      if (n === 60) first.child.kill('SIGTERM')
+    })
     t.is(await first.exited, 0, first.output())
 
     const second = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit'])
@@ -74,8 +88,14 @@ test('SIGTERM drains in-flight writes and exits 0; a restart keeps everything', 
 })
 
 test('the built CLI keeps its data in ./data by default', async t => {
-  const built = await stat(join(REPO, 'dist/cli.js')).then(() => true, () => false)
-  if (!built) { t.fail('dist/cli.js missing: npm install runs the build (prepare)'); return }
+  const built = await stat(join(REPO, 'dist/cli.js')).then(
+    () => true,
+    () => false
+  )
+  if (!built) {
+    t.fail('dist/cli.js missing: npm install runs the build (prepare)')
+    return
+  }
   const cwd = await mkdtemp(join(tmpdir(), 'registry-cwd-'))
   try {
     const node = await spawnNode([], { cwd, entry: [join(REPO, 'dist/cli.js')], env: { REGISTRY_NODE_HTTP_PORT: '0' } })

@@ -12,12 +12,15 @@ test.before(async () => {
   t0 = await startTestNode()
   base = t0.url
 })
-test.after.always(async () => { await t0.stop() })
-
+test.after.always(async () => {
+  await t0.stop()
+})
 
 test('spec-form registration: 201, readable with both spellings, implicit developer created', async t => {
   const a = agent(dev, 1)
-  const res = await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a, { pricing_model: { model: 'per_token', rates: { input: 0.000001 } } }) })
+  const res = await http(base, 'POST', '/v1/entities', {
+    body: specRegistration(dev, a, { pricing_model: { model: 'per_token', rates: { input: 0.000001 } } })
+  })
   t.is(res.status, 201, JSON.stringify(res.body))
   t.like(res.body, { entity_id: a.agentId, status: 'active', fqan: null })
   t.is(typeof res.body.message, 'string')
@@ -25,9 +28,20 @@ test('spec-form registration: 201, readable with both spellings, implicit develo
   const got = await http(base, 'GET', `/v1/entities/${enc(a.agentId)}`)
   t.is(got.status, 200)
   t.like(got.body, {
-    entity_id: a.agentId, type: 'agent', entity_type: 'agent', name: 'Agent 1', category: 'tools', version: '0.1.0',
-    public_key: a.publicKey, developer_id: dev.id, owner: dev.id, entity_index: 1, status: 'active', home_registry: 'registry.test',
-    entity_url: 'https://agent1.example.com', schema_version: '1.0'
+    entity_id: a.agentId,
+    type: 'agent',
+    entity_type: 'agent',
+    name: 'Agent 1',
+    category: 'tools',
+    version: '0.1.0',
+    public_key: a.publicKey,
+    developer_id: dev.id,
+    owner: dev.id,
+    entity_index: 1,
+    status: 'active',
+    home_registry: 'registry.test',
+    entity_url: 'https://agent1.example.com',
+    schema_version: '1.0'
   })
   t.deepEqual(got.body.pricing_model, { model: 'per_token', rates: { input: 0.000001 } })
   t.deepEqual(got.body.entity_pricing, got.body.pricing_model)
@@ -40,7 +54,9 @@ test('spec-form registration: 201, readable with both spellings, implicit develo
 
 test('deployed-client registration (entity_type, entity_pricing, entity_index, developer_signature)', async t => {
   const a = agent(dev, 2)
-  const res = await http(base, 'POST', '/v1/entities', { body: deployedRegistration(dev, a, { name: 'Doc <T&T>', summary: 'x & y' }) })
+  const res = await http(base, 'POST', '/v1/entities', {
+    body: deployedRegistration(dev, a, { name: 'Doc <T&T>', summary: 'x & y' })
+  })
   t.is(res.status, 201, JSON.stringify(res.body))
   const got = await http(base, 'GET', `/v1/entities/${a.agentId}`)
   t.like(got.body, { type: 'agent', entity_type: 'agent', name: 'Doc <T&T>', entity_index: 2 })
@@ -51,7 +67,15 @@ test('deployed-client registration (entity_type, entity_pricing, entity_index, d
 test('Go-escaped signatures (< > & as \\u003c …) verify as a fallback', async t => {
   const a = agent(dev, 3)
   const body = deployedRegistration(dev, a, { name: 'A <b> & c' })
-  const signable = canonicalJson({ category: body.category, entity_type: 'agent', entity_url: body.entity_url, name: body.name, public_key: body.public_key, summary: '', tags: body.tags })
+  const signable = canonicalJson({
+    category: body.category,
+    entity_type: 'agent',
+    entity_url: body.entity_url,
+    name: body.name,
+    public_key: body.public_key,
+    summary: '',
+    tags: body.tags
+  })
   body.signature = sign(a.keyPair, signable.replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026'))
   const res = await http(base, 'POST', '/v1/entities', { body })
   t.is(res.status, 201, JSON.stringify(res.body))
@@ -60,11 +84,22 @@ test('Go-escaped signatures (< > & as \\u003c …) verify as a fallback', async 
 test('services: zns:svc: ID, service_endpoint instead of entity_url, /v1/services alias', async t => {
   const a = agent(dev, 4)
   // A deployed client sends an empty entity_url for a service; its signature then covers service_endpoint.
-  const res = await http(base, 'POST', '/v1/services', { body: deployedRegistration(dev, a, { entity_type: 'service', entity_url: '', service_endpoint: 'http://svc.example.com/api' }) })
+  const res = await http(base, 'POST', '/v1/services', {
+    body: deployedRegistration(dev, a, {
+      entity_type: 'service',
+      entity_url: '',
+      service_endpoint: 'http://svc.example.com/api'
+    })
+  })
   t.is(res.status, 201, JSON.stringify(res.body))
   t.is(res.body.entity_id, a.serviceId)
   const got = await http(base, 'GET', `/v1/entities/${enc(a.serviceId)}`)
-  t.like(got.body, { type: 'service', entity_type: 'service', entity_url: null, service_endpoint: 'http://svc.example.com/api' })
+  t.like(got.body, {
+    type: 'service',
+    entity_type: 'service',
+    entity_url: null,
+    service_endpoint: 'http://svc.example.com/api'
+  })
   // The same key may also hold an agent ID.
   const asAgent = await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a) })
   t.is(asAgent.status, 201)
@@ -87,7 +122,9 @@ test('signature and proof failures', async t => {
   t.is(r1.status, 401)
   t.like(r1.body, { error: 'signature_invalid', field: 'signature' })
 
-  const r2 = await http(base, 'POST', '/v1/entities', { body: { ...good, signature: (good.signature as string).slice('ed25519:'.length) } })
+  const r2 = await http(base, 'POST', '/v1/entities', {
+    body: { ...good, signature: (good.signature as string).slice('ed25519:'.length) }
+  })
   t.is(r2.status, 400)
   t.like(r2.body, { error: 'validation_failed', field: 'signature' })
 
@@ -95,7 +132,9 @@ test('signature and proof failures', async t => {
   const r3 = await http(base, 'POST', '/v1/entities', { body: wrongProof })
   t.like(r3, { status: 401, body: { error: 'developer_proof_invalid' } })
 
-  const noIndex = specRegistration(dev, a, { developer_proof: { developer_public_key: dev.publicKey, signature: a.proof.signature } })
+  const noIndex = specRegistration(dev, a, {
+    developer_proof: { developer_public_key: dev.publicKey, signature: a.proof.signature }
+  })
   const r4 = await http(base, 'POST', '/v1/entities', { body: noIndex })
   t.is(r4.status, 400)
   t.like(r4.body, { error: 'validation_failed', field: 'developer_proof.index' })
@@ -157,7 +196,9 @@ test('update: spec body signature, deployed Bearer over raw bytes, Bearer-Dev, f
   t.is((await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
   const path = `/v1/entities/${enc(a.agentId)}`
 
-  const spec = await http(base, 'PUT', path, { body: signSpec(a.keyPair, { summary: 'Now summarises too', tags: ['summary'] }) })
+  const spec = await http(base, 'PUT', path, {
+    body: signSpec(a.keyPair, { summary: 'Now summarises too', tags: ['summary'] })
+  })
   t.is(spec.status, 200, JSON.stringify(spec.body))
   t.like(spec.body, { summary: 'Now summarises too', name: 'Agent 8' })
   t.deepEqual(spec.body.tags, ['summary'])
@@ -168,11 +209,17 @@ test('update: spec body signature, deployed Bearer over raw bytes, Bearer-Dev, f
   t.is(bearer.body.name, 'Renamed')
 
   const rawDev = JSON.stringify({ version: '2.0.0' })
-  const bearerDev = await http(base, 'PUT', path, { raw: rawDev, headers: { authorization: `Bearer-Dev ${sign(dev.keyPair, rawDev)}` } })
+  const bearerDev = await http(base, 'PUT', path, {
+    raw: rawDev,
+    headers: { authorization: `Bearer-Dev ${sign(dev.keyPair, rawDev)}` }
+  })
   t.is(bearerDev.status, 200, JSON.stringify(bearerDev.body))
   t.is(bearerDev.body.version, '2.0.0')
 
-  const wrong = await http(base, 'PUT', path, { raw: rawDev, headers: { authorization: `Bearer ${sign(dev.keyPair, rawDev)}` } })
+  const wrong = await http(base, 'PUT', path, {
+    raw: rawDev,
+    headers: { authorization: `Bearer ${sign(dev.keyPair, rawDev)}` }
+  })
   t.like(wrong, { status: 401, body: { error: 'signature_invalid' } })
 
   const none = await http(base, 'PUT', path, { body: { name: 'nobody' } })
@@ -185,7 +232,9 @@ test('update: spec body signature, deployed Bearer over raw bytes, Bearer-Dev, f
   const insecure = await http(base, 'PUT', path, { body: signSpec(a.keyPair, { entity_url: 'http://x.example' }) })
   t.like(insecure.body, { error: 'validation_failed', field: 'entity_url' })
 
-  const missing = await http(base, 'PUT', '/v1/entities/zns:00000000000000000000000000000000', { body: signSpec(a.keyPair, { name: 'x' }) })
+  const missing = await http(base, 'PUT', '/v1/entities/zns:00000000000000000000000000000000', {
+    body: signSpec(a.keyPair, { name: 'x' })
+  })
   t.is(missing.status, 404)
 
   const after = await http(base, 'GET', path)
@@ -199,7 +248,10 @@ test('deregistration leaves a tombstone; replays cannot resurrect; a new signed 
   const path = `/v1/entities/${enc(a.agentId)}`
 
   t.is((await http(base, 'DELETE', path)).body.error, 'authorization_required')
-  t.is((await http(base, 'DELETE', path, { headers: { authorization: `Bearer ${sign(dev.keyPair, 'nope')}` } })).status, 401)
+  t.is(
+    (await http(base, 'DELETE', path, { headers: { authorization: `Bearer ${sign(dev.keyPair, 'nope')}` } })).status,
+    401
+  )
 
   const del = await http(base, 'DELETE', path, { headers: { authorization: `Bearer ${sign(a.keyPair, a.agentId)}` } })
   t.is(del.status, 200, JSON.stringify(del.body))
@@ -210,10 +262,14 @@ test('deregistration leaves a tombstone; replays cannot resurrect; a new signed 
   const replay = await http(base, 'POST', '/v1/entities', { body })
   t.like(replay, { status: 409, body: { error: 'entity_deregistered' } })
 
-  const fresh = await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a, { summary: 'Back, signed anew' }) })
+  const fresh = await http(base, 'POST', '/v1/entities', {
+    body: specRegistration(dev, a, { summary: 'Back, signed anew' })
+  })
   t.is(fresh.status, 201)
   // The earlier registration is still a replay after the resurrection and a second deletion.
-  const del2 = await http(base, 'DELETE', path, { headers: { 'x-signature': sign(a.keyPair, `/v1/entities/${a.agentId}`) } })
+  const del2 = await http(base, 'DELETE', path, {
+    headers: { 'x-signature': sign(a.keyPair, `/v1/entities/${a.agentId}`) }
+  })
   t.is(del2.status, 200, JSON.stringify(del2.body))
   t.is((await http(base, 'POST', '/v1/entities', { body })).body.error, 'entity_deregistered')
 })
@@ -223,20 +279,36 @@ test('listing: limit/offset/type/category and page/page_size/entity_type/develop
   try {
     const d2 = developer(2)
     for (let i = 0; i < 5; i++) {
-      const body = i < 3 ? specRegistration(dev, agent(dev, 100 + i), { category: i % 2 ? 'Finance' : 'tools' }) : deployedRegistration(d2, agent(d2, i), { entity_type: 'service', service_endpoint: 'https://s.example' })
+      const body =
+        i < 3
+          ? specRegistration(dev, agent(dev, 100 + i), { category: i % 2 ? 'Finance' : 'tools' })
+          : deployedRegistration(d2, agent(d2, i), { entity_type: 'service', service_endpoint: 'https://s.example' })
       t.is((await http(node.url, 'POST', '/v1/entities', { body })).status, 201)
     }
     const all = await http(node.url, 'GET', '/v1/entities')
     t.like(all.body, { count: 5, total: 5, limit: 50, offset: 0, has_more: false })
     const page = await http(node.url, 'GET', '/v1/entities?limit=2&offset=1')
     t.like(page.body, { count: 2, total: 5, has_more: true, offset: 1 })
-    t.deepEqual(page.body.entities.map((e: { name: string }) => e.name), ['Agent 101', 'Agent 102'])
+    t.deepEqual(
+      page.body.entities.map((e: { name: string }) => e.name),
+      ['Agent 101', 'Agent 102']
+    )
     t.like((await http(node.url, 'GET', '/v1/entities?type=service')).body, { total: 2 })
     t.like((await http(node.url, 'GET', '/v1/entities?type=agent&category=finance')).body, { total: 1 })
-    const paged = await http(node.url, 'GET', `/v1/entities?page=2&page_size=1&entity_type=service&developer_id=${d2.id}`)
+    const paged = await http(
+      node.url,
+      'GET',
+      `/v1/entities?page=2&page_size=1&entity_type=service&developer_id=${d2.id}`
+    )
     t.like(paged.body, { count: 1, total: 2, page: 2, page_size: 1, offset: 1, has_more: false })
     // Out-of-range numbers are clamped, as the origin registry does (deployed clients send ?limit=500); the reply says what applied.
-    for (const [q, applied] of [['limit=500', { limit: 200, count: 5 }], ['limit=100000', { limit: 200 }], ['limit=0', { limit: 1, count: 1 }], ['offset=-1', { offset: 0 }], ['page=0&page_size=1000', { page: 1, page_size: 200, offset: 0 }]] as const) {
+    for (const [q, applied] of [
+      ['limit=500', { limit: 200, count: 5 }],
+      ['limit=100000', { limit: 200 }],
+      ['limit=0', { limit: 1, count: 1 }],
+      ['offset=-1', { offset: 0 }],
+      ['page=0&page_size=1000', { page: 1, page_size: 200, offset: 0 }]
+    ] as const) {
       const res = await http(node.url, 'GET', `/v1/entities?${q}`)
       t.is(res.status, 200, q)
       t.like(res.body, applied, q)
@@ -253,14 +325,21 @@ test('listing: limit/offset/type/category and page/page_size/entity_type/develop
 
 test('entity_name that cannot be bound does not fail the registration, and the reply says why', async t => {
   const a = agent(dev, 11)
-  const res = await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a, { entity_name: 'translator' }) })
+  const res = await http(base, 'POST', '/v1/entities', {
+    body: specRegistration(dev, a, { entity_name: 'translator' })
+  })
   t.is(res.status, 201)
   t.like(res.body, { fqan: null, name_binding: { requested: 'translator', bound: false, reason: 'no_handle' } })
 })
 
 test('an entity without a developer is accepted (the proof is only needed for HD-derived keys)', async t => {
   const a = agent(developer(3), 1)
-  const body = signSpec(a.keyPair, { name: 'Loner', category: 'misc', entity_url: 'https://loner.example', public_key: a.publicKey })
+  const body = signSpec(a.keyPair, {
+    name: 'Loner',
+    category: 'misc',
+    entity_url: 'https://loner.example',
+    public_key: a.publicKey
+  })
   const res = await http(base, 'POST', '/v1/entities', { body })
   t.is(res.status, 201, JSON.stringify(res.body))
   const got = await http(base, 'GET', `/v1/entities/${a.agentId}`)
@@ -276,7 +355,10 @@ test('concurrent updates of different fields both take effect', async t => {
     http(base, 'PUT', path, { body: signSpec(a.keyPair, { version: '3.0.0' }) }),
     http(base, 'PUT', path, { body: signSpec(a.keyPair, { tags: ['third'] }) })
   ])
-  t.deepEqual(results.map(r => r.status), [200, 200, 200])
+  t.deepEqual(
+    results.map(r => r.status),
+    [200, 200, 200]
+  )
   const got = await http(base, 'GET', path)
   t.like(got.body, { summary: 'first', version: '3.0.0', tags: ['third'] })
 })

@@ -8,7 +8,13 @@ import { pino } from 'pino'
 import { readFileSync } from 'node:fs'
 import { createServer, request } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { callEntity, createEntity, signAgentMessage, signA2AMessage, type RunningEntity } from '../../src/entity/index.js'
+import {
+  callEntity,
+  createEntity,
+  signAgentMessage,
+  signA2AMessage,
+  type RunningEntity
+} from '../../src/entity/index.js'
 import { verifyCard } from '../../src/identity/card-signature.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
@@ -31,10 +37,28 @@ test.after.always(async () => {
 
 type Handler = Parameters<typeof createEntity>[0]['handler']
 
-async function start(index: number, fields: { handler?: Handler; authMode?: 'strict' | 'permissive'; summary?: string; handlerTimeoutMs?: number; bodyLimitBytes?: number; port?: number } = {}): Promise<RunningEntity> {
+async function start(
+  index: number,
+  fields: {
+    handler?: Handler
+    authMode?: 'strict' | 'permissive'
+    summary?: string
+    handlerTimeoutMs?: number
+    bodyLimitBytes?: number
+    port?: number
+  } = {}
+): Promise<RunningEntity> {
   const entity = createEntity({
-    developerKey: dev.keyPair, index, registry: node.url,
-    card: { name: `Echo ${index}`, summary: fields.summary ?? 'Repeats what it is told, for tests', category: 'tools', tags: ['echo', 'test'], capabilities: ['echo'] },
+    developerKey: dev.keyPair,
+    index,
+    registry: node.url,
+    card: {
+      name: `Echo ${index}`,
+      summary: fields.summary ?? 'Repeats what it is told, for tests',
+      category: 'tools',
+      tags: ['echo', 'test'],
+      capabilities: ['echo']
+    },
     handler: fields.handler ?? (input => input.content),
     heartbeat: { intervalMs: 500 },
     logger: pino({ level: 'silent' }),
@@ -92,20 +116,37 @@ test('restarting with the same card changes nothing; a new URL or card is sent a
   await moved.stop()
   const changed = await start(2, { summary: 'Now with a new summary' })
   t.is(changed.registration.action, 'updated')
-  t.is((await http(node.url, 'GET', `/v1/entities/${encodeURIComponent(changed.entityId)}`)).body.summary, 'Now with a new summary')
+  t.is(
+    (await http(node.url, 'GET', `/v1/entities/${encodeURIComponent(changed.entityId)}`)).body.summary,
+    'Now with a new summary'
+  )
 })
 
 test('/webhook/sync: unsigned in permissive mode, signed, a handler object as JSON text, prompt alias', async t => {
   const seen: Array<{ signed: boolean; senderId: string | null }> = []
-  const e = await start(3, { handler: input => { seen.push({ signed: input.signed, senderId: input.senderId }); return input.content === 'object' ? { answer: 42 } : `echo: ${input.content}` } })
+  const e = await start(3, {
+    handler: input => {
+      seen.push({ signed: input.signed, senderId: input.senderId })
+      return input.content === 'object' ? { answer: 42 } : `echo: ${input.content}`
+    }
+  })
   const plain = await http(e.url, 'POST', '/webhook/sync', { body: { content: 'hello' } })
   t.is(plain.status, 200)
   t.like(plain.body, { status: 'success', response: 'echo: hello' })
   t.regex(plain.body.message_id, /^[0-9a-f-]{36}$/)
-  t.like((await http(e.url, 'POST', '/webhook/sync', { body: { prompt: 'old client' } })).body, { response: 'echo: old client' })
-  t.like((await http(e.url, 'POST', '/webhook/sync', { body: signed('with a signature') })).body, { status: 'success', response: 'echo: with a signature' })
+  t.like((await http(e.url, 'POST', '/webhook/sync', { body: { prompt: 'old client' } })).body, {
+    response: 'echo: old client'
+  })
+  t.like((await http(e.url, 'POST', '/webhook/sync', { body: signed('with a signature') })).body, {
+    status: 'success',
+    response: 'echo: with a signature'
+  })
   t.is((await http(e.url, 'POST', '/webhook/sync', { body: { content: 'object' } })).body.response, '{"answer":42}')
-  t.deepEqual(seen.slice(0, 3), [{ signed: false, senderId: null }, { signed: false, senderId: null }, { signed: true, senderId: callerId }])
+  t.deepEqual(seen.slice(0, 3), [
+    { signed: false, senderId: null },
+    { signed: false, senderId: null },
+    { signed: true, senderId: callerId }
+  ])
 })
 
 test('auth_mode strict, replays, skew and forged senders answer their codes', async t => {
@@ -123,14 +164,20 @@ test('auth_mode strict, replays, skew and forged senders answer their codes', as
   t.like(stale, { status: 401, body: { error: 'timestamp_out_of_window' } })
   const impostor = await post({ ...signed('me'), sender_id: 'zns:00000000000000000000000000000000' })
   t.like(impostor, { status: 401, body: { error: 'sender_key_mismatch' } })
-  for (const res of [unsigned, replay, tampered, stale, impostor]) t.deepEqual(Object.keys(res.body).filter(k => k === 'error' || k === 'message'), ['error', 'message'])
+  for (const res of [unsigned, replay, tampered, stale, impostor])
+    t.deepEqual(
+      Object.keys(res.body).filter(k => k === 'error' || k === 'message'),
+      ['error', 'message']
+    )
 })
 
 function raw(url: string, body: string, contentType: string): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'POST', headers: { 'content-type': contentType } }, res => {
       let text = ''
-      res.on('data', c => { text += c })
+      res.on('data', c => {
+        text += c
+      })
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }))
     })
     req.on('error', reject)
@@ -140,7 +187,8 @@ function raw(url: string, body: string, contentType: string): Promise<{ status: 
 
 test('bad input: non-JSON, malformed JSON, too large, no content, a handler that throws or overruns', async t => {
   const e = await start(5, {
-    bodyLimitBytes: 2048, handlerTimeoutMs: 300,
+    bodyLimitBytes: 2048,
+    handlerTimeoutMs: 300,
     handler: input => {
       if (input.content === 'throw') throw new Error('secret internal detail')
       if (input.content === 'slow') return new Promise(resolve => setTimeout(() => resolve('late'), 5_000))
@@ -150,21 +198,37 @@ test('bad input: non-JSON, malformed JSON, too large, no content, a handler that
   const sync = `${e.url}/webhook/sync`
   t.like(await raw(sync, '<html></html>', 'text/html'), { status: 415, body: { error: 'unsupported_media_type' } })
   t.like(await raw(sync, '{"content":', 'application/json'), { status: 400, body: { error: 'invalid_json' } })
-  t.like(await raw(sync, JSON.stringify({ content: 'x'.repeat(4096) }), 'application/json'), { status: 413, body: { error: 'body_too_large' } })
-  t.like(await raw(sync, '{"sender_id":"someone"}', 'application/json'), { status: 400, body: { error: 'validation_failed', field: 'content' } })
+  t.like(await raw(sync, JSON.stringify({ content: 'x'.repeat(4096) }), 'application/json'), {
+    status: 413,
+    body: { error: 'body_too_large' }
+  })
+  t.like(await raw(sync, '{"sender_id":"someone"}', 'application/json'), {
+    status: 400,
+    body: { error: 'validation_failed', field: 'content' }
+  })
   const thrown = await raw(sync, '{"content":"throw"}', 'application/json')
   t.like(thrown, { status: 500, body: { error: 'handler_failed' } })
   t.false(JSON.stringify(thrown.body).includes('secret internal detail'), 'no stack or message of the handler leaks')
   const slow = await raw(sync, '{"content":"slow"}', 'application/json')
   t.like(slow, { status: 408, body: { error: 'handler_timeout' } })
   t.truthy(slow.body.message_id)
-  t.like(await raw(sync, '{"content":"still alive"}', 'application/json'), { status: 200, body: { response: 'still alive' } })
+  t.like(await raw(sync, '{"content":"still alive"}', 'application/json'), {
+    status: 200,
+    body: { response: 'still alive' }
+  })
 })
 
 test('/webhook answers 202 at once; the reply is read once at /webhook/response/{id}', async t => {
   let release: () => void = () => {}
-  const gate = new Promise<void>(resolve => { release = resolve })
-  const e = await start(6, { handler: async input => { await gate; return `done: ${input.content}` } })
+  const gate = new Promise<void>(resolve => {
+    release = resolve
+  })
+  const e = await start(6, {
+    handler: async input => {
+      await gate
+      return `done: ${input.content}`
+    }
+  })
   const accepted = await http(e.url, 'POST', '/webhook', { body: { content: 'job' } })
   t.is(accepted.status, 202)
   t.is(accepted.body.status, 'accepted')
@@ -182,22 +246,43 @@ test('/webhook answers 202 at once; the reply is read once at /webhook/response/
 
 test('A2A message/send signed per the SDK is answered with a completed task; a bad block gets the SDK error codes', async t => {
   const e = await start(7, { authMode: 'strict' })
-  const message = () => ({ kind: 'message', messageId: `m-${Math.random()}`, role: 'user', parts: [{ kind: 'text', text: 'over A2A' }] })
-  const rpc = async (msg: unknown, id = 1) => (await http(e.url, 'POST', '/a2a/v1', { body: { jsonrpc: '2.0', id, method: 'message/send', params: { message: msg } } })).body
+  const message = () => ({
+    kind: 'message',
+    messageId: `m-${Math.random()}`,
+    role: 'user',
+    parts: [{ kind: 'text', text: 'over A2A' }]
+  })
+  const rpc = async (msg: unknown, id = 1) =>
+    (
+      await http(e.url, 'POST', '/a2a/v1', {
+        body: { jsonrpc: '2.0', id, method: 'message/send', params: { message: msg } }
+      })
+    ).body
   const ok = await rpc(signA2AMessage(message(), { keyPair: caller, entityId: callerId }))
   t.is(ok.result.status.state, 'completed')
   t.is(ok.result.artifacts[0].parts[0].text, 'over A2A')
-  const got = (await http(e.url, 'POST', '/a2a/v1', { body: { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: ok.result.id } } })).body
+  const got = (
+    await http(e.url, 'POST', '/a2a/v1', {
+      body: { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: ok.result.id } }
+    })
+  ).body
   t.is(got.result.status.state, 'completed')
   const forged = signA2AMessage(message(), { keyPair: caller, entityId: callerId }) as any
   forged.parts[0].text = 'changed after signing'
   t.is((await rpc(forged)).error.code, -32100)
-  const expired = signA2AMessage(message(), { keyPair: caller, entityId: callerId, now: new Date(Date.now() - 120_000) })
+  const expired = signA2AMessage(message(), {
+    keyPair: caller,
+    entityId: callerId,
+    now: new Date(Date.now() - 120_000)
+  })
   t.is((await rpc(expired)).error.code, -32102)
   t.is((await rpc(message())).error.code, -32100, 'strict: unsigned refused')
   const vector = JSON.parse(readFileSync(new URL('../fixtures/a2a/x-zynd-auth-vector.json', import.meta.url), 'utf8'))
   t.is((await rpc(vector.message)).error.code, -32102, 'the SDK vector is long expired')
-  t.is((await http(e.url, 'POST', '/a2a/v1', { body: { jsonrpc: '2.0', id: 3, method: 'nope' } })).body.error.code, -32601)
+  t.is(
+    (await http(e.url, 'POST', '/a2a/v1', { body: { jsonrpc: '2.0', id: 3, method: 'nope' } })).body.error.code,
+    -32601
+  )
 })
 
 test('call: over the webhook, over A2A when asked, and over A2A by itself for an entity without /webhook/sync', async t => {
@@ -209,14 +294,23 @@ test('call: over the webhook, over A2A when asked, and over A2A by itself for an
   // An A2A-only entity (as the public SDKs now serve): no /webhook/sync, A2A passed on to ours.
   const a2aOnly = createServer((req, res) => {
     let body = ''
-    req.on('data', c => { body += c })
+    req.on('data', c => {
+      body += c
+    })
     req.on('end', () => {
-      if (req.url !== '/a2a/v1') { res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}'); return }
-      void fetch(`${e.url}/a2a/v1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async r => res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text()))
+      if (req.url !== '/a2a/v1') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}')
+        return
+      }
+      void fetch(`${e.url}/a2a/v1`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(
+        async r => res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text())
+      )
     })
   })
   await new Promise<void>(resolve => a2aOnly.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { a2aOnly.close() })
+  t.teardown(() => {
+    a2aOnly.close()
+  })
   const fallback = await callEntity(`http://127.0.0.1:${(a2aOnly.address() as AddressInfo).port}`, 'no webhook here')
   t.is(fallback.response, 'no webhook here')
   t.is(fallback.card_verification, 'unavailable')

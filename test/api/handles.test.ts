@@ -8,7 +8,16 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
-import { agent, canonicalJson, developer, developerRegistration, sign, signSpec, specRegistration, type Developer } from '../helpers/identities.js'
+import {
+  agent,
+  canonicalJson,
+  developer,
+  developerRegistration,
+  sign,
+  signSpec,
+  specRegistration,
+  type Developer
+} from '../helpers/identities.js'
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
 import { json, startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
 import { enc, http, recordEvents, startTestNode, type TestNode } from '../helpers/node.js'
@@ -38,7 +47,10 @@ function githubApi(req: IncomingMessage, res: ServerResponse): void {
         { id: 'g2', files: { 'zns.txt': { filename: 'zns.txt' } } } // content only in the gist itself
       ])
     case '/gists/g2':
-      return json(res, 200, { id: 'g2', files: { 'zns.txt': { filename: 'zns.txt', content: `my registry key: ${githubDev.publicKey}\n` } } })
+      return json(res, 200, {
+        id: 'g2',
+        files: { 'zns.txt': { filename: 'zns.txt', content: `my registry key: ${githubDev.publicKey}\n` } }
+      })
     case '/users/nokey/gists':
       return json(res, 200, [{ id: 'h1', files: { 'a.txt': { filename: 'a.txt', content: b64(githubDev) } } }])
     case '/users/broken/gists':
@@ -59,7 +71,9 @@ test.before(async () => {
   const caFile = join(tmp, 'github-ca.pem')
   await writeFile(caFile, github.certPem)
   // Generous: the local DNS server and GitHub stand-in answer at once, a busy machine may be slow to get there.
-  node = await startTestNode({ verification: { dns_servers: [dns.address], github_api_url: github.url, github_ca_file: caFile, timeout_ms: 20_000 } })
+  node = await startTestNode({
+    verification: { dns_servers: [dns.address], github_api_url: github.url, github_ca_file: caFile, timeout_ms: 20_000 }
+  })
   base = node.url
 })
 
@@ -71,25 +85,36 @@ test.after.always(async () => {
 })
 
 async function registerDeveloper(dev: Developer, fields: Record<string, unknown> = {}) {
-  const res = await http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: `Dev ${dev.id.slice(-4)}`, ...fields }) })
+  const res = await http(base, 'POST', '/v1/developers', {
+    body: developerRegistration(dev, { name: `Dev ${dev.id.slice(-4)}`, ...fields })
+  })
   if (res.status !== 201) throw new Error(`developer registration failed: ${res.status} ${JSON.stringify(res.body)}`)
   return res
 }
 
 /** Developers of these seeds, registered on the node (default names). */
-async function registeredDevelopers<const S extends readonly number[]>(...seeds: S): Promise<{ [K in keyof S]: Developer }> {
+async function registeredDevelopers<const S extends readonly number[]>(
+  ...seeds: S
+): Promise<{ [K in keyof S]: Developer }> {
   const devs = seeds.map(seed => developer(seed))
   for (const dev of devs) await registerDeveloper(dev)
   return devs as { [K in keyof S]: Developer }
 }
 
-function claimBody(dev: Developer, handle: string, signer: Developer = dev, publicKey = dev.publicKey): Record<string, unknown> {
+function claimBody(
+  dev: Developer,
+  handle: string,
+  signer: Developer = dev,
+  publicKey = dev.publicKey
+): Record<string, unknown> {
   return signSpec(signer.keyPair, { developer_id: dev.id, handle, public_key: publicKey })
 }
 
 const claim = (dev: Developer, handle: string) => http(base, 'POST', '/v1/handles', { body: claimBody(dev, handle) })
 
-const releaseAuth = (dev: Developer, subject: string) => ({ authorization: `Bearer ${sign(dev.keyPair, `release:${subject}`)}` })
+const releaseAuth = (dev: Developer, subject: string) => ({
+  authorization: `Bearer ${sign(dev.keyPair, `release:${subject}`)}`
+})
 
 test('claim in the spec form → 201 with the handle view; GET shows it self-claimed; 404 when unclaimed', async t => {
   const dev = developer(10)
@@ -100,16 +125,34 @@ test('claim in the spec form → 201 with the handle view; GET shows it self-cla
   const res = await claim(dev, 'spec-claimer')
   t.is(res.status, 201, JSON.stringify(res.body))
   t.like(res.body, {
-    handle: 'spec-claimer', developer_id: dev.id, developer_name: 'Spec Claimer', verified: false,
-    verification_method: null, verification_proof: null, verification_tier: 'self-claimed', verified_at: null
+    handle: 'spec-claimer',
+    developer_id: dev.id,
+    developer_name: 'Spec Claimer',
+    verified: false,
+    verification_method: null,
+    verification_proof: null,
+    verification_tier: 'self-claimed',
+    verified_at: null
   })
   t.is(typeof res.body.message, 'string')
   t.false(Number.isNaN(Date.parse(res.body.claimed_at)))
 
   const got = await http(base, 'GET', '/v1/handles/spec-claimer')
   t.is(got.status, 200)
-  t.like(got.body, { handle: 'spec-claimer', developer_id: dev.id, developer_name: 'Spec Claimer', verified: false, verification_method: null, verification_tier: 'self-claimed', claimed_at: res.body.claimed_at })
-  t.is((await http(base, 'GET', '/v1/handles/SPEC-CLAIMER')).body.handle, 'spec-claimer', 'the path is case-insensitive')
+  t.like(got.body, {
+    handle: 'spec-claimer',
+    developer_id: dev.id,
+    developer_name: 'Spec Claimer',
+    verified: false,
+    verification_method: null,
+    verification_tier: 'self-claimed',
+    claimed_at: res.body.claimed_at
+  })
+  t.is(
+    (await http(base, 'GET', '/v1/handles/SPEC-CLAIMER')).body.handle,
+    'spec-claimer',
+    'the path is case-insensitive'
+  )
 
   const devRecord = await http(base, 'GET', `/v1/developers/${enc(dev.id)}`)
   t.like(devRecord.body, { dev_handle: 'spec-claimer', handle: 'spec-claimer', dev_handle_verified: false })
@@ -126,8 +169,16 @@ test('claim in the deployed form (signature over exactly {developer_id, handle, 
   const dev = developer(11)
   await registerDeveloper(dev)
   // An unsigned extra member makes the spec form (the whole body) differ from the deployed form.
-  const body: Record<string, unknown> = { developer_id: dev.id, handle: 'deployed-claimer', public_key: dev.publicKey, client: 'zns-cli/1.0' }
-  body.signature = sign(dev.keyPair, canonicalJson({ developer_id: dev.id, handle: 'deployed-claimer', public_key: dev.publicKey }))
+  const body: Record<string, unknown> = {
+    developer_id: dev.id,
+    handle: 'deployed-claimer',
+    public_key: dev.publicKey,
+    client: 'zns-cli/1.0'
+  }
+  body.signature = sign(
+    dev.keyPair,
+    canonicalJson({ developer_id: dev.id, handle: 'deployed-claimer', public_key: dev.publicKey })
+  )
   const res = await http(base, 'POST', '/v1/handles', { body })
   t.is(res.status, 201, JSON.stringify(res.body))
   t.like(res.body, { handle: 'deployed-claimer', developer_id: dev.id, verification_tier: 'self-claimed' })
@@ -144,7 +195,9 @@ test('ownership rules of a claim', async t => {
   const [owner, other] = await registeredDevelopers(13, 14)
 
   // public_key is another developer's key, signed by that other key.
-  const foreign = await http(base, 'POST', '/v1/handles', { body: claimBody(owner, 'stolen-key', other, other.publicKey) })
+  const foreign = await http(base, 'POST', '/v1/handles', {
+    body: claimBody(owner, 'stolen-key', other, other.publicKey)
+  })
   t.is(foreign.status, 401, JSON.stringify(foreign.body))
   t.is(foreign.body.error, 'signature_invalid')
   // The developer's own key as public_key, but signed by someone else.
@@ -153,7 +206,9 @@ test('ownership rules of a claim', async t => {
 
   // An unregistered developer_id that is not the ID of public_key.
   const ghost = developer(15)
-  const unknown = await http(base, 'POST', '/v1/handles', { body: claimBody(ghost, 'ghost-handle', other, other.publicKey) })
+  const unknown = await http(base, 'POST', '/v1/handles', {
+    body: claimBody(ghost, 'ghost-handle', other, other.publicKey)
+  })
   t.is(unknown.status, 404, JSON.stringify(unknown.body))
   t.like(unknown.body, { error: 'developer_not_found', field: 'developer_id' })
   t.is((await http(base, 'GET', `/v1/developers/${enc(ghost.id)}`)).status, 404)
@@ -194,28 +249,55 @@ test('availability: available, claimed, invalid, reserved', async t => {
   const free = await http(base, 'GET', '/v1/handles/avail-free/available')
   t.is(free.status, 200)
   t.deepEqual(free.body, { handle: 'avail-free', available: true })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/avail-taken/available')).body, { handle: 'avail-taken', available: false, reason: 'claimed' })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/ab/available')).body, { handle: 'ab', available: false, reason: 'invalid' })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/-x-/available')).body, { handle: '-x-', available: false, reason: 'invalid' })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/admin/available')).body, { handle: 'admin', available: false, reason: 'reserved' })
+  t.deepEqual((await http(base, 'GET', '/v1/handles/avail-taken/available')).body, {
+    handle: 'avail-taken',
+    available: false,
+    reason: 'claimed'
+  })
+  t.deepEqual((await http(base, 'GET', '/v1/handles/ab/available')).body, {
+    handle: 'ab',
+    available: false,
+    reason: 'invalid'
+  })
+  t.deepEqual((await http(base, 'GET', '/v1/handles/-x-/available')).body, {
+    handle: '-x-',
+    available: false,
+    reason: 'invalid'
+  })
+  t.deepEqual((await http(base, 'GET', '/v1/handles/admin/available')).body, {
+    handle: 'admin',
+    available: false,
+    reason: 'reserved'
+  })
 })
 
 test('POST /v1/developers with a handle claims it in the same write; a taken handle fails the whole registration', async t => {
   const dev = developer(17)
   const rec = recordEvents(node)
   t.teardown(rec.stop)
-  const res = await http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: 'With Handle', handle: 'with-handle' }) })
+  const res = await http(base, 'POST', '/v1/developers', {
+    body: developerRegistration(dev, { name: 'With Handle', handle: 'with-handle' })
+  })
   t.is(res.status, 201, JSON.stringify(res.body))
   t.like(res.body, { developer_id: dev.id, handle: 'with-handle' })
 
   const handle = await http(base, 'GET', '/v1/handles/with-handle')
   t.is(handle.status, 200)
   t.like(handle.body, { developer_id: dev.id, developer_name: 'With Handle', verification_tier: 'self-claimed' })
-  t.like((await http(base, 'GET', `/v1/developers/${enc(dev.id)}`)).body, { dev_handle: 'with-handle', dev_handle_verified: false })
-  t.true(rec.events.some(e => e.type === 'handle_claimed' && e.data.handle === 'with-handle' && e.data.developer_id === dev.id))
+  t.like((await http(base, 'GET', `/v1/developers/${enc(dev.id)}`)).body, {
+    dev_handle: 'with-handle',
+    dev_handle_verified: false
+  })
+  t.true(
+    rec.events.some(
+      e => e.type === 'handle_claimed' && e.data.handle === 'with-handle' && e.data.developer_id === dev.id
+    )
+  )
 
   const late = developer(18)
-  const clash = await http(base, 'POST', '/v1/developers', { body: developerRegistration(late, { handle: 'with-handle' }) })
+  const clash = await http(base, 'POST', '/v1/developers', {
+    body: developerRegistration(late, { handle: 'with-handle' })
+  })
   t.like(clash, { status: 409, body: { error: 'handle_claimed' } })
   t.is((await http(base, 'GET', '/v1/handles/with-handle')).body.developer_id, dev.id)
   const none = await http(base, 'GET', `/v1/developers/${enc(late.id)}`)
@@ -223,9 +305,15 @@ test('POST /v1/developers with a handle claims it in the same write; a taken han
   t.is(none.status, 404, 'the failed registration left nothing behind')
 
   const reservedDev = developer(24)
-  const reserved = await http(base, 'POST', '/v1/developers', { body: developerRegistration(reservedDev, { handle: 'admin' }) })
+  const reserved = await http(base, 'POST', '/v1/developers', {
+    body: developerRegistration(reservedDev, { handle: 'admin' })
+  })
   t.like(reserved, { status: 400, body: { error: 'handle_reserved' } })
-  t.is((await http(base, 'GET', `/v1/developers/${enc(reservedDev.id)}`)).status, 404, 'the failed registration left nothing behind')
+  t.is(
+    (await http(base, 'GET', `/v1/developers/${enc(reservedDev.id)}`)).status,
+    404,
+    'the failed registration left nothing behind'
+  )
 })
 
 test('verify by DNS through a real resolver (body signature and Authorization over the raw body)', async t => {
@@ -234,12 +322,30 @@ test('verify by DNS through a real resolver (body signature and Authorization ov
   const rec = recordEvents(node)
   t.teardown(rec.stop)
 
-  const res = await http(base, 'POST', '/v1/handles/dns-dev/verify', { body: signSpec(dnsDev.keyPair, { method: 'dns', proof: 'example.com' }) })
+  const res = await http(base, 'POST', '/v1/handles/dns-dev/verify', {
+    body: signSpec(dnsDev.keyPair, { method: 'dns', proof: 'example.com' })
+  })
   t.is(res.status, 200, JSON.stringify(res.body))
-  t.like(res.body, { handle: 'dns-dev', verified: true, verification_method: 'dns', verification_proof: 'example.com', verification_tier: 'dns-verified' })
+  t.like(res.body, {
+    handle: 'dns-dev',
+    verified: true,
+    verification_method: 'dns',
+    verification_proof: 'example.com',
+    verification_tier: 'dns-verified'
+  })
   t.false(Number.isNaN(Date.parse(res.body.verified_at)))
-  t.like((await http(base, 'GET', '/v1/handles/dns-dev')).body, { verified: true, verification_method: 'dns', verification_tier: 'dns-verified' })
-  t.like((await http(base, 'GET', `/v1/developers/${enc(dnsDev.id)}`)).body, { dev_handle: 'dns-dev', dev_handle_verified: true, verification_method: 'dns', verification_proof: 'example.com', verification_tier: 'dns-verified' })
+  t.like((await http(base, 'GET', '/v1/handles/dns-dev')).body, {
+    verified: true,
+    verification_method: 'dns',
+    verification_tier: 'dns-verified'
+  })
+  t.like((await http(base, 'GET', `/v1/developers/${enc(dnsDev.id)}`)).body, {
+    dev_handle: 'dns-dev',
+    dev_handle_verified: true,
+    verification_method: 'dns',
+    verification_proof: 'example.com',
+    verification_tier: 'dns-verified'
+  })
   const verified = rec.events.filter(e => e.type === 'handle_verified' && e.data.handle === 'dns-dev')
   t.is(verified.length, 1)
   t.like(verified[0]?.data, { handle: 'dns-dev', developer_id: dnsDev.id, method: 'dns' })
@@ -248,33 +354,55 @@ test('verify by DNS through a real resolver (body signature and Authorization ov
   await registerDeveloper(bearerDnsDev)
   t.is((await claim(bearerDnsDev, 'bearer-dns')).status, 201)
   const raw = JSON.stringify({ method: 'dns', proof: 'bearer.example' })
-  const bearer = await http(base, 'POST', '/v1/handles/bearer-dns/verify', { raw, headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(bearerDnsDev.keyPair, raw)}` } })
+  const bearer = await http(base, 'POST', '/v1/handles/bearer-dns/verify', {
+    raw,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(bearerDnsDev.keyPair, raw)}` }
+  })
   t.is(bearer.status, 200, JSON.stringify(bearer.body))
-  t.like(bearer.body, { verified: true, verification_method: 'dns', verification_proof: 'bearer.example', verification_tier: 'dns-verified' })
+  t.like(bearer.body, {
+    verified: true,
+    verification_method: 'dns',
+    verification_proof: 'bearer.example',
+    verification_tier: 'dns-verified'
+  })
 })
 
 test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async t => {
   const [dev, stranger] = await registeredDevelopers(19, 20)
   t.is((await claim(dev, 'verify-fails')).status, 201)
 
-  const unsigned = await http(base, 'POST', '/v1/handles/verify-fails/verify', { body: { method: 'dns', proof: 'example.com' } })
+  const unsigned = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
+    body: { method: 'dns', proof: 'example.com' }
+  })
   t.like(unsigned, { status: 401, body: { error: 'authorization_required' } })
 
-  const byStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', { body: signSpec(stranger.keyPair, { method: 'dns', proof: 'example.com' }) })
+  const byStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
+    body: signSpec(stranger.keyPair, { method: 'dns', proof: 'example.com' })
+  })
   t.like(byStranger, { status: 401, body: { error: 'signature_invalid' } })
   const raw = JSON.stringify({ method: 'dns', proof: 'example.com' })
-  const bearerStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', { raw, headers: { authorization: `Bearer ${sign(stranger.keyPair, raw)}` } })
+  const bearerStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
+    raw,
+    headers: { authorization: `Bearer ${sign(stranger.keyPair, raw)}` }
+  })
   t.like(bearerStranger, { status: 401, body: { error: 'signature_invalid' } })
 
   // example.com publishes dnsDev's key, not this developer's; wrong.example publishes other keys.
   for (const proof of ['wrong.example', 'example.com', 'nothing-here.example']) {
-    const res = await http(base, 'POST', '/v1/handles/verify-fails/verify', { body: signSpec(dev.keyPair, { method: 'dns', proof }) })
+    const res = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
+      body: signSpec(dev.keyPair, { method: 'dns', proof })
+    })
     t.is(res.status, 400, `${proof}: ${JSON.stringify(res.body)}`)
     t.is(res.body.error, 'verification_failed', proof)
   }
-  t.like((await http(base, 'GET', '/v1/handles/verify-fails')).body, { verified: false, verification_tier: 'self-claimed' })
+  t.like((await http(base, 'GET', '/v1/handles/verify-fails')).body, {
+    verified: false,
+    verification_tier: 'self-claimed'
+  })
 
-  const unknown = await http(base, 'POST', '/v1/handles/no-such-handle/verify', { body: signSpec(dev.keyPair, { method: 'dns', proof: 'example.com' }) })
+  const unknown = await http(base, 'POST', '/v1/handles/no-such-handle/verify', {
+    body: signSpec(dev.keyPair, { method: 'dns', proof: 'example.com' })
+  })
   t.like(unknown, { status: 404, body: { error: 'handle_not_found' } })
 })
 
@@ -286,22 +414,42 @@ test('verify by GitHub against the HTTPS stand-in: found, not found, unavailable
   t.is((await claim(githubNoneDev, 'gh-none')).status, 201)
   t.is((await claim(githubBrokenDev, 'gh-broken')).status, 201)
 
-  const ok = await http(base, 'POST', '/v1/handles/gh-dev/verify', { body: signSpec(githubDev.keyPair, { method: 'github', proof: 'keyholder' }) })
+  const ok = await http(base, 'POST', '/v1/handles/gh-dev/verify', {
+    body: signSpec(githubDev.keyPair, { method: 'github', proof: 'keyholder' })
+  })
   t.is(ok.status, 200, JSON.stringify(ok.body))
-  t.like(ok.body, { verified: true, verification_method: 'github', verification_proof: 'keyholder', verification_tier: 'github-verified' })
-  t.like((await http(base, 'GET', `/v1/developers/${enc(githubDev.id)}`)).body, { dev_handle_verified: true, verification_method: 'github', verification_tier: 'github-verified' })
+  t.like(ok.body, {
+    verified: true,
+    verification_method: 'github',
+    verification_proof: 'keyholder',
+    verification_tier: 'github-verified'
+  })
+  t.like((await http(base, 'GET', `/v1/developers/${enc(githubDev.id)}`)).body, {
+    dev_handle_verified: true,
+    verification_method: 'github',
+    verification_tier: 'github-verified'
+  })
 
   // nokey's gist holds githubDev's key, not githubNoneDev's.
-  const none = await http(base, 'POST', '/v1/handles/gh-none/verify', { body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nokey' }) })
+  const none = await http(base, 'POST', '/v1/handles/gh-none/verify', {
+    body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nokey' })
+  })
   t.is(none.status, 400, JSON.stringify(none.body))
   t.is(none.body.error, 'verification_failed')
-  const noUser = await http(base, 'POST', '/v1/handles/gh-none/verify', { body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nosuchuser' }) })
+  const noUser = await http(base, 'POST', '/v1/handles/gh-none/verify', {
+    body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nosuchuser' })
+  })
   t.like(noUser, { status: 400, body: { error: 'verification_failed' } })
 
-  const broken = await http(base, 'POST', '/v1/handles/gh-broken/verify', { body: signSpec(githubBrokenDev.keyPair, { method: 'github', proof: 'broken' }) })
+  const broken = await http(base, 'POST', '/v1/handles/gh-broken/verify', {
+    body: signSpec(githubBrokenDev.keyPair, { method: 'github', proof: 'broken' })
+  })
   t.is(broken.status, 502, JSON.stringify(broken.body))
   t.is(broken.body.error, 'verification_unavailable')
-  t.like((await http(base, 'GET', '/v1/handles/gh-broken')).body, { verified: false, verification_tier: 'self-claimed' })
+  t.like((await http(base, 'GET', '/v1/handles/gh-broken')).body, {
+    verified: false,
+    verification_tier: 'self-claimed'
+  })
 })
 
 test('release: by the owner frees the handle and its names; a new claimant inherits nothing', async t => {
@@ -309,31 +457,57 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   t.is((await claim(owner, 'released-handle')).status, 201)
   const a = agent(owner, 1)
   t.is((await http(base, 'POST', '/v1/entities', { body: specRegistration(owner, a) })).status, 201)
-  const bind = await http(base, 'POST', '/v1/names', { body: signSpec(owner.keyPair, { developer_handle: 'released-handle', entity_name: 'worker', entity_id: a.agentId, version: '1.0.0' }) })
+  const bind = await http(base, 'POST', '/v1/names', {
+    body: signSpec(owner.keyPair, {
+      developer_handle: 'released-handle',
+      entity_name: 'worker',
+      entity_id: a.agentId,
+      version: '1.0.0'
+    })
+  })
   t.is(bind.status, 201, JSON.stringify(bind.body))
 
   const listed = await http(base, 'GET', '/v1/handles/released-handle/entities')
   t.is(listed.status, 200)
   t.true(Array.isArray(listed.body))
   t.is(listed.body.length, 1)
-  t.like(listed.body[0], { fqan: 'registry.test/released-handle/worker', entity_id: a.agentId, entity_name: 'worker', developer_handle: 'released-handle', version: '1.0.0' })
+  t.like(listed.body[0], {
+    fqan: 'registry.test/released-handle/worker',
+    entity_id: a.agentId,
+    entity_name: 'worker',
+    developer_handle: 'released-handle',
+    version: '1.0.0'
+  })
   t.is((await http(base, 'GET', `/v1/entities/${enc(a.agentId)}`)).body.fqan, 'registry.test/released-handle/worker')
 
   const unsigned = await http(base, 'DELETE', '/v1/handles/released-handle')
   t.like(unsigned, { status: 401, body: { error: 'authorization_required' } })
-  const byOther = await http(base, 'DELETE', '/v1/handles/released-handle', { headers: releaseAuth(successor, 'released-handle') })
+  const byOther = await http(base, 'DELETE', '/v1/handles/released-handle', {
+    headers: releaseAuth(successor, 'released-handle')
+  })
   t.like(byOther, { status: 401, body: { error: 'signature_invalid' } })
-  const wrongSubject = await http(base, 'DELETE', '/v1/handles/released-handle', { headers: releaseAuth(owner, 'other-handle') })
+  const wrongSubject = await http(base, 'DELETE', '/v1/handles/released-handle', {
+    headers: releaseAuth(owner, 'other-handle')
+  })
   t.like(wrongSubject, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(base, 'GET', '/v1/handles/released-handle')).status, 200, 'failed releases change nothing')
 
   const rec = recordEvents(node)
   t.teardown(rec.stop)
-  const released = await http(base, 'DELETE', '/v1/handles/released-handle', { headers: releaseAuth(owner, 'released-handle') })
+  const released = await http(base, 'DELETE', '/v1/handles/released-handle', {
+    headers: releaseAuth(owner, 'released-handle')
+  })
   t.is(released.status, 200, JSON.stringify(released.body))
   t.like(released.body, { handle: 'released-handle' })
   t.deepEqual(released.body.names_released, ['registry.test/released-handle/worker'])
-  t.true(rec.events.some(e => e.type === 'name_released' && e.data.fqan === 'registry.test/released-handle/worker' && e.data.entity_id === a.agentId))
+  t.true(
+    rec.events.some(
+      e =>
+        e.type === 'name_released' &&
+        e.data.fqan === 'registry.test/released-handle/worker' &&
+        e.data.entity_id === a.agentId
+    )
+  )
   t.true(rec.events.some(e => e.type === 'handle_released' && e.data.handle === 'released-handle'))
 
   t.is((await http(base, 'GET', '/v1/handles/released-handle')).status, 404)
@@ -343,8 +517,14 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   t.is(entity.status, 200)
   t.is(entity.body.fqan, null)
   t.is(entity.body.developer_handle, null)
-  t.like((await http(base, 'GET', `/v1/developers/${enc(owner.id)}`)).body, { dev_handle: null, dev_handle_verified: false })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/released-handle/available')).body, { handle: 'released-handle', available: true })
+  t.like((await http(base, 'GET', `/v1/developers/${enc(owner.id)}`)).body, {
+    dev_handle: null,
+    dev_handle_verified: false
+  })
+  t.deepEqual((await http(base, 'GET', '/v1/handles/released-handle/available')).body, {
+    handle: 'released-handle',
+    available: true
+  })
 
   t.is((await claim(successor, 'released-handle')).status, 201)
   const inherited = await http(base, 'GET', '/v1/handles/released-handle/entities')
@@ -354,7 +534,9 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   // The old developer may claim a handle again.
   t.is((await claim(owner, 'released-again')).status, 201)
 
-  const missing = await http(base, 'DELETE', '/v1/handles/never-claimed', { headers: releaseAuth(owner, 'never-claimed') })
+  const missing = await http(base, 'DELETE', '/v1/handles/never-claimed', {
+    headers: releaseAuth(owner, 'never-claimed')
+  })
   t.like(missing, { status: 404, body: { error: 'handle_not_found' } })
   t.is((await http(base, 'GET', '/v1/handles/never-claimed/entities')).body.error, 'handle_not_found')
 })
@@ -365,9 +547,24 @@ test('an unregistered developer claiming with its own key comes into being (impl
   t.teardown(rec.stop)
   const res = await claim(dev, 'implicit-claimer')
   t.is(res.status, 201, JSON.stringify(res.body))
-  t.like(res.body, { handle: 'implicit-claimer', developer_id: dev.id, developer_name: null, verification_tier: 'self-claimed' })
-  t.like((await http(base, 'GET', `/v1/developers/${enc(dev.id)}`)).body, { developer_id: dev.id, implicit: true, name: null, public_key: dev.publicKey, dev_handle: 'implicit-claimer' })
-  t.true(rec.events.some(e => e.type === 'developer_registered' && e.data.developer_id === dev.id && e.data.implicit === true))
+  t.like(res.body, {
+    handle: 'implicit-claimer',
+    developer_id: dev.id,
+    developer_name: null,
+    verification_tier: 'self-claimed'
+  })
+  t.like((await http(base, 'GET', `/v1/developers/${enc(dev.id)}`)).body, {
+    developer_id: dev.id,
+    implicit: true,
+    name: null,
+    public_key: dev.publicKey,
+    dev_handle: 'implicit-claimer'
+  })
+  t.true(
+    rec.events.some(
+      e => e.type === 'developer_registered' && e.data.developer_id === dev.id && e.data.implicit === true
+    )
+  )
   t.true(rec.events.some(e => e.type === 'handle_claimed' && e.data.handle === 'implicit-claimer'))
 
   // A failed implicit claim (the handle is taken) must not create the developer.
@@ -385,12 +582,19 @@ test('a developer filling in its profile after an implicit start keeps its handl
   const a = agent(dev, 1)
   t.is((await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
   t.is((await claim(dev, 'implicit-first')).status, 201)
-  const profile = await http(base, 'POST', '/v1/developers', { body: developerRegistration(dev, { name: 'Late Profile' }) })
+  const profile = await http(base, 'POST', '/v1/developers', {
+    body: developerRegistration(dev, { name: 'Late Profile' })
+  })
   t.is(profile.status, 201, JSON.stringify(profile.body))
 
   t.is((await http(base, 'GET', '/v1/handles/implicit-first')).body.developer_id, dev.id)
   const record = await http(base, 'GET', `/v1/developers/${enc(dev.id)}`)
-  t.like(record.body, { name: 'Late Profile', implicit: false, dev_handle: 'implicit-first', verification_tier: 'self-claimed' })
+  t.like(record.body, {
+    name: 'Late Profile',
+    implicit: false,
+    dev_handle: 'implicit-first',
+    verification_tier: 'self-claimed'
+  })
   // The one-handle-per-developer rule still holds.
   const second = await claim(dev, 'implicit-second')
   t.is(second.status, 409, JSON.stringify(second.body))

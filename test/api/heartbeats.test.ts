@@ -23,7 +23,10 @@ class Client {
       this.frames.push(JSON.parse(data.toString()) as Record<string, unknown>)
       for (const w of this.waiters.splice(0)) w()
     })
-    ws.on('close', (code, reason) => { this.closed = { code, reason: reason.toString() }; for (const w of this.waiters.splice(0)) w() })
+    ws.on('close', (code, reason) => {
+      this.closed = { code, reason: reason.toString() }
+      for (const w of this.waiters.splice(0)) w()
+    })
   }
 
   static open(url: string): Promise<Client> {
@@ -32,22 +35,37 @@ class Client {
       ws.once('open', () => resolve(new Client(ws)))
       ws.once('unexpected-response', (_req, res) => {
         let body = ''
-        res.on('data', (d: Buffer) => { body += d.toString() })
-        res.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body) as unknown })))
+        res.on('data', (d: Buffer) => {
+          body += d.toString()
+        })
+        res.on('end', () =>
+          reject(
+            Object.assign(new Error(`upgrade refused: ${res.statusCode}`), {
+              status: res.statusCode,
+              body: JSON.parse(body) as unknown
+            })
+          )
+        )
       })
       ws.once('error', reject)
     })
   }
 
-  send(frame: unknown): void { this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame)) }
+  send(frame: unknown): void {
+    this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame))
+  }
 
   /** Waits until `count` frames have arrived (in total) and returns them. */
   async next(count = this.frames.length + 1, timeoutMs = WAIT_TIMEOUT_MS): Promise<Record<string, unknown>[]> {
     const deadline = Date.now() + timeoutMs
     while (this.frames.length < count) {
       if (this.closed) throw new Error(`socket closed ${this.closed.code}`)
-      if (Date.now() > deadline) throw new Error(`timed out waiting for frame ${count}; have ${JSON.stringify(this.frames)}`)
-      await new Promise<void>(resolve => { this.waiters.push(resolve); setTimeout(resolve, 50) })
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for frame ${count}; have ${JSON.stringify(this.frames)}`)
+      await new Promise<void>(resolve => {
+        this.waiters.push(resolve)
+        setTimeout(resolve, 50)
+      })
     }
     return this.frames
   }
@@ -59,7 +77,9 @@ class Client {
     return (await this.next(count))[count - 1] as Record<string, unknown>
   }
 
-  close(): void { this.ws.close() }
+  close(): void {
+    this.ws.close()
+  }
 }
 
 /** Anything with the URL of a node's HTTP front (a TestNode, or a RegistryNode started here). */
@@ -69,7 +89,11 @@ const wsUrl = (n: Served, path: string) => n.url.replace(/^http/, 'ws') + path
 const stampAt = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 const stamp = (offsetMs = 0) => stampAt(Date.now() + offsetMs)
 const deployedBeat = (a: Agent, timestamp = stamp()) => ({ timestamp, signature: sign(a.keyPair, timestamp) })
-const specBeat = (a: Agent, timestamp = stamp()) => ({ agent_id: a.agentId, timestamp, signature: sign(a.keyPair, a.agentId + timestamp) })
+const specBeat = (a: Agent, timestamp = stamp()) => ({
+  agent_id: a.agentId,
+  timestamp,
+  signature: sign(a.keyPair, a.agentId + timestamp)
+})
 
 async function register(n: Served, a: Agent, fields: Record<string, unknown> = {}): Promise<void> {
   const res = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, a, fields) })
@@ -81,13 +105,20 @@ test.before(async () => {
   n = await startTestNode({ liveness: { max_entities_per_connection: 3 } })
   for (const i of [1, 2, 3, 4, 5]) await register(n, agent(dev, i))
 })
-test.after.always(async () => { await n.stop() })
+test.after.always(async () => {
+  await n.stop()
+})
 
 test('per-entity socket: both frame forms are acknowledged', async t => {
   const a = agent(dev, 1)
   const c = await Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))
   const deployed = deployedBeat(a)
-  t.deepEqual(await c.call(deployed), { type: 'ack', agent_id: a.agentId, timestamp: deployed.timestamp, status: 'active' })
+  t.deepEqual(await c.call(deployed), {
+    type: 'ack',
+    agent_id: a.agentId,
+    timestamp: deployed.timestamp,
+    status: 'active'
+  })
   const spec = specBeat(a, stamp(1000))
   t.like(await c.call(spec), { type: 'ack', agent_id: a.agentId, timestamp: spec.timestamp })
   const record = await http(n.url, 'GET', `/v1/entities/${a.agentId}`)
@@ -97,14 +128,21 @@ test('per-entity socket: both frame forms are acknowledged', async t => {
 })
 
 test('per-entity socket: an unknown entity is refused at the upgrade with 404', async t => {
-  const err = await t.throwsAsync(Client.open(wsUrl(n, '/v1/entities/zns:0123456789abcdef0123456789abcdef/ws'))) as Error & { status: number; body: { error: string } }
+  const err = (await t.throwsAsync(
+    Client.open(wsUrl(n, '/v1/entities/zns:0123456789abcdef0123456789abcdef/ws'))
+  )) as Error & { status: number; body: { error: string } }
   t.like(err, { status: 404, body: { error: 'entity_not_found' } })
 })
 
 test('skew, bad signatures and malformed frames get error frames and the socket stays open', async t => {
   const a = agent(dev, 2)
   const c = await Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))
-  t.like(await c.call(deployedBeat(a, stamp(-120_000))), { type: 'error', error: 'clock_skew', field: 'timestamp', agent_id: a.agentId })
+  t.like(await c.call(deployedBeat(a, stamp(-120_000))), {
+    type: 'error',
+    error: 'clock_skew',
+    field: 'timestamp',
+    agent_id: a.agentId
+  })
   t.like(await c.call(deployedBeat(a, stamp(+120_000))), { type: 'error', error: 'clock_skew' })
   const forged = deployedBeat(agent(dev, 3))
   t.like(await c.call(forged), { type: 'error', error: 'signature_invalid', field: 'signature' })
@@ -112,8 +150,16 @@ test('skew, bad signatures and malformed frames get error frames and the socket 
   t.like(await c.call('not json'), { type: 'error', error: 'heartbeat_invalid' })
   t.like(await c.call([deployedBeat(a)]), { type: 'error', error: 'heartbeat_invalid' })
   t.like(await c.call({ signature: 'x' }), { type: 'error', error: 'heartbeat_invalid', field: 'timestamp' })
-  t.like(await c.call({ timestamp: 'yesterday', signature: deployedBeat(a).signature }), { type: 'error', error: 'heartbeat_invalid', field: 'timestamp' })
-  t.like(await c.call({ ...specBeat(agent(dev, 3)) }), { type: 'error', error: 'heartbeat_invalid', field: 'agent_id' }, 'another entity on this socket')
+  t.like(await c.call({ timestamp: 'yesterday', signature: deployedBeat(a).signature }), {
+    type: 'error',
+    error: 'heartbeat_invalid',
+    field: 'timestamp'
+  })
+  t.like(
+    await c.call({ ...specBeat(agent(dev, 3)) }),
+    { type: 'error', error: 'heartbeat_invalid', field: 'agent_id' },
+    'another entity on this socket'
+  )
   t.like(await c.call(deployedBeat(a)), { type: 'ack' })
   t.is(c.closed, null)
   c.close()
@@ -123,16 +169,27 @@ test('multiplexed socket: per-entity acks and errors, and a cap on entities per 
   const c = await Client.open(wsUrl(n, '/v1/heartbeat'))
   const [a3, a4, a5] = [agent(dev, 3), agent(dev, 4), agent(dev, 5)]
   t.like(await c.call(specBeat(a3)), { type: 'ack', agent_id: a3.agentId })
-  t.like(await c.call(deployedBeat(a3)), { type: 'error', error: 'heartbeat_invalid', field: 'agent_id' }, 'frames must name their entity')
+  t.like(
+    await c.call(deployedBeat(a3)),
+    { type: 'error', error: 'heartbeat_invalid', field: 'agent_id' },
+    'frames must name their entity'
+  )
   // The deployed signature (over the timestamp alone) is accepted when the frame names the entity.
   t.like(await c.call({ agent_id: a4.agentId, ...deployedBeat(a4) }), { type: 'ack', agent_id: a4.agentId })
   const unknown = 'zns:0123456789abcdef0123456789abcdef'
-  t.like(await c.call({ ...specBeat(a5), agent_id: unknown }), { type: 'error', error: 'entity_not_found', agent_id: unknown })
+  t.like(await c.call({ ...specBeat(a5), agent_id: unknown }), {
+    type: 'error',
+    error: 'entity_not_found',
+    agent_id: unknown
+  })
   // A batch in one frame: one reply each.
   const before = c.frames.length
   c.send([specBeat(a3, stamp(1000)), specBeat(a5)])
   const replies = (await c.next(before + 2)).slice(before)
-  t.deepEqual(replies.map(r => [r.type, r.agent_id]).sort(), [['ack', a3.agentId], ['ack', a5.agentId]])
+  t.deepEqual(replies.map(r => [r.type, r.agent_id]).sort(), [
+    ['ack', a3.agentId],
+    ['ack', a5.agentId]
+  ])
   // A fourth entity exceeds max_entities_per_connection (3 here).
   const a1 = agent(dev, 1)
   t.like(await c.call(specBeat(a1)), { type: 'error', error: 'too_many_entities', agent_id: a1.agentId })
@@ -146,8 +203,15 @@ test('heartbeats only at the home registry: others get an error naming it', asyn
     tx.putEntity({ ...template, entity_id: a.agentId, public_key: a.publicKey, home_registry: 'elsewhere.example' })
   })
   const c = await Client.open(wsUrl(n, '/v1/heartbeat'))
-  t.like(await c.call(specBeat(a)), { type: 'error', error: 'not_home_registry', home_registry: 'elsewhere.example', agent_id: a.agentId })
-  const refused = await t.throwsAsync(Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`))) as Error & { status: number }
+  t.like(await c.call(specBeat(a)), {
+    type: 'error',
+    error: 'not_home_registry',
+    home_registry: 'elsewhere.example',
+    agent_id: a.agentId
+  })
+  const refused = (await t.throwsAsync(Client.open(wsUrl(n, `/v1/entities/${a.agentId}/ws`)))) as Error & {
+    status: number
+  }
   t.is(refused.status, 421)
   c.close()
 })
@@ -177,7 +241,11 @@ test("forged heartbeats flooding from a proven connection's own address: the pro
   let flooding = true
   const flood = (async () => {
     while (flooding) {
-      const batch = Array.from({ length: 50 }, (_, i) => { const x = targets[i % targets.length] as Agent; const timestamp = stamp(); return { agent_id: x.agentId, timestamp, signature: sign(forger.keyPair, x.agentId + timestamp) } })
+      const batch = Array.from({ length: 50 }, (_, i) => {
+        const x = targets[i % targets.length] as Agent
+        const timestamp = stamp()
+        return { agent_id: x.agentId, timestamp, signature: sign(forger.keyPair, x.agentId + timestamp) }
+      })
       for (const f of flooders) if (!f.closed) f.send(batch)
       await new Promise(resolve => setTimeout(resolve, 10))
     }
@@ -200,40 +268,62 @@ test('a plain GET on a socket path says to upgrade', async t => {
   t.like(res, { status: 426, body: { error: 'upgrade_required' } })
 })
 
-test.serial('liveness: active → inactive after silence → active on a heartbeat, with events, signed status operations and search', async t => {
-  // The node's clock is the test's: silence is made by moving it, so a busy machine's delays can
-  // neither make the entity inactive early nor keep it active. The sweep still runs on its timer.
-  let clock = Date.now()
-  const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
-  const node = await startRegistryNode(testConfig(dir, { liveness: { inactive_after_seconds: 60, sweep_interval_seconds: 0.1 } }), { logger: pino({ level: 'silent' }), now: () => new Date(clock) })
-  t.teardown(async () => { await node.stop(); await rm(dir, { recursive: true, force: true }) })
-  const a = agent(dev, 11)
-  const events = await Client.open(wsUrl(node, '/v1/ws/activity'))
-  await register(node, a, { name: 'Lighthouse Keeper', summary: 'Keeps the lighthouse lit' })
-  const search = async () => (await http(node.url, 'POST', '/v1/search', { body: { query: 'lighthouse' } })).body.total_found as number
-  const status = async () => (await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status as string
-  t.is(await status(), 'active', 'registration makes it active')
-  t.is(await search(), 1)
+test.serial(
+  'liveness: active → inactive after silence → active on a heartbeat, with events, signed status operations and search',
+  async t => {
+    // The node's clock is the test's: silence is made by moving it, so a busy machine's delays can
+    // neither make the entity inactive early nor keep it active. The sweep still runs on its timer.
+    let clock = Date.now()
+    const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
+    const node = await startRegistryNode(
+      testConfig(dir, { liveness: { inactive_after_seconds: 60, sweep_interval_seconds: 0.1 } }),
+      { logger: pino({ level: 'silent' }), now: () => new Date(clock) }
+    )
+    t.teardown(async () => {
+      await node.stop()
+      await rm(dir, { recursive: true, force: true })
+    })
+    const a = agent(dev, 11)
+    const events = await Client.open(wsUrl(node, '/v1/ws/activity'))
+    await register(node, a, { name: 'Lighthouse Keeper', summary: 'Keeps the lighthouse lit' })
+    const search = async () =>
+      (await http(node.url, 'POST', '/v1/search', { body: { query: 'lighthouse' } })).body.total_found as number
+    const status = async () => (await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).body.status as string
+    t.is(await status(), 'active', 'registration makes it active')
+    t.is(await search(), 1)
 
-  clock += 61_000 // a minute of silence
-  await until('the sweep finds the entity silent', async () => (await status()) === 'inactive')
-  t.is(await search(), 0, 'search hides inactive entities')
-  await until('the activity stream reports it inactive', () => events.frames.some(f => f.type === 'agent_became_inactive' && (f.data as { entity_id: string }).entity_id === a.agentId))
+    clock += 61_000 // a minute of silence
+    await until('the sweep finds the entity silent', async () => (await status()) === 'inactive')
+    t.is(await search(), 0, 'search hides inactive entities')
+    await until('the activity stream reports it inactive', () =>
+      events.frames.some(
+        f => f.type === 'agent_became_inactive' && (f.data as { entity_id: string }).entity_id === a.agentId
+      )
+    )
 
-  clock += 1_000
-  const c = await Client.open(wsUrl(node, `/v1/entities/${a.agentId}/ws`))
-  t.like(await c.call(deployedBeat(a, stampAt(clock))), { type: 'ack', status: 'active' })
-  t.is(await status(), 'active')
-  t.is(await search(), 1)
-  await until('the activity stream reports it active', () => events.frames.some(f => f.type === 'agent_became_active'))
-  t.true(events.frames.some(f => f.type === 'agent_heartbeat'), 'the heartbeat came before the status change it caused')
+    clock += 1_000
+    const c = await Client.open(wsUrl(node, `/v1/entities/${a.agentId}/ws`))
+    t.like(await c.call(deployedBeat(a, stampAt(clock))), { type: 'ack', status: 'active' })
+    t.is(await status(), 'active')
+    t.is(await search(), 1)
+    await until('the activity stream reports it active', () =>
+      events.frames.some(f => f.type === 'agent_became_active')
+    )
+    t.true(
+      events.frames.some(f => f.type === 'agent_heartbeat'),
+      'the heartbeat came before the status change it caused'
+    )
 
-  const statusOps = node.store.operationsOf(a.agentId).filter(op => op.kind === 'entity.status')
-  t.deepEqual(statusOps.map(op => JSON.parse(Buffer.from(op.body as Uint8Array).toString()).status), ['inactive', 'active'])
-  t.true(statusOps.every(op => op.auth.signer === 'node' && op.origin === node.identity.registryId))
-  c.close()
-  events.close()
-})
+    const statusOps = node.store.operationsOf(a.agentId).filter(op => op.kind === 'entity.status')
+    t.deepEqual(
+      statusOps.map(op => JSON.parse(Buffer.from(op.body as Uint8Array).toString()).status),
+      ['inactive', 'active']
+    )
+    t.true(statusOps.every(op => op.auth.signer === 'node' && op.origin === node.identity.registryId))
+    c.close()
+    events.close()
+  }
+)
 
 test.serial('a restart keeps last-seen times and statuses', async t => {
   const first = await startTestNode({ liveness: { flush_interval_ms: 50 } })

@@ -39,9 +39,15 @@ test('IDs, handles and names longer than their formats are refused before any st
   // A long ID on the per-entity heartbeat socket is refused at the upgrade.
   const status = await new Promise<number>(resolve => {
     const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/entities/zns:${long}/ws`)
-    ws.on('unexpected-response', (req, res) => { resolve(res.statusCode ?? 0); req.destroy() })
+    ws.on('unexpected-response', (req, res) => {
+      resolve(res.statusCode ?? 0)
+      req.destroy()
+    })
     ws.on('error', () => {})
-    ws.on('open', () => { resolve(101); ws.terminate() })
+    ws.on('open', () => {
+      resolve(101)
+      ws.terminate()
+    })
   })
   t.is(status, 400)
 })
@@ -49,17 +55,27 @@ test('IDs, handles and names longer than their formats are refused before any st
 test('JSON nested deeper than 64 levels is 400 invalid_json on every write; shallower bodies still parse', async t => {
   const { url } = await withNode(t)
   const seeds = await seedFuzzTarget(url)
-  const deep = (depth: number) => JSON.stringify({ ...seeds.registration, metadata: JSON.parse('['.repeat(depth) + ']'.repeat(depth)) })
+  const deep = (depth: number) =>
+    JSON.stringify({ ...seeds.registration, metadata: JSON.parse('['.repeat(depth) + ']'.repeat(depth)) })
   for (const path of ['/v1/entities', '/v1/developers', '/v1/handles', '/v1/names', '/v1/search']) {
-    const res = await http(url, 'POST', path, { raw: '['.repeat(5000) + ']'.repeat(5000), headers: { 'content-type': 'application/json' } })
+    const res = await http(url, 'POST', path, {
+      raw: '['.repeat(5000) + ']'.repeat(5000),
+      headers: { 'content-type': 'application/json' }
+    })
     t.is(res.status, 400, path)
     t.is(res.body.error, 'invalid_json')
     t.regex(res.body.message, /nested deeper than 64 levels/)
   }
-  const tooDeep = await http(url, 'POST', '/v1/entities', { raw: deep(70), headers: { 'content-type': 'application/json' } })
+  const tooDeep = await http(url, 'POST', '/v1/entities', {
+    raw: deep(70),
+    headers: { 'content-type': 'application/json' }
+  })
   t.is(tooDeep.body.error, 'invalid_json')
   // Within the limit the body parses and goes on to the usual checks (here: an unknown field's fate, not a parse error).
-  const within = await http(url, 'POST', '/v1/entities', { raw: deep(10), headers: { 'content-type': 'application/json' } })
+  const within = await http(url, 'POST', '/v1/entities', {
+    raw: deep(10),
+    headers: { 'content-type': 'application/json' }
+  })
   t.not(within.body.error, 'invalid_json')
   t.true(within.status < 500)
 })
@@ -68,17 +84,37 @@ for (const server of [undefined, 'node'] as const) {
   test(`URLs over 8 KiB are 414 url_too_long, heads over 64 KiB 431 (${server ?? 'default'} front)`, async t => {
     const { url } = await withNode(t, server)
     for (const size of [9 * 1024, 40 * 1024]) {
-      const res = await sendRaw(url, { method: 'GET', target: `/v1/entities/${'a'.repeat(size)}`, headers: [], body: null })
+      const res = await sendRaw(url, {
+        method: 'GET',
+        target: `/v1/entities/${'a'.repeat(size)}`,
+        headers: [],
+        body: null
+      })
       t.is(res.status, 414, `${size} bytes`)
       t.is(JSON.parse(res.body.toString()).error, 'url_too_long')
     }
-    const query = await sendRaw(url, { method: 'GET', target: `/v1/entities?q=${'a'.repeat(9000)}`, headers: [], body: null })
+    const query = await sendRaw(url, {
+      method: 'GET',
+      target: `/v1/entities?q=${'a'.repeat(9000)}`,
+      headers: [],
+      body: null
+    })
     t.is(query.status, 414)
     if (server === 'node') {
       // Past the head limit, node's parser stops reading; the answer still names the cause.
-      const huge = await sendRaw(url, { method: 'GET', target: `/v1/entities/${'a'.repeat(200 * 1024)}`, headers: [], body: null })
+      const huge = await sendRaw(url, {
+        method: 'GET',
+        target: `/v1/entities/${'a'.repeat(200 * 1024)}`,
+        headers: [],
+        body: null
+      })
       t.is(huge.status, 414)
-      const headers = await sendRaw(url, { method: 'GET', target: '/health', headers: Array.from({ length: 20 }, (_, i): [string, string] => [`x-big-${i}`, 'h'.repeat(4000)]), body: null })
+      const headers = await sendRaw(url, {
+        method: 'GET',
+        target: '/health',
+        headers: Array.from({ length: 20 }, (_, i): [string, string] => [`x-big-${i}`, 'h'.repeat(4000)]),
+        body: null
+      })
       t.is(headers.status, 431)
       t.is(JSON.parse(headers.body.toString()).error, 'headers_too_large')
     }

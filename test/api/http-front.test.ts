@@ -17,17 +17,27 @@ test.after.always(stopAll)
 /** A raw request with a chunked body (no Content-Length), answered as status and parsed JSON. */
 function chunkedPost(base: string, path: string, chunks: string[]): Promise<{ status: number; body: any }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(base + path, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, res => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', c => { text += c })
-      res.on('end', () => {
-        let body: unknown = text
-        try { body = JSON.parse(text) } catch { /* not JSON */ }
-        resolve({ status: res.statusCode ?? 0, body })
-      })
-      res.on('error', reject)
-    })
+    const req = httpRequest(
+      base + path,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+      res => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', c => {
+          text += c
+        })
+        res.on('end', () => {
+          let body: unknown = text
+          try {
+            body = JSON.parse(text)
+          } catch {
+            /* not JSON */
+          }
+          resolve({ status: res.statusCode ?? 0, body })
+        })
+        res.on('error', reject)
+      }
+    )
     req.on('error', reject)
     for (const c of chunks) req.write(c)
     req.end()
@@ -58,7 +68,8 @@ test('GET /v1/info describes the node', async t => {
   t.is(info.onboarding_mode, 'open')
   t.is(info.auth_url, null)
   t.deepEqual(info.developer_onboarding, { mode: 'open', auth_url: null })
-  for (const key of ['agent_count', 'service_count', 'entity_count', 'developer_count', 'peer_count']) t.is(typeof info[key], 'number', key)
+  for (const key of ['agent_count', 'service_count', 'entity_count', 'developer_count', 'peer_count'])
+    t.is(typeof info[key], 'number', key)
   t.regex(info.public_key, /^ed25519:/)
 })
 
@@ -96,7 +107,10 @@ test('bad percent-encoding in a path parameter → 400 invalid_id', async t => {
 })
 
 test('Content-Type application/x-www-form-urlencoded → 415 unsupported_media_type', async t => {
-  const res = await http(plain.url, 'POST', '/v1/entities', { raw: 'a=1&b=2', headers: { 'content-type': 'application/x-www-form-urlencoded' } })
+  const res = await http(plain.url, 'POST', '/v1/entities', {
+    raw: 'a=1&b=2',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' }
+  })
   t.like(res, { status: 415, body: { error: 'unsupported_media_type' } })
 })
 
@@ -159,19 +173,26 @@ test('write rate limit counts by the body public key, before verification', asyn
   const third = await http(limited.url, 'POST', '/v1/entities', { body })
   t.is(third.body.error, 'rate_limited')
   t.truthy(third.headers.get('retry-after'))
-  const unprefixed = await http(limited.url, 'POST', '/v1/entities', { body: { ...body, public_key: a.publicKey.slice('ed25519:'.length) } })
+  const unprefixed = await http(limited.url, 'POST', '/v1/entities', {
+    body: { ...body, public_key: a.publicKey.slice('ed25519:'.length) }
+  })
   t.is(unprefixed.status, 429, 'the key counts the same with or without its prefix')
   const fresh = await http(limited.url, 'POST', '/v1/entities', { body: specRegistration(dev, other) })
   t.is(fresh.status, 201, 'a different key is still allowed')
 })
 
 test('trusted proxy: X-Forwarded-For clients are counted separately', async t => {
-  const proxied = await start({ rate_limit: { enabled: true, reads_per_minute: 1 }, http: { trusted_proxies: ['127.0.0.1'] } })
+  const proxied = await start({
+    rate_limit: { enabled: true, reads_per_minute: 1 },
+    http: { trusted_proxies: ['127.0.0.1'] }
+  })
   const a = await http(proxied.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '203.0.113.1' } })
   const b = await http(proxied.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '203.0.113.2' } })
   t.is(a.status, 200)
   t.is(b.status, 200)
-  const again = await http(proxied.url, 'GET', '/v1/info', { headers: { 'x-forwarded-for': '198.51.100.9, 203.0.113.1' } })
+  const again = await http(proxied.url, 'GET', '/v1/info', {
+    headers: { 'x-forwarded-for': '198.51.100.9, 203.0.113.1' }
+  })
   t.is(again.status, 429, 'the right-most untrusted hop is the client')
 })
 
@@ -191,7 +212,11 @@ test('CORS: any origin by default; preflight answers 204 with the allowed method
   t.is(noOrigin.headers.get('access-control-allow-origin'), null)
   const pre = await fetch(`${plain.url}/v1/entities`, {
     method: 'OPTIONS',
-    headers: { origin: 'https://x.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' }
+    headers: {
+      origin: 'https://x.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'content-type, authorization'
+    }
   })
   t.is(pre.status, 204)
   t.is(pre.headers.get('access-control-allow-origin'), '*')
@@ -230,7 +255,14 @@ test('GET /swagger/doc.json is a Swagger 2.0 document of the API', async t => {
   const doc = res.body
   t.is(doc.swagger, '2.0')
   t.is(doc.info.version, '0.2.0')
-  for (const path of ['/v1/entities', '/v1/entities/{entity_id}', '/v1/services', '/v1/developers/{developer_id}/agents', '/health', '/v1/info']) {
+  for (const path of [
+    '/v1/entities',
+    '/v1/entities/{entity_id}',
+    '/v1/services',
+    '/v1/developers/{developer_id}/agents',
+    '/health',
+    '/v1/info'
+  ]) {
     t.truthy(doc.paths[path], `paths has ${path}`)
   }
   t.falsy(doc.paths['/swagger/index.html'], 'explorer assets are hidden')
@@ -270,12 +302,13 @@ test('the API explorer is served from local assets', async t => {
   t.is(redirect.headers.get('location'), '/swagger/index.html')
 })
 
-test('the dashboard is one self-contained page on the node\'s own API (no CDN)', async t => {
+test("the dashboard is one self-contained page on the node's own API (no CDN)", async t => {
   const page = await http(plain.url, 'GET', '/dashboard')
   t.is(page.status, 200)
   t.regex(page.headers.get('content-type') ?? '', /^text\/html/)
   const html = String(page.body)
-  for (const used of ['/v1/network/status', '/v1/network/peers', '/v1/entities?limit=', '/v1/ws/activity']) t.true(html.includes(used), used)
+  for (const used of ['/v1/network/status', '/v1/network/peers', '/v1/entities?limit=', '/v1/ws/activity'])
+    t.true(html.includes(used), used)
   t.false(/(src|href)="https?:/.test(html), 'nothing is loaded from elsewhere')
 })
 
@@ -308,9 +341,15 @@ test('after stop, requests on connections still open get 503 shutting_down', asy
 for (const server of ['uws', 'node'] as const) {
   test(`keep-alive: the ${server} front announces an idle timeout shorter than the one it closes at`, async t => {
     const node = await start({ http: { server } }).catch(() => null)
-    if (!node || node.node.httpServer !== server) { t.pass(`no ${server} front on this runtime`); return }
+    if (!node || node.node.httpServer !== server) {
+      t.pass(`no ${server} front on this runtime`)
+      return
+    }
     const header = await new Promise<string | undefined>((resolve, reject) => {
-      const req = httpRequest(`${node.url}/health`, { headers: { connection: 'keep-alive' } }, res => { res.resume(); resolve(res.headers['keep-alive'] as string | undefined) })
+      const req = httpRequest(`${node.url}/health`, { headers: { connection: 'keep-alive' } }, res => {
+        res.resume()
+        resolve(res.headers['keep-alive'] as string | undefined)
+      })
       req.on('error', reject)
       req.end()
     })

@@ -23,7 +23,9 @@ function run(failAt = ''): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', CHILD, failAt], { stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
-    child.stdout.on('data', chunk => { out += chunk })
+    child.stdout.on('data', chunk => {
+      out += chunk
+    })
     const limit = setTimeout(() => child.kill('SIGKILL'), EXIT_LIMIT_MS)
     child.on('error', reject)
     child.on('exit', code => {
@@ -38,7 +40,8 @@ function run(failAt = ''): Promise<Run> {
 /** Runs `items` through `task`, `width` at a time (each case is a node process). */
 async function inBatches<T, R>(items: readonly T[], width: number, task: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = []
-  for (let i = 0; i < items.length; i += width) results.push(...await Promise.all(items.slice(i, i + width).map(task)))
+  for (let i = 0; i < items.length; i += width)
+    results.push(...(await Promise.all(items.slice(i, i + width).map(task))))
   return results
 }
 
@@ -52,7 +55,10 @@ test('a node stops its parts in the reverse of their start; a failure at each st
   t.is(full.stopped[0], 'http')
   t.is(full.stopped.at(-1), 'http connections')
   const at = (step: string) => full.stopped.indexOf(step)
-  t.true(at('mesh') < at('writes') && at('writes') < at('search') && at('search') < at('store'), full.stopped.join(' → '))
+  t.true(
+    at('mesh') < at('writes') && at('writes') < at('search') && at('search') < at('store'),
+    full.stopped.join(' → ')
+  )
   t.true(full.steps.length >= 10, `start steps: ${full.steps.join(', ')}`)
 
   const runs = await inBatches(full.steps, 3, async step => ({ step, result: await run(step) }))
@@ -60,6 +66,10 @@ test('a node stops its parts in the reverse of their start; a failure at each st
     t.is(result.error, `injected failure at ${step}`, `the failure at ${step} reaches the caller`)
     t.true(result.exitedBySelf, `a failure at ${step} leaves nothing open`)
     t.deepEqual(result.steps, full.steps.slice(0, full.steps.indexOf(step) + 1), `start stops at ${step}`)
-    t.deepEqual(result.stopped, [...result.registered].reverse(), `a failure at ${step} stops what had started, last first`)
+    t.deepEqual(
+      result.stopped,
+      [...result.registered].reverse(),
+      `a failure at ${step} stops what had started, last first`
+    )
   }
 })

@@ -24,14 +24,23 @@ test.before(async () => {
     startTestNode()
   ])
 })
-test.after.always(async () => { await Promise.all([restricted?.stop(), open?.stop()]) })
+test.after.always(async () => {
+  await Promise.all([restricted?.stop(), open?.stop()])
+})
 
 const admin = { authorization: `Bearer ${SECRET}` }
-const approve = (base: string, body: unknown, headers: Record<string, string> = admin, path = '/v1/admin/developers/approve') =>
-  http(base, 'POST', path, { body, headers })
+const approve = (
+  base: string,
+  body: unknown,
+  headers: Record<string, string> = admin,
+  path = '/v1/admin/developers/approve'
+) => http(base, 'POST', path, { body, headers })
 
 /** docs/compatibility.md: base64(12-byte nonce ‖ AES-256-GCM ciphertext ‖ 16-byte tag), key = SHA-256(UTF-8 state), plaintext = base64 of seed ‖ public key. */
-function decryptPrivateKey(privateKeyEnc: string, state: string): { seed: Buffer; publicKey: Buffer; plaintext: string } {
+function decryptPrivateKey(
+  privateKeyEnc: string,
+  state: string
+): { seed: Buffer; publicKey: Buffer; plaintext: string } {
   const blob = Buffer.from(privateKeyEnc, 'base64')
   const nonce = blob.subarray(0, 12)
   const tag = blob.subarray(blob.length - 16)
@@ -56,14 +65,24 @@ test('restricted node: POST /v1/developers → 403 onboarding_required with auth
   const viaProof = await http(restricted.url, 'POST', '/v1/entities', { body: specRegistration(dev, agent(dev, 1)) })
   t.is(viaProof.status, 403)
   t.like(viaProof.body, { error: 'onboarding_required', auth_url: AUTH_URL })
-  const viaClaim = await http(restricted.url, 'POST', '/v1/handles', { body: signSpec(dev.keyPair, { developer_id: dev.id, handle: 'sneaky', public_key: dev.publicKey }) })
+  const viaClaim = await http(restricted.url, 'POST', '/v1/handles', {
+    body: signSpec(dev.keyPair, { developer_id: dev.id, handle: 'sneaky', public_key: dev.publicKey })
+  })
   t.is(viaClaim.status, 403)
   t.like(viaClaim.body, { error: 'onboarding_required', auth_url: AUTH_URL })
 
   const info = await http(restricted.url, 'GET', '/v1/info')
   t.is(info.status, 200)
-  t.like(info.body, { onboarding_mode: 'restricted', auth_url: AUTH_URL, developer_onboarding: { mode: 'restricted', auth_url: AUTH_URL } })
-  t.like((await http(open.url, 'GET', '/v1/info')).body, { onboarding_mode: 'open', auth_url: null, developer_onboarding: { mode: 'open', auth_url: null } })
+  t.like(info.body, {
+    onboarding_mode: 'restricted',
+    auth_url: AUTH_URL,
+    developer_onboarding: { mode: 'restricted', auth_url: AUTH_URL }
+  })
+  t.like((await http(open.url, 'GET', '/v1/info')).body, {
+    onboarding_mode: 'open',
+    auth_url: null,
+    developer_onboarding: { mode: 'open', auth_url: null }
+  })
 })
 
 test('approve: admin secret required; the key decrypts as deployed clients expect (docs/compatibility.md); the developer registers entities', async t => {
@@ -85,27 +104,59 @@ test('approve: admin secret required; the key decrypts as deployed clients expec
   t.is(typeof res.body.private_key_enc, 'string')
 
   const { seed, publicKey, plaintext } = decryptPrivateKey(res.body.private_key_enc, state)
-  t.is(Buffer.concat([seed, publicKey]).toString('base64'), plaintext, 'the plaintext is standard base64 of the 64 bytes')
+  t.is(
+    Buffer.concat([seed, publicKey]).toString('base64'),
+    plaintext,
+    'the plaintext is standard base64 of the 64 bytes'
+  )
   const keyPair: KeyPair = keyPairFromSeed(seed)
   t.true(keyPair.publicKey.equals(publicKey), 'the seed derives the public half')
   t.is(formatKey(keyPair.publicKey), res.body.public_key)
   t.is(deriveId('developer', keyPair.publicKey), res.body.developer_id)
-  t.throws(() => decryptPrivateKey(res.body.private_key_enc, 'another-state-entirely'), undefined, 'another state does not decrypt')
+  t.throws(
+    () => decryptPrivateKey(res.body.private_key_enc, 'another-state-entirely'),
+    undefined,
+    'another state does not decrypt'
+  )
 
   const record = await http(base, 'GET', `/v1/developers/${encodeURIComponent(res.body.developer_id)}`)
   t.is(record.status, 200)
-  t.like(record.body, { developer_id: res.body.developer_id, name: 'Approved Dev', public_key: res.body.public_key, implicit: false, home_registry: 'registry.test', dev_handle: null })
+  t.like(record.body, {
+    developer_id: res.body.developer_id,
+    name: 'Approved Dev',
+    public_key: res.body.public_key,
+    implicit: false,
+    home_registry: 'registry.test',
+    dev_handle: null
+  })
 
   // The developer proof made from the decrypted seed admits an entity on the restricted node.
   const dev = { keyPair, id: res.body.developer_id as string, publicKey: res.body.public_key as string }
   const agentKey = deriveAgentKeyPair(seed, 3)
   const proofSignature = sign(keyPair, developerProofMessage(agentKey.publicKey, 3))
-  const a = { keyPair: agentKey, index: 3, publicKey: formatKey(agentKey.publicKey), agentId: deriveId('agent', agentKey.publicKey), serviceId: deriveId('service', agentKey.publicKey), proof: { developer_public_key: dev.publicKey, agent_public_key: formatKey(agentKey.publicKey), index: 3, signature: proofSignature } }
+  const a = {
+    keyPair: agentKey,
+    index: 3,
+    publicKey: formatKey(agentKey.publicKey),
+    agentId: deriveId('agent', agentKey.publicKey),
+    serviceId: deriveId('service', agentKey.publicKey),
+    proof: {
+      developer_public_key: dev.publicKey,
+      agent_public_key: formatKey(agentKey.publicKey),
+      index: 3,
+      signature: proofSignature
+    }
+  }
   const entity = await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a) })
   t.is(entity.status, 201, JSON.stringify(entity.body))
-  t.like((await http(base, 'GET', `/v1/entities/${encodeURIComponent(a.agentId)}`)).body, { developer_id: dev.id, entity_index: 3 })
+  t.like((await http(base, 'GET', `/v1/entities/${encodeURIComponent(a.agentId)}`)).body, {
+    developer_id: dev.id,
+    entity_index: 3
+  })
   // …and a handle claim signed by it.
-  const claim = await http(base, 'POST', '/v1/handles', { body: signSpec(keyPair, { developer_id: dev.id, handle: 'approved-dev', public_key: dev.publicKey }) })
+  const claim = await http(base, 'POST', '/v1/handles', {
+    body: signSpec(keyPair, { developer_id: dev.id, handle: 'approved-dev', public_key: dev.publicKey })
+  })
   t.is(claim.status, 201, JSON.stringify(claim.body))
 
   const again = await approve(base, { name: 'Someone Else', state })
@@ -121,7 +172,12 @@ test('approve: admin secret required; the key decrypts as deployed clients expec
 
 test('approve with a handle claims it; /v1/onboarding/approve is the same endpoint', async t => {
   const base = restricted.url
-  const res = await approve(base, { name: 'Handle Dev', state: 'state-with-handle-1', handle: 'approved-handle', metadata: { github: 'octo' } }, admin, '/v1/onboarding/approve')
+  const res = await approve(
+    base,
+    { name: 'Handle Dev', state: 'state-with-handle-1', handle: 'approved-handle', metadata: { github: 'octo' } },
+    admin,
+    '/v1/onboarding/approve'
+  )
   t.is(res.status, 201, JSON.stringify(res.body))
   t.is(res.body.handle, 'approved-handle')
   const { seed } = decryptPrivateKey(res.body.private_key_enc, 'state-with-handle-1')
@@ -129,12 +185,23 @@ test('approve with a handle claims it; /v1/onboarding/approve is the same endpoi
 
   const handle = await http(base, 'GET', '/v1/handles/approved-handle')
   t.is(handle.status, 200)
-  t.like(handle.body, { developer_id: res.body.developer_id, developer_name: 'Handle Dev', verification_tier: 'self-claimed' })
-  t.like((await http(base, 'GET', `/v1/developers/${encodeURIComponent(res.body.developer_id)}`)).body, { dev_handle: 'approved-handle' })
+  t.like(handle.body, {
+    developer_id: res.body.developer_id,
+    developer_name: 'Handle Dev',
+    verification_tier: 'self-claimed'
+  })
+  t.like((await http(base, 'GET', `/v1/developers/${encodeURIComponent(res.body.developer_id)}`)).body, {
+    dev_handle: 'approved-handle'
+  })
 
   const alias401 = await approve(base, { name: 'X', state: 'state-alias-unauth' }, {}, '/v1/onboarding/approve')
   t.like(alias401, { status: 401, body: { error: 'admin_unauthorized' } })
-  const reserved = await approve(base, { name: 'X', state: 'state-reserved-handle', handle: 'admin' }, admin, '/v1/onboarding/approve')
+  const reserved = await approve(
+    base,
+    { name: 'X', state: 'state-reserved-handle', handle: 'admin' },
+    admin,
+    '/v1/onboarding/approve'
+  )
   t.like(reserved, { status: 400, body: { error: 'handle_reserved' } })
 })
 
@@ -148,20 +215,29 @@ test.serial('approve with a taken handle fails as a whole, so the same state can
   t.like(clash, { status: 409, body: { error: 'handle_claimed' } })
   const retry = await approve(base, { name: 'Second', state: 'state-handle-clash', handle: 'contested-2' })
   t.is(retry.status, 201, JSON.stringify(retry.body))
-  t.is((await http(base, 'GET', '/v1/info')).body.developer_count, infoBefore.body.developer_count + (retry.status === 201 ? 1 : 0))
+  t.is(
+    (await http(base, 'GET', '/v1/info')).body.developer_count,
+    infoBefore.body.developer_count + (retry.status === 201 ? 1 : 0)
+  )
 })
 
 test('open node: approve → 503 admin_unavailable; onboarding request → 409 onboarding_disabled', async t => {
   const res = await approve(open.url, { name: 'X', state: 'state-open-mode-1' })
   t.like(res, { status: 503, body: { error: 'admin_unavailable' } })
-  const req = await fetch(`${open.url}/v1/onboarding/request?state=abcdefgh12345678&callback_port=5555`, { method: 'POST', redirect: 'manual' })
+  const req = await fetch(`${open.url}/v1/onboarding/request?state=abcdefgh12345678&callback_port=5555`, {
+    method: 'POST',
+    redirect: 'manual'
+  })
   t.is(req.status, 409)
-  t.is((await req.json() as { error: string }).error, 'onboarding_disabled')
+  t.is(((await req.json()) as { error: string }).error, 'onboarding_disabled')
 })
 
 test('POST /v1/onboarding/request → 303 to auth_url with state, callback_port and registry_url', async t => {
   const base = restricted.url
-  const res = await fetch(`${base}/v1/onboarding/request?state=abcdefgh12345678&callback_port=5555`, { method: 'POST', redirect: 'manual' })
+  const res = await fetch(`${base}/v1/onboarding/request?state=abcdefgh12345678&callback_port=5555`, {
+    method: 'POST',
+    redirect: 'manual'
+  })
   t.is(res.status, 303)
   const location = res.headers.get('location')
   t.truthy(location)
@@ -173,7 +249,9 @@ test('POST /v1/onboarding/request → 303 to auth_url with state, callback_port 
 
   // The same from a JSON body.
   const viaBody = await fetch(`${base}/v1/onboarding/request`, {
-    method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ state: 'body-state-12345678', callback_port: 6000, name: 'Ada' })
   })
   t.is(viaBody.status, 303)

@@ -14,7 +14,7 @@ import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { heartbeatOnce, http } from '../helpers/node.js'
 
 const uwsLoads = loadUws().module !== null
-const kinds = uwsLoads ? ['uws', 'node'] as const : ['node'] as const
+const kinds = uwsLoads ? (['uws', 'node'] as const) : (['node'] as const)
 const dev = developer(91)
 
 for (const [i, kind] of kinds.entries()) {
@@ -22,8 +22,13 @@ for (const [i, kind] of kinds.entries()) {
     const dir = await mkdtemp(join(tmpdir(), `registry-start-${kind}-`))
     t.teardown(() => rm(dir, { recursive: true, force: true }))
     const node = await spawnNode(['--data', dir, '--http-port', '0', '--http-server', kind])
-    t.teardown(() => { node.child.kill('SIGKILL') })
-    t.regex(node.output(), new RegExp(`listening on http://\\S+ \\(server ${kind}, Node.js ${process.versions.node.replace(/\./g, '\\.')}`))
+    t.teardown(() => {
+      node.child.kill('SIGKILL')
+    })
+    t.regex(
+      node.output(),
+      new RegExp(`listening on http://\\S+ \\(server ${kind}, Node.js ${process.versions.node.replace(/\./g, '\\.')}`)
+    )
 
     t.deepEqual((await http(node.url, 'GET', '/health')).body, { status: 'ok' })
     const info = (await http(node.url, 'GET', '/v1/info')).body

@@ -28,7 +28,11 @@ function mountTmpfs(sizeMiB: number): string | null {
 }
 
 function unmount(dir: string): void {
-  try { execFileSync('umount', [dir], { stdio: 'ignore' }) } catch { /* already gone */ }
+  try {
+    execFileSync('umount', [dir], { stdio: 'ignore' })
+  } catch {
+    /* already gone */
+  }
   rmSync(dir, { recursive: true, force: true })
 }
 
@@ -55,47 +59,57 @@ const probe = mountTmpfs(1)
 if (probe) unmount(probe)
 const maybe = probe ? test : test.skip
 
-maybe('a full disk: writes get 507 storage_full, reads and heartbeats go on, nothing acknowledged is lost, writes resume when space returns', async t => {
-  const mount = mountTmpfs(48) as string
-  t.teardown(() => unmount(mount))
-  const dataDir = join(mount, 'data')
-  const overrides = { store: { min_free_bytes: 8 * MiB } }
-  let node = await startTestNode(overrides, dataDir)
-  const dev = developer(0x71)
-  t.is((await http(node.url, 'POST', '/v1/developers', { body: developerRegistration(dev) })).status, 201)
-  const acknowledged = [1, 2, 3].map(i => agent(dev, i))
-  for (const a of acknowledged) t.is((await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
+maybe(
+  'a full disk: writes get 507 storage_full, reads and heartbeats go on, nothing acknowledged is lost, writes resume when space returns',
+  async t => {
+    const mount = mountTmpfs(48) as string
+    t.teardown(() => unmount(mount))
+    const dataDir = join(mount, 'data')
+    const overrides = { store: { min_free_bytes: 8 * MiB } }
+    let node = await startTestNode(overrides, dataDir)
+    const dev = developer(0x71)
+    t.is((await http(node.url, 'POST', '/v1/developers', { body: developerRegistration(dev) })).status, 201)
+    const acknowledged = [1, 2, 3].map(i => agent(dev, i))
+    for (const a of acknowledged)
+      t.is((await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
 
-  const filler = await fill(mount, 4 * MiB)
-  await sleep(1_100) // the free-space check is cached for a second
-  const refused = agent(dev, 4)
-  const post = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, refused) })
-  t.like(post, { status: 507, body: { error: 'storage_full' } })
-  t.regex(post.body.message, /disk is full/)
-  const first = acknowledged[0]!
-  const update = await http(node.url, 'PUT', `/v1/entities/${first.agentId}`, { body: { summary: 'changed', signature: sign(first.keyPair, JSON.stringify({ summary: 'changed' })) } })
-  t.true([401, 507].includes(update.status), `update: ${update.status}`)
+    const filler = await fill(mount, 4 * MiB)
+    await sleep(1_100) // the free-space check is cached for a second
+    const refused = agent(dev, 4)
+    const post = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, refused) })
+    t.like(post, { status: 507, body: { error: 'storage_full' } })
+    t.regex(post.body.message, /disk is full/)
+    const first = acknowledged[0]!
+    const update = await http(node.url, 'PUT', `/v1/entities/${first.agentId}`, {
+      body: { summary: 'changed', signature: sign(first.keyPair, JSON.stringify({ summary: 'changed' })) }
+    })
+    t.true([401, 507].includes(update.status), `update: ${update.status}`)
 
-  // Reads, search and heartbeats go on.
-  t.is((await http(node.url, 'GET', `/v1/entities/${first.agentId}`)).status, 200)
-  t.is((await http(node.url, 'GET', `/v1/entities/${refused.agentId}`)).status, 404)
-  t.is((await http(node.url, 'POST', '/v1/search', { body: { query: 'translates documents' } })).body.results.length, 3)
-  t.like(await heartbeatOnce(node.url, first), { type: 'ack', agent_id: first.agentId })
-  t.like(await heartbeatOnce(node.url, acknowledged[1]!), { type: 'ack' })
-  t.is((await http(node.url, 'GET', '/health')).status, 200)
+    // Reads, search and heartbeats go on.
+    t.is((await http(node.url, 'GET', `/v1/entities/${first.agentId}`)).status, 200)
+    t.is((await http(node.url, 'GET', `/v1/entities/${refused.agentId}`)).status, 404)
+    t.is(
+      (await http(node.url, 'POST', '/v1/search', { body: { query: 'translates documents' } })).body.results.length,
+      3
+    )
+    t.like(await heartbeatOnce(node.url, first), { type: 'ack', agent_id: first.agentId })
+    t.like(await heartbeatOnce(node.url, acknowledged[1]!), { type: 'ack' })
+    t.is((await http(node.url, 'GET', '/health')).status, 200)
 
-  // Space returns: writes resume.
-  await rm(filler)
-  await sleep(1_100)
-  t.is((await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, refused) })).status, 201)
+    // Space returns: writes resume.
+    await rm(filler)
+    await sleep(1_100)
+    t.is((await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, refused) })).status, 201)
 
-  // A restart finds every acknowledged write, and the liveness the heartbeats left.
-  await node.stop(true)
-  node = await startTestNode(overrides, dataDir)
-  t.teardown(() => node.stop(true))
-  for (const a of [...acknowledged, refused]) t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).status, 200)
-  t.is((await http(node.url, 'GET', `/v1/entities/${first.agentId}`)).body.status, 'active')
-})
+    // A restart finds every acknowledged write, and the liveness the heartbeats left.
+    await node.stop(true)
+    node = await startTestNode(overrides, dataDir)
+    t.teardown(() => node.stop(true))
+    for (const a of [...acknowledged, refused])
+      t.is((await http(node.url, 'GET', `/v1/entities/${a.agentId}`)).status, 200)
+    t.is((await http(node.url, 'GET', `/v1/entities/${first.agentId}`)).body.status, 'active')
+  }
+)
 
 maybe('a node does not create its store on a disk with less than the reserve free', async t => {
   const mount = mountTmpfs(8) as string

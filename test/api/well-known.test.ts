@@ -5,7 +5,12 @@ import type { RequestContext } from '../../src/api/http.js'
 import { wellKnownRoutes } from '../../src/api/routes/well-known.js'
 import { generateKeyPair } from '../../src/identity/keys.js'
 import { identityFromKeyPair } from '../../src/identity/node-identity.js'
-import { createRegistryProof, spkiFingerprint, verifyRegistryProof, type RegistryProof } from '../../src/identity/registry-proof.js'
+import {
+  createRegistryProof,
+  spkiFingerprint,
+  verifyRegistryProof,
+  type RegistryProof
+} from '../../src/identity/registry-proof.js'
 import { RegistryProofProvider } from '../../src/services/registry-proof-provider.js'
 import { formatReport, verifyRegistry } from '../../src/verify-registry.js'
 import { startHttpsServer } from '../helpers/https-server.js'
@@ -34,7 +39,11 @@ test('https: the proof pins the certificate the server presents', async t => {
   const result = await verifyRegistry(`${server.url}/`, { ca: server.certPem })
   t.is(result.url, `${server.url}${PATH}`)
   t.is(result.tls, 'matched')
-  t.deepEqual(result.check, { ok: true, registry_id: identity.registryId, problems: [] }, 'no domain check against an IP address')
+  t.deepEqual(
+    result.check,
+    { ok: true, registry_id: identity.registryId, problems: [] },
+    'no domain check against an IP address'
+  )
   t.deepEqual(result.proof, proof)
   const report = formatReport(result)
   t.true(report.includes(identity.registryId))
@@ -57,7 +66,10 @@ test('https: a proof served under a different certificate is a mismatch', async 
   t.is(result.tls, 'mismatched')
   t.false(result.check.ok)
   t.is(result.check.problems.length, 1)
-  t.regex(result.check.problems[0]!, /presented a certificate with SPKI sha256:[0-9a-f]{64}, but the proof pins sha256:/)
+  t.regex(
+    result.check.problems[0]!,
+    /presented a certificate with SPKI sha256:[0-9a-f]{64}, but the proof pins sha256:/
+  )
   t.true(verifyRegistryProof(result.proof).ok, 'the proof itself is sound; only the binding fails')
   t.true(formatReport(result).endsWith('\nFAILED'))
 })
@@ -72,7 +84,9 @@ test('https: a proof without a fingerprint is reported as such', async t => {
 })
 
 test('https: an untrusted certificate rejects; a missing proof fails', async t => {
-  const server = await startHttpsServer((_req, res) => { res.writeHead(404).end('not here') })
+  const server = await startHttpsServer((_req, res) => {
+    res.writeHead(404).end('not here')
+  })
   t.teardown(() => server.close())
   await t.throwsAsync(verifyRegistry(server.url), { message: new RegExp(`^${server.url.replaceAll('.', '\\.')}.*: `) })
   const result = await verifyRegistry(server.url, { ca: server.certPem })
@@ -82,7 +96,7 @@ test('https: an untrusted certificate rejects; a missing proof fails', async t =
   t.true(formatReport(result).endsWith('FAILED'))
 })
 
-test('http: a real node\'s identity over plain http is verified without the TLS binding', async t => {
+test("http: a real node's identity over plain http is verified without the TLS binding", async t => {
   const node = await startTestNode()
   t.teardown(() => node.stop())
   const provider = new RegistryProofProvider(node.node.identity, { domain: node.config.host })
@@ -115,7 +129,10 @@ test('the route definition serves the current proof with a bounded Cache-Control
   const reply = await route!.handler(ctx)
   t.is(reply.status, 200)
   t.deepEqual(reply.headers, { 'Cache-Control': 'public, max-age=3600' })
-  const check = verifyRegistryProof(JSON.parse(JSON.stringify(reply.body)), { now, expectedDomain: 'registry.example.com' })
+  const check = verifyRegistryProof(JSON.parse(JSON.stringify(reply.body)), {
+    now,
+    expectedDomain: 'registry.example.com'
+  })
   t.deepEqual(check, { ok: true, registry_id: identity.registryId, problems: [] })
 
   // Half an hour before renewal (6 days after issue with the defaults) the max-age shrinks.

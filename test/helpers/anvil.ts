@@ -15,8 +15,22 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { toFacilitatorEvmSigner } from '@x402/evm'
 import {
-  createPublicClient, createTestClient, createWalletClient, defineChain, getAddress, http, isHex, maxUint256, parseAbi, publicActions,
-  TransactionReceiptNotFoundError, type Chain, type Hex, type ReadContractParameters, type VerifyTypedDataParameters, type WriteContractParameters
+  createPublicClient,
+  createTestClient,
+  createWalletClient,
+  defineChain,
+  getAddress,
+  http,
+  isHex,
+  maxUint256,
+  parseAbi,
+  publicActions,
+  TransactionReceiptNotFoundError,
+  type Chain,
+  type Hex,
+  type ReadContractParameters,
+  type VerifyTypedDataParameters,
+  type WriteContractParameters
 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 
@@ -52,7 +66,9 @@ const require = createRequire(import.meta.url)
  * and tests must instead skip (or, on CI, fail) with a reason.
  */
 export function anvilBinary(): { path: string } | { missing: string } {
-  const os = ({ linux: 'linux', darwin: 'darwin', win32: 'win32' } as Partial<Record<NodeJS.Platform, string>>)[process.platform]
+  const os = ({ linux: 'linux', darwin: 'darwin', win32: 'win32' } as Partial<Record<NodeJS.Platform, string>>)[
+    process.platform
+  ]
   const arch = ({ x64: 'amd64', arm64: 'arm64' } as Partial<Record<string, string>>)[process.arch]
   if (!os || !arch) return { missing: `anvil has no npm package for ${process.platform}/${process.arch}` }
   const pkg = `@foundry-rs/anvil-${os}-${arch}`
@@ -60,7 +76,9 @@ export function anvilBinary(): { path: string } | { missing: string } {
   try {
     dir = dirname(require.resolve(`${pkg}/package.json`))
   } catch {
-    return { missing: `${pkg} is not installed (npm installs it as an optional dependency of @foundry-rs/anvil on ${process.platform}/${process.arch})` }
+    return {
+      missing: `${pkg} is not installed (npm installs it as an optional dependency of @foundry-rs/anvil on ${process.platform}/${process.arch})`
+    }
   }
   const path = join(dir, 'bin', os === 'win32' ? 'anvil.exe' : 'anvil')
   try {
@@ -119,7 +137,7 @@ const fiatTokenAbi = parseAbi([
 interface HardhatArtifact {
   bytecode: Hex
   deployedBytecode: Hex
-  deployedLinkReferences: Record<string, Record<string, { start: number, length: number }[]>>
+  deployedLinkReferences: Record<string, Record<string, { start: number; length: number }[]>>
 }
 
 function artifact(contract: string): HardhatArtifact {
@@ -135,7 +153,8 @@ function artifact(contract: string): HardhatArtifact {
 function multicall3CreationCode(): Hex {
   const path = join(dirname(require.resolve('viem')), 'constants', 'contracts.js')
   const { multicall3Bytecode } = require(path) as { multicall3Bytecode?: unknown }
-  if (typeof multicall3Bytecode !== 'string' || !isHex(multicall3Bytecode)) throw new Error(`no multicall3Bytecode in ${path} (viem's layout changed?)`)
+  if (typeof multicall3Bytecode !== 'string' || !isHex(multicall3Bytecode))
+    throw new Error(`no multicall3Bytecode in ${path} (viem's layout changed?)`)
   return multicall3Bytecode
 }
 
@@ -156,22 +175,30 @@ function linkLibrary(code: Hex, references: HardhatArtifact['deployedLinkReferen
 }
 
 /** Spawns anvil and resolves with its port once it prints "Listening on 127.0.0.1:N". */
-function spawnAnvil(binary: string, port: number, chainId: number): Promise<{ child: ChildProcess, port: number }> {
+function spawnAnvil(binary: string, port: number, chainId: number): Promise<{ child: ChildProcess; port: number }> {
   // Not --silent or --quiet: both also suppress the "Listening on" line, the only way to learn a port-0 port.
-  const child = spawn(binary, ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId)], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(binary, ['--host', '127.0.0.1', '--port', String(port), '--chain-id', String(chainId)], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
   let stdout = ''
   let stderr = ''
   return new Promise((resolve, reject) => {
     const fail = (why: string): void => {
       clearTimeout(timer)
       child.kill('SIGKILL')
-      reject(new Error(`anvil did not start: ${why}${stderr ? `; stderr: ${stderr.trim()}` : ''}${stdout ? `; stdout: ${stdout.trim().slice(-500)}` : ''}`))
+      reject(
+        new Error(
+          `anvil did not start: ${why}${stderr ? `; stderr: ${stderr.trim()}` : ''}${stdout ? `; stdout: ${stdout.trim().slice(-500)}` : ''}`
+        )
+      )
     }
     const timer = setTimeout(() => fail(`no "Listening on" within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS)
     child.once('error', error => fail(error.message))
     child.once('exit', (code, signal) => fail(`exited (${signal ?? `code ${code}`})`))
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4_000) })
-    child.stdout!.setEncoding('utf8').on('data', function onData (chunk: string) {
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-4_000)
+    })
+    child.stdout!.setEncoding('utf8').on('data', function onData(chunk: string) {
       stdout += chunk
       const listening = /Listening on 127\.0\.0\.1:(\d+)/.exec(stdout)
       if (!listening) return
@@ -190,7 +217,10 @@ function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
   return new Promise(resolve => {
     const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS)
-    child.once('exit', () => { clearTimeout(timer); resolve() })
+    child.once('exit', () => {
+      clearTimeout(timer)
+      resolve()
+    })
     child.kill('SIGTERM')
   })
 }
@@ -204,11 +234,18 @@ function terminate(child: ChildProcess): Promise<void> {
 export async function startLocalChain(options: LocalChainOptions = {}): Promise<LocalChain> {
   const binary = anvilBinary()
   if ('missing' in binary) throw new Error(`anvil unavailable: ${binary.missing}`)
-  const { chainId = BASE_SEPOLIA_CHAIN_ID, payerBalance = DEFAULT_PAYER_BALANCE, port = 0, usdc = BASE_SEPOLIA_USDC } = options
+  const {
+    chainId = BASE_SEPOLIA_CHAIN_ID,
+    payerBalance = DEFAULT_PAYER_BALANCE,
+    port = 0,
+    usdc = BASE_SEPOLIA_USDC
+  } = options
 
   const anvil = await spawnAnvil(binary.path, port, chainId)
   // A test that crashes or forgets stop() must not leave anvil running after the worker exits.
-  const killOnExit = (): void => { anvil.child.kill('SIGKILL') }
+  const killOnExit = (): void => {
+    anvil.child.kill('SIGKILL')
+  }
   process.once('exit', killOnExit)
   let stopping: Promise<void> | undefined
   const stop = (): Promise<void> => {
@@ -244,11 +281,17 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
     // The library first: FiatTokenV2_2 calls it, and a library's code checks where it was deployed, so it
     // cannot simply be setCode'd anywhere; it is deployed, and its address linked into the token's code.
     const checker = artifact('util/SignatureChecker.sol/SignatureChecker')
-    const { contractAddress: checkerAddress } = await confirm('SignatureChecker deployment', await walletClient.deployContract({ abi: [], bytecode: checker.bytecode }))
+    const { contractAddress: checkerAddress } = await confirm(
+      'SignatureChecker deployment',
+      await walletClient.deployContract({ abi: [], bytecode: checker.bytecode })
+    )
     if (!checkerAddress) throw new Error('SignatureChecker deployment has no contract address')
     const fiatToken = artifact('v2/FiatTokenV2_2.sol/FiatTokenV2_2')
     // The runtime code goes straight to the address (no proxy, no constructor): FiatToken's state is all set by initialize*().
-    await testClient.setCode({ address: usdc, bytecode: linkLibrary(fiatToken.deployedBytecode, fiatToken.deployedLinkReferences, checkerAddress) })
+    await testClient.setCode({
+      address: usdc,
+      bytecode: linkLibrary(fiatToken.deployedBytecode, fiatToken.deployedLinkReferences, checkerAddress)
+    })
 
     // Multicall3's constructor does nothing, so running its creation code in an eth_call yields its runtime
     // code without a transaction (equivalent to deploying it, reading getCode, and copying that).
@@ -257,14 +300,32 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
     await testClient.setCode({ address: MULTICALL3, bytecode: multicallCode })
 
     const a0 = deployer.address
-    const write = async (functionName: string, send: () => Promise<Hex>): Promise<void> => { await confirm(`FiatTokenV2_2.${functionName}`, await send()) }
-    await write('initialize', () => walletClient.writeContract({ ...token, functionName: 'initialize', args: ['USDC', 'USDC', 'USD', 6, a0, a0, a0, a0] }))
-    await write('initializeV2', () => walletClient.writeContract({ ...token, functionName: 'initializeV2', args: ['USDC'] }))
-    await write('initializeV2_1', () => walletClient.writeContract({ ...token, functionName: 'initializeV2_1', args: [a0] }))
-    await write('initializeV2_2', () => walletClient.writeContract({ ...token, functionName: 'initializeV2_2', args: [[], 'USDC'] }))
-    await write('configureMinter', () => walletClient.writeContract({ ...token, functionName: 'configureMinter', args: [a0, maxUint256] }))
+    const write = async (functionName: string, send: () => Promise<Hex>): Promise<void> => {
+      await confirm(`FiatTokenV2_2.${functionName}`, await send())
+    }
+    await write('initialize', () =>
+      walletClient.writeContract({
+        ...token,
+        functionName: 'initialize',
+        args: ['USDC', 'USDC', 'USD', 6, a0, a0, a0, a0]
+      })
+    )
+    await write('initializeV2', () =>
+      walletClient.writeContract({ ...token, functionName: 'initializeV2', args: ['USDC'] })
+    )
+    await write('initializeV2_1', () =>
+      walletClient.writeContract({ ...token, functionName: 'initializeV2_1', args: [a0] })
+    )
+    await write('initializeV2_2', () =>
+      walletClient.writeContract({ ...token, functionName: 'initializeV2_2', args: [[], 'USDC'] })
+    )
+    await write('configureMinter', () =>
+      walletClient.writeContract({ ...token, functionName: 'configureMinter', args: [a0, maxUint256] })
+    )
     const mint = async (to: string, amount: bigint): Promise<void> => {
-      await write('mint', () => walletClient.writeContract({ ...token, functionName: 'mint', args: [getAddress(to), amount] }))
+      await write('mint', () =>
+        walletClient.writeContract({ ...token, functionName: 'mint', args: [getAddress(to), amount] })
+      )
     }
     if (payerBalance > 0n) await mint(payer.address, payerBalance)
 
@@ -274,7 +335,8 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
       publicClient.readContract({ ...token, functionName: 'name' }),
       publicClient.readContract({ ...token, functionName: 'version' })
     ])
-    if (name !== 'USDC' || version !== '2') throw new Error(`token at ${usdc} has EIP-712 domain ("${name}", "${version}"), not ("USDC", "2")`)
+    if (name !== 'USDC' || version !== '2')
+      throw new Error(`token at ${usdc} has EIP-712 domain ("${name}", "${version}"), not ("USDC", "2")`)
 
     return {
       rpcUrl,
@@ -284,9 +346,15 @@ export async function startLocalChain(options: LocalChainOptions = {}): Promise<
       deployerKey: ANVIL_KEYS[0]!,
       payerKey: ANVIL_KEYS[1]!,
       payer: payer.address,
-      balanceOf: address => publicClient.readContract({ ...token, functionName: 'balanceOf', args: [getAddress(address)] }),
-      authorizationState: (authorizer, nonce) => publicClient.readContract({ ...token, functionName: 'authorizationState', args: [getAddress(authorizer), nonce] }),
-      async transactionStatus (hash) {
+      balanceOf: address =>
+        publicClient.readContract({ ...token, functionName: 'balanceOf', args: [getAddress(address)] }),
+      authorizationState: (authorizer, nonce) =>
+        publicClient.readContract({
+          ...token,
+          functionName: 'authorizationState',
+          args: [getAddress(authorizer), nonce]
+        }),
+      async transactionStatus(hash) {
         if (!isHex(hash) || hash.length !== 66) throw new Error(`not a transaction hash: ${hash}`)
         try {
           return (await publicClient.getTransactionReceipt({ hash })).status
@@ -315,7 +383,12 @@ export type FacilitatorSigner = ReturnType<typeof toFacilitatorEvmSigner>
  * is passed through with its arguments cast to viem's parameter type.
  */
 export function localFacilitatorSigner(local: LocalChain, key: `0x${string}` = local.deployerKey): FacilitatorSigner {
-  const client = createWalletClient({ account: privateKeyToAccount(key), chain: local.chain, transport: http(local.rpcUrl), pollingInterval: 20 }).extend(publicActions)
+  const client = createWalletClient({
+    account: privateKeyToAccount(key),
+    chain: local.chain,
+    transport: http(local.rpcUrl),
+    pollingInterval: 20
+  }).extend(publicActions)
   return toFacilitatorEvmSigner({
     address: client.account.address,
     readContract: args => client.readContract(args as ReadContractParameters),

@@ -47,7 +47,10 @@ function readName(msg: Buffer, offset: number): { name: string; next: number } {
   let next = -1
   for (let jumps = 0; ; ) {
     const len = msg.readUInt8(pos)
-    if (len === 0) { pos += 1; break }
+    if (len === 0) {
+      pos += 1
+      break
+    }
     if ((len & 0xc0) === 0xc0) {
       if (++jumps > 16) throw new Error('compression loop')
       if (next === -1) next = pos + 2
@@ -110,11 +113,18 @@ function txtRdata(strings: readonly string[]): Buffer {
   return Buffer.concat(parts)
 }
 
-function header(id: number, queryFlags: number, rcode: number, counts: { qd: number; an: number; ar: number }, truncated = false): Buffer {
+function header(
+  id: number,
+  queryFlags: number,
+  rcode: number,
+  counts: { qd: number; an: number; ar: number },
+  truncated = false
+): Buffer {
   const h = Buffer.alloc(12)
   h.writeUInt16BE(id, 0)
   // QR=1, opcode copied, AA=1, TC as told, RD copied, RA=1, rcode.
-  const flags = 0x8000 | (queryFlags & 0x7800) | 0x0400 | (truncated ? 0x0200 : 0) | (queryFlags & 0x0100) | 0x0080 | rcode
+  const flags =
+    0x8000 | (queryFlags & 0x7800) | 0x0400 | (truncated ? 0x0200 : 0) | (queryFlags & 0x0100) | 0x0080 | rcode
   h.writeUInt16BE(flags, 2)
   h.writeUInt16BE(counts.qd, 4)
   h.writeUInt16BE(counts.an, 6)
@@ -149,9 +159,18 @@ function answer(query: Query, records: ReadonlyMap<string, string[][]>): Buffer 
     return Buffer.concat([rr, rdata])
   })
   const additional = query.ednsSize === undefined ? [] : [optRecord()]
-  const full = Buffer.concat([header(query.id, query.flags, rcode, { qd: 1, an: rrs.length, ar: additional.length }), question.raw, ...rrs, ...additional])
+  const full = Buffer.concat([
+    header(query.id, query.flags, rcode, { qd: 1, an: rrs.length, ar: additional.length }),
+    question.raw,
+    ...rrs,
+    ...additional
+  ])
   if (full.length <= (query.ednsSize ?? UDP_LIMIT)) return full
-  return Buffer.concat([header(query.id, query.flags, rcode, { qd: 1, an: 0, ar: additional.length }, true), question.raw, ...additional])
+  return Buffer.concat([
+    header(query.id, query.flags, rcode, { qd: 1, an: 0, ar: additional.length }, true),
+    question.raw,
+    ...additional
+  ])
 }
 
 /**
@@ -167,19 +186,23 @@ export async function startDnsServer(records: Record<string, string[][]>): Promi
   socket.on('message', (msg: Buffer, rinfo: RemoteInfo) => {
     const query = parseQuery(msg)
     if (query === null) return
-    const reply = 'error' in query
-      ? header(query.id, query.flags, query.error, { qd: 0, an: 0, ar: 0 })
-      : answer(query, table)
+    const reply =
+      'error' in query ? header(query.id, query.flags, query.error, { qd: 0, an: 0, ar: 0 }) : answer(query, table)
     socket.send(reply, rinfo.port, rinfo.address)
   })
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject)
-    socket.bind(0, '127.0.0.1', () => { socket.off('error', reject); resolve() })
+    socket.bind(0, '127.0.0.1', () => {
+      socket.off('error', reject)
+      resolve()
+    })
   })
   const { port } = socket.address() as AddressInfo
   return {
     address: `127.0.0.1:${port}`,
-    set: (name, txt) => { table.set(normalize(name), txt) },
+    set: (name, txt) => {
+      table.set(normalize(name), txt)
+    },
     close: () => new Promise<void>(resolve => socket.close(() => resolve()))
   }
 }

@@ -18,10 +18,20 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /** A real HTTPS server on 127.0.0.1 with a certificate made for the test (CN and SAN localhost/127.0.0.1). */
-export async function startHttpsServer(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestHttpsServer> {
+export async function startHttpsServer(
+  handler: (req: IncomingMessage, res: ServerResponse) => void
+): Promise<TestHttpsServer> {
   const pems = await generate([{ name: 'commonName', value: 'localhost' }], {
     keySize: 2048,
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }]
+    extensions: [
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' }
+        ]
+      }
+    ]
   })
   const server = createServer({ key: pems.private, cert: pems.cert }, handler)
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
@@ -29,6 +39,10 @@ export async function startHttpsServer(handler: (req: IncomingMessage, res: Serv
   return {
     url: `https://127.0.0.1:${port}`,
     certPem: pems.cert,
-    close: () => new Promise<void>(resolve => { server.closeAllConnections(); server.close(() => resolve()) })
+    close: () =>
+      new Promise<void>(resolve => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
   }
 }

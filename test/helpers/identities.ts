@@ -8,7 +8,14 @@ import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
-import { developerKeys, developerProof, signDeployed, signSpec, type DeveloperKeys, type DeveloperProof } from '../../src/testnet/entity-factory.js'
+import {
+  developerKeys,
+  developerProof,
+  signDeployed,
+  signSpec,
+  type DeveloperKeys,
+  type DeveloperProof
+} from '../../src/testnet/entity-factory.js'
 
 export type Developer = DeveloperKeys
 
@@ -40,7 +47,11 @@ export function agent(dev: Developer, index: number): Agent {
 export { signSpec }
 
 /** A spec-form agent registration with a developer proof. */
-export function specRegistration(dev: Developer, a: Agent, fields: Record<string, unknown> = {}): Record<string, unknown> {
+export function specRegistration(
+  dev: Developer,
+  a: Agent,
+  fields: Record<string, unknown> = {}
+): Record<string, unknown> {
   return signSpec(a.keyPair, {
     name: `Agent ${a.index}`,
     type: 'agent',
@@ -57,7 +68,11 @@ export function specRegistration(dev: Developer, a: Agent, fields: Record<string
 }
 
 /** A deployed-client registration: Go field spellings, signature over the fixed subset. */
-export function deployedRegistration(dev: Developer, a: Agent, fields: Record<string, unknown> = {}): Record<string, unknown> {
+export function deployedRegistration(
+  dev: Developer,
+  a: Agent,
+  fields: Record<string, unknown> = {}
+): Record<string, unknown> {
   const body = {
     name: `Deployed ${a.index}`,
     entity_type: 'agent',
@@ -66,8 +81,18 @@ export function deployedRegistration(dev: Developer, a: Agent, fields: Record<st
     entity_url: `https://deployed${a.index}.example.com`,
     public_key: a.publicKey,
     developer_id: dev.id,
-    developer_proof: { developer_public_key: dev.publicKey, entity_index: a.index, developer_signature: a.proof.signature },
-    entity_pricing: { model: 'per_request', base_price_usd: 0.01, currency: 'USDC', payment_methods: ['x402'], rates: { default: 0.01 } },
+    developer_proof: {
+      developer_public_key: dev.publicKey,
+      entity_index: a.index,
+      developer_signature: a.proof.signature
+    },
+    entity_pricing: {
+      model: 'per_request',
+      base_price_usd: 0.01,
+      currency: 'USDC',
+      payment_methods: ['x402'],
+      rates: { default: 0.01 }
+    },
     ...fields
   }
   return signDeployed(a.keyPair, body)
@@ -79,7 +104,13 @@ export function bearer(signer: { keyPair: KeyPair }, message: string): { authori
 }
 
 export function developerRegistration(dev: Developer, fields: Record<string, unknown> = {}): Record<string, unknown> {
-  return signSpec(dev.keyPair, { name: 'Alice the Builder', public_key: dev.publicKey, github: 'alice', profile_url: 'https://alice.example.com', ...fields })
+  return signSpec(dev.keyPair, {
+    name: 'Alice the Builder',
+    public_key: dev.publicKey,
+    github: 'alice',
+    profile_url: 'https://alice.example.com',
+    ...fields
+  })
 }
 
 export { sign, canonicalJson }

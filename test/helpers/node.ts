@@ -13,7 +13,9 @@ import { sign } from '../../src/identity/keys.js'
 import { startRegistryNode, type RegistryNode } from '../../src/node.js'
 import type { Agent } from './identities.js'
 
-export type ConfigOverrides = { [K in keyof NodeConfig]?: NodeConfig[K] extends object ? Partial<NodeConfig[K]> : NodeConfig[K] }
+export type ConfigOverrides = {
+  [K in keyof NodeConfig]?: NodeConfig[K] extends object ? Partial<NodeConfig[K]> : NodeConfig[K]
+}
 
 export interface TestNode {
   node: RegistryNode
@@ -29,7 +31,10 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): No
   const config = { ...base, data_dir: dataDir, host: 'registry.test' } as NodeConfig
   for (const [key, value] of Object.entries(overrides)) {
     const current = (config as unknown as Record<string, unknown>)[key]
-    ;(config as unknown as Record<string, unknown>)[key] = current !== null && typeof current === 'object' && !Array.isArray(current) ? { ...current, ...(value as object) } : value
+    ;(config as unknown as Record<string, unknown>)[key] =
+      current !== null && typeof current === 'object' && !Array.isArray(current)
+        ? { ...current, ...(value as object) }
+        : value
   }
   // REGISTRY_NODE_HTTP_SERVER=node|uws runs the suite on one server kind (default: auto).
   const server = (process.env.REGISTRY_NODE_HTTP_SERVER ?? config.http.server) as NodeConfig['http']['server']
@@ -43,11 +48,14 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): No
 
 /** A real node: LMDB in a temp dir, its HTTP front on an ephemeral port, rate limits off unless asked for. */
 export async function startTestNode(overrides: ConfigOverrides = {}, dataDir?: string): Promise<TestNode> {
-  const dir = dataDir ?? await mkdtemp(join(tmpdir(), 'registry-node-test-'))
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'registry-node-test-')))
   const config = testConfig(dir, overrides)
   const node = await startRegistryNode(config, { logger: pino({ level: 'silent' }) })
   return {
-    node, url: node.url, dataDir: dir, config,
+    node,
+    url: node.url,
+    dataDir: dir,
+    config,
     async stop(keepData = false) {
       await node.stop()
       if (!keepData) await rm(dir, { recursive: true, force: true })
@@ -83,7 +91,9 @@ export function tcpAddress(n: TestNode): string {
 /** Collects a node's events from now on (tests run concurrently: filter what you read). */
 export function recordEvents(n: TestNode): { events: RegistryEvent[]; stop: () => void } {
   const events: RegistryEvent[] = []
-  const stop = n.node.bus.subscribe(e => { events.push(e) })
+  const stop = n.node.bus.subscribe(e => {
+    events.push(e)
+  })
   return { events, stop }
 }
 
@@ -93,7 +103,10 @@ export function heartbeatOnce(url: string, a: Agent): Promise<Record<string, unk
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/v1/entities/${encodeURIComponent(a.agentId)}/ws`)
   return new Promise((resolve, reject) => {
     ws.once('open', () => ws.send(JSON.stringify({ timestamp, signature: sign(a.keyPair, timestamp) })))
-    ws.once('message', data => { resolve(JSON.parse(data.toString()) as Record<string, unknown>); ws.close() })
+    ws.once('message', data => {
+      resolve(JSON.parse(data.toString()) as Record<string, unknown>)
+      ws.close()
+    })
     ws.once('error', reject)
   })
 }
@@ -108,7 +121,12 @@ export interface HttpResult<T = any> {
 }
 
 /** JSON over real HTTP. `raw` sends the string as is (for byte-exact signatures). */
-export async function http<T = any>(base: string, method: string, path: string, options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<HttpResult<T>> {
+export async function http<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; raw?: string; headers?: Record<string, string> } = {}
+): Promise<HttpResult<T>> {
   const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body))
   const res = await fetch(base + path, {
     method,
@@ -117,6 +135,10 @@ export async function http<T = any>(base: string, method: string, path: string, 
   })
   const text = await res.text()
   let parsed: unknown = text
-  try { parsed = JSON.parse(text) } catch { /* not JSON */ }
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    /* not JSON */
+  }
   return { status: res.status, body: parsed as T, headers: res.headers }
 }

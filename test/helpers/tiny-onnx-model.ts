@@ -27,7 +27,24 @@ export const CONCEPTS: readonly (readonly string[])[] = [
   ['pay', 'payment', 'invoice', 'billing', 'money'],
   ['music', 'song', 'audio', 'melody'],
   ['summary', 'summarize', 'digest', 'abstract'],
-  ['the', 'a', 'of', 'for', 'and', 'agent', 'service', 'tool', 'helps', 'documents', 'text', 'long', 'about', '##s', '.', ',']
+  [
+    'the',
+    'a',
+    'of',
+    'for',
+    'and',
+    'agent',
+    'service',
+    'tool',
+    'helps',
+    'documents',
+    'text',
+    'long',
+    'about',
+    '##s',
+    '.',
+    ','
+  ]
 ]
 
 export interface TinyModelOptions {
@@ -72,7 +89,8 @@ export function tinyTable(seed: number): Float32Array {
   const random = mulberry32(seed)
   const vocab = tinyVocab()
   const table = new Float32Array(vocab.size * TINY_DIM)
-  for (let i = 0; i < vocab.size; i++) for (let j = 0; j < TINY_DIM; j++) table[i * TINY_DIM + j] = (random() - 0.5) * 0.3
+  for (let i = 0; i < vocab.size; i++)
+    for (let j = 0; j < TINY_DIM; j++) table[i * TINY_DIM + j] = (random() - 0.5) * 0.3
   CONCEPTS.forEach((words, g) => {
     const weight = g === CONCEPTS.length - 1 ? 0.4 : 1 // generic words say little
     for (const w of words) {
@@ -102,11 +120,15 @@ function varint(n: number | bigint): number[] {
 const concat = (parts: readonly Uint8Array[]): Uint8Array => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
   let at = 0
-  for (const p of parts) { out.set(p, at); at += p.length }
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
   return out
 }
 const int = (field: number, n: number | bigint): Field => Uint8Array.from([...varint(field << 3), ...varint(n)])
-const bytes = (field: number, data: Uint8Array): Field => concat([Uint8Array.from([...varint((field << 3) | 2), ...varint(data.length)]), data])
+const bytes = (field: number, data: Uint8Array): Field =>
+  concat([Uint8Array.from([...varint((field << 3) | 2), ...varint(data.length)]), data])
 const str = (field: number, s: string): Field => bytes(field, new TextEncoder().encode(s))
 const msg = (field: number, ...fields: Field[]): Field => bytes(field, concat(fields))
 
@@ -122,18 +144,39 @@ function valueInfo(field: number, name: string, elemType: number, dims: (string 
 
 /** NodeProto { input*, output*, name, op_type, attribute* } */
 function node(inputs: string[], outputs: string[], name: string, opType: string, ...attributes: Field[]): Field {
-  return msg(1, ...inputs.map(i => str(1, i)), ...outputs.map(o => str(2, o)), str(3, name), str(4, opType), ...attributes)
+  return msg(
+    1,
+    ...inputs.map(i => str(1, i)),
+    ...outputs.map(o => str(2, o)),
+    str(3, name),
+    str(4, opType),
+    ...attributes
+  )
 }
 
 /** The ModelProto bytes. */
-export function tinyModelBytes(table: Float32Array, rows: number, options: Pick<TinyModelOptions, 'pooled' | 'tokenTypeIds'> = {}): Uint8Array {
+export function tinyModelBytes(
+  table: Float32Array,
+  rows: number,
+  options: Pick<TinyModelOptions, 'pooled' | 'tokenTypeIds'> = {}
+): Uint8Array {
   const raw = new Uint8Array(table.buffer.slice(table.byteOffset, table.byteOffset + table.byteLength)) // little-endian on x64/arm64
   const initializer = msg(5, int(1, rows), int(1, TINY_DIM), int(2, FLOAT), str(8, 'embeddings'), bytes(9, raw))
-  const nodes = [node(['embeddings', 'input_ids'], [options.pooled ? 'token_embeddings' : 'last_hidden_state'], 'embed', 'Gather')]
+  const nodes = [
+    node(['embeddings', 'input_ids'], [options.pooled ? 'token_embeddings' : 'last_hidden_state'], 'embed', 'Gather')
+  ]
   if (options.pooled) {
     // AttributeProto { name: 'axes', type: INTS, ints: [1] } and { name: 'keepdims', type: INT, i: 0 }
-    nodes.push(node(['token_embeddings'], ['sentence_embedding'], 'pool', 'ReduceMean',
-      msg(5, str(1, 'axes'), int(20, ATTR_INTS), int(8, 1)), msg(5, str(1, 'keepdims'), int(20, 2), int(3, 0))))
+    nodes.push(
+      node(
+        ['token_embeddings'],
+        ['sentence_embedding'],
+        'pool',
+        'ReduceMean',
+        msg(5, str(1, 'axes'), int(20, ATTR_INTS), int(8, 1)),
+        msg(5, str(1, 'keepdims'), int(20, 2), int(3, 0))
+      )
+    )
   }
   const inputs = [
     valueInfo(11, 'input_ids', INT64, ['batch', 'sequence']),
@@ -155,20 +198,50 @@ export function tinyTokenizerJson(vocab: Map<string, number>): object {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: SPECIAL_TOKENS.map(t => ({ id: id(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
-    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    added_tokens: SPECIAL_TOKENS.map(t => ({
+      id: id(t),
+      content: t,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true
+    })),
+    normalizer: {
+      type: 'BertNormalizer',
+      clean_text: true,
+      handle_chinese_chars: true,
+      strip_accents: null,
+      lowercase: true
+    },
     pre_tokenizer: { type: 'BertPreTokenizer' },
     post_processor: {
       type: 'TemplateProcessing',
-      single: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }],
-      pair: [{ SpecialToken: { id: '[CLS]', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { SpecialToken: { id: '[SEP]', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }, { SpecialToken: { id: '[SEP]', type_id: 1 } }],
+      single: [
+        { SpecialToken: { id: '[CLS]', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '[SEP]', type_id: 0 } }
+      ],
+      pair: [
+        { SpecialToken: { id: '[CLS]', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '[SEP]', type_id: 0 } },
+        { Sequence: { id: 'B', type_id: 1 } },
+        { SpecialToken: { id: '[SEP]', type_id: 1 } }
+      ],
       special_tokens: {
         '[CLS]': { id: '[CLS]', ids: [id('[CLS]')], tokens: ['[CLS]'] },
         '[SEP]': { id: '[SEP]', ids: [id('[SEP]')], tokens: ['[SEP]'] }
       }
     },
     decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab: Object.fromEntries(vocab) }
+    model: {
+      type: 'WordPiece',
+      unk_token: '[UNK]',
+      continuing_subword_prefix: '##',
+      max_input_chars_per_word: 100,
+      vocab: Object.fromEntries(vocab)
+    }
   }
 }
 
@@ -181,7 +254,10 @@ export async function buildTinyOnnxModel(options: TinyModelOptions = {}): Promis
   const rows = options.tableRows ?? vocab.size
   await writeFile(join(dir, 'model.onnx'), tinyModelBytes(table.subarray(0, rows * TINY_DIM), rows, options))
   await writeFile(join(dir, 'tokenizer.json'), JSON.stringify(tinyTokenizerJson(vocab)))
-  await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ do_lower_case: true, model_max_length: 512, tokenizer_class: 'BertTokenizer' }))
+  await writeFile(
+    join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ do_lower_case: true, model_max_length: 512, tokenizer_class: 'BertTokenizer' })
+  )
   return { dir, vocab, table }
 }
 
@@ -191,7 +267,8 @@ export function expectedVector(model: TinyModel, tokens: readonly string[]): Flo
   for (const t of tokens) {
     const row = model.vocab.get(t)
     if (row === undefined) throw new Error(`${t} is not in the tiny vocabulary`)
-    for (let j = 0; j < TINY_DIM; j++) v[j] = (v[j] as number) + (model.table[row * TINY_DIM + j] as number) / tokens.length
+    for (let j = 0; j < TINY_DIM; j++)
+      v[j] = (v[j] as number) + (model.table[row * TINY_DIM + j] as number) / tokens.length
   }
   const norm = Math.hypot(...v)
   return v.map(x => x / norm)

@@ -24,14 +24,24 @@ export const sleep = (ms: number): Promise<void> => new Promise(resolve => setTi
  * Calls `probe` until it returns something other than undefined, null or false, and returns that;
  * throws naming `what` once the deadline has passed. `options` may be the deadline alone.
  */
-export async function until<T>(what: string, probe: () => T | Promise<T>, options: WaitOptions | number = {}): Promise<Exclude<T, undefined | null | false>> {
-  const { timeoutMs = WAIT_TIMEOUT_MS, intervalMs = 50, detail } = typeof options === 'number' ? { timeoutMs: options } : options
+export async function until<T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  options: WaitOptions | number = {}
+): Promise<Exclude<T, undefined | null | false>> {
+  const {
+    timeoutMs = WAIT_TIMEOUT_MS,
+    intervalMs = 50,
+    detail
+  } = typeof options === 'number' ? { timeoutMs: options } : options
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await probe()
     if (value !== undefined && value !== null && value !== false) return value as Exclude<T, undefined | null | false>
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}${detail ? `; last seen: ${JSON.stringify(detail())}` : ''}`)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting until ${what}${detail ? `; last seen: ${JSON.stringify(detail())}` : ''}`
+      )
     }
     await sleep(intervalMs)
   }

@@ -26,27 +26,65 @@ const LOCAL_ENTITIES = { entities: { allow_http_url: true }, cards: { allow_priv
 let nodes: TestNode[] = []
 let dir: string
 
-
 async function cli(args: string[]): Promise<string> {
   return (await exec(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd: dir })).stdout
 }
 
 function serve(registry: string): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(process.execPath, [...CLI_FROM_SOURCES, 'entity', 'serve', '--config', 'echo-bot/entity.toml', '--registry', registry, '--echo', '--heartbeat-seconds', '0.5'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(
+    process.execPath,
+    [
+      ...CLI_FROM_SOURCES,
+      'entity',
+      'serve',
+      '--config',
+      'echo-bot/entity.toml',
+      '--registry',
+      registry,
+      '--echo',
+      '--heartbeat-seconds',
+      '0.5'
+    ],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }
+  )
   let out = ''
-  child.stdout!.on('data', d => { out += d })
-  child.stderr!.on('data', d => { out += d })
+  child.stdout!.on('data', d => {
+    out += d
+  })
+  child.stderr!.on('data', d => {
+    out += d
+  })
   process.once('exit', () => child.kill('SIGKILL'))
-  return until('entity serve prints its URL', () => {
-    if (child.exitCode !== null) throw new Error(`entity serve exited: ${out}`)
-    return /serving on .*\n/.exec(out)?.[0]
-  }, 60_000).then(line => ({ child, line }))
+  return until(
+    'entity serve prints its URL',
+    () => {
+      if (child.exitCode !== null) throw new Error(`entity serve exited: ${out}`)
+      return /serving on .*\n/.exec(out)?.[0]
+    },
+    60_000
+  ).then(line => ({ child, line }))
 }
 
 test.before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'registry-entity-cli-'))
-  const a = await startTestNode({ name: 'node-a', host: 'a.registry.test', p2p: MESH, liveness: LIVENESS, ...LOCAL_ENTITIES })
-  const rest = await Promise.all(['b', 'c'].map(x => startTestNode({ name: `node-${x}`, host: `${x}.registry.test`, p2p: { ...MESH, bootstrap: [tcpAddress(a)] }, liveness: LIVENESS, ...LOCAL_ENTITIES })))
+  const a = await startTestNode({
+    name: 'node-a',
+    host: 'a.registry.test',
+    p2p: MESH,
+    liveness: LIVENESS,
+    ...LOCAL_ENTITIES
+  })
+  const rest = await Promise.all(
+    ['b', 'c'].map(x =>
+      startTestNode({
+        name: `node-${x}`,
+        host: `${x}.registry.test`,
+        p2p: { ...MESH, bootstrap: [tcpAddress(a)] },
+        liveness: LIVENESS,
+        ...LOCAL_ENTITIES
+      })
+    )
+  )
   nodes = [a, ...rest]
   for (const n of nodes) await until(`${n.config.name} has peers`, () => n.node.mesh!.peers.connectedCount >= 1)
 })
@@ -63,9 +101,14 @@ test('keys → entity init → entity serve → search, call by FQAN, inactive o
   const file = JSON.parse(await readFile(join(dir, 'keys/developer.json'), 'utf8')) as { seed: string }
   const keyPair = keyPairFromSeed(Buffer.from(file.seed, 'base64'))
   const dev = { keyPair, id: deriveId('developer', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey) }
-  t.is((await http(a.url, 'POST', '/v1/developers', { body: developerRegistration(dev, { handle: 'echo-dev' }) })).status, 201)
+  t.is(
+    (await http(a.url, 'POST', '/v1/developers', { body: developerRegistration(dev, { handle: 'echo-dev' }) })).status,
+    201
+  )
 
-  const init = JSON.parse(await cli(['entity', 'init', '--developer', 'keys/developer.json', '--name', 'Echo Bot'])) as { entity_id: string; index: number; config: string }
+  const init = JSON.parse(
+    await cli(['entity', 'init', '--developer', 'keys/developer.json', '--name', 'Echo Bot'])
+  ) as { entity_id: string; index: number; config: string }
   t.is(init.index, 0)
   t.is(init.config, join('echo-bot', 'entity.toml'))
   const id = init.entity_id
@@ -85,19 +128,29 @@ test('keys → entity init → entity serve → search, call by FQAN, inactive o
   t.is(reply.trim(), 'hello mesh')
   const table = await cli(['search', 'echo', '--registry', a.url])
   t.regex(table, /Echo Bot\s+a\.registry\.test\/echo-dev\/echo-bot\s+agent\s+active/)
-  const resolved = JSON.parse(await cli(['resolve', 'a.registry.test/echo-dev/echo-bot', '--registry', a.url, '--json'])) as { entity_id: string }
+  const resolved = JSON.parse(
+    await cli(['resolve', 'a.registry.test/echo-dev/echo-bot', '--registry', a.url, '--json'])
+  ) as { entity_id: string }
   t.is(resolved.entity_id, id)
 
   const card = await fetch(`${nodes[1]!.url}/v1/entities/${encodeURIComponent(id)}/card`)
   t.is(card.status, 200)
-  t.is(card.headers.get('x-card-verification'), 'verified', 'the card, fetched by another node through its proxy, verifies')
+  t.is(
+    card.headers.get('x-card-verification'),
+    'verified',
+    'the card, fetched by another node through its proxy, verifies'
+  )
 
-  const statusOn = async (n: TestNode) => (await http(n.url, 'GET', `/v1/entities/${encodeURIComponent(id)}`)).body.status as string
-  for (const n of nodes) await until(`${n.config.name} shows the entity active`, async () => (await statusOn(n)) === 'active')
+  const statusOn = async (n: TestNode) =>
+    (await http(n.url, 'GET', `/v1/entities/${encodeURIComponent(id)}`)).body.status as string
+  for (const n of nodes)
+    await until(`${n.config.name} shows the entity active`, async () => (await statusOn(n)) === 'active')
   first.child.kill('SIGTERM')
-  for (const n of nodes) await until(`${n.config.name} shows the entity inactive`, async () => (await statusOn(n)) === 'inactive')
+  for (const n of nodes)
+    await until(`${n.config.name} shows the entity inactive`, async () => (await statusOn(n)) === 'inactive')
   const second = await serve(a.url)
   t.regex(second.line, /unchanged|updated/)
-  for (const n of nodes) await until(`${n.config.name} shows the entity active again`, async () => (await statusOn(n)) === 'active')
+  for (const n of nodes)
+    await until(`${n.config.name} shows the entity active again`, async () => (await statusOn(n)) === 'active')
   second.child.kill('SIGTERM')
 })

@@ -43,11 +43,34 @@ async function plant(n: TestNode, name: string, summary: string, category = 'too
   const id = deriveId('agent', key.publicKey)
   const now = new Date().toISOString()
   const record: EntityRecord = {
-    entity_id: id, type: 'agent', name, category, summary, version: '1.0.0', tags: [], public_key: formatKey(key.publicKey),
-    signature: `ed25519:${'A'.repeat(86)}==`, entity_url: 'https://planted.example', service_endpoint: null, openapi_url: null,
-    codebase_hash: null, developer_id: null, entity_index: null, developer_proof: null, capability_summary: null, pricing_model: null,
-    entity_name: null, ttl: 86_400, status: 'active', last_heartbeat: null, registered_at: now, updated_at: now,
-    home_registry: n.config.host, home_registry_id: n.node.identity.registryId, schema_version: SCHEMA_VERSION, registration_signatures: []
+    entity_id: id,
+    type: 'agent',
+    name,
+    category,
+    summary,
+    version: '1.0.0',
+    tags: [],
+    public_key: formatKey(key.publicKey),
+    signature: `ed25519:${'A'.repeat(86)}==`,
+    entity_url: 'https://planted.example',
+    service_endpoint: null,
+    openapi_url: null,
+    codebase_hash: null,
+    developer_id: null,
+    entity_index: null,
+    developer_proof: null,
+    capability_summary: null,
+    pricing_model: null,
+    entity_name: null,
+    ttl: 86_400,
+    status: 'active',
+    last_heartbeat: null,
+    registered_at: now,
+    updated_at: now,
+    home_registry: n.config.host,
+    home_registry_id: n.node.identity.registryId,
+    schema_version: SCHEMA_VERSION,
+    registration_signatures: []
   }
   await n.node.store.commit(tx => tx.putEntity(record))
   n.node.bus.publish('agent_registered', { entity_id: id })
@@ -71,56 +94,110 @@ const search = async (n: TestNode, body: Record<string, unknown>) => {
 
 test.before(async () => {
   a = await startTestNode({ name: 'node-a', host: 'a.registry.test', p2p: MESH, search: SEARCH })
-  a.node.bus.subscribe(e => { if (e.type.startsWith('search_')) eventsOfA.push(e) })
+  a.node.bus.subscribe(e => {
+    if (e.type.startsWith('search_')) eventsOfA.push(e)
+  })
   ;[b, c] = await Promise.all([
-    startTestNode({ name: 'node-b', host: 'b.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(a)] }, search: SEARCH }),
-    startTestNode({ name: 'node-c', host: 'c.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(a)] }, search: SEARCH })
+    startTestNode({
+      name: 'node-b',
+      host: 'b.registry.test',
+      p2p: { ...MESH, bootstrap: [tcpAddress(a)] },
+      search: SEARCH
+    }),
+    startTestNode({
+      name: 'node-c',
+      host: 'c.registry.test',
+      p2p: { ...MESH, bootstrap: [tcpAddress(a)] },
+      search: SEARCH
+    })
   ])
-  b.node.bus.subscribe(e => { if (e.type.startsWith('search_')) eventsOfB.push(e) })
+  b.node.bus.subscribe(e => {
+    if (e.type.startsWith('search_')) eventsOfB.push(e)
+  })
   onB = await plant(b, 'Quokka Oracle', 'Forecasts zyxquokka migrations for wildlife parks')
   await plant(c, 'Plumbus Maker', 'Builds plumbus units', 'finance')
   await until('A holds the filters of B and C with their planted words', () =>
-    filterAtAHas(b.node.mesh!.peerId, 'zyxquokka') && filterAtAHas(c.node.mesh!.peerId, 'plumbus') ? true : undefined)
+    filterAtAHas(b.node.mesh!.peerId, 'zyxquokka') && filterAtAHas(c.node.mesh!.peerId, 'plumbus') ? true : undefined
+  )
 })
 
 test.after.always(async () => {
-  if (d) { d.child.kill('SIGCONT'); d.child.kill('SIGKILL'); await d.exited }
+  if (d) {
+    d.child.kill('SIGCONT')
+    d.child.kill('SIGKILL')
+    await d.exited
+  }
   if (dData) await rm(dData, { recursive: true, force: true })
   await Promise.all([a, b, c].filter(Boolean).map(n => n.stop()))
 })
 
-test.serial('a federated search finds an entity only one peer holds; B answers from its own index and asks nobody', async t => {
-  const local = await search(a, { query: 'zyxquokka' })
-  t.is(local.body.total_found, 0, 'A itself does not hold it')
-  t.is(local.body.search_stats.federated, undefined)
+test.serial(
+  'a federated search finds an entity only one peer holds; B answers from its own index and asks nobody',
+  async t => {
+    const local = await search(a, { query: 'zyxquokka' })
+    t.is(local.body.total_found, 0, 'A itself does not hold it')
+    t.is(local.body.search_stats.federated, undefined)
 
-  const eventsBefore = eventsOfA.length
-  const { body } = await search(a, { query: 'zyxquokka', federated: true })
-  t.deepEqual(body.results.map((r: any) => r.entity_id), [onB])
-  const hit = body.results[0]
-  t.is(hit.name, 'Quokka Oracle')
-  t.is(hit.home_registry, 'b.registry.test')
-  t.is(hit.source_registry_id, b.node.identity.registryId)
-  t.is(hit.public_key, undefined, 'the wire-only members stay off the HTTP reply')
-  t.is(hit.home, undefined)
-  t.is(body.total_found, 1)
-  t.is(body.federated_peer_count, 1)
-  const stats = body.search_stats
-  t.like(stats, { federated: true, local_results: 0, federated_results: 1, peers_queried: 1, peers_answered: 1, peers_failed: 0, peers_timed_out: 0, peers_skipped: 1 })
-  t.like(stats.peers[0], { peer_id: b.node.mesh!.peerId, registry_id: b.node.identity.registryId, name: 'node-b', outcome: 'answered', results: 1, total_found: 1 })
+    const eventsBefore = eventsOfA.length
+    const { body } = await search(a, { query: 'zyxquokka', federated: true })
+    t.deepEqual(
+      body.results.map((r: any) => r.entity_id),
+      [onB]
+    )
+    const hit = body.results[0]
+    t.is(hit.name, 'Quokka Oracle')
+    t.is(hit.home_registry, 'b.registry.test')
+    t.is(hit.source_registry_id, b.node.identity.registryId)
+    t.is(hit.public_key, undefined, 'the wire-only members stay off the HTTP reply')
+    t.is(hit.home, undefined)
+    t.is(body.total_found, 1)
+    t.is(body.federated_peer_count, 1)
+    const stats = body.search_stats
+    t.like(stats, {
+      federated: true,
+      local_results: 0,
+      federated_results: 1,
+      peers_queried: 1,
+      peers_answered: 1,
+      peers_failed: 0,
+      peers_timed_out: 0,
+      peers_skipped: 1
+    })
+    t.like(stats.peers[0], {
+      peer_id: b.node.mesh!.peerId,
+      registry_id: b.node.identity.registryId,
+      name: 'node-b',
+      outcome: 'answered',
+      results: 1,
+      total_found: 1
+    })
 
-  const mine = eventsOfA.slice(eventsBefore)
-  t.like(mine.find(e => e.type === 'search_outgoing')?.data, { peer: b.node.mesh!.peerId, query: 'zyxquokka' })
-  t.like(mine.find(e => e.type === 'search_result_incoming')?.data, { peer: b.node.mesh!.peerId, outcome: 'answered', results: 1 })
-  t.is(b.node.mesh!.federation!.protocol.answered, 1)
-  t.false(eventsOfB.some(e => e.type === 'search_outgoing'), 'B answered without asking anyone')
-})
+    const mine = eventsOfA.slice(eventsBefore)
+    t.like(mine.find(e => e.type === 'search_outgoing')?.data, { peer: b.node.mesh!.peerId, query: 'zyxquokka' })
+    t.like(mine.find(e => e.type === 'search_result_incoming')?.data, {
+      peer: b.node.mesh!.peerId,
+      outcome: 'answered',
+      results: 1
+    })
+    t.is(b.node.mesh!.federation!.protocol.answered, 1)
+    t.false(
+      eventsOfB.some(e => e.type === 'search_outgoing'),
+      'B answered without asking anyone'
+    )
+  }
+)
 
 test.serial('a peer whose filter does not match is not asked', async t => {
   const answeredByC = c.node.mesh!.federation!.protocol.answered
   const { body } = await search(a, { query: 'plumbus', federated: true, type: 'any' })
-  t.deepEqual(body.results.map((r: any) => r.name), ['Plumbus Maker'])
-  t.deepEqual(body.search_stats.peers.map((p: any) => p.name), ['node-c'])
+  t.deepEqual(
+    body.results.map((r: any) => r.name),
+    ['Plumbus Maker']
+  )
+  t.deepEqual(
+    body.search_stats.peers.map((p: any) => p.name),
+    ['node-c']
+  )
   t.is(body.search_stats.peers_skipped, 1, 'B ruled out by its filter')
   t.is(c.node.mesh!.federation!.protocol.answered, answeredByC + 1)
 
@@ -133,17 +210,36 @@ test.serial('a peer whose filter does not match is not asked', async t => {
 
   // Conjunctive filters route too: C's filter lacks "tools", the category of B's entity.
   const byCategory = await search(a, { category: 'finance', federated: true })
-  t.deepEqual(byCategory.body.search_stats.peers.map((p: any) => p.name), ['node-c'])
+  t.deepEqual(
+    byCategory.body.search_stats.peers.map((p: any) => p.name),
+    ['node-c']
+  )
 })
 
 test.serial('a dead peer is reported as timed out at its deadline, and the search still answers', async t => {
   dData = await mkdtemp(join(tmpdir(), 'registry-node-dead-'))
-  d = await spawnNode(['--data', dData, '--http-port', '0', '--no-rate-limit', '--name', 'node-d', '--host', 'd.registry.test', '--bloom-rebuild-interval-ms', '100', '--bootstrap', tcpAddress(a)])
+  d = await spawnNode([
+    '--data',
+    dData,
+    '--http-port',
+    '0',
+    '--no-rate-limit',
+    '--name',
+    'node-d',
+    '--host',
+    'd.registry.test',
+    '--bloom-rebuild-interval-ms',
+    '100',
+    '--bootstrap',
+    tcpAddress(a)
+  ])
   dPeerId = await until('node D prints its peer ID', () => /registry-node p2p (\S+) at/.exec(d!.output())?.[1])
   const dev = developer(41)
-  const reg = await http(d.url, 'POST', '/v1/entities', { body: specRegistration(dev, agent(dev, 0), { name: 'Deadbeat Quokka', summary: 'Also knows zyxquokka' }) })
+  const reg = await http(d.url, 'POST', '/v1/entities', {
+    body: specRegistration(dev, agent(dev, 0), { name: 'Deadbeat Quokka', summary: 'Also knows zyxquokka' })
+  })
   t.is(reg.status, 201, JSON.stringify(reg.body))
-  await until('A holds D\'s filter with its registration', () => filterAtAHas(dPeerId, 'deadbeat') ? true : undefined)
+  await until("A holds D's filter with its registration", () => (filterAtAHas(dPeerId, 'deadbeat') ? true : undefined))
 
   d.child.kill('SIGSTOP')
   // The deadline of every peer asked, B's too: generous enough for B on a busy machine.
@@ -159,15 +255,24 @@ test.serial('a dead peer is reported as timed out at its deadline, and the searc
   t.is(body.search_stats.peer_timeout_ms, timeoutMs)
   // At least the deadline (2 ms for timer rounding); how much more a busy machine adds is only logged.
   t.true(dead.latency_ms >= timeoutMs - 2, `the dead peer took ${dead.latency_ms} ms`)
-  t.log(`search with a dead peer: ${ms.toFixed(0)} ms at the client (timeout ${timeoutMs} ms), peer latency ${dead.latency_ms} ms`)
-  t.true(body.results.some((r: any) => r.entity_id === onB), 'B\'s answer is still there')
-  t.like(eventsOfA.findLast(e => e.type === 'search_result_incoming' && e.data.peer === dPeerId)?.data, { outcome: 'timed_out' })
+  t.log(
+    `search with a dead peer: ${ms.toFixed(0)} ms at the client (timeout ${timeoutMs} ms), peer latency ${dead.latency_ms} ms`
+  )
+  t.true(
+    body.results.some((r: any) => r.entity_id === onB),
+    "B's answer is still there"
+  )
+  t.like(eventsOfA.findLast(e => e.type === 'search_result_incoming' && e.data.peer === dPeerId)?.data, {
+    outcome: 'timed_out'
+  })
 })
 
 test.serial('a peer that left (its connections closed) is no longer asked', async t => {
   const cPeerId = c.node.mesh!.peerId
   await c.stop()
-  await until('A no longer lists C', () => a.node.mesh!.federation!.peers().some(p => p.peerId === cPeerId) ? undefined : true)
+  await until('A no longer lists C', () =>
+    a.node.mesh!.federation!.peers().some(p => p.peerId === cPeerId) ? undefined : true
+  )
   const { body } = await search(a, { query: 'plumbus', federated: true, timeout_ms: 2000 })
   t.is(body.search_stats.peers_queried, 0)
   t.deepEqual(body.search_stats.peers, [])

@@ -32,11 +32,21 @@ const incomingOfB: RegistryEvent[] = []
 
 const entityOn = async (n: TestNode, id: string) => http(n.url, 'GET', `/v1/entities/${id}`)
 
-const digestsOf = (n: TestNode): string => n.node.digests.bucketDigests().map(x => x.toString('hex')).join()
+const digestsOf = (n: TestNode): string =>
+  n.node.digests
+    .bucketDigests()
+    .map(x => x.toString('hex'))
+    .join()
 
 /** What `x` and `y` hold differently: operations one lacks, and digests that no longer match their log. */
 function differences(x: TestNode, y: TestNode): string[] {
-  const held = (n: TestNode) => new Map([...n.node.store.allOperations()].map(op => [op.node_signature, `${op.kind} ${op.subject} ${op.accepted_at} from ${op.origin_host ?? op.origin}`]))
+  const held = (n: TestNode) =>
+    new Map(
+      [...n.node.store.allOperations()].map(op => [
+        op.node_signature,
+        `${op.kind} ${op.subject} ${op.accepted_at} from ${op.origin_host ?? op.origin}`
+      ])
+    )
   const [onY, onX] = [held(y), held(x)]
   const missing = [...onY].filter(([k]) => !onX.has(k)).map(([, v]) => `${x.config.name} lacks ${v}`)
   const extra = [...onX].filter(([k]) => !onY.has(k)).map(([, v]) => `${y.config.name} lacks ${v}`)
@@ -48,20 +58,34 @@ function differences(x: TestNode, y: TestNode): string[] {
     const kept = n.node.digests.subjectsIn(all)
     const rebuilt = fresh.subjectsIn(all)
     const keptBuckets = n.node.digests.bucketDigests().map(b => b.toString('hex'))
-    const staleBuckets = fresh.bucketDigests().map((b, i) => (b.toString('hex') === keptBuckets[i] ? -1 : i)).filter(i => i >= 0)
+    const staleBuckets = fresh
+      .bucketDigests()
+      .map((b, i) => (b.toString('hex') === keptBuckets[i] ? -1 : i))
+      .filter(i => i >= 0)
     return [
-      ...[...new Set([...kept.keys(), ...rebuilt.keys()])].filter(s => kept.get(s) !== rebuilt.get(s)).map(s => `${n.config.name}'s digest of ${s} is stale`),
-      ...staleBuckets.map(i => `${n.config.name}'s bucket ${i} is ${keptBuckets[i]}, rebuilt ${fresh.bucketDigests()[i]?.toString('hex')}, members ${[...fresh.subjectsIn([i]).keys()].join(' ')} / kept members ${[...kept.keys()].filter(s => bucketOf(s) === i).join(' ')}`)
+      ...[...new Set([...kept.keys(), ...rebuilt.keys()])]
+        .filter(s => kept.get(s) !== rebuilt.get(s))
+        .map(s => `${n.config.name}'s digest of ${s} is stale`),
+      ...staleBuckets.map(
+        i =>
+          `${n.config.name}'s bucket ${i} is ${keptBuckets[i]}, rebuilt ${fresh.bucketDigests()[i]?.toString('hex')}, members ${[...fresh.subjectsIn([i]).keys()].join(' ')} / kept members ${[...kept.keys()].filter(s => bucketOf(s) === i).join(' ')}`
+      )
     ]
   })
   const all = Array.from({ length: BUCKETS }, (_, i) => i)
   const [subjectsX, subjectsY] = [x, y].map(n => n.node.digests.subjectsIn(all))
-  const subjectDiffs = [...new Set([...subjectsX!.keys(), ...subjectsY!.keys()])].filter(s => subjectsX!.get(s) !== subjectsY!.get(s)).map(s => `subject ${s}: ${x.config.name} ${subjectsX!.get(s)} / ${y.config.name} ${subjectsY!.get(s)}`)
+  const subjectDiffs = [...new Set([...subjectsX!.keys(), ...subjectsY!.keys()])]
+    .filter(s => subjectsX!.get(s) !== subjectsY!.get(s))
+    .map(s => `subject ${s}: ${x.config.name} ${subjectsX!.get(s)} / ${y.config.name} ${subjectsY!.get(s)}`)
   const [bx, by] = [x, y].map(n => n.node.digests.bucketDigests().map(b => b.toString('hex')))
-  const bucketDiffs = bx!.map((d, i) => (d === by![i] ? null : `bucket ${i}: ${x.config.name} ${d} / ${y.config.name} ${by![i]}`)).filter(Boolean) as string[]
+  const bucketDiffs = bx!
+    .map((d, i) => (d === by![i] ? null : `bucket ${i}: ${x.config.name} ${d} / ${y.config.name} ${by![i]}`))
+    .filter(Boolean) as string[]
   const duplicates = [x, y].flatMap(n => {
     const seen = new Set<string>()
-    return [...n.node.store.allOperations()].filter(op => seen.has(op.node_signature) || !seen.add(op.node_signature)).map(op => `${n.config.name} holds ${op.kind} ${op.subject} twice`)
+    return [...n.node.store.allOperations()]
+      .filter(op => seen.has(op.node_signature) || !seen.add(op.node_signature))
+      .map(op => `${n.config.name} holds ${op.kind} ${op.subject} twice`)
   })
   return [...missing, ...extra, ...stale, ...duplicates, ...subjectDiffs, ...bucketDiffs]
 }
@@ -70,24 +94,46 @@ function differences(x: TestNode, y: TestNode): string[] {
 async function sameOperations(x: TestNode, y: TestNode): Promise<void> {
   let lastSeen: { at: string; differences: string[] } | null = null
   let lastLook = 0
-  await until(`${x.config.name} and ${y.config.name} hold the same operations`, () => {
-    if (digestsOf(x) === digestsOf(y)) return true
-    if (Date.now() - lastLook > 1000) {
-      lastLook = Date.now()
-      lastSeen = { at: new Date().toISOString(), differences: differences(x, y) }
+  await until(
+    `${x.config.name} and ${y.config.name} hold the same operations`,
+    () => {
+      if (digestsOf(x) === digestsOf(y)) return true
+      if (Date.now() - lastLook > 1000) {
+        lastLook = Date.now()
+        lastSeen = { at: new Date().toISOString(), differences: differences(x, y) }
+      }
+      return undefined
+    },
+    {
+      timeoutMs: 60_000,
+      detail: () => ({
+        now: differences(x, y),
+        lastSeen,
+        syncs: [x, y].map(n => ({
+          node: n.config.name,
+          ...n.node.mesh!.sync.totals,
+          peers: n.node.mesh!.libp2p.getPeers().length
+        }))
+      })
     }
-    return undefined
-  }, { timeoutMs: 60_000, detail: () => ({ now: differences(x, y), lastSeen, syncs: [x, y].map(n => ({ node: n.config.name, ...n.node.mesh!.sync.totals, peers: n.node.mesh!.libp2p.getPeers().length })) }) })
+  )
 }
 
 test.before(async () => {
   // A sweeps every 100 ms and calls an entity inactive after 1.5 s of silence: the status change comes quickly.
-  a = await startTestNode({ name: 'node-a', host: 'a.registry.test', p2p: MESH, liveness: { inactive_after_seconds: 1.5, sweep_interval_seconds: 0.1 } })
+  a = await startTestNode({
+    name: 'node-a',
+    host: 'a.registry.test',
+    p2p: MESH,
+    liveness: { inactive_after_seconds: 1.5, sweep_interval_seconds: 0.1 }
+  })
   ;[b, c] = await Promise.all([
     startTestNode({ name: 'node-b', host: 'b.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } }),
     startTestNode({ name: 'node-c', host: 'c.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } })
   ])
-  b.node.bus.subscribe(e => { if (e.type === 'gossip_incoming') incomingOfB.push(e) })
+  b.node.bus.subscribe(e => {
+    if (e.type === 'gossip_incoming') incomingOfB.push(e)
+  })
   // Every node subscribed to every topic of its two peers: publications reach them directly.
   for (const n of nodes()) {
     await until(`${n.config.name} has two peers on every gossip topic`, () => {
@@ -98,19 +144,27 @@ test.before(async () => {
 })
 
 test.after.always(async () => {
-  await Promise.all(nodes().filter(Boolean).map(n => n.stop()))
+  await Promise.all(
+    nodes()
+      .filter(Boolean)
+      .map(n => n.stop())
+  )
 })
 
 test.serial('a registration, an update, a status change and a deregistration on A reach B and C', async t => {
-  const reg = await http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, first, { summary: 'Replicated translation agent' }) })
+  const reg = await http(a.url, 'POST', '/v1/entities', {
+    body: specRegistration(dev, first, { summary: 'Replicated translation agent' })
+  })
   t.is(reg.status, 201, JSON.stringify(reg.body))
   const onA = (await entityOn(a, first.agentId)).body
   for (const n of [b, c]) {
     // Watched in the store: a GET of a record not held yet would fetch it from its home through the DHT, racing gossip.
-    await until(`${n.config.name} holds the registration`, () => (n.node.store.getEntity(first.agentId) ? true : undefined))
+    await until(`${n.config.name} holds the registration`, () =>
+      n.node.store.getEntity(first.agentId) ? true : undefined
+    )
     const copy = (await entityOn(n, first.agentId)).body
     t.is(copy.name, onA.name)
-    t.is(copy.registered_at, onA.registered_at, 'the origin\'s time, not the receiver\'s')
+    t.is(copy.registered_at, onA.registered_at, "the origin's time, not the receiver's")
     t.is(copy.home_registry, 'a.registry.test')
     t.is(copy.signature, onA.signature)
     const devCopy = await until(`${n.config.name} holds the implicit developer`, async () => {
@@ -120,9 +174,13 @@ test.serial('a registration, an update, a status change and a deregistration on 
     t.true(devCopy.implicit)
   }
   // The event follows the store write: waited for, not assumed to be there already.
-  await until('B reports the registration applied from gossip', () => incomingOfB.some(e => e.data.subject === first.agentId && e.data.outcome === 'applied'))
+  await until('B reports the registration applied from gossip', () =>
+    incomingOfB.some(e => e.data.subject === first.agentId && e.data.outcome === 'applied')
+  )
 
-  const update = await http(a.url, 'PUT', `/v1/entities/${first.agentId}`, { body: signSpec(first.keyPair, { summary: 'Now also summarises', tags: ['summary'] }) })
+  const update = await http(a.url, 'PUT', `/v1/entities/${first.agentId}`, {
+    body: signSpec(first.keyPair, { summary: 'Now also summarises', tags: ['summary'] })
+  })
   t.is(update.status, 200, JSON.stringify(update.body))
   for (const n of [b, c]) {
     const copy = await until(`${n.config.name} holds the update`, async () => {
@@ -135,11 +193,15 @@ test.serial('a registration, an update, a status change and a deregistration on 
 
   // No heartbeats: A's sweep makes the entity inactive and signs the status change; B and C follow.
   for (const n of [a, b, c]) {
-    await until(`${n.config.name} shows the entity inactive`, async () => ((await entityOn(n, first.agentId)).body.status === 'inactive' ? true : undefined))
+    await until(`${n.config.name} shows the entity inactive`, async () =>
+      (await entityOn(n, first.agentId)).body.status === 'inactive' ? true : undefined
+    )
   }
   t.pass()
 
-  const del = await http(a.url, 'DELETE', `/v1/entities/${first.agentId}`, { headers: { authorization: `Bearer ${sign(first.keyPair, first.agentId)}` } })
+  const del = await http(a.url, 'DELETE', `/v1/entities/${first.agentId}`, {
+    headers: { authorization: `Bearer ${sign(first.keyPair, first.agentId)}` }
+  })
   t.is(del.status, 200, JSON.stringify(del.body))
   for (const n of [b, c]) {
     const gone = await until(`${n.config.name} holds the tombstone`, async () => {
@@ -168,12 +230,25 @@ test.serial('a developer registered on B reaches A and C with its home', async t
 test.serial("another registry's names resolve on every node, kept apart from its own namespace", async t => {
   const owner = developer(33)
   const named = agent(owner, 0)
-  t.is((await http(a.url, 'POST', '/v1/handles', { body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'acme', public_key: owner.publicKey }) })).status, 201)
-  const reg = await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, named, { entity_name: 'translator' }) })
+  t.is(
+    (
+      await http(a.url, 'POST', '/v1/handles', {
+        body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'acme', public_key: owner.publicKey })
+      })
+    ).status,
+    201
+  )
+  const reg = await http(a.url, 'POST', '/v1/entities', {
+    body: specRegistration(owner, named, { entity_name: 'translator' })
+  })
   t.is(reg.body.fqan, 'a.registry.test/acme/translator', JSON.stringify(reg.body))
   for (const n of [b, c]) {
     const resolved = await until(`${n.config.name} resolves A's name`, async () => {
-      const r = await http(n.url, 'GET', `/v1/resolve?fqan=${encodeURIComponent('zns://a.registry.test/acme/translator')}`)
+      const r = await http(
+        n.url,
+        'GET',
+        `/v1/resolve?fqan=${encodeURIComponent('zns://a.registry.test/acme/translator')}`
+      )
       return r.status === 200 ? r.body : undefined
     })
     t.is(resolved.entity_id, named.agentId)
@@ -190,10 +265,14 @@ test.serial("another registry's names resolve on every node, kept apart from its
     t.is(record.developer_handle, 'acme')
   }
   // Released on A: the name disappears everywhere.
-  const release = await http(a.url, 'DELETE', '/v1/names/acme/translator', { headers: { authorization: `Bearer ${sign(owner.keyPair, 'release:a.registry.test/acme/translator')}` } })
+  const release = await http(a.url, 'DELETE', '/v1/names/acme/translator', {
+    headers: { authorization: `Bearer ${sign(owner.keyPair, 'release:a.registry.test/acme/translator')}` }
+  })
   t.is(release.status, 200, JSON.stringify(release.body))
   for (const n of [b, c]) {
-    await until(`${n.config.name} forgets the released name`, async () => ((await http(n.url, 'GET', `/v1/resolve?fqan=a.registry.test/acme/translator`)).status === 404 ? true : undefined))
+    await until(`${n.config.name} forgets the released name`, async () =>
+      (await http(n.url, 'GET', `/v1/resolve?fqan=a.registry.test/acme/translator`)).status === 404 ? true : undefined
+    )
     t.is((await entityOn(n, named.agentId)).body.fqan, null, 'the cached rendering was dropped with the name')
   }
   t.pass()
@@ -201,85 +280,151 @@ test.serial("another registry's names resolve on every node, kept apart from its
 
 test.serial('tampered and forged operations relayed by a peer are rejected by every receiver', async t => {
   // A real registration on C, then C's libp2p node relays altered copies of its operation.
-  const reg = await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, second, { summary: 'Honest summary' }) })
+  const reg = await http(c.url, 'POST', '/v1/entities', {
+    body: specRegistration(dev, second, { summary: 'Honest summary' })
+  })
   t.is(reg.status, 201)
-  for (const n of [a, b]) await until(`${n.config.name} holds the honest registration`, async () => ((await entityOn(n, second.agentId)).status === 200 ? true : undefined))
+  for (const n of [a, b])
+    await until(`${n.config.name} holds the honest registration`, async () =>
+      (await entityOn(n, second.agentId)).status === 200 ? true : undefined
+    )
   const original = c.node.store.operationsOf(second.agentId).find(op => op.kind === 'entity.register') as Operation
   const body = JSON.parse(Buffer.from(original.body as Uint8Array).toString('utf8')) as Record<string, unknown>
 
   // 1. The body changed in transit (the node seal no longer matches).
-  const tampered: Operation = { ...original, body: Buffer.from(JSON.stringify({ ...body, summary: 'Tampered summary' })), accepted_at: new Date().toISOString() }
+  const tampered: Operation = {
+    ...original,
+    body: Buffer.from(JSON.stringify({ ...body, summary: 'Tampered summary' })),
+    accepted_at: new Date().toISOString()
+  }
   // 2. Re-sealed by C as a fresh operation of its own: the seal is good, the owner's signature is not.
-  const forged = sealOperation(c.node.identity, { ...original, subject: third.agentId, body: Buffer.from(JSON.stringify({ ...body, public_key: third.publicKey, summary: 'Forged' })), accepted_at: new Date().toISOString() })
+  const forged = sealOperation(c.node.identity, {
+    ...original,
+    subject: third.agentId,
+    body: Buffer.from(JSON.stringify({ ...body, public_key: third.publicKey, summary: 'Forged' })),
+    accepted_at: new Date().toISOString()
+  })
   // 3. A status change for an entity C is not the home of, signed by C.
   const status = sealOperation(c.node.identity, {
-    kind: 'entity.status', subject: first.agentId, path: null, accepted_at: new Date().toISOString(), origin: c.node.identity.registryId,
-    body: Buffer.from('{}'), auth: { carrier: 'node', signer: 'node', signature: sign(c.node.identity.keyPair, '{}'), form: 'agent_status' }
+    kind: 'entity.status',
+    subject: first.agentId,
+    path: null,
+    accepted_at: new Date().toISOString(),
+    origin: c.node.identity.registryId,
+    body: Buffer.from('{}'),
+    auth: { carrier: 'node', signer: 'node', signature: sign(c.node.identity.keyPair, '{}'), form: 'agent_status' }
   })
   const invalidBefore = [a, b].map(n => n.node.replication.counts.invalid)
   const pubsub = c.node.mesh!.libp2p.services.pubsub
-  for (const op of [tampered, forged, status]) await pubsub.publish(topicOf(op.kind), encodeBatch([encodeOperation(op)]))
+  for (const op of [tampered, forged, status])
+    await pubsub.publish(topicOf(op.kind), encodeBatch([encodeOperation(op)]))
   for (const [i, n] of [a, b].entries()) {
-    await until(`${n.config.name} rejected both forgeries`, () => (n.node.replication.counts.invalid - (invalidBefore[i] as number) >= 2 ? true : undefined))
+    await until(`${n.config.name} rejected both forgeries`, () =>
+      n.node.replication.counts.invalid - (invalidBefore[i] as number) >= 2 ? true : undefined
+    )
     t.is((await entityOn(n, second.agentId)).body.summary, 'Honest summary', 'the tampered body was not applied')
     t.is((await entityOn(n, third.agentId)).status, 404, 'the forged registration was not applied')
   }
 
   // 4. One message with a valid operation and a forged one: the message is rejected, the valid one stands.
   const validBody = specRegistration(dev, fourth, { summary: 'Valid, beside a forgery' })
-  const valid = sealOperation(c.node.identity, { ...original, subject: fourth.agentId, body: Buffer.from(JSON.stringify(validBody)), auth: { ...original.auth, signature: String(validBody.signature) }, accepted_at: new Date().toISOString() })
-  const forgedToo = sealOperation(c.node.identity, { ...forged, subject: fifth.agentId, body: Buffer.from(JSON.stringify({ ...body, public_key: fifth.publicKey, summary: 'Forged' })), accepted_at: new Date().toISOString() })
+  const valid = sealOperation(c.node.identity, {
+    ...original,
+    subject: fourth.agentId,
+    body: Buffer.from(JSON.stringify(validBody)),
+    auth: { ...original.auth, signature: String(validBody.signature) },
+    accepted_at: new Date().toISOString()
+  })
+  const forgedToo = sealOperation(c.node.identity, {
+    ...forged,
+    subject: fifth.agentId,
+    body: Buffer.from(JSON.stringify({ ...body, public_key: fifth.publicKey, summary: 'Forged' })),
+    accepted_at: new Date().toISOString()
+  })
   const invalidBeforeMixed = [a, b].map(n => n.node.replication.counts.invalid)
   await pubsub.publish(GOSSIP_TOPICS.entities, encodeBatch([valid, forgedToo].map(encodeOperation)))
   for (const [i, n] of [a, b].entries()) {
-    await until(`${n.config.name} applied the valid operation of the mixed message`, async () => ((await entityOn(n, fourth.agentId)).status === 200 ? true : undefined))
-    await until(`${n.config.name} rejected its forgery`, () => (n.node.replication.counts.invalid - (invalidBeforeMixed[i] as number) >= 1 ? true : undefined))
+    await until(`${n.config.name} applied the valid operation of the mixed message`, async () =>
+      (await entityOn(n, fourth.agentId)).status === 200 ? true : undefined
+    )
+    await until(`${n.config.name} rejected its forgery`, () =>
+      n.node.replication.counts.invalid - (invalidBeforeMixed[i] as number) >= 1 ? true : undefined
+    )
     t.is((await entityOn(n, fifth.agentId)).status, 404)
   }
   // Malformed messages are rejected whole: not JSON, no ops, an operation of another topic.
   const malformedBefore = [a, b].map(n => n.node.mesh!.gossip.stats.received.invalid)
   await pubsub.publish(GOSSIP_TOPICS.entities, Buffer.from('not json'))
   await pubsub.publish(GOSSIP_TOPICS.entities, Buffer.from('{"ops":[]}'))
-  await pubsub.publish(GOSSIP_TOPICS.tombstones, encodeBatch([encodeOperation({ ...original, accepted_at: new Date().toISOString() })]))
+  await pubsub.publish(
+    GOSSIP_TOPICS.tombstones,
+    encodeBatch([encodeOperation({ ...original, accepted_at: new Date().toISOString() })])
+  )
   for (const [i, n] of [a, b].entries()) {
-    await until(`${n.config.name} rejected the malformed messages`, () => (n.node.mesh!.gossip.stats.received.invalid - (malformedBefore[i] as number) >= 3 ? true : undefined))
+    await until(`${n.config.name} rejected the malformed messages`, () =>
+      n.node.mesh!.gossip.stats.received.invalid - (malformedBefore[i] as number) >= 3 ? true : undefined
+    )
   }
 })
 
-test.serial('a client signature replayed through the mesh (re-sealed by a node as a new write) is refused by every receiver', async t => {
-  const x = agent(dev, 7)
-  const path = `/v1/entities/${x.agentId}`
-  t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })).status, 201)
-  const edit = async (summary: string) => {
-    const raw = JSON.stringify({ summary })
-    t.is((await http(c.url, 'PUT', path, { raw, headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` } })).status, 200)
-    for (const n of [a, b]) await until(`${n.config.name} shows "${summary}"`, async () => ((await entityOn(n, x.agentId)).body.summary === summary ? true : undefined))
+test.serial(
+  'a client signature replayed through the mesh (re-sealed by a node as a new write) is refused by every receiver',
+  async t => {
+    const x = agent(dev, 7)
+    const path = `/v1/entities/${x.agentId}`
+    t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })).status, 201)
+    const edit = async (summary: string) => {
+      const raw = JSON.stringify({ summary })
+      t.is(
+        (
+          await http(c.url, 'PUT', path, {
+            raw,
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` }
+          })
+        ).status,
+        200
+      )
+      for (const n of [a, b])
+        await until(`${n.config.name} shows "${summary}"`, async () =>
+          (await entityOn(n, x.agentId)).body.summary === summary ? true : undefined
+        )
+    }
+    await edit('one')
+    const captured = c.node.store.operationsOf(x.agentId).find(op => op.kind === 'entity.update') as Operation
+    await edit('two')
+    const staleBefore = [a, b].map(n => n.node.replication.counts.stale)
+    const invalidBefore = [a, b].map(n => n.node.replication.counts.invalid)
+    const replayed = sealOperation(c.node.identity, { ...captured, accepted_at: new Date().toISOString() })
+    await c.node.mesh!.libp2p.services.pubsub.publish(topicOf(replayed.kind), encodeBatch([encodeOperation(replayed)]))
+    for (const [i, n] of [a, b].entries()) {
+      await until(`${n.config.name} refused the replay`, () =>
+        n.node.replication.counts.stale > (staleBefore[i] as number) ? true : undefined
+      )
+      t.is(n.node.replication.counts.invalid, invalidBefore[i] as number, 'not held against the relaying peer')
+      t.is((await entityOn(n, x.agentId)).body.summary, 'two')
+    }
+    // Over HTTP the same bytes get the error.
+    const raw = JSON.stringify({ summary: 'one' })
+    const again = await http(a.url, 'PUT', path, {
+      raw,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` }
+    })
+    t.like(again, { status: 409, body: { error: 'signature_replayed' } })
   }
-  await edit('one')
-  const captured = c.node.store.operationsOf(x.agentId).find(op => op.kind === 'entity.update') as Operation
-  await edit('two')
-  const staleBefore = [a, b].map(n => n.node.replication.counts.stale)
-  const invalidBefore = [a, b].map(n => n.node.replication.counts.invalid)
-  const replayed = sealOperation(c.node.identity, { ...captured, accepted_at: new Date().toISOString() })
-  await c.node.mesh!.libp2p.services.pubsub.publish(topicOf(replayed.kind), encodeBatch([encodeOperation(replayed)]))
-  for (const [i, n] of [a, b].entries()) {
-    await until(`${n.config.name} refused the replay`, () => (n.node.replication.counts.stale > (staleBefore[i] as number) ? true : undefined))
-    t.is(n.node.replication.counts.invalid, invalidBefore[i] as number, 'not held against the relaying peer')
-    t.is((await entityOn(n, x.agentId)).body.summary, 'two')
-  }
-  // Over HTTP the same bytes get the error.
-  const raw = JSON.stringify({ summary: 'one' })
-  const again = await http(a.url, 'PUT', path, { raw, headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` } })
-  t.like(again, { status: 409, body: { error: 'signature_replayed' } })
-})
+)
 
 test.serial('a burst of writes travels in a few gossip messages, and every node holds it', async t => {
   const burst = Array.from({ length: 40 }, (_, i) => agent(dev, 100 + i))
   const before = { ...a.node.mesh!.gossip.stats }
   const started = performance.now()
-  const replies = await Promise.all(burst.map(x => http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })))
+  const replies = await Promise.all(
+    burst.map(x => http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) }))
+  )
   const elapsed = performance.now() - started
-  t.deepEqual(replies.map(r => r.status), burst.map(() => 201))
+  t.deepEqual(
+    replies.map(r => r.status),
+    burst.map(() => 201)
+  )
   for (const n of [b, c]) {
     await until(`${n.config.name} holds the burst`, async () => {
       for (const x of burst) if ((await entityOn(n, x.agentId)).status !== 200) return undefined
@@ -300,10 +445,19 @@ test.serial('a burst of writes travels in a few gossip messages, and every node 
 })
 
 test.serial('a node started after the writes converges by sync', async t => {
-  const kept = await http(a.url, 'POST', '/v1/entities', { body: specRegistration(dev, third, { summary: 'Registered before D existed' }) })
+  const kept = await http(a.url, 'POST', '/v1/entities', {
+    body: specRegistration(dev, third, { summary: 'Registered before D existed' })
+  })
   t.is(kept.status, 201)
-  for (const n of [b, c]) await until(`${n.config.name} holds the late registration`, async () => ((await entityOn(n, third.agentId)).status === 200 ? true : undefined))
-  const d = await startTestNode({ name: 'node-d', host: 'd.registry.test', p2p: { ...MESH, bootstrap: [tcpAddress(b)] } })
+  for (const n of [b, c])
+    await until(`${n.config.name} holds the late registration`, async () =>
+      (await entityOn(n, third.agentId)).status === 200 ? true : undefined
+    )
+  const d = await startTestNode({
+    name: 'node-d',
+    host: 'd.registry.test',
+    p2p: { ...MESH, bootstrap: [tcpAddress(b)] }
+  })
   try {
     const copy = await until('D holds the registrations made before it started', async () => {
       const r = await entityOn(d, third.agentId)
@@ -331,11 +485,26 @@ test.serial('an entity or a name a node lacks is found through the DHT and fetch
   c.node.mesh!.gossip.stop()
   const owner = developer(34)
   const hidden = agent(owner, 0)
-  t.is((await http(a.url, 'POST', '/v1/handles', { body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'hidden', public_key: owner.publicKey }) })).status, 201)
-  t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, hidden, { entity_name: 'finder' }) })).status, 201)
+  t.is(
+    (
+      await http(a.url, 'POST', '/v1/handles', {
+        body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'hidden', public_key: owner.publicKey })
+      })
+    ).status,
+    201
+  )
+  t.is(
+    (await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, hidden, { entity_name: 'finder' }) }))
+      .status,
+    201
+  )
   // A announces the bucket of its home entities the ID falls in, and its host for its names.
   const locator = a.node.mesh!.locator
-  await until("A announced the entity's bucket and its host", () => (locator.hasAnnounced(homeBucketKey(hidden.agentId)!) && locator.hasAnnounced('host:a.registry.test') ? true : undefined))
+  await until("A announced the entity's bucket and its host", () =>
+    locator.hasAnnounced(homeBucketKey(hidden.agentId)!) && locator.hasAnnounced('host:a.registry.test')
+      ? true
+      : undefined
+  )
   t.falsy(c.node.store.getEntity(hidden.agentId), 'C does not hold it yet')
 
   const found = await http(c.url, 'GET', `/v1/entities/${hidden.agentId}`)
@@ -345,7 +514,11 @@ test.serial('an entity or a name a node lacks is found through the DHT and fetch
   t.truthy(c.node.store.getEntity(hidden.agentId), 'verified and kept')
 
   const other = agent(owner, 1)
-  t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, other, { entity_name: 'second' }) })).status, 201)
+  t.is(
+    (await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, other, { entity_name: 'second' }) }))
+      .status,
+    201
+  )
   const resolved = await http(c.url, 'GET', `/v1/resolve?fqan=${encodeURIComponent('a.registry.test/hidden/second')}`)
   t.is(resolved.status, 200, JSON.stringify(resolved.body))
   t.is(resolved.body.entity_id, other.agentId)

@@ -101,7 +101,9 @@ async function reachable(net: NetnsNetwork, from: number | 'host', to: number, w
 async function leftovers(prefix: string): Promise<string[]> {
   const { stdout: namespaces } = await execFile('ip', ['netns', 'list'])
   const { stdout: links } = await execFile('ip', ['-o', 'link', 'show'])
-  return [...namespaces.split('\n'), ...links.split('\n').map(l => l.replace(/^\d+:\s+/, ''))].filter(l => l.startsWith(prefix))
+  return [...namespaces.split('\n'), ...links.split('\n').map(l => l.replace(/^\d+:\s+/, ''))].filter(l =>
+    l.startsWith(prefix)
+  )
 }
 
 function stopChildren(): void {
@@ -115,7 +117,8 @@ test.after.always(async () => {
 
 if (!caps.namespaces && process.env.CI) {
   // CI machines allow namespaces (root, iproute2): not having them there is a failure, not a skip.
-  test('network namespaces: partition, heal, loss, destroy', t => t.fail(`network namespaces unavailable: ${caps.reasons.join('; ')}`))
+  test('network namespaces: partition, heal, loss, destroy', t =>
+    t.fail(`network namespaces unavailable: ${caps.reasons.join('; ')}`))
 } else if (!caps.namespaces) {
   console.log(`netns test skipped: ${caps.reasons.join('; ')}`)
   test.skip('network namespaces: partition, heal, loss, destroy', () => {})
@@ -157,7 +160,10 @@ if (!caps.namespaces && process.env.CI) {
 
     await net.heal()
     // TCP retransmits with backoff: after a long partition the next try may be many seconds away.
-    await until('the established connection carries on after heal', () => long.text().includes('two'), { timeoutMs: 60_000, intervalMs: 20 })
+    await until('the established connection carries on after heal', () => long.text().includes('two'), {
+      timeoutMs: 60_000,
+      intervalMs: 20
+    })
     await reachable(net, 0, 1, 'healed: node 0 -> node 1')
     await reachable(net, 1, 0, 'healed: node 1 -> node 0')
 
@@ -165,7 +171,10 @@ if (!caps.namespaces && process.env.CI) {
       const result = await net.setLinkFaults({ lossPercent: 100, latencyMs: 50, between: [[0, 1]] })
       t.log(`setLinkFaults: ${JSON.stringify(result)}`)
       t.is(result.applied.filter(a => a.startsWith('loss')).length, 1)
-      t.is(result.unsupported.some(u => u.startsWith('latency')), !caps.latency)
+      t.is(
+        result.unsupported.some(u => u.startsWith('latency')),
+        !caps.latency
+      )
       await reachable(net, 0, 2, 'other link: node 0 -> node 2')
       await reachable(net, 1, 2, 'other link: node 1 -> node 2')
       t.false(await reaches(net, 0, 1), '100 % loss: node 0 -> node 1')

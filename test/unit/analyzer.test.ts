@@ -1,21 +1,53 @@
 import test from 'ava'
 import {
-  analyze, analyzeQuery, ANALYZER_FINGERPRINT, EXTRA_STOPWORDS, isStopword, MAX_TOKEN_LENGTH, SYNONYM_GROUPS,
-  SYNONYM_WEIGHT, synonymRepresentatives, synonymsOf, tokenize, type AnalyzedQuery
+  analyze,
+  analyzeQuery,
+  ANALYZER_FINGERPRINT,
+  EXTRA_STOPWORDS,
+  isStopword,
+  MAX_TOKEN_LENGTH,
+  SYNONYM_GROUPS,
+  SYNONYM_WEIGHT,
+  synonymRepresentatives,
+  synonymsOf,
+  tokenize,
+  type AnalyzedQuery
 } from '../../src/search/analyzer.js'
 
 const termMap = (q: AnalyzedQuery): Record<string, number> => Object.fromEntries(q.terms.map(t => [t.term, t.weight]))
 
 test('tokenize: lowercase, split on everything but letters and digits, no empty tokens', t => {
-  t.deepEqual(tokenize('Hello, World! job_scraper-v2 (beta)... e-mail@example.com'),
-    ['hello', 'world', 'job', 'scraper', 'v2', 'beta', 'e', 'mail', 'example', 'com'])
+  t.deepEqual(tokenize('Hello, World! job_scraper-v2 (beta)... e-mail@example.com'), [
+    'hello',
+    'world',
+    'job',
+    'scraper',
+    'v2',
+    'beta',
+    'e',
+    'mail',
+    'example',
+    'com'
+  ])
   t.deepEqual(tokenize(''), [])
   t.deepEqual(tokenize('  --- !!! ... '), [])
   t.deepEqual(tokenize("agent's don't"), ['agent', 's', 'don', 't'])
 })
 
 test('tokenize: digits stay, inside and outside words', t => {
-  t.deepEqual(tokenize('GPT-4o costs $3.50 for 1,000 calls; web3 v2'), ['gpt', '4o', 'costs', '3', '50', 'for', '1', '000', 'calls', 'web3', 'v2'])
+  t.deepEqual(tokenize('GPT-4o costs $3.50 for 1,000 calls; web3 v2'), [
+    'gpt',
+    '4o',
+    'costs',
+    '3',
+    '50',
+    'for',
+    '1',
+    '000',
+    'calls',
+    'web3',
+    'v2'
+  ])
 })
 
 test('tokenize: Unicode letters, case, marks and compatibility forms', t => {
@@ -31,7 +63,13 @@ test('tokenize: Unicode letters, case, marks and compatibility forms', t => {
 })
 
 test('analyze: stopwords out, single letters out, digits in, order kept', t => {
-  t.deepEqual(analyze('The agent translates a document into 3 languages'), ['agent', 'translat', 'document', '3', 'languag'])
+  t.deepEqual(analyze('The agent translates a document into 3 languages'), [
+    'agent',
+    'translat',
+    'document',
+    '3',
+    'languag'
+  ])
   t.deepEqual(analyze("I don't want the agent's data"), ['want', 'agent', 'data'])
   t.deepEqual(analyze('the of and to is was'), [])
   t.deepEqual(analyze(''), [])
@@ -90,7 +128,10 @@ test('query: user terms weigh 1, in order, once each; expansions weigh 0.5 with 
 
 test('query: an expansion that is also a user term keeps weight 1, and appears once', t => {
   const q = analyzeQuery('gpt llm')
-  t.deepEqual(q.terms, [{ term: 'gpt', weight: 1 }, { term: 'llm', weight: 1 }])
+  t.deepEqual(q.terms, [
+    { term: 'gpt', weight: 1 },
+    { term: 'llm', weight: 1 }
+  ])
   const p = analyzeQuery('photo picture image editing')
   t.deepEqual(termMap(p), { photo: 1, pictur: 1, imag: 1, edit: 1, vision: 0.5 })
   t.is(new Set(p.terms.map(x => x.term)).size, p.terms.length)
@@ -99,16 +140,25 @@ test('query: an expansion that is also a user term keeps weight 1, and appears o
 test('query: multi-word entries trigger their group as a run (spaced or hyphenated), never expand into parts', t => {
   for (const text of ['large language model', 'large-language-model', 'Large Language Models']) {
     const q = analyzeQuery(text)
-    t.deepEqual(q.terms.filter(x => x.weight < 1), [
-      { term: 'llm', weight: 0.5, synonymOf: 'larg languag model' },
-      { term: 'gpt', weight: 0.5, synonymOf: 'larg languag model' }
-    ], text)
+    t.deepEqual(
+      q.terms.filter(x => x.weight < 1),
+      [
+        { term: 'llm', weight: 0.5, synonymOf: 'larg languag model' },
+        { term: 'gpt', weight: 0.5, synonymOf: 'larg languag model' }
+      ],
+      text
+    )
   }
   // runs are over analyzed tokens: stopwords between do not break them, other words do
   t.is(termMap(analyzeQuery('language of the model')).llm, 0.5)
   t.deepEqual(termMap(analyzeQuery('language for 3d model')), { languag: 1, '3d': 1, model: 1 })
   // the longest entry wins and covers the shorter one inside it
-  t.deepEqual(analyzeQuery('large language model').terms.filter(x => x.weight < 1).map(x => x.synonymOf), ['larg languag model', 'larg languag model'])
+  t.deepEqual(
+    analyzeQuery('large language model')
+      .terms.filter(x => x.weight < 1)
+      .map(x => x.synonymOf),
+    ['larg languag model', 'larg languag model']
+  )
   // "llm" does not drag in "model"
   t.deepEqual(termMap(analyzeQuery('llm')), { llm: 1, gpt: 0.5 })
 })
@@ -120,9 +170,15 @@ test('query: overlapping groups give the union of their expansions', t => {
 
 test('query: quoted phrases (straight and typographic), analyzed; unterminated quotes are text', t => {
   const q = analyzeQuery('"Doc Translator" for the “legal documents” and "unterminated bit')
-  t.deepEqual(q.phrases, [['doc', 'translat'], ['legal', 'document']])
+  t.deepEqual(q.phrases, [
+    ['doc', 'translat'],
+    ['legal', 'document']
+  ])
   // phrase words are terms too, and the unterminated part is plain text
-  t.deepEqual(q.terms.filter(x => x.weight === 1).map(x => x.term), ['doc', 'translat', 'legal', 'document', 'untermin', 'bit'])
+  t.deepEqual(
+    q.terms.filter(x => x.weight === 1).map(x => x.term),
+    ['doc', 'translat', 'legal', 'document', 'untermin', 'bit']
+  )
   t.deepEqual(analyzeQuery('"the of" "" "x"').phrases, [])
   t.deepEqual(analyzeQuery('"web scraper" and "Web Scrapers"').phrases, [['web', 'scraper']])
   t.deepEqual(analyzeQuery('just "one').phrases, [])
@@ -139,17 +195,38 @@ test('query: only stopwords or punctuation gives no terms and no phrases', t => 
 
 test('synonym table: the required groups, single-word representatives, all entries analyzable', t => {
   const required = [
-    'translate translation translator translating', 'summarize summarise summary summarization summariser',
-    'code coding programming developer software', 'llm language-model large-language-model gpt', 'search retrieval lookup find',
-    'image picture photo vision', 'speech voice audio tts stt', 'chat chatbot conversation assistant', 'data dataset database',
-    'weather forecast', 'payment pay billing invoice', 'email mail', 'schedule calendar booking appointment', 'pdf document doc',
-    'scrape scraping crawler crawl', 'sentiment emotion', 'finance financial stock trading', 'travel flight hotel',
-    'recommend recommendation', 'classify classification categorize', 'extract extraction parse', 'generate generation create',
-    'test testing qa', 'security vulnerability audit', 'map geocode location'
+    'translate translation translator translating',
+    'summarize summarise summary summarization summariser',
+    'code coding programming developer software',
+    'llm language-model large-language-model gpt',
+    'search retrieval lookup find',
+    'image picture photo vision',
+    'speech voice audio tts stt',
+    'chat chatbot conversation assistant',
+    'data dataset database',
+    'weather forecast',
+    'payment pay billing invoice',
+    'email mail',
+    'schedule calendar booking appointment',
+    'pdf document doc',
+    'scrape scraping crawler crawl',
+    'sentiment emotion',
+    'finance financial stock trading',
+    'travel flight hotel',
+    'recommend recommendation',
+    'classify classification categorize',
+    'extract extraction parse',
+    'generate generation create',
+    'test testing qa',
+    'security vulnerability audit',
+    'map geocode location'
   ]
   for (const words of required) {
     const list = words.split(' ')
-    t.true(SYNONYM_GROUPS.some(g => list.every(w => g.includes(w))), words)
+    t.true(
+      SYNONYM_GROUPS.some(g => list.every(w => g.includes(w))),
+      words
+    )
   }
   for (const group of SYNONYM_GROUPS) {
     t.is(analyze(group[0]!).length, 1, group[0])

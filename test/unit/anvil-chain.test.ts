@@ -12,7 +12,14 @@ import { ExactEvmScheme as ExactEvmClientScheme } from '@x402/evm/exact/client'
 import { ExactEvmScheme as ExactEvmFacilitatorScheme } from '@x402/evm/exact/facilitator'
 import { ExactEvmScheme as ExactEvmServerScheme } from '@x402/evm/exact/server'
 import { privateKeyToAccount } from 'viem/accounts'
-import { anvilBinary, ANVIL_KEYS, BASE_SEPOLIA_USDC, localFacilitatorSigner, startLocalChain, type LocalChain } from '../helpers/anvil.js'
+import {
+  anvilBinary,
+  ANVIL_KEYS,
+  BASE_SEPOLIA_USDC,
+  localFacilitatorSigner,
+  startLocalChain,
+  type LocalChain
+} from '../helpers/anvil.js'
 
 const binary = anvilBinary()
 const NETWORK = 'eip155:84532'
@@ -45,7 +52,10 @@ if ('missing' in binary && process.env.CI) {
     // An in-process facilitator settling from anvil account #0, which pays the gas. x402Facilitator has the
     // FacilitatorClient methods, but its getSupported() is synchronous where the interface wants a Promise,
     // and types each network as a plain string where the interface wants the `namespace:reference` template.
-    const facilitator = new x402Facilitator().register(NETWORK, new ExactEvmFacilitatorScheme(localFacilitatorSigner(local)))
+    const facilitator = new x402Facilitator().register(
+      NETWORK,
+      new ExactEvmFacilitatorScheme(localFacilitatorSigner(local))
+    )
     const facilitatorClient: FacilitatorClient = {
       verify: (payload, requirements) => facilitator.verify(payload, requirements),
       settle: (payload, requirements) => facilitator.settle(payload, requirements),
@@ -54,15 +64,36 @@ if ('missing' in binary && process.env.CI) {
     const server = new x402ResourceServer(facilitatorClient).register(NETWORK, new ExactEvmServerScheme())
     await server.initialize()
 
-    const requirements = await server.buildPaymentRequirements({ scheme: 'exact', network: NETWORK, payTo: PAY_TO, price: '$0.01' })
-    const paymentRequired = await server.createPaymentRequiredResponse(requirements, { url: 'http://127.0.0.1/paid', description: 'a paid call', mimeType: 'application/json' })
+    const requirements = await server.buildPaymentRequirements({
+      scheme: 'exact',
+      network: NETWORK,
+      payTo: PAY_TO,
+      price: '$0.01'
+    })
+    const paymentRequired = await server.createPaymentRequiredResponse(requirements, {
+      url: 'http://127.0.0.1/paid',
+      description: 'a paid call',
+      mimeType: 'application/json'
+    })
     t.log(`PaymentRequired: ${JSON.stringify(paymentRequired)}`)
-    t.like(paymentRequired.accepts[0], { scheme: 'exact', network: NETWORK, amount: '10000', asset: BASE_SEPOLIA_USDC, payTo: PAY_TO, extra: { name: 'USDC', version: '2' } })
+    t.like(paymentRequired.accepts[0], {
+      scheme: 'exact',
+      network: NETWORK,
+      amount: '10000',
+      asset: BASE_SEPOLIA_USDC,
+      payTo: PAY_TO,
+      extra: { name: 'USDC', version: '2' }
+    })
 
     const client = new x402Client().register('eip155:*', new ExactEvmClientScheme(privateKeyToAccount(local.payerKey)))
     const payload = await client.createPaymentPayload(paymentRequired)
     t.log(`PaymentPayload: ${JSON.stringify(payload)}`)
-    const authorization = payload.payload.authorization as { from: string, to: string, value: string, nonce: `0x${string}` }
+    const authorization = payload.payload.authorization as {
+      from: string
+      to: string
+      value: string
+      nonce: `0x${string}`
+    }
     t.like(authorization, { from: local.payer, to: PAY_TO, value: '10000' })
 
     // The server matches the payload against the quote it issued, as it would for a PAYMENT-SIGNATURE header.

@@ -33,21 +33,29 @@ const routes = new Map<string, (req: IncomingMessage, res: ServerResponse) => vo
 function handler(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0] as string
   hits.set(path, (hits.get(path) ?? 0) + 1)
-  seen.push({ path, host: req.headers.host, servername: (req.socket as TLSSocket & { servername?: string | false }).servername })
+  seen.push({
+    path,
+    host: req.headers.host,
+    servername: (req.socket as TLSSocket & { servername?: string | false }).servername
+  })
   const route = routes.get(path)
   if (route) return route(req, res)
   res.writeHead(404, { 'content-type': 'application/json' })
   res.end('{"error":"not found"}')
 }
 
-const sendJson = (body: unknown, status = 200) => (_req: IncomingMessage, res: ServerResponse): void => {
-  res.writeHead(status, { 'content-type': 'application/json' })
-  res.end(typeof body === 'string' ? body : JSON.stringify(body))
-}
-const redirect = (location: string, status = 302) => (_req: IncomingMessage, res: ServerResponse): void => {
-  res.writeHead(status, { location })
-  res.end()
-}
+const sendJson =
+  (body: unknown, status = 200) =>
+  (_req: IncomingMessage, res: ServerResponse): void => {
+    res.writeHead(status, { 'content-type': 'application/json' })
+    res.end(typeof body === 'string' ? body : JSON.stringify(body))
+  }
+const redirect =
+  (location: string, status = 302) =>
+  (_req: IncomingMessage, res: ServerResponse): void => {
+    res.writeHead(status, { location })
+    res.end()
+  }
 const hitCount = (path: string): number => hits.get(path) ?? 0
 
 test.before(async () => {
@@ -67,7 +75,10 @@ function settings(overrides: Partial<CardFetchSettings> = {}): CardFetchSettings
   return { timeoutMs: 20_000, maxBytes: 4096, cacheTtlMs: 60_000, allowPrivateAddresses: true, caFile, ...overrides }
 }
 
-function fetcher(overrides: Partial<CardFetchSettings> = {}, options: { lookup?: HostLookup; now?: () => number } = {}): CardFetcher {
+function fetcher(
+  overrides: Partial<CardFetchSettings> = {},
+  options: { lookup?: HostLookup; now?: () => number } = {}
+): CardFetcher {
   return new CardFetcher(settings(overrides), options)
 }
 
@@ -75,10 +86,19 @@ let counter = 0
 /** An entity whose entity_url is a fresh prefix on the test server (tests run concurrently). */
 function entity(prefix: string, publicKey = PUBLIC_KEY): CardEntity & { entity_url: string } {
   counter++
-  return { entity_id: `zns:${counter.toString(16).padStart(32, '0')}`, entity_url: `${server.url}/${prefix}`, public_key: publicKey }
+  return {
+    entity_id: `zns:${counter.toString(16).padStart(32, '0')}`,
+    entity_url: `${server.url}/${prefix}`,
+    public_key: publicKey
+  }
 }
 
-async function rejectsWith(t: ExecutionContext, promise: Promise<unknown>, code: ErrorCode, message?: RegExp): Promise<RegistryError> {
+async function rejectsWith(
+  t: ExecutionContext,
+  promise: Promise<unknown>,
+  code: ErrorCode,
+  message?: RegExp
+): Promise<RegistryError> {
   const err = await t.throwsAsync(promise, { instanceOf: RegistryError })
   t.is(err?.code, code, err?.message)
   if (message) t.regex(err?.message ?? '', message)
@@ -92,8 +112,12 @@ function specSigned(card: Record<string, unknown>, key: KeyPair = ENTITY_KEY): R
 function jwsSigned(card: Record<string, unknown>, keys: KeyPair[] = [ENTITY_KEY]): Record<string, unknown> {
   const payload = Buffer.from(canonicalJson(card), 'utf8').toString('base64url')
   const signatures = keys.map((key, i) => {
-    const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', typ: 'JOSE', kid: `key-${i}` }), 'utf8').toString('base64url')
-    const signature = cryptoSign(null, Buffer.from(`${header}.${payload}`, 'utf8'), key.privateKeyObject).toString('base64url')
+    const header = Buffer.from(JSON.stringify({ alg: 'EdDSA', typ: 'JOSE', kid: `key-${i}` }), 'utf8').toString(
+      'base64url'
+    )
+    const signature = cryptoSign(null, Buffer.from(`${header}.${payload}`, 'utf8'), key.privateKeyObject).toString(
+      'base64url'
+    )
     return { protected: header, signature }
   })
   return { ...card, signatures }
@@ -147,7 +171,16 @@ test('on 404 the older paths follow: zynd-agent.json, then agent.json', async t 
     res.writeHead(404, { 'content-type': 'text/html' })
     const chunk = 'x'.repeat(64 * 1024)
     let left = 16
-    const pump = (): void => { while (left > 0) { left--; if (!res.write(chunk)) { res.once('drain', pump); return } } res.end() }
+    const pump = (): void => {
+      while (left > 0) {
+        left--
+        if (!res.write(chunk)) {
+          res.once('drain', pump)
+          return
+        }
+      }
+      res.end()
+    }
     res.on('error', () => {})
     pump()
   })
@@ -209,7 +242,10 @@ test('a redirect is vetted again: a host resolving to a metadata address is refu
   routes.set('/tometa/.well-known/agent-card.json', redirect(`https://metadata.internal:${port}/latest`))
   routes.set('/latest', sendJson({ secret: true }))
   const looked: string[] = []
-  const lookup: HostLookup = async host => { looked.push(host); return [{ address: '169.254.169.254', family: 4 }] }
+  const lookup: HostLookup = async host => {
+    looked.push(host)
+    return [{ address: '169.254.169.254', family: 4 }]
+  }
   // The guard is on, except for the test server's own address.
   const isForbidden = (ip: string): boolean => ip !== '127.0.0.1' && isForbiddenAddress(ip)
   const f = new CardFetcher(settings({ allowPrivateAddresses: false }), { lookup, isForbidden })
@@ -225,7 +261,10 @@ test('a redirect to a host name is resolved and pinned like the first hop', asyn
   routes.set('/toname/.well-known/agent-card.json', redirect(`https://localhost:${port}/toname/card`))
   routes.set('/toname/card', sendJson({ name: 'by name' }))
   const looked: string[] = []
-  const lookup: HostLookup = async host => { looked.push(host); return [{ address: '127.0.0.1', family: 4 }] }
+  const lookup: HostLookup = async host => {
+    looked.push(host)
+    return [{ address: '127.0.0.1', family: 4 }]
+  }
   const got = await fetcher({}, { lookup }).get(e)
   t.deepEqual(got.card, { name: 'by name' })
   t.is(got.source_url, `https://localhost:${port}/toname/card`)
@@ -243,24 +282,47 @@ test('with allowPrivateAddresses false, 127.0.0.1 is refused and never contacted
 
 test('a host name resolving to 169.254.169.254 is refused (injected lookup)', async t => {
   const looked: string[] = []
-  const lookup: HostLookup = async host => { looked.push(host); return [{ address: '169.254.169.254', family: 4 }] }
+  const lookup: HostLookup = async host => {
+    looked.push(host)
+    return [{ address: '169.254.169.254', family: 4 }]
+  }
   const e = { entity_id: `zns:${'a'.repeat(32)}`, entity_url: 'https://agent.example.com', public_key: PUBLIC_KEY }
-  const err = await rejectsWith(t, fetcher({ allowPrivateAddresses: false }, { lookup }).get(e), 'card_address_refused', /agent\.example\.com/)
+  const err = await rejectsWith(
+    t,
+    fetcher({ allowPrivateAddresses: false }, { lookup }).get(e),
+    'card_address_refused',
+    /agent\.example\.com/
+  )
   t.false(err.message.includes('169.254'))
   t.deepEqual(looked, ['agent.example.com'])
 })
 
 test('refused when ANY resolved address is forbidden', async t => {
-  const lookup: HostLookup = async () => [{ address: '93.184.216.34', family: 4 }, { address: '::ffff:10.0.0.1', family: 6 }]
-  const e = { entity_id: `zns:${'b'.repeat(32)}`, entity_url: 'https://mixed.example.com/agent', public_key: PUBLIC_KEY }
+  const lookup: HostLookup = async () => [
+    { address: '93.184.216.34', family: 4 },
+    { address: '::ffff:10.0.0.1', family: 6 }
+  ]
+  const e = {
+    entity_id: `zns:${'b'.repeat(32)}`,
+    entity_url: 'https://mixed.example.com/agent',
+    public_key: PUBLIC_KEY
+  }
   await rejectsWith(t, fetcher({ allowPrivateAddresses: false }, { lookup }).get(e), 'card_address_refused')
 })
 
 test('the connection goes to the looked-up address, with Host and SNI kept as the registered host name', async t => {
   let lookups = 0
-  const lookup: HostLookup = async host => { lookups++; t.is(host, 'localhost'); return [{ address: '127.0.0.1', family: 4 }] }
+  const lookup: HostLookup = async host => {
+    lookups++
+    t.is(host, 'localhost')
+    return [{ address: '127.0.0.1', family: 4 }]
+  }
   routes.set('/pinned/.well-known/agent-card.json', sendJson({ name: 'pinned' }))
-  const e = { entity_id: `zns:${'c'.repeat(32)}`, entity_url: `https://localhost:${port}/pinned`, public_key: PUBLIC_KEY }
+  const e = {
+    entity_id: `zns:${'c'.repeat(32)}`,
+    entity_url: `https://localhost:${port}/pinned`,
+    public_key: PUBLIC_KEY
+  }
   const got = await fetcher({}, { lookup }).get(e)
   t.deepEqual(got.card, { name: 'pinned' })
   t.is(lookups, 1)
@@ -272,11 +334,19 @@ test('the connection goes to the looked-up address, with Host and SNI kept as th
 test('connection and TLS errors do not echo the address the host resolved to', async t => {
   const lookup: HostLookup = async () => [{ address: '127.0.0.1', family: 4 }]
   // The certificate does not cover this name: a TLS error.
-  const tls = { entity_id: `zns:${'d'.repeat(32)}`, entity_url: `https://wrong-name.example:${port}/x`, public_key: PUBLIC_KEY }
+  const tls = {
+    entity_id: `zns:${'d'.repeat(32)}`,
+    entity_url: `https://wrong-name.example:${port}/x`,
+    public_key: PUBLIC_KEY
+  }
   const err = await rejectsWith(t, fetcher({}, { lookup }).get(tls), 'card_unavailable', /ERR_TLS_CERT_ALTNAME_INVALID/)
   t.false(err.message.includes('127.0.0.1'))
   // Nothing listens on port 1: connection refused.
-  const closed = { entity_id: `zns:${'e'.repeat(32)}`, entity_url: 'https://closed.example:1/x', public_key: PUBLIC_KEY }
+  const closed = {
+    entity_id: `zns:${'e'.repeat(32)}`,
+    entity_url: 'https://closed.example:1/x',
+    public_key: PUBLIC_KEY
+  }
   const err2 = await rejectsWith(t, fetcher({}, { lookup }).get(closed), 'card_unavailable', /ECONNREFUSED/)
   t.false(err2.message.includes('127.0.0.1'))
 })
@@ -335,13 +405,19 @@ test('the whole fetch is bounded by timeoutMs', async t => {
 
 test('a body that is not JSON (or not an object, or not UTF-8) is card_unavailable', async t => {
   const html = entity('html')
-  routes.set('/html/.well-known/agent-card.json', (_req, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<html>hi</html>') })
+  routes.set('/html/.well-known/agent-card.json', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' })
+    res.end('<html>hi</html>')
+  })
   await rejectsWith(t, fetcher().get(html), 'card_unavailable', /not valid JSON/)
   const list = entity('list')
   routes.set('/list/.well-known/agent-card.json', sendJson('[1,2]'))
   await rejectsWith(t, fetcher().get(list), 'card_unavailable', /not a JSON object/)
   const latin1 = entity('latin1')
-  routes.set('/latin1/.well-known/agent-card.json', (_req, res) => { res.writeHead(200); res.end(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d])) })
+  routes.set('/latin1/.well-known/agent-card.json', (_req, res) => {
+    res.writeHead(200)
+    res.end(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0x22, 0x7d]))
+  })
   await rejectsWith(t, fetcher().get(latin1), 'card_unavailable', /UTF-8/)
 })
 
@@ -349,7 +425,13 @@ test('a body that is not JSON (or not an object, or not UTF-8) is card_unavailab
 
 test('spec form: a card signed over its canonical JSON (signed_at included) verifies', async t => {
   const e = entity('spec-signed')
-  const card = specSigned({ entity_id: e.entity_id, version: '1.0.0', status: 'online', capabilities: [{ name: 'x' }], signed_at: '2026-05-21T10:00:00Z' })
+  const card = specSigned({
+    entity_id: e.entity_id,
+    version: '1.0.0',
+    status: 'online',
+    capabilities: [{ name: 'x' }],
+    signed_at: '2026-05-21T10:00:00Z'
+  })
   const body = JSON.stringify(card, null, 2)
   routes.set('/spec-signed/.well-known/agent-card.json', sendJson(body))
   const got = await fetcher().get(e)
@@ -368,7 +450,10 @@ test('spec form: the Go-escaped canonical form verifies too', async t => {
 
 test('spec form: a tampered card is returned, marked invalid', async t => {
   const e = entity('spec-tampered')
-  const card = { ...specSigned({ entity_id: e.entity_id, version: '1.0.0', signed_at: '2026-05-21T10:00:00Z' }), version: '6.6.6' }
+  const card = {
+    ...specSigned({ entity_id: e.entity_id, version: '1.0.0', signed_at: '2026-05-21T10:00:00Z' }),
+    version: '6.6.6'
+  }
   routes.set('/spec-tampered/.well-known/agent-card.json', sendJson(card))
   const got = await fetcher().get(e)
   t.is(got.verification, 'invalid')
@@ -412,7 +497,10 @@ test('A2A JWS form: one verifying signature among several is enough; none is inv
   const wrongAlg = entity('jws-alg')
   const signed = jwsSigned(A2A_CARD) as { signatures: { protected: string; signature: string }[] }
   const rs256 = Buffer.from(JSON.stringify({ alg: 'RS256' })).toString('base64url')
-  routes.set('/jws-alg/.well-known/agent-card.json', sendJson({ ...signed, signatures: [{ protected: rs256, signature: signed.signatures[0]?.signature }] }))
+  routes.set(
+    '/jws-alg/.well-known/agent-card.json',
+    sendJson({ ...signed, signatures: [{ protected: rs256, signature: signed.signatures[0]?.signature }] })
+  )
   const got2 = await fetcher().get(wrongAlg)
   t.is(got2.verification, 'invalid')
   t.regex(got2.verification_note ?? '', /RS256/)
@@ -495,7 +583,9 @@ test('concurrent gets for one entity share one fetch', async t => {
   const f = fetcher()
   const e = entity('shared')
   const path = '/shared/.well-known/agent-card.json'
-  routes.set(path, (req, res) => { setTimeout(() => sendJson({ name: 'shared' })(req, res), 150) })
+  routes.set(path, (req, res) => {
+    setTimeout(() => sendJson({ name: 'shared' })(req, res), 150)
+  })
   const results = await Promise.all(Array.from({ length: 5 }, () => f.get(e)))
   t.is(hitCount(path), 1)
   for (const r of results) t.is(r, results[0]!)
@@ -503,7 +593,9 @@ test('concurrent gets for one entity share one fetch', async t => {
   // A failure is shared too, and not cached.
   const bad = entity('shared-bad')
   const badPath = '/shared-bad/.well-known/agent-card.json'
-  routes.set(badPath, (req, res) => { setTimeout(() => sendJson('nope')(req, res), 100) })
+  routes.set(badPath, (req, res) => {
+    setTimeout(() => sendJson('nope')(req, res), 100)
+  })
   const settled = await Promise.allSettled(Array.from({ length: 3 }, () => f.get(bad)))
   t.true(settled.every(s => s.status === 'rejected'))
   t.is(hitCount(badPath), 1)
@@ -513,7 +605,9 @@ test('forget() during a fetch keeps its result out of the cache', async t => {
   const f = fetcher()
   const e = entity('forget-inflight')
   const path = '/forget-inflight/.well-known/agent-card.json'
-  routes.set(path, (req, res) => { setTimeout(() => sendJson({ name: 'stale' })(req, res), 100) })
+  routes.set(path, (req, res) => {
+    setTimeout(() => sendJson({ name: 'stale' })(req, res), 100)
+  })
   const running = f.get(e)
   f.forget(e.entity_id)
   await running
@@ -572,7 +666,12 @@ test('GET /v1/entities/{entity_id}/card replies with the card bytes and verifica
   t.is(route?.path, '/v1/entities/{entity_id}/card')
   t.is(route?.tag, 'entities')
   t.is(route?.limit, 'read')
-  t.deepEqual([...(route?.errors ?? [])].sort(), ['card_address_refused', 'card_unavailable', 'entity_not_found', 'invalid_id'])
+  t.deepEqual([...(route?.errors ?? [])].sort(), [
+    'card_address_refused',
+    'card_unavailable',
+    'entity_not_found',
+    'invalid_id'
+  ])
 
   const reply = await route!.handler(context(e.entity_id))
   t.is(reply.status, 200)
@@ -590,10 +689,27 @@ test('GET /v1/entities/{entity_id}/card replies with the card bytes and verifica
   t.is(again.headers?.['Cache-Control'], 'public, max-age=3000')
   t.is(hitCount('/route/.well-known/agent-card.json'), 1)
 
-  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context('not-an-id'))), 'invalid_id')
-  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context(`zns:${'0'.repeat(32)}`))), 'entity_not_found')
-  records.set(`zns:svc:${'1'.repeat(32)}`, { entity_id: `zns:svc:${'1'.repeat(32)}`, entity_url: null as unknown as string, public_key: PUBLIC_KEY })
-  await rejectsWith(t, Promise.resolve().then(() => route!.handler(context(`zns:svc:${'1'.repeat(32)}`))), 'card_unavailable', /no entity_url/)
+  await rejectsWith(
+    t,
+    Promise.resolve().then(() => route!.handler(context('not-an-id'))),
+    'invalid_id'
+  )
+  await rejectsWith(
+    t,
+    Promise.resolve().then(() => route!.handler(context(`zns:${'0'.repeat(32)}`))),
+    'entity_not_found'
+  )
+  records.set(`zns:svc:${'1'.repeat(32)}`, {
+    entity_id: `zns:svc:${'1'.repeat(32)}`,
+    entity_url: null as unknown as string,
+    public_key: PUBLIC_KEY
+  })
+  await rejectsWith(
+    t,
+    Promise.resolve().then(() => route!.handler(context(`zns:svc:${'1'.repeat(32)}`))),
+    'card_unavailable',
+    /no entity_url/
+  )
 })
 
 test('the route marks an invalid card and passes refusals through', async t => {
@@ -601,12 +717,22 @@ test('the route marks an invalid card and passes refusals through', async t => {
   const tampered = entity('route-bad')
   routes.set('/route-bad/.well-known/agent-card.json', sendJson({ ...jwsSigned(A2A_CARD), name: 'Evil' }))
   const refused = { entity_id: `zns:${'2'.repeat(32)}`, entity_url: 'https://127.0.0.1/x', public_key: PUBLIC_KEY }
-  const records = new Map<string, CardEntity>([[tampered.entity_id, tampered], [refused.entity_id, refused]])
+  const records = new Map<string, CardEntity>([
+    [tampered.entity_id, tampered],
+    [refused.entity_id, refused]
+  ])
   const [route] = cardRoutes({ require: id => records.get(id) as CardEntity }, f)
   const reply = await route!.handler(context(tampered.entity_id))
   t.is(reply.status, 200)
   t.is(reply.headers?.['X-Card-Verification'], 'invalid')
 
-  const strict = cardRoutes({ require: id => records.get(id) as CardEntity }, fetcher({ allowPrivateAddresses: false }))[0]!
-  await rejectsWith(t, Promise.resolve().then(() => strict.handler(context(refused.entity_id))), 'card_address_refused')
+  const strict = cardRoutes(
+    { require: id => records.get(id) as CardEntity },
+    fetcher({ allowPrivateAddresses: false })
+  )[0]!
+  await rejectsWith(
+    t,
+    Promise.resolve().then(() => strict.handler(context(refused.entity_id))),
+    'card_address_refused'
+  )
 })

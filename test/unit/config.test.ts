@@ -3,7 +3,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseToml } from 'smol-toml'
-import { ConfigError, configTemplate, defaultConfig, envName, loadConfig, parseFlags, SETTINGS } from '../../src/config.js'
+import {
+  ConfigError,
+  configTemplate,
+  defaultConfig,
+  envName,
+  loadConfig,
+  parseFlags,
+  SETTINGS
+} from '../../src/config.js'
 
 let dir = ''
 
@@ -38,18 +46,21 @@ test('defaultConfig returns independent copies (list defaults are not shared)', 
 })
 
 test('precedence: defaults < TOML file < environment < flags', async t => {
-  const file = await tomlFile('precedence.toml', [
-    'name = "from-file"',
-    'host = "file.example"',
-    '[http]',
-    'port = 9001',
-    'body_limit_bytes = 4096',
-    '[rate_limit]',
-    'reads_per_minute = 11',
-    'writes_per_minute = 12',
-    '[log]',
-    'level = "warn"'
-  ].join('\n'))
+  const file = await tomlFile(
+    'precedence.toml',
+    [
+      'name = "from-file"',
+      'host = "file.example"',
+      '[http]',
+      'port = 9001',
+      'body_limit_bytes = 4096',
+      '[rate_limit]',
+      'reads_per_minute = 11',
+      'writes_per_minute = 12',
+      '[log]',
+      'level = "warn"'
+    ].join('\n')
+  )
 
   const fileOnly = await loadConfig({ argv: ['--config', file], env: {} })
   t.is(fileOnly.name, 'from-file')
@@ -61,7 +72,11 @@ test('precedence: defaults < TOML file < environment < flags', async t => {
   t.is(fileOnly.http.host, '0.0.0.0', 'unset keys keep their defaults')
   t.is(fileOnly.p2p.port, 4001)
 
-  const env = { REGISTRY_NODE_HTTP_PORT: '9002', REGISTRY_NODE_RATE_LIMIT_READS_PER_MINUTE: '21', REGISTRY_NODE_NAME: 'from-env' }
+  const env = {
+    REGISTRY_NODE_HTTP_PORT: '9002',
+    REGISTRY_NODE_RATE_LIMIT_READS_PER_MINUTE: '21',
+    REGISTRY_NODE_NAME: 'from-env'
+  }
   const withEnv = await loadConfig({ argv: ['--config', file], env })
   t.is(withEnv.http.port, 9002)
   t.is(withEnv.rate_limit.reads_per_minute, 21)
@@ -103,7 +118,11 @@ test('environment names and coercion; empty values are ignored', async t => {
 
 test('--no-rate-limit and other boolean flag forms', async t => {
   t.false((await loadConfig({ argv: ['--no-rate-limit'], env: {} })).rate_limit.enabled)
-  t.false((await loadConfig({ argv: ['--no-rate-limit'], env: { REGISTRY_NODE_RATE_LIMIT_ENABLED: 'true' } })).rate_limit.enabled, 'flags beat the environment')
+  t.false(
+    (await loadConfig({ argv: ['--no-rate-limit'], env: { REGISTRY_NODE_RATE_LIMIT_ENABLED: 'true' } })).rate_limit
+      .enabled,
+    'flags beat the environment'
+  )
   t.true((await loadConfig({ argv: ['--metrics'], env: {} })).metrics.enabled)
   t.true((await loadConfig({ argv: ['--metrics=on'], env: {} })).metrics.enabled)
   t.false((await loadConfig({ argv: ['--metrics=false'], env: {} })).metrics.enabled)
@@ -111,9 +130,26 @@ test('--no-rate-limit and other boolean flag forms', async t => {
 })
 
 test('list flags repeat and split on commas', async t => {
-  const config = await loadConfig({ argv: ['--bootstrap', '/ip4/1.1.1.1/tcp/4001', '--bootstrap=/ip4/2.2.2.2/tcp/4001,/ip4/3.3.3.3/tcp/4001', '--bootstrap', ' /dns4/x/tcp/1 , '], env: {} })
-  t.deepEqual(config.p2p.bootstrap, ['/ip4/1.1.1.1/tcp/4001', '/ip4/2.2.2.2/tcp/4001', '/ip4/3.3.3.3/tcp/4001', '/dns4/x/tcp/1'])
-  const file = await tomlFile('lists.toml', '[p2p]\nbootstrap = ["/ip4/9.9.9.9/tcp/1"]\n[http]\ntrusted_proxies = ["10.0.0.0/8"]\n')
+  const config = await loadConfig({
+    argv: [
+      '--bootstrap',
+      '/ip4/1.1.1.1/tcp/4001',
+      '--bootstrap=/ip4/2.2.2.2/tcp/4001,/ip4/3.3.3.3/tcp/4001',
+      '--bootstrap',
+      ' /dns4/x/tcp/1 , '
+    ],
+    env: {}
+  })
+  t.deepEqual(config.p2p.bootstrap, [
+    '/ip4/1.1.1.1/tcp/4001',
+    '/ip4/2.2.2.2/tcp/4001',
+    '/ip4/3.3.3.3/tcp/4001',
+    '/dns4/x/tcp/1'
+  ])
+  const file = await tomlFile(
+    'lists.toml',
+    '[p2p]\nbootstrap = ["/ip4/9.9.9.9/tcp/1"]\n[http]\ntrusted_proxies = ["10.0.0.0/8"]\n'
+  )
   const fromFile = await loadConfig({ argv: ['--config', file], env: {} })
   t.deepEqual(fromFile.p2p.bootstrap, ['/ip4/9.9.9.9/tcp/1'])
   t.deepEqual(fromFile.http.trusted_proxies, ['10.0.0.0/8'])
@@ -129,25 +165,61 @@ test('positionals are kept apart from flags', t => {
 })
 
 test('unknown flags, missing values, bad integers and bad choices are ConfigErrors', async t => {
-  await t.throwsAsync(loadConfig({ argv: ['--frobnicate'], env: {} }), { instanceOf: ConfigError, message: /unknown flag --frobnicate/ })
-  await t.throwsAsync(loadConfig({ argv: ['--no-http-port'], env: {} }), { instanceOf: ConfigError, message: /unknown flag/ })
-  await t.throwsAsync(loadConfig({ argv: ['--http-port'], env: {} }), { instanceOf: ConfigError, message: /needs a value/ })
-  await t.throwsAsync(loadConfig({ argv: ['--http-port', '--metrics'], env: {} }), { instanceOf: ConfigError, message: /needs a value/ })
-  await t.throwsAsync(loadConfig({ argv: ['--http-port', 'eighty'], env: {} }), { instanceOf: ConfigError, message: /integer/ })
-  await t.throwsAsync(loadConfig({ argv: ['--http-port', '80.5'], env: {} }), { instanceOf: ConfigError, message: /integer/ })
-  await t.throwsAsync(loadConfig({ argv: ['--http-port', '70000'], env: {} }), { instanceOf: ConfigError, message: /at most 65535/ })
-  await t.throwsAsync(loadConfig({ argv: ['--body-limit', '10'], env: {} }), { instanceOf: ConfigError, message: /at least 1024/ })
-  await t.throwsAsync(loadConfig({ argv: ['--mode', 'closed'], env: {} }), { instanceOf: ConfigError, message: /open, restricted/ })
+  await t.throwsAsync(loadConfig({ argv: ['--frobnicate'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /unknown flag --frobnicate/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--no-http-port'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /unknown flag/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /needs a value/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', '--metrics'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /needs a value/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', 'eighty'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /integer/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', '80.5'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /integer/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--http-port', '70000'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /at most 65535/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--body-limit', '10'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /at least 1024/
+  })
+  await t.throwsAsync(loadConfig({ argv: ['--mode', 'closed'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /open, restricted/
+  })
   await t.throwsAsync(loadConfig({ argv: ['--log-level', 'loud'], env: {} }), { instanceOf: ConfigError })
-  await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_HTTP_PORT: 'x' } }), { instanceOf: ConfigError, message: /REGISTRY_NODE_HTTP_PORT/ })
+  await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_HTTP_PORT: 'x' } }), {
+    instanceOf: ConfigError,
+    message: /REGISTRY_NODE_HTTP_PORT/
+  })
 })
 
 test('config file errors are ConfigErrors', async t => {
-  await t.throwsAsync(loadConfig({ argv: ['--config', join(dir, 'missing.toml')], env: {} }), { instanceOf: ConfigError, message: /cannot read config file/ })
+  await t.throwsAsync(loadConfig({ argv: ['--config', join(dir, 'missing.toml')], env: {} }), {
+    instanceOf: ConfigError,
+    message: /cannot read config file/
+  })
   const broken = await tomlFile('broken.toml', '[http\nport = 1\n')
   await t.throwsAsync(loadConfig({ argv: ['--config', broken], env: {} }), { instanceOf: ConfigError })
   const wrongType = await tomlFile('wrong-type.toml', '[http]\nport = "eighty"\n')
-  await t.throwsAsync(loadConfig({ argv: ['--config', wrongType], env: {} }), { instanceOf: ConfigError, message: /http\.port/ })
+  await t.throwsAsync(loadConfig({ argv: ['--config', wrongType], env: {} }), {
+    instanceOf: ConfigError,
+    message: /http\.port/
+  })
   const badMode = await tomlFile('bad-mode.toml', '[onboarding]\nmode = "closed"\n')
   await t.throwsAsync(loadConfig({ argv: ['--config', badMode], env: {} }), { instanceOf: ConfigError })
 })
@@ -162,7 +234,14 @@ test('configTemplate parses as TOML and, loaded back, gives the defaults', async
 })
 
 test('configTemplate with overrides sets those keys', async t => {
-  const text = configTemplate({ data_dir: '/var/lib/registry', 'http.port': 9090, 'onboarding.mode': 'restricted', 'metrics.enabled': true, 'rate_limit.enabled': false, 'p2p.bootstrap': ['/ip4/1.2.3.4/tcp/4001'] })
+  const text = configTemplate({
+    data_dir: '/var/lib/registry',
+    'http.port': 9090,
+    'onboarding.mode': 'restricted',
+    'metrics.enabled': true,
+    'rate_limit.enabled': false,
+    'p2p.bootstrap': ['/ip4/1.2.3.4/tcp/4001']
+  })
   const parsed = parseToml(text) as Record<string, Record<string, unknown>>
   t.is(parsed.data_dir as unknown, '/var/lib/registry')
   t.is(parsed.http?.port, 9090)

@@ -1,10 +1,24 @@
 import { readFileSync } from 'node:fs'
 import test from 'ava'
 
-interface Entity { id: string; name: string; category: string; summary: string; tags: string[]; capability_summary: { skills: string[] }; type: string }
-interface Query { id: string; query: string; kind: string; relevance: Record<string, number> }
+interface Entity {
+  id: string
+  name: string
+  category: string
+  summary: string
+  tags: string[]
+  capability_summary: { skills: string[] }
+  type: string
+}
+interface Query {
+  id: string
+  query: string
+  kind: string
+  relevance: Record<string, number>
+}
 
-const load = <T>(name: string): T => JSON.parse(readFileSync(new URL(`../fixtures/eval/${name}`, import.meta.url), 'utf8')) as T
+const load = <T>(name: string): T =>
+  JSON.parse(readFileSync(new URL(`../fixtures/eval/${name}`, import.meta.url), 'utf8')) as T
 const entities = load<Entity[]>('entities.json')
 const queries = load<Query[]>('queries.json')
 
@@ -31,7 +45,10 @@ test('queries: at least 150, a third paraphrases, unique ids, graded judgments o
     t.true(q.query.trim().length > 0, q.id)
     const judged = Object.entries(q.relevance)
     t.true(judged.length > 0, `${q.id} has a relevant entity`)
-    t.true(judged.some(([, g]) => g >= 2), `${q.id} has a good or exact match`)
+    t.true(
+      judged.some(([, g]) => g >= 2),
+      `${q.id} has a good or exact match`
+    )
     for (const [id, grade] of judged) {
       t.true(ids.has(id), `${q.id}: ${id} exists`)
       t.true(grade === 1 || grade === 2 || grade === 3, `${q.id}: grade ${grade}`)

@@ -6,7 +6,11 @@ import type { Message } from '@libp2p/gossipsub'
 import { MeshFaults } from '../../src/mesh/faults.js'
 import { contentId, GossipTap } from '../../src/mesh/gossip-tap.js'
 
-const message = (text: string): Message => ({ type: 'unsigned', topic: '/zns/ops/entities/2', data: new TextEncoder().encode(text) })
+const message = (text: string): Message => ({
+  type: 'unsigned',
+  topic: '/zns/ops/entities/2',
+  data: new TextEncoder().encode(text)
+})
 const hex = (id: Uint8Array): string => Buffer.from(id).toString('hex')
 
 test('copies keep their content ID; a lost copy gets a fresh one, so a later copy can still be accepted', async t => {
@@ -40,8 +44,14 @@ test('a publish is not counted as a copy, injected delay holds copies back, the 
   t.true(performance.now() - started >= 35)
   t.is(hex(delayed), hex(contentId(message('theirs').data)))
   await tap.close()
-  const lines = (await readFile(join(dir, 'trace.jsonl'), 'utf8')).trim().split('\n').map(l => JSON.parse(l) as { event: string; id: string; t: number })
-  t.deepEqual(lines.map(l => l.event), ['copy'])
+  const lines = (await readFile(join(dir, 'trace.jsonl'), 'utf8'))
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l) as { event: string; id: string; t: number })
+  t.deepEqual(
+    lines.map(l => l.event),
+    ['copy']
+  )
   t.is(lines[0]!.id, hex(delayed))
 })
 
@@ -50,7 +60,9 @@ test('the allow list and blocked peers decide who may connect', async t => {
   t.true(faults.permits('12D3KooWA'))
   t.false(faults.permits('12D3KooWC'))
   const closed: string[] = []
-  faults.hangUp = async peer => { closed.push(peer) }
+  faults.hangUp = async peer => {
+    closed.push(peer)
+  }
   await faults.apply({ blockedPeers: ['12D3KooWB'] })
   t.false(faults.permits('12D3KooWB'))
   t.deepEqual(closed, ['12D3KooWB'])

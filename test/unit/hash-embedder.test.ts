@@ -33,12 +33,23 @@ test('deterministic: same text, same vector, across instances and with fixed has
   t.is(hash32('agent'), 1034671018)
   t.is(hash32('translat'), 2855197732)
   // translat 1 + its representative 0.5 = 1.5, document 1, bigram 0.5, representative pdf 0.5
-  t.deepEqual(nonZero(new HashEmbedder(64).embedOne('Translate documents')), ['11:-0.5164', '15:+0.2582', '33:-0.2582', '36:-0.7746'])
+  t.deepEqual(nonZero(new HashEmbedder(64).embedOne('Translate documents')), [
+    '11:-0.5164',
+    '15:+0.2582',
+    '33:-0.2582',
+    '36:-0.7746'
+  ])
 })
 
 test('vectors are L2-normalised; text with nothing to embed gives a zero vector', async t => {
   const e = new HashEmbedder()
-  const [a, b, empty, stop, punct] = await e.embed(['Doc Translator', 'A very long summary '.repeat(50), '', 'the of and to', '?!…'])
+  const [a, b, empty, stop, punct] = await e.embed([
+    'Doc Translator',
+    'A very long summary '.repeat(50),
+    '',
+    'the of and to',
+    '?!…'
+  ])
   t.true(Math.abs(norm(a!) - 1) < 1e-6)
   t.true(Math.abs(norm(b!) - 1) < 1e-6)
   for (const z of [empty, stop, punct]) t.true(z!.every(x => x === 0))
@@ -83,13 +94,22 @@ test('paraphrases through synonyms are closer than unrelated texts', async t => 
 
 test('unrelated texts: mean |cosine| stays near 1/sqrt(dimension)', async t => {
   const e = new HashEmbedder()
-  const words = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu'.split(' ')
+  const words =
+    'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu'.split(
+      ' '
+    )
   // disjoint vocabularies: each text gets its own 5 words
-  const texts = Array.from({ length: 40 }, (_, i) => Array.from({ length: 5 }, (_, j) => `${words[(i * 5 + j) % words.length]}${i}`).join(' '))
+  const texts = Array.from({ length: 40 }, (_, i) =>
+    Array.from({ length: 5 }, (_, j) => `${words[(i * 5 + j) % words.length]}${i}`).join(' ')
+  )
   const vs = await e.embed(texts)
   let sum = 0
   let n = 0
-  for (let i = 0; i < vs.length; i++) for (let j = i + 1; j < vs.length; j++) { sum += Math.abs(dot(vs[i]!, vs[j]!)); n++ }
+  for (let i = 0; i < vs.length; i++)
+    for (let j = i + 1; j < vs.length; j++) {
+      sum += Math.abs(dot(vs[i]!, vs[j]!))
+      n++
+    }
   t.true(sum / n < 0.1, `mean |cos| ${(sum / n).toFixed(3)}`)
 })
 
@@ -103,12 +123,38 @@ test('bigrams make order count a little', async t => {
 // How fast: hash_embed_rate in `npm run bench:search:engine` (scripts/bench/search.ts), not a time limit here.
 test('a batch of 1,000 short texts gives each text its own vector, as one at a time', async t => {
   const e = new HashEmbedder()
-  const words = ['agent', 'translates', 'legal', 'documents', 'weather', 'forecast', 'summarizes', 'PDF', 'files', 'for', 'the', 'team', 'crawler', 'stock', 'prices', 'image']
-  const texts = Array.from({ length: 1000 }, (_, i) =>
-    `${Array.from({ length: 12 }, (_, j) => words[(i * 7 + j * 3 + (i >> 3)) % words.length]).join(' ')} v${i}`)
+  const words = [
+    'agent',
+    'translates',
+    'legal',
+    'documents',
+    'weather',
+    'forecast',
+    'summarizes',
+    'PDF',
+    'files',
+    'for',
+    'the',
+    'team',
+    'crawler',
+    'stock',
+    'prices',
+    'image'
+  ]
+  const texts = Array.from(
+    { length: 1000 },
+    (_, i) =>
+      `${Array.from({ length: 12 }, (_, j) => words[(i * 7 + j * 3 + (i >> 3)) % words.length]).join(' ')} v${i}`
+  )
   const vectors = await e.embed(texts)
   t.is(vectors.length, 1000)
-  t.true(vectors.every(v => v.length === 256 && Math.abs(norm(v) - 1) < 1e-6), 'L2-normalised, of the dimension')
+  t.true(
+    vectors.every(v => v.length === 256 && Math.abs(norm(v) - 1) < 1e-6),
+    'L2-normalised, of the dimension'
+  )
   const bytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength)
-  t.true(vectors.every((v, i) => bytes(v).equals(bytes(e.embedOne(texts[i]!)))), 'each is its own text\'s vector, in order')
+  t.true(
+    vectors.every((v, i) => bytes(v).equals(bytes(e.embedOne(texts[i]!)))),
+    "each is its own text's vector, in order"
+  )
 })

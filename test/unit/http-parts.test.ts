@@ -7,7 +7,15 @@ import { Router } from '../../src/api/router.js'
 import { RegistryError } from '../../src/errors.js'
 
 function route(method: HttpMethod, path: string, tag = path): RouteDefinition {
-  return { method, path, summary: tag, tag, limit: 'none', responses: { 200: { description: 'ok' } }, handler: () => json(200, { tag }) }
+  return {
+    method,
+    path,
+    summary: tag,
+    tag,
+    limit: 'none',
+    responses: { 200: { description: 'ok' } },
+    handler: () => json(200, { tag })
+  }
 }
 
 function buildRouter(): Router {
@@ -21,7 +29,8 @@ function buildRouter(): Router {
     route('GET', '/v1/entities/search', 'literal-search'),
     route('GET', '/v1/developers/{developer_id}/entities'),
     route('GET', '/health')
-  ]) router.add(r)
+  ])
+    router.add(r)
   return router
 }
 
@@ -99,7 +108,12 @@ test('router: duplicate routes and conflicting parameter names are rejected', t 
 
 function clock(start = 1_000_000) {
   let now = start
-  return { now: () => now, advance: (ms: number) => { now += ms } }
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms
+    }
+  }
 }
 
 test('limiter: counts up to the limit per key, then refuses', t => {
@@ -160,7 +174,9 @@ test('limiter: sweep drops only expired windows', t => {
 
 test('rate limit headers: Retry-After only when refused', t => {
   t.deepEqual(rateLimitHeaders({ allowed: true, limit: 3, remaining: 1, resetSeconds: 12 }), {
-    'X-RateLimit-Limit': '3', 'X-RateLimit-Remaining': '1', 'X-RateLimit-Reset': '12'
+    'X-RateLimit-Limit': '3',
+    'X-RateLimit-Remaining': '1',
+    'X-RateLimit-Reset': '12'
   })
   t.is(rateLimitHeaders({ allowed: false, limit: 3, remaining: 0, resetSeconds: 12 })['Retry-After'], '12')
 })
@@ -183,7 +199,11 @@ test('client IP: X-Forwarded-For is ignored without trusted proxies or from an u
 test('client IP: a trusted CIDR peer yields the right-most untrusted hop', t => {
   const r = new ClientIpResolver(['10.0.0.0/8', '2001:db8::/32'])
   t.is(r.resolve('10.1.2.3', '203.0.113.5'), '203.0.113.5')
-  t.is(r.resolve('10.1.2.3', '198.51.100.1, 203.0.113.5, 10.9.9.9'), '203.0.113.5', 'trusted hops are skipped from the right')
+  t.is(
+    r.resolve('10.1.2.3', '198.51.100.1, 203.0.113.5, 10.9.9.9'),
+    '203.0.113.5',
+    'trusted hops are skipped from the right'
+  )
   t.is(r.resolve('::ffff:10.1.2.3', ' ::ffff:203.0.113.5 '), '203.0.113.5', 'mapped addresses on both sides')
   t.is(r.resolve('2001:db8::5', '203.0.113.6'), '203.0.113.6')
   t.is(r.resolve('10.1.2.3', '10.2.2.2, 10.3.3.3'), '10.2.2.2', 'all hops trusted: the left-most')

@@ -50,45 +50,91 @@ test('developer proof for index 7 (deterministic Ed25519)', async t => {
   const sig = parseSignature(proof)!
   t.true(await verifyDeveloperProof(dev.publicKey, agent.publicKey, 7, sig, inlineVerifier))
   t.false(await verifyDeveloperProof(dev.publicKey, agent.publicKey, 8, sig, inlineVerifier), 'the index is covered')
-  t.false(await verifyDeveloperProof(agent.publicKey, agent.publicKey, 7, sig, inlineVerifier), 'the developer key is checked')
+  t.false(
+    await verifyDeveloperProof(agent.publicKey, agent.publicKey, 7, sig, inlineVerifier),
+    'the developer key is checked'
+  )
 })
 
 test('deployed registration signable and its signature vector', async t => {
   const body = {
-    name: 'Doc <T&T>', category: 'tools', entity_url: 'https://a.example.com', tags: ['x'], public_key: AGENT_KEY,
-    developer_id: 'zns:dev:34750f98bd59fcfc946da45aaabe933b', entity_name: 'doc'
+    name: 'Doc <T&T>',
+    category: 'tools',
+    entity_url: 'https://a.example.com',
+    tags: ['x'],
+    public_key: AGENT_KEY,
+    developer_id: 'zns:dev:34750f98bd59fcfc946da45aaabe933b',
+    entity_name: 'doc'
   }
   const signable = canonicalJson(deployedRegistrationSignable(body))
-  t.is(signable, '{"category":"tools","entity_url":"https://a.example.com","name":"Doc <T&T>","public_key":"ed25519:Rf+eqPiJ8cVhLxf5Gs3FrayrBIzz/QpRua+TDPdGnd0=","summary":"","tags":["x"]}')
+  t.is(
+    signable,
+    '{"category":"tools","entity_url":"https://a.example.com","name":"Doc <T&T>","public_key":"ed25519:Rf+eqPiJ8cVhLxf5Gs3FrayrBIzz/QpRua+TDPdGnd0=","summary":"","tags":["x"]}'
+  )
   const signature = sign(agent, signable)
   t.is(signature, 'ed25519:3758pwYMBJGbADo4xPhHcjAw9neIsWHeqP9RosewSpt4L4AzcrASIaJOVfwKj4n38TzMgZvM+L8Blc8kiFiCAQ==')
-  t.is(await verifyEntityRegistration({ ...body, signature }, agent.publicKey, parseSignature(signature)!, inlineVerifier), 'deployed')
+  t.is(
+    await verifyEntityRegistration({ ...body, signature }, agent.publicKey, parseSignature(signature)!, inlineVerifier),
+    'deployed'
+  )
 })
 
 test('registration: spec form, escaped fallback, and rejection of everything else', async t => {
-  const body = { name: 'A & B', type: 'agent', category: 'x', entity_url: 'https://a.example', public_key: AGENT_KEY, tags: ['t'] }
+  const body = {
+    name: 'A & B',
+    type: 'agent',
+    category: 'x',
+    entity_url: 'https://a.example',
+    public_key: AGENT_KEY,
+    tags: ['t']
+  }
   const specSig = parseSignature(sign(agent, canonicalJson(body)))!
   t.is(await verifyEntityRegistration({ ...body, signature: 'x' }, agent.publicKey, specSig, inlineVerifier), 'spec')
   const escaped = goEscapedJson(canonicalJson(body))!
   t.true(escaped.includes('A \\u0026 B'))
-  t.is(await verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, escaped))!, inlineVerifier), 'spec-escaped')
+  t.is(
+    await verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, escaped))!, inlineVerifier),
+    'spec-escaped'
+  )
   const deployedEscaped = goEscapedJson(canonicalJson(deployedRegistrationSignable(body)))!
-  t.is(await verifyEntityRegistration(body, agent.publicKey, parseSignature(sign(agent, deployedEscaped))!, inlineVerifier), 'deployed-escaped')
+  t.is(
+    await verifyEntityRegistration(
+      body,
+      agent.publicKey,
+      parseSignature(sign(agent, deployedEscaped))!,
+      inlineVerifier
+    ),
+    'deployed-escaped'
+  )
   t.is(await verifyEntityRegistration({ ...body, summary: 'changed' }, agent.publicKey, specSig, inlineVerifier), null)
   t.is(await verifyEntityRegistration(body, dev.publicKey, specSig, inlineVerifier), null)
 })
 
 test('deployed registration: services sign service_endpoint as entity_url; entity_type only when sent', t => {
-  const svc = { name: 'S', entity_type: 'service', category: 'c', service_endpoint: 'https://s.example/api', public_key: AGENT_KEY }
+  const svc = {
+    name: 'S',
+    entity_type: 'service',
+    category: 'c',
+    service_endpoint: 'https://s.example/api',
+    public_key: AGENT_KEY
+  }
   t.deepEqual(deployedRegistrationSignable(svc), {
-    category: 'c', entity_url: 'https://s.example/api', name: 'S', public_key: AGENT_KEY, summary: '', tags: null, entity_type: 'service'
+    category: 'c',
+    entity_url: 'https://s.example/api',
+    name: 'S',
+    public_key: AGENT_KEY,
+    summary: '',
+    tags: null,
+    entity_type: 'service'
   })
   t.false('entity_type' in deployedRegistrationSignable({ name: 'x', entity_type: '' }))
 })
 
 test('canonical JSON sorts keys recursively by UTF-16 code unit and keeps array order', t => {
-  t.is(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null }, B: true, é: 'é' }),
-    '{"B":true,"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1,"é":"é"}')
+  t.is(
+    canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null }, B: true, é: 'é' }),
+    '{"B":true,"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1,"é":"é"}'
+  )
   t.is(canonicalJson({ s: '<>&\u2028' }), '{"s":"<>&\u2028"}')
   t.is(goEscapedJson(canonicalJson({ s: '<>&\u2028\u2029' })), '{"s":"\\u003c\\u003e\\u0026\\u2028\\u2029"}')
   t.is(goEscapedJson('{"s":"plain"}'), null)
@@ -102,27 +148,84 @@ test('heartbeat vector: the timestamp alone (deployed) and agent_id+timestamp (s
   const id = 'zns:ad4be8ca0a9c510018ea5d63f35989ed'
   t.is(await verifyHeartbeat(id, ts, agent.publicKey, parseSignature(deployed)!, inlineVerifier), 'deployed')
   t.is(await verifyHeartbeat(id, ts, agent.publicKey, parseSignature(sign(agent, id + ts))!, inlineVerifier), 'spec')
-  t.is(await verifyHeartbeat(id, '2026-05-21T10:00:01Z', agent.publicKey, parseSignature(deployed)!, inlineVerifier), null)
+  t.is(
+    await verifyHeartbeat(id, '2026-05-21T10:00:01Z', agent.publicKey, parseSignature(deployed)!, inlineVerifier),
+    null
+  )
 })
 
 test('developer registration: deployed subset with HTML escaping on', async t => {
   const body = { name: 'Alice', public_key: formatKey(dev.publicKey), profile_url: 'https://a.example/?a=1&b=2' }
-  const deployed = goEscapedJson(canonicalJson({ github: '', name: 'Alice', profile_url: body.profile_url, public_key: body.public_key }))!
-  t.is(await verifyDeveloperRegistration({ ...body, handle: 'alice' }, dev.publicKey, parseSignature(sign(dev, deployed))!, inlineVerifier), 'deployed-escaped')
-  t.is(await verifyDeveloperRegistration(body, dev.publicKey, parseSignature(sign(dev, canonicalJson(body)))!, inlineVerifier), 'spec')
+  const deployed = goEscapedJson(
+    canonicalJson({ github: '', name: 'Alice', profile_url: body.profile_url, public_key: body.public_key })
+  )!
+  t.is(
+    await verifyDeveloperRegistration(
+      { ...body, handle: 'alice' },
+      dev.publicKey,
+      parseSignature(sign(dev, deployed))!,
+      inlineVerifier
+    ),
+    'deployed-escaped'
+  )
+  t.is(
+    await verifyDeveloperRegistration(
+      body,
+      dev.publicKey,
+      parseSignature(sign(dev, canonicalJson(body)))!,
+      inlineVerifier
+    ),
+    'spec'
+  )
 })
 
 test('handle claim, name binding, release and deletion messages', async t => {
-  const claim = { developer_id: deriveId('developer', dev.publicKey), handle: 'acme', public_key: formatKey(dev.publicKey) }
-  t.is(await verifyHandleClaim(claim, dev.publicKey, parseSignature(sign(dev, canonicalJson(claim)))!, inlineVerifier), 'spec')
+  const claim = {
+    developer_id: deriveId('developer', dev.publicKey),
+    handle: 'acme',
+    public_key: formatKey(dev.publicKey)
+  }
+  t.is(
+    await verifyHandleClaim(claim, dev.publicKey, parseSignature(sign(dev, canonicalJson(claim)))!, inlineVerifier),
+    'spec'
+  )
   const bind = { entity_id: 'zns:x', entity_name: 'doc', developer_handle: 'acme' }
-  const deployedBind = canonicalJson({ capability_tags: null, developer_handle: 'acme', entity_id: 'zns:x', entity_name: 'doc', version: '' })
-  t.is(await verifyNameBinding(bind, dev.publicKey, parseSignature(sign(dev, deployedBind))!, inlineVerifier), 'deployed')
-  t.is(await verifyRelease('acme', dev.publicKey, parseSignature(sign(dev, 'release:acme'))!, inlineVerifier), 'release')
+  const deployedBind = canonicalJson({
+    capability_tags: null,
+    developer_handle: 'acme',
+    entity_id: 'zns:x',
+    entity_name: 'doc',
+    version: ''
+  })
+  t.is(
+    await verifyNameBinding(bind, dev.publicKey, parseSignature(sign(dev, deployedBind))!, inlineVerifier),
+    'deployed'
+  )
+  t.is(
+    await verifyRelease('acme', dev.publicKey, parseSignature(sign(dev, 'release:acme'))!, inlineVerifier),
+    'release'
+  )
   const id = 'zns:svc:ad4be8ca0a9c510018ea5d63f35989ed'
-  t.is(await verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey, parseSignature(sign(agent, id))!, inlineVerifier), 'id')
-  t.is(await verifyDeletion(id, '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed', agent.publicKey,
-    parseSignature(sign(agent, `/v1/entities/${id}`))!, inlineVerifier), 'path-decoded')
+  t.is(
+    await verifyDeletion(
+      id,
+      '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed',
+      agent.publicKey,
+      parseSignature(sign(agent, id))!,
+      inlineVerifier
+    ),
+    'id'
+  )
+  t.is(
+    await verifyDeletion(
+      id,
+      '/v1/entities/zns%3Asvc%3Aad4be8ca0a9c510018ea5d63f35989ed',
+      agent.publicKey,
+      parseSignature(sign(agent, `/v1/entities/${id}`))!,
+      inlineVerifier
+    ),
+    'path-decoded'
+  )
 })
 
 test('key and signature wire forms', t => {
@@ -149,7 +252,8 @@ test('Ed25519: RFC 8032 test 1; libsodium (when installed) and node:crypto agree
   t.is(ED25519_BACKEND, process.env.REGISTRY_NODE_CRYPTO === 'node' ? 'node:crypto' : 'libsodium')
   const rfc = keyPairFromSeed(Buffer.from('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60', 'hex'))
   t.is(rfc.publicKey.toString('hex'), 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a')
-  const rfcSignature = 'e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b'
+  const rfcSignature =
+    'e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b'
   t.is(parseSignature(sign(rfc, new Uint8Array(0)))!.toString('hex'), rfcSignature)
   for (let i = 0; i < 20; i++) {
     const pair = generateKeyPair()

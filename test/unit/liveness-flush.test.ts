@@ -18,12 +18,22 @@ import { agent, developer } from '../helpers/identities.js'
 
 test('a stop during a batch write also writes the heartbeats that came after the batch began', async t => {
   const keyPair = generateKeyPair()
-  const identity: NodeIdentity = { keyPair, registryId: deriveId('registry', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey), host: 'a.test' }
+  const identity: NodeIdentity = {
+    keyPair,
+    registryId: deriveId('registry', keyPair.publicKey),
+    publicKey: formatKey(keyPair.publicKey),
+    host: 'a.test'
+  }
   const a = agent(developer(81), 1)
   let clock = Date.parse('2026-11-22T10:00:00.000Z')
   const record = {
-    entity_id: a.agentId, public_key: a.publicKey, status: 'active', last_heartbeat: null,
-    registered_at: new Date(clock).toISOString(), home_registry: 'a.test', home_registry_id: identity.registryId
+    entity_id: a.agentId,
+    public_key: a.publicKey,
+    status: 'active',
+    last_heartbeat: null,
+    registered_at: new Date(clock).toISOString(),
+    home_registry: 'a.test',
+    home_registry_id: identity.registryId
   } as unknown as EntityRecord
 
   // Commits wait while `held` is set; what each one wrote is kept in order.
@@ -35,22 +45,42 @@ test('a stop during a batch write also writes the heartbeats that came after the
     getEntity: (id: string) => (id === record.entity_id ? record : undefined),
     commit: async (fn: (tx: unknown) => void) => {
       if (held) await held
-      fn({ putLiveness: (_id: string, r: LivenessRecord) => { written.push({ ...r }) }, deleteLiveness: () => {} })
+      fn({
+        putLiveness: (_id: string, r: LivenessRecord) => {
+          written.push({ ...r })
+        },
+        deleteLiveness: () => {}
+      })
     }
   } as unknown as RegistryStore
   const liveness = new LivenessService({
-    store, bus: new EventBus(), identity, settings: { host: 'a.test' } as ServiceSettings, now: () => new Date(clock),
+    store,
+    bus: new EventBus(),
+    identity,
+    settings: { host: 'a.test' } as ServiceSettings,
+    now: () => new Date(clock),
     verifyHeartbeat: async () => 'deployed',
-    liveness: { inactiveAfterMs: 3_600_000, sweepIntervalMs: 3_600_000, maxClockSkewMs: 60_000, flushIntervalMs: 3_600_000 }
+    liveness: {
+      inactiveAfterMs: 3_600_000,
+      sweepIntervalMs: 3_600_000,
+      maxClockSkewMs: 60_000,
+      flushIntervalMs: 3_600_000
+    }
   })
   liveness.loadRecord(record)
   liveness.loaded()
   t.deepEqual([...liveness.homeEntityIds()], [a.agentId])
-  const beat = () => liveness.heartbeat({ timestamp: new Date(clock).toISOString(), signature: `ed25519:${Buffer.alloc(64).toString('base64')}` }, a.agentId)
+  const beat = () =>
+    liveness.heartbeat(
+      { timestamp: new Date(clock).toISOString(), signature: `ed25519:${Buffer.alloc(64).toString('base64')}` },
+      a.agentId
+    )
 
   clock += 1000
   t.like(await beat(), { type: 'ack' })
-  held = new Promise(resolve => { release = resolve })
+  held = new Promise(resolve => {
+    release = resolve
+  })
   const batch = liveness.flush() // the timed flush: takes the first heartbeat, then waits in its commit
   clock += 1000
   const last = clock

@@ -8,7 +8,8 @@ import { dot } from '../../src/search/embedders/embedder.js'
 import { OnnxEmbedder, OnnxEmbedderError } from '../../src/search/embedders/onnx-embedder.js'
 import { buildTinyOnnxModel, CONCEPTS, expectedVector, TINY_DIM, type TinyModel } from '../helpers/tiny-onnx-model.js'
 
-const close = (a: Float32Array, b: Float32Array, eps = 1e-5): boolean => a.length === b.length && a.every((x, i) => Math.abs(x - (b[i] as number)) < eps)
+const close = (a: Float32Array, b: Float32Array, eps = 1e-5): boolean =>
+  a.length === b.length && a.every((x, i) => Math.abs(x - (b[i] as number)) < eps)
 const norm = (v: Float32Array): number => Math.hypot(...v)
 
 let tiny: TinyModel
@@ -50,7 +51,12 @@ test('vectors are the attention-weighted mean of the token states, L2-normalised
 
 test('identical texts give identical vectors; related texts are nearer than unrelated ones', async t => {
   const [a, b, related, unrelated, paraphrase, other] = await embedder.embed([
-    'weather forecast', 'weather forecast', 'rain forecast for the climate', 'music and song', 'interpreter', 'translator service'
+    'weather forecast',
+    'weather forecast',
+    'rain forecast for the climate',
+    'music and song',
+    'interpreter',
+    'translator service'
   ])
   t.deepEqual(a, b)
   t.true(dot(a!, related!) > dot(a!, unrelated!) + 0.3, `${dot(a!, related!)} vs ${dot(a!, unrelated!)}`)
@@ -61,7 +67,10 @@ test('identical texts give identical vectors; related texts are nearer than unre
 
 test('padding never counts: a text alone and in a batch with a longer one give the same vector', async t => {
   const [alone] = await embedder.embed(['weather'])
-  const [batched, long] = await embedder.embed(['weather', 'the long long long text about code and payment and music and the weather'])
+  const [batched, long] = await embedder.embed([
+    'weather',
+    'the long long long text about code and payment and music and the weather'
+  ])
   t.true(close(alone!, batched!, 1e-6))
   t.false(close(alone!, long!))
   // More texts than one model run takes (16): order kept, same vectors.
@@ -145,7 +154,10 @@ test('a model with an already pooled [batch, dim] output is used as is; token_ty
 
 test('a model run that fails is an error, and the embedder keeps working', async t => {
   // The table lacks the last vocabulary row (','), so a text with a comma makes Gather fail.
-  const broken = await buildTinyOnnxModel({ dir: join(await scratchDir(), 'broken'), tableRows: [...CONCEPTS.flat()].length + 3 })
+  const broken = await buildTinyOnnxModel({
+    dir: join(await scratchDir(), 'broken'),
+    tableRows: [...CONCEPTS.flat()].length + 3
+  })
   for (const worker of [true, false]) {
     const e = await OnnxEmbedder.load(broken.dir, { worker })
     try {
@@ -162,18 +174,30 @@ test('missing or broken model folders are startup errors naming the path', async
   const dir = await scratchDir()
   await t.throwsAsync(OnnxEmbedder.load(''), { instanceOf: OnnxEmbedderError, message: /search\.onnx_model_dir/ })
   const missing = join(dir, 'nowhere')
-  await t.throwsAsync(OnnxEmbedder.load(missing), { instanceOf: OnnxEmbedderError, message: `onnx model folder not found: ${missing}` })
+  await t.throwsAsync(OnnxEmbedder.load(missing), {
+    instanceOf: OnnxEmbedderError,
+    message: `onnx model folder not found: ${missing}`
+  })
   const empty = join(dir, 'empty')
   await mkdir(empty)
-  await t.throwsAsync(OnnxEmbedder.load(empty), { message: `onnx model file not found: ${join(empty, 'model.onnx')} or ${join(empty, 'onnx', 'model.onnx')}` })
+  await t.throwsAsync(OnnxEmbedder.load(empty), {
+    message: `onnx model file not found: ${join(empty, 'model.onnx')} or ${join(empty, 'onnx', 'model.onnx')}`
+  })
   await writeFile(join(empty, 'model.onnx'), 'not a model')
-  await t.throwsAsync(OnnxEmbedder.load(empty), { message: `onnx tokenizer file not found: ${join(empty, 'tokenizer.json')}` })
+  await t.throwsAsync(OnnxEmbedder.load(empty), {
+    message: `onnx tokenizer file not found: ${join(empty, 'tokenizer.json')}`
+  })
   await writeFile(join(empty, 'tokenizer.json'), JSON.stringify({}))
-  await t.throwsAsync(OnnxEmbedder.load(empty), { message: new RegExp(`^cannot load the tokenizer ${join(empty, 'tokenizer.json')}`) })
+  await t.throwsAsync(OnnxEmbedder.load(empty), {
+    message: new RegExp(`^cannot load the tokenizer ${join(empty, 'tokenizer.json')}`)
+  })
   const corrupt = await buildTinyOnnxModel({ dir: join(dir, 'corrupt') })
   await writeFile(join(corrupt.dir, 'model.onnx'), 'not a model')
   for (const worker of [true, false]) {
-    await t.throwsAsync(OnnxEmbedder.load(corrupt.dir, { worker }), { instanceOf: OnnxEmbedderError, message: new RegExp(`^cannot load the onnx model ${join(corrupt.dir, 'model.onnx')}`) })
+    await t.throwsAsync(OnnxEmbedder.load(corrupt.dir, { worker }), {
+      instanceOf: OnnxEmbedderError,
+      message: new RegExp(`^cannot load the onnx model ${join(corrupt.dir, 'model.onnx')}`)
+    })
   }
 })
 
@@ -202,5 +226,8 @@ test('createEmbedder builds the onnx embedder from the search settings', async t
     await (e as OnnxEmbedder).close()
   }
   const missing = join(tiny.dir, 'nowhere')
-  await t.throwsAsync(createEmbedder({ ...search, onnx_model_dir: missing }), { instanceOf: ConfigError, message: `search.onnx_model_dir: onnx model folder not found: ${missing}` })
+  await t.throwsAsync(createEmbedder({ ...search, onnx_model_dir: missing }), {
+    instanceOf: ConfigError,
+    message: `search.onnx_model_dir: onnx model folder not found: ${missing}`
+  })
 })

@@ -8,7 +8,12 @@ import test, { type ExecutionContext } from 'ava'
 import { RegistryError, type ErrorCode } from '../../src/errors.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
-import { OwnershipVerifier, txtRecordHoldsKey, type TxtResolver, type VerificationSettings } from '../../src/services/ownership-verification.js'
+import {
+  OwnershipVerifier,
+  txtRecordHoldsKey,
+  type TxtResolver,
+  type VerificationSettings
+} from '../../src/services/ownership-verification.js'
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
 import { json, startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
 
@@ -47,12 +52,22 @@ function githubApi(req: IncomingMessage, res: ServerResponse): void {
     case '/users/truncated/gists':
       return json(res, 200, [{ id: 'ccc1', files: { 'big.txt': { filename: 'big.txt' } } }])
     case '/gists/ccc1':
-      return json(res, 200, { id: 'ccc1', files: { 'big.txt': { filename: 'big.txt', truncated: true, content: 'x'.repeat(100), raw_url: raw } } })
+      return json(res, 200, {
+        id: 'ccc1',
+        files: { 'big.txt': { filename: 'big.txt', truncated: true, content: 'x'.repeat(100), raw_url: raw } }
+      })
     case '/raw/big.txt':
       res.writeHead(200, { 'content-type': 'text/plain' })
       return void res.end(`${'x'.repeat(5000)}\n${KEY}\n`)
     case '/users/offsite/gists':
-      return json(res, 200, [{ id: 'ddd1', files: { 'big.txt': { filename: 'big.txt', truncated: true, content: '', raw_url: `https://evil.example/raw/${B64}` } } }])
+      return json(res, 200, [
+        {
+          id: 'ddd1',
+          files: {
+            'big.txt': { filename: 'big.txt', truncated: true, content: '', raw_url: `https://evil.example/raw/${B64}` }
+          }
+        }
+      ])
     case '/users/nomatch/gists':
       return json(res, 200, [
         { id: 'eee1', files: { 'a.txt': { filename: 'a.txt', content: OTHER_B64 } } },
@@ -80,7 +95,13 @@ function settings(over: Partial<VerificationSettings> = {}): VerificationSetting
   return { dnsServers: [dns.address], githubApiUrl: github.url, githubCaFile: caFile, timeoutMs: 20_000, ...over }
 }
 
-async function expectError(t: ExecutionContext, promise: Promise<unknown>, code: ErrorCode, message?: RegExp, field?: string): Promise<void> {
+async function expectError(
+  t: ExecutionContext,
+  promise: Promise<unknown>,
+  code: ErrorCode,
+  message?: RegExp,
+  field?: string
+): Promise<void> {
   const err = await t.throwsAsync(promise, { instanceOf: RegistryError })
   if (!err) return
   t.is(err.code, code, err.message)
@@ -94,7 +115,11 @@ test.before(async () => {
     '_zns-verify.prefixed.example': [[`  ${KEY}  `]],
     '_zns-verify.v1.example': [[`V = zns1 ;p=${B64};  K=ED25519 ;`]],
     '_zns-verify.chunked.example': [['v=zns1; k=ed25519; p=', B64.slice(0, 20), B64.slice(20)]],
-    '_zns-verify.wrong.example': [[B64.slice(0, 20)], [`v=zns1; k=ed25519; p=${OTHER_B64}`], [`v=zns2; k=ed25519; p=${B64}`]],
+    '_zns-verify.wrong.example': [
+      [B64.slice(0, 20)],
+      [`v=zns1; k=ed25519; p=${OTHER_B64}`],
+      [`v=zns2; k=ed25519; p=${B64}`]
+    ],
     '_zns-verify.mixed.example': [[KEY]],
     // The name exists but has no TXT records: NOERROR, no answers.
     'notxt.example': [],
@@ -117,7 +142,10 @@ test('txt record forms', t => {
   t.true(txtRecordHoldsKey(` ${KEY}\t`, B64))
   t.true(txtRecordHoldsKey(`v=zns1;k=ed25519;p=${B64}`, B64))
   t.true(txtRecordHoldsKey(`p = ${KEY} ; v = ZNS1 ; k = Ed25519 ; x=ignored`, B64))
-  t.false(txtRecordHoldsKey(`v=zns1; k=ed25519; p=${B64}; p=${OTHER_B64}`, B64), 'a repeated key invalidates the record')
+  t.false(
+    txtRecordHoldsKey(`v=zns1; k=ed25519; p=${B64}; p=${OTHER_B64}`, B64),
+    'a repeated key invalidates the record'
+  )
   t.false(txtRecordHoldsKey(`v=zns1; p=${B64}`, B64), 'k is required')
   t.false(txtRecordHoldsKey(`k=ed25519; p=${B64}`, B64), 'v is required')
   t.false(txtRecordHoldsKey(`v=zns1; k=ed25519; p=${B64.toLowerCase()}`, B64), 'base64 is case-sensitive')
@@ -127,7 +155,13 @@ test('txt record forms', t => {
 // Record forms that verify: [title, method and domain as the client sends them, key, the proof kept].
 for (const [title, method, domain, key, proof] of [
   ['dns: a bare base64 key among other records', 'dns', 'bare.example', KEY, 'bare.example'],
-  ['dns: the prefixed key, with the domain and method normalised', ' DNS ', 'Prefixed.EXAMPLE.', B64, 'prefixed.example'],
+  [
+    'dns: the prefixed key, with the domain and method normalised',
+    ' DNS ',
+    'Prefixed.EXAMPLE.',
+    B64,
+    'prefixed.example'
+  ],
   ['dns: the v=zns1 form with loose spacing, any key order and case', 'dns', 'v1.example', KEY, 'v1.example'],
   ['dns: a TXT record split into several character-strings', 'dns', 'chunked.example', KEY, 'chunked.example']
 ] as const) {
@@ -145,24 +179,48 @@ test('dns: a long key record over 255 bytes arrives as several strings and is jo
 
 test('dns: records holding another key fail, naming the name looked up', async t => {
   const verifier = new OwnershipVerifier(settings())
-  await expectError(t, verifier.verify('dns', 'wrong.example', KEY), 'verification_failed',
-    /^no TXT record at _zns-verify\.wrong\.example holds this developer key \(found 3 TXT records\)$/)
+  await expectError(
+    t,
+    verifier.verify('dns', 'wrong.example', KEY),
+    'verification_failed',
+    /^no TXT record at _zns-verify\.wrong\.example holds this developer key \(found 3 TXT records\)$/
+  )
 })
 
 test('dns: a missing name (NXDOMAIN) fails', async t => {
   const verifier = new OwnershipVerifier(settings())
-  await expectError(t, verifier.verify('dns', 'missing.example', KEY), 'verification_failed',
-    /^no TXT record at _zns-verify\.missing\.example: the name does not exist$/)
+  await expectError(
+    t,
+    verifier.verify('dns', 'missing.example', KEY),
+    'verification_failed',
+    /^no TXT record at _zns-verify\.missing\.example: the name does not exist$/
+  )
 })
 
 test('dns: a name without TXT records (NODATA) fails', async t => {
   const verifier = new OwnershipVerifier(settings())
-  await expectError(t, verifier.verify('dns', 'notxt.example', KEY), 'verification_failed', /_zns-verify\.notxt\.example: the name has no TXT records/)
+  await expectError(
+    t,
+    verifier.verify('dns', 'notxt.example', KEY),
+    'verification_failed',
+    /_zns-verify\.notxt\.example: the name has no TXT records/
+  )
 })
 
 test('dns: malformed domains are rejected before any lookup', async t => {
   const verifier = new OwnershipVerifier(settings())
-  for (const bad of ['', 'localhost', 'exa mple.com', '-bad.example', 'bad-.example', 'a..example', '1.2.3.4', 'under_score.example', `${'a'.repeat(64)}.example`, `${'a.'.repeat(120)}example`]) {
+  for (const bad of [
+    '',
+    'localhost',
+    'exa mple.com',
+    '-bad.example',
+    'bad-.example',
+    'a..example',
+    '1.2.3.4',
+    'under_score.example',
+    `${'a'.repeat(64)}.example`,
+    `${'a.'.repeat(120)}example`
+  ]) {
     await expectError(t, verifier.verify('dns', bad, KEY), 'validation_failed', /^proof: /, 'proof')
   }
 })
@@ -181,7 +239,12 @@ test('dns: a server that never answers is unavailable after the time limit', asy
     const verifier = new OwnershipVerifier(settings({ dnsServers: [`127.0.0.1:${port}`], timeoutMs: 300 }))
     // Whichever gives up first, the resolver (one try of 300 ms) or the verifier's own 300 ms limit,
     // the failure is a timeout: the server never answers, so nothing else could end the lookup.
-    await expectError(t, verifier.verify('dns', 'bare.example', KEY), 'verification_unavailable', /^DNS lookup of TXT _zns-verify\.bare\.example failed: .*(ETIMEOUT|timed out after 300 ms)/)
+    await expectError(
+      t,
+      verifier.verify('dns', 'bare.example', KEY),
+      'verification_unavailable',
+      /^DNS lookup of TXT _zns-verify\.bare\.example failed: .*(ETIMEOUT|timed out after 300 ms)/
+    )
   } finally {
     await new Promise<void>(resolve => silent.close(() => resolve()))
   }
@@ -203,15 +266,28 @@ test('dns: an injected resolver is used, and its error codes are mapped', async 
   t.deepEqual(await verifier.verify('dns', 'ok.example', KEY), { method: 'dns', proof: 'ok.example' })
   await expectError(t, verifier.verify('dns', 'gone.example', KEY), 'verification_failed')
   await expectError(t, verifier.verify('dns', 'broken.example', KEY), 'verification_unavailable', /ESERVFAIL/)
-  await expectError(t, verifier.verify('dns', 'hang.example', KEY), 'verification_unavailable', /timed out after 200 ms/)
-  t.deepEqual(asked, ['_zns-verify.ok.example', '_zns-verify.gone.example', '_zns-verify.broken.example', '_zns-verify.hang.example'])
+  await expectError(
+    t,
+    verifier.verify('dns', 'hang.example', KEY),
+    'verification_unavailable',
+    /timed out after 200 ms/
+  )
+  t.deepEqual(asked, [
+    '_zns-verify.ok.example',
+    '_zns-verify.gone.example',
+    '_zns-verify.broken.example',
+    '_zns-verify.hang.example'
+  ])
 })
 
 test('github: the key in a gist listed with its content', async t => {
   const verifier = new OwnershipVerifier(settings())
   t.deepEqual(await verifier.verify('github', 'Listed', KEY), { method: 'github', proof: 'listed' })
   const requests = seen.filter(r => r.url.startsWith('/users/listed/'))
-  t.deepEqual(requests.map(r => r.url), ['/users/listed/gists?per_page=30'])
+  t.deepEqual(
+    requests.map(r => r.url),
+    ['/users/listed/gists?per_page=30']
+  )
   t.is(requests[0]?.userAgent, 'registry-node')
   t.is(requests[0]?.accept, 'application/vnd.github+json')
 })
@@ -221,7 +297,10 @@ test('github: the key only in the single-gist endpoint', async t => {
   t.deepEqual(await verifier.verify('github', '@detail', B64), { method: 'github', proof: 'detail' })
   t.true(seen.some(r => r.url === '/gists/bbb1'))
   t.true(seen.some(r => r.url === '/gists/bbb2'))
-  t.false(seen.some(r => r.url.startsWith('/raw/zns') || r.url.startsWith('/raw/other')), 'raw_url is only for truncated files')
+  t.false(
+    seen.some(r => r.url.startsWith('/raw/zns') || r.url.startsWith('/raw/other')),
+    'raw_url is only for truncated files'
+  )
 })
 
 test('github: an API base URL with a path (GitHub Enterprise) and a trailing slash', async t => {
@@ -242,14 +321,28 @@ test('github: a raw_url on another origin is not fetched', async t => {
 
 test('github: no gist holds the key', async t => {
   const verifier = new OwnershipVerifier(settings())
-  await expectError(t, verifier.verify('github', 'nomatch', KEY), 'verification_failed',
-    /^no public gist of GitHub user nomatch holds this developer key \(checked the 2 most recent\)$/)
-  await expectError(t, verifier.verify('github', 'empty', KEY), 'verification_failed', /GitHub user empty has no public gists/)
+  await expectError(
+    t,
+    verifier.verify('github', 'nomatch', KEY),
+    'verification_failed',
+    /^no public gist of GitHub user nomatch holds this developer key \(checked the 2 most recent\)$/
+  )
+  await expectError(
+    t,
+    verifier.verify('github', 'empty', KEY),
+    'verification_failed',
+    /GitHub user empty has no public gists/
+  )
 })
 
 test('github: an unknown user (404) fails', async t => {
   const verifier = new OwnershipVerifier(settings())
-  await expectError(t, verifier.verify('github', 'nobody', KEY), 'verification_failed', /^GitHub user nobody not found$/)
+  await expectError(
+    t,
+    verifier.verify('github', 'nobody', KEY),
+    'verification_failed',
+    /^GitHub user nobody not found$/
+  )
 })
 
 test('github: a server error is unavailable', async t => {
@@ -279,17 +372,33 @@ test('github: malformed user names are rejected before any request', async t => 
   for (const bad of ['', '-alice', 'alice-', 'al--ice', 'al_ice', 'a'.repeat(40), 'alice/../x']) {
     await expectError(t, verifier.verify('github', bad, KEY), 'validation_failed', /^proof: /, 'proof')
   }
-  t.deepEqual(await verifier.verify('github', 'listed', KEY), { method: 'github', proof: 'listed' }, 'sanity: the valid name verifies')
+  t.deepEqual(
+    await verifier.verify('github', 'listed', KEY),
+    { method: 'github', proof: 'listed' },
+    'sanity: the valid name verifies'
+  )
 })
 
 test('a bad method or public key is a validation error', async t => {
   const verifier = new OwnershipVerifier(settings())
   await expectError(t, verifier.verify('email', 'a@example.com', KEY), 'validation_failed', /^method: /, 'method')
-  await expectError(t, verifier.verify('dns', 'bare.example', 'ed25519:short'), 'validation_failed', /^public_key: /, 'public_key')
+  await expectError(
+    t,
+    verifier.verify('dns', 'bare.example', 'ed25519:short'),
+    'validation_failed',
+    /^public_key: /,
+    'public_key'
+  )
 })
 
 test('configuration errors surface when the verifier is built', t => {
-  t.throws(() => new OwnershipVerifier(settings({ dnsServers: ['not an address'] })), { message: /verification\.dns_servers is invalid/ })
-  t.throws(() => new OwnershipVerifier(settings({ githubApiUrl: 'http://api.github.com' })), { message: /must be an https URL/ })
-  t.throws(() => new OwnershipVerifier(settings({ githubCaFile: join(tmp, 'missing.pem') })), { message: /cannot read verification\.github_ca_file/ })
+  t.throws(() => new OwnershipVerifier(settings({ dnsServers: ['not an address'] })), {
+    message: /verification\.dns_servers is invalid/
+  })
+  t.throws(() => new OwnershipVerifier(settings({ githubApiUrl: 'http://api.github.com' })), {
+    message: /must be an https URL/
+  })
+  t.throws(() => new OwnershipVerifier(settings({ githubCaFile: join(tmp, 'missing.pem') })), {
+    message: /cannot read verification\.github_ca_file/
+  })
 })

@@ -19,8 +19,14 @@ test('every test SECURITY.md cites exists, with the title it quotes', async t =>
   const citations = [...security.matchAll(/(test\/[\w/.-]+\.test\.ts)(?:, (test\/[\w/.-]+\.test\.ts))?(?: › (.+))?/g)]
   t.true(citations.length >= 20)
   for (const [, first, second, title] of citations) {
-    const sources = await Promise.all([first, second].filter((f): f is string => f !== undefined).map(f => readFile(new URL(f, root), 'utf8')))
+    const sources = await Promise.all(
+      [first, second].filter((f): f is string => f !== undefined).map(f => readFile(new URL(f, root), 'utf8'))
+    )
     // A trailing "(…)" names the part of the test meant; the title is what comes before it.
-    if (title) t.true(sources.some(s => s.includes(title.replace(/ \([^)]*\)$/, '').trim())), title)
+    if (title)
+      t.true(
+        sources.some(s => s.includes(title.replace(/ \([^)]*\)$/, '').trim())),
+        title
+      )
   }
 })

@@ -7,7 +7,12 @@ import { generate } from 'selfsigned'
 import { canonicalJson, goEscapedJson, withoutSignature } from '../../src/identity/canonical-json.js'
 import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
 import { identityFromKeyPair } from '../../src/identity/node-identity.js'
-import { createRegistryProof, spkiFingerprint, verifyRegistryProof, type RegistryProof } from '../../src/identity/registry-proof.js'
+import {
+  createRegistryProof,
+  spkiFingerprint,
+  verifyRegistryProof,
+  type RegistryProof
+} from '../../src/identity/registry-proof.js'
 import { RegistryProofProvider } from '../../src/services/registry-proof-provider.js'
 
 const identity = identityFromKeyPair(keyPairFromSeed(Buffer.alloc(32, 3)))
@@ -19,7 +24,10 @@ const at = (ms: number): Date => new Date(T0.getTime() + ms)
 const certificate = generate([{ name: 'commonName', value: 'registry.example.com' }], { keySize: 2048 })
 
 function resign(unsigned: Record<string, unknown>, by = identity): RegistryProof {
-  return { ...unsigned, signature: sign(by.keyPair, canonicalJson(withoutSignature(unsigned))) } as unknown as RegistryProof
+  return {
+    ...unsigned,
+    signature: sign(by.keyPair, canonicalJson(withoutSignature(unsigned)))
+  } as unknown as RegistryProof
 }
 
 test('a proof round-trips: created, then verified with every binding', async t => {
@@ -34,7 +42,9 @@ test('a proof round-trips: created, then verified with every binding', async t =
   t.is(proof.issued_at, '2030-01-01T00:00:00.000Z')
   t.is(proof.expires_at, '2030-01-08T00:00:00.000Z', 'seven days by default')
   const check = verifyRegistryProof(JSON.parse(JSON.stringify(proof)), {
-    now: at(DAY), expectedDomain: 'REGISTRY.example.com.', expectedSpki: spkiFingerprint(cert)
+    now: at(DAY),
+    expectedDomain: 'REGISTRY.example.com.',
+    expectedSpki: spkiFingerprint(cert)
   })
   t.deepEqual(check, { ok: true, registry_id: identity.registryId, problems: [] })
 })
@@ -74,9 +84,13 @@ test('registry_id must be the ID derived from the key', t => {
   const check = verifyRegistryProof(forged, { now: T0 })
   t.false(check.ok)
   t.is(check.registry_id, identity.registryId, 'the check reports the ID the key derives')
-  t.deepEqual(check.problems, [`registry_id ${other.registryId} does not match the key, which derives ${identity.registryId}`])
+  t.deepEqual(check.problems, [
+    `registry_id ${other.registryId} does not match the key, which derives ${identity.registryId}`
+  ])
   const signedByOther = resign({ ...withoutSignature({ ...proof }) }, other)
-  t.deepEqual(verifyRegistryProof(signedByOther, { now: T0 }).problems, ['the signature does not verify against ed25519_public_key'])
+  t.deepEqual(verifyRegistryProof(signedByOther, { now: T0 }).problems, [
+    'the signature does not verify against ed25519_public_key'
+  ])
 })
 
 test('an expired proof fails; the expiry instant itself is already expired', t => {
@@ -120,7 +134,10 @@ test('malformed proofs are described, not thrown on', t => {
   t.true(partial.problems.includes('signature is missing or not a string'))
   t.true(partial.problems.includes('tls_spki_fingerprint is not a string'))
   const proof = createRegistryProof(identity, { domain: 'registry.example.com', now: T0 })
-  const bad = verifyRegistryProof({ ...proof, ed25519_public_key: 'nope', issued_at: 'yesterday', type: 'other' }, { now: T0 })
+  const bad = verifyRegistryProof(
+    { ...proof, ed25519_public_key: 'nope', issued_at: 'yesterday', type: 'other' },
+    { now: T0 }
+  )
   t.false(bad.ok)
   t.is(bad.registry_id, undefined)
   t.deepEqual(bad.problems, [
@@ -128,7 +145,9 @@ test('malformed proofs are described, not thrown on', t => {
     'ed25519_public_key is not ed25519:<base64 of 32 bytes>',
     'issued_at is not an ISO 8601 timestamp'
   ])
-  t.deepEqual(verifyRegistryProof({ ...proof, signature: 'ed25519:short' }, { now: T0 }).problems, ['signature is not ed25519:<base64 of 64 bytes>'])
+  t.deepEqual(verifyRegistryProof({ ...proof, signature: 'ed25519:short' }, { now: T0 }).problems, [
+    'signature is not ed25519:<base64 of 64 bytes>'
+  ])
 })
 
 test('spkiFingerprint is SHA-256 over the DER SubjectPublicKeyInfo of the certificate key', async t => {
@@ -140,17 +159,26 @@ test('spkiFingerprint is SHA-256 over the DER SubjectPublicKeyInfo of the certif
   const expected = `sha256:${createHash('sha256').update(fromPrivate).digest('hex')}`
   t.is(spkiFingerprint(pems.cert), expected)
   const second = await generate([{ name: 'commonName', value: 'other' }], { keySize: 2048 })
-  t.is(spkiFingerprint(`${pems.cert}\n${second.cert}`), expected, 'a chain is fingerprinted by its first (leaf) certificate')
+  t.is(
+    spkiFingerprint(`${pems.cert}\n${second.cert}`),
+    expected,
+    'a chain is fingerprinted by its first (leaf) certificate'
+  )
   t.not(spkiFingerprint(second.cert), expected)
   t.throws(() => spkiFingerprint('not a certificate'))
 })
 
 test('the provider caches the proof and renews it within renewBeforeMs of expiry', t => {
   let now = T0
-  const provider = new RegistryProofProvider(identity, { domain: 'registry.example.com', validityMs: 7 * DAY, renewBeforeMs: DAY, now: () => now })
+  const provider = new RegistryProofProvider(identity, {
+    domain: 'registry.example.com',
+    validityMs: 7 * DAY,
+    renewBeforeMs: DAY,
+    now: () => now
+  })
   const first = provider.current()
   t.is(first.issued_at, T0.toISOString())
-  t.is(provider.secondsUntilRenewal(), 6 * DAY / 1000)
+  t.is(provider.secondsUntilRenewal(), (6 * DAY) / 1000)
   now = at(6 * DAY - 1)
   t.is(provider.current(), first, 'cached until renewal is due')
   t.is(provider.secondsUntilRenewal(), 0)
@@ -173,18 +201,27 @@ test('the provider fingerprints its certificate file once, at construction', asy
   await rm(file)
   t.is(provider.tlsSpkiFingerprint, spkiFingerprint(cert))
   t.is(provider.current().tls_spki_fingerprint, spkiFingerprint(cert))
-  t.false('tls_spki_fingerprint' in new RegistryProofProvider(identity, { domain: 'registry.example.com', certFile: '' }).current())
+  t.false(
+    'tls_spki_fingerprint' in
+      new RegistryProofProvider(identity, { domain: 'registry.example.com', certFile: '' }).current()
+  )
 })
 
 test('the provider throws, naming the file, when the certificate is missing or invalid', async t => {
   const dir = await mkdtemp(join(tmpdir(), 'registry-proof-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const missing = join(dir, 'missing.pem')
-  const error = t.throws(() => new RegistryProofProvider(identity, { domain: 'registry.example.com', certFile: missing }))
+  const error = t.throws(
+    () => new RegistryProofProvider(identity, { domain: 'registry.example.com', certFile: missing })
+  )
   t.true(error.message.includes(missing))
   const garbage = join(dir, 'garbage.pem')
   await writeFile(garbage, 'not a certificate\n')
-  const invalid = t.throws(() => new RegistryProofProvider(identity, { domain: 'registry.example.com', certFile: garbage }))
+  const invalid = t.throws(
+    () => new RegistryProofProvider(identity, { domain: 'registry.example.com', certFile: garbage })
+  )
   t.true(invalid.message.includes(garbage))
-  t.throws(() => new RegistryProofProvider(identity, { domain: 'r.example', validityMs: DAY, renewBeforeMs: DAY }), { instanceOf: RangeError })
+  t.throws(() => new RegistryProofProvider(identity, { domain: 'r.example', validityMs: DAY, renewBeforeMs: DAY }), {
+    instanceOf: RangeError
+  })
 })

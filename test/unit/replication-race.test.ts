@@ -27,17 +27,25 @@ function identity(host: string): NodeIdentity {
 
 const gate = (): { opened: Promise<void>; open: () => void } => {
   let open = (): void => {}
-  const opened = new Promise<void>(resolve => { open = resolve })
+  const opened = new Promise<void>(resolve => {
+    open = resolve
+  })
   return { opened, open }
 }
 
 test('an update that fails while its registration is being applied is applied, not left deferred', async t => {
   const origin = identity('a.test')
   const entityId = 'zns:0123456789abcdef0123456789abcdef'
-  const op = (kind: Operation['kind'], at: string): Operation => sealOperation(origin, {
-    kind, subject: entityId, body: Buffer.from('{}'), path: null, accepted_at: at, origin: origin.registryId,
-    auth: { carrier: 'body', signer: 'self', signature: 'unused', form: 'spec' }
-  })
+  const op = (kind: Operation['kind'], at: string): Operation =>
+    sealOperation(origin, {
+      kind,
+      subject: entityId,
+      body: Buffer.from('{}'),
+      path: null,
+      accepted_at: at,
+      origin: origin.registryId,
+      auth: { carrier: 'body', signer: 'self', signature: 'unused', form: 'spec' }
+    })
   const registration = op('entity.register', '2026-11-22T00:00:00.000Z')
   const update = op('entity.update', '2026-11-22T00:00:01.000Z')
 
@@ -48,7 +56,10 @@ test('an update that fails while its registration is being applied is applied, n
   const updateChecked = gate()
   let attempts = 0
   const entities = {
-    register: async () => { held = true; registered.open() },
+    register: async () => {
+      held = true
+      registered.open()
+    },
     // The first attempt looks for the entity before the registration lands and reports it missing after.
     update: async () => {
       attempts++
@@ -62,9 +73,12 @@ test('an update that fails while its registration is being applied is applied, n
   const verifier = new VerifyPool({ workers: 0 })
   t.teardown(() => verifier.close())
   const replication = new ReplicationService({
-    identity: identity('b.test'), verifier,
+    identity: identity('b.test'),
+    verifier,
     store: { operationsOf: () => [], getEntity: () => undefined } as unknown as RegistryStore,
-    entities, developers: {} as DeveloperService, directory: {} as NameDirectory,
+    entities,
+    developers: {} as DeveloperService,
+    directory: {} as NameDirectory,
     quota: new OriginQuota({ opsPerSecondPerOrigin: 0, opsPerSecondPerDeveloper: 0, maxEntitiesPerOrigin: 0 })
   })
 

@@ -7,11 +7,19 @@ import type { FieldTokens } from '../../src/search/text-index.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
-
 function doc(entityId: string, over: Partial<SearchDocument> = {}): SearchDocument {
   return {
-    entityId, type: 'agent', category: 'tools', tags: [], developerId: null, active: true, registeredAt: 0, lastChange: 0, uptime: 1,
-    capabilities: { skills: [], protocols: [], languages: [], models: [] }, ...over
+    entityId,
+    type: 'agent',
+    category: 'tools',
+    tags: [],
+    developerId: null,
+    active: true,
+    registeredAt: 0,
+    lastChange: 0,
+    uptime: 1,
+    capabilities: { skills: [], protocols: [], languages: [], models: [] },
+    ...over
   }
 }
 
@@ -22,12 +30,30 @@ function fields(summary: string, name = ''): FieldTokens {
 function query(text: string, over: Partial<EngineQuery> = {}): EngineQuery {
   const analyzed = analyzeQuery(text)
   return {
-    terms: analyzed.terms, phrases: analyzed.phrases, vector: null, type: null, active: null, filter: null, trust: () => 0.5, minTrust: 0,
-    minSemantic: 1, weights: DEFAULT_WEIGHTS, fusion: 'weighted', halfLifeDays: 30, now: 0, offset: 0, limit: 50, ...over
+    terms: analyzed.terms,
+    phrases: analyzed.phrases,
+    vector: null,
+    type: null,
+    active: null,
+    filter: null,
+    trust: () => 0.5,
+    minTrust: 0,
+    minSemantic: 1,
+    weights: DEFAULT_WEIGHTS,
+    fusion: 'weighted',
+    halfLifeDays: 30,
+    now: 0,
+    offset: 0,
+    limit: 50,
+    ...over
   }
 }
 
-const ids = (engine: SearchEngine, q: EngineQuery): string[] => engine.search(q).hits.map(h => h.doc.entityId).sort()
+const ids = (engine: SearchEngine, q: EngineQuery): string[] =>
+  engine
+    .search(q)
+    .hits.map(h => h.doc.entityId)
+    .sort()
 
 test('an updated document no longer matches the words it lost, and is counted once for the words it kept', t => {
   const engine = new SearchEngine(64)
@@ -48,14 +74,22 @@ test('an updated document no longer matches the words it lost, and is counted on
 test('slots are reused only after a sweep, and sweeps keep every live document findable', t => {
   const engine = new SearchEngine(64)
   for (let round = 0; round < 4; round++) {
-    for (let i = 0; i < 1500; i++) engine.upsert(doc(`e${i}`, { category: i % 2 ? 'odd' : 'even', tags: [`t${(i + round) % 3}`] }), fields(`word${(i + round) % 7} shared`), null)
+    for (let i = 0; i < 1500; i++)
+      engine.upsert(
+        doc(`e${i}`, { category: i % 2 ? 'odd' : 'even', tags: [`t${(i + round) % 3}`] }),
+        fields(`word${(i + round) % 7} shared`),
+        null
+      )
   }
   t.is(engine.size, 1500)
   t.is(engine.search(query('shared')).total, 1500)
   t.is(engine.search(query('', { category: 'odd' })).total, 750)
   // Round 3 gave entity i the tag t((i + 3) mod 3) = t(i mod 3) and the word word((i + 3) mod 7).
   t.is(engine.search(query('', { tags: ['t0'] })).total, 500)
-  t.is(engine.search(query('word3')).total, Array.from({ length: 1500 }, (_, i) => (i + 3) % 7 === 3).filter(Boolean).length)
+  t.is(
+    engine.search(query('word3')).total,
+    Array.from({ length: 1500 }, (_, i) => (i + 3) % 7 === 3).filter(Boolean).length
+  )
   for (let i = 0; i < 1500; i++) engine.remove(`e${i}`)
   t.is(engine.search(query('shared')).total, 0)
   t.is(engine.search(query('', { category: 'odd' })).total, 0)
@@ -76,12 +110,33 @@ test('a quoted phrase adds its bonus only where its words stand together within 
 test('category, tag and developer filters list exactly the matching documents, with or without words', t => {
   const engine = new SearchEngine(64)
   for (let i = 0; i < 300; i++) {
-    engine.upsert(doc(`e${i}`, { category: ['a', 'b', 'c'][i % 3] as string, tags: [`x${i % 4}`, `y${i % 5}`], developerId: i % 6 === 0 ? 'dev' : null }), fields(i % 2 ? 'odd words' : 'even words'), null)
+    engine.upsert(
+      doc(`e${i}`, {
+        category: ['a', 'b', 'c'][i % 3] as string,
+        tags: [`x${i % 4}`, `y${i % 5}`],
+        developerId: i % 6 === 0 ? 'dev' : null
+      }),
+      fields(i % 2 ? 'odd words' : 'even words'),
+      null
+    )
   }
-  const expect = (pred: (i: number) => boolean) => Array.from({ length: 300 }, (_, i) => i).filter(pred).map(i => `e${i}`).sort()
-  t.deepEqual(ids(engine, query('', { category: 'b', limit: 300 })), expect(i => i % 3 === 1))
-  t.deepEqual(ids(engine, query('', { tags: ['x1', 'y2'], limit: 300 })), expect(i => i % 4 === 1 && i % 5 === 2))
+  const expect = (pred: (i: number) => boolean) =>
+    Array.from({ length: 300 }, (_, i) => i)
+      .filter(pred)
+      .map(i => `e${i}`)
+      .sort()
+  t.deepEqual(
+    ids(engine, query('', { category: 'b', limit: 300 })),
+    expect(i => i % 3 === 1)
+  )
+  t.deepEqual(
+    ids(engine, query('', { tags: ['x1', 'y2'], limit: 300 })),
+    expect(i => i % 4 === 1 && i % 5 === 2)
+  )
   t.deepEqual(ids(engine, query('odd', { category: 'a', developerId: 'dev', limit: 300 })), [])
-  t.deepEqual(ids(engine, query('even', { category: 'a', developerId: 'dev', limit: 300 })), expect(i => i % 6 === 0))
+  t.deepEqual(
+    ids(engine, query('even', { category: 'a', developerId: 'dev', limit: 300 })),
+    expect(i => i % 6 === 0)
+  )
   t.deepEqual(ids(engine, query('', { tags: ['nope'], limit: 300 })), [])
 })

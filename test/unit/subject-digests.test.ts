@@ -11,15 +11,24 @@ import { DuplicateOperation, RegistryStore } from '../../src/store/registry-stor
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
 
 const op = (subject: string, n: number): Operation => ({
-  kind: 'entity.status', subject, body: null, path: null, accepted_at: new Date(1_700_000_000_000 + n).toISOString(), origin: 'registry',
-  auth: { carrier: 'node', signer: 'node', signature: `sig-${n}`, form: 'agent_status' }, node_signature: `node-sig-${subject}-${n}`
+  kind: 'entity.status',
+  subject,
+  body: null,
+  path: null,
+  accepted_at: new Date(1_700_000_000_000 + n).toISOString(),
+  origin: 'registry',
+  auth: { carrier: 'node', signer: 'node', signature: `sig-${n}`, form: 'agent_status' },
+  node_signature: `node-sig-${subject}-${n}`
 })
 
 test('digests follow commits; recheck finds and repairs a digest that fell behind its log', async t => {
   const dir = await mkdtemp(join(tmpdir(), 'digests-'))
   const store = await RegistryStore.open(dir)
   try {
-    await store.commit(tx => { tx.appendOperation(op('a', 1)); tx.appendOperation(op('b', 2)) })
+    await store.commit(tx => {
+      tx.appendOperation(op('a', 1))
+      tx.appendOperation(op('b', 2))
+    })
     const digests = new SubjectDigests(store)
     digests.start()
     const before = digests.digestOf('a')
@@ -52,7 +61,10 @@ test('one operation delivered twice at once (gossip and sync) is appended once: 
     const digests = new SubjectDigests(store)
     digests.start()
     const same = op('c', 5)
-    const results = await Promise.allSettled([store.commit(tx => tx.appendOperation(same)), store.commit(tx => tx.appendOperation({ ...same }))])
+    const results = await Promise.allSettled([
+      store.commit(tx => tx.appendOperation(same)),
+      store.commit(tx => tx.appendOperation({ ...same }))
+    ])
     t.deepEqual(results.map(r => r.status).sort(), ['fulfilled', 'rejected'])
     t.true((results.find(r => r.status === 'rejected') as PromiseRejectedResult).reason instanceof DuplicateOperation)
     t.is(store.operationsOf('c').length, 1)

@@ -6,14 +6,23 @@ import { HomeTermSummary } from '../../src/services/home-terms.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
 import { sleep, until } from '../helpers/wait.js'
 
-const fields = (text: string): FieldTokens => ({ name: analyze(text), tags: [], category: [], summary: [], capabilities: [] })
+const fields = (text: string): FieldTokens => ({
+  name: analyze(text),
+  tags: [],
+  category: [],
+  summary: [],
+  capabilities: []
+})
 
 test('a term filter has no false negatives, and few false positives at its rate', t => {
   const terms = Array.from({ length: 5000 }, (_, i) => `term${i}`)
   const filter = TermFilter.build(terms.map(hashTerm), terms.length, 0.01, 1 << 23)
   t.is(filter.bits % 8, 0)
   t.is(filter.items, 5000)
-  t.true(terms.every(term => filter.has(term) && filter.has(term, hashTerm(term))), 'the library\'s own has() agrees with the bits set from cached hashes')
+  t.true(
+    terms.every(term => filter.has(term) && filter.has(term, hashTerm(term))),
+    "the library's own has() agrees with the bits set from cached hashes"
+  )
   const others = Array.from({ length: 5000 }, (_, i) => `other${i}`)
   const positives = others.filter(term => filter.has(term, hashTerm(term))).length
   t.true(positives < 5000 * 0.03, `${positives} false positives in 5000`)
@@ -22,8 +31,14 @@ test('a term filter has no false negatives, and few false positives at its rate'
 test('a term filter survives its wire form, and the test vector of protocols/README.md holds', t => {
   const filter = TermFilter.build(['translat', 'agent', 'weather'].map(hashTerm), 3, 0.01, 1 << 23)
   const bytes = Buffer.from(Buffer.from(filter.bytes()).toString('base64'), 'base64')
-  const back = TermFilter.decode({ bits: filter.bits, hashes: filter.hashes, seed: filter.seed, items: filter.items }, bytes)
-  t.deepEqual({ bits: back.bits, hashes: back.hashes, seed: back.seed }, { bits: 64, hashes: 15, seed: TERM_FILTER_SEED })
+  const back = TermFilter.decode(
+    { bits: filter.bits, hashes: filter.hashes, seed: filter.seed, items: filter.items },
+    bytes
+  )
+  t.deepEqual(
+    { bits: back.bits, hashes: back.hashes, seed: back.seed },
+    { bits: 64, hashes: 15, seed: TERM_FILTER_SEED }
+  )
   t.is(Buffer.from(back.bytes()).toString('hex'), '211b1cc9d93a8ec5')
   t.true(back.has('weather') && back.has('agent') && back.has('translat'))
   t.false(back.has('payment'))
@@ -38,10 +53,24 @@ test('a filter capped in size still holds every term (its false-positive rate gr
 })
 
 test('home terms: only home records count, updates and removals take old terms out, rebuilds are throttled', async t => {
-  const summary = new HomeTermSummary({ registryId: `zns:registry:${'a'.repeat(32)}`, host: 'a.test', falsePositiveRate: 0.01, rebuildIntervalMs: 150, logger: pino({ level: 'silent' }) })
-  const home = { entity_id: `zns:${'1'.repeat(32)}`, home_registry: 'a.test', home_registry_id: `zns:registry:${'a'.repeat(32)}` }
+  const summary = new HomeTermSummary({
+    registryId: `zns:registry:${'a'.repeat(32)}`,
+    host: 'a.test',
+    falsePositiveRate: 0.01,
+    rebuildIntervalMs: 150,
+    logger: pino({ level: 'silent' })
+  })
+  const home = {
+    entity_id: `zns:${'1'.repeat(32)}`,
+    home_registry: 'a.test',
+    home_registry_id: `zns:registry:${'a'.repeat(32)}`
+  }
   const legacyHome = { entity_id: `zns:${'2'.repeat(32)}`, home_registry: 'a.test' }
-  const elsewhere = { entity_id: `zns:${'3'.repeat(32)}`, home_registry: 'a.test', home_registry_id: `zns:registry:${'b'.repeat(32)}` }
+  const elsewhere = {
+    entity_id: `zns:${'3'.repeat(32)}`,
+    home_registry: 'a.test',
+    home_registry_id: `zns:registry:${'b'.repeat(32)}`
+  }
   t.true(summary.isHome(home))
   t.true(summary.isHome(legacyHome), 'a record without home_registry_id is home by its host')
   t.false(summary.isHome(elsewhere), 'the registry ID decides over the host')
@@ -59,7 +88,9 @@ test('home terms: only home records count, updates and removals take old terms o
   t.false(decode().has('platypu'))
 
   let told = 0
-  summary.subscribe(() => { told++ })
+  summary.subscribe(() => {
+    told++
+  })
   summary.update(home, fields('quokka koala'))
   summary.remove(legacyHome.entity_id)
   summary.update(home, fields('quokka koala'))
@@ -72,11 +103,17 @@ test('home terms: only home records count, updates and removals take old terms o
   const second = summary.current()!
   // Versions are the build times (ms, the summary's clock): the rebuild waited out the interval
   // after the first build (150 ms; 2 ms for timer rounding). A busy machine only delays it more.
-  t.true(second.version - first.version >= 150 - 2, `rebuilt ${second.version - first.version} ms after the first build`)
+  t.true(
+    second.version - first.version >= 150 - 2,
+    `rebuilt ${second.version - first.version} ms after the first build`
+  )
   t.is(summary.termCount, 2, 'quokka and koala')
   t.is(second.items, 2)
   t.true(decode().has(analyze('koala')[0]!))
-  t.false(decode().has(analyze('wombat')[0]!), 'a removed record\'s terms are gone (2 terms in 64 bits: a false positive is unlikely)')
+  t.false(
+    decode().has(analyze('wombat')[0]!),
+    "a removed record's terms are gone (2 terms in 64 bits: a false positive is unlikely)"
+  )
 
   summary.update(home, fields('koala quokka'))
   // Nothing to wait for: as above, a rebuild would come within two intervals.

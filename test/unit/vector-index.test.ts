@@ -30,7 +30,10 @@ test('vectors survive the memory growing', t => {
   const first = quantize(randomVector(32)).values.slice()
   m.set(0, first)
   for (let i = 1; i < 5000; i++) m.set(i, quantize(randomVector(32)).values)
-  t.is(m.scan(first, 5000)[0], first.reduce((s, x) => s + x * x, 0))
+  t.is(
+    m.scan(first, 5000)[0],
+    first.reduce((s, x) => s + x * x, 0)
+  )
 })
 
 test('quantised cosine similarities are within 0.01 of the exact ones', t => {
@@ -41,7 +44,9 @@ test('quantised cosine similarities are within 0.01 of the exact ones', t => {
   const query = randomVector(dim)
   const similarities = index.scan(query, vectors.length)
   let worst = 0
-  vectors.forEach((v, i) => { worst = Math.max(worst, Math.abs((similarities[i] as number) - exactDot(v, query))) })
+  vectors.forEach((v, i) => {
+    worst = Math.max(worst, Math.abs((similarities[i] as number) - exactDot(v, query)))
+  })
   t.true(worst < 0.01, `worst error ${worst}`)
   t.true(Math.abs(index.similarity(3, query) - exactDot(vectors[3] as Float32Array, query)) < 0.01)
   t.true(Math.abs(index.similarity(3, vectors[3] as Float32Array) - 1) < 0.01)

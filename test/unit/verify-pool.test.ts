@@ -9,7 +9,12 @@ import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { parseSignature } from '../../src/identity/encoding.js'
 import { keyPairFromSeed, sign } from '../../src/identity/keys.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../../src/identity/verifiers.js'
-import { inlineVerifier, VerifyPool, type SignatureVerifier, type VerifyPoolOptions } from '../../src/identity/verify-pool.js'
+import {
+  inlineVerifier,
+  VerifyPool,
+  type SignatureVerifier,
+  type VerifyPoolOptions
+} from '../../src/identity/verify-pool.js'
 import { developerProofMessage } from '../../src/identity/hd.js'
 import { agent, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode } from '../helpers/node.js'
@@ -17,7 +22,11 @@ import { http, startTestNode } from '../helpers/node.js'
 const key = keyPairFromSeed(Buffer.alloc(32, 9))
 const other = keyPairFromSeed(Buffer.alloc(32, 10))
 
-interface Case { messages: string[]; signature: Buffer; expected: number }
+interface Case {
+  messages: string[]
+  signature: Buffer
+  expected: number
+}
 
 /** n jobs: every third signs none of its messages, the others sign message i % 3 of three. */
 function cases(n: number): Case[] {
@@ -42,7 +51,8 @@ async function withPool(options: VerifyPoolOptions, body: (pool: VerifyPool) => 
   }
 }
 
-const run = (v: SignatureVerifier, list: Case[]) => Promise.all(list.map(c => v.firstVerifying(key.publicKey, c.signature, c.messages)))
+const run = (v: SignatureVerifier, list: Case[]) =>
+  Promise.all(list.map(c => v.firstVerifying(key.publicKey, c.signature, c.messages)))
 const turn = () => new Promise(resolve => setImmediate(resolve))
 
 test('the workers answer the first message that verifies, -1 when none does, and -1 for malformed input', async t => {
@@ -62,7 +72,14 @@ test('the workers answer the first message that verifies, -1 when none does, and
 
 test('the verifiers give the same forms through the pool as inline', async t => {
   await withPool({ workers: 1, inlineMaxRate: 0 }, async pool => {
-    const body = { name: 'A & B', type: 'agent', category: 'x', entity_url: 'https://a.example', public_key: 'k', tags: ['t'] }
+    const body = {
+      name: 'A & B',
+      type: 'agent',
+      category: 'x',
+      entity_url: 'https://a.example',
+      public_key: 'k',
+      tags: ['t']
+    }
     for (const signed of [canonicalJson(body), canonicalJson(body).replace('&', '\\u0026')]) {
       const signature = parseSignature(sign(key, signed))!
       const inline = await verifyEntityRegistration(body, key.publicKey, signature, inlineVerifier)
@@ -80,7 +97,10 @@ test('many concurrent jobs, valid and invalid, are answered right and travel in 
   await withPool({ workers: 2, inlineMaxRate: 0 }, async pool => {
     const list = cases(3000)
     const results = await run(pool, list)
-    t.deepEqual(results, list.map(c => c.expected))
+    t.deepEqual(
+      results,
+      list.map(c => c.expected)
+    )
     const stats = pool.stats()
     t.is(stats.pooled, 3000)
     t.true(stats.batches <= Math.ceil(3000 / 32) + 4, `${stats.batches} batches of at most 32`)
@@ -96,7 +116,10 @@ test('jobs submitted together leave together; at most maxBatch to a message, one
     await Promise.resolve()
     t.is(pool['slots'][0]!.batches.size, 1, 'one batch of four in flight')
     t.is(pool['queued'].length, 16, 'the rest waits for an answer')
-    t.deepEqual(await answers, list.map(c => c.expected))
+    t.deepEqual(
+      await answers,
+      list.map(c => c.expected)
+    )
     t.is(pool.stats().batches, 1 + 5)
   })
 })
@@ -105,7 +128,14 @@ test('queued jobs of normal priority leave for the workers before low-priority o
   await withPool({ workers: 1, inlineMaxRate: 0, maxBatch: 4 }, async pool => {
     const order: string[] = []
     const track = (list: Case[], name: string, priority: 'normal' | 'low') =>
-      Promise.all(list.map((c, i) => pool.firstVerifying(key.publicKey, c.signature, c.messages, priority).then(r => { order.push(`${name}${i}`); return r })))
+      Promise.all(
+        list.map((c, i) =>
+          pool.firstVerifying(key.publicKey, c.signature, c.messages, priority).then(r => {
+            order.push(`${name}${i}`)
+            return r
+          })
+        )
+      )
     const busy = track(cases(8), 'busy', 'normal') // fills the batch in flight, and some wait
     await Promise.resolve()
     const low = track(cases(8), 'low', 'low')
@@ -125,26 +155,35 @@ test('answers the worker has finished are read at the end of the turn that sent 
       // (other requests) until the worker has finished the batch, so its message can only be
       // handled in a later turn. The wait is for the worker, not for a time: how long the worker
       // takes to be scheduled on a loaded machine does not matter.
-      const server = createServer(socket => socket.once('data', () => {
-        answers = run(pool, list)
-        queueMicrotask(() => {
-          // The batch left in the microtask queued before this one: the worker's shared counter
-          // says when it is done (the worker does not notify; wait a millisecond at a time).
-          const finished = pool['slots'][0]!.finished
-          const deadline = performance.now() + 20_000
-          while (Atomics.load(finished, 0) < 1 && performance.now() < deadline) Atomics.wait(finished, 0, 0, 1)
-          workerFinished = Atomics.load(finished, 0) >= 1
-          socket.destroy()
-          server.close()
-          resolve()
+      const server = createServer(socket =>
+        socket.once('data', () => {
+          answers = run(pool, list)
+          queueMicrotask(() => {
+            // The batch left in the microtask queued before this one: the worker's shared counter
+            // says when it is done (the worker does not notify; wait a millisecond at a time).
+            const finished = pool['slots'][0]!.finished
+            const deadline = performance.now() + 20_000
+            while (Atomics.load(finished, 0) < 1 && performance.now() < deadline) Atomics.wait(finished, 0, 0, 1)
+            workerFinished = Atomics.load(finished, 0) >= 1
+            socket.destroy()
+            server.close()
+            resolve()
+          })
         })
-      })).listen(0, '127.0.0.1', () => {
+      ).listen(0, '127.0.0.1', () => {
         const client = connect((server.address() as AddressInfo).port, '127.0.0.1', () => client.end('request'))
       })
     })
     t.true(workerFinished, 'the worker finished the batch within 20 s')
-    t.deepEqual(await answers, list.map(c => c.expected))
-    t.is(pool.stats().answeredSameTurn, 1, 'read from shared memory at the end of the turn, not on the worker\'s message')
+    t.deepEqual(
+      await answers,
+      list.map(c => c.expected)
+    )
+    t.is(
+      pool.stats().answeredSameTurn,
+      1,
+      "read from shared memory at the end of the turn, not on the worker's message"
+    )
   })
 })
 
@@ -166,10 +205,17 @@ test('inline_max_rate: the pool takes over when the rate calls for it', async t 
   const pool = new VerifyPool({ workers: 1, inlineMaxRate: 50 })
   try {
     const burst = cases(400)
-    t.deepEqual(await run(pool, burst), burst.map(c => c.expected), 'answered inline while the worker starts')
+    t.deepEqual(
+      await run(pool, burst),
+      burst.map(c => c.expected),
+      'answered inline while the worker starts'
+    )
     t.true(pool.stats().inline > 0)
     await pool.start()
-    t.deepEqual(await run(pool, burst), burst.map(c => c.expected))
+    t.deepEqual(
+      await run(pool, burst),
+      burst.map(c => c.expected)
+    )
     t.true(pool.stats().pooled > 0, JSON.stringify(pool.stats()))
   } finally {
     await pool.close()
@@ -185,13 +231,23 @@ test('a worker that dies with jobs in flight: they are verified inline, and a ne
     const worker = pool['slots'][0]!.worker
     t.true(pool['slots'][0]!.load > 0, 'jobs are in flight')
     await worker.terminate()
-    t.deepEqual(await answers, list.map(c => c.expected))
+    t.deepEqual(
+      await answers,
+      list.map(c => c.expected)
+    )
     t.like(pool.stats(), { workerDeaths: 1, broken: false })
     t.true(pool.stats().retriedInline > 0)
-    t.deepEqual(await run(pool, list), list.map(c => c.expected), 'the next jobs start a new worker and are answered inline meanwhile')
+    t.deepEqual(
+      await run(pool, list),
+      list.map(c => c.expected),
+      'the next jobs start a new worker and are answered inline meanwhile'
+    )
     await pool.start()
     const pooled = pool.stats().pooled
-    t.deepEqual(await run(pool, list), list.map(c => c.expected))
+    t.deepEqual(
+      await run(pool, list),
+      list.map(c => c.expected)
+    )
     t.is(pool.stats().pooled, pooled + list.length, 'the new worker answers')
   })
 })
@@ -204,7 +260,11 @@ test('workers that crash on every batch: no job hangs, and after three deaths th
     const list = cases(30)
     for (let round = 0; round < 4; round++) {
       await pool.start()
-      t.deepEqual(await run(pool, list), list.map(c => c.expected), `round ${round}`)
+      t.deepEqual(
+        await run(pool, list),
+        list.map(c => c.expected),
+        `round ${round}`
+      )
     }
     const stats = pool.stats()
     t.like(stats, { workerDeaths: 3, broken: true, workersReady: 0 })
@@ -223,8 +283,14 @@ test('close: jobs in flight still get answers, later jobs verify inline, no work
   const answers = run(pool, list)
   await turn()
   await pool.close()
-  t.deepEqual(await answers, list.map(c => c.expected))
-  t.deepEqual(await run(pool, list.slice(0, 5)), list.slice(0, 5).map(c => c.expected))
+  t.deepEqual(
+    await answers,
+    list.map(c => c.expected)
+  )
+  t.deepEqual(
+    await run(pool, list.slice(0, 5)),
+    list.slice(0, 5).map(c => c.expected)
+  )
   t.like(pool.stats(), { workersReady: 0, workerDeaths: 0 })
   t.is(pool['slots'].length, 0)
 })
@@ -236,16 +302,23 @@ test('the worker also loads as compiled JavaScript beside the module (the dist/ 
     await writeFile(join(dir, 'package.json'), '{"type":"module"}')
     for (const name of ['verify-pool', 'verify-worker', 'keys', 'encoding']) {
       const source = await readFile(new URL(`../../src/identity/${name}.ts`, import.meta.url), 'utf8')
-      const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true } })
+      const { outputText } = ts.transpileModule(source, {
+        compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true }
+      })
       await writeFile(join(dir, `${name}.js`), outputText)
     }
-    const compiled = await import(pathToFileURL(join(dir, 'verify-pool.js')).href) as typeof import('../../src/identity/verify-pool.js')
+    const compiled = (await import(
+      pathToFileURL(join(dir, 'verify-pool.js')).href
+    )) as typeof import('../../src/identity/verify-pool.js')
     const pool = new compiled.VerifyPool({ workers: 1, inlineMaxRate: 0 })
     try {
       await pool.start()
       t.is(pool.stats().workersReady, 1)
       const list = cases(50)
-      t.deepEqual(await run(pool, list), list.map(c => c.expected))
+      t.deepEqual(
+        await run(pool, list),
+        list.map(c => c.expected)
+      )
       t.is(pool.stats().pooled, 50)
     } finally {
       await pool.close()
@@ -267,11 +340,28 @@ test('a node verifying every write in its pool: register, update, deregister, an
     const forged = { ...specRegistration(dev, agent(dev, 3)), summary: 'changed after signing' }
     t.is((await http(n.url, 'POST', '/v1/entities', { body: forged })).body.error, 'signature_invalid')
     const c = agent(dev, 4)
-    const badProof = specRegistration(dev, c, { developer_proof: { ...c.proof, signature: agent(dev, 5).proof.signature } })
+    const badProof = specRegistration(dev, c, {
+      developer_proof: { ...c.proof, signature: agent(dev, 5).proof.signature }
+    })
     t.is((await http(n.url, 'POST', '/v1/entities', { body: badProof })).body.error, 'developer_proof_invalid')
     const raw = JSON.stringify({ summary: 'updated' })
-    t.is((await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, { raw, headers: { authorization: `Bearer ${sign(a.keyPair, raw)}` } })).status, 200)
-    t.is((await http(n.url, 'DELETE', `/v1/entities/${b.agentId}`, { headers: { authorization: `Bearer-Dev ${sign(dev.keyPair, b.agentId)}` } })).status, 200)
+    t.is(
+      (
+        await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, {
+          raw,
+          headers: { authorization: `Bearer ${sign(a.keyPair, raw)}` }
+        })
+      ).status,
+      200
+    )
+    t.is(
+      (
+        await http(n.url, 'DELETE', `/v1/entities/${b.agentId}`, {
+          headers: { authorization: `Bearer-Dev ${sign(dev.keyPair, b.agentId)}` }
+        })
+      ).status,
+      200
+    )
     const stats = (n.node.entities as unknown as { c: { verifier: VerifyPool } }).c.verifier.stats()
     t.true(stats.pooled >= 6, JSON.stringify(stats))
     t.is(stats.inline, 0)

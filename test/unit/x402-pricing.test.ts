@@ -35,12 +35,23 @@ test('networks: chain IDs, CAIP-2 names and aliases; 84532 by default; 56 refuse
 test('pay-to is derived as the SDKs derive it: the secp256k1 key is SHA-256 of the Ed25519 seed', t => {
   const seed = Buffer.alloc(32, 7)
   t.is(derivedPayTo(seed), privateKeyToAddress(`0x${createHash('sha256').update(seed).digest('hex')}`))
-  const priced = resolvePricing({ model: 'per-request', currency: 'USDC', rates: { default: '0.25' }, payment_methods: ['x402'] }, { ed25519Seed: seed })
+  const priced = resolvePricing(
+    { model: 'per-request', currency: 'USDC', rates: { default: '0.25' }, payment_methods: ['x402'] },
+    { ed25519Seed: seed }
+  )
   t.like(priced, { priceUsd: '0.25', amount: 250_000n, payTo: derivedPayTo(seed) })
-  t.is(resolvePricing({ base_price_usd: 0.5 }, { ed25519Seed: seed, payTo: '0x000000000000000000000000000000000000beef' }).payTo, '0x000000000000000000000000000000000000bEEF')
-  t.throws(() => resolvePricing({ rates: { default: '0.01' }, currency: 'EUR' }, { ed25519Seed: seed }), { message: /USDC/ })
+  t.is(
+    resolvePricing({ base_price_usd: 0.5 }, { ed25519Seed: seed, payTo: '0x000000000000000000000000000000000000beef' })
+      .payTo,
+    '0x000000000000000000000000000000000000bEEF'
+  )
+  t.throws(() => resolvePricing({ rates: { default: '0.01' }, currency: 'EUR' }, { ed25519Seed: seed }), {
+    message: /USDC/
+  })
   t.throws(() => resolvePricing({ rates: {} }, { ed25519Seed: seed }), { message: /rates.default/ })
-  t.throws(() => resolvePricing({ rates: { default: '0.01' }, network: 56 }, { ed25519Seed: seed }), { message: /chain 56/ })
+  t.throws(() => resolvePricing({ rates: { default: '0.01' }, network: 56 }, { ed25519Seed: seed }), {
+    message: /chain 56/
+  })
 })
 
 test('quote nonces: bound to their requirements and their issuer, and they expire', t => {

@@ -1,16 +1,28 @@
 import type { DeveloperService } from '../../services/developers.js'
 import type { EntityService } from '../../services/entities.js'
 import { Message } from '../../wire/common.js'
-import { DeveloperEntities, DeveloperRecordView, DeveloperRegistrationRequest, DeveloperRegistrationResponse, DeveloperUpdateRequest } from '../../wire/developers.js'
+import {
+  DeveloperEntities,
+  DeveloperRecordView,
+  DeveloperRegistrationRequest,
+  DeveloperRegistrationResponse,
+  DeveloperUpdateRequest
+} from '../../wire/developers.js'
 import { json, type RouteDefinition } from '../http.js'
 import { bodyPublicKey, credentials, developerIdParam, intParam } from './params.js'
 
-export function developerRoutes(developers: DeveloperService, entities: EntityService, options: { maxListLimit: number }): RouteDefinition[] {
+export function developerRoutes(
+  developers: DeveloperService,
+  entities: EntityService,
+  options: { maxListLimit: number }
+): RouteDefinition[] {
   const listEntities: Omit<RouteDefinition, 'path' | 'summary'> = {
     method: 'GET',
     tag: 'developers',
     limit: 'read',
-    responses: { 200: { description: 'the developer\'s entities (under both `entities` and `agents`)', schema: DeveloperEntities } },
+    responses: {
+      200: { description: "the developer's entities (under both `entities` and `agents`)", schema: DeveloperEntities }
+    },
     errors: ['invalid_id', 'developer_not_found', 'invalid_query'],
     handler: ctx => {
       const id = developerIdParam(ctx)
@@ -33,7 +45,14 @@ export function developerRoutes(developers: DeveloperService, entities: EntitySe
       writer: bodyPublicKey,
       body: DeveloperRegistrationRequest,
       responses: { 201: { description: 'registered', schema: DeveloperRegistrationResponse } },
-      errors: ['invalid_json', 'validation_failed', 'signature_invalid', 'onboarding_required', 'developer_exists', 'developer_deregistered'],
+      errors: [
+        'invalid_json',
+        'validation_failed',
+        'signature_invalid',
+        'onboarding_required',
+        'developer_exists',
+        'developer_deregistered'
+      ],
       handler: async ctx => json(201, await developers.register({ raw: ctx.raw, body: ctx.json(), path: ctx.path }))
     },
     {
@@ -55,9 +74,22 @@ export function developerRoutes(developers: DeveloperService, entities: EntitySe
       writer: ctx => ctx.params.developer_id,
       body: DeveloperUpdateRequest,
       responses: { 200: { description: 'the updated record', schema: DeveloperRecordView } },
-      errors: ['invalid_id', 'invalid_json', 'validation_failed', 'field_immutable', 'signature_invalid', 'authorization_required', 'developer_not_found'],
+      errors: [
+        'invalid_id',
+        'invalid_json',
+        'validation_failed',
+        'field_immutable',
+        'signature_invalid',
+        'authorization_required',
+        'developer_not_found'
+      ],
       handler: async ctx => {
-        const record = await developers.update(developerIdParam(ctx), { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) })
+        const record = await developers.update(developerIdParam(ctx), {
+          raw: ctx.raw,
+          body: ctx.json(),
+          path: ctx.path,
+          credentials: credentials(ctx)
+        })
         return json(200, developers.view(record))
       }
     },
@@ -69,11 +101,17 @@ export function developerRoutes(developers: DeveloperService, entities: EntitySe
       limit: 'write',
       writer: ctx => ctx.params.developer_id,
       responses: { 200: { description: 'deregistered', schema: Message } },
-      errors: ['invalid_id', 'signature_invalid', 'authorization_required', 'developer_not_found', 'developer_has_entities'],
-      handler: async ctx => json(200, await developers.deregister(developerIdParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
+      errors: [
+        'invalid_id',
+        'signature_invalid',
+        'authorization_required',
+        'developer_not_found',
+        'developer_has_entities'
+      ],
+      handler: async ctx =>
+        json(200, await developers.deregister(developerIdParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
     },
-    { ...listEntities, path: '/v1/developers/{developer_id}/entities', summary: 'List a developer\'s entities' },
-    { ...listEntities, path: '/v1/developers/{developer_id}/agents', summary: 'List a developer\'s entities (alias)' }
+    { ...listEntities, path: '/v1/developers/{developer_id}/entities', summary: "List a developer's entities" },
+    { ...listEntities, path: '/v1/developers/{developer_id}/agents', summary: "List a developer's entities (alias)" }
   ]
 }
-

@@ -1,7 +1,13 @@
 import { RegistryError } from '../../errors.js'
 import type { EntityService } from '../../services/entities.js'
 import {
-  DeregistrationResponse, EntityList, EntityListQuery, EntityRecordView, RegistrationRequest, RegistrationResponse, UpdateRequest
+  DeregistrationResponse,
+  EntityList,
+  EntityListQuery,
+  EntityRecordView,
+  RegistrationRequest,
+  RegistrationResponse,
+  UpdateRequest
 } from '../../wire/entities.js'
 import { json, jsonText, type RequestContext, type RouteDefinition } from '../http.js'
 import { bodyPublicKey, credentials, entityIdParam, intParam } from './params.js'
@@ -10,10 +16,17 @@ export interface EntityRouteOptions {
   maxListLimit: number
 }
 
-const TYPE_FILTERS: Record<string, 'agent' | 'service' | undefined> = { agent: 'agent', service: 'service', all: undefined, any: undefined, '': undefined }
+const TYPE_FILTERS: Record<string, 'agent' | 'service' | undefined> = {
+  agent: 'agent',
+  service: 'service',
+  all: undefined,
+  any: undefined,
+  '': undefined
+}
 
 export function entityRoutes(entities: EntityService, options: EntityRouteOptions): RouteDefinition[] {
-  const register = async (ctx: RequestContext) => json(201, await entities.register({ raw: ctx.raw, body: ctx.json(), path: ctx.path }))
+  const register = async (ctx: RequestContext) =>
+    json(201, await entities.register({ raw: ctx.raw, body: ctx.json(), path: ctx.path }))
   const registration = {
     method: 'POST',
     tag: 'entities',
@@ -21,7 +34,18 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
     writer: bodyPublicKey,
     body: RegistrationRequest,
     responses: { 201: { description: 'registered', schema: RegistrationResponse } },
-    errors: ['invalid_json', 'validation_failed', 'signature_invalid', 'developer_proof_invalid', 'onboarding_required', 'entity_exists', 'entity_deregistered', 'developer_deregistered', 'body_too_large', 'unsupported_media_type'],
+    errors: [
+      'invalid_json',
+      'validation_failed',
+      'signature_invalid',
+      'developer_proof_invalid',
+      'onboarding_required',
+      'entity_exists',
+      'entity_deregistered',
+      'developer_deregistered',
+      'body_too_large',
+      'unsupported_media_type'
+    ],
     handler: register
   } as const
 
@@ -40,11 +64,16 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       handler: ctx => {
         const q = ctx.query
         const typeText = (q.get('type') ?? q.get('entity_type') ?? '').toLowerCase()
-        if (!(typeText in TYPE_FILTERS)) throw new RegistryError('invalid_query', 'type must be agent, service or all.', 'type')
+        if (!(typeText in TYPE_FILTERS))
+          throw new RegistryError('invalid_query', 'type must be agent, service or all.', 'type')
         const paged = q.has('page') || q.has('page_size')
         const max = options.maxListLimit
-        const limit = paged ? intParam(q, 'page_size', { min: 1, max, default: 50 }) : intParam(q, 'limit', { min: 1, max, default: 50 })
-        const offset = paged ? (intParam(q, 'page', { min: 1, default: 1 }) - 1) * limit : intParam(q, 'offset', { min: 0, default: 0 })
+        const limit = paged
+          ? intParam(q, 'page_size', { min: 1, max, default: 50 })
+          : intParam(q, 'limit', { min: 1, max, default: 50 })
+        const offset = paged
+          ? (intParam(q, 'page', { min: 1, default: 1 }) - 1) * limit
+          : intParam(q, 'offset', { min: 0, default: 0 })
         const { records, total } = entities.list({
           type: TYPE_FILTERS[typeText],
           category: q.get('category') || undefined,
@@ -78,7 +107,8 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
           return jsonText(200, entities.viewJson(id))
         } catch (err) {
           // Not held here: the mesh may know its home (the reply then says source: network).
-          const found = err instanceof RegistryError && err.code === 'entity_not_found' ? await entities.fromNetwork(id) : null
+          const found =
+            err instanceof RegistryError && err.code === 'entity_not_found' ? await entities.fromNetwork(id) : null
           if (found === null) throw err
           return jsonText(200, found)
         }
@@ -93,24 +123,38 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       writer: ctx => ctx.params.entity_id,
       body: UpdateRequest,
       responses: { 200: { description: 'the updated record', schema: EntityRecordView } },
-      errors: ['invalid_id', 'invalid_json', 'validation_failed', 'field_immutable', 'signature_invalid', 'authorization_required', 'entity_not_found'],
+      errors: [
+        'invalid_id',
+        'invalid_json',
+        'validation_failed',
+        'field_immutable',
+        'signature_invalid',
+        'authorization_required',
+        'entity_not_found'
+      ],
       handler: async ctx => {
         const id = entityIdParam(ctx)
-        const record = await entities.update(id, { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) })
+        const record = await entities.update(id, {
+          raw: ctx.raw,
+          body: ctx.json(),
+          path: ctx.path,
+          credentials: credentials(ctx)
+        })
         return json(200, entities.view(record))
       }
     },
     {
       method: 'DELETE',
       path: '/v1/entities/{entity_id}',
-      summary: 'Deregister an entity (leaves a tombstone). Authorization: Bearer ed25519:<sig over the ID> or X-Signature over the path',
+      summary:
+        'Deregister an entity (leaves a tombstone). Authorization: Bearer ed25519:<sig over the ID> or X-Signature over the path',
       tag: 'entities',
       limit: 'write',
       writer: ctx => ctx.params.entity_id,
       responses: { 200: { description: 'deregistered', schema: DeregistrationResponse } },
       errors: ['invalid_id', 'signature_invalid', 'authorization_required', 'entity_not_found'],
-      handler: async ctx => json(200, await entities.deregister(entityIdParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
+      handler: async ctx =>
+        json(200, await entities.deregister(entityIdParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
     }
   ]
 }
-

@@ -2,7 +2,16 @@ import { RegistryError } from '../../errors.js'
 import type { NodeIdentity } from '../../identity/node-identity.js'
 import type { Mesh } from '../../mesh/mesh.js'
 import { NODE_VERSION } from '../../version.js'
-import { AddPeerRequest, MeshFaultsRequest, MeshFaultsView, NetworkStats, NetworkStatus, PeerList, PeerListQuery, PeerView } from '../../wire/network.js'
+import {
+  AddPeerRequest,
+  MeshFaultsRequest,
+  MeshFaultsView,
+  NetworkStats,
+  NetworkStatus,
+  PeerList,
+  PeerListQuery,
+  PeerView
+} from '../../wire/network.js'
 import type { RuntimeInfo } from '../../wire/node.js'
 import { validate } from '../../wire/validate.js'
 import { json, type RouteDefinition } from '../http.js'
@@ -45,12 +54,20 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
     {
       method: 'POST',
       path: '/v1/network/peers',
-      summary: 'Connect to a peer now (admin: Authorization: Bearer <webhook secret>); it is re-dialled while this node runs',
+      summary:
+        'Connect to a peer now (admin: Authorization: Bearer <webhook secret>); it is re-dialled while this node runs',
       tag: 'network',
       limit: 'read',
       body: AddPeerRequest,
       responses: { 201: { description: 'the peer, after hellos and a ping', schema: PeerView } },
-      errors: ['admin_unavailable', 'admin_unauthorized', 'invalid_json', 'validation_failed', 'peer_unreachable', 'mesh_disabled'],
+      errors: [
+        'admin_unavailable',
+        'admin_unauthorized',
+        'invalid_json',
+        'validation_failed',
+        'peer_unreachable',
+        'mesh_disabled'
+      ],
       handler: async ctx => {
         c.checkAdmin(ctx.headers.authorization)
         const body = validate(AddPeerRequest, ctx.json())
@@ -106,7 +123,8 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
     {
       method: 'PUT',
       path: '/v1/admin/mesh/faults',
-      summary: 'Inject process-level mesh faults for testnets: block peers (a partition), drop or delay received gossip (admin)',
+      summary:
+        'Inject process-level mesh faults for testnets: block peers (a partition), drop or delay received gossip (admin)',
       tag: 'network',
       limit: 'read',
       body: MeshFaultsRequest,
@@ -127,7 +145,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
     {
       method: 'GET',
       path: '/v1/network/stats',
-      summary: 'Network-wide estimates from this node\'s view (itself and its connected peers)',
+      summary: "Network-wide estimates from this node's view (itself and its connected peers)",
       tag: 'network',
       limit: 'read',
       responses: { 200: { description: 'estimates', schema: NetworkStats } },
@@ -159,7 +177,13 @@ function faultsView(mesh: Mesh): MeshFaultsView {
 function gossipCounters(mesh: Mesh): NonNullable<NetworkStatus['mesh']['gossip']> {
   const n = mesh.tap.counters
   return {
-    published: mesh.gossip.stats.published, messages_published: mesh.gossip.stats.messages_published, copies_received: n.copies, first_received: n.first,
-    duplicates: Math.max(0, n.copies - n.first - n.lost), lost: n.lost, bytes_sent: n.bytesSent, bytes_received: n.bytesReceived
+    published: mesh.gossip.stats.published,
+    messages_published: mesh.gossip.stats.messages_published,
+    copies_received: n.copies,
+    first_received: n.first,
+    duplicates: Math.max(0, n.copies - n.first - n.lost),
+    lost: n.lost,
+    bytes_sent: n.bytesSent,
+    bytes_received: n.bytesReceived
   }
 }

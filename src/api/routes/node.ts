@@ -35,7 +35,8 @@ export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
     {
       method: 'GET',
       path: '/dashboard',
-      summary: 'The node dashboard: identity, peers, counts, newest entities and the live activity stream (an HTML page on this API)',
+      summary:
+        'The node dashboard: identity, peers, counts, newest entities and the live activity stream (an HTML page on this API)',
       tag: 'node',
       limit: 'none',
       responses: { 200: { description: 'an HTML page' } },
@@ -74,7 +75,10 @@ export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
 }
 
 /** Routes that describe the API itself; built last so the document covers every other route. */
-export function documentationRoutes(routes: readonly RouteDefinition[], metrics: NodeMetrics | null): RouteDefinition[] {
+export function documentationRoutes(
+  routes: readonly RouteDefinition[],
+  metrics: NodeMetrics | null
+): RouteDefinition[] {
   const docRoute: RouteDefinition = {
     method: 'GET',
     path: '/swagger/doc.json',
@@ -93,20 +97,41 @@ export function documentationRoutes(routes: readonly RouteDefinition[], metrics:
       tag: 'node',
       limit: 'none',
       responses: { 200: { description: 'Prometheus text exposition' } },
-      handler: async () => ({ status: 200, body: await metrics.registry.metrics(), contentType: metrics.registry.contentType })
+      handler: async () => ({
+        status: 200,
+        body: await metrics.registry.metrics(),
+        contentType: metrics.registry.contentType
+      })
     })
   }
   const doc = buildSwaggerDocument(all, {
     title: 'Registry node',
-    description: 'A peer-to-peer registry node for AI agents and services. Errors are {error, message, field?}; see the README for every code.'
+    description:
+      'A peer-to-peer registry node for AI agents and services. Errors are {error, message, field?}; see the README for every code.'
   })
   const assets = loadSwaggerAssets()
-  const page = (body: string | Buffer, contentType: string): RouteDefinition['handler'] => () => ({ status: 200, body, contentType })
+  const page =
+    (body: string | Buffer, contentType: string): RouteDefinition['handler'] =>
+    () => ({ status: 200, body, contentType })
   const hidden = (path: string, handler: RouteDefinition['handler']): RouteDefinition => ({
-    method: 'GET', path, summary: 'API explorer', tag: 'node', limit: 'none', hidden: true, responses: { 200: { description: 'explorer' } }, handler
+    method: 'GET',
+    path,
+    summary: 'API explorer',
+    tag: 'node',
+    limit: 'none',
+    hidden: true,
+    responses: { 200: { description: 'explorer' } },
+    handler
   })
   all.push(hidden('/swagger/index.html', page(SWAGGER_INDEX_HTML, 'text/html; charset=utf-8')))
-  all.push(hidden('/swagger', () => ({ status: 302, body: '', contentType: 'text/plain', headers: { Location: '/swagger/index.html' } })))
+  all.push(
+    hidden('/swagger', () => ({
+      status: 302,
+      body: '',
+      contentType: 'text/plain',
+      headers: { Location: '/swagger/index.html' }
+    }))
+  )
   for (const [file, asset] of assets) all.push(hidden(`/swagger/${file}`, page(asset.body, asset.contentType)))
   return all
 }

@@ -8,16 +8,42 @@ export function onboardingRoutes(onboarding: OnboardingService, publicUrl: strin
     return json(201, await onboarding.approve(ctx.json(), ctx.path))
   }
   const approval: Omit<RouteDefinition, 'path' | 'summary'> = {
-    method: 'POST', tag: 'onboarding', limit: 'none', body: ApprovalRequest,
-    responses: { 201: { description: 'the generated developer identity; the private key is encrypted with SHA-256(state)', schema: ApprovalResponse } },
-    errors: ['admin_unavailable', 'admin_unauthorized', 'invalid_json', 'validation_failed', 'approval_exists', 'handle_claimed', 'handle_invalid', 'handle_reserved'],
+    method: 'POST',
+    tag: 'onboarding',
+    limit: 'none',
+    body: ApprovalRequest,
+    responses: {
+      201: {
+        description: 'the generated developer identity; the private key is encrypted with SHA-256(state)',
+        schema: ApprovalResponse
+      }
+    },
+    errors: [
+      'admin_unavailable',
+      'admin_unauthorized',
+      'invalid_json',
+      'validation_failed',
+      'approval_exists',
+      'handle_claimed',
+      'handle_invalid',
+      'handle_reserved'
+    ],
     handler: approve
   }
   return [
-    { ...approval, path: '/v1/admin/developers/approve', summary: 'Approve a developer (restricted mode; Authorization: Bearer <webhook secret>)' },
+    {
+      ...approval,
+      path: '/v1/admin/developers/approve',
+      summary: 'Approve a developer (restricted mode; Authorization: Bearer <webhook secret>)'
+    },
     { ...approval, path: '/v1/onboarding/approve', summary: 'Operator webhook: same as /v1/admin/developers/approve' },
     {
-      method: 'POST', path: '/v1/onboarding/request', summary: 'Start restricted onboarding: 303 to auth_url with state, callback_port and registry_url (JSON body or query)', tag: 'onboarding', limit: 'read',
+      method: 'POST',
+      path: '/v1/onboarding/request',
+      summary:
+        'Start restricted onboarding: 303 to auth_url with state, callback_port and registry_url (JSON body or query)',
+      tag: 'onboarding',
+      limit: 'read',
       responses: { 303: { description: 'redirect to auth_url' } },
       errors: ['onboarding_disabled', 'admin_unavailable', 'validation_failed'],
       handler: ctx => {

@@ -9,7 +9,11 @@ import type { RequestContext } from '../http.js'
  * origin registry does (deployed clients send limits far above ours); replies state what applied.
  * Only text that is not an integer is refused.
  */
-export function intParam(query: URLSearchParams, name: string, bounds: { min: number; max?: number; default: number }): number {
+export function intParam(
+  query: URLSearchParams,
+  name: string,
+  bounds: { min: number; max?: number; default: number }
+): number {
   const text = query.get(name)
   if (text === null || text === '') return bounds.default
   const n = Number(text)
@@ -33,13 +37,23 @@ export function nameParams(ctx: RequestContext): { handle: string; name: string 
 
 export function entityIdParam(ctx: RequestContext): string {
   const id = ctx.params.entity_id ?? ''
-  if (!ID_PATTERNS.entity.test(id)) throw new RegistryError('invalid_id', `${id === '' ? 'The entity ID is missing' : `"${id}" is not an entity ID`}: expected zns:<32 hex> or zns:svc:<32 hex>.`, 'entity_id')
+  if (!ID_PATTERNS.entity.test(id))
+    throw new RegistryError(
+      'invalid_id',
+      `${id === '' ? 'The entity ID is missing' : `"${id}" is not an entity ID`}: expected zns:<32 hex> or zns:svc:<32 hex>.`,
+      'entity_id'
+    )
   return id
 }
 
 export function developerIdParam(ctx: RequestContext): string {
   const id = ctx.params.developer_id ?? ''
-  if (!ID_PATTERNS.developer.test(id)) throw new RegistryError('invalid_id', `${id === '' ? 'The developer ID is missing' : `"${id}" is not a developer ID`}: expected zns:dev:<32 hex>.`, 'developer_id')
+  if (!ID_PATTERNS.developer.test(id))
+    throw new RegistryError(
+      'invalid_id',
+      `${id === '' ? 'The developer ID is missing' : `"${id}" is not a developer ID`}: expected zns:dev:<32 hex>.`,
+      'developer_id'
+    )
   return id
 }
 
@@ -47,7 +61,7 @@ export function developerIdParam(ctx: RequestContext): string {
 export function bodyPublicKey(ctx: RequestContext): string | undefined {
   const body = ctx.json()
   const key = body !== null && typeof body === 'object' ? (body as Record<string, unknown>).public_key : undefined
-  return typeof key === 'string' ? normalizePublicKey(key) ?? key : undefined
+  return typeof key === 'string' ? (normalizePublicKey(key) ?? key) : undefined
 }
 
 export function credentials(ctx: RequestContext) {

@@ -27,21 +27,34 @@ export interface Facilitator {
 }
 
 export function createFacilitator(setting: FacilitatorSetting, network: PaymentNetwork): Facilitator {
-  if (setting.kind === 'remote') return { client: new HTTPFacilitatorClient({ url: setting.url.replace(/\/+$/, ''), timeoutMs: 30_000 }) }
-  if (!/^0x[0-9a-fA-F]{64}$/.test(setting.settlementKey)) throw new PaymentConfigError('payments.settlement_key must be a 32-byte secp256k1 private key in hex (0x + 64 hex digits)')
+  if (setting.kind === 'remote')
+    return { client: new HTTPFacilitatorClient({ url: setting.url.replace(/\/+$/, ''), timeoutMs: 30_000 }) }
+  if (!/^0x[0-9a-fA-F]{64}$/.test(setting.settlementKey))
+    throw new PaymentConfigError(
+      'payments.settlement_key must be a 32-byte secp256k1 private key in hex (0x + 64 hex digits)'
+    )
   // Settlements run concurrently from one account: the nonce manager hands out consecutive nonces
   // instead of each transaction reading the same pending count.
   const account = privateKeyToAccount(setting.settlementKey, { nonceManager })
   const chain = defineChain({
-    id: network.chainId, name: network.name,
+    id: network.chainId,
+    name: network.name,
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [setting.rpcUrl] } }
   })
   // Receipts are polled every 200 ms (viem's default is 4 s): the caller waits for the settlement.
-  const client = createWalletClient({ account, chain, pollingInterval: 200, transport: http(setting.rpcUrl, { retryCount: 0, timeout: 15_000 }) }).extend(publicActions)
+  const client = createWalletClient({
+    account,
+    chain,
+    pollingInterval: 200,
+    transport: http(setting.rpcUrl, { retryCount: 0, timeout: 15_000 })
+  }).extend(publicActions)
   // viem's verifyTypedData accepts a union of parameter forms the library's narrower signature
   // type does not list; the object is the client the library documents.
-  const signer = toFacilitatorEvmSigner({ ...client, address: account.address } as unknown as Parameters<typeof toFacilitatorEvmSigner>[0], { confirmationTimeoutMs: CONFIRMATION_TIMEOUT_MS })
+  const signer = toFacilitatorEvmSigner(
+    { ...client, address: account.address } as unknown as Parameters<typeof toFacilitatorEvmSigner>[0],
+    { confirmationTimeoutMs: CONFIRMATION_TIMEOUT_MS }
+  )
   const facilitator = new x402Facilitator().register(network.network, new ExactEvmFacilitatorScheme(signer))
   // The in-process facilitator answers getSupported synchronously; the client interface is async.
   return {
@@ -50,6 +63,10 @@ export function createFacilitator(setting: FacilitatorSetting, network: PaymentN
       settle: (payload, requirements) => facilitator.settle(payload, requirements),
       getSupported: async () => facilitator.getSupported() as SupportedResponse
     },
-    chainReachable: () => client.getChainId().then(id => id === network.chainId, () => false)
+    chainReachable: () =>
+      client.getChainId().then(
+        id => id === network.chainId,
+        () => false
+      )
   }
 }

@@ -29,10 +29,14 @@ export class PaymentLedger {
 
   static async open(dataDir: string): Promise<PaymentLedger> {
     await mkdir(dataDir, { recursive: true })
-    const ledger = new PaymentLedger(open<LedgerEntry, string>({ path: join(dataDir, 'payments.lmdb'), compression: false }))
+    const ledger = new PaymentLedger(
+      open<LedgerEntry, string>({ path: join(dataDir, 'payments.lmdb'), compression: false })
+    )
     for (const { key, value } of ledger.db.getRange()) ledger.claimed.set(key, value.expires_at)
     await ledger.sweep()
-    ledger.timer = setInterval(() => { void ledger.sweep() }, SWEEP_INTERVAL_MS).unref()
+    ledger.timer = setInterval(() => {
+      void ledger.sweep()
+    }, SWEEP_INTERVAL_MS).unref()
     return ledger
   }
 
@@ -41,7 +45,9 @@ export class PaymentLedger {
     if (keys.some(key => (this.claimed.get(key) ?? 0) > now)) return false
     for (const key of keys) this.claimed.set(key, expiresAt)
     try {
-      await this.db.transaction(() => { for (const key of keys) void this.db.put(key, { state: 'reserved', expires_at: expiresAt }) })
+      await this.db.transaction(() => {
+        for (const key of keys) void this.db.put(key, { state: 'reserved', expires_at: expiresAt })
+      })
     } catch (err) {
       for (const key of keys) this.claimed.delete(key)
       throw err
@@ -51,7 +57,9 @@ export class PaymentLedger {
 
   /** Gives the keys back: the payment was refused before anything reached the chain, or its handler failed. */
   async release(keys: readonly string[]): Promise<void> {
-    await this.db.transaction(() => { for (const key of keys) void this.db.remove(key) })
+    await this.db.transaction(() => {
+      for (const key of keys) void this.db.remove(key)
+    })
     for (const key of keys) this.claimed.delete(key)
   }
 
@@ -73,7 +81,9 @@ export class PaymentLedger {
     const expired = [...this.claimed].filter(([, expiresAt]) => expiresAt <= now).map(([key]) => key)
     if (expired.length === 0) return 0
     // Re-read inside the transaction: a key may have been claimed again since.
-    await this.db.transaction(() => { for (const key of expired) if ((this.db.get(key)?.expires_at ?? 0) <= now) void this.db.remove(key) })
+    await this.db.transaction(() => {
+      for (const key of expired) if ((this.db.get(key)?.expires_at ?? 0) <= now) void this.db.remove(key)
+    })
     for (const key of expired) if ((this.claimed.get(key) ?? 0) <= now) this.claimed.delete(key)
     return expired.length
   }

@@ -33,12 +33,21 @@ export interface ResolvedPricing {
 
 /** A decimal USD amount ("0.01", "$0.01", 0.01) in atomic units; more than 6 decimals is refused. */
 export function usdToAtomic(value: string | number, field = 'price'): bigint {
-  const text = (typeof value === 'number' ? value.toFixed(USDC_DECIMALS).replace(/0+$/, '').replace(/\.$/, '') : value).trim().replace(/^\$/, '').replace(/\s*usdc?$/i, '')
+  const text = (typeof value === 'number' ? value.toFixed(USDC_DECIMALS).replace(/0+$/, '').replace(/\.$/, '') : value)
+    .trim()
+    .replace(/^\$/, '')
+    .replace(/\s*usdc?$/i, '')
   const match = /^(\d+)(?:\.(\d+))?$/.exec(text)
   if (!match) throw new PaymentConfigError(`${field} ${JSON.stringify(value)} is not a decimal amount of USD`)
   const fraction = match[2] ?? ''
-  if (fraction.length > USDC_DECIMALS && /[1-9]/.test(fraction.slice(USDC_DECIMALS))) throw new PaymentConfigError(`${field} ${JSON.stringify(value)} has more than ${USDC_DECIMALS} decimals (USDC's precision)`)
-  return BigInt(match[1] as string) * 10n ** BigInt(USDC_DECIMALS) + BigInt(fraction.slice(0, USDC_DECIMALS).padEnd(USDC_DECIMALS, '0'))
+  if (fraction.length > USDC_DECIMALS && /[1-9]/.test(fraction.slice(USDC_DECIMALS)))
+    throw new PaymentConfigError(
+      `${field} ${JSON.stringify(value)} has more than ${USDC_DECIMALS} decimals (USDC's precision)`
+    )
+  return (
+    BigInt(match[1] as string) * 10n ** BigInt(USDC_DECIMALS) +
+    BigInt(fraction.slice(0, USDC_DECIMALS).padEnd(USDC_DECIMALS, '0'))
+  )
 }
 
 export function atomicToUsd(amount: bigint): string {
@@ -57,15 +66,28 @@ export function derivedPayTo(ed25519Seed: Uint8Array): `0x${string}` {
 
 /** Resolves pricing; throws PaymentConfigError naming the field at fault. */
 export function resolvePricing(pricing: PricingInput, o: { payTo?: string; ed25519Seed: Uint8Array }): ResolvedPricing {
-  if (pricing.currency !== undefined && pricing.currency.toUpperCase() !== 'USDC') throw new PaymentConfigError(`pricing.currency ${JSON.stringify(pricing.currency)}: settlement is always in USDC`)
-  if (pricing.payment_methods && !pricing.payment_methods.includes('x402')) throw new PaymentConfigError('pricing.payment_methods does not include "x402", the only method served')
+  if (pricing.currency !== undefined && pricing.currency.toUpperCase() !== 'USDC')
+    throw new PaymentConfigError(`pricing.currency ${JSON.stringify(pricing.currency)}: settlement is always in USDC`)
+  if (pricing.payment_methods && !pricing.payment_methods.includes('x402'))
+    throw new PaymentConfigError('pricing.payment_methods does not include "x402", the only method served')
   const model = pricing.model?.replace('-', '_')
-  if (model !== undefined && model !== 'per_request') throw new PaymentConfigError(`pricing.model ${JSON.stringify(pricing.model)}: only per-request pricing is charged (x402 exact)`)
+  if (model !== undefined && model !== 'per_request')
+    throw new PaymentConfigError(
+      `pricing.model ${JSON.stringify(pricing.model)}: only per-request pricing is charged (x402 exact)`
+    )
   const raw = pricing.rates?.default ?? pricing.base_price_usd
-  if (raw === undefined) throw new PaymentConfigError('pricing needs rates.default (or base_price_usd): the price of one /webhook/sync call in USD')
-  const amount = usdToAtomic(raw, pricing.rates?.default !== undefined ? 'pricing.rates.default' : 'pricing.base_price_usd')
-  if (amount <= 0n) throw new PaymentConfigError('pricing.rates.default must be more than 0 (leave pricing out for a free entity)')
-  if (o.payTo !== undefined && !isAddress(o.payTo, { strict: false })) throw new PaymentConfigError(`payments.pay_to ${JSON.stringify(o.payTo)} is not an EVM address`)
+  if (raw === undefined)
+    throw new PaymentConfigError(
+      'pricing needs rates.default (or base_price_usd): the price of one /webhook/sync call in USD'
+    )
+  const amount = usdToAtomic(
+    raw,
+    pricing.rates?.default !== undefined ? 'pricing.rates.default' : 'pricing.base_price_usd'
+  )
+  if (amount <= 0n)
+    throw new PaymentConfigError('pricing.rates.default must be more than 0 (leave pricing out for a free entity)')
+  if (o.payTo !== undefined && !isAddress(o.payTo, { strict: false }))
+    throw new PaymentConfigError(`payments.pay_to ${JSON.stringify(o.payTo)} is not an EVM address`)
   return {
     priceUsd: atomicToUsd(amount),
     amount,

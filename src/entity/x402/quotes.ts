@@ -19,7 +19,10 @@ export class QuoteIssuer {
   private readonly key: Buffer
 
   /** `secret`: the entity's Ed25519 seed; the MAC key is derived from it, never the seed itself. */
-  constructor(secret: Uint8Array, private readonly ttlSeconds: number) {
+  constructor(
+    secret: Uint8Array,
+    private readonly ttlSeconds: number
+  ) {
     this.key = createHmac('sha256', secret).update('registry-node x402 quote nonce v1').digest()
   }
 
@@ -36,12 +39,17 @@ export class QuoteIssuer {
     if (typeof nonce !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(nonce)) return { ok: false, reason: 'malformed' }
     const bytes = Buffer.from(nonce.slice(2), 'hex')
     const head = bytes.subarray(0, EXPIRY_BYTES + RANDOM_BYTES)
-    if (!timingSafeEqual(bytes.subarray(EXPIRY_BYTES + RANDOM_BYTES), this.mac(head, requirements))) return { ok: false, reason: 'unknown' }
+    if (!timingSafeEqual(bytes.subarray(EXPIRY_BYTES + RANDOM_BYTES), this.mac(head, requirements)))
+      return { ok: false, reason: 'unknown' }
     const expiresAt = head.readUInt32BE(0) * 1000
     return expiresAt <= now ? { ok: false, reason: 'expired' } : { ok: true, expiresAt }
   }
 
   private mac(head: Buffer, requirements: unknown): Buffer {
-    return createHmac('sha256', this.key).update(head).update(canonicalJson(requirements)).digest().subarray(0, MAC_BYTES)
+    return createHmac('sha256', this.key)
+      .update(head)
+      .update(canonicalJson(requirements))
+      .digest()
+      .subarray(0, MAC_BYTES)
   }
 }

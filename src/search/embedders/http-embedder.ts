@@ -33,7 +33,8 @@ export class HttpEmbedder implements Embedder {
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     const out: Float32Array[] = []
-    for (let i = 0; i < texts.length; i += this.o.batchSize) out.push(...(await this.batch(texts.slice(i, i + this.o.batchSize))))
+    for (let i = 0; i < texts.length; i += this.o.batchSize)
+      out.push(...(await this.batch(texts.slice(i, i + this.o.batchSize))))
     return out
   }
 
@@ -42,21 +43,37 @@ export class HttpEmbedder implements Embedder {
     try {
       res = await fetch(this.o.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {})
+        },
         body: JSON.stringify({ model: this.o.model, input }),
         signal: AbortSignal.timeout(this.o.timeoutMs)
       })
     } catch (err) {
-      throw new HttpEmbedderError(`${this.id}: ${(err as Error).name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (err as Error).message}`)
+      throw new HttpEmbedderError(
+        `${this.id}: ${(err as Error).name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : (err as Error).message}`
+      )
     }
     if (!res.ok) throw new HttpEmbedderError(`${this.id}: status ${res.status}`)
     let body: unknown
-    try { body = await res.json() } catch { throw new HttpEmbedderError(`${this.id}: the answer is not JSON`) }
+    try {
+      body = await res.json()
+    } catch {
+      throw new HttpEmbedderError(`${this.id}: the answer is not JSON`)
+    }
     const vectors = this.o.style === 'openai' ? openaiVectors(body, input.length) : ollamaVectors(body)
-    if (vectors.length !== input.length) throw new HttpEmbedderError(`${this.id}: ${vectors.length} embeddings for ${input.length} texts`)
+    if (vectors.length !== input.length)
+      throw new HttpEmbedderError(`${this.id}: ${vectors.length} embeddings for ${input.length} texts`)
     return vectors.map(v => {
-      if (!Array.isArray(v) || v.length !== this.dimension || !v.every(x => typeof x === 'number' && Number.isFinite(x))) {
-        throw new HttpEmbedderError(`${this.id}: an embedding is not ${this.dimension} numbers (set search.dimension to the model's)`)
+      if (
+        !Array.isArray(v) ||
+        v.length !== this.dimension ||
+        !v.every(x => typeof x === 'number' && Number.isFinite(x))
+      ) {
+        throw new HttpEmbedderError(
+          `${this.id}: an embedding is not ${this.dimension} numbers (set search.dimension to the model's)`
+        )
       }
       return l2normalize(Float32Array.from(v as number[]))
     })

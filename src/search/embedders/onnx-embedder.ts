@@ -8,7 +8,15 @@
  */
 import { Worker } from 'node:worker_threads'
 import type { Embedder } from './embedder.js'
-import { modelFiles, modelFingerprint, ONNX_DEFAULTS, OnnxEmbedderError, onnxEmbedderId, OnnxModel, type OnnxModelOptions } from './onnx-model.js'
+import {
+  modelFiles,
+  modelFingerprint,
+  ONNX_DEFAULTS,
+  OnnxEmbedderError,
+  onnxEmbedderId,
+  OnnxModel,
+  type OnnxModelOptions
+} from './onnx-model.js'
 import type { OnnxWorkerData, OnnxWorkerReply, OnnxWorkerRequest } from './onnx-worker.js'
 
 export { OnnxEmbedderError } from './onnx-model.js'
@@ -24,7 +32,11 @@ interface Runner {
 }
 
 export class OnnxEmbedder implements Embedder {
-  private constructor(readonly id: string, readonly dimension: number, private readonly runner: Runner) {}
+  private constructor(
+    readonly id: string,
+    readonly dimension: number,
+    private readonly runner: Runner
+  ) {}
 
   /** Loads the model folder; a missing folder or file, or a model that does not run, is an error naming the path. */
   static async load(dir: string, options: OnnxEmbedderOptions = {}): Promise<OnnxEmbedder> {
@@ -33,10 +45,14 @@ export class OnnxEmbedder implements Embedder {
     const files = modelFiles(dir) // fails fast, on this thread, with the path
     if (!worker) {
       const model = await OnnxModel.load(dir, o)
-      return new OnnxEmbedder(onnxEmbedderId(files, model.dimension, await modelFingerprint(files, o.maxTokens)), model.dimension, {
-        embed: texts => model.embed(texts),
-        close: () => model.release()
-      })
+      return new OnnxEmbedder(
+        onnxEmbedderId(files, model.dimension, await modelFingerprint(files, o.maxTokens)),
+        model.dimension,
+        {
+          embed: texts => model.embed(texts),
+          close: () => model.release()
+        }
+      )
     }
     const runner = await WorkerRunner.start({ dir, options: o })
     return new OnnxEmbedder(onnxEmbedderId(files, runner.dimension, runner.fingerprint), runner.dimension, runner)
@@ -57,10 +73,14 @@ export class OnnxEmbedder implements Embedder {
  * a worker does not get tsx's loader from `--import tsx` on Node 20, so it loads the .ts entry through tsx's API.
  */
 function spawnWorker(data: OnnxWorkerData): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./onnx-worker.js', import.meta.url), { workerData: data })
+  if (!import.meta.url.endsWith('.ts'))
+    return new Worker(new URL('./onnx-worker.js', import.meta.url), { workerData: data })
   const entry = JSON.stringify(new URL('./onnx-worker.ts', import.meta.url).href)
   const api = JSON.stringify(import.meta.resolve('tsx/esm/api'))
-  return new Worker(`import(${api}).then(tsx => tsx.tsImport(${entry}, ${JSON.stringify(import.meta.url)}))`, { eval: true, workerData: data })
+  return new Worker(`import(${api}).then(tsx => tsx.tsImport(${entry}, ${JSON.stringify(import.meta.url)}))`, {
+    eval: true,
+    workerData: data
+  })
 }
 
 /** The model in a worker thread. The worker is unref'd while idle, so it never keeps the process alive on its own. */
@@ -69,7 +89,11 @@ class WorkerRunner implements Runner {
   private nextId = 1
   private failure: Error | null = null
 
-  private constructor(private readonly worker: Worker, readonly dimension: number, readonly fingerprint: string) {
+  private constructor(
+    private readonly worker: Worker,
+    readonly dimension: number,
+    readonly fingerprint: string
+  ) {
     worker.on('message', (reply: OnnxWorkerReply) => {
       if (reply.type !== 'result' && reply.type !== 'error') return
       const waiter = this.pending.get(reply.id)
@@ -102,9 +126,19 @@ class WorkerRunner implements Runner {
           reject(new OnnxEmbedderError(reply.message))
         }
       }
-      const onError = (err: Error) => { cleanup(); reject(new OnnxEmbedderError(`onnx worker failed to start: ${err.message}`)) }
-      const onExit = (code: number) => { cleanup(); reject(new OnnxEmbedderError(`onnx worker stopped while loading (exit code ${code})`)) }
-      const cleanup = () => { worker.off('message', onMessage); worker.off('error', onError); worker.off('exit', onExit) }
+      const onError = (err: Error) => {
+        cleanup()
+        reject(new OnnxEmbedderError(`onnx worker failed to start: ${err.message}`))
+      }
+      const onExit = (code: number) => {
+        cleanup()
+        reject(new OnnxEmbedderError(`onnx worker stopped while loading (exit code ${code})`))
+      }
+      const cleanup = () => {
+        worker.off('message', onMessage)
+        worker.off('error', onError)
+        worker.off('exit', onExit)
+      }
       worker.on('message', onMessage)
       worker.on('error', onError)
       worker.on('exit', onExit)

@@ -48,9 +48,11 @@ export interface OnnxModelFiles {
 
 /** Finds the model's files in `dir`; a missing folder or file is an error naming the path. */
 export function modelFiles(dir: string): OnnxModelFiles {
-  if (!dir) throw new OnnxEmbedderError('the onnx embedder needs a model folder (search.onnx_model_dir, --embedder-model-dir)')
+  if (!dir)
+    throw new OnnxEmbedderError('the onnx embedder needs a model folder (search.onnx_model_dir, --embedder-model-dir)')
   const abs = resolve(dir)
-  if (!existsSync(abs) || !statSync(abs).isDirectory()) throw new OnnxEmbedderError(`onnx model folder not found: ${abs}`)
+  if (!existsSync(abs) || !statSync(abs).isDirectory())
+    throw new OnnxEmbedderError(`onnx model folder not found: ${abs}`)
   const candidates = [join(abs, 'model.onnx'), join(abs, 'onnx', 'model.onnx')]
   const model = candidates.find(p => existsSync(p))
   if (!model) throw new OnnxEmbedderError(`onnx model file not found: ${candidates.join(' or ')}`)
@@ -100,15 +102,17 @@ export class OnnxModel {
 
   static async load(dir: string, options: Partial<OnnxModelOptions> = {}): Promise<OnnxModel> {
     const o = { ...ONNX_DEFAULTS, ...options }
-    if (!Number.isInteger(o.maxTokens) || o.maxTokens < 2) throw new RangeError(`onnx maxTokens must be an integer ≥ 2, got ${o.maxTokens}`)
-    if (!Number.isInteger(o.batchSize) || o.batchSize < 1) throw new RangeError(`onnx batchSize must be a positive integer, got ${o.batchSize}`)
+    if (!Number.isInteger(o.maxTokens) || o.maxTokens < 2)
+      throw new RangeError(`onnx maxTokens must be an integer ≥ 2, got ${o.maxTokens}`)
+    if (!Number.isInteger(o.batchSize) || o.batchSize < 1)
+      throw new RangeError(`onnx batchSize must be a positive integer, got ${o.batchSize}`)
     const files = modelFiles(dir)
 
     let tokenizerJson: TokenizerJson
     let tokenizer: Tokenizer
     try {
       tokenizerJson = JSON.parse(await readFile(files.tokenizer, 'utf8')) as TokenizerJson
-      const config = files.tokenizerConfig ? JSON.parse(await readFile(files.tokenizerConfig, 'utf8')) as object : {}
+      const config = files.tokenizerConfig ? (JSON.parse(await readFile(files.tokenizerConfig, 'utf8')) as object) : {}
       tokenizer = new Tokenizer(tokenizerJson, config)
     } catch (err) {
       throw new OnnxEmbedderError(`cannot load the tokenizer ${files.tokenizer}: ${(err as Error).message}`)
@@ -129,7 +133,9 @@ export class OnnxModel {
     }
     const unknown = session.inputNames.filter(n => !KNOWN_INPUTS.has(n))
     if (unknown.length > 0 || !session.inputNames.includes('input_ids')) {
-      throw new OnnxEmbedderError(`${files.model}: expected inputs input_ids[, attention_mask, token_type_ids, position_ids], the model has ${session.inputNames.join(', ')}`)
+      throw new OnnxEmbedderError(
+        `${files.model}: expected inputs input_ids[, attention_mask, token_type_ids, position_ids], the model has ${session.inputNames.join(', ')}`
+      )
     }
     const output = PREFERRED_OUTPUTS.find(n => session.outputNames.includes(n)) ?? session.outputNames[0]
     if (output === undefined) throw new OnnxEmbedderError(`${files.model}: the model has no output`)
@@ -145,7 +151,8 @@ export class OnnxModel {
   /** One L2-normalised vector per text; a blank text gives a zero vector without a model run. */
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     const out: Float32Array[] = []
-    for (let i = 0; i < texts.length; i += this.options.batchSize) out.push(...(await this.batch(texts.slice(i, i + this.options.batchSize))))
+    for (let i = 0; i < texts.length; i += this.options.batchSize)
+      out.push(...(await this.batch(texts.slice(i, i + this.options.batchSize))))
     return out
   }
 
@@ -185,22 +192,28 @@ export class OnnxModel {
       if (name === 'input_ids') data = ids
       else if (name === 'attention_mask') data = mask
       else if (name === 'token_type_ids') data = new BigInt64Array(rows * cols)
-      else { // position_ids
+      else {
+        // position_ids
         data = new BigInt64Array(rows * cols)
         for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) data[r * cols + c] = BigInt(c)
       }
-      feeds[name] = this.int32Inputs.has(name) ? new Tensor('int32', Int32Array.from(data, Number), [rows, cols]) : new Tensor('int64', data, [rows, cols])
+      feeds[name] = this.int32Inputs.has(name)
+        ? new Tensor('int32', Int32Array.from(data, Number), [rows, cols])
+        : new Tensor('int64', data, [rows, cols])
     }
 
     let result: InferenceSession.ReturnType
     try {
       result = await this.session.run(feeds, [this.output])
     } catch (err) {
-      throw new OnnxEmbedderError(`onnx model run failed (${rows} texts of up to ${cols} tokens): ${(err as Error).message}`)
+      throw new OnnxEmbedderError(
+        `onnx model run failed (${rows} texts of up to ${cols} tokens): ${(err as Error).message}`
+      )
     }
     const tensor = result[this.output]
     if (!tensor) throw new OnnxEmbedderError(`the model gave no ${this.output}`)
-    if (tensor.type !== 'float32') throw new OnnxEmbedderError(`the model's ${this.output} is ${tensor.type}, expected float32`)
+    if (tensor.type !== 'float32')
+      throw new OnnxEmbedderError(`the model's ${this.output} is ${tensor.type}, expected float32`)
     const data = tensor.data as Float32Array
     const dims = tensor.dims
     let vectors: Float32Array[]
@@ -208,7 +221,8 @@ export class OnnxModel {
       const dim = dims[2] as number
       vectors = encoded.map((row, r) => {
         const v = new Float32Array(dim)
-        for (let c = 0; c < row.length; c++) { // mask is 1 exactly on the first row.length positions
+        for (let c = 0; c < row.length; c++) {
+          // mask is 1 exactly on the first row.length positions
           const base = (r * cols + c) * dim
           for (let j = 0; j < dim; j++) v[j] = (v[j] as number) + (data[base + j] as number)
         }
@@ -219,13 +233,18 @@ export class OnnxModel {
       const dim = dims[1] as number
       vectors = encoded.map((_, r) => data.slice(r * dim, (r + 1) * dim))
     } else {
-      throw new OnnxEmbedderError(`the model's ${this.output} has shape [${dims.join(', ')}], expected [${rows}, ${cols}, dim] or [${rows}, dim]`)
+      throw new OnnxEmbedderError(
+        `the model's ${this.output} has shape [${dims.join(', ')}], expected [${rows}, ${cols}, dim] or [${rows}, dim]`
+      )
     }
     if (this.dimension > 0 && vectors.some(v => v.length !== this.dimension)) {
       throw new OnnxEmbedderError(`the model's ${this.output} changed dimension from ${this.dimension}`)
     }
-    if (vectors.some(v => !v.every(Number.isFinite))) throw new OnnxEmbedderError(`the model's ${this.output} holds NaN or infinite values`)
-    live.forEach((i, k) => { results[i] = l2normalize(vectors[k] as Float32Array) })
+    if (vectors.some(v => !v.every(Number.isFinite)))
+      throw new OnnxEmbedderError(`the model's ${this.output} holds NaN or infinite values`)
+    live.forEach((i, k) => {
+      results[i] = l2normalize(vectors[k] as Float32Array)
+    })
     return results
   }
 }

@@ -6,7 +6,10 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { modelFingerprint, OnnxModel, type OnnxModelOptions } from './onnx-model.js'
 
-export interface OnnxWorkerData { dir: string; options: OnnxModelOptions }
+export interface OnnxWorkerData {
+  dir: string
+  options: OnnxModelOptions
+}
 export type OnnxWorkerRequest = { type: 'embed'; id: number; texts: string[] }
 export type OnnxWorkerReply =
   | { type: 'ready'; dimension: number; fingerprint: string; model: string }
@@ -14,7 +17,11 @@ export type OnnxWorkerReply =
   | { type: 'result'; id: number; vectors: Float32Array[] }
   | { type: 'error'; id: number; message: string }
 
-interface Job { id: number; texts: string[]; done: Float32Array[] }
+interface Job {
+  id: number
+  texts: string[]
+  done: Float32Array[]
+}
 
 const port = parentPort
 if (!port) throw new Error('onnx-worker.ts runs as a worker thread')
@@ -36,7 +43,11 @@ async function drain(model: OnnxModel): Promise<void> {
         send({ type: 'error', id: job.id, message: (err as Error).message })
         continue
       }
-      if (job.done.length >= job.texts.length) send({ type: 'result', id: job.id, vectors: job.done }, job.done.map(v => v.buffer as ArrayBuffer))
+      if (job.done.length >= job.texts.length)
+        send(
+          { type: 'result', id: job.id, vectors: job.done },
+          job.done.map(v => v.buffer as ArrayBuffer)
+        )
       else jobs.push(job) // back of the line: other requests get the next batch
       await new Promise(resolve => setImmediate(resolve)) // let new requests arrive
     }

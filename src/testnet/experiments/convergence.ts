@@ -74,26 +74,53 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
   for (const topology of o.topologies) {
     const { run, convergedAt } = await convergeOnce(o, topology, groups, summary.entities, log)
     summary.runs.push(run)
-    rows.push(...convergedAt.map((ms, i) => [topology, `node-${i}`, groups[0]!.includes(i) ? 0 : 1, run.held_before_heal[i] ?? null, ms]))
-    series.push({ label: `${topology} (${run.convergence_ms ?? '–'} ms)`, values: convergedAt.filter((c): c is number => c !== null), reach: convergedAt.filter(c => c !== null).length / o.nodes })
+    rows.push(
+      ...convergedAt.map((ms, i) => [
+        topology,
+        `node-${i}`,
+        groups[0]!.includes(i) ? 0 : 1,
+        run.held_before_heal[i] ?? null,
+        ms
+      ])
+    )
+    series.push({
+      label: `${topology} (${run.convergence_ms ?? '–'} ms)`,
+      values: convergedAt.filter((c): c is number => c !== null),
+      reach: convergedAt.filter(c => c !== null).length / o.nodes
+    })
   }
-  await writeCsv(join(o.out, 'convergence.csv'), ['topology', 'node', 'group', 'held_before_heal', 'converged_ms'], rows)
+  await writeCsv(
+    join(o.out, 'convergence.csv'),
+    ['topology', 'node', 'group', 'held_before_heal', 'converged_ms'],
+    rows
+  )
   await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
-  await writeFile(join(o.out, 'convergence-cdf.svg'), cdfChart(
-    `Convergence after a partition heals: ${o.nodes} nodes, ${2 * perSide} entities registered apart`,
-    'time since the heal (ms)',
-    series
-  ))
+  await writeFile(
+    join(o.out, 'convergence-cdf.svg'),
+    cdfChart(
+      `Convergence after a partition heals: ${o.nodes} nodes, ${2 * perSide} entities registered apart`,
+      'time since the heal (ms)',
+      series
+    )
+  )
   return summary
 }
 
 async function convergeOnce(
-  o: ConvergenceOptions, topology: string, groups: number[][], entities: ConvergenceSummary['entities'], log: (line: string) => void
+  o: ConvergenceOptions,
+  topology: string,
+  groups: number[][],
+  entities: ConvergenceSummary['entities'],
+  log: (line: string) => void
 ): Promise<{ run: ConvergenceRun; convergedAt: (number | null)[] }> {
   const timeoutMs = o.timeoutMs ?? 120_000
   const net = new Testnet({
-    nodes: o.nodes, topology, log, ...(o.seed !== undefined ? { seed: o.seed } : {}),
-    ...(o.network ? { network: o.network } : {}), ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {})
+    nodes: o.nodes,
+    topology,
+    log,
+    ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    ...(o.network ? { network: o.network } : {}),
+    ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {})
   })
   // Entity numbers differ per topology, so no run repeats another's operations.
   const factory = new EntityFactory(`convergence ${o.seed ?? 1} ${topology}`)
@@ -102,7 +129,9 @@ async function convergeOnce(
     await net.seedEntities(factory, entities.before)
     await net.waitForEntities(entities.before)
     const partitionMode = await net.partition(groups)
-    log(`[${topology}] partitioned ${JSON.stringify(groups)} (${partitionMode} mode); registering ${entities.per_side} entities on each side`)
+    log(
+      `[${topology}] partitioned ${JSON.stringify(groups)} (${partitionMode} mode); registering ${entities.per_side} entities on each side`
+    )
     await net.seedEntities(factory, entities.per_side, entities.before, groups[0])
     await net.seedEntities(factory, entities.per_side, entities.before + entities.per_side, groups[1])
     // Each node gets what was registered in its part of its side (a star's leaves cut off from the
@@ -117,16 +146,20 @@ async function convergeOnce(
     await sleep(2000)
     held = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
     const partitionHeld = held.every((c, i) => c === expected[i])
-    log(`[${topology}] before the heal the nodes hold ${held.join(', ')} entities (expected ${expected.join(', ')}: ${partitionHeld ? 'apart' : 'NOT as expected'})`)
+    log(
+      `[${topology}] before the heal the nodes hold ${held.join(', ')} entities (expected ${expected.join(', ')}: ${partitionHeld ? 'apart' : 'NOT as expected'})`
+    )
 
     const healedAt = Date.now()
     await net.heal()
     const convergedAt: (number | null)[] = net.nodes.map(() => null)
     while (convergedAt.some(c => c === null) && Date.now() - healedAt < timeoutMs) {
-      await Promise.all(net.nodes.map(async n => {
-        if (convergedAt[n.index] !== null) return
-        if (await net.entityCount(n.index) >= entities.total) convergedAt[n.index] = Date.now() - healedAt
-      }))
+      await Promise.all(
+        net.nodes.map(async n => {
+          if (convergedAt[n.index] !== null) return
+          if ((await net.entityCount(n.index)) >= entities.total) convergedAt[n.index] = Date.now() - healedAt
+        })
+      )
       await sleep(100)
     }
     const times = convergedAt.filter((c): c is number => c !== null)
@@ -141,7 +174,11 @@ async function convergeOnce(
       convergence_ms: converged ? Math.max(...times) : null,
       per_node_ms: percentiles(times)
     }
-    log(converged ? `[${topology}] converged ${run.convergence_ms} ms after the heal` : `[${topology}] not converged after ${timeoutMs} ms`)
+    log(
+      converged
+        ? `[${topology}] converged ${run.convergence_ms} ms after the heal`
+        : `[${topology}] not converged after ${timeoutMs} ms`
+    )
     return { run, convergedAt }
   } finally {
     await net.stop()
@@ -153,11 +190,16 @@ async function convergeOnce(
  * ones registered (round-robin over its side, as Testnet.seedEntities does) on nodes it can still
  * reach within its side.
  */
-function expectedWhileApart(edges: readonly (readonly [number, number])[], groups: number[][], entities: ConvergenceSummary['entities']): number[] {
+function expectedWhileApart(
+  edges: readonly (readonly [number, number])[],
+  groups: number[][],
+  entities: ConvergenceSummary['entities']
+): number[] {
   const expected: number[] = []
   for (const group of groups) {
     const perNode = new Map(group.map(i => [i, 0]))
-    for (let k = 0; k < entities.per_side; k++) perNode.set(group[k % group.length]!, perNode.get(group[k % group.length]!)! + 1)
+    for (let k = 0; k < entities.per_side; k++)
+      perNode.set(group[k % group.length]!, perNode.get(group[k % group.length]!)! + 1)
     const inGroup = new Set(group)
     for (const start of group) {
       const reached = new Set([start])
@@ -166,7 +208,10 @@ function expectedWhileApart(edges: readonly (readonly [number, number])[], group
         const at = stack.pop()!
         for (const [a, b] of edges) {
           const next = a === at ? b : b === at ? a : -1
-          if (next >= 0 && inGroup.has(next) && !reached.has(next)) { reached.add(next); stack.push(next) }
+          if (next >= 0 && inGroup.has(next) && !reached.has(next)) {
+            reached.add(next)
+            stack.push(next)
+          }
         }
       }
       expected[start] = entities.before + [...reached].reduce((sum, i) => sum + perNode.get(i)!, 0)

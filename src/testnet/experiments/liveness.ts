@@ -42,7 +42,16 @@ export interface LivenessOptions {
 export interface LivenessSummary {
   experiment: 'liveness'
   started_at: string
-  parameters: { nodes: number; entities: number; stopped: number; topology: string; inactive_after_seconds: number; sweep_seconds: number; heartbeat_seconds: number; seed: number }
+  parameters: {
+    nodes: number
+    entities: number
+    stopped: number
+    topology: string
+    inactive_after_seconds: number
+    sweep_seconds: number
+    heartbeat_seconds: number
+    seed: number
+  }
   machine: { cores: number; load_before: number; load_after: number }
   network_mode: NetworkMode
   /** Stop → the node shows it inactive, over every (stopped entity, node). */
@@ -57,7 +66,12 @@ export interface LivenessSummary {
   pairs: number
 }
 
-interface TraceLine { t: number; event: string; kind?: string; subject?: string }
+interface TraceLine {
+  t: number
+  event: string
+  kind?: string
+  subject?: string
+}
 
 export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> {
   const log = o.log ?? (() => {})
@@ -70,8 +84,19 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
   const traceDir = join(o.out, 'traces')
   await mkdir(o.out, { recursive: true })
   const net = new Testnet({
-    nodes: o.nodes, topology, seed, traceDir, log, entityHeartbeatSeconds: heartbeat,
-    nodeArgs: ['--inactive-after-seconds', String(inactiveAfter), '--sweep-interval-seconds', String(sweep), ...(o.nodeArgs ?? [])],
+    nodes: o.nodes,
+    topology,
+    seed,
+    traceDir,
+    log,
+    entityHeartbeatSeconds: heartbeat,
+    nodeArgs: [
+      '--inactive-after-seconds',
+      String(inactiveAfter),
+      '--sweep-interval-seconds',
+      String(sweep),
+      ...(o.nodeArgs ?? [])
+    ],
     ...(o.network ? { network: o.network } : {})
   })
   const startedAt = new Date().toISOString()
@@ -88,12 +113,18 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
     log(`${ids.length} entities heartbeating every ${heartbeat} s; waiting until every node shows them active`)
     await waitForStatus(net, ids, 'active', 60_000)
     const random = seededRandom(seed)
-    const chosen = entities.map(e => ({ e, r: random() })).sort((a, b) => a.r - b.r).slice(0, Math.max(1, Math.round(o.kill * entities.length))).map(x => x.e)
+    const chosen = entities
+      .map(e => ({ e, r: random() }))
+      .sort((a, b) => a.r - b.r)
+      .slice(0, Math.max(1, Math.round(o.kill * entities.length)))
+      .map(x => x.e)
     for (const e of chosen) {
       await net.entities.stop(e.index)
       stoppedAt.set(e.entityId, Date.now())
     }
-    log(`stopped ${chosen.length} entities; waiting until every node shows them inactive (threshold ${inactiveAfter} s)`)
+    log(
+      `stopped ${chosen.length} entities; waiting until every node shows them inactive (threshold ${inactiveAfter} s)`
+    )
     await waitForStatus(net, [...stoppedAt.keys()], 'inactive', (inactiveAfter + sweep) * 1000 + 60_000)
     for (const e of chosen) {
       await net.entities.restart(e.index)
@@ -116,7 +147,9 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
     const restarted = restartedAt.get(id) ?? Infinity
     for (const node of net.nodes) {
       // At the home the operation is published; elsewhere it is applied when it arrives.
-      const times = traces[node.index]!.filter(l => l.kind === 'entity.status' && l.subject === id && (l.event === 'publish' || l.event === 'receive')).map(l => l.t)
+      const times = traces[node.index]!.filter(
+        l => l.kind === 'entity.status' && l.subject === id && (l.event === 'publish' || l.event === 'receive')
+      ).map(l => l.t)
       const down = times.find(t => t >= stopped && t < restarted)
       const up = times.find(t => t >= restarted)
       const downMs = down === undefined ? null : round1(down - stopped)
@@ -132,7 +165,16 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
   const summary: LivenessSummary = {
     experiment: 'liveness',
     started_at: startedAt,
-    parameters: { nodes: o.nodes, entities: o.entities, stopped: stoppedAt.size, topology, inactive_after_seconds: inactiveAfter, sweep_seconds: sweep, heartbeat_seconds: heartbeat, seed },
+    parameters: {
+      nodes: o.nodes,
+      entities: o.entities,
+      stopped: stoppedAt.size,
+      topology,
+      inactive_after_seconds: inactiveAfter,
+      sweep_seconds: sweep,
+      heartbeat_seconds: heartbeat,
+      seed
+    },
     machine: { cores: availableParallelism(), load_before: loadBefore, load_after: loadAverage() },
     network_mode: net.mode,
     inactive_ms: percentiles(inactive),
@@ -144,29 +186,50 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
   }
   await writeCsv(join(o.out, 'liveness.csv'), ['entity_id', 'home', 'node', 'inactive_ms', 'active_ms'], rows)
   await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
-  await writeFile(join(o.out, 'liveness-cdf.svg'), cdfChart(
-    `Liveness: ${o.nodes} nodes, ${stoppedAt.size} of ${o.entities} entities stopped, inactive after ${inactiveAfter} s`,
-    'time from stop (inactive) or restart (active) until a node shows it (ms)',
-    [
-      { label: `inactive (p50 ${summary.inactive_ms.p50 ?? '–'} ms)`, values: inactive, reach: summary.pairs === 0 ? 0 : inactive.length / summary.pairs },
-      { label: `active again (p50 ${summary.active_ms.p50 ?? '–'} ms)`, values: active, reach: summary.pairs === 0 ? 0 : active.length / summary.pairs }
-    ]
-  ))
-  log(`inactive: p50 ${summary.inactive_ms.p50} ms, max ${summary.inactive_ms.max} ms (${inactive.length} of ${summary.pairs}); active again: p50 ${summary.active_ms.p50} ms, max ${summary.active_ms.max} ms (${active.length} of ${summary.pairs})`)
+  await writeFile(
+    join(o.out, 'liveness-cdf.svg'),
+    cdfChart(
+      `Liveness: ${o.nodes} nodes, ${stoppedAt.size} of ${o.entities} entities stopped, inactive after ${inactiveAfter} s`,
+      'time from stop (inactive) or restart (active) until a node shows it (ms)',
+      [
+        {
+          label: `inactive (p50 ${summary.inactive_ms.p50 ?? '–'} ms)`,
+          values: inactive,
+          reach: summary.pairs === 0 ? 0 : inactive.length / summary.pairs
+        },
+        {
+          label: `active again (p50 ${summary.active_ms.p50 ?? '–'} ms)`,
+          values: active,
+          reach: summary.pairs === 0 ? 0 : active.length / summary.pairs
+        }
+      ]
+    )
+  )
+  log(
+    `inactive: p50 ${summary.inactive_ms.p50} ms, max ${summary.inactive_ms.max} ms (${inactive.length} of ${summary.pairs}); active again: p50 ${summary.active_ms.p50} ms, max ${summary.active_ms.max} ms (${active.length} of ${summary.pairs})`
+  )
   return summary
 }
 
 /** Waits until every running node shows every one of `ids` with `status`. */
-async function waitForStatus(net: Testnet, ids: readonly string[], status: 'active' | 'inactive', timeoutMs: number): Promise<void> {
+async function waitForStatus(
+  net: Testnet,
+  ids: readonly string[],
+  status: 'active' | 'inactive',
+  timeoutMs: number
+): Promise<void> {
   const started = Date.now()
   const wanted = new Set(ids)
   for (;;) {
-    const missing = await Promise.all(net.running().map(async i => {
-      const seen = await statuses(net, i)
-      return [...wanted].filter(id => seen.get(id) !== status).length
-    }))
+    const missing = await Promise.all(
+      net.running().map(async i => {
+        const seen = await statuses(net, i)
+        return [...wanted].filter(id => seen.get(id) !== status).length
+      })
+    )
     if (missing.every(m => m === 0)) return
-    if (Date.now() - started > timeoutMs) throw new Error(`after ${timeoutMs} ms, entities not yet ${status} per node: ${missing.join(', ')}`)
+    if (Date.now() - started > timeoutMs)
+      throw new Error(`after ${timeoutMs} ms, entities not yet ${status} per node: ${missing.join(', ')}`)
     await sleep(250)
   }
 }
@@ -175,12 +238,14 @@ async function waitForStatus(net: Testnet, ids: readonly string[], status: 'acti
 async function statuses(net: Testnet, i: number): Promise<Map<string, string>> {
   const out = new Map<string, string>()
   for (let offset = 0; ; offset += 200) {
-    const page = await net.getJson<{ entities: { entity_id: string; status: string }[] }>(i, `/v1/entities?limit=200&offset=${offset}`)
+    const page = await net.getJson<{ entities: { entity_id: string; status: string }[] }>(
+      i,
+      `/v1/entities?limit=200&offset=${offset}`
+    )
     for (const e of page.entities) out.set(e.entity_id, e.status)
     if (page.entities.length < 200) return out
   }
 }
-
 
 const loadAverage = (): number => Math.round((loadavg()[0] ?? 0) * 100) / 100
 const round1 = (x: number): number => Math.round(x * 10) / 10

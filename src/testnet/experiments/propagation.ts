@@ -63,12 +63,21 @@ export interface PropagationSummary {
   topologies: TopologySummary[]
 }
 
-interface TraceLine { t: number; event: string; id: string; kind?: string; subject?: string }
+interface TraceLine {
+  t: number
+  event: string
+  id: string
+  kind?: string
+  subject?: string
+}
 
-interface Published { k: number; entityId: string; origin: number }
+interface Published {
+  k: number
+  entityId: string
+  origin: number
+}
 
 const slug = (topology: string): string => topology.replace(/[^a-z0-9]+/gi, '-')
-
 
 export async function runPropagation(o: PropagationOptions): Promise<PropagationSummary> {
   const log = o.log ?? (() => {})
@@ -87,7 +96,15 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
 
   for (const [t, topology] of o.topologies.entries()) {
     const traceDir = join(o.out, 'traces', slug(topology))
-    const net = new Testnet({ nodes: o.nodes, topology, seed, traceDir, log, ...(o.network ? { network: o.network } : {}), ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}) })
+    const net = new Testnet({
+      nodes: o.nodes,
+      topology,
+      seed,
+      traceDir,
+      log,
+      ...(o.network ? { network: o.network } : {}),
+      ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {})
+    })
     log(`[${topology}] starting ${o.nodes} nodes`)
     await net.start()
     let faultModes: TopologySummary['fault_modes'] = {}
@@ -97,7 +114,10 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
     const bytesAfter: number[] = []
     let heldByAll = 0
     try {
-      const faults: LinkFaults = { ...(o.loss ? { loss: o.loss } : {}), ...(o.latencyMs ? { latencyMs: o.latencyMs } : {}) }
+      const faults: LinkFaults = {
+        ...(o.loss ? { loss: o.loss } : {}),
+        ...(o.latencyMs ? { latencyMs: o.latencyMs } : {})
+      }
       if (faults.loss || faults.latencyMs) {
         faultModes = await net.setLinkFaults(faults)
         log(`[${topology}] faults: ${JSON.stringify(faultModes)}`)
@@ -116,8 +136,12 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
         if (reply.status === 201 || reply.status === 200) published.push({ k, entityId: id, origin })
         else failures++
       }
-      log(`[${topology}] published ${published.length} of ${o.messages} in ${Date.now() - started} ms; waiting for deliveries`)
-      await net.waitForEntities(published.length, o.settleMs ?? 15_000).catch(err => log(`[${topology}] ${(err as Error).message}`))
+      log(
+        `[${topology}] published ${published.length} of ${o.messages} in ${Date.now() - started} ms; waiting for deliveries`
+      )
+      await net
+        .waitForEntities(published.length, o.settleMs ?? 15_000)
+        .catch(err => log(`[${topology}] ${(err as Error).message}`))
       const counts = await Promise.all(net.nodes.map(n => net.entityCount(n.index)))
       heldByAll = counts.filter(c => c >= published.length).length / o.nodes
       for (let i = 0; i < o.nodes; i++) bytesAfter[i] = await gossipBytes(net, i)
@@ -159,12 +183,24 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
         if (node.index === p.origin) continue
         const a = arrivals[node.index]!
         const arrived = id ? a.first.get(id) : undefined
-        const copies = id ? a.copies.get(id) ?? 0 : 0
+        const copies = id ? (a.copies.get(id) ?? 0) : 0
         duplicates[node.index]! += Math.max(0, copies - 1)
         const latency = arrived !== undefined && sentAt !== undefined ? round1(arrived - sentAt) : null
-        if (latency !== null) { latencies.push(latency); delivered++ }
+        if (latency !== null) {
+          latencies.push(latency)
+          delivered++
+        }
         const appliedAt = id ? a.applied.get(id) : undefined
-        rows.push([topology, p.k, p.entityId, `node-${p.origin}`, node.name, latency, appliedAt !== undefined && sentAt !== undefined ? round1(appliedAt - sentAt) : null, copies])
+        rows.push([
+          topology,
+          p.k,
+          p.entityId,
+          `node-${p.origin}`,
+          node.name,
+          latency,
+          appliedAt !== undefined && sentAt !== undefined ? round1(appliedAt - sentAt) : null,
+          copies
+        ])
       }
     }
     const pairs = published.length * (o.nodes - 1)
@@ -185,23 +221,41 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
         max: Math.max(0, ...duplicates),
         per_message: published.length === 0 ? 0 : round1(dupTotal / o.nodes / published.length)
       },
-      bytes_sent: { total: totalBytes, per_message: published.length === 0 ? 0 : Math.round(totalBytes / published.length) },
+      bytes_sent: {
+        total: totalBytes,
+        per_message: published.length === 0 ? 0 : Math.round(totalBytes / published.length)
+      },
       publish_failures: failures
     }
     summary.topologies.push(result)
-    series.push({ label: `${topology} (p50 ${result.latency_ms.p50 ?? '–'} ms)`, values: latencies, reach: result.delivery_ratio })
-    log(`[${topology}] delivery ${(result.delivery_ratio * 100).toFixed(1)} %, latency p50 ${result.latency_ms.p50} ms p99 ${result.latency_ms.p99} ms, ${result.duplicates_per_node.per_message} duplicates per node per message, ${result.bytes_sent.per_message} bytes sent per message`)
+    series.push({
+      label: `${topology} (p50 ${result.latency_ms.p50 ?? '–'} ms)`,
+      values: latencies,
+      reach: result.delivery_ratio
+    })
+    log(
+      `[${topology}] delivery ${(result.delivery_ratio * 100).toFixed(1)} %, latency p50 ${result.latency_ms.p50} ms p99 ${result.latency_ms.p99} ms, ${result.duplicates_per_node.per_message} duplicates per node per message, ${result.bytes_sent.per_message} bytes sent per message`
+    )
   }
 
   summary.machine.load_after = loadAverage()
-  await writeCsv(join(o.out, 'propagation.csv'), ['topology', 'message', 'entity_id', 'origin', 'node', 'latency_ms', 'applied_ms', 'copies'], rows)
+  await writeCsv(
+    join(o.out, 'propagation.csv'),
+    ['topology', 'message', 'entity_id', 'origin', 'node', 'latency_ms', 'applied_ms', 'copies'],
+    rows
+  )
   await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
-  const faults = [o.loss ? `loss ${o.loss * 100} %` : '', o.latencyMs ? `latency ${o.latencyMs} ms` : ''].filter(Boolean).join(', ')
-  await writeFile(join(o.out, 'latency-cdf.svg'), cdfChart(
-    `Gossip propagation: ${o.nodes} nodes, ${o.messages} messages at ${rate}/s${faults ? `, ${faults}` : ''}`,
-    'latency from publish to first arrival (ms)',
-    series
-  ))
+  const faults = [o.loss ? `loss ${o.loss * 100} %` : '', o.latencyMs ? `latency ${o.latencyMs} ms` : '']
+    .filter(Boolean)
+    .join(', ')
+  await writeFile(
+    join(o.out, 'latency-cdf.svg'),
+    cdfChart(
+      `Gossip propagation: ${o.nodes} nodes, ${o.messages} messages at ${rate}/s${faults ? `, ${faults}` : ''}`,
+      'latency from publish to first arrival (ms)',
+      series
+    )
+  )
   return summary
 }
 

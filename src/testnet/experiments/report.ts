@@ -4,7 +4,14 @@
  */
 import { readFile, writeFile } from 'node:fs/promises'
 
-export interface Percentiles { count: number; p50: number | null; p95: number | null; p99: number | null; max: number | null; mean: number | null }
+export interface Percentiles {
+  count: number
+  p50: number | null
+  p95: number | null
+  p99: number | null
+  max: number | null
+  mean: number | null
+}
 
 /** Nearest-rank percentile of sorted values. */
 export function percentile(sorted: readonly number[], q: number): number | null {
@@ -25,7 +32,11 @@ export function percentiles(values: readonly number[]): Percentiles {
   }
 }
 
-export async function writeCsv(path: string, header: readonly string[], rows: readonly (readonly (string | number | null)[])[]): Promise<void> {
+export async function writeCsv(
+  path: string,
+  header: readonly string[],
+  rows: readonly (readonly (string | number | null)[])[]
+): Promise<void> {
   const cell = (v: string | number | null): string => {
     const text = v === null ? '' : String(v)
     return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text
@@ -69,17 +80,25 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
     `<text x="${width / 2}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${escapeXml(title)}</text>`
   ]
   for (let v = 0; v <= xMax; v += step) {
-    parts.push(`<line x1="${x(v).toFixed(1)}" y1="${m.top}" x2="${x(v).toFixed(1)}" y2="${m.top + plotH}" stroke="#eee"/>`)
-    parts.push(`<text x="${x(v).toFixed(1)}" y="${m.top + plotH + 18}" text-anchor="middle">${Number(v.toPrecision(6))}</text>`)
+    parts.push(
+      `<line x1="${x(v).toFixed(1)}" y1="${m.top}" x2="${x(v).toFixed(1)}" y2="${m.top + plotH}" stroke="#eee"/>`
+    )
+    parts.push(
+      `<text x="${x(v).toFixed(1)}" y="${m.top + plotH + 18}" text-anchor="middle">${Number(v.toPrecision(6))}</text>`
+    )
   }
   for (let k = 0; k <= 10; k += 2) {
     const share = k / 10
-    parts.push(`<line x1="${m.left}" y1="${y(share).toFixed(1)}" x2="${m.left + plotW}" y2="${y(share).toFixed(1)}" stroke="#eee"/>`)
+    parts.push(
+      `<line x1="${m.left}" y1="${y(share).toFixed(1)}" x2="${m.left + plotW}" y2="${y(share).toFixed(1)}" stroke="#eee"/>`
+    )
     parts.push(`<text x="${m.left - 8}" y="${(y(share) + 4).toFixed(1)}" text-anchor="end">${share.toFixed(1)}</text>`)
   }
   parts.push(`<rect x="${m.left}" y="${m.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#333"/>`)
   parts.push(`<text x="${m.left + plotW / 2}" y="${height - 14}" text-anchor="middle">${escapeXml(xLabel)}</text>`)
-  parts.push(`<text transform="translate(18 ${m.top + plotH / 2}) rotate(-90)" text-anchor="middle">cumulative share</text>`)
+  parts.push(
+    `<text transform="translate(18 ${m.top + plotH / 2}) rotate(-90)" text-anchor="middle">cumulative share</text>`
+  )
   series.forEach((s, k) => {
     const colour = COLOURS[k % COLOURS.length] as string
     const sorted = [...s.values].sort((a, b) => a - b)
@@ -96,7 +115,9 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
   // The legend sits bottom right, where a CDF leaves the plot empty.
   const legendW = 12 + 30 + 7 * Math.max(0, ...series.map(s => s.label.length))
   const legendTop = m.top + plotH - 12 - series.length * 18
-  parts.push(`<rect x="${m.left + plotW - legendW - 8}" y="${legendTop - 6}" width="${legendW}" height="${series.length * 18 + 8}" fill="#fff" stroke="#ccc"/>`)
+  parts.push(
+    `<rect x="${m.left + plotW - legendW - 8}" y="${legendTop - 6}" width="${legendW}" height="${series.length * 18 + 8}" fill="#fff" stroke="#ccc"/>`
+  )
   series.forEach((s, k) => {
     const colour = COLOURS[k % COLOURS.length] as string
     const ly = legendTop + 12 + k * 18
@@ -111,7 +132,14 @@ export function cdfChart(title: string, xLabel: string, series: readonly CdfSeri
 /** The JSON lines of a trace file (missing file: none; a torn last line is skipped). */
 export async function readJsonLines<T>(path: string): Promise<T[]> {
   const text = await readFile(path, 'utf8').catch(() => '')
-  return text.split('\n').filter(Boolean).flatMap(line => {
-    try { return [JSON.parse(line) as T] } catch { return [] }
-  })
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .flatMap(line => {
+      try {
+        return [JSON.parse(line) as T]
+      } catch {
+        return []
+      }
+    })
 }
