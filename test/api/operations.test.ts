@@ -4,7 +4,7 @@ import { verifyRaw } from '../../src/identity/keys.js'
 import { verifyDeletion, verifyEntityRegistration, verifyRawBody } from '../../src/identity/verifiers.js'
 import { inlineVerifier } from '../../src/identity/verify-pool.js'
 import { operationSigningBytes } from '../../src/services/operations.js'
-import { agent, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
+import { agent, bearer, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
 import { sign } from '../../src/identity/keys.js'
 import { http, startTestNode } from '../helpers/node.js'
 
@@ -20,7 +20,7 @@ test('every write is kept as a signed operation that can be verified again from 
       (
         await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, {
           raw,
-          headers: { authorization: `Bearer ${sign(a.keyPair, raw)}` }
+          headers: bearer(a, raw)
         })
       ).status,
       200

@@ -12,7 +12,15 @@ import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-diges
 import { sealOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
-import { agent, developer, developerRegistration, sign, signSpec, specRegistration } from '../helpers/identities.js'
+import {
+  agent,
+  developer,
+  developerRegistration,
+  sign,
+  signSpec,
+  specRegistration,
+  type Developer
+} from '../helpers/identities.js'
 import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
@@ -31,6 +39,12 @@ const nodes = (): TestNode[] => [a, b, c]
 const incomingOfB: RegistryEvent[] = []
 
 const entityOn = async (n: TestNode, id: string) => http(n.url, 'GET', `/v1/entities/${id}`)
+
+/** `owner` claims `handle` on node `n` (spec form); the answer's status. */
+async function claimHandle(n: TestNode, owner: Developer, handle: string): Promise<number> {
+  const body = signSpec(owner.keyPair, { developer_id: owner.id, handle, public_key: owner.publicKey })
+  return (await http(n.url, 'POST', '/v1/handles', { body })).status
+}
 
 const digestsOf = (n: TestNode): string =>
   n.node.digests
@@ -230,14 +244,7 @@ test.serial('a developer registered on B reaches A and C with its home', async t
 test.serial("another registry's names resolve on every node, kept apart from its own namespace", async t => {
   const owner = developer(33)
   const named = agent(owner, 0)
-  t.is(
-    (
-      await http(a.url, 'POST', '/v1/handles', {
-        body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'acme', public_key: owner.publicKey })
-      })
-    ).status,
-    201
-  )
+  t.is(await claimHandle(a, owner, 'acme'), 201)
   const reg = await http(a.url, 'POST', '/v1/entities', {
     body: specRegistration(owner, named, { entity_name: 'translator' })
   })
@@ -485,14 +492,7 @@ test.serial('an entity or a name a node lacks is found through the DHT and fetch
   c.node.mesh!.gossip.stop()
   const owner = developer(34)
   const hidden = agent(owner, 0)
-  t.is(
-    (
-      await http(a.url, 'POST', '/v1/handles', {
-        body: signSpec(owner.keyPair, { developer_id: owner.id, handle: 'hidden', public_key: owner.publicKey })
-      })
-    ).status,
-    201
-  )
+  t.is(await claimHandle(a, owner, 'hidden'), 201)
   t.is(
     (await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, hidden, { entity_name: 'finder' }) }))
       .status,

@@ -16,7 +16,7 @@ import {
   type VerifyPoolOptions
 } from '../../src/identity/verify-pool.js'
 import { developerProofMessage } from '../../src/identity/hd.js'
-import { agent, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
+import { agent, bearer, deployedRegistration, developer, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode } from '../helpers/node.js'
 
 const key = keyPairFromSeed(Buffer.alloc(32, 9))
@@ -349,7 +349,7 @@ test('a node verifying every write in its pool: register, update, deregister, an
       (
         await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, {
           raw,
-          headers: { authorization: `Bearer ${sign(a.keyPair, raw)}` }
+          headers: bearer(a, raw)
         })
       ).status,
       200
