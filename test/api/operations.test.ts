@@ -16,15 +16,7 @@ test('every write is kept as a signed operation that can be verified again from 
     const a = agent(dev, 1)
     t.is((await http(n.url, 'POST', '/v1/entities', { body: deployedRegistration(dev, a) })).status, 201)
     const raw = JSON.stringify({ summary: 'updated' })
-    t.is(
-      (
-        await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, {
-          raw,
-          headers: bearer(a, raw)
-        })
-      ).status,
-      200
-    )
+    t.is((await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, { raw, headers: bearer(a, raw) })).status, 200)
 
     const ops = n.node.store.operationsOf(a.agentId)
     t.deepEqual(

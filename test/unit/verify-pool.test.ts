@@ -345,15 +345,7 @@ test('a node verifying every write in its pool: register, update, deregister, an
     })
     t.is((await http(n.url, 'POST', '/v1/entities', { body: badProof })).body.error, 'developer_proof_invalid')
     const raw = JSON.stringify({ summary: 'updated' })
-    t.is(
-      (
-        await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, {
-          raw,
-          headers: bearer(a, raw)
-        })
-      ).status,
-      200
-    )
+    t.is((await http(n.url, 'PUT', `/v1/entities/${a.agentId}`, { raw, headers: bearer(a, raw) })).status, 200)
     t.is(
       (
         await http(n.url, 'DELETE', `/v1/entities/${b.agentId}`, {
