@@ -608,6 +608,39 @@ class Network implements NetnsNetwork {
     await run([bin('tc'), '-n', this.namespace(i), ...args])
   }
 
+  /**
+   * Installs (or swaps) node i's egress drop filter at `prio`: packets to the nodes `peers` are dropped,
+   * all of them when `dropBelow` is null, else the random share below it (see dropProgram). Partition
+   * and loss use separate prios so that each can be cleared without touching the other.
+   */
+  private async replaceDropFilter(
+    i: number,
+    prio: string,
+    peers: readonly number[],
+    dropBelow: number | null
+  ): Promise<void> {
+    const program = dropProgram(
+      peers.map(j => this.addressInt(j)),
+      dropBelow
+    )
+    await this.tc(
+      i,
+      'filter',
+      'replace',
+      'dev',
+      'eth0',
+      'egress',
+      'prio',
+      prio,
+      'handle',
+      '1',
+      'bpf',
+      'da',
+      'bytecode',
+      program
+    )
+  }
+
   private nodes(): number[] {
     return Array.from({ length: this.count }, (_, i) => i)
   }
@@ -688,26 +721,7 @@ class Network implements NetnsNetwork {
         if (peers.length === 0) {
           await this.tcQuiet(i, 'filter', 'del', 'dev', 'eth0', 'egress', 'prio', PARTITION_PRIO)
         } else {
-          const program = dropProgram(
-            peers.map(j => this.addressInt(j)),
-            null
-          )
-          await this.tc(
-            i,
-            'filter',
-            'replace',
-            'dev',
-            'eth0',
-            'egress',
-            'prio',
-            PARTITION_PRIO,
-            'handle',
-            '1',
-            'bpf',
-            'da',
-            'bytecode',
-            program
-          )
+          await this.replaceDropFilter(i, PARTITION_PRIO, peers, null)
         }
       })
       return
@@ -757,26 +771,7 @@ class Network implements NetnsNetwork {
         await mapLimit(this.nodes(), PARALLEL, async i => {
           const dsts = [...(targets.get(i) ?? [])]
           if (dsts.length === 0) return
-          const program = dropProgram(
-            dsts.map(j => this.addressInt(j)),
-            threshold
-          )
-          await this.tc(
-            i,
-            'filter',
-            'replace',
-            'dev',
-            'eth0',
-            'egress',
-            'prio',
-            LOSS_PRIO,
-            'handle',
-            '1',
-            'bpf',
-            'da',
-            'bytecode',
-            program
-          )
+          await this.replaceDropFilter(i, LOSS_PRIO, dsts, threshold)
         })
         applied.push(`loss ${loss}% in each direction on ${where}`)
       }
