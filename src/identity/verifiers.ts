@@ -45,6 +45,26 @@ type Body = Record<string, unknown>
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '')
 
+type BodyVerifier = (
+  body: Body,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+) => Promise<SignedForm | null>
+
+/**
+ * A verifier for the usual pair of forms of a signed JSON body: the spec's (the whole body less its
+ * signature) first, then the deployed clients' (`deployedSignable(body)`, a fixed subset of fields).
+ */
+function specThenDeployedVerifier(deployedSignable: (body: Body) => Body): BodyVerifier {
+  // async so that a throw while building the forms rejects, as it did when each verifier was an async function
+  return async (body, publicKey, signature, verifier) =>
+    firstVerifying(verifier, publicKey, signature, [
+      ...canonicalForms('spec', withoutSignature(body)),
+      ...canonicalForms('deployed', deployedSignable(body))
+    ])
+}
+
 /**
  * register entity: spec = canonical(body without signature); deployed = a fixed subset. Every form
  * is tried; the likelier one first (deployed clients spell `entity_type`, the spec `type`), since
@@ -90,22 +110,12 @@ export async function verifyDeveloperProof(
 }
 
 /** register developer: spec = canonical(body without signature); deployed = {github, name, profile_url, public_key}. */
-export async function verifyDeveloperRegistration(
-  body: Body,
-  publicKey: Buffer,
-  signature: Buffer,
-  verifier: SignatureVerifier
-): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [
-    ...canonicalForms('spec', withoutSignature(body)),
-    ...canonicalForms('deployed', {
-      github: str(body.github),
-      name: str(body.name),
-      profile_url: str(body.profile_url),
-      public_key: str(body.public_key)
-    })
-  ])
-}
+export const verifyDeveloperRegistration: BodyVerifier = specThenDeployedVerifier(body => ({
+  github: str(body.github),
+  name: str(body.name),
+  profile_url: str(body.profile_url),
+  public_key: str(body.public_key)
+}))
 
 /**
  * update entity or developer: spec = body `signature` over canonical(body without signature);
@@ -155,40 +165,20 @@ export async function verifyDeletion(
 }
 
 /** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
-export async function verifyHandleClaim(
-  body: Body,
-  publicKey: Buffer,
-  signature: Buffer,
-  verifier: SignatureVerifier
-): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [
-    ...canonicalForms('spec', withoutSignature(body)),
-    ...canonicalForms('deployed', {
-      developer_id: str(body.developer_id),
-      handle: str(body.handle),
-      public_key: str(body.public_key)
-    })
-  ])
-}
+export const verifyHandleClaim: BodyVerifier = specThenDeployedVerifier(body => ({
+  developer_id: str(body.developer_id),
+  handle: str(body.handle),
+  public_key: str(body.public_key)
+}))
 
 /** bind name: spec = canonical(body without signature); deployed = the five binding fields. */
-export async function verifyNameBinding(
-  body: Body,
-  publicKey: Buffer,
-  signature: Buffer,
-  verifier: SignatureVerifier
-): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [
-    ...canonicalForms('spec', withoutSignature(body)),
-    ...canonicalForms('deployed', {
-      capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags : null,
-      developer_handle: str(body.developer_handle),
-      entity_id: str(body.entity_id),
-      entity_name: str(body.entity_name),
-      version: str(body.version)
-    })
-  ])
-}
+export const verifyNameBinding: BodyVerifier = specThenDeployedVerifier(body => ({
+  capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags : null,
+  developer_handle: str(body.developer_handle),
+  entity_id: str(body.entity_id),
+  entity_name: str(body.entity_name),
+  version: str(body.version)
+}))
 
 /** release handle or name: a signature over `release:` + handle or FQAN. */
 export async function verifyRelease(
