@@ -21,7 +21,7 @@ import {
 } from './components.js'
 import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
-import { acceptOperation, bodyOf, sealOperation, signatureFingerprint } from './operations.js'
+import { acceptOperation, bodyOf, registrationOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
 import { checkUrl } from './validation.js'
 
@@ -114,24 +114,16 @@ export class DeveloperService {
         'signature'
       )
     const developerId = deriveId('developer', publicKey)
-    if (remote && remote.op.subject !== developerId)
-      throw new RegistryError(
-        'validation_failed',
-        `The operation's subject is not ${developerId}, the ID of the body's public_key.`,
-        'subject'
-      )
-    const now = remote?.op.accepted_at ?? this.now().toISOString()
+    const { op, acceptedAt: now } = registrationOperation(
+      this.c.identity,
+      'developer.register',
+      developerId,
+      req,
+      { signature: body.signature, form },
+      remote,
+      this.now
+    )
     const fingerprint = signatureFingerprint(body.signature)
-    const op =
-      remote?.op ??
-      acceptOperation(
-        this.c.identity,
-        'developer.register',
-        developerId,
-        req,
-        { carrier: 'body', signer: 'self', signature: body.signature, form },
-        now
-      )
     let created = false
     await this.c.writes.run(() =>
       this.c.store.commit(tx => {

@@ -38,6 +38,7 @@ import {
   bodyOf,
   parseDeveloperProof,
   registrationOf,
+  registrationOperation,
   signatureFingerprint,
   type ParsedDeveloperProof
 } from './operations.js'
@@ -250,24 +251,16 @@ export class EntityService {
         'developer_proof.signature'
       )
 
-    if (remote && remote.op.subject !== entityId)
-      throw new RegistryError(
-        'validation_failed',
-        `The operation's subject is not ${entityId}, the ID of the body's public_key.`,
-        'subject'
-      )
-    const now = remote?.op.accepted_at ?? this.now().toISOString()
+    const { op, acceptedAt: now } = registrationOperation(
+      this.c.identity,
+      'entity.register',
+      entityId,
+      req,
+      { signature: body.signature, form },
+      remote,
+      this.now
+    )
     const fingerprint = signatureFingerprint(body.signature)
-    const op =
-      remote?.op ??
-      acceptOperation(
-        this.c.identity,
-        'entity.register',
-        entityId,
-        req,
-        { carrier: 'body', signer: 'self', signature: body.signature, form },
-        now
-      )
     const record = build(
       proof,
       now,

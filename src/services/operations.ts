@@ -12,6 +12,7 @@ import type { NodeIdentity } from '../identity/node-identity.js'
 import type { DeveloperProof, EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
 import type { DeveloperProofInput } from '../wire/entities.js'
 import { parseJsonBytes } from '../wire/json.js'
+import type { RemoteWrite, WriteRequest } from './components.js'
 import { eitherSpelling } from './validation.js'
 
 /** The bytes the accepting node signs: the operation without its node signature, body as base64. */
@@ -51,6 +52,32 @@ export function acceptOperation(
     accepted_at: acceptedAt,
     origin: identity.registryId
   })
+}
+
+/**
+ * The operation a self-signed registration (developer or entity) commits, and its time. A replayed
+ * one is taken as its origin accepted it; its subject must be the ID of the body's key, since that
+ * is the key the signature was just verified with. Otherwise this node accepts one now.
+ */
+export function registrationOperation(
+  identity: NodeIdentity,
+  kind: 'developer.register' | 'entity.register',
+  subject: string,
+  request: WriteRequest,
+  signed: Pick<OperationAuth, 'signature' | 'form'>,
+  remote: RemoteWrite | undefined,
+  now: () => Date
+): { op: Operation; acceptedAt: string } {
+  if (remote && remote.op.subject !== subject)
+    throw new RegistryError(
+      'validation_failed',
+      `The operation's subject is not ${subject}, the ID of the body's public_key.`,
+      'subject'
+    )
+  if (remote) return { op: remote.op, acceptedAt: remote.op.accepted_at }
+  const acceptedAt = now().toISOString()
+  const auth: OperationAuth = { carrier: 'body', signer: 'self', signature: signed.signature, form: signed.form }
+  return { op: acceptOperation(identity, kind, subject, request, auth, acceptedAt), acceptedAt }
 }
 
 /**
