@@ -1,7 +1,7 @@
 import { connect, createServer, type AddressInfo } from 'node:net'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import test from 'ava'
 import ts from 'typescript'
@@ -296,19 +296,27 @@ test('close: jobs in flight still get answers, later jobs verify inline, no work
 })
 
 test('the worker also loads as compiled JavaScript beside the module (the dist/ layout)', async t => {
-  // The four modules the pool needs, transpiled as tsc does for dist/, into a folder without tsx.
+  // The modules the pool needs, transpiled as tsc does for dist/ and in its folders, into a folder without tsx.
   const dir = await mkdtemp(join(tmpdir(), 'verify-pool-dist-'))
   try {
     await writeFile(join(dir, 'package.json'), '{"type":"module"}')
-    for (const name of ['verify-pool', 'verify-worker', 'keys', 'encoding']) {
-      const source = await readFile(new URL(`../../src/identity/${name}.ts`, import.meta.url), 'utf8')
+    const modules = [
+      'identity/verify-pool',
+      'identity/verify-worker',
+      'identity/keys',
+      'identity/encoding',
+      'util/bounded-map'
+    ]
+    for (const name of modules) {
+      const source = await readFile(new URL(`../../src/${name}.ts`, import.meta.url), 'utf8')
       const { outputText } = ts.transpileModule(source, {
         compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true }
       })
+      await mkdir(dirname(join(dir, `${name}.js`)), { recursive: true })
       await writeFile(join(dir, `${name}.js`), outputText)
     }
     const compiled = (await import(
-      pathToFileURL(join(dir, 'verify-pool.js')).href
+      pathToFileURL(join(dir, 'identity/verify-pool.js')).href
     )) as typeof import('../../src/identity/verify-pool.js')
     const pool = new compiled.VerifyPool({ workers: 1, inlineMaxRate: 0 })
     try {
