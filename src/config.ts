@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises'
 import { parse as parseToml } from 'smol-toml'
 import { DEFAULT_INLINE_MAX_RATE } from './identity/verify-pool.js'
+import { walkArgv } from './util/argv.js'
 
 type Kind = 'string' | 'integer' | 'number' | 'boolean' | 'list'
 
@@ -806,46 +807,34 @@ const FLAG_INDEX = new Map<string, Setting>(SETTINGS.map(s => [s.flag, s]))
 /** Parses `--flag value`, `--flag=value`, boolean `--flag`/`--no-flag`; list flags repeat or take commas. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
   const values = new Map<Setting, unknown>()
-  const positionals: string[] = []
   let configFile: string | undefined
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string
-    if (!arg.startsWith('--')) {
-      positionals.push(arg)
-      continue
-    }
-    const eq = arg.indexOf('=')
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
-    const inline: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1)
-    const takeValue = (): string => {
-      if (inline !== undefined) return inline
-      const next = argv[i + 1]
-      if (next === undefined || next.startsWith('--')) throw new ConfigError(`--${name} needs a value`)
-      i++
-      return next
-    }
-    if (name === 'config') {
-      configFile = takeValue()
-      continue
-    }
-    const setting = FLAG_INDEX.get(name)
-    if (!setting && name.startsWith('no-')) {
-      const positive = FLAG_INDEX.get(name.slice(3))
-      if (positive?.kind === 'boolean') {
-        values.set(positive, false)
-        continue
+  const positionals = walkArgv(
+    argv,
+    ({ name, inline, takeValue }) => {
+      if (name === 'config') {
+        configFile = takeValue()
+        return
       }
-    }
-    if (!setting) throw new ConfigError(`unknown flag --${name}`)
-    if (setting.kind === 'boolean') {
-      values.set(setting, inline === undefined ? true : coerce(setting, inline, `--${name}`))
-      continue
-    }
-    const value = coerce(setting, takeValue(), `--${name}`)
-    if (setting.kind === 'list')
-      values.set(setting, [...((values.get(setting) as string[] | undefined) ?? []), ...(value as string[])])
-    else values.set(setting, value)
-  }
+      const setting = FLAG_INDEX.get(name)
+      if (!setting && name.startsWith('no-')) {
+        const positive = FLAG_INDEX.get(name.slice(3))
+        if (positive?.kind === 'boolean') {
+          values.set(positive, false)
+          return
+        }
+      }
+      if (!setting) throw new ConfigError(`unknown flag --${name}`)
+      if (setting.kind === 'boolean') {
+        values.set(setting, inline === undefined ? true : coerce(setting, inline, `--${name}`))
+        return
+      }
+      const value = coerce(setting, takeValue(), `--${name}`)
+      if (setting.kind === 'list')
+        values.set(setting, [...((values.get(setting) as string[] | undefined) ?? []), ...(value as string[])])
+      else values.set(setting, value)
+    },
+    message => new ConfigError(message)
+  )
   return configFile === undefined ? { values, positionals } : { values, positionals, configFile }
 }
 

@@ -22,6 +22,7 @@ import { RegistryClient } from './registry-client.js'
 import type { EntityHandler } from './webhooks.js'
 import { PayingClient, PaymentClientError, readWalletFile } from './x402/payer.js'
 import type { PricingInput } from './x402/pricing.js'
+import { walkArgv } from '../util/argv.js'
 
 export class CliError extends Error {
   override name = 'CliError'
@@ -37,25 +38,14 @@ function flags(argv: readonly string[]): {
   positionals: string[]
 } {
   const values = new Map<string, string[]>()
-  const positionals: string[] = []
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string
-    if (!arg.startsWith('--')) {
-      positionals.push(arg)
-      continue
-    }
-    const eq = arg.indexOf('=')
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq)
-    let value = eq === -1 ? undefined : arg.slice(eq + 1)
-    if (value === undefined && BOOLEAN_FLAGS.has(name)) value = 'true'
-    if (value === undefined) {
-      const next = argv[i + 1]
-      if (next === undefined || next.startsWith('--')) throw new CliError(`--${name} needs a value`)
-      value = next
-      i++
-    }
-    values.set(name, [...(values.get(name) ?? []), value])
-  }
+  const positionals = walkArgv(
+    argv,
+    ({ name, inline, takeValue }) => {
+      const value = inline === undefined && BOOLEAN_FLAGS.has(name) ? 'true' : takeValue()
+      values.set(name, [...(values.get(name) ?? []), value])
+    },
+    message => new CliError(message)
+  )
   return {
     get: name => values.get(name)?.at(-1),
     all: name => values.get(name) ?? [],
