@@ -11,12 +11,12 @@ import { canonicalJson } from '../identity/canonical-json.js'
 import { formatKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { generateKeyPair, sign } from '../identity/keys.js'
-import { SCHEMA_VERSION } from '../store/records.js'
 import { ApprovalRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
+import { newDeveloper } from './developer-records.js'
 import type { HandleService } from './handles.js'
-import { acceptOperation, signatureFingerprint } from './operations.js'
+import { acceptOperation } from './operations.js'
 
 export interface OnboardingSettings {
   mode: 'open' | 'restricted'
@@ -87,24 +87,9 @@ export class OnboardingService {
             'state'
           )
         tx.putApproval(stateHash, { developer_id: developerId, approved_at: now })
-        tx.putDeveloper({
-          developer_id: developerId,
-          name: body.name,
-          public_key: publicKey,
-          signature,
-          github: null,
-          profile_url: null,
-          dev_handle: null,
-          dev_handle_verified: false,
-          verification_method: null,
-          verification_proof: null,
-          home_registry: this.c.settings.host,
-          registered_at: now,
-          updated_at: now,
-          schema_version: SCHEMA_VERSION,
-          implicit: false,
-          registration_signatures: [signatureFingerprint(signature)]
-        })
+        tx.putDeveloper(
+          newDeveloper(developerId, keyPair.publicKey, this.c.settings.host, now, { name: body.name, signature })
+        )
         tx.appendOperation(op)
         if (body.handle) {
           const claim = { developer_id: developerId, handle: body.handle, public_key: publicKey }
