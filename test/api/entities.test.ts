@@ -2,19 +2,16 @@ import test from 'ava'
 import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { sign } from '../../src/identity/keys.js'
 import { agent, deployedRegistration, developer, signSpec, specRegistration } from '../helpers/identities.js'
-import { enc, http, startTestNode, type TestNode } from '../helpers/node.js'
+import { enc, http, startTestNode, testNodes } from '../helpers/node.js'
 
 const dev = developer(1)
-let t0: TestNode
+const { start, stopAll } = testNodes()
 let base: string
 
 test.before(async () => {
-  t0 = await startTestNode()
-  base = t0.url
+  base = (await start()).url
 })
-test.after.always(async () => {
-  await t0.stop()
-})
+test.after.always(stopAll)
 
 test('spec-form registration: 201, readable with both spellings, implicit developer created', async t => {
   const a = agent(dev, 1)

@@ -119,8 +119,7 @@ const releaseAuth = (dev: Developer, subject: string) => ({
 test('claim in the spec form → 201 with the handle view; GET shows it self-claimed; 404 when unclaimed', async t => {
   const dev = developer(10)
   await registerDeveloper(dev, { name: 'Spec Claimer' })
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
 
   const res = await claim(dev, 'spec-claimer')
   t.is(res.status, 201, JSON.stringify(res.body))
@@ -273,8 +272,7 @@ test('availability: available, claimed, invalid, reserved', async t => {
 
 test('POST /v1/developers with a handle claims it in the same write; a taken handle fails the whole registration', async t => {
   const dev = developer(17)
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
   const res = await http(base, 'POST', '/v1/developers', {
     body: developerRegistration(dev, { name: 'With Handle', handle: 'with-handle' })
   })
@@ -319,8 +317,7 @@ test('POST /v1/developers with a handle claims it in the same write; a taken han
 test('verify by DNS through a real resolver (body signature and Authorization over the raw body)', async t => {
   await registerDeveloper(dnsDev, { name: 'DNS Dev' })
   t.is((await claim(dnsDev, 'dns-dev')).status, 201)
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
 
   const res = await http(base, 'POST', '/v1/handles/dns-dev/verify', {
     body: signSpec(dnsDev.keyPair, { method: 'dns', proof: 'example.com' })
@@ -492,8 +489,7 @@ test('release: by the owner frees the handle and its names; a new claimant inher
   t.like(wrongSubject, { status: 401, body: { error: 'signature_invalid' } })
   t.is((await http(base, 'GET', '/v1/handles/released-handle')).status, 200, 'failed releases change nothing')
 
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
   const released = await http(base, 'DELETE', '/v1/handles/released-handle', {
     headers: releaseAuth(owner, 'released-handle')
   })
@@ -543,8 +539,7 @@ test('release: by the owner frees the handle and its names; a new claimant inher
 
 test('an unregistered developer claiming with its own key comes into being (implicit) with the handle', async t => {
   const dev = developer(25)
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
   const res = await claim(dev, 'implicit-claimer')
   t.is(res.status, 201, JSON.stringify(res.body))
   t.like(res.body, {

@@ -3,7 +3,7 @@
  * ownership rules, updates with history, release, availability, binding at registration,
  * release on deregistration, resolution by name, version prefix and entity ID, and the events.
  */
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import {
   agent,
   bearer,
@@ -16,18 +16,17 @@ import {
   type Agent,
   type Developer
 } from '../helpers/identities.js'
-import { enc, http, recordEvents, startTestNode, type TestNode } from '../helpers/node.js'
+import { enc, http, recordEvents, testNodes, type TestNode } from '../helpers/node.js'
 
+const { start, stopAll } = testNodes()
 let node: TestNode
 let base: string
 
 test.before(async () => {
-  node = await startTestNode()
+  node = await start()
   base = node.url
 })
-test.after.always(async () => {
-  await node?.stop()
-})
+test.after.always(stopAll)
 
 const fqan = (handle: string, name: string) => `registry.test/${handle}/${name}`
 
@@ -54,6 +53,18 @@ async function registerEntity(
 
 const bindSpec = (signer: Developer, fields: Record<string, unknown>) =>
   http(base, 'POST', '/v1/names', { body: signSpec(signer.keyPair, fields) })
+
+/** A spec-form binding by `signer` that is refused with `status` and `error`, naming the binding's `field`. */
+async function bindRefused(
+  t: ExecutionContext,
+  signer: Developer,
+  fields: Record<string, unknown>,
+  refusal: { status: number; error: string; field: string }
+): Promise<void> {
+  const res = await bindSpec(signer, fields)
+  t.is(res.status, refusal.status, JSON.stringify(res.body))
+  t.like(res.body, { error: refusal.error, field: refusal.field })
+}
 
 /** Deployed form: the signature covers exactly the five binding fields (absent tags = null, absent version = ""). */
 function deployedBind(
@@ -200,13 +211,12 @@ test('binding rules: ownership, signer, taken, idempotent, invalid, unknown hand
   const { a: mine2 } = await registerEntity(owner, 2)
   const { a: theirs } = await registerEntity(other, 1)
 
-  const notOwned = await bindSpec(owner, {
-    developer_handle: 'rules-owner',
-    entity_name: 'borrowed',
-    entity_id: theirs.agentId
-  })
-  t.is(notOwned.status, 403, JSON.stringify(notOwned.body))
-  t.like(notOwned.body, { error: 'entity_not_owned', field: 'entity_id' })
+  await bindRefused(
+    t,
+    owner,
+    { developer_handle: 'rules-owner', entity_name: 'borrowed', entity_id: theirs.agentId },
+    { status: 403, error: 'entity_not_owned', field: 'entity_id' }
+  )
 
   const foreignHandle = await bindSpec(other, {
     developer_handle: 'rules-owner',
@@ -217,13 +227,12 @@ test('binding rules: ownership, signer, taken, idempotent, invalid, unknown hand
 
   const first = await bindSpec(owner, { developer_handle: 'rules-owner', entity_name: 'main', entity_id: mine.agentId })
   t.is(first.status, 201)
-  const taken = await bindSpec(owner, {
-    developer_handle: 'rules-owner',
-    entity_name: 'main',
-    entity_id: mine2.agentId
-  })
-  t.is(taken.status, 409)
-  t.like(taken.body, { error: 'name_taken', field: 'entity_name' })
+  await bindRefused(
+    t,
+    owner,
+    { developer_handle: 'rules-owner', entity_name: 'main', entity_id: mine2.agentId },
+    { status: 409, error: 'name_taken', field: 'entity_name' }
+  )
   const again = await bindSpec(owner, { developer_handle: 'rules-owner', entity_name: 'main', entity_id: mine.agentId })
   t.is(again.status, 200, JSON.stringify(again.body))
   t.like(again.body, { fqan: fqan('rules-owner', 'main'), entity_id: mine.agentId, bound_at: first.body.bound_at })
@@ -239,22 +248,20 @@ test('binding rules: ownership, signer, taken, idempotent, invalid, unknown hand
     t.is(res.body.error, 'name_invalid', name)
   }
 
-  const noHandle = await bindSpec(owner, {
-    developer_handle: 'never-claimed-x',
-    entity_name: 'thing',
-    entity_id: mine2.agentId
-  })
-  t.is(noHandle.status, 404)
-  t.like(noHandle.body, { error: 'handle_not_found', field: 'developer_handle' })
+  await bindRefused(
+    t,
+    owner,
+    { developer_handle: 'never-claimed-x', entity_name: 'thing', entity_id: mine2.agentId },
+    { status: 404, error: 'handle_not_found', field: 'developer_handle' }
+  )
 
   const ghost = agent(owner, 77)
-  const noEntity = await bindSpec(owner, {
-    developer_handle: 'rules-owner',
-    entity_name: 'ghost',
-    entity_id: ghost.agentId
-  })
-  t.is(noEntity.status, 404)
-  t.like(noEntity.body, { error: 'entity_not_found', field: 'entity_id' })
+  await bindRefused(
+    t,
+    owner,
+    { developer_handle: 'rules-owner', entity_name: 'ghost', entity_id: ghost.agentId },
+    { status: 404, error: 'entity_not_found', field: 'entity_id' }
+  )
   t.is((await http(base, 'GET', '/v1/names/rules-owner/ghost')).status, 404)
 })
 
@@ -401,8 +408,7 @@ test('availability: available, taken (with existing_entity_id), invalid, handle_
 })
 
 test('registration binds entity_name; the registration itself never fails on the name', async t => {
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
   const dev = await developerWithHandle(58, 'autobind')
   const bound = await registerEntity(dev, 1, { entity_name: 'translator' })
   t.like(bound.body, { entity_id: bound.a.agentId, fqan: fqan('autobind', 'translator') })
@@ -447,8 +453,7 @@ test('deregistering an entity releases its names', async t => {
   const dev = await developerWithHandle(60, 'dereg')
   const { a } = await registerEntity(dev, 1, { entity_name: 'first' })
   t.is((await bindSpec(dev, { developer_handle: 'dereg', entity_name: 'second', entity_id: a.agentId })).status, 201)
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
 
   const res = await http(base, 'DELETE', `/v1/entities/${enc(a.agentId)}`, { headers: bearer(a, a.agentId) })
   t.is(res.status, 200, JSON.stringify(res.body))
@@ -480,8 +485,7 @@ test('resolution by name, by version prefix and by entity ID; name_resolved is p
   )
   t.is((await putSigned(dev, 'resolver', 'svc', { version: '1.2.0' })).status, 200)
   t.is((await putSigned(dev, 'resolver', 'svc', { version: '2.0.0', capability_tags: ['v2'] })).status, 200)
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
 
   const res = await http(base, 'GET', '/v1/resolve/resolver/svc')
   t.is(res.status, 200, JSON.stringify(res.body))
@@ -584,8 +588,7 @@ test('resolution by name, by version prefix and by entity ID; name_resolved is p
 test('events: name_registered, name_updated, name_released carry the fqan', async t => {
   const dev = await developerWithHandle(63, 'evented')
   const { a } = await registerEntity(dev, 1)
-  const rec = recordEvents(node)
-  t.teardown(rec.stop)
+  const rec = recordEvents(node, t)
   const target = fqan('evented', 'ev')
 
   t.is(

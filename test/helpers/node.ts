@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { ExecutionContext } from 'ava'
 import { pino } from 'pino'
 import WebSocket from 'ws'
 import { defaultConfig, type NodeConfig } from '../../src/config.js'
@@ -88,12 +89,13 @@ export function tcpAddress(n: TestNode): string {
   return found
 }
 
-/** Collects a node's events from now on (tests run concurrently: filter what you read). */
-export function recordEvents(n: TestNode): { events: RegistryEvent[]; stop: () => void } {
+/** Collects a node's events from now on, until test `t` ends (tests run concurrently: filter what you read). */
+export function recordEvents(n: TestNode, t: ExecutionContext): { events: RegistryEvent[]; stop: () => void } {
   const events: RegistryEvent[] = []
   const stop = n.node.bus.subscribe(e => {
     events.push(e)
   })
+  t.teardown(stop)
   return { events, stop }
 }
 
