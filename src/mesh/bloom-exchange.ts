@@ -9,12 +9,13 @@
  * peers are ever asked, so a gossipsub topic would flood every node's versions across the whole
  * mesh (and make each receiver verify a signature per announcement) for nodes that never use them.
  */
-import type { IdentifyResult, Libp2pEvents, PeerId, Stream, Connection } from '@libp2p/interface'
+import type { IdentifyResult, PeerId, Stream, Connection } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'
 import type { Logger } from 'pino'
 import { FEDERATION_LIMITS, TermFilterAck, TermFilterMessage } from '../wire/federation.js'
 import { decodeJson, encodeJson } from './frames.js'
-import type { MeshLibp2p, MeshServices } from './libp2p-node.js'
+import type { MeshLibp2p } from './libp2p-node.js'
+import { listenTo } from './listen.js'
 import { registryKeyOf } from './peers.js'
 
 export const BLOOM_PROTOCOL = '/zns/bloom/1.0.0'
@@ -59,15 +60,10 @@ export class BloomExchange {
       maxInboundStreams: STREAMS_PER_CONNECTION,
       maxOutboundStreams: STREAMS_PER_CONNECTION
     })
-    const on = <K extends keyof Libp2pEvents<MeshServices>>(
-      type: K,
-      listener: (evt: Libp2pEvents<MeshServices>[K]) => void
-    ): void => {
-      libp2p.addEventListener(type, listener)
-      this.detach.push(() => libp2p.removeEventListener(type, listener))
-    }
-    on('peer:identify', evt => this.identified(evt.detail))
-    on('peer:disconnect', evt => this.forget(evt.detail))
+    this.detach.push(
+      listenTo(libp2p, 'peer:identify', evt => this.identified(evt.detail)),
+      listenTo(libp2p, 'peer:disconnect', evt => this.forget(evt.detail))
+    )
     this.detach.push(this.o.local.subscribe(() => this.pushAll()))
     this.retryTimer = setInterval(() => this.pushAll(), this.o.retryIntervalMs ?? 30_000).unref()
   }

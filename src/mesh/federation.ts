@@ -4,11 +4,12 @@
  * port (`SearchFederationPort` in src/services/federated-search.ts, matched structurally: the mesh
  * does not import services).
  */
-import type { IdentifyResult, Libp2pEvents, PeerId } from '@libp2p/interface'
+import type { IdentifyResult, PeerId } from '@libp2p/interface'
 import type { Logger } from 'pino'
 import type { PeerSearchRequest, PeerSearchResponse, TermFilterMessage } from '../wire/federation.js'
 import { BloomExchange, type LocalTermFilter } from './bloom-exchange.js'
-import type { MeshLibp2p, MeshServices } from './libp2p-node.js'
+import type { MeshLibp2p } from './libp2p-node.js'
+import { listenTo } from './listen.js'
 import { registryKeyOf, type PeerBook } from './peers.js'
 import { SEARCH_PROTOCOL, SearchProtocol, type PeerSearchHandler } from './search-protocol.js'
 
@@ -49,17 +50,12 @@ export class MeshFederation {
 
   async start(): Promise<void> {
     const { libp2p } = this.o
-    const on = <K extends keyof Libp2pEvents<MeshServices>>(
-      type: K,
-      listener: (evt: Libp2pEvents<MeshServices>[K]) => void
-    ): void => {
-      libp2p.addEventListener(type, listener)
-      this.detach.push(() => libp2p.removeEventListener(type, listener))
-    }
-    on('peer:identify', evt => this.identified(evt.detail))
-    on('peer:disconnect', evt => {
-      this.searchable.delete(evt.detail.toString())
-    })
+    this.detach.push(
+      listenTo(libp2p, 'peer:identify', evt => this.identified(evt.detail)),
+      listenTo(libp2p, 'peer:disconnect', evt => {
+        this.searchable.delete(evt.detail.toString())
+      })
+    )
     await this.protocol.start()
     await this.bloom.start()
   }

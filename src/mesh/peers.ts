@@ -8,7 +8,7 @@
  * them correctly puts the peer in tier `peer-id`; the name and host it states remain claims until the
  * registry-proof tier (the peer's /.well-known/node-registry.json checked against its host) exists.
  */
-import type { Connection, IdentifyResult, Libp2pEvents, PeerId, Stream } from '@libp2p/interface'
+import type { Connection, IdentifyResult, PeerId, Stream } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import type { Logger } from 'pino'
@@ -17,7 +17,8 @@ import { formatKey, normalizePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { HELLO_LIMITS, HelloMessage, type PeerView } from '../wire/network.js'
 import { decodeJson } from './frames.js'
-import type { MeshLibp2p, MeshServices } from './libp2p-node.js'
+import type { MeshLibp2p } from './libp2p-node.js'
+import { listenTo } from './listen.js'
 
 export const HELLO_PROTOCOL = '/zns/hello/1.0.0'
 
@@ -106,16 +107,11 @@ export class PeerBook {
       maxInboundStreams: 4,
       maxOutboundStreams: 4
     })
-    const on = <K extends keyof Libp2pEvents<MeshServices>>(
-      type: K,
-      listener: (evt: Libp2pEvents<MeshServices>[K]) => void
-    ): void => {
-      libp2p.addEventListener(type, listener)
-      this.detach.push(() => libp2p.removeEventListener(type, listener))
-    }
-    on('peer:connect', evt => this.connected(evt.detail))
-    on('peer:disconnect', evt => this.disconnected(evt.detail))
-    on('peer:identify', evt => this.identified(evt.detail))
+    this.detach.push(
+      listenTo(libp2p, 'peer:connect', evt => this.connected(evt.detail)),
+      listenTo(libp2p, 'peer:disconnect', evt => this.disconnected(evt.detail)),
+      listenTo(libp2p, 'peer:identify', evt => this.identified(evt.detail))
+    )
     this.pingTimer = setInterval(() => {
       void this.pingAll()
     }, this.o.pingIntervalMs).unref()
