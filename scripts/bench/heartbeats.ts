@@ -879,7 +879,7 @@ class HeartbeatRun {
       this.currentPhase = starting?.name ?? null
       void this.sample().then(x => { samples[i] = x })
     }
-    phases.forEach((p, i) => setTimeout(() => boundary(i), Math.max(0, T0 + p.start - performance.now())))
+    phases.forEach((p, i) => { setTimeout(() => boundary(i), Math.max(0, T0 + p.start - performance.now())) })
     const ended = new Promise<void>(resolve => setTimeout(() => { boundary(phases.length); resolve() }, D))
     const total = N * K
     let j = 0
@@ -1103,7 +1103,7 @@ async function reportProfiles(profileDir: string, results: ReadonlyMap<string, P
       const top = topSelf(profile, r.from.hrUs, r.to.hrUs, 25)
       if (top.total === 0) continue
       report(`profile_${name}_samples`, top.total, `main-thread samples (${file})`)
-      top.rows.forEach((row, i) => report(`profile_${name}_top${i + 1}`, fmt(row.share * 100, 1), `% self ${row.name}`))
+      top.rows.forEach((row, i) => { report(`profile_${name}_top${i + 1}`, fmt(row.share * 100, 1), `% self ${row.name}`) })
     }
   }
   console.error(`profiles kept in ${profileDir}`)

@@ -373,7 +373,7 @@ function reportDelivery(run: Run, label: string, published: readonly Published[]
       if (homeAt !== undefined) homeToNode.push(at - homeAt)
       last = Math.max(last, at)
       const g = seen[j]!.gossip.get(`${gossipKind}|${p.entity.id}`)
-      if (!g || !g.outcomes.includes('applied')) bySync++
+      if (!g?.outcomes.includes('applied')) bySync++
     }
     if (complete) toLast.push(last - p.repliedAt)
   }

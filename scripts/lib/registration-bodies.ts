@@ -4,7 +4,7 @@
  * developer proof), even ones in the spec's signing form, odd ones in the deployed clients' (Go
  * field spellings, the signature over the fixed subset, docs/compatibility.md).
  */
-import { Agent, request } from 'node:http'
+import { type Agent, request } from 'node:http'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
