@@ -1,13 +1,21 @@
 /**
- * Authorization of updates and deletions, in every form docs/compatibility.md lists. Returns how the
- * signature was carried and which form verified, which the operation keeps for re-verification.
+ * Authorization of updates and deletions, in every form docs/compatibility.md lists, and of writes
+ * signed in their own body (registrations, claims, bindings). Returns how the signature was carried
+ * and which form verified, which the operation keeps for re-verification.
  */
 import { RegistryError } from '../errors.js'
 import { parseAuthorization, type SignerRole } from '../identity/authorization.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
-import { verifyBodySignedUpdate, verifyDeletion, verifyRawBody, verifyRelease } from '../identity/verifiers.js'
+import {
+  verifyBodySignedUpdate,
+  verifyDeletion,
+  verifyRawBody,
+  verifyRelease,
+  type SignedForm
+} from '../identity/verifiers.js'
 import type { SignatureVerifier } from '../identity/verify-pool.js'
 import type { OperationAuth } from '../store/records.js'
+import type { WriteRequest } from './components.js'
 
 export interface Credentials {
   authorization?: string | undefined
@@ -49,6 +57,44 @@ function headerSignature(credentials: Credentials) {
       'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>" or "Bearer-Dev ed25519:<base64 signature>".'
     )
   return auth
+}
+
+/** A verifier of one kind of body-signed write (identity/verifiers.ts): the form that verified, or null. */
+export type BodySignatureCheck = (
+  body: Record<string, unknown>,
+  publicKey: Buffer,
+  signature: Buffer,
+  verifier: SignatureVerifier
+) => Promise<SignedForm | null>
+
+/**
+ * A write signed in its own body (the `signature` member): verified with `key` by `check`, in any
+ * form it accepts. Returns the form; a signature that does not verify is `signature_invalid`, with
+ * `failure` saying whose key it was checked against.
+ */
+export async function requireBodySignature(
+  check: BodySignatureCheck,
+  body: { signature: string },
+  key: Buffer,
+  verifier: SignatureVerifier,
+  failure: string
+): Promise<SignedForm> {
+  const form = await check(body as Record<string, unknown>, key, parseSignature(body.signature) as Buffer, verifier)
+  if (!form) throw new RegistryError('signature_invalid', failure, 'signature')
+  return form
+}
+
+/**
+ * An update to a record its developer signs directly (its profile, handle, names): Authorization or
+ * the body's own signature, with the developer's key whichever role the header names.
+ */
+export function authorizeDeveloperUpdate(
+  request: Pick<WriteRequest, 'raw' | 'credentials'>,
+  body: Record<string, unknown>,
+  developerPublicKey: string,
+  verifier: SignatureVerifier
+): Promise<OperationAuth> {
+  return authorizeUpdate(request.credentials ?? {}, developerSigner(developerPublicKey), request.raw, body, verifier)
 }
 
 /** Update: Authorization over the raw body, or the body's own `signature` over its canonical JSON. */

@@ -3,7 +3,7 @@
  * the same verify → commit signed operation → acknowledge path as entities.
  */
 import { RegistryError } from '../errors.js'
-import { formatKey, parsePublicKey, parseSignature } from '../identity/encoding.js'
+import { formatKey, parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperRegistration } from '../identity/verifiers.js'
 import { isLater } from '../store/operation-order.js'
@@ -11,7 +11,7 @@ import type { WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
-import { authorizeDeletion, authorizeUpdate, developerSigner } from './authorize.js'
+import { authorizeDeletion, authorizeDeveloperUpdate, developerSigner, requireBodySignature } from './authorize.js'
 import {
   MissingDependency,
   StaleOperation,
@@ -101,18 +101,13 @@ export class DeveloperService {
     const body = validate(DeveloperRegistrationRequest, req.body)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const publicKey = parsePublicKey(body.public_key) as Buffer
-    const form = await verifyDeveloperRegistration(
-      body as Record<string, unknown>,
+    const form = await requireBodySignature(
+      verifyDeveloperRegistration,
+      body,
       publicKey,
-      parseSignature(body.signature) as Buffer,
-      this.c.verifier
+      this.c.verifier,
+      'The registration signature does not verify against public_key.'
     )
-    if (!form)
-      throw new RegistryError(
-        'signature_invalid',
-        'The registration signature does not verify against public_key.',
-        'signature'
-      )
     const developerId = deriveId('developer', publicKey)
     const { op, acceptedAt: now } = registrationOperation(
       this.c.identity,
@@ -213,13 +208,7 @@ export class DeveloperService {
     }
     const body = validate(DeveloperUpdateRequest, raw)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
-    const auth = await authorizeUpdate(
-      req.credentials ?? {},
-      developerSigner(existing.public_key),
-      req.raw,
-      raw,
-      this.c.verifier
-    )
+    const auth = await authorizeDeveloperUpdate(req, raw, existing.public_key, this.c.verifier)
     const now = remote?.op.accepted_at ?? this.now().toISOString()
     const patch = (
       current: DeveloperRecord,

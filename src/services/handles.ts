@@ -4,14 +4,14 @@
  * bound under the handle, so a later claimant inherits nothing). One handle per developer.
  */
 import { RegistryError } from '../errors.js'
-import { parsePublicKey, parseSignature } from '../identity/encoding.js'
+import { parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyHandleClaim } from '../identity/verifiers.js'
 import type { WriteTransaction } from '../store/registry-store.js'
 import type { DeveloperRecord, HandleRecord, OperationAuth } from '../store/records.js'
 import { HandleClaimRequest, HandleVerifyRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { authorizeRelease, authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
+import { authorizeDeveloperUpdate, authorizeRelease, requireBodySignature, requireTarget } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem } from './naming.js'
 import { implicitDeveloper } from './developer-records.js'
@@ -104,18 +104,13 @@ export class HandleService {
         'public_key'
       )
     }
-    const form = await verifyHandleClaim(
-      body as Record<string, unknown>,
+    const form = await requireBodySignature(
+      verifyHandleClaim,
+      body,
       key,
-      parseSignature(body.signature) as Buffer,
-      this.c.verifier
+      this.c.verifier,
+      "The claim signature does not verify against the developer's key."
     )
-    if (!form)
-      throw new RegistryError(
-        'signature_invalid',
-        "The claim signature does not verify against the developer's key.",
-        'signature'
-      )
     const now = this.now().toISOString()
     const auth: OperationAuth = { carrier: 'body', signer: 'developer', signature: body.signature, form }
     const result = await this.c.writes.run(() =>
@@ -201,11 +196,10 @@ export class HandleService {
       throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
     const body = validate(HandleVerifyRequest, req.body)
     requireTarget(req.body as Record<string, unknown>, { handle })
-    const auth = await authorizeUpdate(
-      req.credentials ?? {},
-      developerSigner(developer.public_key),
-      req.raw,
+    const auth = await authorizeDeveloperUpdate(
+      req,
       req.body as Record<string, unknown>,
+      developer.public_key,
       this.c.verifier
     )
     const outcome = await this.c.ownership.verify(body.method, body.proof, developer.public_key)

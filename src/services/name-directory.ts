@@ -16,7 +16,7 @@ import { deriveId } from '../identity/ids.js'
 import { verifyDeletion, verifyHandleClaim, verifyNameBinding, verifyRelease } from '../identity/verifiers.js'
 import { compareOperations } from '../store/operation-order.js'
 import type { NameBinding, Operation } from '../store/records.js'
-import { authorizeUpdate, developerSigner } from './authorize.js'
+import { authorizeDeveloperUpdate } from './authorize.js'
 import { MissingDependency, StaleOperation, type ServiceComponents, type WriteRequest } from './components.js'
 import { formatFqan } from './naming.js'
 import { bodyOf } from './operations.js'
@@ -161,13 +161,7 @@ export class NameDirectory {
     switch (op.kind) {
       case 'handle.verify':
       case 'name.update':
-        await authorizeUpdate(
-          req.credentials ?? {},
-          developerSigner(developer.public_key),
-          req.raw,
-          body,
-          this.c.verifier
-        )
+        await authorizeDeveloperUpdate(req, body, developer.public_key, this.c.verifier)
         return
       case 'handle.release': {
         // Released by the developer (over release:<handle>), or with the developer's deregistration.

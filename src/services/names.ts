@@ -4,13 +4,13 @@
  * every bind and update adds to the binding's version history.
  */
 import { RegistryError, invalidField } from '../errors.js'
-import { parsePublicKey, parseSignature } from '../identity/encoding.js'
+import { parsePublicKey } from '../identity/encoding.js'
 import { verifyNameBinding } from '../identity/verifiers.js'
 import type { WriteTransaction } from '../store/registry-store.js'
 import type { NameBinding, NameVersion, Operation } from '../store/records.js'
 import { NameBindRequest, NameUpdateRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { authorizeRelease, authorizeUpdate, developerSigner, requireTarget } from './authorize.js'
+import { authorizeDeveloperUpdate, authorizeRelease, requireBodySignature, requireTarget } from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem, isValidName } from './naming.js'
 import { acceptOperation, sealOperation } from './operations.js'
@@ -98,18 +98,13 @@ export class NameService {
       )
     const developer = this.c.store.getDeveloper(handle.developer_id)
     if (!developer) throw new RegistryError('developer_not_found', undefined, 'developer_handle')
-    const form = await verifyNameBinding(
-      body as Record<string, unknown>,
+    const form = await requireBodySignature(
+      verifyNameBinding,
+      body,
       parsePublicKey(developer.public_key) as Buffer,
-      parseSignature(body.signature) as Buffer,
-      this.c.verifier
+      this.c.verifier,
+      `The binding signature does not verify against the key of ${handle.developer_id}, who holds ${handle.handle}.`
     )
-    if (!form)
-      throw new RegistryError(
-        'signature_invalid',
-        `The binding signature does not verify against the key of ${handle.developer_id}, who holds ${handle.handle}.`,
-        'signature'
-      )
     const entity = this.c.store.getEntity(body.entity_id)
     if (!entity)
       throw new RegistryError(
@@ -199,11 +194,10 @@ export class NameService {
       entity_name: name,
       fqan: this.fqan(handle, name)
     })
-    const auth = await authorizeUpdate(
-      req.credentials ?? {},
-      developerSigner(developer.public_key),
-      req.raw,
+    const auth = await authorizeDeveloperUpdate(
+      req,
       req.body as Record<string, unknown>,
+      developer.public_key,
       this.c.verifier
     )
     const now = this.now().toISOString()
