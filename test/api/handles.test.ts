@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import {
   agent,
   canonicalJson,
@@ -20,7 +20,7 @@ import {
 } from '../helpers/identities.js'
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
 import { json, startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
-import { enc, http, recordEvents, startTestNode, type TestNode } from '../helpers/node.js'
+import { enc, http, recordEvents, startTestNode, type HttpResult, type TestNode } from '../helpers/node.js'
 
 let node: TestNode
 let base: string
@@ -111,6 +111,16 @@ function claimBody(
 }
 
 const claim = (dev: Developer, handle: string) => http(base, 'POST', '/v1/handles', { body: claimBody(dev, handle) })
+
+/** A request to verify `handle` by `method`, signed in the spec form by `signer`. */
+const verifyHandle = (signer: Developer, handle: string, method: string, proof: string) =>
+  http(base, 'POST', `/v1/handles/${handle}/verify`, { body: signSpec(signer.keyPair, { method, proof }) })
+
+/** `res` is the answer to a verification that succeeded by `method` with `proof`, reaching `tier`. */
+function verifiedBy(t: ExecutionContext, res: HttpResult, method: string, proof: string, tier: string): void {
+  t.is(res.status, 200, JSON.stringify(res.body))
+  t.like(res.body, { verified: true, verification_method: method, verification_proof: proof, verification_tier: tier })
+}
 
 const releaseAuth = (dev: Developer, subject: string) => ({
   authorization: `Bearer ${sign(dev.keyPair, `release:${subject}`)}`
@@ -248,26 +258,15 @@ test('availability: available, claimed, invalid, reserved', async t => {
   const free = await http(base, 'GET', '/v1/handles/avail-free/available')
   t.is(free.status, 200)
   t.deepEqual(free.body, { handle: 'avail-free', available: true })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/avail-taken/available')).body, {
-    handle: 'avail-taken',
-    available: false,
-    reason: 'claimed'
-  })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/ab/available')).body, {
-    handle: 'ab',
-    available: false,
-    reason: 'invalid'
-  })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/-x-/available')).body, {
-    handle: '-x-',
-    available: false,
-    reason: 'invalid'
-  })
-  t.deepEqual((await http(base, 'GET', '/v1/handles/admin/available')).body, {
-    handle: 'admin',
-    available: false,
-    reason: 'reserved'
-  })
+  const unavailable = [
+    ['avail-taken', 'claimed'],
+    ['ab', 'invalid'],
+    ['-x-', 'invalid'],
+    ['admin', 'reserved']
+  ]
+  for (const [handle, reason] of unavailable) {
+    t.deepEqual((await http(base, 'GET', `/v1/handles/${handle}/available`)).body, { handle, available: false, reason })
+  }
 })
 
 test('POST /v1/developers with a handle claims it in the same write; a taken handle fails the whole registration', async t => {
@@ -319,9 +318,7 @@ test('verify by DNS through a real resolver (body signature and Authorization ov
   t.is((await claim(dnsDev, 'dns-dev')).status, 201)
   const rec = recordEvents(node, t)
 
-  const res = await http(base, 'POST', '/v1/handles/dns-dev/verify', {
-    body: signSpec(dnsDev.keyPair, { method: 'dns', proof: 'example.com' })
-  })
+  const res = await verifyHandle(dnsDev, 'dns-dev', 'dns', 'example.com')
   t.is(res.status, 200, JSON.stringify(res.body))
   t.like(res.body, {
     handle: 'dns-dev',
@@ -355,13 +352,7 @@ test('verify by DNS through a real resolver (body signature and Authorization ov
     raw,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(bearerDnsDev.keyPair, raw)}` }
   })
-  t.is(bearer.status, 200, JSON.stringify(bearer.body))
-  t.like(bearer.body, {
-    verified: true,
-    verification_method: 'dns',
-    verification_proof: 'bearer.example',
-    verification_tier: 'dns-verified'
-  })
+  verifiedBy(t, bearer, 'dns', 'bearer.example', 'dns-verified')
 })
 
 test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async t => {
@@ -373,9 +364,7 @@ test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async
   })
   t.like(unsigned, { status: 401, body: { error: 'authorization_required' } })
 
-  const byStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
-    body: signSpec(stranger.keyPair, { method: 'dns', proof: 'example.com' })
-  })
+  const byStranger = await verifyHandle(stranger, 'verify-fails', 'dns', 'example.com')
   t.like(byStranger, { status: 401, body: { error: 'signature_invalid' } })
   const raw = JSON.stringify({ method: 'dns', proof: 'example.com' })
   const bearerStranger = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
@@ -386,9 +375,7 @@ test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async
 
   // example.com publishes dnsDev's key, not this developer's; wrong.example publishes other keys.
   for (const proof of ['wrong.example', 'example.com', 'nothing-here.example']) {
-    const res = await http(base, 'POST', '/v1/handles/verify-fails/verify', {
-      body: signSpec(dev.keyPair, { method: 'dns', proof })
-    })
+    const res = await verifyHandle(dev, 'verify-fails', 'dns', proof)
     t.is(res.status, 400, `${proof}: ${JSON.stringify(res.body)}`)
     t.is(res.body.error, 'verification_failed', proof)
   }
@@ -397,9 +384,7 @@ test('verify: unsigned, signed by another key, wrong TXT, unknown handle', async
     verification_tier: 'self-claimed'
   })
 
-  const unknown = await http(base, 'POST', '/v1/handles/no-such-handle/verify', {
-    body: signSpec(dev.keyPair, { method: 'dns', proof: 'example.com' })
-  })
+  const unknown = await verifyHandle(dev, 'no-such-handle', 'dns', 'example.com')
   t.like(unknown, { status: 404, body: { error: 'handle_not_found' } })
 })
 
@@ -411,16 +396,8 @@ test('verify by GitHub against the HTTPS stand-in: found, not found, unavailable
   t.is((await claim(githubNoneDev, 'gh-none')).status, 201)
   t.is((await claim(githubBrokenDev, 'gh-broken')).status, 201)
 
-  const ok = await http(base, 'POST', '/v1/handles/gh-dev/verify', {
-    body: signSpec(githubDev.keyPair, { method: 'github', proof: 'keyholder' })
-  })
-  t.is(ok.status, 200, JSON.stringify(ok.body))
-  t.like(ok.body, {
-    verified: true,
-    verification_method: 'github',
-    verification_proof: 'keyholder',
-    verification_tier: 'github-verified'
-  })
+  const ok = await verifyHandle(githubDev, 'gh-dev', 'github', 'keyholder')
+  verifiedBy(t, ok, 'github', 'keyholder', 'github-verified')
   t.like((await http(base, 'GET', `/v1/developers/${enc(githubDev.id)}`)).body, {
     dev_handle_verified: true,
     verification_method: 'github',
@@ -428,19 +405,13 @@ test('verify by GitHub against the HTTPS stand-in: found, not found, unavailable
   })
 
   // nokey's gist holds githubDev's key, not githubNoneDev's.
-  const none = await http(base, 'POST', '/v1/handles/gh-none/verify', {
-    body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nokey' })
-  })
+  const none = await verifyHandle(githubNoneDev, 'gh-none', 'github', 'nokey')
   t.is(none.status, 400, JSON.stringify(none.body))
   t.is(none.body.error, 'verification_failed')
-  const noUser = await http(base, 'POST', '/v1/handles/gh-none/verify', {
-    body: signSpec(githubNoneDev.keyPair, { method: 'github', proof: 'nosuchuser' })
-  })
+  const noUser = await verifyHandle(githubNoneDev, 'gh-none', 'github', 'nosuchuser')
   t.like(noUser, { status: 400, body: { error: 'verification_failed' } })
 
-  const broken = await http(base, 'POST', '/v1/handles/gh-broken/verify', {
-    body: signSpec(githubBrokenDev.keyPair, { method: 'github', proof: 'broken' })
-  })
+  const broken = await verifyHandle(githubBrokenDev, 'gh-broken', 'github', 'broken')
   t.is(broken.status, 502, JSON.stringify(broken.body))
   t.is(broken.body.error, 'verification_unavailable')
   t.like((await http(base, 'GET', '/v1/handles/gh-broken')).body, {

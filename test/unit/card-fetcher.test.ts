@@ -56,6 +56,12 @@ const redirect =
     res.writeHead(status, { location })
     res.end()
   }
+/** `sendJson`, answered `ms` later. */
+const sendJsonAfter =
+  (ms: number, body: unknown) =>
+  (req: IncomingMessage, res: ServerResponse): void => {
+    setTimeout(() => sendJson(body)(req, res), ms)
+  }
 const hitCount = (path: string): number => hits.get(path) ?? 0
 
 test.before(async () => {
@@ -583,9 +589,7 @@ test('concurrent gets for one entity share one fetch', async t => {
   const f = fetcher()
   const e = entity('shared')
   const path = '/shared/.well-known/agent-card.json'
-  routes.set(path, (req, res) => {
-    setTimeout(() => sendJson({ name: 'shared' })(req, res), 150)
-  })
+  routes.set(path, sendJsonAfter(150, { name: 'shared' }))
   const results = await Promise.all(Array.from({ length: 5 }, () => f.get(e)))
   t.is(hitCount(path), 1)
   for (const r of results) t.is(r, results[0]!)
@@ -593,9 +597,7 @@ test('concurrent gets for one entity share one fetch', async t => {
   // A failure is shared too, and not cached.
   const bad = entity('shared-bad')
   const badPath = '/shared-bad/.well-known/agent-card.json'
-  routes.set(badPath, (req, res) => {
-    setTimeout(() => sendJson('nope')(req, res), 100)
-  })
+  routes.set(badPath, sendJsonAfter(100, 'nope'))
   const settled = await Promise.allSettled(Array.from({ length: 3 }, () => f.get(bad)))
   t.true(settled.every(s => s.status === 'rejected'))
   t.is(hitCount(badPath), 1)
@@ -605,9 +607,7 @@ test('forget() during a fetch keeps its result out of the cache', async t => {
   const f = fetcher()
   const e = entity('forget-inflight')
   const path = '/forget-inflight/.well-known/agent-card.json'
-  routes.set(path, (req, res) => {
-    setTimeout(() => sendJson({ name: 'stale' })(req, res), 100)
-  })
+  routes.set(path, sendJsonAfter(100, { name: 'stale' }))
   const running = f.get(e)
   f.forget(e.entity_id)
   await running

@@ -116,9 +116,14 @@ function clock(start = 1_000_000) {
   }
 }
 
-test('limiter: counts up to the limit per key, then refuses', t => {
+/** A limiter of `limit` per `windowMs` on a test clock `c` that moves only when advanced. */
+function limiterOnClock(limit: number, windowMs: number) {
   const c = clock()
-  const limiter = new FixedWindowLimiter(3, 60_000, c.now)
+  return { c, limiter: new FixedWindowLimiter(limit, windowMs, c.now) }
+}
+
+test('limiter: counts up to the limit per key, then refuses', t => {
+  const { limiter } = limiterOnClock(3, 60_000)
   t.deepEqual(limiter.take('a'), { allowed: true, limit: 3, remaining: 2, resetSeconds: 60 })
   t.deepEqual(limiter.take('a'), { allowed: true, limit: 3, remaining: 1, resetSeconds: 60 })
   t.deepEqual(limiter.take('a'), { allowed: true, limit: 3, remaining: 0, resetSeconds: 60 })
@@ -128,8 +133,7 @@ test('limiter: counts up to the limit per key, then refuses', t => {
 })
 
 test('limiter: reset counts down within the window and never reaches zero', t => {
-  const c = clock()
-  const limiter = new FixedWindowLimiter(2, 60_000, c.now)
+  const { c, limiter } = limiterOnClock(2, 60_000)
   limiter.take('a')
   c.advance(15_500)
   t.is(limiter.take('a').resetSeconds, 45)
@@ -142,8 +146,7 @@ test('limiter: reset counts down within the window and never reaches zero', t =>
 })
 
 test('limiter: a new window starts once the old one has elapsed', t => {
-  const c = clock()
-  const limiter = new FixedWindowLimiter(1, 60_000, c.now)
+  const { c, limiter } = limiterOnClock(1, 60_000)
   t.true(limiter.take('a').allowed)
   c.advance(59_999)
   t.false(limiter.take('a').allowed)
@@ -155,8 +158,7 @@ test('limiter: a new window starts once the old one has elapsed', t => {
 })
 
 test('limiter: sweep drops only expired windows', t => {
-  const c = clock()
-  const limiter = new FixedWindowLimiter(5, 1_000, c.now)
+  const { c, limiter } = limiterOnClock(5, 1_000)
   limiter.take('old')
   c.advance(600)
   limiter.take('young')
