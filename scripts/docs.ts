@@ -21,7 +21,10 @@ export function generatedSections(): Record<string, string> {
   const config = [
     '| config key | flag | environment | default | meaning |',
     '|---|---|---|---|---|',
-    ...SETTINGS.map(s => `| \`${s.key}\` | \`--${s.kind === 'boolean' ? `[no-]${s.flag}` : s.flag}\` | \`${envName(s)}\` | \`${JSON.stringify(s.default)}\` | ${cell(s.doc)}${s.choices ? ` One of ${s.choices.join(', ')}.` : ''} |`)
+    ...SETTINGS.map(
+      s =>
+        `| \`${s.key}\` | \`--${s.kind === 'boolean' ? `[no-]${s.flag}` : s.flag}\` | \`${envName(s)}\` | \`${JSON.stringify(s.default)}\` | ${cell(s.doc)}${s.choices ? ` One of ${s.choices.join(', ')}.` : ''} |`
+    )
   ].join('\n')
   const errors = [
     '| code | status | meaning |',

@@ -36,20 +36,37 @@ function aptKnowsChromium() {
 
 function main() {
   if (existsSync(CHROMIUM)) return
-  if (process.platform !== 'linux') return log(`${CHROMIUM} is missing and this is not Linux (${process.platform}): install Chromium by hand; the browser test will skip`)
-  if (typeof process.getuid !== 'function' || process.getuid() !== 0) return log(`${CHROMIUM} is missing and this is not root: run \`sudo apt-get install chromium\`; the browser test will skip`)
-  if (!onPath('apt-get')) return log(`${CHROMIUM} is missing and apt-get is not available: install Chromium by hand; the browser test will skip`)
+  if (process.platform !== 'linux')
+    return log(
+      `${CHROMIUM} is missing and this is not Linux (${process.platform}): install Chromium by hand; the browser test will skip`
+    )
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0)
+    return log(
+      `${CHROMIUM} is missing and this is not root: run \`sudo apt-get install chromium\`; the browser test will skip`
+    )
+  if (!onPath('apt-get'))
+    return log(
+      `${CHROMIUM} is missing and apt-get is not available: install Chromium by hand; the browser test will skip`
+    )
 
   if (!aptKnowsChromium()) {
     log('apt-get update (the package lists do not offer chromium yet)')
     const update = run('apt-get', ['update'])
-    if (!update.ok) return log(`apt-get update failed (${update.why}) after ${update.seconds} s; the browser test will skip`)
+    if (!update.ok)
+      return log(`apt-get update failed (${update.why}) after ${update.seconds} s; the browser test will skip`)
     log(`apt-get update took ${update.seconds} s`)
   }
   log('apt-get install -y --no-install-recommends chromium')
   const install = run('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'])
-  if (!install.ok) return log(`apt-get install chromium failed (${install.why}) after ${install.seconds} s; the browser test will skip`)
-  log(existsSync(CHROMIUM) ? `installed ${CHROMIUM} in ${install.seconds} s` : `apt-get install finished in ${install.seconds} s but ${CHROMIUM} is still missing`)
+  if (!install.ok)
+    return log(
+      `apt-get install chromium failed (${install.why}) after ${install.seconds} s; the browser test will skip`
+    )
+  log(
+    existsSync(CHROMIUM)
+      ? `installed ${CHROMIUM} in ${install.seconds} s`
+      : `apt-get install finished in ${install.seconds} s but ${CHROMIUM} is still missing`
+  )
 }
 
 main()

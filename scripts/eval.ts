@@ -32,9 +32,22 @@ import { report } from './lib/report.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
-interface FixtureEntity { id: string; name: string; category: string; summary: string; tags: string[]; capability_summary: { skills: string[] }; type: 'agent' | 'service' }
+interface FixtureEntity {
+  id: string
+  name: string
+  category: string
+  summary: string
+  tags: string[]
+  capability_summary: { skills: string[] }
+  type: 'agent' | 'service'
+}
 type Kind = 'keyword' | 'natural' | 'paraphrase'
-interface FixtureQuery { id: string; query: string; kind: Kind; relevance: Record<string, number> }
+interface FixtureQuery {
+  id: string
+  query: string
+  kind: Kind
+  relevance: Record<string, number>
+}
 
 const { values: args } = parseArgs({
   options: {
@@ -44,21 +57,46 @@ const { values: args } = parseArgs({
     threads: { type: 'string', default: '1' }
   }
 })
-if (args.embedder !== 'hash' && args.embedder !== 'onnx') throw new Error(`--embedder must be hash or onnx, got ${args.embedder}`)
+if (args.embedder !== 'hash' && args.embedder !== 'onnx')
+  throw new Error(`--embedder must be hash or onnx, got ${args.embedder}`)
 
 const K = 10
 const KINDS: readonly Kind[] = ['keyword', 'natural', 'paraphrase']
-const load = <T>(name: string): T => JSON.parse(readFileSync(new URL(`../test/fixtures/eval/${name}`, import.meta.url), 'utf8')) as T
+const load = <T>(name: string): T =>
+  JSON.parse(readFileSync(new URL(`../test/fixtures/eval/${name}`, import.meta.url), 'utf8')) as T
 const entities = load<FixtureEntity[]>('entities.json')
 const queries = load<FixtureQuery[]>('queries.json')
 
 const nowIso = new Date().toISOString()
 function record(e: FixtureEntity): EntityRecord {
   return {
-    entity_id: e.id, type: e.type, name: e.name, category: e.category, summary: e.summary, version: '1.0.0', tags: e.tags,
-    public_key: '', signature: '', entity_url: null, service_endpoint: null, openapi_url: null, codebase_hash: null, developer_id: null,
-    entity_index: null, developer_proof: null, capability_summary: e.capability_summary, pricing_model: null, entity_name: null, ttl: 86400,
-    status: 'active', last_heartbeat: null, registered_at: nowIso, updated_at: nowIso, home_registry: 'eval', schema_version: '1.0', registration_signatures: []
+    entity_id: e.id,
+    type: e.type,
+    name: e.name,
+    category: e.category,
+    summary: e.summary,
+    version: '1.0.0',
+    tags: e.tags,
+    public_key: '',
+    signature: '',
+    entity_url: null,
+    service_endpoint: null,
+    openapi_url: null,
+    codebase_hash: null,
+    developer_id: null,
+    entity_index: null,
+    developer_proof: null,
+    capability_summary: e.capability_summary,
+    pricing_model: null,
+    entity_name: null,
+    ttl: 86400,
+    status: 'active',
+    last_heartbeat: null,
+    registered_at: nowIso,
+    updated_at: nowIso,
+    home_registry: 'eval',
+    schema_version: '1.0',
+    registration_signatures: []
   }
 }
 
@@ -70,19 +108,36 @@ function embeddingText(r: EntityRecord): string {
 
 const ZERO: RankingWeights = { text: 0, semantic: 0, trust: 0, freshness: 0, availability: 0 }
 /** minSemantic: 0 when the vector is all there is; the node's default (0.30) for hybrid, as served. */
-interface Mode { name: string; weights: RankingWeights; text: boolean; vector: boolean; minSemantic: number; fusion?: Fusion }
+interface Mode {
+  name: string
+  weights: RankingWeights
+  text: boolean
+  vector: boolean
+  minSemantic: number
+  fusion?: Fusion
+}
 const MODES: Mode[] = [
   { name: 'bm25', weights: { ...ZERO, text: 1 }, text: true, vector: false, minSemantic: 0 },
   { name: 'semantic', weights: { ...ZERO, semantic: 1 }, text: false, vector: true, minSemantic: 0 },
   { name: 'hybrid', weights: { ...ZERO, text: 0.5, semantic: 0.5 }, text: true, vector: true, minSemantic: 0.3 },
   { name: 'hybrid_spec', weights: { ...DEFAULT_WEIGHTS }, text: true, vector: true, minSemantic: 0.3 },
-  { name: 'hybrid_rrf', weights: { ...ZERO, text: 0.5, semantic: 0.5 }, text: true, vector: true, minSemantic: 0.3, fusion: 'rrf' }
+  {
+    name: 'hybrid_rrf',
+    weights: { ...ZERO, text: 0.5, semantic: 0.5 },
+    text: true,
+    vector: true,
+    minSemantic: 0.3,
+    fusion: 'rrf'
+  }
 ]
 
 function ndcg(ranked: readonly string[], rel: Record<string, number>): number {
-  const gain = (g: number) => Math.pow(2, g) - 1
+  const gain = (g: number) => 2 ** g - 1
   const dcg = ranked.slice(0, K).reduce((s, id, i) => s + gain(rel[id] ?? 0) / Math.log2(i + 2), 0)
-  const ideal = Object.values(rel).sort((a, b) => b - a).slice(0, K).reduce((s, g, i) => s + gain(g) / Math.log2(i + 2), 0)
+  const ideal = Object.values(rel)
+    .sort((a, b) => b - a)
+    .slice(0, K)
+    .reduce((s, g, i) => s + gain(g) / Math.log2(i + 2), 0)
   return ideal > 0 ? dcg / ideal : 0
 }
 function recall(ranked: readonly string[], rel: Record<string, number>): number {
@@ -100,34 +155,73 @@ report('eval_entities', entities.length, '')
 report('eval_queries', queries.length, '')
 for (const kind of KINDS) report(`eval_queries_${kind}`, queries.filter(q => q.kind === kind).length, '')
 // Most queries judge more than 10 entities (a family of 13 plus related families), so Recall@10 cannot reach 1.
-report('eval_recall10_ceiling', fmt(mean(queries.map(q => { const n = Object.values(q.relevance).filter(g => g >= 1).length; return Math.min(K, n) / n }))), '')
+report(
+  'eval_recall10_ceiling',
+  fmt(
+    mean(
+      queries.map(q => {
+        const n = Object.values(q.relevance).filter(g => g >= 1).length
+        return Math.min(K, n) / n
+      })
+    )
+  ),
+  ''
+)
 
 const records = entities.map(record)
 const now = Date.now()
 /** Embedders to evaluate, each with the prefix of its figures. */
-const runs: { prefix: string; embedder: Embedder }[] = args.embedder === 'onnx'
-  ? [{ prefix: 'onnx', embedder: await OnnxEmbedder.load(args['model-dir'], { maxTokens: Number(args['max-tokens']), threads: Number(args.threads) }) }]
-  : [256, 1024].map(dimension => ({ prefix: `hash${dimension}`, embedder: new HashEmbedder(dimension) }))
+const runs: { prefix: string; embedder: Embedder }[] =
+  args.embedder === 'onnx'
+    ? [
+        {
+          prefix: 'onnx',
+          embedder: await OnnxEmbedder.load(args['model-dir'], {
+            maxTokens: Number(args['max-tokens']),
+            threads: Number(args.threads)
+          })
+        }
+      ]
+    : [256, 1024].map(dimension => ({ prefix: `hash${dimension}`, embedder: new HashEmbedder(dimension) }))
 
 for (const { prefix, embedder } of runs) {
   if (args.embedder === 'onnx') report(`${prefix}_embedder`, embedder.id, '')
   const engine = new SearchEngine(embedder.dimension)
   const embedStarted = performance.now()
   const vectors = await embedder.embed(records.map(embeddingText))
-  if (args.embedder === 'onnx') report(`${prefix}_embed_ms_per_entity`, ((performance.now() - embedStarted) / records.length).toFixed(2), 'ms')
-  records.forEach((r, i) => engine.upsert(searchDocument(r), documentFields(r), vectors[i] as Float32Array))
+  if (args.embedder === 'onnx')
+    report(`${prefix}_embed_ms_per_entity`, ((performance.now() - embedStarted) / records.length).toFixed(2), 'ms')
+  for (const [i, r] of records.entries())
+    engine.upsert(searchDocument(r), documentFields(r), vectors[i] as Float32Array)
   const queryVectors = await embedder.embed(queries.map(q => q.query))
   const ndcgByMode = new Map<string, number>()
   for (const mode of MODES) {
     const perQuery = queries.map((q, qi) => {
       const analyzed = analyzeQuery(q.query)
       const { hits } = engine.search({
-        terms: mode.text ? analyzed.terms : [], phrases: mode.text ? analyzed.phrases : [], vector: mode.vector ? queryVectors[qi] as Float32Array : null,
-        type: null, active: null, filter: null, trust: () => 0.5, minTrust: 0, minSemantic: mode.minSemantic, weights: mode.weights,
-        fusion: mode.fusion ?? 'weighted', halfLifeDays: 30, now, offset: 0, limit: K
+        terms: mode.text ? analyzed.terms : [],
+        phrases: mode.text ? analyzed.phrases : [],
+        vector: mode.vector ? (queryVectors[qi] as Float32Array) : null,
+        type: null,
+        active: null,
+        filter: null,
+        trust: () => 0.5,
+        minTrust: 0,
+        minSemantic: mode.minSemantic,
+        weights: mode.weights,
+        fusion: mode.fusion ?? 'weighted',
+        halfLifeDays: 30,
+        now,
+        offset: 0,
+        limit: K
       })
       const ranked = hits.map(h => h.doc.entityId)
-      return { kind: q.kind, ndcg: ndcg(ranked, q.relevance), recall: recall(ranked, q.relevance), rr: reciprocalRank(ranked, q.relevance) }
+      return {
+        kind: q.kind,
+        ndcg: ndcg(ranked, q.relevance),
+        recall: recall(ranked, q.relevance),
+        rr: reciprocalRank(ranked, q.relevance)
+      }
     })
     const name = `${prefix}_${mode.name}`
     const overall = mean(perQuery.map(p => p.ndcg))
@@ -135,7 +229,8 @@ for (const { prefix, embedder } of runs) {
     report(`${name}_ndcg10`, fmt(overall), '')
     report(`${name}_recall10`, fmt(mean(perQuery.map(p => p.recall))), '')
     report(`${name}_mrr`, fmt(mean(perQuery.map(p => p.rr))), '')
-    for (const kind of KINDS) report(`${name}_ndcg10_${kind}`, fmt(mean(perQuery.filter(p => p.kind === kind).map(p => p.ndcg))), '')
+    for (const kind of KINDS)
+      report(`${name}_ndcg10_${kind}`, fmt(mean(perQuery.filter(p => p.kind === kind).map(p => p.ndcg))), '')
   }
   const bm25 = ndcgByMode.get('bm25') as number
   report(`${prefix}_hybrid_not_below_bm25`, (ndcgByMode.get('hybrid') as number) >= bm25 ? 'yes' : 'no', '')

@@ -27,18 +27,47 @@ const { values: args } = parseArgs({
 })
 const seed = args.seed === undefined ? undefined : Number(args.seed)
 const dir = await mkdtemp(join(tmpdir(), 'registry-node-fuzz-'))
-const node = await spawnNode(['--data', dir, '--http-port', '0', '--no-rate-limit', '--http-server', args['http-server']])
+const node = await spawnNode([
+  '--data',
+  dir,
+  '--http-port',
+  '0',
+  '--no-rate-limit',
+  '--http-server',
+  args['http-server']
+])
 let exitCode: number | null | undefined
-void node.exited.then(code => { exitCode = code })
+void node.exited.then(code => {
+  exitCode = code
+})
 const seeds = await seedFuzzTarget(node.url)
 
 const print = (kind: string, r: FuzzReport, seconds: number) => {
-  report(`fuzz_${kind}_cases`, r.cases, `in ${seconds.toFixed(0)} s (seed ${r.seed}${r.path ? `, failing path ${r.path}` : ''})`)
-  report(`fuzz_${kind}_failures`, r.failures.length, r.failures.length ? `: ${r.failures.join(' | ').slice(0, 2000)}` : '')
-  report(`fuzz_${kind}_outcomes`, Object.entries(r.statuses).sort().map(([k, n]) => `${k} ×${n}`).join(', '), '')
+  report(
+    `fuzz_${kind}_cases`,
+    r.cases,
+    `in ${seconds.toFixed(0)} s (seed ${r.seed}${r.path ? `, failing path ${r.path}` : ''})`
+  )
+  report(
+    `fuzz_${kind}_failures`,
+    r.failures.length,
+    r.failures.length ? `: ${r.failures.join(' | ').slice(0, 2000)}` : ''
+  )
+  report(
+    `fuzz_${kind}_outcomes`,
+    Object.entries(r.statuses)
+      .sort()
+      .map(([k, n]) => `${k} ×${n}`)
+      .join(', '),
+    ''
+  )
 }
 let started = performance.now()
-const http = await fuzzHttp(node.url, seeds, { runs: Number(args.runs), seed, ...(args.path ? { path: args.path } : {}) })
+const http = await fuzzHttp(node.url, seeds, {
+  runs: Number(args.runs),
+  seed,
+  ...(args.path ? { path: args.path } : {})
+})
 print('http', http, (performance.now() - started) / 1000)
 started = performance.now()
 const sockets = await fuzzSockets(node.url, seeds, { runs: Number(args['socket-runs']), seed })

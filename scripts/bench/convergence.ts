@@ -56,13 +56,30 @@ import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
 import { entityJobs, signEntitiesInWorkers, type SignedEntity } from '../lib/entity-signing.js'
 import {
-  call, connectedPeers, cpuOf, cpuPressure, getJson, reportMachine, meshShape, removeData, log, REPO, rssMiB, sleep,
-  startMeshNode, stopNode, summarize, type MeshNode
+  call,
+  connectedPeers,
+  cpuOf,
+  cpuPressure,
+  getJson,
+  reportMachine,
+  meshShape,
+  removeData,
+  log,
+  REPO,
+  rssMiB,
+  sleep,
+  startMeshNode,
+  stopNode,
+  summarize,
+  type MeshNode
 } from '../lib/mesh-bench.js'
 import { seededRandom } from '../lib/random.js'
 import { report } from '../lib/report.js'
 
-interface Status { entities: { agents: number; services: number }; mesh: { peer_count: number } }
+interface Status {
+  entities: { agents: number; services: number }
+  mesh: { peer_count: number }
+}
 
 interface WriteRun {
   ok: number
@@ -75,9 +92,7 @@ interface WriteRun {
   deregistered: Set<string>
 }
 
-type Write =
-  | { kind: 'register'; entity: SignedEntity; variant: number }
-  | { kind: 'deregister'; entity: SignedEntity }
+type Write = { kind: 'register'; entity: SignedEntity; variant: number } | { kind: 'deregister'; entity: SignedEntity }
 
 function shuffle<T>(items: T[], random: () => number): T[] {
   for (let i = items.length - 1; i > 0; i--) {
@@ -147,7 +162,11 @@ async function planWrites(args: Args, random: () => number): Promise<Plan> {
   for (const job of jobs.slice(S + 2 * ownPerHalf)) job.variants = 2
   const signStarted = performance.now()
   const signed = await signEntitiesInWorkers(jobs, `${args.seed} ${Date.now()}`, Number(args.workers))
-  report('sign_time', ((performance.now() - signStarted) / 1000).toFixed(1), `s (${signed.length} keys, ${signed.length + C} bodies, ${args.workers} worker threads, before any node starts)`)
+  report(
+    'sign_time',
+    ((performance.now() - signStarted) / 1000).toFixed(1),
+    `s (${signed.length} keys, ${signed.length + C} bodies, ${args.workers} worker threads, before any node starts)`
+  )
   const shared = signed.slice(0, S)
   const ownA = signed.slice(S, S + ownPerHalf)
   const ownB = signed.slice(S + ownPerHalf, S + 2 * ownPerHalf)
@@ -158,7 +177,11 @@ async function planWrites(args: Args, random: () => number): Promise<Plan> {
   const crossB = sharedPool.slice(Math.ceil(crossTombstones / 2), crossTombstones)
   const inA = shuffle([...ownA], random).slice(0, Math.ceil(inHalfTombstones / 2))
   const inB = shuffle([...ownB], random).slice(0, inHalfTombstones - Math.ceil(inHalfTombstones / 2))
-  report('plan', `shared ${S}; per half ${perHalf} registrations (${C} of them conflicting keys); tombstones ${crossA.length}+${crossB.length} of shared, ${inA.length}+${inB.length} within the half`, '')
+  report(
+    'plan',
+    `shared ${S}; per half ${perHalf} registrations (${C} of them conflicting keys); tombstones ${crossA.length}+${crossB.length} of shared, ${inA.length}+${inB.length} within the half`,
+    ''
+  )
   return { perHalf, ownPerHalf, shared, ownA, ownB, conflicting, crossA, crossB, inA, inB }
 }
 
@@ -174,13 +197,23 @@ function expectedOf(runs: readonly WriteRun[]): Set<string> {
 }
 
 /** One half's writes during the partition: its own entities, its copies of the conflicting keys, then its deregistrations. */
-function halfWrites(plan: Plan, own: SignedEntity[], conflictVariant: number, cross: SignedEntity[], inHalf: SignedEntity[], random: () => number): Write[] {
+function halfWrites(
+  plan: Plan,
+  own: SignedEntity[],
+  conflictVariant: number,
+  cross: SignedEntity[],
+  inHalf: SignedEntity[],
+  random: () => number
+): Write[] {
   return [
-    ...shuffle<Write>([
-      ...own.map(entity => ({ kind: 'register', entity, variant: 0 }) as Write),
-      ...plan.conflicting.map(entity => ({ kind: 'register', entity, variant: conflictVariant }) as Write),
-      ...cross.map(entity => ({ kind: 'deregister', entity }) as Write)
-    ], random),
+    ...shuffle<Write>(
+      [
+        ...own.map(entity => ({ kind: 'register', entity, variant: 0 }) as Write),
+        ...plan.conflicting.map(entity => ({ kind: 'register', entity, variant: conflictVariant }) as Write),
+        ...cross.map(entity => ({ kind: 'deregister', entity }) as Write)
+      ],
+      random
+    ),
     ...inHalf.map(entity => ({ kind: 'deregister', entity }) as Write)
   ]
 }
@@ -203,7 +236,12 @@ class Mesh {
   readonly failures: string[] = []
   finished = false
 
-  constructor(readonly args: Args, readonly random: () => number, readonly secret: string, private readonly nodeExtra: string[]) {
+  constructor(
+    readonly args: Args,
+    readonly random: () => number,
+    readonly secret: string,
+    private readonly nodeExtra: string[]
+  ) {
     this.N = Number(args.nodes)
     this.H = Math.floor(this.N / 2)
     this.agent = new Agent({ keepAlive: true, maxSockets: Number(args.concurrency) * 2 })
@@ -215,7 +253,15 @@ class Mesh {
   }
 
   private start(half: 'a' | 'b', i: number, bootstrap: string[], data?: string): Promise<MeshNode> {
-    return startMeshNode({ index: half === 'a' ? i : this.H + i, name: `${half}${i}`, bootstrap, data, extra: this.nodeExtra, nodeSrc: this.args['node-src'], logLevel: 'debug' })
+    return startMeshNode({
+      index: half === 'a' ? i : this.H + i,
+      name: `${half}${i}`,
+      bootstrap,
+      data,
+      extra: this.nodeExtra,
+      nodeSrc: this.args['node-src'],
+      logLevel: 'debug'
+    })
   }
 
   /** A tree of bootstrap links inside the half, its first node bootstrapped from `first`. */
@@ -267,7 +313,10 @@ class Mesh {
       const c = await this.counts(list)
       if (c.every(x => x === expected)) return performance.now() - t0
       if (performance.now() - t0 > limitMs) return Infinity
-      if (performance.now() - lastPrint > 10_000) { lastPrint = performance.now(); log(`  counts ${list.map((n, k) => `${n.name}=${c[k]}`).join(' ')} (expected ${expected})`) }
+      if (performance.now() - lastPrint > 10_000) {
+        lastPrint = performance.now()
+        log(`  counts ${list.map((n, k) => `${n.name}=${c[k]}`).join(' ')} (expected ${expected})`)
+      }
       await sleep(250)
     }
   }
@@ -290,27 +339,38 @@ class Mesh {
     const pending: Promise<void>[] = []
     for (let k = 0; k < writes.length; k++) {
       const due = t0 + (k * 1000) / perSecond
-      while (performance.now() < due || inFlight >= concurrency) await sleep(Math.max(1, Math.min(5, due - performance.now())))
+      while (performance.now() < due || inFlight >= concurrency)
+        await sleep(Math.max(1, Math.min(5, due - performance.now())))
       const w = writes[k]!
       const target = targets[Math.floor(this.random() * targets.length)]!
       inFlight++
-      pending.push((async () => {
-        const reply = w.kind === 'register'
-          ? await call(this.agent, target.base, 'POST', '/v1/entities', w.entity.bodies[w.variant])
-          : await call(this.agent, target.base, 'DELETE', `/v1/entities/${w.entity.id}`, undefined, { authorization: `Bearer ${w.entity.deleteToken}` })
-        inFlight--
-        if (reply.retried) retried++
-        // Sent again after a reset keep-alive socket: 409 / 404 "deregistered" mean the first attempt was accepted.
-        const accepted = w.kind === 'register'
-          ? reply.status === 201 || (reply.retried && reply.status === 409 && reply.text.includes('entity_exists'))
-          : reply.status === 200 || (reply.retried && reply.status === 404 && reply.text.includes('deregistered'))
-        if (accepted) {
-          ok++
-          if (w.kind === 'register') registered.add(w.entity.id)
-          else deregistered.add(w.entity.id)
-          if (w.kind === 'register' && w.entity.bodies.length > 1) replies.set(w.entity.id, target.name)
-        } else { failed++; if (this.failures.length < 10) this.failures.push(`${w.kind} on ${target.name}: ${reply.status} ${reply.text.slice(0, 200)}`) }
-      })())
+      pending.push(
+        (async () => {
+          const reply =
+            w.kind === 'register'
+              ? await call(this.agent, target.base, 'POST', '/v1/entities', w.entity.bodies[w.variant])
+              : await call(this.agent, target.base, 'DELETE', `/v1/entities/${w.entity.id}`, undefined, {
+                  authorization: `Bearer ${w.entity.deleteToken}`
+                })
+          inFlight--
+          if (reply.retried) retried++
+          // Sent again after a reset keep-alive socket: 409 / 404 "deregistered" mean the first attempt was accepted.
+          const accepted =
+            w.kind === 'register'
+              ? reply.status === 201 || (reply.retried && reply.status === 409 && reply.text.includes('entity_exists'))
+              : reply.status === 200 || (reply.retried && reply.status === 404 && reply.text.includes('deregistered'))
+          if (accepted) {
+            ok++
+            if (w.kind === 'register') registered.add(w.entity.id)
+            else deregistered.add(w.entity.id)
+            if (w.kind === 'register' && w.entity.bodies.length > 1) replies.set(w.entity.id, target.name)
+          } else {
+            failed++
+            if (this.failures.length < 10)
+              this.failures.push(`${w.kind} on ${target.name}: ${reply.status} ${reply.text.slice(0, 200)}`)
+          }
+        })()
+      )
     }
     await Promise.all(pending)
     return { ok, failed, retried, seconds: (performance.now() - t0) / 1000, replies, registered, deregistered }
@@ -330,15 +390,30 @@ async function connect(mesh: Mesh): Promise<void> {
   report('nodes_started', ((performance.now() - startedAt) / 1000).toFixed(1), `s (${mesh.N} processes)`)
   for (const n of mesh.all()) mesh.watchExit(n)
   let shape = await meshShape(mesh.pollAgent, mesh.all())
-  for (let k = 0; k < 120 && !shape.connected; k++) { await sleep(500); shape = await meshShape(mesh.pollAgent, mesh.all()) }
-  report('connected_mesh', `connected ${shape.connected}, ${shape.edges} connections`, `(degrees ${shape.degrees.join(' ')})`)
+  for (let k = 0; k < 120 && !shape.connected; k++) {
+    await sleep(500)
+    shape = await meshShape(mesh.pollAgent, mesh.all())
+  }
+  report(
+    'connected_mesh',
+    `connected ${shape.connected}, ${shape.edges} connections`,
+    `(degrees ${shape.degrees.join(' ')})`
+  )
 }
 
 /** The shared entities, written while connected, until every node holds them. */
 async function writeShared(mesh: Mesh, plan: Plan): Promise<WriteRun> {
-  const sharedRun = await mesh.runWrites(plan.shared.map(entity => ({ kind: 'register', entity, variant: 0 })), mesh.all(), Number(mesh.args.rate))
+  const sharedRun = await mesh.runWrites(
+    plan.shared.map(entity => ({ kind: 'register', entity, variant: 0 })),
+    mesh.all(),
+    Number(mesh.args.rate)
+  )
   const sharedConverged = await mesh.waitCounts(mesh.all(), sharedRun.registered.size, 180_000)
-  report('shared_registered', `${sharedRun.ok} of ${plan.shared.length}${sharedRun.retried ? ` (${sharedRun.retried} sent twice after a reset socket)` : ''}`, `in ${sharedRun.seconds.toFixed(1)} s; every node held them ${sharedConverged === Infinity ? 'never (within 180 s)' : `${(sharedConverged / 1000).toFixed(1)} s later`}`)
+  report(
+    'shared_registered',
+    `${sharedRun.ok} of ${plan.shared.length}${sharedRun.retried ? ` (${sharedRun.retried} sent twice after a reset socket)` : ''}`,
+    `in ${sharedRun.seconds.toFixed(1)} s; every node held them ${sharedConverged === Infinity ? 'never (within 180 s)' : `${(sharedConverged / 1000).toFixed(1)} s later`}`
+  )
   return sharedRun
 }
 
@@ -358,11 +433,19 @@ async function partition(mesh: Mesh): Promise<void> {
   for (const b of B) crossBefore += (await connectedPeers(pollAgent, b)).filter(p => aIds.has(p)).length
   const shapeA = await meshShape(pollAgent, A)
   const shapeB = await meshShape(pollAgent, B)
-  report('partition', `connections across the halves: ${crossBefore}`, `(half A connected ${shapeA.connected}, degrees ${shapeA.degrees.join(' ')}; half B connected ${shapeB.connected}, degrees ${shapeB.degrees.join(' ')})`)
+  report(
+    'partition',
+    `connections across the halves: ${crossBefore}`,
+    `(half A connected ${shapeA.connected}, degrees ${shapeA.degrees.join(' ')}; half B connected ${shapeB.connected}, degrees ${shapeB.degrees.join(' ')})`
+  )
 }
 
 /** 3. Divergence: both halves at once, then each half converged within itself; the IDs every node must end with. */
-async function diverge(mesh: Mesh, plan: Plan, sharedRun: WriteRun): Promise<{ runA: WriteRun; runB: WriteRun; expectedIds: Set<string> }> {
+async function diverge(
+  mesh: Mesh,
+  plan: Plan,
+  sharedRun: WriteRun
+): Promise<{ runA: WriteRun; runB: WriteRun; expectedIds: Set<string> }> {
   const { A, B, N, args, random } = mesh
   const rate = Number(args.rate)
   const { ownA, ownB, crossA, crossB, inA, inB } = plan
@@ -372,18 +455,38 @@ async function diverge(mesh: Mesh, plan: Plan, sharedRun: WriteRun): Promise<{ r
   const divStarted = performance.now()
   const [runA, runB] = await Promise.all([mesh.runWrites(writesA, A, rate / 2), mesh.runWrites(writesB, B, rate / 2)])
   const divSeconds = (performance.now() - divStarted) / 1000
-  report('divergent_writes', `A ${runA.ok} ok / ${runA.failed} failed, B ${runB.ok} ok / ${runB.failed} failed${runA.retried + runB.retried ? ` (${runA.retried + runB.retried} sent twice after a reset socket)` : ''}`, `in ${divSeconds.toFixed(1)} s (target ${rate} operations/s over both halves)`)
+  report(
+    'divergent_writes',
+    `A ${runA.ok} ok / ${runA.failed} failed, B ${runB.ok} ok / ${runB.failed} failed${runA.retried + runB.retried ? ` (${runA.retried + runB.retried} sent twice after a reset socket)` : ''}`,
+    `in ${divSeconds.toFixed(1)} s (target ${rate} operations/s over both halves)`
+  )
   for (const f of mesh.failures) log(`  write failure: ${f}`)
   const expectedIds = expectedOf([sharedRun, runA, runB])
   const expA = expectedOf([sharedRun, runA]).size
   const expB = expectedOf([sharedRun, runB]).size
-  report('expected_entities_after_heal', expectedIds.size, `(from the acknowledged writes; planned ${plan.shared.length + 2 * plan.ownPerHalf + plan.conflicting.length - crossA.length - crossB.length - inA.length - inB.length})`)
-  const [halfA, halfB] = await Promise.all([mesh.waitCounts(A, expA, Number(args['half-timeout']) * 1000), mesh.waitCounts(B, expB, Number(args['half-timeout']) * 1000)])
+  report(
+    'expected_entities_after_heal',
+    expectedIds.size,
+    `(from the acknowledged writes; planned ${plan.shared.length + 2 * plan.ownPerHalf + plan.conflicting.length - crossA.length - crossB.length - inA.length - inB.length})`
+  )
+  const [halfA, halfB] = await Promise.all([
+    mesh.waitCounts(A, expA, Number(args['half-timeout']) * 1000),
+    mesh.waitCounts(B, expB, Number(args['half-timeout']) * 1000)
+  ])
   const cpuDiv1 = await mesh.cpu()
   const divCpu = cpuDiv1.reduce((a, c, i) => a + (c - cpuDiv0[i]!), 0)
-  const fmtWait = (ms: number): string => (ms === Infinity ? `not within ${args['half-timeout']} s` : `${(ms / 1000).toFixed(1)} s`)
-  report('halves_converged_after_writes', `A ${fmtWait(halfA)}, B ${fmtWait(halfB)}`, `(expected A ${expA}, B ${expB}; now ${(await mesh.counts(mesh.all())).join(' ')})`)
-  report('divergence_node_cpu', ((100 * divCpu) / ((performance.now() - divStarted) / 1000)).toFixed(0), `% of one core, ${N} nodes together (writes and the halves' own convergence; ${((1000 * divCpu) / Math.max(1, runA.ok + runB.ok)).toFixed(1)} ms per write summed over the nodes)`)
+  const fmtWait = (ms: number): string =>
+    ms === Infinity ? `not within ${args['half-timeout']} s` : `${(ms / 1000).toFixed(1)} s`
+  report(
+    'halves_converged_after_writes',
+    `A ${fmtWait(halfA)}, B ${fmtWait(halfB)}`,
+    `(expected A ${expA}, B ${expB}; now ${(await mesh.counts(mesh.all())).join(' ')})`
+  )
+  report(
+    'divergence_node_cpu',
+    ((100 * divCpu) / ((performance.now() - divStarted) / 1000)).toFixed(0),
+    `% of one core, ${N} nodes together (writes and the halves' own convergence; ${((1000 * divCpu) / Math.max(1, runA.ok + runB.ok)).toFixed(1)} ms per write summed over the nodes)`
+  )
   return { runA, runB, expectedIds }
 }
 
@@ -395,8 +498,15 @@ async function conflictWinners(mesh: Mesh, plan: Plan, runA: WriteRun, runB: Wri
     const homeA = mesh.A.find(n => n.name === runA.replies.get(e.id))
     const homeB = mesh.B.find(n => n.name === runB.replies.get(e.id))
     if (!homeA || !homeB) continue
-    const [ra, rb] = await Promise.all([homeA, homeB].map(n => getJson<{ registered_at: string; signature: string }>(mesh.pollAgent, n.base, `/v1/entities/${e.id}`)))
-    if (ra!.registered_at === rb!.registered_at) { ties++; continue }
+    const [ra, rb] = await Promise.all(
+      [homeA, homeB].map(n =>
+        getJson<{ registered_at: string; signature: string }>(mesh.pollAgent, n.base, `/v1/entities/${e.id}`)
+      )
+    )
+    if (ra!.registered_at === rb!.registered_at) {
+      ties++
+      continue
+    }
     winner.set(e.id, ra!.registered_at > rb!.registered_at ? ra!.signature : rb!.signature)
   }
   report('conflicts', `${winner.size} with a later copy known`, `(${ties} same-millisecond ties, not checked)`)
@@ -406,14 +516,33 @@ async function conflictWinners(mesh: Mesh, plan: Plan, runA: WriteRun, runB: Wri
 type Check = { digest: string; count: number; missing: number; extra: number; wrongWinner: number }
 
 /** Full check of one node: IDs, conflict winners, digest (an error counts as a failed check). */
-function fullCheck(mesh: Mesh, n: MeshNode, expectedIds: ReadonlySet<string>, winner: ReadonlyMap<string, string>): Promise<Check> {
-  return listAndCompare(mesh, n, expectedIds, winner).catch((err: Error) => ({ digest: `error: ${err.message.slice(0, 80)}`, count: NaN, missing: NaN, extra: NaN, wrongWinner: NaN }))
+function fullCheck(
+  mesh: Mesh,
+  n: MeshNode,
+  expectedIds: ReadonlySet<string>,
+  winner: ReadonlyMap<string, string>
+): Promise<Check> {
+  return listAndCompare(mesh, n, expectedIds, winner).catch((err: Error) => ({
+    digest: `error: ${err.message.slice(0, 80)}`,
+    count: NaN,
+    missing: NaN,
+    extra: NaN,
+    wrongWinner: NaN
+  }))
 }
 
-async function listAndCompare(mesh: Mesh, n: MeshNode, expectedIds: ReadonlySet<string>, winner: ReadonlyMap<string, string>): Promise<Check> {
+async function listAndCompare(
+  mesh: Mesh,
+  n: MeshNode,
+  expectedIds: ReadonlySet<string>,
+  winner: ReadonlyMap<string, string>
+): Promise<Check> {
   const lines: string[] = []
   for (let offset = 0; ; offset += 10_000) {
-    const page = await getJson<{ entities: { entity_id: string; signature: string; registered_at: string }[]; has_more: boolean }>(mesh.pollAgent, n.base, `/v1/entities?type=all&limit=10000&offset=${offset}`)
+    const page = await getJson<{
+      entities: { entity_id: string; signature: string; registered_at: string }[]
+      has_more: boolean
+    }>(mesh.pollAgent, n.base, `/v1/entities?type=all&limit=10000&offset=${offset}`)
     for (const e of page.entities) lines.push(`${e.entity_id} ${e.signature} ${e.registered_at}`)
     if (!page.has_more || page.entities.length === 0) break
   }
@@ -427,11 +556,21 @@ async function listAndCompare(mesh: Mesh, n: MeshNode, expectedIds: ReadonlySet<
     const want = winner.get(id!)
     if (want && want !== sig) wrongWinner++
   }
-  return { digest: createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 16), count: ids.size, missing, extra: ids.size - (expectedIds.size - missing), wrongWinner }
+  return {
+    digest: createHash('sha256').update(lines.join('\n')).digest('hex').slice(0, 16),
+    count: ids.size,
+    missing,
+    extra: ids.size - (expectedIds.size - missing),
+    wrongWinner
+  }
 }
 
 /** What the heal measured. */
-interface Heal { healIso: string; seconds: number; cpu: number[] }
+interface Heal {
+  healIso: string
+  seconds: number
+  cpu: number[]
+}
 
 /**
  * 4. Heal: a0 → b0 (and more bridges), then every --poll-ms the counts, and once they match a full
@@ -446,8 +585,19 @@ async function heal(mesh: Mesh, expectedIds: ReadonlySet<string>, winner: Readon
   const healIso = new Date().toISOString()
   const healAt = performance.now()
   for (let k = 0; k < bridges; k++) {
-    const reply = await call(mesh.agent, A[k]!.base, 'POST', '/v1/network/peers', JSON.stringify({ address: B[k]!.tcp }), { authorization: `Bearer ${mesh.secret}` })
-    report(`heal_${k}`, `${A[k]!.name} → ${B[k]!.name}: ${reply.status}`, `in ${reply.ms.toFixed(0)} ms${reply.status === 201 ? '' : ` ${reply.text.slice(0, 200)}`}`)
+    const reply = await call(
+      mesh.agent,
+      A[k]!.base,
+      'POST',
+      '/v1/network/peers',
+      JSON.stringify({ address: B[k]!.tcp }),
+      { authorization: `Bearer ${mesh.secret}` }
+    )
+    report(
+      `heal_${k}`,
+      `${A[k]!.name} → ${B[k]!.name}: ${reply.status}`,
+      `in ${reply.ms.toFixed(0)} ms${reply.status === 201 ? '' : ` ${reply.text.slice(0, 200)}`}`
+    )
   }
   const since = (): number => (performance.now() - healAt) / 1000
   let countsEqualAt = Infinity
@@ -462,16 +612,27 @@ async function heal(mesh: Mesh, expectedIds: ReadonlySet<string>, winner: Readon
     const t = since()
     if (t - lastPrint >= 10) {
       lastPrint = t
-      report(`counts_at_${Math.round(t)}s`, all.map((n, k) => `${n.name}=${c[k]}`).join(' '), `(peers ${statuses.map(st => st?.mesh.peer_count ?? '?').join(' ')}; expected ${expected})`)
+      report(
+        `counts_at_${Math.round(t)}s`,
+        all.map((n, k) => `${n.name}=${c[k]}`).join(' '),
+        `(peers ${statuses.map(st => st?.mesh.peer_count ?? '?').join(' ')}; expected ${expected})`
+      )
     }
     if (c.every(x => x === expected)) {
       if (countsEqualAt === Infinity) countsEqualAt = t
       if (performance.now() - lastFull > 3000) {
         lastFull = performance.now()
         lastCheck = await Promise.all(all.map(check))
-        const ok = lastCheck.every(r => r.missing === 0 && r.extra === 0 && r.wrongWinner === 0 && r.digest === lastCheck[0]!.digest)
-        if (ok) { convergedAt = t; break }
-        log(`  full check at ${t.toFixed(1)} s: ${lastCheck.map((r, k) => `${all[k]!.name}:${r.digest}/-${r.missing}/+${r.extra}/w${r.wrongWinner}`).join(' ')}`)
+        const ok = lastCheck.every(
+          r => r.missing === 0 && r.extra === 0 && r.wrongWinner === 0 && r.digest === lastCheck[0]!.digest
+        )
+        if (ok) {
+          convergedAt = t
+          break
+        }
+        log(
+          `  full check at ${t.toFixed(1)} s: ${lastCheck.map((r, k) => `${all[k]!.name}:${r.digest}/-${r.missing}/+${r.extra}/w${r.wrongWinner}`).join(' ')}`
+        )
       }
     }
     if (t > Number(args['heal-timeout'])) break
@@ -482,11 +643,28 @@ async function heal(mesh: Mesh, expectedIds: ReadonlySet<string>, winner: Readon
   const cpu = cpuHeal1.map((c, i) => c - cpuHeal0[i]!)
   const finalCounts = await mesh.counts(all)
   report('counts_final', all.map((n, k) => `${n.name}=${finalCounts[k]}`).join(' '), `(expected ${expected})`)
-  report('counts_equal_after', countsEqualAt === Infinity ? `not within ${args['heal-timeout']}` : countsEqualAt.toFixed(1), 's after the heal (every node counts the expected number)')
-  report('converged_after', convergedAt === Infinity ? `not within ${args['heal-timeout']}` : convergedAt.toFixed(1), 's after the heal (identical sets, checked in full: IDs, conflict winners, digest)')
+  report(
+    'counts_equal_after',
+    countsEqualAt === Infinity ? `not within ${args['heal-timeout']}` : countsEqualAt.toFixed(1),
+    's after the heal (every node counts the expected number)'
+  )
+  report(
+    'converged_after',
+    convergedAt === Infinity ? `not within ${args['heal-timeout']}` : convergedAt.toFixed(1),
+    's after the heal (identical sets, checked in full: IDs, conflict winners, digest)'
+  )
   if (convergedAt === Infinity) {
     if (lastCheck.length === 0) lastCheck = await Promise.all(all.map(check))
-    report('last_full_check', lastCheck.map((r, k) => `${all[k]!.name}: ${r.count} held, ${r.missing} missing, ${r.extra} extra, ${r.wrongWinner} wrong winners, digest ${r.digest}`).join('; '), '')
+    report(
+      'last_full_check',
+      lastCheck
+        .map(
+          (r, k) =>
+            `${all[k]!.name}: ${r.count} held, ${r.missing} missing, ${r.extra} extra, ${r.wrongWinner} wrong winners, digest ${r.digest}`
+        )
+        .join('; '),
+      ''
+    )
   } else {
     report('digest_after', lastCheck[0]!.digest, `(all ${N} nodes)`)
   }
@@ -495,7 +673,12 @@ async function heal(mesh: Mesh, expectedIds: ReadonlySet<string>, winner: Readon
 
 /** Tombstones held everywhere: samples of each class. */
 async function reportTombstones(mesh: Mesh, plan: Plan): Promise<void> {
-  const samples = [...plan.crossA.slice(0, 10), ...plan.crossB.slice(0, 10), ...plan.inA.slice(0, 10), ...plan.inB.slice(0, 10)]
+  const samples = [
+    ...plan.crossA.slice(0, 10),
+    ...plan.crossB.slice(0, 10),
+    ...plan.inA.slice(0, 10),
+    ...plan.inB.slice(0, 10)
+  ]
   let tombOk = 0
   let tombChecked = 0
   for (const n of mesh.all()) {
@@ -505,39 +688,90 @@ async function reportTombstones(mesh: Mesh, plan: Plan): Promise<void> {
       if (reply.status === 404 && /deregistered/.test(reply.text)) tombOk++
     }
   }
-  report('tombstones_held', `${tombOk} of ${tombChecked}`, `(GET answers 404 "deregistered": ${samples.length} sampled tombstones × ${mesh.N} nodes, a quarter from each class)`)
+  report(
+    'tombstones_held',
+    `${tombOk} of ${tombChecked}`,
+    `(GET answers 404 "deregistered": ${samples.length} sampled tombstones × ${mesh.N} nodes, a quarter from each class)`
+  )
 }
 
 /** Sync sessions from the logs since the heal, invalid operations and failed sessions. */
 function reportSyncLogs(mesh: Mesh, healIso: string): void {
   const all = mesh.all()
-  const sessions: { node: string; peer: string; sent: number; received: number; applied: number; invalid: number; ms: number; time: string }[] = []
+  const sessions: {
+    node: string
+    peer: string
+    sent: number
+    received: number
+    applied: number
+    invalid: number
+    ms: number
+    time: string
+  }[] = []
   let rejected = 0
   const rejectedSamples: string[] = []
   const syncFailures: string[] = []
   for (const n of all) {
     for (const line of n.proc.output().split('\n')) {
-      if (line.includes('"msg":"rejected an invalid operation from the mesh"')) { rejected++; if (rejectedSamples.length < 5) rejectedSamples.push(`${n.name}: ${line.slice(0, 600)}`) }
-      if (/"msg":"sync (with|from) peer failed"/.test(line) && syncFailures.length < 5) syncFailures.push(`${n.name}: ${line.slice(0, 400)}`)
+      if (line.includes('"msg":"rejected an invalid operation from the mesh"')) {
+        rejected++
+        if (rejectedSamples.length < 5) rejectedSamples.push(`${n.name}: ${line.slice(0, 600)}`)
+      }
+      if (/"msg":"sync (with|from) peer failed"/.test(line) && syncFailures.length < 5)
+        syncFailures.push(`${n.name}: ${line.slice(0, 400)}`)
       if (!line.includes('"msg":"synced with peer"')) continue
       try {
-        const entry = JSON.parse(line) as { time: string; peer: string; sent: number; received: number; applied: number; invalid: number; ms: number }
+        const entry = JSON.parse(line) as {
+          time: string
+          peer: string
+          sent: number
+          received: number
+          applied: number
+          invalid: number
+          ms: number
+        }
         if (entry.time >= healIso) sessions.push({ node: n.name, ...entry })
-      } catch { /* a partial line */ }
+      } catch {
+        /* a partial line */
+      }
     }
   }
   sessions.sort((a, b) => (a.time < b.time ? -1 : 1))
   const sum = (f: (s: (typeof sessions)[number]) => number): number => sessions.reduce((a, s) => a + f(s), 0)
-  report('sync_sessions_after_heal', sessions.length, `(logged by both sides; sent ${sum(s => s.sent)}, received ${sum(s => s.received)}, applied ${sum(s => s.applied)}, invalid ${sum(s => s.invalid)} operations; longest ${Math.max(0, ...sessions.map(s => s.ms))} ms)`)
+  report(
+    'sync_sessions_after_heal',
+    sessions.length,
+    `(logged by both sides; sent ${sum(s => s.sent)}, received ${sum(s => s.received)}, applied ${sum(s => s.applied)}, invalid ${sum(s => s.invalid)} operations; longest ${Math.max(0, ...sessions.map(s => s.ms))} ms)`
+  )
   const peerName = new Map(all.map(n => [n.peerId, n.name]))
   for (const s of sessions.slice(0, 40)) {
     const t = ((Date.parse(s.time) - Date.parse(healIso)) / 1000).toFixed(1)
-    log(`  sync +${t}s ${s.node}↔${peerName.get(s.peer) ?? s.peer.slice(-6)}: sent ${s.sent}, received ${s.received}, applied ${s.applied}, invalid ${s.invalid}, ${s.ms} ms`)
+    log(
+      `  sync +${t}s ${s.node}↔${peerName.get(s.peer) ?? s.peer.slice(-6)}: sent ${s.sent}, received ${s.received}, applied ${s.applied}, invalid ${s.invalid}, ${s.ms} ms`
+    )
   }
-  report('sync_timeline', sessions.slice(0, 30).map(s => `+${((Date.parse(s.time) - Date.parse(healIso)) / 1000).toFixed(0)}s ${s.node}<${peerName.get(s.peer) ?? '?'} ${s.received}/${s.applied}`).join(', '), '(first 30: time, node<peer, received/applied)')
-  report('invalid_operations_logged', rejected, '(gossip messages rejected as invalid, whole run; the first ones on stderr)')
+  report(
+    'sync_timeline',
+    sessions
+      .slice(0, 30)
+      .map(
+        s =>
+          `+${((Date.parse(s.time) - Date.parse(healIso)) / 1000).toFixed(0)}s ${s.node}<${peerName.get(s.peer) ?? '?'} ${s.received}/${s.applied}`
+      )
+      .join(', '),
+    '(first 30: time, node<peer, received/applied)'
+  )
+  report(
+    'invalid_operations_logged',
+    rejected,
+    '(gossip messages rejected as invalid, whole run; the first ones on stderr)'
+  )
   for (const line of rejectedSamples) log(`  rejected: ${line}`)
-  report('sync_failures_logged', all.reduce((a, n) => a + (n.proc.output().match(/"msg":"sync (with|from) peer failed"/g)?.length ?? 0), 0), '(sessions that failed, log level debug; the first ones on stderr)')
+  report(
+    'sync_failures_logged',
+    all.reduce((a, n) => a + (n.proc.output().match(/"msg":"sync (with|from) peer failed"/g)?.length ?? 0), 0),
+    '(sessions that failed, log level debug; the first ones on stderr)'
+  )
   for (const line of syncFailures) log(`  sync failure: ${line}`)
 }
 
@@ -545,15 +779,36 @@ function reportSyncLogs(mesh: Mesh, healIso: string): void {
 async function reportNodes(mesh: Mesh, h: Heal): Promise<void> {
   const { A, B, N, exits } = mesh
   const all = mesh.all()
-  report('node_exits', exits.length, exits.length ? `(${exits.join('; ')}): a node process ended by itself` : '(no node process ended by itself)')
-  report('cpu_pressure_avg60', (await cpuPressure()).toFixed(0), '% (/proc/pressure/cpu "some" at the end: share of time runnable tasks waited for a core)')
-  report('heal_node_cpu', ((100 * h.cpu.reduce((a, b) => a + b, 0)) / h.seconds).toFixed(0), `% of one core, ${N} nodes together over ${h.seconds.toFixed(1)} s after the heal (per node s: ${h.cpu.map(c => c.toFixed(1)).join(' ')})`)
+  report(
+    'node_exits',
+    exits.length,
+    exits.length ? `(${exits.join('; ')}): a node process ended by itself` : '(no node process ended by itself)'
+  )
+  report(
+    'cpu_pressure_avg60',
+    (await cpuPressure()).toFixed(0),
+    '% (/proc/pressure/cpu "some" at the end: share of time runnable tasks waited for a core)'
+  )
+  report(
+    'heal_node_cpu',
+    ((100 * h.cpu.reduce((a, b) => a + b, 0)) / h.seconds).toFixed(0),
+    `% of one core, ${N} nodes together over ${h.seconds.toFixed(1)} s after the heal (per node s: ${h.cpu.map(c => c.toFixed(1)).join(' ')})`
+  )
   const rss = await Promise.all(all.map(n => rssMiB(n.proc.child.pid!)))
   const r = summarize(rss)
   report('node_rss', `median ${r.p50.toFixed(0)}, max ${r.max.toFixed(0)}`, 'MiB')
   const alive = all.filter(n => n.proc.child.exitCode === null && n.proc.child.signalCode === null)
   const endShape = await meshShape(mesh.pollAgent, alive).catch(() => null)
-  if (endShape) report('degree_at_end', `${endShape.edges} connections`, `(degrees ${endShape.degrees.join(' ')} of ${alive.map(n => n.name).join(' ')}; across halves ${await crossingAfter(mesh.pollAgent, A.filter(n => alive.includes(n)), B)})`)
+  if (endShape)
+    report(
+      'degree_at_end',
+      `${endShape.edges} connections`,
+      `(degrees ${endShape.degrees.join(' ')} of ${alive.map(n => n.name).join(' ')}; across halves ${await crossingAfter(
+        mesh.pollAgent,
+        A.filter(n => alive.includes(n)),
+        B
+      )})`
+    )
 }
 
 async function main(): Promise<void> {
@@ -568,8 +823,14 @@ async function main(): Promise<void> {
 
   const machine = await reportMachine()
   report('node_sources', args['node-src'] ?? `${REPO}src`, '')
-  const nodeExtra = ['--webhook-secret', secret, '--max-list-limit', '10000',
-    ...(args['sync-interval'] ? ['--sync-interval-seconds', args['sync-interval']] : []), ...args['node-arg']]
+  const nodeExtra = [
+    '--webhook-secret',
+    secret,
+    '--max-list-limit',
+    '10000',
+    ...(args['sync-interval'] ? ['--sync-interval-seconds', args['sync-interval']] : []),
+    ...args['node-arg']
+  ]
   report('node_extra_args', [...nodeExtra.slice(2), '(and --webhook-secret)'].join(' '), '')
 
   const plan = await planWrites(args, random)
@@ -581,7 +842,14 @@ async function main(): Promise<void> {
     const { runA, runB, expectedIds } = await diverge(mesh, plan, sharedRun)
     const winner = await conflictWinners(mesh, plan, runA, runB)
     const before = await Promise.all(mesh.all().map(n => fullCheck(mesh, n, expectedIds, winner)))
-    report('digests_before_heal', mesh.all().map((n, k) => `${n.name}=${before[k]!.digest}`).join(' '), '')
+    report(
+      'digests_before_heal',
+      mesh
+        .all()
+        .map((n, k) => `${n.name}=${before[k]!.digest}`)
+        .join(' '),
+      ''
+    )
     const healed = await heal(mesh, expectedIds, winner)
     await reportTombstones(mesh, plan)
     reportSyncLogs(mesh, healed.healIso)

@@ -41,9 +41,19 @@ const { values: args } = parseArgs({
 const rates = args.rates.split(',').map(Number)
 const seconds = Number(args.seconds)
 
-report('machine_load_before', loadavg().map(l => l.toFixed(2)).join(' '), `(${cpus().length} cores)`)
+report(
+  'machine_load_before',
+  loadavg()
+    .map(l => l.toFixed(2))
+    .join(' '),
+  `(${cpus().length} cores)`
+)
 let offset = 0
-const take = (n: number) => { const out = makeBodies(n, offset); offset += n; return out }
+const take = (n: number) => {
+  const out = makeBodies(n, offset)
+  offset += n
+  return out
+}
 const preload = take(Math.max(1, Number(args.preload)))
 const phases = rates.map(rate => take(Math.ceil(rate * seconds)))
 
@@ -54,14 +64,16 @@ let b: NodeProcess | null = null
 if (args.peer && args.p2p) {
   // The start line: `registry-node p2p <peer id> at <multiaddr> …`.
   let tcp: string | undefined
-  for (let i = 0; i < 200 && !tcp; i++, await sleep(50)) tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(a.output())?.[1]
+  for (let i = 0; i < 200 && !tcp; i++, await sleep(50))
+    tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(a.output())?.[1]
   if (!tcp) throw new Error(`no TCP multiaddr for node A:\n${a.output()}`)
   b = await spawnNode(['--data', dirs[1]!, ...common, '--bootstrap', tcp])
 }
 const nodes = b ? [a, b] : [a]
 
 const holds = async (node: NodeProcess, id: string) => (await fetch(`${node.url}/v1/entities/${id}`)).status === 200
-const agents = async (n: NodeProcess) => ((await (await fetch(`${n.url}/v1/network/status`)).json()) as { entities: { agents: number } }).entities.agents
+const agents = async (n: NodeProcess) =>
+  ((await (await fetch(`${n.url}/v1/network/status`)).json()) as { entities: { agents: number } }).entities.agents
 const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
 
 /** Offers `bodies` at `rate` per second (open loop); resolves with the latencies of the 201s and the count of others. */
@@ -75,7 +87,12 @@ async function offer(bodies: ReturnType<typeof take>, rate: number): Promise<{ l
     const wait = started + (i * 1000) / rate - performance.now()
     if (wait > 1) await sleep(wait)
     const t0 = performance.now()
-    inflight.push(postRegistration(agent, url, bodies[i]!.body).then(status => { if (status === 201) latencies.push(performance.now() - t0); else refused++ }))
+    inflight.push(
+      postRegistration(agent, url, bodies[i]!.body).then(status => {
+        if (status === 201) latencies.push(performance.now() - t0)
+        else refused++
+      })
+    )
   }
   await Promise.all(inflight)
   return { latencies, refused }
@@ -100,8 +117,15 @@ for (let i = 0; i < 60; i++) {
 }
 report('preloaded', preload.length, 'registrations before measuring')
 
-const idle = await Promise.all(nodes.map(async n => { const c0 = await cpuSeconds(n.child.pid!); await sleep(3000); return ((await cpuSeconds(n.child.pid!)) - c0) / 3 }))
-for (const [i, name] of ['a', 'b'].slice(0, nodes.length).entries()) report(`idle_cpu_${name}`, (idle[i]! * 100).toFixed(1), '% of one core')
+const idle = await Promise.all(
+  nodes.map(async n => {
+    const c0 = await cpuSeconds(n.child.pid!)
+    await sleep(3000)
+    return ((await cpuSeconds(n.child.pid!)) - c0) / 3
+  })
+)
+for (const [i, name] of ['a', 'b'].slice(0, nodes.length).entries())
+  report(`idle_cpu_${name}`, (idle[i]! * 100).toFixed(1), '% of one core')
 
 for (const [p, rate] of rates.entries()) {
   const phase = phases[p]!
@@ -119,17 +143,36 @@ for (const [p, rate] of rates.entries()) {
   const elapsed = (delivered - started) / 1000
   latencies.sort((x, y) => x - y)
   const tag = `at_${rate}`
-  report(`${tag}_acknowledged`, latencies.length, `of ${phase.length} (${refused} refused), offered over ${((replied - started) / 1000).toFixed(1)} s`)
+  report(
+    `${tag}_acknowledged`,
+    latencies.length,
+    `of ${phase.length} (${refused} refused), offered over ${((replied - started) / 1000).toFixed(1)} s`
+  )
   report(`${tag}_latency_p50`, percentile(latencies, 0.5).toFixed(1), 'ms')
   report(`${tag}_latency_p99`, percentile(latencies, 0.99).toFixed(1), 'ms')
   for (const [i, name] of ['a', 'b'].slice(0, nodes.length).entries()) {
     const used = cpu1[i]! - cpu0[i]!
     const label = i === 0 ? `${tag}_cpu_per_registration_a` : `${tag}_cpu_per_received_operation_b`
-    report(label, ((used * 1000) / phase.length).toFixed(3), `ms (${((used / elapsed) * 100).toFixed(0)} % of a core over ${elapsed.toFixed(1)} s)`)
-    const split = [...threads1[i]!].map(([thread, s]) => [thread, ((s - (threads0[i]!.get(thread) ?? 0)) * 1000) / phase.length] as const).filter(([, ms]) => ms >= 0.005).sort((x, y) => y[1] - x[1])
+    report(
+      label,
+      ((used * 1000) / phase.length).toFixed(3),
+      `ms (${((used / elapsed) * 100).toFixed(0)} % of a core over ${elapsed.toFixed(1)} s)`
+    )
+    const split = [...threads1[i]!]
+      .map(([thread, s]) => [thread, ((s - (threads0[i]!.get(thread) ?? 0)) * 1000) / phase.length] as const)
+      .filter(([, ms]) => ms >= 0.005)
+      .sort((x, y) => y[1] - x[1])
     const perOp = (seconds: number): string => ((seconds * 1000) / phase.length).toFixed(3)
-    report(`${tag}_cpu_user_system_${name}`, `${perOp(split1[i]!.user - split0[i]!.user)} / ${perOp(split1[i]!.system - split0[i]!.system)}`, 'ms per operation in user / kernel mode')
-    report(`${tag}_cpu_by_thread_${name}`, split.map(([thread, ms]) => `${thread} ${ms.toFixed(3)}`).join(', '), 'ms per operation')
+    report(
+      `${tag}_cpu_user_system_${name}`,
+      `${perOp(split1[i]!.user - split0[i]!.user)} / ${perOp(split1[i]!.system - split0[i]!.system)}`,
+      'ms per operation in user / kernel mode'
+    )
+    report(
+      `${tag}_cpu_by_thread_${name}`,
+      split.map(([thread, ms]) => `${thread} ${ms.toFixed(3)}`).join(', '),
+      'ms per operation'
+    )
   }
   const metrics = await (await fetch(`${a.url}/metrics`)).text()
   const lag = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(metrics)?.[1]
@@ -137,7 +180,13 @@ for (const [p, rate] of rates.entries()) {
   if (b) report(`${tag}_b_held_all_after`, ((delivered - replied) / 1000).toFixed(2), 's after the last reply')
   await sleep(2000)
 }
-report('machine_load_after', loadavg().map(l => l.toFixed(2)).join(' '), '')
+report(
+  'machine_load_after',
+  loadavg()
+    .map(l => l.toFixed(2))
+    .join(' '),
+  ''
+)
 for (const n of nodes) n.child.kill('SIGTERM')
 await Promise.all(nodes.map(n => n.exited))
 await Promise.all(dirs.map(d => rm(d, { recursive: true, force: true })))

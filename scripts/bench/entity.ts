@@ -55,23 +55,49 @@ const { values: args } = parseArgs({
 if (args.child) {
   // The entity under test, in its own process.
   const running = await createEntity({
-    key: keyPairFromSeed(Buffer.alloc(32, 41)), registry: null, card: { name: 'Bench echo' },
-    handler: input => input.content, authMode: 'permissive', httpServer: args['http-server'] as ServerChoice, logger: pino({ level: 'warn' })
+    key: keyPairFromSeed(Buffer.alloc(32, 41)),
+    registry: null,
+    card: { name: 'Bench echo' },
+    handler: input => input.content,
+    authMode: 'permissive',
+    httpServer: args['http-server'] as ServerChoice,
+    logger: pino({ level: 'warn' })
   }).start()
   process.stdout.write(`entity listening on ${running.url} (server ${running.httpServer})\n`)
 } else {
-  report('machine', `${process.versions.node}, load ${loadavg().map(l => l.toFixed(2)).join(' ')} at start`, '')
+  report(
+    'machine',
+    `${process.versions.node}, load ${loadavg()
+      .map(l => l.toFixed(2))
+      .join(' ')} at start`,
+    ''
+  )
   await calls()
   if (!args['skip-heartbeats']) await heartbeats()
   process.exit(0)
 }
 
 async function calls(): Promise<void> {
-  const child = spawn(process.execPath, ['--import', TSX_IMPORT, new URL(import.meta.url).pathname, '--child', '--http-server', args['http-server'] as string], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      TSX_IMPORT,
+      new URL(import.meta.url).pathname,
+      '--child',
+      '--http-server',
+      args['http-server'] as string
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] }
+  )
   process.once('exit', () => child.kill('SIGKILL'))
   const line = await new Promise<string>((resolve, reject) => {
     let out = ''
-    child.stdout!.on('data', d => { out += d; const m = /entity listening on (\S+) \(server (\w+)\)/.exec(out); if (m) resolve(m[0]) })
+    child.stdout!.on('data', d => {
+      out += d
+      const m = /entity listening on (\S+) \(server (\w+)\)/.exec(out)
+      if (m) resolve(m[0])
+    })
     child.on('exit', code => reject(new Error(`entity exited ${code}: ${out}`)))
   })
   const [, url, server] = /on (\S+) \(server (\w+)\)/.exec(line) as RegExpExecArray
@@ -80,15 +106,29 @@ async function calls(): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
   const caller = keyPairFromSeed(Buffer.alloc(32, 42))
   const callerId = deriveId('agent', caller.publicKey)
-  const bodies = (n: number): string[] => Array.from({ length: n }, (_, i) => JSON.stringify(signAgentMessage(caller, callerId, { content: `call ${i}: translate this sentence` })))
-  const post = (body: string): Promise<number> => new Promise(resolve => {
-    const req = request({ host: base.hostname, port: base.port, path: '/webhook/sync', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
-      res.resume()
-      res.on('end', () => resolve(res.statusCode ?? 0))
+  const bodies = (n: number): string[] =>
+    Array.from({ length: n }, (_, i) =>
+      JSON.stringify(signAgentMessage(caller, callerId, { content: `call ${i}: translate this sentence` }))
+    )
+  const post = (body: string): Promise<number> =>
+    new Promise(resolve => {
+      const req = request(
+        {
+          host: base.hostname,
+          port: base.port,
+          path: '/webhook/sync',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+        },
+        res => {
+          res.resume()
+          res.on('end', () => resolve(res.statusCode ?? 0))
+        }
+      )
+      req.on('error', () => resolve(0))
+      req.end(body)
     })
-    req.on('error', () => resolve(0))
-    req.end(body)
-  })
   const pid = child.pid!
 
   // Warm-up, then the closed loop.
@@ -101,13 +141,15 @@ async function calls(): Promise<void> {
   const cpu0 = await cpuSeconds(pid)
   const started = performance.now()
   const deadline = started + maxSeconds * 1000
-  await Promise.all(Array.from({ length: Number(args.connections) }, async () => {
-    while (performance.now() < deadline && next < pool.length) {
-      const status = await post(pool[next++] as string)
-      if (status === 200) ok++
-      else failed++
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: Number(args.connections) }, async () => {
+      while (performance.now() < deadline && next < pool.length) {
+        const status = await post(pool[next++] as string)
+        if (status === 200) ok++
+        else failed++
+      }
+    })
+  )
   const elapsed = (performance.now() - started) / 1000
   const cpu = (await cpuSeconds(pid)) - cpu0
   report('max_calls_per_second', (ok / elapsed).toFixed(0), 'calls/s')
@@ -157,36 +199,75 @@ async function calls(): Promise<void> {
 async function heartbeats(): Promise<void> {
   const n = Number(args['heartbeat-entities'])
   const data = await mkdtemp(join(tmpdir(), 'bench-entity-heartbeats-'))
-  const node = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit', '--no-p2p', '--inactive-after-seconds', '30', '--sweep-interval-seconds', '1', '--http-server', args['http-server'] as string])
+  const node = await spawnNode([
+    '--data',
+    data,
+    '--http-port',
+    '0',
+    '--no-rate-limit',
+    '--no-p2p',
+    '--inactive-after-seconds',
+    '30',
+    '--sweep-interval-seconds',
+    '1',
+    '--http-server',
+    args['http-server'] as string
+  ])
   try {
     const developer = keyPairFromSeed(Buffer.alloc(32, 43))
     const keys = Array.from({ length: n }, (_, i) => deriveAgentKeyPair(developer.seed, i))
     for (let i = 0; i < n; i += 50) {
-      await Promise.all(keys.slice(i, i + 50).map(async (key, j) => {
-        const body = signedRegistration(key, { name: `Heartbeat ${i + j}`, type: 'agent', category: 'tools', entity_url: `https://h${i + j}.bench.example` })
-        const res = await fetch(`${node.url}/v1/entities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-        if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
-      }))
+      await Promise.all(
+        keys.slice(i, i + 50).map(async (key, j) => {
+          const body = signedRegistration(key, {
+            name: `Heartbeat ${i + j}`,
+            type: 'agent',
+            category: 'tools',
+            entity_url: `https://h${i + j}.bench.example`
+          })
+          const res = await fetch(`${node.url}/v1/entities`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body)
+          })
+          if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
+        })
+      )
     }
-    const clients = keys.map(key => new HeartbeatClient({ registryUrl: node.url, entityId: deriveId('agent', key.publicKey), keyPair: key, form: 'deployed', intervalMs: 10_000 }))
+    const clients = keys.map(
+      key =>
+        new HeartbeatClient({
+          registryUrl: node.url,
+          entityId: deriveId('agent', key.publicKey),
+          keyPair: key,
+          form: 'deployed',
+          intervalMs: 10_000
+        })
+    )
     const seconds = Number(args['heartbeat-seconds'])
     const cpu0 = process.cpuUsage()
     const nodeCpu0 = await cpuSeconds(node.child.pid!)
     const t0 = performance.now()
     // Spread the first beats over the interval, as entities started at different times would be.
-    clients.forEach((c, i) => setTimeout(() => c.start(), (i / n) * 10_000))
+    for (const [i, c] of clients.entries()) setTimeout(() => c.start(), (i / n) * 10_000)
     await new Promise(resolve => setTimeout(resolve, seconds * 1000))
     const elapsed = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
     const nodeCpu = (await cpuSeconds(node.child.pid!)) - nodeCpu0
     const acks = clients.reduce((sum, c) => sum + c.acks, 0)
-    const status = await (await fetch(`${node.url}/v1/network/status`)).json() as { liveness: { home_entities: number; active: number; inactive: number } }
+    const status = (await (await fetch(`${node.url}/v1/network/status`)).json()) as {
+      liveness: { home_entities: number; active: number; inactive: number }
+    }
     report('heartbeat_entities', n, 'entities')
     report('heartbeat_connected_at_end', clients.filter(c => c.connected).length, 'sockets')
     report('heartbeat_acks_per_second', (acks / elapsed).toFixed(0), 'acks/s')
     report('heartbeat_client_cpu', (((cpu.user + cpu.system) / 1e6 / elapsed) * 100).toFixed(1), '% of one core')
     report('heartbeat_node_cpu', ((nodeCpu / elapsed) * 100).toFixed(1), '% of one core')
-    report('heartbeat_active_at_end', `${status.liveness.active} of ${status.liveness.home_entities} (after ${seconds} s; inactive after 30 s of silence)`, '')
+    report(
+      'heartbeat_active_at_end',
+      `${status.liveness.active} of ${status.liveness.home_entities} (after ${seconds} s; inactive after 30 s of silence)`,
+      ''
+    )
     await Promise.all(clients.map(c => c.stop()))
   } finally {
     node.child.kill('SIGTERM')

@@ -78,20 +78,42 @@ async function prepare(name: string, data: string, host: string, count: number, 
   const flush = async () => {
     const records = batch
     batch = []
-    await store.commit(tx => { for (const r of records) tx.putEntity(r) })
+    await store.commit(tx => {
+      for (const r of records) tx.putEntity(r)
+    })
   }
   for (let i = 0; i < count; i++) {
     const content = entityContent(corpus, i)
     const key = keyPairFromSeed(createHash('sha256').update(`bench-federated ${name} ${i}`).digest()).publicKey
     batch.push({
-      entity_id: deriveId(content.type, key), type: content.type, name: content.name, category: content.category, summary: content.summary,
-      version: '1.0.0', tags: content.tags, public_key: formatKey(key), signature: `ed25519:${'A'.repeat(86)}==`,
+      entity_id: deriveId(content.type, key),
+      type: content.type,
+      name: content.name,
+      category: content.category,
+      summary: content.summary,
+      version: '1.0.0',
+      tags: content.tags,
+      public_key: formatKey(key),
+      signature: `ed25519:${'A'.repeat(86)}==`,
       entity_url: content.type === 'agent' ? `https://${name}-${i}.bench.example` : null,
       service_endpoint: content.type === 'service' ? `https://${name}-${i}.bench.example/api` : null,
-      openapi_url: null, codebase_hash: null, developer_id: null, entity_index: null, developer_proof: null,
-      capability_summary: content.capability_summary, pricing_model: null, entity_name: null, ttl: 86_400, status: 'active',
-      last_heartbeat: null, registered_at: now, updated_at: now, home_registry: host, home_registry_id: identity.registryId,
-      schema_version: SCHEMA_VERSION, registration_signatures: []
+      openapi_url: null,
+      codebase_hash: null,
+      developer_id: null,
+      entity_index: null,
+      developer_proof: null,
+      capability_summary: content.capability_summary,
+      pricing_model: null,
+      entity_name: null,
+      ttl: 86_400,
+      status: 'active',
+      last_heartbeat: null,
+      registered_at: now,
+      updated_at: now,
+      home_registry: host,
+      home_registry_id: identity.registryId,
+      schema_version: SCHEMA_VERSION,
+      registration_signatures: []
     })
     if (batch.length === 2000) await flush()
   }
@@ -102,9 +124,23 @@ async function prepare(name: string, data: string, host: string, count: number, 
 
 async function start(name: string, data: string, registryId: string, extra: string[]): Promise<BenchNode> {
   const proc = await spawnNode([
-    '--data', data, '--http-port', '0', '--no-rate-limit', '--log-level', 'warn', '--name', name, '--host', `${name}.bench.test`,
+    '--data',
+    data,
+    '--http-port',
+    '0',
+    '--no-rate-limit',
+    '--log-level',
+    'warn',
+    '--name',
+    name,
+    '--host',
+    `${name}.bench.test`,
     // No writes here: no verification worker; entities stay active for the whole run.
-    '--verify-workers', '0', '--inactive-after-seconds', '86400', ...extra
+    '--verify-workers',
+    '0',
+    '--inactive-after-seconds',
+    '86400',
+    ...extra
   ])
   let line: RegExpExecArray | null = null
   for (let i = 0; i < 200 && !(line = /registry-node p2p (\S+) at (.*)/.exec(proc.output())); i++) await sleep(25)
@@ -113,22 +149,46 @@ async function start(name: string, data: string, registryId: string, extra: stri
   return { name, data, registryId, process: proc, base: new URL(proc.url), peerId: line[1]!, tcp }
 }
 
-interface Reply { status: number; body: any; ms: number }
+interface Reply {
+  status: number
+  body: any
+  ms: number
+}
 
-function post(agent: Agent, base: URL, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+function post(
+  agent: Agent,
+  base: URL,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {}
+): Promise<Reply> {
   const text = JSON.stringify(body)
   return new Promise(resolve => {
     const started = performance.now()
-    const req = request({ agent, host: base.hostname, port: base.port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers } }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => {
-        const ms = performance.now() - started
-        let parsed: unknown = null
-        try { parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) } catch { /* not JSON */ }
-        resolve({ status: res.statusCode ?? 0, body: parsed, ms })
-      })
-    })
+    const req = request(
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers }
+      },
+      res => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const ms = performance.now() - started
+          let parsed: unknown = null
+          try {
+            parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+          } catch {
+            /* not JSON */
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed, ms })
+        })
+      }
+    )
     req.on('error', err => resolve({ status: 0, body: String(err), ms: performance.now() - started }))
     req.end(text)
   })
@@ -143,13 +203,31 @@ const QUERIES: Record<string, QueryMaker> = {
   rare: i => ({ query: `${VOCABULARY[200 + ((i * 13) % 700)]} ${VOCABULARY[900 + ((i * 7) % 19_000)]}` })
 }
 
-interface Run { ms: number[]; asked: number; answered: number; federatedResults: number; errors: number; replies: any[] }
+interface Run {
+  ms: number[]
+  asked: number
+  answered: number
+  federatedResults: number
+  errors: number
+  replies: any[]
+}
 
-async function run(agent: Agent, base: URL, make: QueryMaker, count: number, extra: Record<string, unknown>, from = 0): Promise<Run> {
+async function run(
+  agent: Agent,
+  base: URL,
+  make: QueryMaker,
+  count: number,
+  extra: Record<string, unknown>,
+  from = 0
+): Promise<Run> {
   const r: Run = { ms: [], asked: 0, answered: 0, federatedResults: 0, errors: 0, replies: [] }
   for (let i = 0; i < count; i++) {
     const reply = await post(agent, base, '/v1/search', { ...make(from + i), ...extra })
-    if (reply.status !== 200) { r.errors++; if (r.errors === 1) console.error(`  error: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`); continue }
+    if (reply.status !== 200) {
+      r.errors++
+      if (r.errors === 1) console.error(`  error: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`)
+      continue
+    }
     r.ms.push(reply.ms)
     const stats = reply.body.search_stats
     r.asked += stats.peers_queried
@@ -164,7 +242,12 @@ async function run(agent: Agent, base: URL, make: QueryMaker, count: number, ext
 function summary(prefix: string, r: Run, count: number): void {
   report(`${prefix}_p50`, percentile(r.ms, 0.5).toFixed(1), 'ms')
   report(`${prefix}_p95`, percentile(r.ms, 0.95).toFixed(1), 'ms')
-  if (r.asked > 0) report(`${prefix}_peers_asked`, (r.asked / Math.max(1, r.ms.length)).toFixed(2), `per query (${r.errors} errors in ${count})`)
+  if (r.asked > 0)
+    report(
+      `${prefix}_peers_asked`,
+      (r.asked / Math.max(1, r.ms.length)).toFixed(2),
+      `per query (${r.errors} errors in ${count})`
+    )
 }
 
 async function main(): Promise<void> {
@@ -189,10 +272,21 @@ async function main(): Promise<void> {
   const timeoutMs = Number(args['timeout-ms'])
   const slowMs = Number(args['slow-ms'])
   const benchStarted = performance.now()
-  report('machine_load_at_start', loadavg().map(l => l.toFixed(2)).join(' '), '(1, 5, 15 min)')
+  report(
+    'machine_load_at_start',
+    loadavg()
+      .map(l => l.toFixed(2))
+      .join(' '),
+    '(1, 5, 15 min)'
+  )
 
   // 1. Data: R, the peers, and the slow and dead peers (a tenth as many entities each), written offline.
-  const names = ['r', ...Array.from({ length: P }, (_, i) => `p${i + 1}`), ...(args['no-slow'] ? [] : ['slow']), ...(args['no-dead'] ? [] : ['dead'])]
+  const names = [
+    'r',
+    ...Array.from({ length: P }, (_, i) => `p${i + 1}`),
+    ...(args['no-slow'] ? [] : ['slow']),
+    ...(args['no-dead'] ? [] : ['dead'])
+  ]
   const dirs = new Map<string, string>()
   const ids = new Map<string, string>()
   const prepStarted = performance.now()
@@ -202,18 +296,38 @@ async function main(): Promise<void> {
     const count = name === 'slow' || name === 'dead' ? Number(args['extra-entities']) : N
     ids.set(name, await prepare(name, dir, `${name}.bench.test`, count, 100 + k))
   }
-  report('prepare_time', ((performance.now() - prepStarted) / 1000).toFixed(1), `s (${names.length} stores, ${N} entities per node)`)
+  report(
+    'prepare_time',
+    ((performance.now() - prepStarted) / 1000).toFixed(1),
+    `s (${names.length} stores, ${N} entities per node)`
+  )
 
   // 2. R, the healthy peers bootstrapped from it; the slow and dead peers alone until their turn.
   const startStarted = performance.now()
-  const r = await start('r', dirs.get('r')!, ids.get('r')!, ['--federation-max-peers', String(P + 2), '--webhook-secret', ADMIN_SECRET])
-  const peers = await Promise.all(names.filter(n => /^p\d+$/.test(n)).map(n => start(n, dirs.get(n)!, ids.get(n)!, ['--bootstrap', r.tcp])))
-  const extras = await Promise.all(names.filter(n => n === 'slow' || n === 'dead').map(n => start(n, dirs.get(n)!, ids.get(n)!, [])))
+  const r = await start('r', dirs.get('r')!, ids.get('r')!, [
+    '--federation-max-peers',
+    String(P + 2),
+    '--webhook-secret',
+    ADMIN_SECRET
+  ])
+  const peers = await Promise.all(
+    names.filter(n => /^p\d+$/.test(n)).map(n => start(n, dirs.get(n)!, ids.get(n)!, ['--bootstrap', r.tcp]))
+  )
+  const extras = await Promise.all(
+    names.filter(n => n === 'slow' || n === 'dead').map(n => start(n, dirs.get(n)!, ids.get(n)!, []))
+  )
   const extra = (name: string): BenchNode => extras.find(n => n.name === name)!
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   const connect = async (n: BenchNode): Promise<void> => {
-    const reply = await post(agent, r.base, '/v1/network/peers', { address: n.tcp }, { authorization: `Bearer ${ADMIN_SECRET}` })
-    if (reply.status !== 201) throw new Error(`R could not add ${n.name}: ${reply.status} ${JSON.stringify(reply.body)}`)
+    const reply = await post(
+      agent,
+      r.base,
+      '/v1/network/peers',
+      { address: n.tcp },
+      { authorization: `Bearer ${ADMIN_SECRET}` }
+    )
+    if (reply.status !== 201)
+      throw new Error(`R could not add ${n.name}: ${reply.status} ${JSON.stringify(reply.body)}`)
   }
   const answeredBy = async (expected: number): Promise<boolean> => {
     const reply = await post(agent, r.base, '/v1/search', { query: 'agent', federated: true, type: 'any' })
@@ -221,7 +335,11 @@ async function main(): Promise<void> {
   }
   for (let i = 0; i < 600 && !(await answeredBy(P)); i++) await sleep(100)
   if (!(await answeredBy(P))) throw new Error('R never got answers from every peer')
-  report('mesh_ready', ((performance.now() - startStarted) / 1000).toFixed(1), `s (spawn to ${P} peers answering a federated query)`)
+  report(
+    'mesh_ready',
+    ((performance.now() - startStarted) / 1000).toFixed(1),
+    `s (spawn to ${P} peers answering a federated query)`
+  )
   // Settle: embeddings and the DHT announcements of every home entity (see the header).
   const all = [r, ...peers, ...extras]
   const perNode = async () => Promise.all(all.map(n => cpuSeconds(n.process.child.pid!).catch(() => NaN)))
@@ -232,27 +350,57 @@ async function main(): Promise<void> {
     const from = await perNode()
     await sleep(5000)
     const to = await perNode()
-    idle = to.map((c, i) => (c - from[i]!) / 5 * 100)
+    idle = to.map((c, i) => ((c - from[i]!) / 5) * 100)
     const settled = performance.now() - settleStarted
-    if (idle.reduce((a, b) => a + b, 0) < Number(args['quiet-percent']) || settled > Number(args['settle-max-s']) * 1000) break
-    if (Math.round(settled / 1000) % 60 < 5) console.error(`  settling: ${(settled / 1000).toFixed(0)} s, nodes at ${idle.reduce((a, b) => a + b, 0).toFixed(0)} % of a core`)
+    if (
+      idle.reduce((a, b) => a + b, 0) < Number(args['quiet-percent']) ||
+      settled > Number(args['settle-max-s']) * 1000
+    )
+      break
+    if (Math.round(settled / 1000) % 60 < 5)
+      console.error(
+        `  settling: ${(settled / 1000).toFixed(0)} s, nodes at ${idle.reduce((a, b) => a + b, 0).toFixed(0)} % of a core`
+      )
   }
-  report('settle_time', ((performance.now() - settleStarted) / 1000).toFixed(0), `s (until the nodes together used < ${args['quiet-percent']} % of a core; DHT announcements of ${N} entities per node at 20/s)`)
-  report('idle_cpu_nodes', idle.reduce((a, b) => a + b, 0).toFixed(1), `% of one core (all ${all.length} nodes together, the last 5 s of settling; per node ${idle.map(x => x.toFixed(0)).join(' ')})`)
+  report(
+    'settle_time',
+    ((performance.now() - settleStarted) / 1000).toFixed(0),
+    `s (until the nodes together used < ${args['quiet-percent']} % of a core; DHT announcements of ${N} entities per node at 20/s)`
+  )
+  report(
+    'idle_cpu_nodes',
+    idle.reduce((a, b) => a + b, 0).toFixed(1),
+    `% of one core (all ${all.length} nodes together, the last 5 s of settling; per node ${idle.map(x => x.toFixed(0)).join(' ')})`
+  )
 
   // 3. Healthy mesh: local vs federated, same queries.
-  for (const make of Object.values(QUERIES)) { await run(agent, r.base, make, 20, {}, 1_000_000); await run(agent, r.base, make, 20, { federated: true }, 1_000_000) }
+  for (const make of Object.values(QUERIES)) {
+    await run(agent, r.base, make, 20, {}, 1_000_000)
+    await run(agent, r.base, make, 20, { federated: true }, 1_000_000)
+  }
   for (const [kind, make] of Object.entries(QUERIES)) {
     const c0 = await cpu()
     const local = await run(agent, r.base, make, Q, {})
     const c1 = await cpu()
     const federated = await run(agent, r.base, make, Q, { federated: true })
     const c2 = await cpu()
-    report(`${kind}_node_cpu_per_query`, `local ${((c1 - c0) / Q * 1000).toFixed(1)}, federated ${((c2 - c1) / Q * 1000).toFixed(1)}`, 'ms (all nodes)')
+    report(
+      `${kind}_node_cpu_per_query`,
+      `local ${(((c1 - c0) / Q) * 1000).toFixed(1)}, federated ${(((c2 - c1) / Q) * 1000).toFixed(1)}`,
+      'ms (all nodes)'
+    )
     summary(`${kind}_local`, local, Q)
     summary(`${kind}_federated`, federated, Q)
-    report(`${kind}_federated_minus_local_p95`, (percentile(federated.ms, 0.95) - percentile(local.ms, 0.95)).toFixed(1), 'ms (G2: ≤ 100)')
-    report(`${kind}_federated_results`, (federated.federatedResults / Math.max(1, federated.ms.length)).toFixed(1), 'of the merged results per query came from peers')
+    report(
+      `${kind}_federated_minus_local_p95`,
+      (percentile(federated.ms, 0.95) - percentile(local.ms, 0.95)).toFixed(1),
+      'ms (G2: ≤ 100)'
+    )
+    report(
+      `${kind}_federated_results`,
+      (federated.federatedResults / Math.max(1, federated.ms.length)).toFixed(1),
+      'of the merged results per query came from peers'
+    )
   }
 
   // 4. A slow peer: stopped for slowMs of every 2 × slowMs.
@@ -264,12 +412,25 @@ async function main(): Promise<void> {
     const pid = slow.process.child.pid!
     slowTimer = setInterval(() => {
       process.kill(pid, 'SIGSTOP')
-      setTimeout(() => { try { process.kill(pid, 'SIGCONT') } catch { /* gone */ } }, slowMs)
+      setTimeout(() => {
+        try {
+          process.kill(pid, 'SIGCONT')
+        } catch {
+          /* gone */
+        }
+      }, slowMs)
     }, 2 * slowMs)
     const federated = await run(agent, r.base, QUERIES.common!, Q, { federated: true }, 2 * Q)
     summary('with_slow_peer_common_federated', federated, Q)
     const slowReports = federated.replies.flatMap(b => b.search_stats.peers.filter((p: any) => p.name === 'slow'))
-    report('with_slow_peer_slow_latency_p95', percentile(slowReports.map((p: any) => p.latency_ms).sort((a: number, b: number) => a - b), 0.95).toFixed(1), `ms (the slow peer's own, stopped ${slowMs} ms of every ${2 * slowMs})`)
+    report(
+      'with_slow_peer_slow_latency_p95',
+      percentile(
+        slowReports.map((p: any) => p.latency_ms).sort((a: number, b: number) => a - b),
+        0.95
+      ).toFixed(1),
+      `ms (the slow peer's own, stopped ${slowMs} ms of every ${2 * slowMs})`
+    )
   }
 
   // 5. A dead peer: SIGSTOP. Every query waits for its deadline; the reply must name it.
@@ -281,7 +442,9 @@ async function main(): Promise<void> {
     let seen = false
     for (let i = 0; i < 600 && !seen; i++) {
       const reply = await post(agent, r.base, '/v1/search', { query: 'agent', federated: true, type: 'any' })
-      seen = reply.status === 200 && reply.body.search_stats.peers.some((p: any) => p.name === 'dead' && p.outcome === 'answered')
+      seen =
+        reply.status === 200 &&
+        reply.body.search_stats.peers.some((p: any) => p.name === 'dead' && p.outcome === 'answered')
       if (!seen) await sleep(100)
     }
     if (!seen) throw new Error('the dead peer never answered before it was stopped')
@@ -293,36 +456,67 @@ async function main(): Promise<void> {
     let total = 0
     let droppedAfter: number | null = null
     for (let i = 0; i < 60 && droppedAfter === null; i++) {
-      const reply = await post(agent, r.base, '/v1/search', { ...QUERIES.common!(3 * Q + i), federated: true, timeout_ms: timeoutMs })
+      const reply = await post(agent, r.base, '/v1/search', {
+        ...QUERIES.common!(3 * Q + i),
+        federated: true,
+        timeout_ms: timeoutMs
+      })
       if (reply.status !== 200) continue
       total++
       const mine = reply.body.search_stats.peers.find((p: any) => p.name === 'dead')
       if (mine) named.push({ ms: reply.ms, latency: mine.latency_ms, outcome: mine.outcome })
       else droppedAfter = (performance.now() - stoppedAt) / 1000
-      if (mine && mine.outcome !== 'timed_out') console.error(`  the dead peer was reported as ${mine.outcome}: ${mine.error ?? ''} (${mine.latency_ms} ms)`)
+      if (mine && mine.outcome !== 'timed_out')
+        console.error(`  the dead peer was reported as ${mine.outcome}: ${mine.error ?? ''} (${mine.latency_ms} ms)`)
     }
     const after = await run(agent, r.base, QUERIES.common!, 20, { federated: true, timeout_ms: timeoutMs }, 4 * Q)
     const overhead = named.map(n => n.ms - timeoutMs).sort((a, b) => a - b)
     report('dead_peer_timeout', timeoutMs, 'ms (timeout_ms of each request)')
-    report('dead_peer_named', `${named.length} of ${total}`, `replies asked it and name it: ${named.filter(n => n.outcome === 'timed_out').length} as timed_out, ${named.filter(n => n.outcome === 'failed').length} as failed (${expected} peers connected)`)
-    report('dead_peer_cost_over_timeout_p50', percentile(overhead, 0.5).toFixed(1), 'ms (client time − timeout, replies that asked it)')
+    report(
+      'dead_peer_named',
+      `${named.length} of ${total}`,
+      `replies asked it and name it: ${named.filter(n => n.outcome === 'timed_out').length} as timed_out, ${named.filter(n => n.outcome === 'failed').length} as failed (${expected} peers connected)`
+    )
+    report(
+      'dead_peer_cost_over_timeout_p50',
+      percentile(overhead, 0.5).toFixed(1),
+      'ms (client time − timeout, replies that asked it)'
+    )
     report('dead_peer_cost_over_timeout_p95', percentile(overhead, 0.95).toFixed(1), 'ms (G2: ≤ 50)')
     report('dead_peer_cost_over_timeout_max', (overhead[overhead.length - 1] ?? NaN).toFixed(1), 'ms')
-    report('dead_peer_reported_latency_max', Math.max(...named.map(n => n.latency)).toFixed(1), 'ms (its search_stats.peers latency_ms)')
-    report('dead_peer_dropped_after', droppedAfter === null ? 'not within the run' : droppedAfter.toFixed(1), 's after SIGSTOP (R no longer asks it: its connection was closed)')
+    report(
+      'dead_peer_reported_latency_max',
+      Math.max(...named.map(n => n.latency)).toFixed(1),
+      'ms (its search_stats.peers latency_ms)'
+    )
+    report(
+      'dead_peer_dropped_after',
+      droppedAfter === null ? 'not within the run' : droppedAfter.toFixed(1),
+      's after SIGSTOP (R no longer asks it: its connection was closed)'
+    )
     summary('after_dead_peer_dropped_common_federated', after, 20)
   }
 
   if (slowTimer) clearInterval(slowTimer)
   agent.destroy()
   for (const n of [r, ...peers, ...extras]) {
-    try { process.kill(n.process.child.pid!, 'SIGCONT') } catch { /* gone */ }
+    try {
+      process.kill(n.process.child.pid!, 'SIGCONT')
+    } catch {
+      /* gone */
+    }
     n.process.child.kill('SIGKILL')
     await n.process.exited
   }
   if (args.keep) console.error(`data kept in ${[...dirs.values()].join(' ')}`)
   else for (const dir of dirs.values()) await rm(dir, { recursive: true, force: true })
-  report('machine_load_at_end', loadavg().map(l => l.toFixed(2)).join(' '), '(1, 5, 15 min)')
+  report(
+    'machine_load_at_end',
+    loadavg()
+      .map(l => l.toFixed(2))
+      .join(' '),
+    '(1, 5, 15 min)'
+  )
   report('bench_time', ((performance.now() - benchStarted) / 1000).toFixed(1), 's')
 }
 

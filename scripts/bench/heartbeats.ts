@@ -112,13 +112,20 @@ import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
 import { signedRegistration } from '../../src/testnet/entity-factory.js'
 import { sleep } from '../lib/mesh-bench.js'
-import { CLI_FROM_SOURCES, cpuSeconds, memoryMiB, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from '../lib/node-process.js'
+import {
+  CLI_FROM_SOURCES,
+  cpuSeconds,
+  memoryMiB,
+  REPO,
+  spawnNode,
+  TSX_IMPORT,
+  type NodeProcess
+} from '../lib/node-process.js'
 import { seededRandom } from '../lib/random.js'
 import { percentile, report } from '../lib/report.js'
 import { startWorker } from '../lib/workers.js'
 
 const entitySeed = (i: number): Buffer => createHash('sha256').update(`bench-heartbeats entity ${i}`).digest()
-
 
 // ---------------------------------------------------------------------------------------------
 // Signing worker threads. Each owns a contiguous range of entities and keeps their keys between jobs.
@@ -160,9 +167,11 @@ if (!isMainThread) {
         const spec = job.spec[e]!
         for (let k = 0; k < job.beats; k++) {
           const timestamp = new Date(job.wallT0 + plannedMs(offset, k, job.periodMs)).toISOString()
-          frames.push(spec
-            ? `{"agent_id":"${id}","timestamp":"${timestamp}","signature":"${sign(keyPair, id + timestamp)}"}`
-            : `{"timestamp":"${timestamp}","signature":"${sign(keyPair, timestamp)}"}`)
+          frames.push(
+            spec
+              ? `{"agent_id":"${id}","timestamp":"${timestamp}","signature":"${sign(keyPair, id + timestamp)}"}`
+              : `{"timestamp":"${timestamp}","signature":"${sign(keyPair, timestamp)}"}`
+          )
         }
       }
       parentPort!.postMessage(frames)
@@ -174,7 +183,10 @@ function ask<T>(worker: Worker, job: SignRequest): Promise<T> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(err)
     worker.once('error', onError)
-    worker.once('message', (reply: T) => { worker.off('error', onError); resolve(reply) })
+    worker.once('message', (reply: T) => {
+      worker.off('error', onError)
+      resolve(reply)
+    })
     worker.postMessage(job)
   })
 }
@@ -191,32 +203,58 @@ function openSocket(url: string, localAddress?: string): Promise<WebSocket> {
     ws.once('error', reject)
     ws.once('unexpected-response', (_req, res) => {
       let body = ''
-      res.on('data', (d: Buffer) => { body += d.toString() })
-      res.on('end', () => { reject(new Error(`upgrade refused for ${url}: ${res.statusCode} ${body.slice(0, 300)}`)); ws.terminate() })
+      res.on('data', (d: Buffer) => {
+        body += d.toString()
+      })
+      res.on('end', () => {
+        reject(new Error(`upgrade refused for ${url}: ${res.statusCode} ${body.slice(0, 300)}`))
+        ws.terminate()
+      })
     })
   })
 }
 
 /** Opens every URL, `concurrency` handshakes at a time; `onOpen` runs before the next one starts. */
-async function openAll(urls: readonly string[], concurrency: number, onOpen: (ws: WebSocket, i: number) => void, localAddress?: string): Promise<WebSocket[]> {
+async function openAll(
+  urls: readonly string[],
+  concurrency: number,
+  onOpen: (ws: WebSocket, i: number) => void,
+  localAddress?: string
+): Promise<WebSocket[]> {
   const sockets = new Array<WebSocket>(urls.length)
   let next = 0
-  await Promise.all(Array.from({ length: Math.min(concurrency, urls.length) }, async () => {
-    while (next < urls.length) {
-      const i = next++
-      const ws = await openSocket(urls[i]!, localAddress)
-      onOpen(ws, i)
-      sockets[i] = ws
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, urls.length) }, async () => {
+      while (next < urls.length) {
+        const i = next++
+        const ws = await openSocket(urls[i]!, localAddress)
+        onOpen(ws, i)
+        sockets[i] = ws
+      }
+    })
+  )
   return sockets
 }
 
 // ---------------------------------------------------------------------------------------------
 // The flood: a child process (this file with --flood-child) driven over IPC.
 
-interface FloodPlan { mode: 'a' | 'b'; url: string; sockets: number; rate: number; batch: number; reconnect: boolean; address: string }
-type FloodCommand = ({ cmd: 'init'; ids: string[] }) | ({ cmd: 'prepare' } & FloodPlan) | { cmd: 'go' } | { cmd: 'stop' } | { cmd: 'collect' } | { cmd: 'exit' }
+interface FloodPlan {
+  mode: 'a' | 'b'
+  url: string
+  sockets: number
+  rate: number
+  batch: number
+  reconnect: boolean
+  address: string
+}
+type FloodCommand =
+  | { cmd: 'init'; ids: string[] }
+  | ({ cmd: 'prepare' } & FloodPlan)
+  | { cmd: 'go' }
+  | { cmd: 'stop' }
+  | { cmd: 'collect' }
+  | { cmd: 'exit' }
 
 interface FloodStats {
   mode: 'a' | 'b'
@@ -261,7 +299,11 @@ async function floodChild(): Promise<void> {
     else if (data.indexOf('"rate_limited"') !== -1) code = 'rate_limited'
     else if (data.indexOf('"type":"ack"') !== -1) code = 'ack'
     else {
-      try { code = String((JSON.parse(data.toString()) as { error?: unknown }).error ?? 'unknown') } catch { code = 'unparsable' }
+      try {
+        code = String((JSON.parse(data.toString()) as { error?: unknown }).error ?? 'unknown')
+      } catch {
+        code = 'unparsable'
+      }
     }
     s.replies[code] = (s.replies[code] ?? 0) + 1
   }
@@ -279,12 +321,21 @@ async function floodChild(): Promise<void> {
   }
   const url = () => `${plan!.url.replace(/^http/, 'ws')}/v1/heartbeat`
   const reopen = (c: number): void => {
-    openSocket(url(), plan!.address).then(ws => {
-      if (collecting || !running) { ws.terminate(); return }
-      stats!.reconnects++
-      attach(ws, c)
-      sockets[c] = ws
-    }, () => { stats!.connectFailures++; if (running) setTimeout(() => reopen(c), 100) })
+    openSocket(url(), plan!.address).then(
+      ws => {
+        if (collecting || !running) {
+          ws.terminate()
+          return
+        }
+        stats!.reconnects++
+        attach(ws, c)
+        sockets[c] = ws
+      },
+      () => {
+        stats!.connectFailures++
+        if (running) setTimeout(() => reopen(c), 100)
+      }
+    )
   }
 
   const tick = (): void => {
@@ -302,12 +353,19 @@ async function floodChild(): Promise<void> {
         // (a) pushes its whole rate through whichever of its connections are open, and holds what
         // is due while none is (it goes out as soon as one reopens); (b) keeps every connection
         // within its own rate, so a closed connection's share is skipped until it reopens.
-        for (let tries = 1; p.mode === 'a' && (!ws || ws.readyState !== WebSocket.OPEN) && tries < p.sockets; tries++) ws = sockets[c = (c + 1) % p.sockets]
+        for (let tries = 1; p.mode === 'a' && (!ws || ws.readyState !== WebSocket.OPEN) && tries < p.sockets; tries++)
+          ws = sockets[(c = (c + 1) % p.sockets)]
         if (p.mode === 'a' && (!ws || ws.readyState !== WebSocket.OPEN)) break
         sentMessages++
         s.offered += p.batch
-        if (!ws || ws.readyState !== WebSocket.OPEN) { s.skippedClosed += p.batch; continue }
-        if (ws.bufferedAmount > 1024 * 1024) { s.skippedBackpressure += p.batch; continue }
+        if (!ws || ws.readyState !== WebSocket.OPEN) {
+          s.skippedClosed += p.batch
+          continue
+        }
+        if (ws.bufferedAmount > 1024 * 1024) {
+          s.skippedBackpressure += p.batch
+          continue
+        }
         const frames: string[] = []
         for (let f = 0; f < p.batch; f++) {
           pick = (Math.imul(pick, 1103515245) + 12345) >>> 0
@@ -341,17 +399,43 @@ async function floodChild(): Promise<void> {
         ready = false
         wantGo = false
         stats = {
-          mode: msg.mode, sockets: msg.sockets, openMs: 0, sendingMs: 0, offered: 0, sent: 0, messages: 0, skippedClosed: 0, skippedBackpressure: 0,
-          replies: {}, closedByNode: {}, reconnects: 0, connectFailures: 0, eventLoopDelayMaxMs: 0
+          mode: msg.mode,
+          sockets: msg.sockets,
+          openMs: 0,
+          sendingMs: 0,
+          offered: 0,
+          sent: 0,
+          messages: 0,
+          skippedClosed: 0,
+          skippedBackpressure: 0,
+          replies: {},
+          closedByNode: {},
+          reconnects: 0,
+          connectFailures: 0,
+          eventLoopDelayMaxMs: 0
         }
         const started = performance.now()
         sockets = new Array<WebSocket | null>(msg.sockets).fill(null)
-        void openAll(Array.from({ length: msg.sockets }, url), 100, (ws, c) => { attach(ws, c); sockets[c] = ws }, msg.address).then(() => {
-          stats!.openMs = performance.now() - started
-          ready = true
-          send({ type: 'ready', openMs: stats!.openMs })
-          if (wantGo) start()
-        }, err => { process.stderr.write(`flood: ${(err as Error).message}\n`); process.exit(1) })
+        void openAll(
+          Array.from({ length: msg.sockets }, url),
+          100,
+          (ws, c) => {
+            attach(ws, c)
+            sockets[c] = ws
+          },
+          msg.address
+        ).then(
+          () => {
+            stats!.openMs = performance.now() - started
+            ready = true
+            send({ type: 'ready', openMs: stats!.openMs })
+            if (wantGo) start()
+          },
+          err => {
+            process.stderr.write(`flood: ${(err as Error).message}\n`)
+            process.exit(1)
+          }
+        )
         break
       }
       case 'go':
@@ -368,7 +452,10 @@ async function floodChild(): Promise<void> {
           if (due > sentMessages) stats!.offered += (due - sentMessages) * plan!.batch
         }
         wantGo = false
-        if (loop) { loop.disable(); stats!.eventLoopDelayMaxMs = loop.max / 1e6 }
+        if (loop) {
+          loop.disable()
+          stats!.eventLoopDelayMaxMs = loop.max / 1e6
+        }
         break
       case 'collect':
         collecting = true
@@ -394,7 +481,12 @@ interface CpuProfile {
 }
 
 /** Top self-time functions of a profile between two CLOCK_MONOTONIC times (µs). */
-function topSelf(profile: CpuProfile, fromUs: number, toUs: number, n: number): { total: number; rows: { name: string; share: number }[] } {
+function topSelf(
+  profile: CpuProfile,
+  fromUs: number,
+  toUs: number,
+  n: number
+): { total: number; rows: { name: string; share: number }[] } {
   const names = new Map<number, string>()
   for (const node of profile.nodes) {
     const f = node.callFrame
@@ -411,7 +503,10 @@ function topSelf(profile: CpuProfile, fromUs: number, toUs: number, n: number): 
     counts.set(name, (counts.get(name) ?? 0) + 1)
     total++
   }
-  const rows = [...counts].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, c]) => ({ name, share: c / Math.max(1, total) }))
+  const rows = [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, c]) => ({ name, share: c / Math.max(1, total) }))
   return { total, rows }
 }
 
@@ -451,23 +546,60 @@ async function threadCpu(pid: number): Promise<Map<number, number>> {
 
 function post(agent: Agent, url: URL, path: string, body: string): Promise<{ status: number; text: string }> {
   return new Promise(resolve => {
-    const req = request({ agent, host: url.hostname, port: url.port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
-    })
+    const req = request(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+      },
+      res => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
+      }
+    )
     req.on('error', err => resolve({ status: 0, text: String(err) }))
     req.end(body)
   })
 }
 
-interface Phase { name: string; start: number; end: number; flood?: 'a' | 'b'; role: 'load' | 'prep' | 'flood' | 'recovery' }
-interface Sample { perf: number; hrUs: number; nodeCpu: number; threads: Map<number, number>; clientCpu: number; floodCpu: number; machine: number; nodeRss: number }
+interface Phase {
+  name: string
+  start: number
+  end: number
+  flood?: 'a' | 'b'
+  role: 'load' | 'prep' | 'flood' | 'recovery'
+}
+interface Sample {
+  perf: number
+  hrUs: number
+  nodeCpu: number
+  threads: Map<number, number>
+  clientCpu: number
+  floodCpu: number
+  machine: number
+  nodeRss: number
+}
 /** The valid client's event loop in one phase, and how late it sent. */
-interface PhaseLoop { delay: IntervalHistogram; lateMax: number; late10: number }
+interface PhaseLoop {
+  delay: IntervalHistogram
+  lateMax: number
+  late10: number
+}
 
 /** What one phase measured, for the summary and the profile windows. */
-interface PhaseResult { phase: Phase; from: Sample; to: Sample; latencies: number[]; ackRate: number; nodeCpu: number; flood?: FloodStats }
+interface PhaseResult {
+  phase: Phase
+  from: Sample
+  to: Sample
+  latencies: number[]
+  ackRate: number
+  nodeCpu: number
+  flood?: FloodStats
+}
 
 /**
  * One stretch of continuous valid load: its beats signed for its own timeline, sent, acknowledged,
@@ -486,8 +618,12 @@ interface Segment {
   errorTimes: Float64Array
 }
 
-const fmt = (x: number, digits = 1): string => (Number.isFinite(x) ? x.toFixed(digits) : x === Infinity ? 'never' : 'n/a')
-const list = (counts: Record<string, number>): string => Object.entries(counts).map(([c, k]) => `${c}: ${k}`).join(', ')
+const fmt = (x: number, digits = 1): string =>
+  Number.isFinite(x) ? x.toFixed(digits) : x === Infinity ? 'never' : 'n/a'
+const list = (counts: Record<string, number>): string =>
+  Object.entries(counts)
+    .map(([c, k]) => `${c}: ${k}`)
+    .join(', ')
 
 function parseOptions() {
   return parseArgs({
@@ -555,27 +691,62 @@ async function settingsOf(args: Args): Promise<Settings> {
   const entitySockets = Math.min(N, Number(args['entity-sockets'] ?? Math.round(N / 7.5)))
   const rest = N - entitySockets
   const perMuxWanted = args['per-mux'] === undefined ? undefined : Number(args['per-mux'])
-  const muxSockets = rest === 0 ? 0 : perMuxWanted !== undefined ? Math.ceil(rest / perMuxWanted) : Number(args['mux-sockets'] ?? Math.ceil(rest / 13))
+  const muxSockets =
+    rest === 0
+      ? 0
+      : perMuxWanted !== undefined
+        ? Math.ceil(rest / perMuxWanted)
+        : Number(args['mux-sockets'] ?? Math.ceil(rest / 13))
   const perMux = muxSockets === 0 ? 0 : Math.ceil(rest / muxSockets)
   const floodRate = Number(args['flood-factor']) * rate
 
-  const nodeFlags = ['--http-port', '0', '--no-rate-limit', '--http-server', args['http-server'], ...(args['node-arg'] ?? [])]
+  const nodeFlags = [
+    '--http-port',
+    '0',
+    '--no-rate-limit',
+    '--http-server',
+    args['http-server'],
+    ...(args['node-arg'] ?? [])
+  ]
   const config = await loadConfig({ argv: nodeFlags, env: {} })
   const L = config.liveness
   const connectionRate = L.frames_per_second_per_entity * L.max_entities_per_connection
-  if (perMux > L.max_entities_per_connection) throw new Error(`${perMux} entities per multiplexed socket exceeds the node's cap of ${L.max_entities_per_connection}`)
-  if (1000 / periodMs > L.frames_per_second_per_entity) console.error(`warning: each entity beats ${(1000 / periodMs).toFixed(2)}/s, over the node's ${L.frames_per_second_per_entity}/s per entity`)
+  if (perMux > L.max_entities_per_connection)
+    throw new Error(
+      `${perMux} entities per multiplexed socket exceeds the node's cap of ${L.max_entities_per_connection}`
+    )
+  if (1000 / periodMs > L.frames_per_second_per_entity)
+    console.error(
+      `warning: each entity beats ${(1000 / periodMs).toFixed(2)}/s, over the node's ${L.frames_per_second_per_entity}/s per entity`
+    )
   return {
-    args, N, rate, periodMs, entitySockets, rest, muxSockets, perMux,
+    args,
+    N,
+    rate,
+    periodMs,
+    entitySockets,
+    rest,
+    muxSockets,
+    perMux,
     entitySpec: args['entity-form'] === 'spec',
-    floods: (['a', 'b'] as const).filter(f => args.flood.split(',').map(s => s.trim()).includes(f)),
+    floods: (['a', 'b'] as const).filter(f =>
+      args.flood
+        .split(',')
+        .map(s => s.trim())
+        .includes(f)
+    ),
     floodSeconds: Number(args['flood-seconds']),
     floodRate,
     floodBatch: Number(args['flood-batch']),
     drainMs: Number(args.drain) * 1000,
     connections: entitySockets + muxSockets,
-    nodeFlags, config, connectionRate,
-    floodSockets: { a: Number(args['flood-a-sockets']), b: Number(args['flood-b-sockets'] ?? Math.ceil(floodRate / connectionRate)) }
+    nodeFlags,
+    config,
+    connectionRate,
+    floodSockets: {
+      a: Number(args['flood-a-sockets']),
+      b: Number(args['flood-b-sockets'] ?? Math.ceil(floodRate / connectionRate))
+    }
   }
 }
 
@@ -583,36 +754,74 @@ async function settingsOf(args: Args): Promise<Settings> {
 async function reportSettings(s: Settings): Promise<void> {
   const busyBefore = await machineBusy()
   await sleep(3000)
-  report('machine_cpu_before', fmt(((await machineBusy()) - busyBefore) / 3 * 100, 0), '% of one core used by all processes over the 3 s before the benchmark (of 200%)')
+  report(
+    'machine_cpu_before',
+    fmt((((await machineBusy()) - busyBefore) / 3) * 100, 0),
+    '% of one core used by all processes over the 3 s before the benchmark (of 200%)'
+  )
   const load = loadavg()
-  report('machine_load_before', `${fmt(load[0]!, 2)} ${fmt(load[1]!, 2)} ${fmt(load[2]!, 2)}`, '(1, 5, 15-minute load averages; 2 cores)')
+  report(
+    'machine_load_before',
+    `${fmt(load[0]!, 2)} ${fmt(load[1]!, 2)} ${fmt(load[2]!, 2)}`,
+    '(1, 5, 15-minute load averages; 2 cores)'
+  )
   report('entities', s.N, '')
   report('offered_rate', s.rate, `heartbeats/s (every entity every ${fmt(s.periodMs / 1000, 2)} s)`)
-  report('entity_sockets', s.entitySockets, `per-entity /v1/entities/{id}/ws, ${s.entitySpec ? 'spec' : 'deployed'} frame form`)
-  report('mux_sockets', s.muxSockets, `multiplexed /v1/heartbeat, spec frame form, ${s.perMux === 0 ? 0 : Math.floor(s.rest / s.muxSockets)}–${s.perMux} entities each`)
+  report(
+    'entity_sockets',
+    s.entitySockets,
+    `per-entity /v1/entities/{id}/ws, ${s.entitySpec ? 'spec' : 'deployed'} frame form`
+  )
+  report(
+    'mux_sockets',
+    s.muxSockets,
+    `multiplexed /v1/heartbeat, spec frame form, ${s.perMux === 0 ? 0 : Math.floor(s.rest / s.muxSockets)}–${s.perMux} entities each`
+  )
   report('connections', s.connections, 'valid WebSocket connections')
   const L = s.config.liveness
-  report('node_liveness_settings', `skew ${L.max_clock_skew_seconds} s, ${L.frames_per_second_per_entity} frame/s per entity (burst ×10), ${L.max_entities_per_connection} entities per mux connection, inactive after ${L.inactive_after_seconds} s; verify workers ${s.config.verify.workers}, inline below ${s.config.verify.inline_max_rate}/s`, '')
+  report(
+    'node_liveness_settings',
+    `skew ${L.max_clock_skew_seconds} s, ${L.frames_per_second_per_entity} frame/s per entity (burst ×10), ${L.max_entities_per_connection} entities per mux connection, inactive after ${L.inactive_after_seconds} s; verify workers ${s.config.verify.workers}, inline below ${s.config.verify.inline_max_rate}/s`,
+    ''
+  )
   report('node_flags', s.nodeFlags.join(' '), '')
   report('node_sources', s.args['node-src'] ?? `${REPO}src`, '')
 }
 
 /** The signing worker threads, each with its range of entities, whose keys it keeps to sign their beats. */
-interface Signers { workers: Worker[]; ranges: (readonly [number, number])[]; ids: string[]; bodies: string[] }
+interface Signers {
+  workers: Worker[]
+  ranges: (readonly [number, number])[]
+  ids: string[]
+  bodies: string[]
+}
 
 /** Keys and signed registrations, in worker threads (kept for signing the beats). */
 async function signRegistrations(s: Settings): Promise<Signers> {
   const W = Math.max(1, Number(s.args.workers))
   const workers = Array.from({ length: W }, () => startWorker(import.meta.url))
-  const ranges = Array.from({ length: W }, (_, w) => [Math.floor((w * s.N) / W), Math.floor(((w + 1) * s.N) / W)] as const)
+  const ranges = Array.from(
+    { length: W },
+    (_, w) => [Math.floor((w * s.N) / W), Math.floor(((w + 1) * s.N) / W)] as const
+  )
   const t = performance.now()
-  const registered = await Promise.all(workers.map((worker, w) => ask<RegisterReply>(worker, { type: 'register', from: ranges[w]![0], to: ranges[w]![1] })))
+  const registered = await Promise.all(
+    workers.map((worker, w) => ask<RegisterReply>(worker, { type: 'register', from: ranges[w]![0], to: ranges[w]![1] }))
+  )
   console.error(`signed ${s.N} registrations in ${fmt((performance.now() - t) / 1000)} s`)
   return { workers, ranges, ids: registered.flatMap(r => r.ids), bodies: registered.flatMap(r => r.bodies) }
 }
 
 /** A node process, loaded and connected. */
-interface Live { node: NodeProcess; pid: number; data: string; prefix: string; socketOf: WebSocket[]; validSockets: WebSocket[]; keepalive: NodeJS.Timeout }
+interface Live {
+  node: NodeProcess
+  pid: number
+  data: string
+  prefix: string
+  socketOf: WebSocket[]
+  validSockets: WebSocket[]
+  keepalive: NodeJS.Timeout
+}
 
 /**
  * The run: the node in service, the valid clients' sockets and what they received, the flood
@@ -648,7 +857,11 @@ class HeartbeatRun {
   private readonly checked: number[]
   private readonly lastBeat = new Map<number, { sentWall: number; ackWall: number }>()
 
-  constructor(private readonly s: Settings, private readonly signers: Signers, readonly profileDir: string | null) {
+  constructor(
+    private readonly s: Settings,
+    private readonly signers: Signers,
+    readonly profileDir: string | null
+  ) {
     const { N, periodMs, entitySockets, rest, args } = s
     const cli = args['node-src'] ? ['--import', TSX_IMPORT, join(args['node-src'], 'cli.ts')] : CLI_FROM_SOURCES
     this.entry = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir, ...cli] : cli
@@ -657,18 +870,34 @@ class HeartbeatRun {
     this.idIndex = new Map(signers.ids.map((id, i) => [id, i]))
     const random = seededRandom(5)
     const order = Array.from({ length: N }, (_, i) => i)
-    for (let i = N - 1; i > 0; i--) { const j = Math.floor(random() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!] }
+    for (let i = N - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1))
+      ;[order[i], order[j]] = [order[j]!, order[i]!]
+    }
     this.order = order
     this.offsets = new Float64Array(N)
-    order.forEach((e, r) => { this.offsets[e] = Math.round((r * periodMs) / N) })
-    this.checked = [...Array.from({ length: 5 }, (_, i) => Math.floor((i * entitySockets) / 5)), ...Array.from({ length: 5 }, (_, i) => entitySockets + Math.floor((i * rest) / 5))].filter(e => e < N)
+    order.forEach((e, r) => {
+      this.offsets[e] = Math.round((r * periodMs) / N)
+    })
+    this.checked = [
+      ...Array.from({ length: 5 }, (_, i) => Math.floor((i * entitySockets) / 5)),
+      ...Array.from({ length: 5 }, (_, i) => entitySockets + Math.floor((i * rest) / 5))
+    ].filter(e => e < N)
   }
 
   /** The first node, then the flood process. */
   async start(): Promise<void> {
     this.live = await this.bringUp()
-    this.flood = this.s.floods.length > 0 ? fork(fileURLToPath(import.meta.url), ['--flood-child'], { execArgv: ['--import', TSX_IMPORT] }) : null
-    this.flood?.on('message', (m: FloodReply) => { if (m.type === 'stats') { this.floodStats[m.stats.mode] = m.stats; this.floodWaiter?.() } })
+    this.flood =
+      this.s.floods.length > 0
+        ? fork(fileURLToPath(import.meta.url), ['--flood-child'], { execArgv: ['--import', TSX_IMPORT] })
+        : null
+    this.flood?.on('message', (m: FloodReply) => {
+      if (m.type === 'stats') {
+        this.floodStats[m.stats.mode] = m.stats
+        this.floodWaiter?.()
+      }
+    })
     this.tell({ cmd: 'init', ids: this.signers.ids })
   }
 
@@ -691,7 +920,10 @@ class HeartbeatRun {
           seg.ackTimes[index] = now
           // An error frame was put on this beat, but it answered another one.
           const misplaced = seg.errorTimes[index]!
-          if (misplaced > 0) { seg.errorTimes[index] = 0; markError(seg, e, misplaced) }
+          if (misplaced > 0) {
+            seg.errorTimes[index] = 0
+            markError(seg, e, misplaced)
+          }
           return
         }
       }
@@ -709,7 +941,11 @@ class HeartbeatRun {
   private attachValid(ws: WebSocket): void {
     ws.on('message', this.onValid)
     ws.on('error', () => {})
-    ws.on('close', (code, reason) => { if (this.closing) return; const key = `${code}${reason.length ? ` "${reason.toString()}"` : ''}`; this.validCloses[key] = (this.validCloses[key] ?? 0) + 1 })
+    ws.on('close', (code, reason) => {
+      if (this.closing) return
+      const key = `${code}${reason.length ? ` "${reason.toString()}"` : ''}`
+      this.validCloses[key] = (this.validCloses[key] ?? 0) + 1
+    })
   }
 
   // -- Nodes. Each is started on a fresh data directory, loaded over HTTP, left to become idle and
@@ -726,7 +962,9 @@ class HeartbeatRun {
     const pid = node.child.pid!
     if (prefix === '') {
       // Sources older than the runtime field (--node-src) report no server kind.
-      const { runtime } = await (await fetch(`${node.url}/v1/info`)).json() as { runtime?: { node: string; http_server: string } }
+      const { runtime } = (await (await fetch(`${node.url}/v1/info`)).json()) as {
+        runtime?: { node: string; http_server: string }
+      }
       report('http_server', runtime?.http_server ?? 'unknown', '')
       report('node_version', runtime?.node ?? process.versions.node, '')
     }
@@ -736,51 +974,87 @@ class HeartbeatRun {
     let t = performance.now()
     let next = 0
     let failed = 0
-    await Promise.all(Array.from({ length: Number(args.connections) }, async () => {
-      while (next < N) {
-        const i = next++
-        const reply = await post(agent, base, '/v1/entities', bodies[i]!)
-        if (reply.status !== 201) { if (failed++ < 3) console.error(`registration ${i} failed: ${reply.status} ${reply.text.slice(0, 300)}`) }
-      }
-    }))
+    await Promise.all(
+      Array.from({ length: Number(args.connections) }, async () => {
+        while (next < N) {
+          const i = next++
+          const reply = await post(agent, base, '/v1/entities', bodies[i]!)
+          if (reply.status !== 201) {
+            if (failed++ < 3) console.error(`registration ${i} failed: ${reply.status} ${reply.text.slice(0, 300)}`)
+          }
+        }
+      })
+    )
     agent.destroy()
     const loadS = (performance.now() - t) / 1000
     report(`${prefix}registration_time`, fmt(loadS), `s (${fmt(N / loadS, 0)} registrations/s, setup only)`)
     if (failed > 0) throw new Error(`${failed} registrations failed`)
     const idleAfterLoad = await waitIdle(pid, idleShare)
-    report(`${prefix}node_idle_after_registrations`, idleAfterLoad === Infinity ? 'not within 120' : fmt(idleAfterLoad / 1000), `s (below ${idleShare * 100}% of a core: indexing and embedding done)`)
+    report(
+      `${prefix}node_idle_after_registrations`,
+      idleAfterLoad === Infinity ? 'not within 120' : fmt(idleAfterLoad / 1000),
+      `s (below ${idleShare * 100}% of a core: indexing and embedding done)`
+    )
 
     // Connections. Entity e < entitySockets has its own socket; the rest go round-robin to the mux sockets.
     const rssNoSockets = await memoryMiB(pid)
     const socketOf = new Array<WebSocket>(N)
     t = performance.now()
-    await openAll(ids.slice(0, entitySockets).map(id => `${wsBase}/v1/entities/${encodeURIComponent(id)}/ws`), 100, (ws, e) => { this.attachValid(ws); socketOf[e] = ws })
-    const muxes = await openAll(Array.from({ length: muxSockets }, () => `${wsBase}/v1/heartbeat`), 100, ws => this.attachValid(ws))
+    await openAll(
+      ids.slice(0, entitySockets).map(id => `${wsBase}/v1/entities/${encodeURIComponent(id)}/ws`),
+      100,
+      (ws, e) => {
+        this.attachValid(ws)
+        socketOf[e] = ws
+      }
+    )
+    const muxes = await openAll(
+      Array.from({ length: muxSockets }, () => `${wsBase}/v1/heartbeat`),
+      100,
+      ws => this.attachValid(ws)
+    )
     for (let e = entitySockets; e < N; e++) socketOf[e] = muxes[(e - entitySockets) % muxSockets]!
     const validSockets = [...socketOf.slice(0, entitySockets), ...muxes]
-    report(`${prefix}connect_time`, fmt((performance.now() - t) / 1000), `s (${connections} connections, 100 handshakes at a time)`)
+    report(
+      `${prefix}connect_time`,
+      fmt((performance.now() - t) / 1000),
+      `s (${connections} connections, 100 handshakes at a time)`
+    )
     await waitIdle(pid, idleShare)
     const rssSockets = await memoryMiB(pid)
     report(`${prefix}node_rss_no_sockets`, fmt(rssNoSockets.rss, 0), 'MiB (idle, after the registrations)')
     report(`${prefix}node_rss_connected`, fmt(rssSockets.rss, 0), 'MiB (idle, every connection open)')
-    report(`${prefix}node_memory_per_connection`, fmt(((rssSockets.rss - rssNoSockets.rss) * 1024) / connections, 1), 'KiB (RSS difference / connections, both idle; RSS includes garbage not yet collected, so this is rough)')
+    report(
+      `${prefix}node_memory_per_connection`,
+      fmt(((rssSockets.rss - rssNoSockets.rss) * 1024) / connections, 1),
+      'KiB (RSS difference / connections, both idle; RSS includes garbage not yet collected, so this is rough)'
+    )
     // Idle sockets must not reach the node's idle timeout while the client signs or waits.
-    const keepalive = setInterval(() => { for (const ws of validSockets) if (ws.readyState === WebSocket.OPEN) ws.ping() }, 20_000)
+    const keepalive = setInterval(() => {
+      for (const ws of validSockets) if (ws.readyState === WebSocket.OPEN) ws.ping()
+    }, 20_000)
     return { node, pid, data, prefix, socketOf, validSockets, keepalive }
   }
 
   private async tearDown(l: Live): Promise<boolean> {
     const stopLimitMs = this.stopLimitMs
     clearInterval(l.keepalive)
-    report(`${l.prefix}node_rss_peak`, fmt((await memoryMiB(l.pid)).hwm, 0), 'MiB (VmHWM over the node\'s life)')
+    report(`${l.prefix}node_rss_peak`, fmt((await memoryMiB(l.pid)).hwm, 0), "MiB (VmHWM over the node's life)")
     this.closing = true
     for (const ws of l.validSockets) ws.terminate()
     const stopStarted = performance.now()
     l.node.child.kill('SIGTERM')
     const stopped = await Promise.race([l.node.exited.then(() => true), sleep(stopLimitMs).then(() => false)])
-    if (!stopped) { l.node.child.kill('SIGKILL'); await l.node.exited }
+    if (!stopped) {
+      l.node.child.kill('SIGKILL')
+      await l.node.exited
+    }
     this.closing = false
-    report(`${l.prefix}node_stop_time`, stopped ? fmt((performance.now() - stopStarted) / 1000, 1) : `> ${stopLimitMs / 1000} (killed)`, 's from SIGTERM to exit, with the connections closed')
+    report(
+      `${l.prefix}node_stop_time`,
+      stopped ? fmt((performance.now() - stopStarted) / 1000, 1) : `> ${stopLimitMs / 1000} (killed)`,
+      's from SIGTERM to exit, with the connections closed'
+    )
     if (!stopped && this.profileDir) console.error('the node was killed: no profile was written for it')
     await rm(l.data, { recursive: true, force: true })
     return stopped
@@ -799,8 +1073,23 @@ class HeartbeatRun {
     const cpu = process.cpuUsage()
     const pid = this.live.pid
     const flood = this.flood
-    const [nodeCpu, threads, floodCpu, machine, mem] = await Promise.all([cpuSeconds(pid), threadCpu(pid), flood?.pid ? cpuSeconds(flood.pid).catch(() => 0) : 0, machineBusy(), memoryMiB(pid)])
-    return { perf, hrUs, nodeCpu, threads, clientCpu: (cpu.user + cpu.system) / 1e6, floodCpu, machine, nodeRss: mem.rss }
+    const [nodeCpu, threads, floodCpu, machine, mem] = await Promise.all([
+      cpuSeconds(pid),
+      threadCpu(pid),
+      flood?.pid ? cpuSeconds(flood.pid).catch(() => 0) : 0,
+      machineBusy(),
+      memoryMiB(pid)
+    ])
+    return {
+      perf,
+      hrUs,
+      nodeCpu,
+      threads,
+      clientCpu: (cpu.user + cpu.system) / 1e6,
+      floodCpu,
+      machine,
+      nodeRss: mem.rss
+    }
   }
 
   // -- Segments
@@ -811,16 +1100,39 @@ class HeartbeatRun {
     const K = Math.ceil(D / this.s.periodMs) + 1
     const { frames, wallT0, startLag } = await this.signBeats(label, K)
     const T0 = performance.now()
-    const current: Segment = { phases, durationMs: D, beats: K, wallT0, T0, wallAtT0: Date.now(), sendTimes: new Float64Array(this.s.N * K), ackTimes: new Float64Array(this.s.N * K), errorTimes: new Float64Array(this.s.N * K) }
+    const current: Segment = {
+      phases,
+      durationMs: D,
+      beats: K,
+      wallT0,
+      T0,
+      wallAtT0: Date.now(),
+      sendTimes: new Float64Array(this.s.N * K),
+      ackTimes: new Float64Array(this.s.N * K),
+      errorTimes: new Float64Array(this.s.N * K)
+    }
     this.seg = current
     const { samples, loops } = await this.send(current, frames)
     const { drainS, stillUnacked, idleAfter } = await this.drain(current)
     samples[phases.length] ??= await this.sample()
 
-    report(`${label}_timestamp_age_at_send`, fmt(Math.max(0, startLag), 0), 'ms (how far the signed timestamps trail the send times)')
-    for (let i = 0; i < phases.length; i++) this.reportPhase(current, phases[i]!, samples[i]!, samples[i + 1]!, loops[i]!, drainS)
-    report(`${label}_drain`, fmt(drainS, 1), `s until every valid heartbeat of the segment was answered (${stillUnacked} still unanswered; the limit is --drain ${this.s.args.drain} s)`)
-    report(`${label}_node_idle_after`, idleAfter === Infinity ? 'not within 60' : fmt(idleAfter / 1000, 1), 's more until the node was idle')
+    report(
+      `${label}_timestamp_age_at_send`,
+      fmt(Math.max(0, startLag), 0),
+      'ms (how far the signed timestamps trail the send times)'
+    )
+    for (let i = 0; i < phases.length; i++)
+      this.reportPhase(current, phases[i]!, samples[i]!, samples[i + 1]!, loops[i]!, drainS)
+    report(
+      `${label}_drain`,
+      fmt(drainS, 1),
+      `s until every valid heartbeat of the segment was answered (${stillUnacked} still unanswered; the limit is --drain ${this.s.args.drain} s)`
+    )
+    report(
+      `${label}_node_idle_after`,
+      idleAfter === Infinity ? 'not within 60' : fmt(idleAfter / 1000, 1),
+      's more until the node was idle'
+    )
     this.keepLastBeats(current)
     this.seg = null
     this.currentPhase = null
@@ -837,14 +1149,19 @@ class HeartbeatRun {
     const perSign = (performance.now() - calibration) / 300
     const wallT0 = Date.now() + (N * K * perSign * 1.6) / workers.length + 3000
     const t = performance.now()
-    const parts = await Promise.all(workers.map((worker, w) => {
-      const [from, to] = ranges[w]!
-      return ask<string[]>(worker, {
-        type: 'beats', wallT0, periodMs, beats: K,
-        offsets: Array.from(this.offsets.subarray(from, to)),
-        spec: Array.from({ length: to - from }, (_, j) => from + j >= entitySockets || entitySpec)
+    const parts = await Promise.all(
+      workers.map((worker, w) => {
+        const [from, to] = ranges[w]!
+        return ask<string[]>(worker, {
+          type: 'beats',
+          wallT0,
+          periodMs,
+          beats: K,
+          offsets: Array.from(this.offsets.subarray(from, to)),
+          spec: Array.from({ length: to - from }, (_, j) => from + j >= entitySockets || entitySpec)
+        })
       })
-    }))
+    )
     const frames = parts.flat()
     console.error(`${label}: signed ${frames.length} heartbeats in ${fmt((performance.now() - t) / 1000)} s`)
     const wait = wallT0 - Date.now()
@@ -864,23 +1181,46 @@ class HeartbeatRun {
     const { phases, durationMs: D, beats: K, T0 } = current
     const { socketOf, node } = this.live
     const samples: Sample[] = []
-    const loops: PhaseLoop[] = phases.map(() => ({ delay: monitorEventLoopDelay({ resolution: 5 }), lateMax: 0, late10: 0 }))
+    const loops: PhaseLoop[] = phases.map(() => ({
+      delay: monitorEventLoopDelay({ resolution: 5 }),
+      lateMax: 0,
+      late10: 0
+    }))
     let phaseIndex = -1
     const boundary = (i: number): void => {
       const ending = phases[i - 1]
       const starting = phases[i]
       if (ending?.role === 'flood') this.tell({ cmd: 'stop' })
       if (ending?.role === 'recovery') this.tell({ cmd: 'collect' })
-      if (starting?.role === 'prep') this.tell({ cmd: 'prepare', mode: starting.flood!, url: node.url, rate: floodRate, batch: floodBatch, reconnect: !args['no-reconnect'], sockets: floodSockets[starting.flood!], address: args['flood-address'] })
+      if (starting?.role === 'prep')
+        this.tell({
+          cmd: 'prepare',
+          mode: starting.flood!,
+          url: node.url,
+          rate: floodRate,
+          batch: floodBatch,
+          reconnect: !args['no-reconnect'],
+          sockets: floodSockets[starting.flood!],
+          address: args['flood-address']
+        })
       if (starting?.role === 'flood') this.tell({ cmd: 'go' })
       if (ending) loops[i - 1]!.delay.disable()
       if (starting) loops[i]!.delay.enable()
       phaseIndex = i
       this.currentPhase = starting?.name ?? null
-      void this.sample().then(x => { samples[i] = x })
+      void this.sample().then(x => {
+        samples[i] = x
+      })
     }
-    phases.forEach((p, i) => { setTimeout(() => boundary(i), Math.max(0, T0 + p.start - performance.now())) })
-    const ended = new Promise<void>(resolve => setTimeout(() => { boundary(phases.length); resolve() }, D))
+    phases.forEach((p, i) => {
+      setTimeout(() => boundary(i), Math.max(0, T0 + p.start - performance.now()))
+    })
+    const ended = new Promise<void>(resolve =>
+      setTimeout(() => {
+        boundary(phases.length)
+        resolve()
+      }, D)
+    )
     const total = N * K
     let j = 0
     await new Promise<void>(resolve => {
@@ -891,7 +1231,10 @@ class HeartbeatRun {
           const e = this.order[j % N]!
           const due = plannedMs(this.offsets[e]!, k, periodMs)
           if (due > elapsed) break
-          if (due >= D) { j = total; break }
+          if (due >= D) {
+            j = total
+            break
+          }
           const ws = socketOf[e]!
           const index = e * K + k
           if (ws.readyState === WebSocket.OPEN) {
@@ -900,7 +1243,10 @@ class HeartbeatRun {
             current.sendTimes[index] = sent
             const l = loops[phaseIndex]
             const late = sent - (T0 + due)
-            if (l) { if (late > l.lateMax) l.lateMax = late; if (late > 10) l.late10++ }
+            if (l) {
+              if (late > l.lateMax) l.lateMax = late
+              if (late > 10) l.late10++
+            }
           } else this.sendFailures++
           j++
         }
@@ -917,14 +1263,26 @@ class HeartbeatRun {
   private async drain(current: Segment): Promise<{ drainS: number; stillUnacked: number; idleAfter: number }> {
     const total = this.s.N * current.beats
     const drainStarted = performance.now()
-    const unacked = (): number => { let n = 0; for (let i = 0; i < total; i++) if (current.sendTimes[i]! > 0 && current.ackTimes[i] === 0 && current.errorTimes[i] === 0) n++; return n }
+    const unacked = (): number => {
+      let n = 0
+      for (let i = 0; i < total; i++)
+        if (current.sendTimes[i]! > 0 && current.ackTimes[i] === 0 && current.errorTimes[i] === 0) n++
+      return n
+    }
     while (unacked() > 0 && performance.now() - drainStarted < this.s.drainMs) await sleep(250)
     const drainS = (performance.now() - drainStarted) / 1000
     const stillUnacked = unacked()
     const idleAfter = await waitIdle(this.live.pid, this.idleShare, 60_000)
     if (this.flood && current.phases.some(p => p.role === 'flood')) {
       const f = current.phases.find(p => p.role === 'flood')!.flood!
-      if (!this.floodStats[f]) { this.tell({ cmd: 'stop' }); this.tell({ cmd: 'collect' }); await new Promise<void>(resolve => { this.floodWaiter = resolve; setTimeout(resolve, 10_000) }) }
+      if (!this.floodStats[f]) {
+        this.tell({ cmd: 'stop' })
+        this.tell({ cmd: 'collect' })
+        await new Promise<void>(resolve => {
+          this.floodWaiter = resolve
+          setTimeout(resolve, 10_000)
+        })
+      }
     }
     return { drainS, stillUnacked, idleAfter }
   }
@@ -949,14 +1307,21 @@ class HeartbeatRun {
       if (sentAt === 0 || sentAt < from || sentAt >= to) continue
       sent++
       if (ack > 0) latencies.push(ack - sentAt)
-      else { latencies.push(Infinity); if (current.errorTimes[index]! > 0) rejected++; else lost++ }
+      else {
+        latencies.push(Infinity)
+        if (current.errorTimes[index]! > 0) rejected++
+        else lost++
+      }
     }
     latencies.sort((x, y) => x - y)
     const seconds = (p.end - p.start) / 1000
     const wall = (b.perf - a.perf) / 1000
     const nodeCpu = ((b.nodeCpu - a.nodeCpu) / wall) * 100
     // Beats answered with an error, or not at all, have no latency: a percentile that lands on them says so.
-    const q = (x: number) => { const v = percentile(latencies, x); return v === Infinity ? 'not acknowledged (rejected, or no answer)' : fmt(v, 1) }
+    const q = (x: number) => {
+      const v = percentile(latencies, x)
+      return v === Infinity ? 'not acknowledged (rejected, or no answer)' : fmt(v, 1)
+    }
     const n = p.name
     report(`${n}_sent`, sent, `valid heartbeats in ${fmt(seconds, 0)} s`)
     report(`${n}_ack_rate`, fmt(acksIn / seconds, 0), 'acks/s received in the phase')
@@ -965,40 +1330,120 @@ class HeartbeatRun {
     report(`${n}_latency_p99`, q(0.99), 'ms')
     report(`${n}_latency_max`, q(1), 'ms')
     report(`${n}_rejected`, rejected, 'valid heartbeats answered with an error frame')
-    report(`${n}_unanswered`, lost, `valid heartbeats without any answer ${fmt((T0 + D - to) / 1000 + drainS, 0)} s after they were sent`)
+    report(
+      `${n}_unanswered`,
+      lost,
+      `valid heartbeats without any answer ${fmt((T0 + D - to) / 1000 + drainS, 0)} s after they were sent`
+    )
     const errs = this.errorsByPhase.get(n)
     report(`${n}_valid_errors`, errs ? list(errs) : 0, '(error frames received on the valid sockets during the phase)')
-    report(`${n}_node_cpu`, fmt(nodeCpu, 0), `% of one core = ${fmt(nodeCpu / 2, 0)}% of the machine (headroom ${fmt(100 - nodeCpu / 2, 0)}% of the machine, ${fmt(100 - nodeCpu, 0)}% of one core)`)
-    const perThread = [...b.threads].map(([tid, sec]) => ({ tid, share: ((sec - (a.threads.get(tid) ?? 0)) / wall) * 100 }))
+    report(
+      `${n}_node_cpu`,
+      fmt(nodeCpu, 0),
+      `% of one core = ${fmt(nodeCpu / 2, 0)}% of the machine (headroom ${fmt(100 - nodeCpu / 2, 0)}% of the machine, ${fmt(100 - nodeCpu, 0)}% of one core)`
+    )
+    const perThread = [...b.threads].map(([tid, sec]) => ({
+      tid,
+      share: ((sec - (a.threads.get(tid) ?? 0)) / wall) * 100
+    }))
     const mainThread = perThread.find(x => x.tid === pid)?.share ?? NaN
     const rest = perThread.filter(x => x.tid !== pid).sort((x, y) => y.share - x.share)
-    report(`${n}_node_threads`, `main ${fmt(mainThread, 0)}%, busiest other ${fmt(rest[0]?.share ?? 0, 0)}%, next ${fmt(rest[1]?.share ?? 0, 0)}%, rest ${fmt(rest.slice(2).reduce((x, y) => x + y.share, 0), 0)}%`, 'of one core (under load the busiest other thread is the signature verification worker)')
-    if (acksIn > 0) report(`${n}_node_cpu_per_ack`, fmt(((b.nodeCpu - a.nodeCpu) * 1e6) / acksIn, 0), 'µs (all the node\'s CPU in the phase / acks)')
-    report(`${n}_client_cpu`, fmt(((b.clientCpu - a.clientCpu) / wall) * 100, 0), '% of one core (the valid load client, all its threads)')
-    if (p.role !== 'load') report(`${n}_flood_client_cpu`, fmt(((b.floodCpu - a.floodCpu) / wall) * 100, 0), '% of one core (the flood process)')
+    report(
+      `${n}_node_threads`,
+      `main ${fmt(mainThread, 0)}%, busiest other ${fmt(rest[0]?.share ?? 0, 0)}%, next ${fmt(rest[1]?.share ?? 0, 0)}%, rest ${fmt(
+        rest.slice(2).reduce((x, y) => x + y.share, 0),
+        0
+      )}%`,
+      'of one core (under load the busiest other thread is the signature verification worker)'
+    )
+    if (acksIn > 0)
+      report(
+        `${n}_node_cpu_per_ack`,
+        fmt(((b.nodeCpu - a.nodeCpu) * 1e6) / acksIn, 0),
+        "µs (all the node's CPU in the phase / acks)"
+      )
+    report(
+      `${n}_client_cpu`,
+      fmt(((b.clientCpu - a.clientCpu) / wall) * 100, 0),
+      '% of one core (the valid load client, all its threads)'
+    )
+    if (p.role !== 'load')
+      report(
+        `${n}_flood_client_cpu`,
+        fmt(((b.floodCpu - a.floodCpu) / wall) * 100, 0),
+        '% of one core (the flood process)'
+      )
     const machine = ((b.machine - a.machine) / wall) * 100
     const others = machine - nodeCpu - ((b.clientCpu - a.clientCpu + b.floodCpu - a.floodCpu) / wall) * 100
-    report(`${n}_machine_cpu`, fmt(machine, 0), `% of one core, all processes (of 200%); other processes than the node and this benchmark's: ${fmt(Math.max(0, others), 0)}%`)
+    report(
+      `${n}_machine_cpu`,
+      fmt(machine, 0),
+      `% of one core, all processes (of 200%); other processes than the node and this benchmark's: ${fmt(Math.max(0, others), 0)}%`
+    )
     report(`${n}_node_rss_end`, fmt(b.nodeRss, 0), 'MiB')
-    report(`${n}_client_event_loop_delay_p99`, fmt(l.delay.percentile(99) / 1e6, 1), `ms (max ${fmt(l.delay.max / 1e6, 1)} ms; sends > 10 ms late: ${l.late10}, the latest ${fmt(l.lateMax, 1)} ms)`)
+    report(
+      `${n}_client_event_loop_delay_p99`,
+      fmt(l.delay.percentile(99) / 1e6, 1),
+      `ms (max ${fmt(l.delay.max / 1e6, 1)} ms; sends > 10 ms late: ${l.late10}, the latest ${fmt(l.lateMax, 1)} ms)`
+    )
     const f = p.role === 'flood' ? this.floodStats[p.flood!] : undefined
     if (f) {
       const sendingS = f.sendingMs / 1000
-      report(`${n}_flood_sockets`, f.sockets, `multiplexed connections (opened in ${fmt(f.openMs / 1000, 1)} s), ${floodBatch} heartbeats per frame, ${fmt(floodRate / f.sockets, f.mode === 'a' ? 0 : 1)}/s each (the node allows ${connectionRate}/s per connection, bursts of ${connectionRate * 10}), from ${args['flood-address']}`)
-      report(`${n}_flood_offered`, f.offered, `invalid heartbeats (${fmt(f.offered / sendingS, 0)}/s over ${fmt(sendingS, 1)} s)`)
-      report(`${n}_flood_sent`, f.sent, `invalid heartbeats (${fmt(f.sent / sendingS, 0)}/s = ${fmt(f.sent / sendingS / rate, 1)} × the valid rate)`)
-      report(`${n}_flood_skipped`, f.skippedClosed + f.skippedBackpressure, `invalid heartbeats not sent (${f.skippedClosed} on a closed socket, ${f.skippedBackpressure} on one with > 1 MiB unsent)`)
+      report(
+        `${n}_flood_sockets`,
+        f.sockets,
+        `multiplexed connections (opened in ${fmt(f.openMs / 1000, 1)} s), ${floodBatch} heartbeats per frame, ${fmt(floodRate / f.sockets, f.mode === 'a' ? 0 : 1)}/s each (the node allows ${connectionRate}/s per connection, bursts of ${connectionRate * 10}), from ${args['flood-address']}`
+      )
+      report(
+        `${n}_flood_offered`,
+        f.offered,
+        `invalid heartbeats (${fmt(f.offered / sendingS, 0)}/s over ${fmt(sendingS, 1)} s)`
+      )
+      report(
+        `${n}_flood_sent`,
+        f.sent,
+        `invalid heartbeats (${fmt(f.sent / sendingS, 0)}/s = ${fmt(f.sent / sendingS / rate, 1)} × the valid rate)`
+      )
+      report(
+        `${n}_flood_skipped`,
+        f.skippedClosed + f.skippedBackpressure,
+        `invalid heartbeats not sent (${f.skippedClosed} on a closed socket, ${f.skippedBackpressure} on one with > 1 MiB unsent)`
+      )
       const replies = Object.values(f.replies).reduce((x, y) => x + y, 0)
-      report(`${n}_flood_rejected_signature_invalid`, f.replies.signature_invalid ?? 0, 'replies (verified and refused)')
-      report(`${n}_flood_rejected_rate_limited`, f.replies.rate_limited ?? 0, 'replies (one per frame over the limit; the rest of that array gets no reply)')
+      report(
+        `${n}_flood_rejected_signature_invalid`,
+        f.replies.signature_invalid ?? 0,
+        'replies (verified and refused)'
+      )
+      report(
+        `${n}_flood_rejected_rate_limited`,
+        f.replies.rate_limited ?? 0,
+        'replies (one per frame over the limit; the rest of that array gets no reply)'
+      )
       const others = Object.entries(f.replies).filter(([c]) => c !== 'signature_invalid' && c !== 'rate_limited')
       report(`${n}_flood_other_replies`, others.length ? others.map(([c, k]) => `${c}: ${k}`).join(', ') : 0, '')
-      report(`${n}_flood_no_reply`, f.sent - replies, 'invalid heartbeats without a reply (dropped after rate_limited, or their connection was closed)')
-      report(`${n}_flood_closed_by_node`, Object.values(f.closedByNode).reduce((x, y) => x + y, 0), `connections (${list(f.closedByNode) || 'none'})`)
+      report(
+        `${n}_flood_no_reply`,
+        f.sent - replies,
+        'invalid heartbeats without a reply (dropped after rate_limited, or their connection was closed)'
+      )
+      report(
+        `${n}_flood_closed_by_node`,
+        Object.values(f.closedByNode).reduce((x, y) => x + y, 0),
+        `connections (${list(f.closedByNode) || 'none'})`
+      )
       report(`${n}_flood_reconnects`, f.reconnects, `(connect failures ${f.connectFailures})`)
       report(`${n}_flood_client_event_loop_delay_max`, fmt(f.eventLoopDelayMaxMs, 1), 'ms')
     }
-    this.results.set(n, { phase: p, from: a, to: b, latencies, ackRate: acksIn / seconds, nodeCpu, ...(f ? { flood: f } : {}) })
+    this.results.set(n, {
+      phase: p,
+      from: a,
+      to: b,
+      latencies,
+      ackRate: acksIn / seconds,
+      nodeCpu,
+      ...(f ? { flood: f } : {})
+    })
   }
 
   /** Each checked entity's last acknowledged beat, for the state check after the run. */
@@ -1021,7 +1466,11 @@ class HeartbeatRun {
   reportClient(): void {
     report('valid_send_skipped', this.sendFailures, 'heartbeats (socket not open)')
     report('valid_socket_closes', Object.keys(this.validCloses).length ? list(this.validCloses) : 0, '')
-    report('stray_frames', this.strayFrames, '(acks that matched no beat of the current segment: late acks of a segment that did not drain)')
+    report(
+      'stray_frames',
+      this.strayFrames,
+      '(acks that matched no beat of the current segment: late acks of a segment that did not drain)'
+    )
     const between = this.errorsByPhase.get('between_segments')
     if (between) report('valid_errors_between_segments', list(between), '')
   }
@@ -1041,13 +1490,23 @@ class HeartbeatRun {
       const body = (await res.json()) as { status?: string; last_heartbeat?: string | null }
       if (body.status === 'active') active++
       const last = this.lastBeat.get(e)
-      if (!last || !body.last_heartbeat) { mismatches.push(`${ids[e]}: no acknowledged beat or no last_heartbeat`); continue }
+      if (!last || !body.last_heartbeat) {
+        mismatches.push(`${ids[e]}: no acknowledged beat or no last_heartbeat`)
+        continue
+      }
       const seen = Date.parse(body.last_heartbeat)
       if (seen >= last.sentWall - 20 && seen <= last.ackWall + 20) matches++
-      else mismatches.push(`${ids[e]}: last_heartbeat ${body.last_heartbeat}, its last acknowledged beat was sent ${new Date(last.sentWall).toISOString()} and acknowledged ${new Date(last.ackWall).toISOString()}`)
+      else
+        mismatches.push(
+          `${ids[e]}: last_heartbeat ${body.last_heartbeat}, its last acknowledged beat was sent ${new Date(last.sentWall).toISOString()} and acknowledged ${new Date(last.ackWall).toISOString()}`
+        )
     }
     report('state_check_active', `${active}/${checked.length}`, 'entities with status active (GET /v1/entities/{id})')
-    report('state_check_last_heartbeat', `${matches}/${checked.length}`, 'entities whose last_heartbeat lies between the send and the ack of their last acknowledged beat (±20 ms)')
+    report(
+      'state_check_last_heartbeat',
+      `${matches}/${checked.length}`,
+      'entities whose last_heartbeat lies between the send and the ack of their last acknowledged beat (±20 ms)'
+    )
     for (const m of mismatches) console.error(`  state check: ${m}`)
   }
 
@@ -1062,7 +1521,10 @@ class HeartbeatRun {
 function phasesOf(phaseList: [string, number, Phase['role'], ('a' | 'b')?][]): { phases: Phase[]; durationMs: number } {
   const phases: Phase[] = []
   let s = 0
-  for (const [name, seconds, role, f] of phaseList) { if (seconds > 0) phases.push({ name, start: s, end: s + seconds * 1000, role, ...(f ? { flood: f } : {}) }); s += seconds * 1000 }
+  for (const [name, seconds, role, f] of phaseList) {
+    if (seconds > 0) phases.push({ name, start: s, end: s + seconds * 1000, role, ...(f ? { flood: f } : {}) })
+    s += seconds * 1000
+  }
   return { phases, durationMs: s }
 }
 
@@ -1070,7 +1532,10 @@ function phasesOf(phaseList: [string, number, Phase['role'], ('a' | 'b')?][]): {
 function markError(s: Segment, e: number, at: number): void {
   for (let k = 0; k < s.beats; k++) {
     const index = e * s.beats + k
-    if (s.sendTimes[index]! > 0 && s.ackTimes[index] === 0 && s.errorTimes[index] === 0) { s.errorTimes[index] = at; return }
+    if (s.sendTimes[index]! > 0 && s.ackTimes[index] === 0 && s.errorTimes[index] === 0) {
+      s.errorTimes[index] = at
+      return
+    }
   }
 }
 
@@ -1080,16 +1545,28 @@ function reportGoals(s: Settings, results: ReadonlyMap<string, PhaseResult>): vo
   const steady = results.get('steady')!
   // Kept up: acks within 0.5% of the offered rate and nothing left behind (the p99 shows a backlog).
   const keptUp = steady.ackRate >= 0.995 * rate && !steady.latencies.includes(Infinity)
-  report('g5_rate', `${fmt(steady.ackRate, 0)} of ${rate} offered`, `acknowledged (verified) heartbeats/s in the steady phase over ${connections} connections (${connections >= 3000 ? '≥' : '<'} 3000); ${keptUp ? 'kept up' : 'fell behind'}, goal ≥ 5000/s ${keptUp && rate >= 5000 ? 'met' : 'not met'}`)
+  report(
+    'g5_rate',
+    `${fmt(steady.ackRate, 0)} of ${rate} offered`,
+    `acknowledged (verified) heartbeats/s in the steady phase over ${connections} connections (${connections >= 3000 ? '≥' : '<'} 3000); ${keptUp ? 'kept up' : 'fell behind'}, goal ≥ 5000/s ${keptUp && rate >= 5000 ? 'met' : 'not met'}`
+  )
   const p99 = percentile(steady.latencies, 0.99)
   report('g5_steady_p99', `${fmt(p99)} ${p99 <= 100 ? '≤' : '>'} 100`, 'ms (send → ack)')
-  report('g5_headroom', `${fmt(100 - steady.nodeCpu / 2, 0)} ${100 - steady.nodeCpu / 2 >= 30 ? '≥' : '<'} 30`, '% of the machine left by the node in the steady phase')
+  report(
+    'g5_headroom',
+    `${fmt(100 - steady.nodeCpu / 2, 0)} ${100 - steady.nodeCpu / 2 >= 30 ? '≥' : '<'} 30`,
+    '% of the machine left by the node in the steady phase'
+  )
   for (const f of s.floods) {
     const r = results.get(`flood_${f}`)
     if (!r) continue
     const v = percentile(r.latencies, 0.99)
     const st = r.flood
-    report(`g5_flood_${f}_valid_p99`, `${v === Infinity ? 'not acknowledged' : fmt(v)} ${v <= 250 ? '≤' : '>'} 250`, `ms (flood sent at ${st ? fmt(st.sent / (st.sendingMs / 1000) / rate, 1) : '?'} × the valid rate; valid acks ${fmt(r.ackRate, 0)}/s)`)
+    report(
+      `g5_flood_${f}_valid_p99`,
+      `${v === Infinity ? 'not acknowledged' : fmt(v)} ${v <= 250 ? '≤' : '>'} 250`,
+      `ms (flood sent at ${st ? fmt(st.sent / (st.sendingMs / 1000) / rate, 1) : '?'} × the valid rate; valid acks ${fmt(r.ackRate, 0)}/s)`
+    )
   }
 }
 
@@ -1103,7 +1580,9 @@ async function reportProfiles(profileDir: string, results: ReadonlyMap<string, P
       const top = topSelf(profile, r.from.hrUs, r.to.hrUs, 25)
       if (top.total === 0) continue
       report(`profile_${name}_samples`, top.total, `main-thread samples (${file})`)
-      top.rows.forEach((row, i) => { report(`profile_${name}_top${i + 1}`, fmt(row.share * 100, 1), `% self ${row.name}`) })
+      top.rows.forEach((row, i) => {
+        report(`profile_${name}_top${i + 1}`, fmt(row.share * 100, 1), `% self ${row.name}`)
+      })
     }
   }
   console.error(`profiles kept in ${profileDir}`)
@@ -1120,13 +1599,20 @@ async function main(): Promise<void> {
   await run.start()
 
   const warmup = Number(args.warmup)
-  let drained = await run.runSegment('baseline', [['warmup', warmup, 'load'], ['steady', Number(args.seconds), 'load']])
+  let drained = await run.runSegment('baseline', [
+    ['warmup', warmup, 'load'],
+    ['steady', Number(args.seconds), 'load']
+  ])
   for (const f of s.floods) {
     if (!drained) {
-      report(`flood_${f}_on_a_fresh_node`, 'yes', '(the previous segment\'s node had not drained its backlog)')
+      report(`flood_${f}_on_a_fresh_node`, 'yes', "(the previous segment's node had not drained its backlog)")
       await run.replaceNode()
     }
-    drained = await run.runSegment(`flood_${f}_segment`, [[`pre_${f}`, Math.max(5, warmup), 'prep', f], [`flood_${f}`, s.floodSeconds, 'flood', f], [`recovery_${f}`, 15, 'recovery', f]])
+    drained = await run.runSegment(`flood_${f}_segment`, [
+      [`pre_${f}`, Math.max(5, warmup), 'prep', f],
+      [`flood_${f}`, s.floodSeconds, 'flood', f],
+      [`recovery_${f}`, 15, 'recovery', f]
+    ])
   }
   for (const worker of signers.workers) void worker.terminate()
 
@@ -1140,5 +1626,8 @@ async function main(): Promise<void> {
 
 if (isMainThread) {
   if (process.argv.includes('--flood-child')) await floodChild()
-  else { await main(); process.exit(0) }
+  else {
+    await main()
+    process.exit(0)
+  }
 }

@@ -29,28 +29,42 @@ const { values: args } = parseArgs({
 async function populate(url: string, n: number): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < n; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, n - i) }, async (_, j) => {
-      const key = generateKeyPair()
-      const body = signedRegistration(key, {
-        name: `Reader ${i + j}`, category: 'tools', summary: 'An agent used to benchmark reads', tags: ['bench', 'read'],
-        entity_url: `https://r${i + j}.bench.example`, capability_summary: { skills: ['translate', 'summarize'], protocols: ['a2a'] }
+    await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, async (_, j) => {
+        const key = generateKeyPair()
+        const body = signedRegistration(key, {
+          name: `Reader ${i + j}`,
+          category: 'tools',
+          summary: 'An agent used to benchmark reads',
+          tags: ['bench', 'read'],
+          entity_url: `https://r${i + j}.bench.example`,
+          capability_summary: { skills: ['translate', 'summarize'], protocols: ['a2a'] }
+        })
+        const res = await fetch(`${url}/v1/entities`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body)
+        })
+        if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
+        ids.push(deriveId('agent', key.publicKey))
       })
-      const res = await fetch(`${url}/v1/entities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
-      if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`)
-      ids.push(deriveId('agent', key.publicKey))
-    }))
+    )
   }
   return ids
 }
 
-async function run(url: string, pid: number, path: (i: number) => string): Promise<{ rps: number; p50: number; p99: number; perCpuSecond: number; errors: number }> {
+async function run(
+  url: string,
+  pid: number,
+  path: (i: number) => string
+): Promise<{ rps: number; p50: number; p99: number; perCpuSecond: number; errors: number }> {
   let i = 0
   const cpu0 = await cpuSeconds(pid)
   const result = await autocannon({
     url,
     connections: Number(args.connections),
     duration: Number(args.seconds),
-    requests: [{ method: "GET", setupRequest: (req: autocannon.Request) => ({ ...req, path: path(i++) }) }]
+    requests: [{ method: 'GET', setupRequest: (req: autocannon.Request) => ({ ...req, path: path(i++) }) }]
   })
   const cpu = (await cpuSeconds(pid)) - cpu0
   return {
@@ -63,9 +77,19 @@ async function run(url: string, pid: number, path: (i: number) => string): Promi
 }
 
 const data = await mkdtemp(join(tmpdir(), 'bench-reads-'))
-const node = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit', '--http-server', args['http-server']])
+const node = await spawnNode([
+  '--data',
+  data,
+  '--http-port',
+  '0',
+  '--no-rate-limit',
+  '--http-server',
+  args['http-server']
+])
 try {
-  const { runtime } = await (await fetch(`${node.url}/v1/info`)).json() as { runtime: { node: string; http_server: string } }
+  const { runtime } = (await (await fetch(`${node.url}/v1/info`)).json()) as {
+    runtime: { node: string; http_server: string }
+  }
   report('http_server', runtime.http_server, '')
   report('node_version', runtime.node, '')
   const ids = await populate(node.url, Number(args.entities))

@@ -31,15 +31,32 @@ const { values: args } = parseArgs({
 const count = Number(args.nodes)
 process.setMaxListeners(count + 10)
 
-report('machine_load_before', loadavg().map(l => l.toFixed(2)).join(' '), `(${cpus().length} cores)`)
+report(
+  'machine_load_before',
+  loadavg()
+    .map(l => l.toFixed(2))
+    .join(' '),
+  `(${cpus().length} cores)`
+)
 const dirs = await Promise.all(Array.from({ length: count }, (_, i) => mkdtemp(join(tmpdir(), `bench-idle-${i}-`))))
 const nodes: NodeProcess[] = []
 const addresses: string[] = []
 for (let i = 0; i < count; i++) {
-  const bootstrap = [...new Set([addresses[0], addresses[i - 1]].filter((x): x is string => x !== undefined))].flatMap(a => ['--bootstrap', a])
-  const node = await spawnNode(['--data', dirs[i]!, '--no-rate-limit', '--http-port', '0', ...bootstrap, ...(args['node-arg'] ?? [])])
+  const bootstrap = [...new Set([addresses[0], addresses[i - 1]].filter((x): x is string => x !== undefined))].flatMap(
+    a => ['--bootstrap', a]
+  )
+  const node = await spawnNode([
+    '--data',
+    dirs[i]!,
+    '--no-rate-limit',
+    '--http-port',
+    '0',
+    ...bootstrap,
+    ...(args['node-arg'] ?? [])
+  ])
   let tcp: string | undefined
-  for (let k = 0; k < 200 && !tcp; k++, await sleep(50)) tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(node.output())?.[1]
+  for (let k = 0; k < 200 && !tcp; k++, await sleep(50))
+    tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(node.output())?.[1]
   if (!tcp) throw new Error(`no TCP multiaddr for node ${i}:\n${node.output()}`)
   nodes.push(node)
   addresses.push(tcp)
@@ -57,13 +74,28 @@ const before = await Promise.all(nodes.map(n => cpuSeconds(n.child.pid!)))
 await sleep(seconds * 1000)
 const after = await Promise.all(nodes.map(n => cpuSeconds(n.child.pid!)))
 const shares = after.map((c, i) => ((c - before[i]!) / seconds) * 100)
-const peers = await Promise.all(nodes.map(async n => ((await (await fetch(`${n.url}/v1/network/status`)).json()) as { mesh: { peer_count: number } }).mesh.peer_count))
-report('idle_cpu_per_node', shares.map(s => s.toFixed(2)).join(' '), `% of one core over ${seconds} s, after ${args.settle} s to settle`)
+const peers = await Promise.all(
+  nodes.map(
+    async n =>
+      ((await (await fetch(`${n.url}/v1/network/status`)).json()) as { mesh: { peer_count: number } }).mesh.peer_count
+  )
+)
+report(
+  'idle_cpu_per_node',
+  shares.map(s => s.toFixed(2)).join(' '),
+  `% of one core over ${seconds} s, after ${args.settle} s to settle`
+)
 const sorted = [...shares].sort((x, y) => x - y)
 report('idle_cpu_median', percentile(sorted, 0.5).toFixed(2), '% of one core')
 report('idle_cpu_max', sorted[sorted.length - 1]!.toFixed(2), '% of one core')
 report('peers_per_node', peers.join(' '), 'connected')
-report('machine_load_after', loadavg().map(l => l.toFixed(2)).join(' '), '')
+report(
+  'machine_load_after',
+  loadavg()
+    .map(l => l.toFixed(2))
+    .join(' '),
+  ''
+)
 for (const n of nodes) n.child.kill('SIGTERM')
 await Promise.all(nodes.map(n => n.exited))
 await Promise.all(dirs.map(d => rm(d, { recursive: true, force: true })))

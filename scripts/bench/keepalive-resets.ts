@@ -72,7 +72,9 @@ const client = args.client
 if (!['plain', 'hinted', 'retry'].includes(client)) throw new Error(`--client plain|hinted|retry, not ${client}`)
 
 /** What one write came to: an HTTP status, or the socket error's code. */
-type Outcome = { status: number; error?: undefined; reused: boolean } | { status?: undefined; error: string; reused: boolean }
+type Outcome =
+  | { status: number; error?: undefined; reused: boolean }
+  | { status?: undefined; error: string; reused: boolean }
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED'])
 
 class Tally {
@@ -84,18 +86,38 @@ class Tally {
   count = 0
   add(o: Outcome): void {
     this.count++
-    if (o.status !== undefined) { this.statuses.set(o.status, (this.statuses.get(o.status) ?? 0) + 1); return }
+    if (o.status !== undefined) {
+      this.statuses.set(o.status, (this.statuses.get(o.status) ?? 0) + 1)
+      return
+    }
     this.errors.set(o.error, (this.errors.get(o.error) ?? 0) + 1)
-    if (RESET_CODES.has(o.error)) { this.resets++; if (o.reused) this.resetsOnReused++ }
+    if (RESET_CODES.has(o.error)) {
+      this.resets++
+      if (o.reused) this.resetsOnReused++
+    }
   }
   merge(t: Tally): void {
     for (const [k, v] of t.statuses) this.statuses.set(k, (this.statuses.get(k) ?? 0) + v)
     for (const [k, v] of t.errors) this.errors.set(k, (this.errors.get(k) ?? 0) + v)
-    this.resets += t.resets; this.resetsOnReused += t.resetsOnReused; this.retried += t.retried; this.count += t.count
+    this.resets += t.resets
+    this.resetsOnReused += t.resetsOnReused
+    this.retried += t.retried
+    this.count += t.count
   }
   print(tag: string): void {
-    report(`${tag}_statuses`, [...this.statuses].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ') || 'none', '')
-    report(`${tag}_socket_errors`, [...this.errors].map(([e, n]) => `${e}×${n}`).join(' ') || 'none', this.retried ? `(${this.retried} writes retried)` : '')
+    report(
+      `${tag}_statuses`,
+      [...this.statuses]
+        .sort((a, b) => a[0] - b[0])
+        .map(([s, n]) => `${s}×${n}`)
+        .join(' ') || 'none',
+      ''
+    )
+    report(
+      `${tag}_socket_errors`,
+      [...this.errors].map(([e, n]) => `${e}×${n}`).join(' ') || 'none',
+      this.retried ? `(${this.retried} writes retried)` : ''
+    )
     report(`${tag}_resets`, `${this.resets} of ${this.count}`, `writes (${this.resetsOnReused} on a reused connection)`)
   }
 }
@@ -105,13 +127,26 @@ const errorCode = (err: NodeJS.ErrnoException): string => err.code ?? err.messag
 /** One registration over `agent`; `split` sends the body in two chunks 5 ms apart. */
 function post(agent: Agent, url: URL, body: string, split = false): Promise<Outcome> {
   return new Promise(resolve => {
-    const req: ClientRequest = request({ agent, host: url.hostname, port: url.port, path: '/v1/entities', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
-      res.resume()
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
-      res.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
-    })
+    const req: ClientRequest = request(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: '/v1/entities',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+      },
+      res => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+        res.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
+      }
+    )
     req.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
-    if (!split) { req.end(body); return }
+    if (!split) {
+      req.end(body)
+      return
+    }
     const half = Math.floor(body.length / 2)
     req.write(body.slice(0, half))
     setTimeout(() => req.end(body.slice(half)), 5)
@@ -128,7 +163,8 @@ async function write(agent: Agent, url: URL, body: string, tally: Tally, split =
   tally.add(outcome)
 }
 
-const newAgent = (): Agent => new Agent({ keepAlive: true, maxSockets: connections, ...(client === 'hinted' ? { timeout: 60_000 } : {}) })
+const newAgent = (): Agent =>
+  new Agent({ keepAlive: true, maxSockets: connections, ...(client === 'hinted' ? { timeout: 60_000 } : {}) })
 
 /** `bodies` over `connections` keep-alive connections: closed loop, or open loop at `rate`/s. */
 async function load(url: URL, bodies: string[], split: boolean): Promise<Tally> {
@@ -145,9 +181,11 @@ async function load(url: URL, bodies: string[], split: boolean): Promise<Tally> 
     await Promise.all(inflight)
   } else {
     let next = 0
-    await Promise.all(Array.from({ length: connections }, async () => {
-      while (next < bodies.length) await write(agent, url, bodies[next++]!, tally, split)
-    }))
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (next < bodies.length) await write(agent, url, bodies[next++]!, tally, split)
+      })
+    )
   }
   agent.destroy()
   return tally
@@ -167,7 +205,8 @@ function pipelined(url: URL, batch: string[]): Promise<Outcome[]> {
     let error: string | undefined
     const socket = connect(Number(url.port), url.hostname)
     const finish = (): void => {
-      while (outcomes.length < batch.length) outcomes.push({ error: error ?? 'ECONNRESET', reused: outcomes.length > 0 })
+      while (outcomes.length < batch.length)
+        outcomes.push({ error: error ?? 'ECONNRESET', reused: outcomes.length > 0 })
       socket.destroy()
       resolve(outcomes)
     }
@@ -182,10 +221,15 @@ function pipelined(url: URL, batch: string[]): Promise<Outcome[]> {
         if (buffered.length < headEnd + 4 + length) break
         outcomes.push({ status: Number(head.slice(9, 12)), reused: outcomes.length > 0 })
         buffered = buffered.subarray(headEnd + 4 + length)
-        if (outcomes.length === batch.length) { finish(); return }
+        if (outcomes.length === batch.length) {
+          finish()
+          return
+        }
       }
     })
-    socket.on('error', err => { error = errorCode(err) })
+    socket.on('error', err => {
+      error = errorCode(err)
+    })
     socket.on('close', finish)
   })
 }
@@ -193,13 +237,15 @@ function pipelined(url: URL, batch: string[]): Promise<Outcome[]> {
 async function pipeline(url: URL, bodies: string[]): Promise<Tally> {
   const tally = new Tally()
   let next = 0
-  await Promise.all(Array.from({ length: connections }, async () => {
-    while (next < bodies.length) {
-      const batch = bodies.slice(next, next + depth)
-      next += batch.length
-      for (const o of await pipelined(url, batch)) tally.add(o)
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next < bodies.length) {
+        const batch = bodies.slice(next, next + depth)
+        next += batch.length
+        for (const o of await pipelined(url, batch)) tally.add(o)
+      }
+    })
+  )
   return tally
 }
 
@@ -209,10 +255,15 @@ function idleProbe(url: URL): { answered: Promise<number>; closed: Promise<numbe
   socket.setNoDelay(true)
   let answeredAt = 0
   let resolveAnswered!: (t: number) => void
-  const answered = new Promise<number>(r => { resolveAnswered = r })
+  const answered = new Promise<number>(r => {
+    resolveAnswered = r
+  })
   const closed = new Promise<number>(resolve => {
     socket.on('connect', () => socket.write('GET /v1/info HTTP/1.1\r\nHost: bench\r\n\r\n'))
-    socket.once('data', () => { answeredAt = performance.now(); resolveAnswered(answeredAt) })
+    socket.once('data', () => {
+      answeredAt = performance.now()
+      resolveAnswered(answeredAt)
+    })
     socket.on('error', () => {})
     // 'end' is the server's FIN: the moment it closes idle keep-alive connections.
     socket.on('end', () => resolve(performance.now() - answeredAt))
@@ -232,7 +283,8 @@ async function idle(url: URL, bodies: string[]): Promise<{ tally: Tally; idleMs:
   const tally = new Tally()
   const idleMs: number[] = []
   let next = 0
-  const burst = (): Promise<void[]> => Promise.all(Array.from({ length: connections }, () => write(agent, url, bodies[next++]!, tally)))
+  const burst = (): Promise<unknown> =>
+    Promise.all(Array.from({ length: connections }, () => write(agent, url, bodies[next++]!, tally)))
   for (let round = 0; round < idleRounds; round++) {
     // Fills the agent with `connections` idle connections (new ones where the last round's were lost).
     await burst()
@@ -252,23 +304,52 @@ function keepAliveHeader(url: URL): Promise<string> {
     const agent = new Agent({ keepAlive: true })
     request({ agent, host: url.hostname, port: url.port, path: '/health' }, res => {
       res.resume()
-      res.on('end', () => { agent.destroy(); resolve(`${res.headers['keep-alive'] ?? 'none'} (Connection: ${res.headers.connection ?? 'none'})`) })
-    }).on('error', err => resolve(errorCode(err))).end()
+      res.on('end', () => {
+        agent.destroy()
+        resolve(`${res.headers['keep-alive'] ?? 'none'} (Connection: ${res.headers.connection ?? 'none'})`)
+      })
+    })
+      .on('error', err => resolve(errorCode(err)))
+      .end()
   })
 }
 
-report('machine_load_before', loadavg().map(l => l.toFixed(2)).join(' '), `(${cpus().length} cores)`)
-const perFront = writes + (scenarios.has('split') ? splitWrites : 0) + (scenarios.has('pipeline') ? pipelineWrites : 0) + (scenarios.has('idle') ? connections * 2 * idleRounds : 0)
+report(
+  'machine_load_before',
+  loadavg()
+    .map(l => l.toFixed(2))
+    .join(' '),
+  `(${cpus().length} cores)`
+)
+const perFront =
+  writes +
+  (scenarios.has('split') ? splitWrites : 0) +
+  (scenarios.has('pipeline') ? pipelineWrites : 0) +
+  (scenarios.has('idle') ? connections * 2 * idleRounds : 0)
 const genStart = performance.now()
 const all = makeBodies(perFront * fronts.length, 2_000_000).map(b => b.body)
 console.error(`generated ${all.length} signed registrations in ${((performance.now() - genStart) / 1000).toFixed(1)} s`)
 let offset = 0
-const take = (n: number): string[] => { const out = all.slice(offset, offset + n); offset += n; return out }
+const take = (n: number): string[] => {
+  const out = all.slice(offset, offset + n)
+  offset += n
+  return out
+}
 
 const overall = new Tally()
 for (const front of fronts) {
   const data = await mkdtemp(join(tmpdir(), `bench-keepalive-${front}-`))
-  const node: NodeProcess = await spawnNode(['--data', data, '--http-port', '0', '--no-rate-limit', '--no-p2p', '--http-server', front, ...(args['node-arg'] ?? [])])
+  const node: NodeProcess = await spawnNode([
+    '--data',
+    data,
+    '--http-port',
+    '0',
+    '--no-rate-limit',
+    '--no-p2p',
+    '--http-server',
+    front,
+    ...(args['node-arg'] ?? [])
+  ])
   const url = new URL(node.url)
   const total = new Tally()
   const tag = (s: string): string => `${front}_${s}`
@@ -276,15 +357,29 @@ for (const front of fronts) {
   if (scenarios.has('steady')) {
     const started = performance.now()
     const t = await load(url, take(writes), false)
-    report(tag('steady_duration'), ((performance.now() - started) / 1000).toFixed(1), `s (${rate > 0 ? `open loop at ${rate}/s` : 'closed loop'}, ${connections} keep-alive connections)`)
-    t.print(tag('steady')); total.merge(t)
+    report(
+      tag('steady_duration'),
+      ((performance.now() - started) / 1000).toFixed(1),
+      `s (${rate > 0 ? `open loop at ${rate}/s` : 'closed loop'}, ${connections} keep-alive connections)`
+    )
+    t.print(tag('steady'))
+    total.merge(t)
   }
-  if (scenarios.has('split')) { const t = await load(url, take(splitWrites), true); t.print(tag('split')); total.merge(t) }
-  if (scenarios.has('pipeline')) { const t = await pipeline(url, take(pipelineWrites)); t.print(tag(`pipeline_depth${depth}`)); total.merge(t) }
+  if (scenarios.has('split')) {
+    const t = await load(url, take(splitWrites), true)
+    t.print(tag('split'))
+    total.merge(t)
+  }
+  if (scenarios.has('pipeline')) {
+    const t = await pipeline(url, take(pipelineWrites))
+    t.print(tag(`pipeline_depth${depth}`))
+    total.merge(t)
+  }
   if (scenarios.has('idle')) {
     const { tally, idleMs } = await idle(url, take(connections * 2 * idleRounds))
     report(tag('idle_server_closed_after'), idleMs.map(ms => (ms / 1000).toFixed(2)).join(', '), 's idle (the probe)')
-    tally.print(tag('idle')); total.merge(tally)
+    tally.print(tag('idle'))
+    total.merge(tally)
   }
   report(`keepalive_resets_${front}`, `${total.resets} of ${total.count}`, `writes (client ${client})`)
   overall.merge(total)
@@ -292,6 +387,16 @@ for (const front of fronts) {
   await node.exited
   await rm(data, { recursive: true, force: true })
 }
-report('keepalive_resets', `${overall.resets} of ${overall.count}`, `writes (${fronts.join(' + ')}; ${[...scenarios].join(', ')}; client ${client})`)
-report('machine_load_after', loadavg().map(l => l.toFixed(2)).join(' '), '')
+report(
+  'keepalive_resets',
+  `${overall.resets} of ${overall.count}`,
+  `writes (${fronts.join(' + ')}; ${[...scenarios].join(', ')}; client ${client})`
+)
+report(
+  'machine_load_after',
+  loadavg()
+    .map(l => l.toFixed(2))
+    .join(' '),
+  ''
+)
 process.exitCode = overall.resets > 0 ? 1 : 0

@@ -60,8 +60,24 @@ import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
 import { entityJobs, signEntitiesInWorkers, type SignedEntity } from '../lib/entity-signing.js'
 import {
-  ActivityTap, call, cpuOf, cpuPressure, reportMachine, meshShape, ms1, nowMs, removeData, log, REPO, rssMiB, sleep,
-  startMeshNode, stopNode, summarize, type ActivityEvent, type MeshNode
+  ActivityTap,
+  call,
+  cpuOf,
+  cpuPressure,
+  reportMachine,
+  meshShape,
+  ms1,
+  nowMs,
+  removeData,
+  log,
+  REPO,
+  rssMiB,
+  sleep,
+  startMeshNode,
+  stopNode,
+  summarize,
+  type ActivityEvent,
+  type MeshNode
 } from '../lib/mesh-bench.js'
 import { seededRandom } from '../lib/random.js'
 import { report } from '../lib/report.js'
@@ -132,9 +148,17 @@ type Kind = 'registered' | 'deregistered'
 // Setup: signed registrations, the nodes, the connected mesh, the activity streams.
 
 /** Signed registrations: warm-up ones first, then the measured ones. */
-async function signRegistrations(args: Args, warmupMax: number, R: number): Promise<{ warmupPool: SignedEntity[]; measured: SignedEntity[] }> {
+async function signRegistrations(
+  args: Args,
+  warmupMax: number,
+  R: number
+): Promise<{ warmupPool: SignedEntity[]; measured: SignedEntity[] }> {
   const signStarted = performance.now()
-  const signed = await signEntitiesInWorkers(entityJobs(0, warmupMax * 4 + R, Number(args.developers)), `${args.seed} ${Date.now()}`, Number(args.workers))
+  const signed = await signEntitiesInWorkers(
+    entityJobs(0, warmupMax * 4 + R, Number(args.developers)),
+    `${args.seed} ${Date.now()}`,
+    Number(args.workers)
+  )
   log(`signed ${signed.length} registrations in ${((performance.now() - signStarted) / 1000).toFixed(1)} s`)
   return { warmupPool: signed.slice(0, warmupMax * 4), measured: signed.slice(warmupMax * 4) }
 }
@@ -160,10 +184,15 @@ async function startNodes(args: Args, N: number, random: () => number): Promise<
     return picks
   }
   const plan = Array.from({ length: N }, (_, i) => bootstrapOf(i))
-  const startOne = (i: number): Promise<MeshNode> => startMeshNode({
-    index: i, name: `n${i}`, bootstrap: plan[i]!.map(j => nodes[j]!.tcp), nodeSrc: args['node-src'], extra: args['node-arg'],
-    runtimeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-dir']}`] : []
-  })
+  const startOne = (i: number): Promise<MeshNode> =>
+    startMeshNode({
+      index: i,
+      name: `n${i}`,
+      bootstrap: plan[i]!.map(j => nodes[j]!.tcp),
+      nodeSrc: args['node-src'],
+      extra: args['node-arg'],
+      runtimeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-dir']}`] : []
+    })
   const startedNodes = performance.now()
   try {
     for (let i = 0; i < Math.min(3, N); i++) nodes[i] = await startOne(i)
@@ -198,7 +227,11 @@ async function waitForMesh(run: Run): Promise<void> {
     await sleep(500)
     shape = await meshShape(run.statusAgent, run.nodes)
   }
-  report('mesh_ready_after', ((performance.now() - meshWait) / 1000).toFixed(1), `s (every node connected; graph connected: ${shape.connected}, components ${shape.components})`)
+  report(
+    'mesh_ready_after',
+    ((performance.now() - meshWait) / 1000).toFixed(1),
+    `s (every node connected; graph connected: ${shape.connected}, components ${shape.components})`
+  )
   report('degree_at_start', degreeLine(shape), `(per node: ${shape.degrees.join(' ')})`)
 }
 
@@ -215,7 +248,11 @@ function record(s: NodeSeen, e: ActivityEvent): void {
   else if (e.type === 'peer_disconnected') s.disconnects++
   else if (e.type === 'gossip_outgoing') s.published.set(`${e.data.kind}|${e.data.subject}`, Number(e.data.recipients))
   else if (e.type === 'gossip_incoming') {
-    if (e.data.kind === 'sync') { s.syncSessions++; s.syncApplied += Number(e.data.applied ?? 0); return }
+    if (e.data.kind === 'sync') {
+      s.syncSessions++
+      s.syncApplied += Number(e.data.applied ?? 0)
+      return
+    }
     const key = `${e.data.kind}|${e.data.subject}`
     const g = s.gossip.get(key) ?? { count: 0, outcomes: [] }
     g.count++
@@ -238,7 +275,9 @@ async function post(run: Run, entity: SignedEntity, home: number): Promise<Publi
 
 async function deregister(run: Run, { entity, home }: Published): Promise<Published> {
   const sentAt = nowMs()
-  const reply = await call(run.agent, run.nodes[home]!.base, 'DELETE', `/v1/entities/${entity.id}`, undefined, { authorization: `Bearer ${entity.deleteToken}` })
+  const reply = await call(run.agent, run.nodes[home]!.base, 'DELETE', `/v1/entities/${entity.id}`, undefined, {
+    authorization: `Bearer ${entity.deleteToken}`
+  })
   if (reply.status !== 200) log(`deregistration on n${home}: ${reply.status} ${reply.text.slice(0, 300)}`)
   return { entity, home, sentAt, repliedAt: reply.at, status: reply.status, httpMs: reply.ms }
 }
@@ -255,10 +294,18 @@ async function warmUp(run: Run, warmupMax: number, warmupPool: readonly SignedEn
     await post(run, entity, Math.floor(random() * N))
     const deadline = performance.now() + 5000
     while (!everyNodeHas(run, entity.id, 'registered') && performance.now() < deadline) await sleep(20)
-    if (everyNodeHas(run, entity.id, 'registered') && warmups >= Math.min(warmupMax, warmupPool.length)) { warmedAfter = performance.now() - warmStarted; break }
+    if (everyNodeHas(run, entity.id, 'registered') && warmups >= Math.min(warmupMax, warmupPool.length)) {
+      warmedAfter = performance.now() - warmStarted
+      break
+    }
   }
   if (warmupMax === 0) report('warmup', 0, `registrations (none: measured from ${args.settle} s after start)`)
-  else report('warmup', warmups, `registrations until one reached all ${N} nodes within 5 s (${Number.isNaN(warmedAfter) ? 'never' : `${(warmedAfter / 1000).toFixed(1)} s`})`)
+  else
+    report(
+      'warmup',
+      warmups,
+      `registrations until one reached all ${N} nodes within 5 s (${Number.isNaN(warmedAfter) ? 'never' : `${(warmedAfter / 1000).toFixed(1)} s`})`
+    )
 }
 
 const cpuAll = async (run: Run): Promise<number[]> => Promise.all(run.nodes.map(n => cpuOf(n.proc.child.pid!)))
@@ -270,7 +317,11 @@ async function reportIdleCpu(run: Run): Promise<void> {
   await sleep(5000)
   const idle1 = await cpuAll(run)
   const idleCores = idle1.reduce((a, c, i) => a + (c - idle0[i]!), 0) / ((performance.now() - idleStarted) / 1000)
-  report('node_cpu_idle', (idleCores * 100).toFixed(0), `% of one core, all ${run.N} nodes together (5 s before publishing)`)
+  report(
+    'node_cpu_idle',
+    (idleCores * 100).toFixed(0),
+    `% of one core, all ${run.N} nodes together (5 s before publishing)`
+  )
 }
 
 /** Calls `one(k)` for k = 0 … count − 1 at --rate per second; all the answers. */
@@ -323,7 +374,11 @@ async function publish(run: Run, R: number, T: number, measured: readonly Signed
   log(`publishing ${R} registrations at ${rate}/s`)
   const regs = await publishAtRate(rate, R, k => post(run, measured[k]!, Math.floor(random() * N)))
   const regsOk = regs.filter(p => p.status === 201)
-  const regDrain = await waitDelivered(run, regsOk.map(p => p.entity.id), 'registered')
+  const regDrain = await waitDelivered(
+    run,
+    regsOk.map(p => p.entity.id),
+    'registered'
+  )
 
   // Tombstones: a seeded choice among the acknowledged registrations, each at its home node.
   const pool = [...regsOk]
@@ -332,10 +387,19 @@ async function publish(run: Run, R: number, T: number, measured: readonly Signed
   log(`publishing ${chosen.length} deregistrations at ${rate}/s`)
   const dels = await publishAtRate(rate, chosen.length, k => deregister(run, chosen[k]!))
   const delsOk = dels.filter(p => p.status === 200)
-  const delDrain = await waitDelivered(run, delsOk.map(p => p.entity.id), 'deregistered')
+  const delDrain = await waitDelivered(
+    run,
+    delsOk.map(p => p.entity.id),
+    'deregistered'
+  )
   const seconds = (performance.now() - phaseStarted) / 1000
   const pressure = await cpuPressure()
-  if (args['profile-dir']) report('profile_window', `${monotonicStart} ${process.hrtime.bigint() / 1000n}`, 'µs of CLOCK_MONOTONIC (the profiles\' timestamps): the publish phase')
+  if (args['profile-dir'])
+    report(
+      'profile_window',
+      `${monotonicStart} ${process.hrtime.bigint() / 1000n}`,
+      "µs of CLOCK_MONOTONIC (the profiles' timestamps): the publish phase"
+    )
   const cpu1 = await cpuAll(run)
   const clientCpu = process.cpuUsage(clientCpu0)
   return { regsOk, delsOk, chosen, regDrain, delDrain, seconds, pressure, cpu0, cpu1, clientCpu, churn0 }
@@ -345,7 +409,13 @@ async function publish(run: Run, R: number, T: number, measured: readonly Signed
 // Figures
 
 /** Delivery figures of one kind of operation: ratio, latencies, how it arrived. */
-function reportDelivery(run: Run, label: string, published: readonly Published[], kind: Kind, gossipKind: string): void {
+function reportDelivery(
+  run: Run,
+  label: string,
+  published: readonly Published[],
+  kind: Kind,
+  gossipKind: string
+): void {
   const { N, seen } = run
   const toNode: number[] = []
   const homeToNode: number[] = []
@@ -366,7 +436,11 @@ function reportDelivery(run: Run, label: string, published: readonly Published[]
       if (times && times.length > 1) repeatedEvents += times.length - 1
       if (j === p.home) continue
       pairs++
-      if (!times) { complete = false; missing.set(j, (missing.get(j) ?? 0) + 1); continue }
+      if (!times) {
+        complete = false
+        missing.set(j, (missing.get(j) ?? 0) + 1)
+        continue
+      }
       delivered++
       const at = times[0]!
       toNode.push(at - p.repliedAt)
@@ -381,19 +455,32 @@ function reportDelivery(run: Run, label: string, published: readonly Published[]
   const b = summarize(toLast)
   const c = summarize(homeToNode)
   const h = summarize(http)
-  report(`${label}_delivery_ratio`, ((100 * delivered) / Math.max(1, pairs)).toFixed(2), `% (${delivered} of ${pairs} operation × other-node pairs)`)
+  report(
+    `${label}_delivery_ratio`,
+    ((100 * delivered) / Math.max(1, pairs)).toFixed(2),
+    `% (${delivered} of ${pairs} operation × other-node pairs)`
+  )
   report(`${label}_publish_to_node_p50`, ms1(a.p50), 'ms')
   report(`${label}_publish_to_node_p99`, ms1(a.p99), 'ms')
-  report(`${label}_publish_to_node_max`, ms1(a.max), `ms (min ${ms1(a.min)} ms: negative when a peer applied it before the bench read the reply)`)
+  report(
+    `${label}_publish_to_node_max`,
+    ms1(a.max),
+    `ms (min ${ms1(a.min)} ms: negative when a peer applied it before the bench read the reply)`
+  )
   report(`${label}_publish_to_last_node_p50`, ms1(b.p50), `ms (${b.n} operations that reached every node)`)
   report(`${label}_publish_to_last_node_p99`, ms1(b.p99), 'ms')
   report(`${label}_publish_to_last_node_max`, ms1(b.max), 'ms')
   report(`${label}_home_to_node_p50`, ms1(c.p50), 'ms (node clocks only: home node event to other node event)')
   report(`${label}_home_to_node_p99`, ms1(c.p99), 'ms')
   report(`${label}_http_reply_p50`, ms1(h.p50), `ms (p99 ${ms1(h.p99)} ms: request to reply at the home node)`)
-  report(`${label}_delivered_by_sync`, bySync, 'pairs (applied without a gossip_incoming applied event for the subject on that node)')
+  report(
+    `${label}_delivered_by_sync`,
+    bySync,
+    'pairs (applied without a gossip_incoming applied event for the subject on that node)'
+  )
   report(`${label}_repeated_apply_events`, repeatedEvents, `(more than one ${kind} event for one entity on one node)`)
-  if (missing.size > 0) report(`${label}_missing_by_node`, [...missing].map(([j, n]) => `n${j}:${n}`).join(' '), 'pairs')
+  if (missing.size > 0)
+    report(`${label}_missing_by_node`, [...missing].map(([j, n]) => `n${j}:${n}`).join(' '), 'pairs')
 }
 
 /** Duplicates seen by our validator, outcomes, gossip fan-out, sync sessions and connection churn. */
@@ -408,22 +495,58 @@ function reportGossip(run: Run, phase: PublishPhase, taps: readonly ActivityTap[
     for (const [key, g] of s.gossip) {
       if (!measuredIds.has(key.slice(key.indexOf('|') + 1))) continue
       dups += g.count - 1
-      for (const o of g.outcomes) outcomes.set(`${key.slice(0, key.indexOf('|'))}:${o}`, (outcomes.get(`${key.slice(0, key.indexOf('|'))}:${o}`) ?? 0) + 1)
+      for (const o of g.outcomes)
+        outcomes.set(
+          `${key.slice(0, key.indexOf('|'))}:${o}`,
+          (outcomes.get(`${key.slice(0, key.indexOf('|'))}:${o}`) ?? 0) + 1
+        )
     }
     dupPerNode.push(dups)
   }
-  for (const [label, list, kind] of [['registration', regsOk, 'entity.register'], ['tombstone', delsOk, 'entity.deregister']] as const) {
-    const recipients = list.map(p => seen[p.home]!.published.get(`${kind}|${p.entity.id}`)).filter((x): x is number => x !== undefined)
+  for (const [label, list, kind] of [
+    ['registration', regsOk, 'entity.register'],
+    ['tombstone', delsOk, 'entity.deregister']
+  ] as const) {
+    const recipients = list
+      .map(p => seen[p.home]!.published.get(`${kind}|${p.entity.id}`))
+      .filter((x): x is number => x !== undefined)
     const r = summarize(recipients)
-    report(`${label}_gossip_recipients`, `min ${r.min}, median ${r.p50}, max ${r.max}`, `peers the home node's gossipsub sent each publication to (gossip_outgoing; ${recipients.length} of ${list.length} publications reported)`)
+    report(
+      `${label}_gossip_recipients`,
+      `min ${r.min}, median ${r.p50}, max ${r.max}`,
+      `peers the home node's gossipsub sent each publication to (gossip_outgoing; ${recipients.length} of ${list.length} publications reported)`
+    )
   }
-  report('gossip_validated_outcomes', [...outcomes].sort().map(([k, n]) => `${k}=${n}`).join(' '), '(gossip_incoming events for the measured subjects, all nodes)')
-  report('gossip_duplicates_validated', dupPerNode.reduce((a, b) => a + b, 0), `(an operation validated twice by one node; per node max ${Math.max(...dupPerNode)}) — copies gossipsub drops in its seen cache are not visible`)
-  report('sync_sessions_applying', seen.reduce((a, s) => a + s.syncSessions, 0), `(sync sessions that applied something during the run; ${seen.reduce((a, s) => a + s.syncApplied, 0)} operations)`)
+  report(
+    'gossip_validated_outcomes',
+    [...outcomes]
+      .sort()
+      .map(([k, n]) => `${k}=${n}`)
+      .join(' '),
+    '(gossip_incoming events for the measured subjects, all nodes)'
+  )
+  report(
+    'gossip_duplicates_validated',
+    dupPerNode.reduce((a, b) => a + b, 0),
+    `(an operation validated twice by one node; per node max ${Math.max(...dupPerNode)}) — copies gossipsub drops in its seen cache are not visible`
+  )
+  report(
+    'sync_sessions_applying',
+    seen.reduce((a, s) => a + s.syncSessions, 0),
+    `(sync sessions that applied something during the run; ${seen.reduce((a, s) => a + s.syncApplied, 0)} operations)`
+  )
   const connects = seen.reduce((a, s, i) => a + s.connects - churn0[i]![0], 0)
   const disconnects = seen.reduce((a, s, i) => a + s.disconnects - churn0[i]![1], 0)
-  report('connection_churn', `${connects} connected, ${disconnects} disconnected`, '(peer_connected / peer_disconnected events over all nodes during the publish phase; each connection counts at both ends)')
-  report('activity_events_dropped', taps.reduce((a, t) => a + t.dropped, 0), '(activity stream frames the nodes dropped for this subscriber)')
+  report(
+    'connection_churn',
+    `${connects} connected, ${disconnects} disconnected`,
+    '(peer_connected / peer_disconnected events over all nodes during the publish phase; each connection counts at both ends)'
+  )
+  report(
+    'activity_events_dropped',
+    taps.reduce((a, t) => a + t.dropped, 0),
+    '(activity stream frames the nodes dropped for this subscriber)'
+  )
 }
 
 /** The nodes' CPU over the publish phase, the client's, and the nodes' memory. */
@@ -433,12 +556,32 @@ function reportCost(run: Run, phase: PublishPhase, rss: readonly number[]): void
   const cpuPerNode = cpu1.map((c, i) => c - cpu0[i]!)
   const cpuTotal = cpuPerNode.reduce((a, b) => a + b, 0)
   report('publish_phase', phaseSeconds.toFixed(1), 's (registrations, drain, tombstones, drain)')
-  report('node_cpu', ((100 * cpuTotal) / phaseSeconds).toFixed(0), `% of one core, all ${N} nodes together over the publish phase (max one node ${((100 * Math.max(...cpuPerNode)) / phaseSeconds).toFixed(1)} %, median ${((100 * summarize(cpuPerNode).p50) / phaseSeconds).toFixed(1)} %)`)
-  report('node_cpu_per_operation', ((1000 * cpuTotal) / Math.max(1, regsOk.length + delsOk.length)).toFixed(1), `ms of node CPU per published operation, summed over ${N} nodes (idle baseline included)`)
-  report('cpu_pressure_avg60', pressure.toFixed(0), '% (/proc/pressure/cpu "some" at the end of the publish phase: share of time runnable tasks waited for a core)')
-  report('client_cpu', ((100 * (clientCpu.user + clientCpu.system)) / 1e6 / phaseSeconds).toFixed(0), '% of one core (this bench process)')
+  report(
+    'node_cpu',
+    ((100 * cpuTotal) / phaseSeconds).toFixed(0),
+    `% of one core, all ${N} nodes together over the publish phase (max one node ${((100 * Math.max(...cpuPerNode)) / phaseSeconds).toFixed(1)} %, median ${((100 * summarize(cpuPerNode).p50) / phaseSeconds).toFixed(1)} %)`
+  )
+  report(
+    'node_cpu_per_operation',
+    ((1000 * cpuTotal) / Math.max(1, regsOk.length + delsOk.length)).toFixed(1),
+    `ms of node CPU per published operation, summed over ${N} nodes (idle baseline included)`
+  )
+  report(
+    'cpu_pressure_avg60',
+    pressure.toFixed(0),
+    '% (/proc/pressure/cpu "some" at the end of the publish phase: share of time runnable tasks waited for a core)'
+  )
+  report(
+    'client_cpu',
+    ((100 * (clientCpu.user + clientCpu.system)) / 1e6 / phaseSeconds).toFixed(0),
+    '% of one core (this bench process)'
+  )
   const r = summarize(rss)
-  report('node_rss', `median ${r.p50.toFixed(0)}, max ${r.max.toFixed(0)}, total ${rss.reduce((a, b) => a + b, 0).toFixed(0)}`, 'MiB')
+  report(
+    'node_rss',
+    `median ${r.p50.toFixed(0)}, max ${r.max.toFixed(0)}, total ${rss.reduce((a, b) => a + b, 0).toFixed(0)}`,
+    'MiB'
+  )
 }
 
 async function main(): Promise<void> {
@@ -460,8 +603,22 @@ async function main(): Promise<void> {
   const { warmupPool, measured } = await signRegistrations(args, warmupMax, R)
   const nodes = await startNodes(args, N, random)
   const run: Run = {
-    args, N, rate: Number(args.rate), drainMs: Number(args.drain) * 1000, random, nodes,
-    seen: nodes.map(() => ({ registered: new Map(), deregistered: new Map(), gossip: new Map(), syncApplied: 0, syncSessions: 0, published: new Map(), connects: 0, disconnects: 0 })),
+    args,
+    N,
+    rate: Number(args.rate),
+    drainMs: Number(args.drain) * 1000,
+    random,
+    nodes,
+    seen: nodes.map(() => ({
+      registered: new Map(),
+      deregistered: new Map(),
+      gossip: new Map(),
+      syncApplied: 0,
+      syncSessions: 0,
+      published: new Map(),
+      connects: 0,
+      disconnects: 0
+    })),
     agent: new Agent({ keepAlive: true, maxSockets: 64 }),
     statusAgent: new Agent({ keepAlive: true, maxSockets: 4 })
   }
@@ -478,10 +635,26 @@ async function main(): Promise<void> {
     const rss = await Promise.all(nodes.map(n => rssMiB(n.proc.child.pid!)))
 
     // 8. Figures.
-    report('registrations_published', `${phase.regsOk.length} of ${R}`, `acknowledged (201), at ${run.rate}/s to random nodes`)
-    report('tombstones_published', `${phase.delsOk.length} of ${phase.chosen.length}`, 'acknowledged (200), at their home nodes')
-    report('registrations_all_delivered_after', phase.regDrain === Infinity ? `not within ${args.drain}` : (phase.regDrain / 1000).toFixed(2), 's after the last reply')
-    report('tombstones_all_delivered_after', phase.delDrain === Infinity ? `not within ${args.drain}` : (phase.delDrain / 1000).toFixed(2), 's after the last reply')
+    report(
+      'registrations_published',
+      `${phase.regsOk.length} of ${R}`,
+      `acknowledged (201), at ${run.rate}/s to random nodes`
+    )
+    report(
+      'tombstones_published',
+      `${phase.delsOk.length} of ${phase.chosen.length}`,
+      'acknowledged (200), at their home nodes'
+    )
+    report(
+      'registrations_all_delivered_after',
+      phase.regDrain === Infinity ? `not within ${args.drain}` : (phase.regDrain / 1000).toFixed(2),
+      's after the last reply'
+    )
+    report(
+      'tombstones_all_delivered_after',
+      phase.delDrain === Infinity ? `not within ${args.drain}` : (phase.delDrain / 1000).toFixed(2),
+      's after the last reply'
+    )
     reportDelivery(run, 'registration', phase.regsOk, 'registered', 'entity.register')
     reportDelivery(run, 'tombstone', phase.delsOk, 'deregistered', 'entity.deregister')
     reportGossip(run, phase, taps)

@@ -33,7 +33,11 @@ const total = Math.ceil(rate * seconds)
 async function searchableAfter(url: string, id: string): Promise<number> {
   const started = performance.now()
   while (performance.now() - started < 5000) {
-    const res = await fetch(`${url}/v1/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fqan: id, type: 'any', status: 'any' }) })
+    const res = await fetch(`${url}/v1/search`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fqan: id, type: 'any', status: 'any' })
+    })
     const body = (await res.json()) as { total_found?: number }
     if (body.total_found === 1) return performance.now() - started
     await new Promise(r => setTimeout(r, 10))
@@ -48,8 +52,9 @@ async function searchableAfter(url: string, id: string): Promise<number> {
 function serverQuantile(metrics: string, q: number): string {
   const buckets: [number, number][] = []
   for (const line of metrics.split('\n')) {
-    const m = /^registry_http_request_duration_seconds_bucket\{.*le="([^"]+)".*route="\/v1\/entities".*\} (\d+)/.exec(line)
-      ?? /^registry_http_request_duration_seconds_bucket\{.*route="\/v1\/entities".*le="([^"]+)".*\} (\d+)/.exec(line)
+    const m =
+      /^registry_http_request_duration_seconds_bucket\{.*le="([^"]+)".*route="\/v1\/entities".*\} (\d+)/.exec(line) ??
+      /^registry_http_request_duration_seconds_bucket\{.*route="\/v1\/entities".*le="([^"]+)".*\} (\d+)/.exec(line)
     if (m && /method="POST"/.test(line)) buckets.push([m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2])])
   }
   const total = buckets.find(([le]) => le === Infinity)?.[1] ?? 0
@@ -84,14 +89,16 @@ async function main(): Promise<void> {
     if (i === killAt) node.child.kill('SIGKILL')
     const { id, body } = bodies[i]!
     const t0 = performance.now()
-    inflight.push(post(agent, url, body).then(status => {
-      if (status === 201) {
-        latencies.push(performance.now() - t0)
-        acked.push(id)
-        if (!args.kill9 && acked.length % 100 === 0) searchable.push(searchableAfter(node.url, id))
-      } else if (status === 0) errors++
-      else failedStatus++
-    }))
+    inflight.push(
+      post(agent, url, body).then(status => {
+        if (status === 201) {
+          latencies.push(performance.now() - t0)
+          acked.push(id)
+          if (!args.kill9 && acked.length % 100 === 0) searchable.push(searchableAfter(node.url, id))
+        } else if (status === 0) errors++
+        else failedStatus++
+      })
+    )
   }
   await Promise.all(inflight)
   const elapsed = (performance.now() - started) / 1000

@@ -31,7 +31,15 @@ import { deriveAgentSeed } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { developerKeys, signedRegistration, type DeveloperKeys } from '../../src/testnet/entity-factory.js'
-import { CATEGORIES, DOMAIN, VOCABULARY, entityContent, registrationBody, zipfCorpus, type EntityContent } from '../lib/corpus.js'
+import {
+  CATEGORIES,
+  DOMAIN,
+  VOCABULARY,
+  entityContent,
+  registrationBody,
+  zipfCorpus,
+  type EntityContent
+} from '../lib/corpus.js'
 import { sleep } from '../lib/mesh-bench.js'
 import { memoryMiB, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
@@ -41,12 +49,19 @@ import { splitOverWorkers } from '../lib/workers.js'
 // Signing (in worker threads)
 
 /** One entity to sign: its content, and its developer (index into the developers) and HD index. */
-interface SignJob { i: number; content: EntityContent; developer: number | null; hdIndex: number }
-interface Signed { id: string; body: string }
+interface SignJob {
+  i: number
+  content: EntityContent
+  developer: number | null
+  hdIndex: number
+}
+interface Signed {
+  id: string
+  body: string
+}
 
 const developerSeed = (d: number): Buffer => createHash('sha256').update(`bench-search-node developer ${d}`).digest()
 const ownSeed = (i: number): Buffer => createHash('sha256').update(`bench-search-node entity ${i}`).digest()
-
 
 function signJobs(jobs: readonly SignJob[]): Signed[] {
   const developers = new Map<number, DeveloperKeys>()
@@ -54,7 +69,10 @@ function signJobs(jobs: readonly SignJob[]): Signed[] {
     const content = registrationBody(job.content, job.i)
     if (job.developer === null) {
       const keyPair = keyPairFromSeed(ownSeed(job.i))
-      return { id: deriveId(job.content.type, keyPair.publicKey), body: JSON.stringify(signedRegistration(keyPair, content)) }
+      return {
+        id: deriveId(job.content.type, keyPair.publicKey),
+        body: JSON.stringify(signedRegistration(keyPair, content))
+      }
     }
     let developer = developers.get(job.developer)
     if (!developer) {
@@ -79,16 +97,27 @@ async function signInWorkers(jobs: SignJob[], workers: number): Promise<Signed[]
 // ---------------------------------------------------------------------------------------------
 // HTTP
 
-interface Reply { status: number; text: string; ms: number }
+interface Reply {
+  status: number
+  text: string
+  ms: number
+}
 
 function call(agent: Agent, base: URL, method: string, path: string, body?: string): Promise<Reply> {
   return new Promise(resolve => {
     const started = performance.now()
-    const headers: Record<string, string | number> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+    const headers: Record<string, string | number> =
+      body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
     const req = request({ agent, host: base.hostname, port: base.port, path, method, headers }, res => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }))
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          text: Buffer.concat(chunks).toString('utf8'),
+          ms: performance.now() - started
+        })
+      )
       res.on('error', err => resolve({ status: 0, text: String(err), ms: performance.now() - started }))
     })
     req.on('error', err => resolve({ status: 0, text: String(err), ms: performance.now() - started }))
@@ -102,7 +131,11 @@ interface SearchReply {
   search_stats: { latency_ms: number; semantic?: string }
 }
 
-async function search(agent: Agent, base: URL, query: Record<string, unknown>): Promise<{ reply: Reply; body: SearchReply | null }> {
+async function search(
+  agent: Agent,
+  base: URL,
+  query: Record<string, unknown>
+): Promise<{ reply: Reply; body: SearchReply | null }> {
   const reply = await call(agent, base, 'POST', '/v1/search', JSON.stringify(query))
   return { reply, body: reply.status === 200 ? (JSON.parse(reply.text) as SearchReply) : null }
 }
@@ -119,9 +152,19 @@ const EVERYTHING = { type: 'any', status: 'any', max_results: 1 }
 const selfQuery = (c: EntityContent) => `${c.name} ${c.summary}`.slice(0, 500)
 
 /** True when every listed entity is found by its own text with a semantic similarity > 0 (it has a vector). */
-async function embedded(agent: Agent, base: URL, probes: readonly { id: string; content: EntityContent }[]): Promise<boolean> {
+async function embedded(
+  agent: Agent,
+  base: URL,
+  probes: readonly { id: string; content: EntityContent }[]
+): Promise<boolean> {
   for (const p of probes) {
-    const { body } = await search(agent, base, { query: selfQuery(p.content), fqan: p.id, type: 'any', status: 'any', max_results: 1 })
+    const { body } = await search(agent, base, {
+      query: selfQuery(p.content),
+      fqan: p.id,
+      type: 'any',
+      status: 'any',
+      max_results: 1
+    })
     const hit = body?.results[0]
     if (!hit || hit.entity_id !== p.id || !(hit.score_breakdown.semantic_similarity > 0)) return false
   }
@@ -169,9 +212,12 @@ function queryMakers(contents: readonly EntityContent[]): Record<string, QueryMa
       const query = `${DOMAIN[i % 10]} ${corpus.words(2)}`
       const category = CATEGORIES[i % CATEGORIES.length]
       switch (i % 3) {
-        case 0: return { query, category }
-        case 1: return { query, category, tags: [DOMAIN[(i >> 1) % 5]] }
-        default: return { query, type: 'service', skills: [DOMAIN[i % 5]] }
+        case 0:
+          return { query, category }
+        case 1:
+          return { query, category, tags: [DOMAIN[(i >> 1) % 5]] }
+        default:
+          return { query, type: 'service', skills: [DOMAIN[i % 5]] }
       }
     },
     one_common_word: i => ({ query: DOMAIN[i % 5] }),
@@ -184,38 +230,64 @@ function queryMakers(contents: readonly EntityContent[]): Record<string, QueryMa
     filter_only: i => {
       const c = pick(i)
       switch (i % 3) {
-        case 0: return { category: c.category }
-        case 1: return { tags: [c.tags[0]] }
-        default: return { category: c.category, tags: [c.tags[0]] }
+        case 0:
+          return { category: c.category }
+        case 1:
+          return { tags: [c.tags[0]] }
+        default:
+          return { category: c.category, tags: [c.tags[0]] }
       }
     },
     words_type_tag: i => {
       const c = pick(i)
       const words = wordsOf(c.summary)
-      return { query: `${words[i % words.length]} ${words[(i + 7) % words.length]}`, type: c.type, tags: [c.tags[i % c.tags.length]] }
+      return {
+        query: `${words[i % words.length]} ${words[(i + 7) % words.length]}`,
+        type: c.type,
+        tags: [c.tags[i % c.tags.length]]
+      }
     }
   }
 }
 
-interface Measured { client: number[]; server: number[]; totals: number; semanticHits: number; errors: number; firstError: string | null }
+interface Measured {
+  client: number[]
+  server: number[]
+  totals: number
+  semanticHits: number
+  errors: number
+  firstError: string | null
+}
 
 /** Runs `count` queries with `concurrency` clients over keep-alive connections. */
-async function runQueries(base: URL, make: QueryMaker, count: number, concurrency: number, from = 0): Promise<Measured & { seconds: number }> {
+async function runQueries(
+  base: URL,
+  make: QueryMaker,
+  count: number,
+  concurrency: number,
+  from = 0
+): Promise<Measured & { seconds: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency })
   const m: Measured = { client: [], server: [], totals: 0, semanticHits: 0, errors: 0, firstError: null }
   let next = 0
   const started = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < count) {
-      const i = next++
-      const { reply, body } = await search(agent, base, make(from + i))
-      if (!body) { m.errors++; m.firstError ??= `${reply.status} ${reply.text.slice(0, 300)}`; continue }
-      m.client.push(reply.ms)
-      m.server.push(body.search_stats.latency_ms)
-      m.totals += body.total_found
-      m.semanticHits += body.results.filter(r => r.score_breakdown.semantic_similarity > 0).length
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const i = next++
+        const { reply, body } = await search(agent, base, make(from + i))
+        if (!body) {
+          m.errors++
+          m.firstError ??= `${reply.status} ${reply.text.slice(0, 300)}`
+          continue
+        }
+        m.client.push(reply.ms)
+        m.server.push(body.search_stats.latency_ms)
+        m.totals += body.total_found
+        m.semanticHits += body.results.filter(r => r.score_breakdown.semantic_similarity > 0).length
+      }
+    })
+  )
   const elapsed = (performance.now() - started) / 1000
   agent.destroy()
   return { ...m, seconds: elapsed }
@@ -224,7 +296,15 @@ async function runQueries(base: URL, make: QueryMaker, count: number, concurrenc
 // ---------------------------------------------------------------------------------------------
 // Steps
 
-interface Args { N: number; Q: number; concurrency: number; connections: number; developers: number; workers: number; kinds: string[] }
+interface Args {
+  N: number
+  Q: number
+  concurrency: number
+  connections: number
+  developers: number
+  workers: number
+  kinds: string[]
+}
 
 /** The corpus, with each entity's developer (60 % have one) and HD index. */
 function corpusJobs(N: number, developerCount: number): SignJob[] {
@@ -252,19 +332,27 @@ async function load(base: URL, signed: readonly Signed[], jobs: readonly SignJob
   const rateAt: string[] = []
   let sliceStarted = loadStarted
   const slice = Math.max(1, Math.floor(a.N / 10))
-  await Promise.all(Array.from({ length: a.connections }, async () => {
-    while (next < a.N) {
-      const i = next++
-      const reply = await call(writeAgent, base, 'POST', '/v1/entities', signed[i]!.body)
-      if (reply.status === 201) lastAcked = i
-      else { failed++; if (failures.length < 5) failures.push(`#${i} ${reply.status} ${reply.text.slice(0, 400)}`) }
-      if (++done % slice === 0) {
-        rateAt.push((slice / ((performance.now() - sliceStarted) / 1000)).toFixed(0))
-        sliceStarted = performance.now()
+  await Promise.all(
+    Array.from({ length: a.connections }, async () => {
+      while (next < a.N) {
+        const i = next++
+        const reply = await call(writeAgent, base, 'POST', '/v1/entities', signed[i]!.body)
+        if (reply.status === 201) lastAcked = i
+        else {
+          failed++
+          if (failures.length < 5) failures.push(`#${i} ${reply.status} ${reply.text.slice(0, 400)}`)
+        }
+        if (++done % slice === 0) {
+          rateAt.push((slice / ((performance.now() - sliceStarted) / 1000)).toFixed(0))
+          sliceStarted = performance.now()
+        }
+        if (performance.now() - lastProgress > 10_000) {
+          lastProgress = performance.now()
+          console.error(`  loaded ${next} of ${a.N}`)
+        }
       }
-      if (performance.now() - lastProgress > 10_000) { lastProgress = performance.now(); console.error(`  loaded ${next} of ${a.N}`) }
-    }
-  }))
+    })
+  )
   const loadMs = performance.now() - loadStarted
   writeAgent.destroy()
   report('developers', new Set(jobs.map(j => j.developer).filter(d => d !== null)).size, '')
@@ -280,7 +368,8 @@ async function load(base: URL, signed: readonly Signed[], jobs: readonly SignJob
 /** Latency one query at a time, then queries/s with `concurrency` clients, per kind; then the first four kinds mixed. */
 async function measureQueries(base: URL, contents: readonly EntityContent[], a: Args): Promise<void> {
   const all = queryMakers(contents)
-  const makers = a.kinds.length === 0 ? all : Object.fromEntries(Object.entries(all).filter(([name]) => a.kinds.includes(name)))
+  const makers =
+    a.kinds.length === 0 ? all : Object.fromEntries(Object.entries(all).filter(([name]) => a.kinds.includes(name)))
   for (const make of Object.values(makers)) await runQueries(base, make, 20, 1, 1_000_000)
   for (const [name, make] of Object.entries(makers)) {
     const m = await runQueries(base, make, a.Q, 1)
@@ -292,25 +381,50 @@ async function measureQueries(base: URL, contents: readonly EntityContent[], a: 
     report(`${name}_p99`, percentile(client, 0.99).toFixed(1), 'ms')
     report(`${name}_server_p95`, percentile(server, 0.95).toFixed(1), 'ms (search_stats.latency_ms)')
     report(`${name}_mean_matches`, (m.totals / Math.max(1, client.length)).toFixed(0), 'entities (total_found)')
-    if (name === 'semantic') report('semantic_mean_vector_hits', (m.semanticHits / Math.max(1, client.length)).toFixed(1), 'of the returned results have semantic similarity > 0')
+    if (name === 'semantic')
+      report(
+        'semantic_mean_vector_hits',
+        (m.semanticHits / Math.max(1, client.length)).toFixed(1),
+        'of the returned results have semantic similarity > 0'
+      )
     const t = await runQueries(base, make, a.Q, a.concurrency, a.Q)
     if (t.errors > 0) console.error(`  ${name} (concurrent): ${t.errors} errors, first: ${t.firstError}`)
     report(`${name}_qps`, (t.client.length / t.seconds).toFixed(0), `queries/s (${a.concurrency} connections)`)
-    report(`${name}_concurrent_p95`, percentile(t.client.sort((x, y) => x - y), 0.95).toFixed(1), `ms (${a.concurrency} connections)`)
+    report(
+      `${name}_concurrent_p95`,
+      percentile(
+        t.client.sort((x, y) => x - y),
+        0.95
+      ).toFixed(1),
+      `ms (${a.concurrency} connections)`
+    )
   }
   if (a.kinds.length > 0) return
   const four = Object.values(makers).slice(0, 4)
   const mixed = await runQueries(base, i => (four[i % 4] as QueryMaker)(i), a.Q * 2, a.concurrency, 2 * a.Q)
-  report('mixed_qps', (mixed.client.length / mixed.seconds).toFixed(0), `queries/s (${a.concurrency} connections, the first four kinds in turn)`)
+  report(
+    'mixed_qps',
+    (mixed.client.length / mixed.seconds).toFixed(0),
+    `queries/s (${a.concurrency} connections, the first four kinds in turn)`
+  )
 }
 
 /**
  * Restart on the same data (G8). Probes for embedding: the entity the node embeds last (the
  * greatest ID: LMDB order), plus a spread of others.
  */
-async function restart(nodeArgs: string[], previous: NodeProcess, signed: readonly Signed[], jobs: readonly SignJob[], N: number): Promise<NodeProcess> {
+async function restart(
+  nodeArgs: string[],
+  previous: NodeProcess,
+  signed: readonly Signed[],
+  jobs: readonly SignJob[],
+  N: number
+): Promise<NodeProcess> {
   const byId = signed.map((s, i) => ({ id: s.id, content: jobs[i]!.content })).sort((x, y) => (x.id < y.id ? -1 : 1))
-  const probes = [byId[byId.length - 1]!, ...Array.from({ length: 9 }, (_, k) => byId[Math.floor((k * byId.length) / 9)]!)]
+  const probes = [
+    byId[byId.length - 1]!,
+    ...Array.from({ length: 9 }, (_, k) => byId[Math.floor((k * byId.length) / 9)]!)
+  ]
   const stopStarted = performance.now()
   previous.child.kill('SIGTERM')
   const code = await previous.exited
@@ -320,7 +434,9 @@ async function restart(nodeArgs: string[], previous: NodeProcess, signed: readon
   let node: NodeProcess
   try {
     // A minute per 100k entities before giving up (the goal at 1M is 120 s).
-    node = await spawnNode([...nodeArgs, '--log-level', 'info'], { startTimeoutMs: Math.max(30_000, (N / 100_000) * 60_000) })
+    node = await spawnNode([...nodeArgs, '--log-level', 'info'], {
+      startTimeoutMs: Math.max(30_000, (N / 100_000) * 60_000)
+    })
   } catch (err) {
     report('restart_listening', `> ${Math.max(30, (N / 100_000) * 60)}`, 's (spawnNode gave up)')
     console.error((err as Error).message.slice(0, 2000))
@@ -330,24 +446,52 @@ async function restart(nodeArgs: string[], previous: NodeProcess, signed: readon
   const atListening = await memoryMiB(node.child.pid!)
   const base = new URL(node.url)
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const health = await until(async () => (await call(agent, base, 'GET', '/health')).status === 200, startedAt, 600_000, 10)
+  const health = await until(
+    async () => (await call(agent, base, 'GET', '/health')).status === 200,
+    startedAt,
+    600_000,
+    10
+  )
   let firstSearch = Infinity
-  const full = await until(async () => {
-    const { body } = await search(agent, base, { ...EVERYTHING, query: `${DOMAIN[0]} ${DOMAIN[5]}` })
-    if (body && firstSearch === Infinity) firstSearch = performance.now() - startedAt
-    return (await search(agent, base, EVERYTHING)).body?.total_found === N
-  }, startedAt, 600_000, 10)
+  const full = await until(
+    async () => {
+      const { body } = await search(agent, base, { ...EVERYTHING, query: `${DOMAIN[0]} ${DOMAIN[5]}` })
+      if (body && firstSearch === Infinity) firstSearch = performance.now() - startedAt
+      return (await search(agent, base, EVERYTHING)).body?.total_found === N
+    },
+    startedAt,
+    600_000,
+    10
+  )
   const semanticReady = await until(() => embedded(agent, base, probes), startedAt, 600_000, 50)
-  const built = /"ms":(\d+)[^\n]*"msg":"search index built"|"msg":"search index built"[^\n]*"ms":(\d+)/.exec(node.output())
-  report('restart_index_build', built ? (Number(built[1] ?? built[2]) / 1000).toFixed(2) : 'not logged', 's (the node\'s "search index built" log: text index from LMDB)')
+  const built = /"ms":(\d+)[^\n]*"msg":"search index built"|"msg":"search index built"[^\n]*"ms":(\d+)/.exec(
+    node.output()
+  )
+  report(
+    'restart_index_build',
+    built ? (Number(built[1] ?? built[2]) / 1000).toFixed(2) : 'not logged',
+    's (the node\'s "search index built" log: text index from LMDB)'
+  )
   report('restart_listening', (listening / 1000).toFixed(2), 's (spawn to "listening on")')
   report('restart_health', (health / 1000).toFixed(2), 's (spawn to the first /health 200)')
   report('restart_first_search', (firstSearch / 1000).toFixed(2), 's (spawn to the first answered keyword search)')
   report('restart_all_searchable', (full / 1000).toFixed(2), 's (spawn until search counts every entity)')
-  report('restart_semantic_ready', semanticReady === Infinity ? 'never' : (semanticReady / 1000).toFixed(2), `s (spawn until ${probes.length} probe entities, the last in LMDB order among them, have vectors)`)
+  report(
+    'restart_semantic_ready',
+    semanticReady === Infinity ? 'never' : (semanticReady / 1000).toFixed(2),
+    `s (spawn until ${probes.length} probe entities, the last in LMDB order among them, have vectors)`
+  )
   const restarted = await memoryMiB(node.child.pid!)
-  report('node_rss_after_restart', restarted.rss.toFixed(0), `MiB (anonymous ${restarted.anon.toFixed(0)} MiB, file-backed ${restarted.file.toFixed(0)} MiB)`)
-  report('node_rss_peak_until_listening', atListening.hwm.toFixed(0), 'MiB (VmHWM when "listening on" was printed: LMDB read and text index)')
+  report(
+    'node_rss_after_restart',
+    restarted.rss.toFixed(0),
+    `MiB (anonymous ${restarted.anon.toFixed(0)} MiB, file-backed ${restarted.file.toFixed(0)} MiB)`
+  )
+  report(
+    'node_rss_peak_until_listening',
+    atListening.hwm.toFixed(0),
+    'MiB (VmHWM when "listening on" was printed: LMDB read and text index)'
+  )
   report('node_rss_peak_after_restart', restarted.hwm.toFixed(0), 'MiB (VmHWM, includes embedding the whole store)')
   agent.destroy()
   return node
@@ -369,8 +513,13 @@ async function main(): Promise<void> {
     }
   })
   const a: Args = {
-    N: Number(args.entities), Q: Number(args.queries), concurrency: Number(args.concurrency), connections: Number(args.connections),
-    developers: Number(args.developers), workers: Number(args.workers), kinds: args.kinds.split(',').filter(Boolean)
+    N: Number(args.entities),
+    Q: Number(args.queries),
+    concurrency: Number(args.concurrency),
+    connections: Number(args.connections),
+    developers: Number(args.developers),
+    workers: Number(args.workers),
+    kinds: args.kinds.split(',').filter(Boolean)
   }
   const benchStarted = performance.now()
   const jobs = corpusJobs(a.N, a.developers)
@@ -379,7 +528,11 @@ async function main(): Promise<void> {
   if (!reuse) {
     const signStarted = performance.now()
     signed = await signInWorkers(jobs, a.workers)
-    report('sign_time', seconds(performance.now() - signStarted), `s (${a.workers} worker threads, not part of the node)`)
+    report(
+      'sign_time',
+      seconds(performance.now() - signStarted),
+      `s (${a.workers} worker threads, not part of the node)`
+    )
   }
 
   const data = reuse ? args.data : await mkdtemp(join(tmpdir(), 'bench-search-node-'))
@@ -392,22 +545,41 @@ async function main(): Promise<void> {
   // Indexed (every entity counted) and, after a load, embedded (the last acknowledged one has a vector).
   const readAgent = new Agent({ keepAlive: true, maxSockets: 1 })
   const waitStarted = performance.now()
-  const countedAfter = await until(async () => (await search(readAgent, base, EVERYTHING)).body?.total_found === a.N, waitStarted, 600_000)
+  const countedAfter = await until(
+    async () => (await search(readAgent, base, EVERYTHING)).body?.total_found === a.N,
+    waitStarted,
+    600_000
+  )
   report('all_counted_after_load', countedAfter === Infinity ? 'never' : (countedAfter / 1000).toFixed(2), 's')
   if (!reuse) {
     const last = { id: signed[lastAcked]!.id, content: jobs[lastAcked]!.content }
     const embeddedAfter = await until(() => embedded(readAgent, base, [last]), waitStarted, 600_000)
     report('all_embedded_after_load', embeddedAfter === Infinity ? 'never' : (embeddedAfter / 1000).toFixed(2), 's')
   } else {
-    await until(async () => ((await call(readAgent, base, 'GET', '/metrics')).text.match(/^registry_embedding_backlog (\d+)/m)?.[1] ?? '0') === '0', waitStarted, 600_000, 200)
+    await until(
+      async () =>
+        ((await call(readAgent, base, 'GET', '/metrics')).text.match(/^registry_embedding_backlog (\d+)/m)?.[1] ??
+          '0') === '0',
+      waitStarted,
+      600_000,
+      200
+    )
   }
   readAgent.destroy()
   const afterLoad = await memoryMiB(node.child.pid!)
   report('node_rss_after_load', afterLoad.rss.toFixed(0), 'MiB')
 
-  await measureQueries(base, jobs.map(j => j.content), a)
+  await measureQueries(
+    base,
+    jobs.map(j => j.content),
+    a
+  )
   const afterQueries = await memoryMiB(node.child.pid!)
-  report('node_rss', afterQueries.rss.toFixed(0), `MiB (anonymous ${afterQueries.anon.toFixed(0)} MiB, file-backed ${afterQueries.file.toFixed(0)} MiB: the mapped LMDB file)`)
+  report(
+    'node_rss',
+    afterQueries.rss.toFixed(0),
+    `MiB (anonymous ${afterQueries.anon.toFixed(0)} MiB, file-backed ${afterQueries.file.toFixed(0)} MiB: the mapped LMDB file)`
+  )
   report('node_rss_peak', afterQueries.hwm.toFixed(0), 'MiB (VmHWM, includes the load)')
 
   if (!args['no-restart'] && !reuse) node = await restart(nodeArgs, node, signed, jobs, a.N)

@@ -24,34 +24,108 @@ import { seededRandom } from '../lib/random.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
-const { values: args } = parseArgs({ options: { entities: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' } } })
+const { values: args } = parseArgs({
+  options: { entities: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' } }
+})
 const N = Number(args.entities)
 const Q = Number(args.queries)
 
 const random = seededRandom(42)
-const DOMAIN = ['agent', 'ai', 'api', 'data', 'service', 'translate', 'summarize', 'code', 'search', 'image', 'voice', 'chat', 'weather', 'payment', 'email', 'calendar', 'document', 'scrape', 'sentiment', 'finance', 'travel', 'recommend', 'classify', 'extract', 'generate', 'test', 'security', 'map', 'crypto', 'health']
+const DOMAIN = [
+  'agent',
+  'ai',
+  'api',
+  'data',
+  'service',
+  'translate',
+  'summarize',
+  'code',
+  'search',
+  'image',
+  'voice',
+  'chat',
+  'weather',
+  'payment',
+  'email',
+  'calendar',
+  'document',
+  'scrape',
+  'sentiment',
+  'finance',
+  'travel',
+  'recommend',
+  'classify',
+  'extract',
+  'generate',
+  'test',
+  'security',
+  'map',
+  'crypto',
+  'health'
+]
 const vocabulary = [...DOMAIN, ...Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}`)]
 // Zipf(s≈1.07): rank r drawn with probability ∝ 1/r^s.
-const weights = vocabulary.map((_, r) => 1 / Math.pow(r + 1, 1.07))
-const cumulative = weights.reduce<number[]>((acc, w) => { acc.push((acc[acc.length - 1] ?? 0) + w); return acc }, [])
+const weights = vocabulary.map((_, r) => 1 / (r + 1) ** 1.07)
+const cumulative = weights.reduce<number[]>((acc, w) => {
+  acc.push((acc[acc.length - 1] ?? 0) + w)
+  return acc
+}, [])
 const totalWeight = cumulative[cumulative.length - 1] as number
 const word = (): string => {
   const x = random() * totalWeight
-  let lo = 0, hi = cumulative.length - 1
-  while (lo < hi) { const mid = (lo + hi) >> 1; if ((cumulative[mid] as number) < x) lo = mid + 1; else hi = mid }
+  let lo = 0,
+    hi = cumulative.length - 1
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if ((cumulative[mid] as number) < x) lo = mid + 1
+    else hi = mid
+  }
   return vocabulary[lo] as string
 }
 const words = (n: number) => Array.from({ length: n }, word).join(' ')
-const CATEGORIES = ['tools', 'finance', 'travel', 'research', 'language', 'productivity', 'developer-tools', 'data', 'media', 'health']
+const CATEGORIES = [
+  'tools',
+  'finance',
+  'travel',
+  'research',
+  'language',
+  'productivity',
+  'developer-tools',
+  'data',
+  'media',
+  'health'
+]
 
 function entity(i: number): EntityRecord {
   const now = new Date(Date.now() - Math.floor(random() * 200) * 86_400_000).toISOString()
   return {
-    entity_id: `zns:${i.toString(16).padStart(32, '0')}`, type: random() < 0.8 ? 'agent' : 'service', name: words(3), category: CATEGORIES[i % CATEGORIES.length] as string,
-    summary: words(20), version: '1.0.0', tags: [word(), word(), word()], public_key: '', signature: '', entity_url: null, service_endpoint: null, openapi_url: null,
-    codebase_hash: null, developer_id: `zns:dev:${(i % 500).toString(16).padStart(32, '0')}`, entity_index: null, developer_proof: null,
-    capability_summary: { skills: [word(), word()] }, pricing_model: null, entity_name: null, ttl: 86400, status: random() < 0.9 ? 'active' : 'inactive',
-    last_heartbeat: null, registered_at: now, updated_at: now, home_registry: 'bench', schema_version: '1.0', registration_signatures: []
+    entity_id: `zns:${i.toString(16).padStart(32, '0')}`,
+    type: random() < 0.8 ? 'agent' : 'service',
+    name: words(3),
+    category: CATEGORIES[i % CATEGORIES.length] as string,
+    summary: words(20),
+    version: '1.0.0',
+    tags: [word(), word(), word()],
+    public_key: '',
+    signature: '',
+    entity_url: null,
+    service_endpoint: null,
+    openapi_url: null,
+    codebase_hash: null,
+    developer_id: `zns:dev:${(i % 500).toString(16).padStart(32, '0')}`,
+    entity_index: null,
+    developer_proof: null,
+    capability_summary: { skills: [word(), word()] },
+    pricing_model: null,
+    entity_name: null,
+    ttl: 86400,
+    status: random() < 0.9 ? 'active' : 'inactive',
+    last_heartbeat: null,
+    registered_at: now,
+    updated_at: now,
+    home_registry: 'bench',
+    schema_version: '1.0',
+    registration_signatures: []
   }
 }
 
@@ -91,9 +165,22 @@ function run(name: string, make: (i: number) => Partial<EngineQuery> & { text: s
     const t = performance.now()
     const vector = spec.vector === undefined ? embedder.embedOne(spec.text) : spec.vector
     const { total } = engine.search({
-      terms: spec.terms ?? analyzed.terms, phrases: analyzed.phrases, vector, ...agentsActive, filter: spec.filter ?? null,
-      category: spec.category ?? null, tags: spec.tags ?? [],
-      trust: fastTrust, minTrust: 0, minSemantic: 0.3, weights: DEFAULT_WEIGHTS, fusion: 'weighted', halfLifeDays: 30, now: Date.now(), offset: 0, limit: 20
+      terms: spec.terms ?? analyzed.terms,
+      phrases: analyzed.phrases,
+      vector,
+      ...agentsActive,
+      filter: spec.filter ?? null,
+      category: spec.category ?? null,
+      tags: spec.tags ?? [],
+      trust: fastTrust,
+      minTrust: 0,
+      minSemantic: 0.3,
+      weights: DEFAULT_WEIGHTS,
+      fusion: 'weighted',
+      halfLifeDays: 30,
+      now: Date.now(),
+      offset: 0,
+      limit: 20
     })
     latencies.push(performance.now() - t)
     found += total
@@ -110,7 +197,10 @@ function run(name: string, make: (i: number) => Partial<EngineQuery> & { text: s
 run('keyword_common', i => ({ text: `${DOMAIN[i % 5]} ${DOMAIN[5 + (i % 20)]}`, vector: null }))
 run('keyword_rare', i => ({ text: `${vocabulary[200 + i]} ${vocabulary[900 + i]}`, vector: null }))
 run('semantic', () => ({ text: words(4), terms: [] }))
-run('hybrid_filtered', i => ({ text: `${DOMAIN[i % 10]} ${words(2)}`, category: CATEGORIES[i % CATEGORIES.length] as string }))
+run('hybrid_filtered', i => ({
+  text: `${DOMAIN[i % 10]} ${words(2)}`,
+  category: CATEGORIES[i % CATEGORIES.length] as string
+}))
 const pick = (i: number): number => (i * 7919) % N
 run('quoted_phrase', i => {
   const w = (summaries[pick(i)] as string).split(' ')
@@ -119,7 +209,12 @@ run('quoted_phrase', i => {
 })
 run('filter_only', i => {
   const tag = (tagsOf[pick(i)] as string[])[0] as string
-  const filters = i % 3 === 0 ? { category: CATEGORIES[i % CATEGORIES.length] as string } : i % 3 === 1 ? { tags: [tag] } : { category: CATEGORIES[pick(i) % CATEGORIES.length] as string, tags: [tag] }
+  const filters =
+    i % 3 === 0
+      ? { category: CATEGORIES[i % CATEGORIES.length] as string }
+      : i % 3 === 1
+        ? { tags: [tag] }
+        : { category: CATEGORIES[pick(i) % CATEGORIES.length] as string, tags: [tag] }
   return { text: '', vector: null, ...filters }
 })
 run('words_type_tag', i => {
@@ -134,8 +229,21 @@ const recallQueries = Math.min(Q, 100)
 for (let i = 0; i < recallQueries; i++) {
   const vector = embedder.embedOne(words(4))
   const { hits } = engine.search({
-    terms: [], phrases: [], vector, type: null, active: null, filter: null, trust: () => 0, minTrust: 0, minSemantic: -1,
-    weights: { text: 0, semantic: 1, trust: 0, freshness: 0, availability: 0 }, fusion: 'weighted', halfLifeDays: 30, now: Date.now(), offset: 0, limit: 10
+    terms: [],
+    phrases: [],
+    vector,
+    type: null,
+    active: null,
+    filter: null,
+    trust: () => 0,
+    minTrust: 0,
+    minSemantic: -1,
+    weights: { text: 0, semantic: 1, trust: 0, freshness: 0, availability: 0 },
+    fusion: 'weighted',
+    halfLifeDays: 30,
+    now: Date.now(),
+    offset: 0,
+    limit: 10
   })
   const dim = embedder.dimension
   const scored: { id: number; s: number }[] = []

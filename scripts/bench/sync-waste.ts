@@ -16,17 +16,31 @@ import { sleep } from '../lib/mesh-bench.js'
 import { makeBodies } from '../lib/registration-bodies.js'
 import { report } from '../lib/report.js'
 
-const { values: args } = parseArgs({ options: { entities: { type: 'string', default: '3000' }, joiners: { type: 'string', default: '3' } } })
+const { values: args } = parseArgs({
+  options: { entities: { type: 'string', default: '3000' }, joiners: { type: 'string', default: '3' } }
+})
 const total = Number(args.entities)
 
 async function start(name: string, bootstrap: string[]): Promise<{ node: RegistryNode; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), `sync-waste-${name}-`))
   const base = defaultConfig()
   const config = {
-    ...base, data_dir: dir, name, host: `${name}.test`,
+    ...base,
+    data_dir: dir,
+    name,
+    host: `${name}.test`,
     http: { ...base.http, host: '127.0.0.1', port: 0 },
     rate_limit: { ...base.rate_limit, enabled: false },
-    p2p: { ...base.p2p, enabled: true, host: '127.0.0.1', port: 0, bootstrap, sync_interval_seconds: 5, origin_ops_per_second: 0, developer_ops_per_second: 0 }
+    p2p: {
+      ...base.p2p,
+      enabled: true,
+      host: '127.0.0.1',
+      port: 0,
+      bootstrap,
+      sync_interval_seconds: 5,
+      origin_ops_per_second: 0,
+      developer_ops_per_second: 0
+    }
   } as NodeConfig
   return { node: await startRegistryNode(config, { logger: pino({ level: 'silent' }) }), dir }
 }
@@ -35,11 +49,21 @@ const first = await start('seed', [])
 const address = first.node.mesh!.addresses().find(a => !a.includes('/ws')) as string
 const bodies = makeBodies(total)
 for (let i = 0; i < bodies.length; i += 64) {
-  await Promise.all(bodies.slice(i, i + 64).map(b => fetch(`${first.node.url}/v1/entities`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b.body })))
+  await Promise.all(
+    bodies.slice(i, i + 64).map(b =>
+      fetch(`${first.node.url}/v1/entities`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: b.body
+      })
+    )
+  )
 }
 // Older than gossip's age bound by the time they are asked for: they travel by sync only.
 const started = performance.now()
-const joiners = await Promise.all(Array.from({ length: Number(args.joiners) }, (_, i) => start(`joiner${i}`, [address])))
+const joiners = await Promise.all(
+  Array.from({ length: Number(args.joiners) }, (_, i) => start(`joiner${i}`, [address]))
+)
 const everyone = [first, ...joiners]
 const held = (n: RegistryNode) => [...n.store.allEntities()].length
 for (;;) {
@@ -54,6 +78,10 @@ report('sync_entities', total, `registered on one node; ${joiners.length} nodes 
 report('sync_converged_after', ((performance.now() - started - 6000) / 1000).toFixed(1), 's')
 report('sync_operations_sent', sum('sent'), 'over all sessions')
 report('sync_operations_applied', sum('applied'), '')
-report('sync_waste', ((1 - sum('applied') / Math.max(1, sum('sent'))) * 100).toFixed(1), `% of sent operations not applied (sessions ${sum('sessions')}, busy ${sum('busy')}, failed ${sum('failed')})`)
+report(
+  'sync_waste',
+  ((1 - sum('applied') / Math.max(1, sum('sent'))) * 100).toFixed(1),
+  `% of sent operations not applied (sessions ${sum('sessions')}, busy ${sum('busy')}, failed ${sum('failed')})`
+)
 for (const n of everyone) await n.node.stop()
 for (const n of everyone) await rm(n.dir, { recursive: true, force: true })

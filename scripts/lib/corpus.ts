@@ -7,14 +7,56 @@ import { seededRandom } from './random.js'
 
 /** The domain's frequent words, most frequent first (Zipf ranks 1 to 30). */
 export const DOMAIN = [
-  'agent', 'ai', 'api', 'data', 'service', 'translate', 'summarize', 'code', 'search', 'image', 'voice', 'chat', 'weather', 'payment', 'email',
-  'calendar', 'document', 'scrape', 'sentiment', 'finance', 'travel', 'recommend', 'classify', 'extract', 'generate', 'test', 'security', 'map', 'crypto', 'health'
+  'agent',
+  'ai',
+  'api',
+  'data',
+  'service',
+  'translate',
+  'summarize',
+  'code',
+  'search',
+  'image',
+  'voice',
+  'chat',
+  'weather',
+  'payment',
+  'email',
+  'calendar',
+  'document',
+  'scrape',
+  'sentiment',
+  'finance',
+  'travel',
+  'recommend',
+  'classify',
+  'extract',
+  'generate',
+  'test',
+  'security',
+  'map',
+  'crypto',
+  'health'
 ] as const
 
 /** Every word by Zipf rank: DOMAIN, then `w0` … `wfzz` (base 36), rarer and rarer. */
-export const VOCABULARY: readonly string[] = [...DOMAIN, ...Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}`)]
+export const VOCABULARY: readonly string[] = [
+  ...DOMAIN,
+  ...Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}`)
+]
 
-export const CATEGORIES = ['tools', 'finance', 'travel', 'research', 'language', 'productivity', 'developer-tools', 'data', 'media', 'health'] as const
+export const CATEGORIES = [
+  'tools',
+  'finance',
+  'travel',
+  'research',
+  'language',
+  'productivity',
+  'developer-tools',
+  'data',
+  'media',
+  'health'
+] as const
 
 /** Share of entities that are services (the rest are agents). */
 export const SERVICE_SHARE = 0.2
@@ -32,7 +74,7 @@ export function zipfCorpus(seed = 42, exponent = 1.07): Corpus {
   const random = seededRandom(seed)
   const cumulative = new Float64Array(VOCABULARY.length)
   let total = 0
-  for (let r = 0; r < VOCABULARY.length; r++) cumulative[r] = total += 1 / Math.pow(r + 1, exponent)
+  for (let r = 0; r < VOCABULARY.length; r++) cumulative[r] = total += 1 / (r + 1) ** exponent
   const word = (): string => {
     const x = random() * total
     let lo = 0
@@ -81,6 +123,8 @@ export function registrationBody(content: EntityContent, i: number): Record<stri
   return {
     ...content,
     version: '1.0.0',
-    ...(content.type === 'agent' ? { entity_url: `https://agent${i}.bench.example` } : { service_endpoint: `https://service${i}.bench.example/api` })
+    ...(content.type === 'agent'
+      ? { entity_url: `https://agent${i}.bench.example` }
+      : { service_endpoint: `https://service${i}.bench.example/api` })
   }
 }

@@ -41,7 +41,8 @@ export interface SignedEntity {
 
 const ROLE = 'mesh-bench-entity-signing'
 
-const developerSeed = (seedText: string, d: number): Buffer => createHash('sha256').update(`${seedText} developer ${d}`).digest()
+const developerSeed = (seedText: string, d: number): Buffer =>
+  createHash('sha256').update(`${seedText} developer ${d}`).digest()
 
 export function signEntities(jobs: readonly EntityJob[], seedText: string): SignedEntity[] {
   const developers = new Map<number, DeveloperKeys>()
@@ -81,7 +82,11 @@ export function entityJobs(from: number, count: number, developers: number, corp
 }
 
 /** Signs the jobs in `workers` worker threads (1: on this thread); results in job order. */
-export async function signEntitiesInWorkers(jobs: EntityJob[], seedText: string, workers: number): Promise<SignedEntity[]> {
+export async function signEntitiesInWorkers(
+  jobs: EntityJob[],
+  seedText: string,
+  workers: number
+): Promise<SignedEntity[]> {
   if (workers <= 1 || jobs.length < 200) return signEntities(jobs, seedText)
   return splitOverWorkers<EntityJob, SignedEntity>(import.meta.url, jobs, workers, { role: ROLE, seedText })
 }

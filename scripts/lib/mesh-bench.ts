@@ -12,7 +12,9 @@ import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodePro
 import { percentile, report } from './report.js'
 
 /** Progress, on stderr (stdout holds only the figures). */
-export const log = (text: string): void => { process.stderr.write(`${text}\n`) }
+export const log = (text: string): void => {
+  process.stderr.write(`${text}\n`)
+}
 
 /** The one `sleep` of the scripts: every benchmark imports it from here. */
 export const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms))
@@ -27,7 +29,9 @@ export const nowMs = (): number => Date.now()
 // The machine
 
 export function machineLoad(): string {
-  return loadavg().map(l => l.toFixed(2)).join(' ')
+  return loadavg()
+    .map(l => l.toFixed(2))
+    .join(' ')
 }
 
 /** Other processes running a benchmark script (anything with scripts/bench/ in its command line), not this one or its children. */
@@ -37,8 +41,12 @@ export async function otherBenchmarks(): Promise<string[]> {
   for (const entry of await readdir('/proc').catch(() => [] as string[])) {
     const pid = Number(entry)
     if (!Number.isInteger(pid) || mine.has(pid)) continue
-    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').then(t => t.split('\0').join(' ').trim(), () => '')
-    if (/scripts\/bench\//.test(cmd) && !cmd.includes('propagation.ts') && !cmd.includes('convergence.ts')) found.push(`${pid} ${cmd.slice(0, 160)}`)
+    const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').then(
+      t => t.split('\0').join(' ').trim(),
+      () => ''
+    )
+    if (/scripts\/bench\//.test(cmd) && !cmd.includes('propagation.ts') && !cmd.includes('convergence.ts'))
+      found.push(`${pid} ${cmd.slice(0, 160)}`)
     else if (/scripts\/bench\/(propagation|convergence)\.ts/.test(cmd)) {
       // Another run of a mesh benchmark: only counts when it is not our own parent (npm run).
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
@@ -59,16 +67,24 @@ export async function reportMachine(everyMs = 5000): Promise<{ after: () => void
   const others = await otherBenchmarks()
   report('other_benchmarks_running', others.length, others.length ? `(${others.join(' | ')})` : '')
   const found = new Map<string, string>()
-  const tick = async (): Promise<void> => { for (const line of await otherBenchmarks()) found.set(line.slice(0, line.indexOf(' ')), line) }
+  const tick = async (): Promise<void> => {
+    for (const line of await otherBenchmarks()) found.set(line.slice(0, line.indexOf(' ')), line)
+  }
   void tick()
-  const timer = setInterval(() => { void tick() }, everyMs)
+  const timer = setInterval(() => {
+    void tick()
+  }, everyMs)
   timer.unref()
   return {
     after: () => {
       clearInterval(timer)
       report('machine_load_after', machineLoad(), '')
       const during = [...found.values()]
-      report('other_benchmarks_during_run', during.length, during.length ? `(${during.join(' | ')}): the figures above shared the machine with them` : '')
+      report(
+        'other_benchmarks_during_run',
+        during.length,
+        during.length ? `(${during.join(' | ')}): the figures above shared the machine with them` : ''
+      )
     }
   }
 }
@@ -108,25 +124,53 @@ export interface Reply {
  * requests judge the reply (a registration answered 409 entity_exists on the retry was accepted
  * by the first attempt).
  */
-export async function call(agent: Agent, base: URL, method: string, path: string, body?: string, headers: Record<string, string> = {}, timeoutMs = 60_000): Promise<Reply> {
+export async function call(
+  agent: Agent,
+  base: URL,
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {},
+  timeoutMs = 60_000
+): Promise<Reply> {
   const started = performance.now()
   const first = await attempt(agent, base, method, path, body, headers, timeoutMs)
-  if (first.status !== 0 || !/ECONNRESET|EPIPE|socket hang up/.test(first.text)) return { status: first.status, text: first.text, ms: performance.now() - started, at: nowMs(), retried: false }
+  if (first.status !== 0 || !/ECONNRESET|EPIPE|socket hang up/.test(first.text))
+    return { status: first.status, text: first.text, ms: performance.now() - started, at: nowMs(), retried: false }
   const second = await attempt(agent, base, method, path, body, headers, timeoutMs)
   return { status: second.status, text: second.text, ms: performance.now() - started, at: nowMs(), retried: true }
 }
 
-function attempt(agent: Agent, base: URL, method: string, path: string, body: string | undefined, headers: Record<string, string>, timeoutMs: number): Promise<{ status: number; text: string }> {
+function attempt(
+  agent: Agent,
+  base: URL,
+  method: string,
+  path: string,
+  body: string | undefined,
+  headers: Record<string, string>,
+  timeoutMs: number
+): Promise<{ status: number; text: string }> {
   return new Promise(resolve => {
-    const h: Record<string, string | number> = { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) }
+    const h: Record<string, string | number> = {
+      ...headers,
+      ...(body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+    }
     let settled = false
-    const req = request({ agent, host: base.hostname, port: base.port, path, method, headers: h, timeout: timeoutMs }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => done(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')))
-      res.on('error', err => done(0, String(err)))
-    })
-    const done = (status: number, text: string): void => { if (!settled) { settled = true; resolve({ status, text }) } }
+    const req = request(
+      { agent, host: base.hostname, port: base.port, path, method, headers: h, timeout: timeoutMs },
+      res => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => done(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8')))
+        res.on('error', err => done(0, String(err)))
+      }
+    )
+    const done = (status: number, text: string): void => {
+      if (!settled) {
+        settled = true
+        resolve({ status, text })
+      }
+    }
     req.on('timeout', () => req.destroy(new Error('timeout')))
     req.on('error', err => done(0, String(err)))
     req.end(body)
@@ -175,15 +219,32 @@ export function cliEntry(nodeSrc?: string): string[] {
 
 /** Starts a node with the mesh on 127.0.0.1 (ephemeral TCP and WebSocket ports) and an ephemeral HTTP port. */
 export async function startMeshNode(o: MeshNodeOptions): Promise<MeshNode> {
-  const data = o.data ?? await mkdtemp(join(tmpdir(), `bench-mesh-${o.name}-`))
+  const data = o.data ?? (await mkdtemp(join(tmpdir(), `bench-mesh-${o.name}-`)))
   const args = [
-    '--data', data, '--http-port', '0', '--p2p', '--p2p-host', '127.0.0.1', '--p2p-port', '0',
-    '--name', o.name, '--host', `${o.name}.bench.test`, '--no-rate-limit', '--log-level', o.logLevel ?? 'warn',
+    '--data',
+    data,
+    '--http-port',
+    '0',
+    '--p2p',
+    '--p2p-host',
+    '127.0.0.1',
+    '--p2p-port',
+    '0',
+    '--name',
+    o.name,
+    '--host',
+    `${o.name}.bench.test`,
+    '--no-rate-limit',
+    '--log-level',
+    o.logLevel ?? 'warn',
     ...o.bootstrap.flatMap(b => ['--bootstrap', b]),
     ...(o.extra ?? [])
   ]
   // Twenty nodes starting on two shared cores (or under a profiler) can take longer than the default 30 s.
-  const proc = await spawnNode(args, { entry: [...(o.runtimeArgs ?? []), ...cliEntry(o.nodeSrc)], startTimeoutMs: 120_000 })
+  const proc = await spawnNode(args, {
+    entry: [...(o.runtimeArgs ?? []), ...cliEntry(o.nodeSrc)],
+    startTimeoutMs: 120_000
+  })
   const base = new URL(proc.url)
   const agent = new Agent({ keepAlive: false })
   const status = await getJson<{ peer_id: string; addresses: string[] }>(agent, base, '/v1/network/status')
@@ -208,12 +269,19 @@ export async function removeData(node: MeshNode): Promise<void> {
 
 /** Connected peers of a node, by PeerId. */
 export async function connectedPeers(agent: Agent, node: MeshNode): Promise<string[]> {
-  const list = await getJson<{ peers: { peer_id: string; connected: boolean }[] }>(agent, node.base, '/v1/network/peers')
+  const list = await getJson<{ peers: { peer_id: string; connected: boolean }[] }>(
+    agent,
+    node.base,
+    '/v1/network/peers'
+  )
   return list.peers.filter(p => p.connected).map(p => p.peer_id)
 }
 
 /** Degrees and whether the graph of connections among `nodes` is connected (edges as either side sees them). */
-export async function meshShape(agent: Agent, nodes: readonly MeshNode[]): Promise<{ degrees: number[]; edges: number; connected: boolean; components: number }> {
+export async function meshShape(
+  agent: Agent,
+  nodes: readonly MeshNode[]
+): Promise<{ degrees: number[]; edges: number; connected: boolean; components: number }> {
   const byPeer = new Map(nodes.map(n => [n.peerId, n.index]))
   const adjacency = new Map<number, Set<number>>(nodes.map(n => [n.index, new Set<number>()]))
   for (const n of nodes) {
@@ -233,7 +301,11 @@ export async function meshShape(agent: Agent, nodes: readonly MeshNode[]): Promi
     const stack = [n.index]
     seen.add(n.index)
     while (stack.length > 0) {
-      for (const next of adjacency.get(stack.pop()!)!) if (!seen.has(next)) { seen.add(next); stack.push(next) }
+      for (const next of adjacency.get(stack.pop()!)!)
+        if (!seen.has(next)) {
+          seen.add(next)
+          stack.push(next)
+        }
     }
   }
   return { degrees, edges: degrees.reduce((a, b) => a + b, 0) / 2, connected: components === 1, components }
@@ -259,7 +331,10 @@ export class ActivityTap {
   closed = false
   private readonly ws: WebSocket
 
-  constructor(readonly node: MeshNode, onEvent: (node: MeshNode, event: ActivityEvent) => void) {
+  constructor(
+    readonly node: MeshNode,
+    onEvent: (node: MeshNode, event: ActivityEvent) => void
+  ) {
     this.ws = new WebSocket(`ws://${node.base.host}/v1/ws/activity`)
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('message', () => resolve()) // the hello
@@ -269,13 +344,24 @@ export class ActivityTap {
       const receivedAt = nowMs()
       this.frames++
       let frame: { type: string; timestamp: string; data?: Record<string, unknown> }
-      try { frame = JSON.parse(raw.toString('utf8')) } catch { return }
-      if (frame.type === 'events_dropped') { this.dropped += Number((frame.data as { count?: number } | undefined)?.count ?? 1); return }
+      try {
+        frame = JSON.parse(raw.toString('utf8'))
+      } catch {
+        return
+      }
+      if (frame.type === 'events_dropped') {
+        this.dropped += Number((frame.data as { count?: number } | undefined)?.count ?? 1)
+        return
+      }
       if (frame.type === 'hello') return
       onEvent(node, { type: frame.type, at: Date.parse(frame.timestamp), receivedAt, data: frame.data ?? {} })
     })
-    this.ws.on('close', () => { this.closed = true })
-    this.ws.on('error', () => { /* reported as closed */ })
+    this.ws.on('close', () => {
+      this.closed = true
+    })
+    this.ws.on('error', () => {
+      /* reported as closed */
+    })
   }
 
   close(): void {
@@ -286,12 +372,28 @@ export class ActivityTap {
 // ---------------------------------------------------------------------------------------------
 // Figures
 
-export interface Summary { n: number; p50: number; p90: number; p99: number; max: number; min: number; mean: number }
+export interface Summary {
+  n: number
+  p50: number
+  p90: number
+  p99: number
+  max: number
+  min: number
+  mean: number
+}
 
 export function summarize(values: readonly number[]): Summary {
   const sorted = [...values].sort((a, b) => a - b)
   const mean = sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length)
-  return { n: sorted.length, p50: percentile(sorted, 0.5), p90: percentile(sorted, 0.9), p99: percentile(sorted, 0.99), max: sorted.at(-1) ?? NaN, min: sorted[0] ?? NaN, mean }
+  return {
+    n: sorted.length,
+    p50: percentile(sorted, 0.5),
+    p90: percentile(sorted, 0.9),
+    p99: percentile(sorted, 0.99),
+    max: sorted.at(-1) ?? NaN,
+    min: sorted[0] ?? NaN,
+    mean
+  }
 }
 
 export const ms1 = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : String(x))

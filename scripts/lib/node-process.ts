@@ -19,7 +19,12 @@ export async function memoryMiB(pid: number): Promise<{ rss: number; hwm: number
   const status = await readFile(`/proc/${pid}/status`, 'utf8')
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
   // RssFile is mostly the LMDB file mapped into memory: page cache the kernel can drop, not heap.
-  return { rss: kib('VmRSS') / 1024, hwm: kib('VmHWM') / 1024, anon: kib('RssAnon') / 1024, file: kib('RssFile') / 1024 }
+  return {
+    rss: kib('VmRSS') / 1024,
+    hwm: kib('VmHWM') / 1024,
+    anon: kib('RssAnon') / 1024,
+    file: kib('RssFile') / 1024
+  }
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
@@ -57,32 +62,56 @@ export interface NodeProcess {
 }
 
 /** Starts `registry-node start` (from the sources by default) as a child process and waits for its URL. */
-export async function spawnNode(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[]; startTimeoutMs?: number } = {}): Promise<NodeProcess> {
+export async function spawnNode(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[]; startTimeoutMs?: number } = {}
+): Promise<NodeProcess> {
   const entry = options.entry ?? CLI_FROM_SOURCES
   // BENCH_NODE_FLAGS: Node flags for the node under test only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
   // (NODE_OPTIONS refuses --cpu-prof, and would profile the load generator too).
   const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
-  const child = spawn(process.execPath, [...flags, ...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args], {
-    cwd: options.cwd ?? REPO,
-    // The mesh on loopback and ephemeral ports, so nodes never collide on 4001 (flags still override).
-    env: { REGISTRY_NODE_P2P_HOST: '127.0.0.1', REGISTRY_NODE_P2P_PORT: '0', ...process.env, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
+  const child = spawn(
+    process.execPath,
+    [...flags, ...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args],
+    {
+      cwd: options.cwd ?? REPO,
+      // The mesh on loopback and ephemeral ports, so nodes never collide on 4001 (flags still override).
+      env: { REGISTRY_NODE_P2P_HOST: '127.0.0.1', REGISTRY_NODE_P2P_PORT: '0', ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe']
+    }
+  )
   let out = ''
-  child.stdout!.on('data', d => { out += d })
-  child.stderr!.on('data', d => { out += d })
+  child.stdout!.on('data', d => {
+    out += d
+  })
+  child.stderr!.on('data', d => {
+    out += d
+  })
   // Never leave a node running behind a failed test or benchmark.
-  const killOnExit = (): void => { child.kill('SIGKILL') }
+  const killOnExit = (): void => {
+    child.kill('SIGKILL')
+  }
   process.once('exit', killOnExit)
-  const exited = new Promise<number | null>(resolve => child.on('exit', code => { process.off('exit', killOnExit); resolve(code) }))
+  const exited = new Promise<number | null>(resolve =>
+    child.on('exit', code => {
+      process.off('exit', killOnExit)
+      resolve(code)
+    })
+  )
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), options.startTimeoutMs ?? 30_000)
     const check = () => {
       const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m) { clearTimeout(timer); resolve(m[1] as string) }
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[1] as string)
+      }
     }
     child.stdout!.on('data', check)
-    void exited.then(code => { clearTimeout(timer); reject(new Error(`node exited with ${code}:\n${out}`)) })
+    void exited.then(code => {
+      clearTimeout(timer)
+      reject(new Error(`node exited with ${code}:\n${out}`))
+    })
   })
   return { child, url, output: () => out, exited }
 }

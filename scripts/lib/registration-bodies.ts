@@ -32,8 +32,15 @@ export function makeBodies(n: number, from = 0): { id: string; body: string }[] 
     else {
       const proof = developerProof(developer, a, index)
       body = signDeployed(a, {
-        ...content, public_key: formatKey(a.publicKey), developer_id: developer.id, entity_type: 'agent',
-        developer_proof: { developer_public_key: developer.publicKey, entity_index: index, developer_signature: proof.signature }
+        ...content,
+        public_key: formatKey(a.publicKey),
+        developer_id: developer.id,
+        entity_type: 'agent',
+        developer_proof: {
+          developer_public_key: developer.publicKey,
+          entity_index: index,
+          developer_signature: proof.signature
+        }
       })
     }
     out.push({ id: deriveId('agent', a.publicKey), body: JSON.stringify(body) })
@@ -54,12 +61,24 @@ export async function postRegistration(agent: Agent, url: URL, body: string): Pr
 
 function postOnce(agent: Agent, url: URL, body: string): Promise<{ status: number; retry: boolean }> {
   return new Promise(resolve => {
-    const req = request({ agent, host: url.hostname, port: url.port, path: '/v1/entities', method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
-      res.resume()
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, retry: false }))
-      res.on('error', () => resolve({ status: 0, retry: false }))
-    })
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: 0, retry: req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') }))
+    const req = request(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: '/v1/entities',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
+      },
+      res => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, retry: false }))
+        res.on('error', () => resolve({ status: 0, retry: false }))
+      }
+    )
+    req.on('error', (err: NodeJS.ErrnoException) =>
+      resolve({ status: 0, retry: req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') })
+    )
     req.end(body)
   })
 }

@@ -26,13 +26,27 @@ export function startWorker(moduleUrl: string, workerData?: unknown): Worker {
  * Splits `jobs` into `workers` contiguous parts, each posted to its own worker thread running
  * `moduleUrl`, which answers with one message holding the part's results; the results in job order.
  */
-export async function splitOverWorkers<J, R>(moduleUrl: string, jobs: readonly J[], workers: number, workerData?: unknown): Promise<R[]> {
+export async function splitOverWorkers<J, R>(
+  moduleUrl: string,
+  jobs: readonly J[],
+  workers: number,
+  workerData?: unknown
+): Promise<R[]> {
   const size = Math.ceil(jobs.length / workers)
-  const parts = await Promise.all(Array.from({ length: workers }, (_, w) => new Promise<R[]>((resolve, reject) => {
-    const worker = startWorker(moduleUrl, workerData)
-    worker.once('message', (results: R[]) => { resolve(results); void worker.terminate() })
-    worker.once('error', reject)
-    worker.postMessage(jobs.slice(w * size, (w + 1) * size))
-  })))
+  const parts = await Promise.all(
+    Array.from(
+      { length: workers },
+      (_, w) =>
+        new Promise<R[]>((resolve, reject) => {
+          const worker = startWorker(moduleUrl, workerData)
+          worker.once('message', (results: R[]) => {
+            resolve(results)
+            void worker.terminate()
+          })
+          worker.once('error', reject)
+          worker.postMessage(jobs.slice(w * size, (w + 1) * size))
+        })
+    )
+  )
   return parts.flat()
 }
