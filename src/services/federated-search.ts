@@ -24,6 +24,7 @@ import { parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { analyze, analyzeQuery } from '../search/analyzer.js'
 import { hashTerm, TermFilter } from '../search/term-filter.js'
+import { millisecondsSince } from '../util/elapsed.js'
 import {
   FEDERATION_LIMITS,
   type PeerSearchRequest,
@@ -276,7 +277,7 @@ export class FederatedSearch {
       // Whatever is still running is told to stop (a late answer is dropped by the transport).
       if (!controller.signal.aborted) controller.abort()
     }
-    report.latency_ms = Math.round((performance.now() - started) * 100) / 100
+    report.latency_ms = millisecondsSince(started)
     this.o.bus.publish('search_result_incoming', {
       peer: peer.peerId,
       registry_id: peer.registryId,

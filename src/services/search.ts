@@ -12,6 +12,7 @@ import type { Fusion, RankingWeights } from '../search/ranking.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
 import type { EntityRecord } from '../store/records.js'
+import { millisecondsSince } from '../util/elapsed.js'
 import type { PeerSearchRequest, PeerSearchResponse } from '../wire/federation.js'
 import { SEARCH_LIMITS, SearchRequest, type SearchResponse } from '../wire/search.js'
 import { validate } from '../wire/validate.js'
@@ -19,6 +20,7 @@ import type { ServiceComponents } from './components.js'
 import {
   FederatedSearch,
   type FederatedHit,
+  type FederatedOutcome,
   type FederationSettings,
   type LocalPart,
   type PeerOutcome,
@@ -153,6 +155,26 @@ export function documentFields(r: EntityRecord): FieldTokens {
 
 function embeddingText(r: EntityRecord): string {
   return [r.name, r.category, r.tags.join(' '), r.summary, stringsIn(r.capability_summary ?? {}).join(' ')].join('. ')
+}
+
+/** What a search counted, as its response reports it: a federated search's outcome, or a local one's. */
+type SearchTally = Omit<FederatedOutcome, 'hits' | 'timeoutMs'> & {
+  /** The deadline each peer had; null when no peer was asked. */
+  timeoutMs: number | null
+}
+
+/** A local search counted as a federated one that asked no peers. */
+function noPeersAsked(local: LocalPart): SearchTally {
+  return {
+    total: local.total,
+    localTotal: local.total,
+    semantic: local.semantic,
+    federatedResults: 0,
+    peers: [],
+    skipped: 0,
+    overCap: 0,
+    timeoutMs: null
+  }
 }
 
 export class SearchService {
@@ -312,37 +334,9 @@ export class SearchService {
     if (body.federated === true && this.federation !== null)
       return this.federatedSearch(body, offset, limit, started, this.federation)
     const local = await this.runLocal(body, offset, limit)
-    const results = local.hits.map(h => h.result)
     if (body.enrich) await this.enrich(local.hits, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
-    const latency = Math.round((performance.now() - started) * 100) / 100
-    return {
-      results,
-      total_found: local.total,
-      total: local.total,
-      has_more: offset + results.length < local.total,
-      offset,
-      max_results: limit,
-      federated_peer_count: 0,
-      search_stats: {
-        local_results: local.total,
-        federated_results: 0,
-        peers_queried: 0,
-        latency_ms: latency,
-        embedder: this.c.embedder.id,
-        semantic: local.semantic,
-        ...(body.federated === true
-          ? {
-              federated: true,
-              peers_answered: 0,
-              peers_failed: 0,
-              peers_timed_out: 0,
-              peers_skipped: 0,
-              peers_over_cap: 0,
-              peers: []
-            }
-          : {})
-      }
-    }
+    // A federated search this node cannot run (no federation) reports that it asked no peers.
+    return this.respond(local.hits, offset, limit, started, noPeersAsked(local), body.federated === true)
   }
 
   /**
@@ -356,7 +350,7 @@ export class SearchService {
       registry_id: this.c.identity.registryId,
       results: local.hits.map(h => ({ ...h.result, public_key: h.publicKey, home: h.home })),
       total_found: local.total,
-      latency_ms: Math.round((performance.now() - started) * 100) / 100
+      latency_ms: millisecondsSince(started)
     }
   }
 
@@ -370,8 +364,22 @@ export class SearchService {
     const outcome = await federation.search(body, offset + limit, () => this.runLocal(body, 0, offset + limit))
     const page = outcome.hits.slice(offset, offset + limit)
     if (body.enrich) await this.enrich(page, body.timeout_ms ?? DEFAULT_ENRICH_TIMEOUT_MS)
+    return this.respond(page, offset, limit, started, outcome, true)
+  }
+
+  /**
+   * The response to a search, local or federated: the page, the totals and search_stats (with the
+   * peers' part when the request asked for a federated search).
+   */
+  private respond(
+    page: readonly FederatedHit[],
+    offset: number,
+    limit: number,
+    started: number,
+    outcome: SearchTally,
+    federated: boolean
+  ): SearchResponse {
     const results = page.map(h => h.result)
-    const latency = Math.round((performance.now() - started) * 100) / 100
     const count = (o: PeerOutcome): number => outcome.peers.filter(p => p.outcome === o).length
     return {
       results,
@@ -385,17 +393,21 @@ export class SearchService {
         local_results: outcome.localTotal,
         federated_results: outcome.federatedResults,
         peers_queried: outcome.peers.length,
-        latency_ms: latency,
+        latency_ms: millisecondsSince(started),
         embedder: this.c.embedder.id,
         semantic: outcome.semantic,
-        federated: true,
-        peers_answered: count('answered'),
-        peers_failed: count('failed'),
-        peers_timed_out: count('timed_out'),
-        peers_skipped: outcome.skipped,
-        peers_over_cap: outcome.overCap,
-        peer_timeout_ms: outcome.timeoutMs,
-        peers: outcome.peers
+        ...(federated
+          ? {
+              federated: true,
+              peers_answered: count('answered'),
+              peers_failed: count('failed'),
+              peers_timed_out: count('timed_out'),
+              peers_skipped: outcome.skipped,
+              peers_over_cap: outcome.overCap,
+              ...(outcome.timeoutMs !== null ? { peer_timeout_ms: outcome.timeoutMs } : {}),
+              peers: outcome.peers
+            }
+          : {})
       }
     }
   }
@@ -469,7 +481,7 @@ export class SearchService {
         source: null
       })
     }
-    const latency = Math.round((performance.now() - started) * 100) / 100
+    const latency = millisecondsSince(started)
     this.c.bus.publish('search_local', {
       query: body.query ?? '',
       results: out.length,
