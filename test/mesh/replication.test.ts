@@ -40,6 +40,14 @@ const incomingOfB: RegistryEvent[] = []
 
 const entityOn = async (n: TestNode, id: string) => http(n.url, 'GET', `/v1/entities/${id}`)
 
+/** Waits until each of `nodes` serves entity `id`. */
+async function untilServed(nodes: readonly TestNode[], id: string, what: string): Promise<void> {
+  for (const n of nodes)
+    await until(`${n.config.name} holds ${what}`, async () =>
+      (await entityOn(n, id)).status === 200 ? true : undefined
+    )
+}
+
 /** `owner` claims `handle` on node `n` (spec form); the answer's status. */
 async function claimHandle(n: TestNode, owner: Developer, handle: string): Promise<number> {
   const body = signSpec(owner.keyPair, { developer_id: owner.id, handle, public_key: owner.publicKey })
@@ -291,10 +299,7 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
     body: specRegistration(dev, second, { summary: 'Honest summary' })
   })
   t.is(reg.status, 201)
-  for (const n of [a, b])
-    await until(`${n.config.name} holds the honest registration`, async () =>
-      (await entityOn(n, second.agentId)).status === 200 ? true : undefined
-    )
+  await untilServed([a, b], second.agentId, 'the honest registration')
   const original = c.node.store.operationsOf(second.agentId).find(op => op.kind === 'entity.register') as Operation
   const body = JSON.parse(Buffer.from(original.body as Uint8Array).toString('utf8')) as Record<string, unknown>
 
@@ -305,12 +310,14 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
     accepted_at: new Date().toISOString()
   }
   // 2. Re-sealed by C as a fresh operation of its own: the seal is good, the owner's signature is not.
-  const forged = sealOperation(c.node.identity, {
-    ...original,
-    subject: third.agentId,
-    body: Buffer.from(JSON.stringify({ ...body, public_key: third.publicKey, summary: 'Forged' })),
-    accepted_at: new Date().toISOString()
-  })
+  const forgeFor = (entity: { agentId: string; publicKey: string }): Operation =>
+    sealOperation(c.node.identity, {
+      ...original,
+      subject: entity.agentId,
+      body: Buffer.from(JSON.stringify({ ...body, public_key: entity.publicKey, summary: 'Forged' })),
+      accepted_at: new Date().toISOString()
+    })
+  const forged = forgeFor(third)
   // 3. A status change for an entity C is not the home of, signed by C.
   const status = sealOperation(c.node.identity, {
     kind: 'entity.status',
@@ -342,12 +349,7 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
     auth: { ...original.auth, signature: String(validBody.signature) },
     accepted_at: new Date().toISOString()
   })
-  const forgedToo = sealOperation(c.node.identity, {
-    ...forged,
-    subject: fifth.agentId,
-    body: Buffer.from(JSON.stringify({ ...body, public_key: fifth.publicKey, summary: 'Forged' })),
-    accepted_at: new Date().toISOString()
-  })
+  const forgedToo = forgeFor(fifth)
   const invalidBeforeMixed = [a, b].map(n => n.node.replication.counts.invalid)
   await pubsub.publish(GOSSIP_TOPICS.entities, encodeBatch([valid, forgedToo].map(encodeOperation)))
   for (const [i, n] of [a, b].entries()) {
@@ -456,10 +458,7 @@ test.serial('a node started after the writes converges by sync', async t => {
     body: specRegistration(dev, third, { summary: 'Registered before D existed' })
   })
   t.is(kept.status, 201)
-  for (const n of [b, c])
-    await until(`${n.config.name} holds the late registration`, async () =>
-      (await entityOn(n, third.agentId)).status === 200 ? true : undefined
-    )
+  await untilServed([b, c], third.agentId, 'the late registration')
   const d = await startTestNode({
     name: 'node-d',
     host: 'd.registry.test',
