@@ -58,6 +58,16 @@ export const MAX_HEAD_BYTES = 64 * 1024
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
   headers ? { status, body, headers } : { status, body }
 
+/**
+ * The reply to a create that may find it done already (a repeated claim or binding): 201 when it
+ * created, 200 when nothing changed, the record's view with a message saying which.
+ */
+export const createdOrExisting = (
+  created: boolean,
+  view: object,
+  messages: { created: string; existing: string }
+): Reply => json(created ? 201 : 200, { ...view, message: created ? messages.created : messages.existing })
+
 /** A reply whose body is already JSON text. */
 export const jsonText = (status: number, text: string): Reply => ({
   status,

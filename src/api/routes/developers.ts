@@ -9,7 +9,7 @@ import {
   DeveloperUpdateRequest
 } from '../../wire/developers.js'
 import { json, type RouteDefinition } from '../http.js'
-import { bodyPublicKey, credentials, developerIdParam, intParam } from './params.js'
+import { bodyPublicKey, bodySignedWrite, developerIdParam, intParam, signedDeletion, signedWrite } from './params.js'
 
 export function developerRoutes(
   developers: DeveloperService,
@@ -53,7 +53,7 @@ export function developerRoutes(
         'developer_exists',
         'developer_deregistered'
       ],
-      handler: async ctx => json(201, await developers.register({ raw: ctx.raw, body: ctx.json(), path: ctx.path }))
+      handler: async ctx => json(201, await developers.register(bodySignedWrite(ctx)))
     },
     {
       method: 'GET',
@@ -84,12 +84,7 @@ export function developerRoutes(
         'developer_not_found'
       ],
       handler: async ctx => {
-        const record = await developers.update(developerIdParam(ctx), {
-          raw: ctx.raw,
-          body: ctx.json(),
-          path: ctx.path,
-          credentials: credentials(ctx)
-        })
+        const record = await developers.update(developerIdParam(ctx), signedWrite(ctx))
         return json(200, developers.view(record))
       }
     },
@@ -108,8 +103,7 @@ export function developerRoutes(
         'developer_not_found',
         'developer_has_entities'
       ],
-      handler: async ctx =>
-        json(200, await developers.deregister(developerIdParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
+      handler: async ctx => json(200, await developers.deregister(developerIdParam(ctx), signedDeletion(ctx)))
     },
     { ...listEntities, path: '/v1/developers/{developer_id}/entities', summary: "List a developer's entities" },
     { ...listEntities, path: '/v1/developers/{developer_id}/agents', summary: "List a developer's entities (alias)" }

@@ -10,7 +10,7 @@ import {
   UpdateRequest
 } from '../../wire/entities.js'
 import { json, jsonText, type RequestContext, type RouteDefinition } from '../http.js'
-import { bodyPublicKey, credentials, entityIdParam, intParam } from './params.js'
+import { bodyPublicKey, bodySignedWrite, entityIdParam, intParam, signedDeletion, signedWrite } from './params.js'
 
 export interface EntityRouteOptions {
   maxListLimit: number
@@ -25,8 +25,7 @@ const TYPE_FILTERS: Record<string, 'agent' | 'service' | undefined> = {
 }
 
 export function entityRoutes(entities: EntityService, options: EntityRouteOptions): RouteDefinition[] {
-  const register = async (ctx: RequestContext) =>
-    json(201, await entities.register({ raw: ctx.raw, body: ctx.json(), path: ctx.path }))
+  const register = async (ctx: RequestContext) => json(201, await entities.register(bodySignedWrite(ctx)))
   const registration = {
     method: 'POST',
     tag: 'entities',
@@ -134,12 +133,7 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       ],
       handler: async ctx => {
         const id = entityIdParam(ctx)
-        const record = await entities.update(id, {
-          raw: ctx.raw,
-          body: ctx.json(),
-          path: ctx.path,
-          credentials: credentials(ctx)
-        })
+        const record = await entities.update(id, signedWrite(ctx))
         return json(200, entities.view(record))
       }
     },
@@ -153,8 +147,7 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       writer: ctx => ctx.params.entity_id,
       responses: { 200: { description: 'deregistered', schema: DeregistrationResponse } },
       errors: ['invalid_id', 'signature_invalid', 'authorization_required', 'entity_not_found'],
-      handler: async ctx =>
-        json(200, await entities.deregister(entityIdParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
+      handler: async ctx => json(200, await entities.deregister(entityIdParam(ctx), signedDeletion(ctx)))
     }
   ]
 }

@@ -3,8 +3,8 @@ import type { NameService } from '../../services/names.js'
 import { Message } from '../../wire/common.js'
 import { HandleAvailability, HandleClaimRequest, HandleVerifyRequest, HandleView, NameView } from '../../wire/names.js'
 import { Type } from '@sinclair/typebox'
-import { json, type RouteDefinition } from '../http.js'
-import { bodyPublicKey, credentials, handleParam } from './params.js'
+import { createdOrExisting, json, type RouteDefinition } from '../http.js'
+import { bodyPublicKey, bodySignedWrite, handleParam, signedDeletion, signedWrite } from './params.js'
 
 export function handleRoutes(handles: HandleService, names: NameService): RouteDefinition[] {
   const tag = 'handles'
@@ -32,10 +32,10 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
         'developer_has_handle'
       ],
       handler: async ctx => {
-        const { record, created } = await handles.claim({ raw: ctx.raw, body: ctx.json(), path: ctx.path })
-        return json(created ? 201 : 200, {
-          ...handles.view(record),
-          message: created ? 'handle claimed' : 'handle already yours'
+        const { record, created } = await handles.claim(bodySignedWrite(ctx))
+        return createdOrExisting(created, handles.view(record), {
+          created: 'handle claimed',
+          existing: 'handle already yours'
         })
       }
     },
@@ -97,12 +97,7 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
         'verification_unavailable'
       ],
       handler: async ctx => {
-        const record = await handles.verify(handleParam(ctx), {
-          raw: ctx.raw,
-          body: ctx.json(),
-          path: ctx.path,
-          credentials: credentials(ctx)
-        })
+        const record = await handles.verify(handleParam(ctx), signedWrite(ctx))
         return json(200, { ...handles.view(record), message: `handle verified via ${record.verification_method}` })
       }
     },
@@ -115,8 +110,7 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
       writer: ctx => `handle:${handleParam(ctx)}`,
       responses: { 200: { description: 'released', schema: Message } },
       errors: ['handle_invalid', 'handle_not_found', 'authorization_required', 'signature_invalid'],
-      handler: async ctx =>
-        json(200, await handles.release(handleParam(ctx), { path: ctx.path, credentials: credentials(ctx) }))
+      handler: async ctx => json(200, await handles.release(handleParam(ctx), signedDeletion(ctx)))
     }
   ]
 }

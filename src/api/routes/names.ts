@@ -10,8 +10,8 @@ import {
   NameView,
   ResolveResponse
 } from '../../wire/names.js'
-import { json, type RequestContext, type RouteDefinition } from '../http.js'
-import { credentials, entityIdParam, nameParams } from './params.js'
+import { createdOrExisting, json, type RequestContext, type RouteDefinition } from '../http.js'
+import { bodySignedWrite, entityIdParam, nameParams, signedDeletion, signedWrite } from './params.js'
 
 /** `?card=true` is accepted; the card proxy arrives with search, so the reply says so. */
 function withCardNote<T extends object>(ctx: RequestContext, view: T): T & { card_note?: string } {
@@ -49,10 +49,10 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
         'name_taken'
       ],
       handler: async ctx => {
-        const { binding, created } = await names.bind({ raw: ctx.raw, body: ctx.json(), path: ctx.path })
-        return json(created ? 201 : 200, {
-          ...names.view(binding),
-          message: created ? 'name registered' : 'name already bound to this entity'
+        const { binding, created } = await names.bind(bodySignedWrite(ctx))
+        return createdOrExisting(created, names.view(binding), {
+          created: 'name registered',
+          existing: 'name already bound to this entity'
         })
       }
     },
@@ -89,17 +89,7 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
       ],
       handler: async ctx => {
         const { handle, name } = nameParams(ctx)
-        return json(
-          200,
-          names.view(
-            await names.update(handle, name, {
-              raw: ctx.raw,
-              body: ctx.json(),
-              path: ctx.path,
-              credentials: credentials(ctx)
-            })
-          )
-        )
+        return json(200, names.view(await names.update(handle, name, signedWrite(ctx))))
       }
     },
     {
@@ -113,7 +103,7 @@ export function nameRoutes(names: NameService, resolution: ResolutionService): R
       errors: ['handle_invalid', 'name_invalid', 'name_not_found', 'authorization_required', 'signature_invalid'],
       handler: async ctx => {
         const { handle, name } = nameParams(ctx)
-        return json(200, await names.release(handle, name, { path: ctx.path, credentials: credentials(ctx) }))
+        return json(200, await names.release(handle, name, signedDeletion(ctx)))
       }
     },
     {

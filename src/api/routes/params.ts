@@ -1,6 +1,7 @@
 import { RegistryError } from '../../errors.js'
 import { ID_PATTERNS } from '../../identity/ids.js'
 import { normalizePublicKey } from '../../identity/encoding.js'
+import type { WriteRequest } from '../../services/components.js'
 import { handleProblem, isValidName } from '../../services/naming.js'
 import type { RequestContext } from '../http.js'
 
@@ -66,4 +67,19 @@ export function bodyPublicKey(ctx: RequestContext): string | undefined {
 
 export function credentials(ctx: RequestContext) {
   return { authorization: ctx.headers.authorization, xSignature: ctx.headers['x-signature'] }
+}
+
+/** A write signed in its own body (a registration, claim or binding), as the services take it. */
+export function bodySignedWrite(ctx: RequestContext): WriteRequest {
+  return { raw: ctx.raw, body: ctx.json(), path: ctx.path }
+}
+
+/** A write that may be signed in its headers (an update): its body, and the signature headers too. */
+export function signedWrite(ctx: RequestContext): WriteRequest {
+  return { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) }
+}
+
+/** A deletion or release: no body, signed in its headers over the path, the ID or the released name. */
+export function signedDeletion(ctx: RequestContext): Omit<WriteRequest, 'raw' | 'body'> {
+  return { path: ctx.path, credentials: credentials(ctx) }
 }
