@@ -6,12 +6,20 @@ export const CAPABILITY_TAG_LIMITS = { tags: 20, tag: 50 } as const
 const CapabilityTags = Type.Array(Type.String({ minLength: 1, maxLength: CAPABILITY_TAG_LIMITS.tag }), {
   maxItems: CAPABILITY_TAG_LIMITS.tags
 })
+/** A handle as a request names it; its format is the service's to check (with its own error codes). */
+const HandleText = Type.String({ maxLength: 64 })
+/** A handle an update may repeat, so that its signature covers it. */
+const HandleOfPath = Type.String({ description: 'when sent (and signed), must be the handle in the path' })
+/** How an update under a handle (its verification, a name's new version) is signed. */
+const SIGNED_BY_HANDLE_DEVELOPER =
+  "Signed by the handle's developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body."
+
 const VerificationTier = Type.String({
   description: 'dns-verified, github-verified, self-claimed (handle not verified) or unclaimed (no handle)'
 })
 
 export const HandleClaimRequest = Type.Object(
-  { developer_id: DeveloperId, handle: Type.String({ maxLength: 64 }), public_key: PublicKey, signature: Signature },
+  { developer_id: DeveloperId, handle: HandleText, public_key: PublicKey, signature: Signature },
   {
     $id: 'HandleClaimRequest',
     description:
@@ -52,13 +60,12 @@ export const HandleVerifyRequest = Type.Object(
       description:
         'dns: a domain publishing TXT _zns-verify.<domain> = <developer key> or "v=zns1; k=ed25519; p=<key>"; github: a user name with a public gist holding the key'
     }),
-    handle: Type.Optional(Type.String({ description: 'when sent (and signed), must be the handle in the path' })),
+    handle: Type.Optional(HandleOfPath),
     signature: Type.Optional(Signature)
   },
   {
     $id: 'HandleVerifyRequest',
-    description:
-      "Signed by the handle's developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body."
+    description: SIGNED_BY_HANDLE_DEVELOPER
   }
 )
 
@@ -66,7 +73,7 @@ export const NameBindRequest = Type.Object(
   {
     entity_id: EntityId,
     entity_name: Type.String({ maxLength: 100 }),
-    developer_handle: Type.String({ maxLength: 64 }),
+    developer_handle: HandleText,
     signature: Signature,
     version: Type.Optional(Nullable(Semver)),
     capability_tags: Type.Optional(Nullable(CapabilityTags))
@@ -83,17 +90,14 @@ export const NameUpdateRequest = Type.Object(
   {
     version: Type.Optional(Nullable(Semver)),
     capability_tags: Type.Optional(Nullable(CapabilityTags)),
-    developer_handle: Type.Optional(
-      Type.String({ description: 'when sent (and signed), must be the handle in the path' })
-    ),
+    developer_handle: Type.Optional(HandleOfPath),
     entity_name: Type.Optional(Type.String({ description: 'when sent, must be the name in the path' })),
     fqan: Type.Optional(Type.String({ description: "when sent, must be this binding's FQAN" })),
     signature: Type.Optional(Signature)
   },
   {
     $id: 'NameUpdateRequest',
-    description:
-      "Signed by the handle's developer: `signature` over the canonical JSON of the body without it, or Authorization: Bearer over the raw body."
+    description: SIGNED_BY_HANDLE_DEVELOPER
   }
 )
 export type NameUpdateRequest = Static<typeof NameUpdateRequest>
