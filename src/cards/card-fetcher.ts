@@ -16,6 +16,7 @@ import { isIP, type LookupFunction } from 'node:net'
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls'
 import { RegistryError } from '../errors.js'
 import { verifyCard, type CardVerification } from '../identity/card-signature.js'
+import { collectBoundedBody } from '../util/bounded-body.js'
 import { isForbiddenAddress } from './address-guard.js'
 
 export { verifyCard, type CardVerification }
@@ -397,22 +398,10 @@ export class CardFetcher {
           }
           const tooLarge = (): RegistryError =>
             unavailable(`The card at ${label} is larger than ${maxBytes} bytes, this node's limit.`)
-          const declared = Number(res.headers['content-length'])
-          if (Number.isFinite(declared) && declared > maxBytes) {
-            finish(tooLarge())
-            return
-          }
-          const chunks: Buffer[] = []
-          let size = 0
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length
-            if (size > maxBytes) {
-              finish(tooLarge())
-              return
-            }
-            chunks.push(chunk)
+          collectBoundedBody(res, maxBytes, {
+            tooLarge: () => finish(tooLarge()),
+            done: body => finish(null, { status, location, body })
           })
-          res.on('end', () => finish(null, { status, location, body: Buffer.concat(chunks, size) }))
           res.once('error', err => finish(unavailable(`Reading the card from ${label} failed (${errorCode(err)}).`)))
           res.on('close', () => {
             if (!res.complete) finish(unavailable(`The card response from ${label} was cut short.`))

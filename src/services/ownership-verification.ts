@@ -12,6 +12,7 @@ import { rootCertificates } from 'node:tls'
 import { domainToASCII } from 'node:url'
 import { invalidField, RegistryError } from '../errors.js'
 import { KEY_PREFIX, parsePublicKey } from '../identity/encoding.js'
+import { collectBoundedBody } from '../util/bounded-body.js'
 
 export interface TxtResolver {
   resolveTxt(hostname: string): Promise<string[][]>
@@ -319,26 +320,15 @@ export class OwnershipVerifier {
           ...(this.agent ? { agent: this.agent } : {})
         },
         (res: IncomingMessage) => {
-          const declared = Number(res.headers['content-length'])
-          if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-            req.destroy()
-            fail(`the response exceeds ${MAX_BODY_BYTES} bytes`)
-            return
-          }
-          const chunks: Buffer[] = []
-          let size = 0
-          res.on('data', (chunk: Buffer) => {
-            size += chunk.length
-            if (size > MAX_BODY_BYTES) {
+          collectBoundedBody(res, MAX_BODY_BYTES, {
+            tooLarge: () => {
               req.destroy()
               fail(`the response exceeds ${MAX_BODY_BYTES} bytes`)
-              return
+            },
+            done: body => {
+              clearTimeout(timer)
+              resolve({ status: res.statusCode ?? 0, body })
             }
-            chunks.push(chunk)
-          })
-          res.on('end', () => {
-            clearTimeout(timer)
-            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) })
           })
           res.on('error', err => fail(errorText(err)))
           res.on('close', () => {
