@@ -49,6 +49,7 @@ import {
   verifyPoolSettings
 } from './node-settings.js'
 import { createEmbedder } from './search/embedders/create.js'
+import type { Embedder } from './search/embedders/embedder.js'
 import { EntityCatalog } from './services/catalog.js'
 import { DeveloperService } from './services/developers.js'
 import { EntityService } from './services/entities.js'
@@ -135,6 +136,78 @@ async function assemble(
   // Connections close last, so replies to requests in flight go out once their writes are done.
   let connections: HttpServer | undefined
   life.onStop('http connections', () => connections?.closeConnections())
+  const core = await openCore(config, logger, life)
+  const services = buildServices(config, options, logger, life, core)
+  await life.start('index', () => loadViews(core.store, services, logger))
+  const digests = new SubjectDigests(core.store)
+  const mesh = config.p2p.enabled ? await startMesh(config, life, { ...core, ...services, digests, logger }) : null
+  const http = buildHttpServer(config, logger, { ...core, ...services, mesh, startedAt })
+  connections = http
+  await life.start(
+    'tombstone purge',
+    () => startTombstonePurge(config, core.store, logger),
+    timer => clearInterval(timer)
+  )
+  await life.start('liveness', () => services.liveness.start())
+  const port = await life.start(
+    'http',
+    () => http.listen(config.http.host, config.http.port),
+    () => http.close()
+  )
+
+  const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
+  const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
+  logger.info(
+    {
+      url,
+      http_server: http.kind,
+      node: process.versions.node,
+      registry_id: core.identity.registryId,
+      peer_id: mesh?.peerId,
+      p2p: mesh?.addresses(),
+      entities: services.catalog.size,
+      developers: services.developers.count
+    },
+    'node started'
+  )
+
+  const { identity, store } = core
+  const { bus, entities, developers, handles, names, search, liveness, replication } = services
+  return {
+    config,
+    identity,
+    logger,
+    bus,
+    store,
+    entities,
+    developers,
+    handles,
+    names,
+    search,
+    liveness,
+    replication,
+    digests,
+    mesh,
+    httpPort: port,
+    httpServer: http.kind,
+    url,
+    async stop() {
+      await life.stop()
+      logger.info('node stopped')
+      logger.flush()
+    }
+  }
+}
+
+/** What the services are built on: the node's identity, its store, the signature verifiers, the embedder. */
+interface Core {
+  identity: NodeIdentity
+  store: RegistryStore
+  verifier: VerifyPool
+  embedder: Embedder
+}
+
+async function openCore(config: NodeConfig, logger: Logger, life: Lifecycle): Promise<Core> {
   const identity: NodeIdentity = await life.start('identity', async () => ({
     ...(await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))),
     host: config.host
@@ -163,7 +236,14 @@ async function assemble(
     () => createEmbedder(config.search),
     e => e.close?.()
   )
+  return { identity, store, verifier, embedder }
+}
 
+type Services = ReturnType<typeof buildServices>
+
+/** The registry's services, wired to each other; their stops are registered in the order they must run. */
+function buildServices(config: NodeConfig, options: NodeOptions, logger: Logger, life: Lifecycle, core: Core) {
+  const { store, identity, verifier, embedder } = core
   const bus = new EventBus()
   const catalog = new EntityCatalog()
   const writes = new WriteTracker()
@@ -219,48 +299,57 @@ async function assemble(
   life.onStop('writes', () => writes.drain())
   const quota = new OriginQuota(originQuotaSettings(config))
   const replication = new ReplicationService({ ...base, entities, developers, directory, quota })
+  return {
+    bus,
+    catalog,
+    liveness,
+    handles,
+    names,
+    developers,
+    entities,
+    resolution,
+    onboarding,
+    cards,
+    search,
+    quota,
+    replication
+  }
+}
 
-  await life.start('index', () => {
-    // The stored entities are read once (each read decodes every record) and feed each in-memory
-    // view; liveness before search, which ranks by it.
-    const began = performance.now()
-    for (const record of store.allEntities()) {
-      catalog.loadRecord(record)
-      liveness.loadRecord(record)
-      quota.loadRecord(record)
-      search.loadRecord(record)
-    }
-    catalog.loaded()
-    liveness.loaded()
-    logger.info({ entities: search.loaded(), ms: Math.round(performance.now() - began) }, 'search index built')
-  })
+/**
+ * The stored entities are read once (each read decodes every record) and feed each in-memory view;
+ * liveness before search, which ranks by it.
+ */
+function loadViews(store: RegistryStore, views: Services, logger: Logger): void {
+  const began = performance.now()
+  for (const record of store.allEntities()) {
+    views.catalog.loadRecord(record)
+    views.liveness.loadRecord(record)
+    views.quota.loadRecord(record)
+    views.search.loadRecord(record)
+  }
+  views.catalog.loaded()
+  views.liveness.loaded()
+  logger.info({ entities: views.search.loaded(), ms: Math.round(performance.now() - began) }, 'search index built')
+}
 
-  const digests = new SubjectDigests(store)
-  const mesh = config.p2p.enabled
-    ? await startMesh(config, life, {
-        identity,
-        store,
-        digests,
-        bus,
-        logger,
-        replication,
-        search,
-        entities,
-        resolution,
-        liveness,
-        names
-      })
-    : null
+interface HttpParts extends Core, Services {
+  mesh: Mesh | null
+  startedAt: number
+}
 
+/** The /v1 API, the documentation routes, the WebSocket endpoints and the limits in front of them. */
+function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): HttpServer {
+  const { identity, catalog, developers, liveness, mesh } = p
   // The server kind is known once the front is built, before the first request.
   const runtime = (): RuntimeInfo => ({ node: process.versions.node, http_server: http.kind })
   const metrics = config.metrics.enabled
     ? new NodeMetrics({
-        quotaRefusals: () => quota.refused,
+        quotaRefusals: () => p.quota.refused,
         entities: t => catalog.count(t),
         developers: () => developers.count,
-        embeddingFailures: () => search.embedFailures,
-        embeddingBacklog: () => search.embeddingBacklog,
+        embeddingFailures: () => p.search.embedFailures,
+        embeddingBacklog: () => p.search.embeddingBacklog,
         runtime: () => ({ version: NODE_VERSION, ...runtime() })
       })
     : null
@@ -285,7 +374,7 @@ async function assemble(
       identity,
       name: config.name,
       host: config.host,
-      startedAt,
+      startedAt: p.startedAt,
       runtime,
       checkAdmin: adminBearerCheck(config.onboarding.webhook_secret),
       counts: () => ({
@@ -295,18 +384,18 @@ async function assemble(
       }),
       homeCounts: () => liveness.homeCounts()
     }),
-    ...entityRoutes(entities, maxListLimit),
-    ...developerRoutes(developers, entities, maxListLimit),
-    ...handleRoutes(handles, names),
-    ...nameRoutes(names, resolution),
-    ...searchRoutes(search, catalog),
-    ...cardRoutes(entities, cards),
-    ...onboardingRoutes(onboarding, config.public_url),
+    ...entityRoutes(p.entities, maxListLimit),
+    ...developerRoutes(developers, p.entities, maxListLimit),
+    ...handleRoutes(p.handles, p.names),
+    ...nameRoutes(p.names, p.resolution),
+    ...searchRoutes(p.search, catalog),
+    ...cardRoutes(p.entities, p.cards),
+    ...onboardingRoutes(p.onboarding, config.public_url),
     ...wellKnownRoutes(new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })),
     ...socketRoutes()
   ]
   const rl = config.rate_limit
-  const http = new HttpServer({
+  const http: HttpServer = new HttpServer({
     routes: documentationRoutes(routes, metrics),
     logger,
     cors: new Cors(config.http.cors_origins),
@@ -323,7 +412,7 @@ async function assemble(
     server: config.http.server,
     sockets: new Sockets({
       liveness,
-      bus,
+      bus: p.bus,
       logger,
       limits: heartbeatSocketLimits(config),
       greeting: () => ({
@@ -337,91 +426,30 @@ async function assemble(
       closed: (): boolean => http.closed
     })
   })
-  connections = http
+  return http
+}
 
+/** Purges tombstones past retention now and every hour; returns the timer. */
+async function startTombstonePurge(config: NodeConfig, store: RegistryStore, logger: Logger): Promise<NodeJS.Timeout> {
   const purge = async (): Promise<void> => {
     try {
       const now = new Date()
-      const purged = await store.purgeExpiredTombstones(
-        now,
-        new Date(now.getTime() - config.tombstones.retention_days * 86_400_000)
-      )
+      const signaturesBefore = new Date(now.getTime() - config.tombstones.retention_days * 86_400_000)
+      const purged = await store.purgeExpiredTombstones(now, signaturesBefore)
       if (purged > 0) logger.info({ purged }, 'expired tombstones purged')
     } catch (err) {
       logger.error({ err }, 'tombstone purge failed')
     }
   }
-  await life.start(
-    'tombstone purge',
-    async () => {
-      await purge()
-      return setInterval(() => {
-        void purge()
-      }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
-    },
-    timer => clearInterval(timer)
-  )
-  await life.start('liveness', () => liveness.start())
-  const port = await life.start(
-    'http',
-    () => http.listen(config.http.host, config.http.port),
-    () => http.close()
-  )
-
-  const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
-  const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
-  logger.info(
-    {
-      url,
-      http_server: http.kind,
-      node: process.versions.node,
-      registry_id: identity.registryId,
-      peer_id: mesh?.peerId,
-      p2p: mesh?.addresses(),
-      entities: catalog.size,
-      developers: developers.count
-    },
-    'node started'
-  )
-
-  return {
-    config,
-    identity,
-    logger,
-    bus,
-    store,
-    entities,
-    developers,
-    handles,
-    names,
-    search,
-    liveness,
-    replication,
-    digests,
-    mesh,
-    httpPort: port,
-    httpServer: http.kind,
-    url,
-    async stop() {
-      await life.stop()
-      logger.info('node stopped')
-      logger.flush()
-    }
-  }
+  await purge()
+  return setInterval(() => {
+    void purge()
+  }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
 }
 
-interface MeshParts {
-  identity: NodeIdentity
-  store: RegistryStore
+interface MeshParts extends Core, Services {
   digests: SubjectDigests
-  bus: EventBus
   logger: Logger
-  replication: ReplicationService
-  search: SearchService
-  entities: EntityService
-  resolution: ResolutionService
-  liveness: LivenessService
-  names: NameService
 }
 
 /** Joins the mesh: digests for sync, libp2p, gossip of what this node accepts, DHT announcements. */
