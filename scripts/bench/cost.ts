@@ -18,10 +18,10 @@
  */
 import { Agent } from 'node:http'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { sleep } from '../lib/mesh-bench.js'
+import { machineLoad, sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, cpuSecondsByThread, cpuSecondsSplit, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
@@ -41,13 +41,7 @@ const { values: args } = parseArgs({
 const rates = args.rates.split(',').map(Number)
 const seconds = Number(args.seconds)
 
-report(
-  'machine_load_before',
-  loadavg()
-    .map(l => l.toFixed(2))
-    .join(' '),
-  `(${cpus().length} cores)`
-)
+report('machine_load_before', machineLoad(), `(${cpus().length} cores)`)
 let offset = 0
 const take = (n: number) => {
   const out = makeBodies(n, offset)
@@ -180,13 +174,7 @@ for (const [p, rate] of rates.entries()) {
   if (b) report(`${tag}_b_held_all_after`, ((delivered - replied) / 1000).toFixed(2), 's after the last reply')
   await sleep(2000)
 }
-report(
-  'machine_load_after',
-  loadavg()
-    .map(l => l.toFixed(2))
-    .join(' '),
-  ''
-)
+report('machine_load_after', machineLoad(), '')
 for (const n of nodes) n.child.kill('SIGTERM')
 await Promise.all(nodes.map(n => n.exited))
 await Promise.all(dirs.map(d => rm(d, { recursive: true, force: true })))

@@ -39,7 +39,7 @@
 import { createHash } from 'node:crypto'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { Agent, request } from 'node:http'
-import { loadavg, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { formatKey } from '../../src/identity/encoding.js'
@@ -49,7 +49,7 @@ import { loadOrCreateNodeIdentity } from '../../src/identity/node-identity.js'
 import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { DOMAIN, VOCABULARY, entityContent, zipfCorpus } from '../lib/corpus.js'
-import { sleep } from '../lib/mesh-bench.js'
+import { machineLoad, sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
 
@@ -272,13 +272,7 @@ async function main(): Promise<void> {
   const timeoutMs = Number(args['timeout-ms'])
   const slowMs = Number(args['slow-ms'])
   const benchStarted = performance.now()
-  report(
-    'machine_load_at_start',
-    loadavg()
-      .map(l => l.toFixed(2))
-      .join(' '),
-    '(1, 5, 15 min)'
-  )
+  report('machine_load_at_start', machineLoad(), '(1, 5, 15 min)')
 
   // 1. Data: R, the peers, and the slow and dead peers (a tenth as many entities each), written offline.
   const names = [
@@ -510,13 +504,7 @@ async function main(): Promise<void> {
   }
   if (args.keep) console.error(`data kept in ${[...dirs.values()].join(' ')}`)
   else for (const dir of dirs.values()) await rm(dir, { recursive: true, force: true })
-  report(
-    'machine_load_at_end',
-    loadavg()
-      .map(l => l.toFixed(2))
-      .join(' '),
-    '(1, 5, 15 min)'
-  )
+  report('machine_load_at_end', machineLoad(), '(1, 5, 15 min)')
   report('bench_time', ((performance.now() - benchStarted) / 1000).toFixed(1), 's')
 }
 

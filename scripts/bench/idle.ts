@@ -11,10 +11,10 @@
  */
 import { Agent } from 'node:http'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { sleep } from '../lib/mesh-bench.js'
+import { machineLoad, sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
@@ -31,13 +31,7 @@ const { values: args } = parseArgs({
 const count = Number(args.nodes)
 process.setMaxListeners(count + 10)
 
-report(
-  'machine_load_before',
-  loadavg()
-    .map(l => l.toFixed(2))
-    .join(' '),
-  `(${cpus().length} cores)`
-)
+report('machine_load_before', machineLoad(), `(${cpus().length} cores)`)
 const dirs = await Promise.all(Array.from({ length: count }, (_, i) => mkdtemp(join(tmpdir(), `bench-idle-${i}-`))))
 const nodes: NodeProcess[] = []
 const addresses: string[] = []
@@ -89,13 +83,7 @@ const sorted = [...shares].sort((x, y) => x - y)
 report('idle_cpu_median', percentile(sorted, 0.5).toFixed(2), '% of one core')
 report('idle_cpu_max', sorted[sorted.length - 1]!.toFixed(2), '% of one core')
 report('peers_per_node', peers.join(' '), 'connected')
-report(
-  'machine_load_after',
-  loadavg()
-    .map(l => l.toFixed(2))
-    .join(' '),
-  ''
-)
+report('machine_load_after', machineLoad(), '')
 for (const n of nodes) n.child.kill('SIGTERM')
 await Promise.all(nodes.map(n => n.exited))
 await Promise.all(dirs.map(d => rm(d, { recursive: true, force: true })))

@@ -36,10 +36,10 @@
 import { Agent, request, type ClientRequest } from 'node:http'
 import { connect } from 'node:net'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { sleep } from '../lib/mesh-bench.js'
+import { machineLoad, sleep } from '../lib/mesh-bench.js'
 import { spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies } from '../lib/registration-bodies.js'
 import { report } from '../lib/report.js'
@@ -314,13 +314,7 @@ function keepAliveHeader(url: URL): Promise<string> {
   })
 }
 
-report(
-  'machine_load_before',
-  loadavg()
-    .map(l => l.toFixed(2))
-    .join(' '),
-  `(${cpus().length} cores)`
-)
+report('machine_load_before', machineLoad(), `(${cpus().length} cores)`)
 const perFront =
   writes +
   (scenarios.has('split') ? splitWrites : 0) +
@@ -392,11 +386,5 @@ report(
   `${overall.resets} of ${overall.count}`,
   `writes (${fronts.join(' + ')}; ${[...scenarios].join(', ')}; client ${client})`
 )
-report(
-  'machine_load_after',
-  loadavg()
-    .map(l => l.toFixed(2))
-    .join(' '),
-  ''
-)
+report('machine_load_after', machineLoad(), '')
 process.exitCode = overall.resets > 0 ? 1 : 0

@@ -1,6 +1,6 @@
 /**
  * G3 (first part): the search engine at 100k entities. Generates entities from a Zipf-distributed
- * vocabulary that includes this domain's frequent words (agent, ai, api, data, service), indexes
+ * VOCABULARY that includes this domain's frequent words (agent, ai, api, data, service), indexes
  * them with the same document builders the node uses, and measures keyword, semantic and hybrid
  * (with filters) query latency, plus build time and memory.
  *
@@ -20,7 +20,7 @@ import { documentFields, searchDocument } from '../../src/services/search.js'
 import { fastTrust } from '../../src/services/trust.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { percentile, report } from '../lib/report.js'
-import { seededRandom } from '../lib/random.js'
+import { CATEGORIES, DOMAIN, VOCABULARY, zipfCorpus } from '../lib/corpus.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
@@ -30,71 +30,7 @@ const { values: args } = parseArgs({
 const N = Number(args.entities)
 const Q = Number(args.queries)
 
-const random = seededRandom(42)
-const DOMAIN = [
-  'agent',
-  'ai',
-  'api',
-  'data',
-  'service',
-  'translate',
-  'summarize',
-  'code',
-  'search',
-  'image',
-  'voice',
-  'chat',
-  'weather',
-  'payment',
-  'email',
-  'calendar',
-  'document',
-  'scrape',
-  'sentiment',
-  'finance',
-  'travel',
-  'recommend',
-  'classify',
-  'extract',
-  'generate',
-  'test',
-  'security',
-  'map',
-  'crypto',
-  'health'
-]
-const vocabulary = [...DOMAIN, ...Array.from({ length: 20_000 }, (_, i) => `w${i.toString(36)}`)]
-// Zipf(s≈1.07): rank r drawn with probability ∝ 1/r^s.
-const weights = vocabulary.map((_, r) => 1 / (r + 1) ** 1.07)
-const cumulative = weights.reduce<number[]>((acc, w) => {
-  acc.push((acc[acc.length - 1] ?? 0) + w)
-  return acc
-}, [])
-const totalWeight = cumulative[cumulative.length - 1] as number
-const word = (): string => {
-  const x = random() * totalWeight
-  let lo = 0,
-    hi = cumulative.length - 1
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if ((cumulative[mid] as number) < x) lo = mid + 1
-    else hi = mid
-  }
-  return vocabulary[lo] as string
-}
-const words = (n: number) => Array.from({ length: n }, word).join(' ')
-const CATEGORIES = [
-  'tools',
-  'finance',
-  'travel',
-  'research',
-  'language',
-  'productivity',
-  'developer-tools',
-  'data',
-  'media',
-  'health'
-]
+const { random, word, words } = zipfCorpus(42)
 
 function entity(i: number): EntityRecord {
   const now = new Date(Date.now() - Math.floor(random() * 200) * 86_400_000).toISOString()
@@ -195,7 +131,7 @@ function run(name: string, make: (i: number) => Partial<EngineQuery> & { text: s
 }
 
 run('keyword_common', i => ({ text: `${DOMAIN[i % 5]} ${DOMAIN[5 + (i % 20)]}`, vector: null }))
-run('keyword_rare', i => ({ text: `${vocabulary[200 + i]} ${vocabulary[900 + i]}`, vector: null }))
+run('keyword_rare', i => ({ text: `${VOCABULARY[200 + i]} ${VOCABULARY[900 + i]}`, vector: null }))
 run('semantic', () => ({ text: words(4), terms: [] }))
 run('hybrid_filtered', i => ({
   text: `${DOMAIN[i % 10]} ${words(2)}`,
