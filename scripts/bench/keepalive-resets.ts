@@ -33,7 +33,7 @@
  * the statuses and socket errors, `keepalive_resets_<front>: R of N writes`, and over everything
  * `keepalive_resets: R of N writes`. Exits 1 when R > 0.
  */
-import { Agent, request, type ClientRequest } from 'node:http'
+import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
@@ -41,7 +41,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { machineLoad, sleep } from '../lib/mesh-bench.js'
 import { spawnNode, type NodeProcess } from '../lib/node-process.js'
-import { makeBodies } from '../lib/registration-bodies.js'
+import { makeBodies, type PostOutcome as Outcome, sendRegistration } from '../lib/registration-bodies.js'
 import { report } from '../lib/report.js'
 
 const { values: args } = parseArgs({
@@ -72,9 +72,6 @@ const client = args.client
 if (!['plain', 'hinted', 'retry'].includes(client)) throw new Error(`--client plain|hinted|retry, not ${client}`)
 
 /** What one write came to: an HTTP status, or the socket error's code. */
-type Outcome =
-  | { status: number; error?: undefined; reused: boolean }
-  | { status?: undefined; error: string; reused: boolean }
 const RESET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED'])
 
 class Tally {
@@ -124,41 +121,12 @@ class Tally {
 
 const errorCode = (err: NodeJS.ErrnoException): string => err.code ?? err.message
 
-/** One registration over `agent`; `split` sends the body in two chunks 5 ms apart. */
-function post(agent: Agent, url: URL, body: string, split = false): Promise<Outcome> {
-  return new Promise(resolve => {
-    const req: ClientRequest = request(
-      {
-        agent,
-        host: url.hostname,
-        port: url.port,
-        path: '/v1/entities',
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }
-      },
-      res => {
-        res.resume()
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
-        res.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
-      }
-    )
-    req.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
-    if (!split) {
-      req.end(body)
-      return
-    }
-    const half = Math.floor(body.length / 2)
-    req.write(body.slice(0, half))
-    setTimeout(() => req.end(body.slice(half)), 5)
-  })
-}
-
-/** `post`, retried once when it failed before any answer on a reused connection (`--client retry`). */
+/** `sendRegistration`, retried once when it failed before any answer on a reused connection (`--client retry`). */
 async function write(agent: Agent, url: URL, body: string, tally: Tally, split = false): Promise<void> {
-  let outcome = await post(agent, url, body, split)
+  let outcome = await sendRegistration(agent, url, body, split)
   if (client === 'retry' && outcome.error !== undefined && outcome.reused && RESET_CODES.has(outcome.error)) {
     tally.retried++
-    outcome = await post(agent, url, body, split)
+    outcome = await sendRegistration(agent, url, body, split)
   }
   tally.add(outcome)
 }

@@ -4,7 +4,7 @@
  * developer proof), even ones in the spec's signing form, odd ones in the deployed clients' (Go
  * field spellings, the signature over the fixed subset, docs/compatibility.md).
  */
-import { type Agent, request } from 'node:http'
+import { type Agent, type ClientRequest, request } from 'node:http'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
@@ -55,13 +55,23 @@ export function makeBodies(n: number, from = 0): { id: string; body: string }[] 
  * `req.reusedSocket` documentation shows; a registration that did arrive answers 409 the second time.
  */
 export async function postRegistration(agent: Agent, url: URL, body: string): Promise<number> {
-  const first = await postOnce(agent, url, body)
-  return first.retry ? (await postOnce(agent, url, body)).status : first.status
+  const first = await sendRegistration(agent, url, body)
+  if (first.status !== undefined) return first.status
+  if (!first.reused || (first.error !== 'ECONNRESET' && first.error !== 'EPIPE')) return 0
+  return (await sendRegistration(agent, url, body)).status ?? 0
 }
 
-function postOnce(agent: Agent, url: URL, body: string): Promise<{ status: number; retry: boolean }> {
+/** What one POST of a registration came to: the status, or the socket error; and whether the connection was reused. */
+export type PostOutcome =
+  | { status: number; error?: undefined; reused: boolean }
+  | { status?: undefined; error: string; reused: boolean }
+
+const errorCode = (err: NodeJS.ErrnoException): string => err.code ?? err.message
+
+/** POSTs one registration body over `agent`; `split` sends it in two chunks 5 ms apart. */
+export function sendRegistration(agent: Agent, url: URL, body: string, split = false): Promise<PostOutcome> {
   return new Promise(resolve => {
-    const req = request(
+    const req: ClientRequest = request(
       {
         agent,
         host: url.hostname,
@@ -72,13 +82,17 @@ function postOnce(agent: Agent, url: URL, body: string): Promise<{ status: numbe
       },
       res => {
         res.resume()
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, retry: false }))
-        res.on('error', () => resolve({ status: 0, retry: false }))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+        res.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
       }
     )
-    req.on('error', (err: NodeJS.ErrnoException) =>
-      resolve({ status: 0, retry: req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') })
-    )
-    req.end(body)
+    req.on('error', err => resolve({ error: errorCode(err), reused: req.reusedSocket }))
+    if (!split) {
+      req.end(body)
+      return
+    }
+    const half = Math.floor(body.length / 2)
+    req.write(body.slice(0, half))
+    setTimeout(() => req.end(body.slice(half)), 5)
   })
 }
