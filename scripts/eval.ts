@@ -4,6 +4,10 @@
  * hash embedder (256 and 1024 dimensions), runs every query as BM25 alone, semantic alone, hybrid
  * (text 0.5 + semantic 0.5) and with the spec's full weights (0.3/0.3/0.2/0.1/0.1; trust,
  * freshness and availability are constant here), and reports nDCG@10, Recall@10 and MRR.
+ * Text queries are expanded as the node expands them (src/search/query-expansion.ts: the indexed
+ * stems nearest the query's averaged word vectors); `hybrid_unexpanded` is hybrid without it.
+ * `semantic_match_share` is the share of (query, entity) pairs whose cosine reaches the node's
+ * min_semantic_similarity: entities that become candidates without a shared word.
  *
  *   npm run eval
  *
@@ -18,19 +22,21 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { analyzeQuery } from '../src/search/analyzer.js'
+import { type AnalyzedQuery, analyzeQuery } from '../src/search/analyzer.js'
 import type { Embedder } from '../src/search/embedders/embedder.js'
 import { HashEmbedder } from '../src/search/embedders/hash-embedder.js'
 import { OnnxEmbedder } from '../src/search/embedders/onnx-embedder.js'
+import { QueryExpander } from '../src/search/query-expansion.js'
 import type { Fusion, RankingWeights } from '../src/search/ranking.js'
 import { defaultConfig } from '../src/config.js'
 import { searchSettings } from '../src/node-settings.js'
 import { SearchEngine } from '../src/search/search-engine.js'
 import { documentFields, searchDocument } from '../src/services/search.js'
 import type { EntityRecord } from '../src/store/records.js'
+import { wordVectors } from '../src/search/word-vectors.js'
 import { report } from './lib/report.js'
 
-const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
+const { weights: DEFAULT_WEIGHTS, minSemantic: DEFAULT_MIN_SEMANTIC } = searchSettings(defaultConfig())
 
 interface FixtureEntity {
   id: string
@@ -115,19 +121,30 @@ interface Mode {
   vector: boolean
   minSemantic: number
   fusion?: Fusion
+  /** Without query expansion (the node always expands). */
+  unexpanded?: boolean
 }
+const HYBRID = { ...ZERO, text: 0.5, semantic: 0.5 }
 const MODES: Mode[] = [
   { name: 'bm25', weights: { ...ZERO, text: 1 }, text: true, vector: false, minSemantic: 0 },
   { name: 'semantic', weights: { ...ZERO, semantic: 1 }, text: false, vector: true, minSemantic: 0 },
-  { name: 'hybrid', weights: { ...ZERO, text: 0.5, semantic: 0.5 }, text: true, vector: true, minSemantic: 0.3 },
-  { name: 'hybrid_spec', weights: { ...DEFAULT_WEIGHTS }, text: true, vector: true, minSemantic: 0.3 },
+  { name: 'hybrid', weights: HYBRID, text: true, vector: true, minSemantic: DEFAULT_MIN_SEMANTIC },
+  { name: 'hybrid_spec', weights: { ...DEFAULT_WEIGHTS }, text: true, vector: true, minSemantic: DEFAULT_MIN_SEMANTIC },
   {
     name: 'hybrid_rrf',
-    weights: { ...ZERO, text: 0.5, semantic: 0.5 },
+    weights: HYBRID,
     text: true,
     vector: true,
-    minSemantic: 0.3,
+    minSemantic: DEFAULT_MIN_SEMANTIC,
     fusion: 'rrf'
+  },
+  {
+    name: 'hybrid_unexpanded',
+    weights: HYBRID,
+    text: true,
+    vector: true,
+    minSemantic: DEFAULT_MIN_SEMANTIC,
+    unexpanded: true
   }
 ]
 
@@ -170,6 +187,26 @@ report(
 
 const records = entities.map(record)
 const now = Date.now()
+const tableStarted = performance.now()
+const table = wordVectors()
+report('word_vectors_rows', table.rows, '')
+report('word_vectors_load_ms', (performance.now() - tableStarted).toFixed(1), 'ms')
+// The node's expander learns the vocabulary from the documents it indexes.
+const expander = new QueryExpander()
+for (const r of records) expander.addDocument(documentFields(r))
+report('query_expansion_vocabulary', expander.vocabularyCount, 'stems')
+const analyzedQueries = queries.map(q => analyzeQuery(q.query))
+const expandedQueries = analyzedQueries.map(a => expander.expand(a))
+// What expansion costs: terms added, and entities matching a query's words (what total_found counts).
+const stemsOf = records.map(r => new Set(Object.values(documentFields(r)).flat()))
+const textMatches = (a: AnalyzedQuery): number => stemsOf.filter(s => a.terms.some(t => s.has(t.term))).length
+report(
+  'query_expansion_terms_per_query',
+  mean(expandedQueries.map((e, i) => e.terms.length - (analyzedQueries[i] as AnalyzedQuery).terms.length)).toFixed(1),
+  ''
+)
+report('text_matches_per_query_unexpanded', mean(analyzedQueries.map(textMatches)).toFixed(1), 'entities')
+report('text_matches_per_query', mean(expandedQueries.map(textMatches)).toFixed(1), 'entities')
 /** Embedders to evaluate, each with the prefix of its figures. */
 const runs: { prefix: string; embedder: Embedder }[] =
   args.embedder === 'onnx'
@@ -185,19 +222,26 @@ const runs: { prefix: string; embedder: Embedder }[] =
     : [256, 1024].map(dimension => ({ prefix: `hash${dimension}`, embedder: new HashEmbedder(dimension) }))
 
 for (const { prefix, embedder } of runs) {
-  if (args.embedder === 'onnx') report(`${prefix}_embedder`, embedder.id, '')
+  report(`${prefix}_embedder`, embedder.id, '')
   const engine = new SearchEngine(embedder.dimension)
   const embedStarted = performance.now()
   const vectors = await embedder.embed(records.map(embeddingText))
-  if (args.embedder === 'onnx')
-    report(`${prefix}_embed_ms_per_entity`, ((performance.now() - embedStarted) / records.length).toFixed(2), 'ms')
+  report(`${prefix}_embed_ms_per_entity`, ((performance.now() - embedStarted) / records.length).toFixed(3), 'ms')
   for (const [i, r] of records.entries())
     engine.upsert(searchDocument(r), documentFields(r), vectors[i] as Float32Array)
   const queryVectors = await embedder.embed(queries.map(q => q.query))
+  let matches = 0
+  for (const q of queryVectors)
+    for (const v of vectors) {
+      let cosine = 0
+      for (let d = 0; d < q.length; d++) cosine += (q[d] as number) * (v[d] as number)
+      if (cosine >= DEFAULT_MIN_SEMANTIC) matches++
+    }
+  report(`${prefix}_semantic_match_share`, (matches / (queryVectors.length * vectors.length)).toFixed(3), '')
   const ndcgByMode = new Map<string, number>()
   for (const mode of MODES) {
     const perQuery = queries.map((q, qi) => {
-      const analyzed = analyzeQuery(q.query)
+      const analyzed = (mode.unexpanded ? analyzedQueries : expandedQueries)[qi] as AnalyzedQuery
       const { hits } = engine.search({
         terms: mode.text ? analyzed.terms : [],
         phrases: mode.text ? analyzed.phrases : [],

@@ -1,16 +1,50 @@
+import { readFileSync } from 'node:fs'
 import test from 'ava'
-import { ANALYZER_FINGERPRINT } from '../../src/search/analyzer.js'
+import { ANALYZER_FINGERPRINT, analyze } from '../../src/search/analyzer.js'
 import { dot, l2normalize } from '../../src/search/embedders/embedder.js'
 import { hash32, HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
+import { WORD_VECTORS_URL, WordVectors, wordVectors } from '../../src/search/word-vectors.js'
 
 const norm = (v: Float32Array): number => Math.sqrt(dot(v, v))
 const nonZero = (v: Float32Array): string[] =>
   [...v].flatMap((x, i) => (x === 0 ? [] : [`${i}:${x > 0 ? '+' : '-'}${Math.abs(x).toFixed(4)}`]))
 
+/** The table as shipped; a new one changes every vector (the embedder's id carries this). */
+const TABLE_ID = '3b41e4c7aa73'
+
 test('id and dimension', t => {
   t.is(new HashEmbedder().dimension, 256)
-  t.is(new HashEmbedder().id, `hash-v1:256:${ANALYZER_FINGERPRINT}`)
-  t.is(new HashEmbedder(1024).id, `hash-v1:1024:${ANALYZER_FINGERPRINT}`)
+  t.is(new HashEmbedder().id, `hash-v2:256:${ANALYZER_FINGERPRINT}:${TABLE_ID}`)
+  t.is(new HashEmbedder(1024).id, `hash-v2:1024:${ANALYZER_FINGERPRINT}:${TABLE_ID}`)
+})
+
+test('word table: read in well under 200 ms, one row per stem, keyed like analyze() tokens', t => {
+  const started = performance.now()
+  const table = new WordVectors(readFileSync(WORD_VECTORS_URL))
+  const ms = performance.now() - started
+  t.true(ms < 200, `${ms.toFixed(1)} ms`)
+  t.is(table.id, TABLE_ID)
+  t.is(table.dimension, 64)
+  t.true(table.rows > 30_000 && table.rows < 40_000, String(table.rows))
+  t.is(wordVectors().id, TABLE_ID, 'the shared table is the same file')
+  // rows are keyed by stems: every word of a text looks up its analyzed token
+  for (const word of ['translation', 'summaries', 'weather', 'invoices', 'scientific'])
+    t.true(table.row(analyze(word)[0]!) >= 0, word)
+  t.is(table.row('translation'), -1, 'unstemmed words are not keys')
+  t.is(table.row('the'), -1, 'no stopwords')
+  // SIF weights: frequent stems weigh less than rare ones
+  t.true(table.weight(table.row('new')) < table.weight(table.row('glossari')))
+  const cosine = (a: string, b: string): number => {
+    const [ra, rb] = [table.row(a), table.row(b)]
+    const va = new Float32Array(64)
+    const vb = new Float32Array(64)
+    table.addTo(va, 0, 64, ra, 1)
+    table.addTo(vb, 0, 64, rb, 1)
+    return dot(va, vb) / (table.norm(ra) * table.norm(rb))
+  }
+  t.true(cosine('translat', 'languag') > cosine('translat', 'weather') + 0.2)
+  t.true(cosine('invoic', 'payment') > cosine('invoic', 'novel') + 0.2)
+  t.throws(() => new WordVectors(new Uint8Array(16)), { message: /not a ZWV1 file/ })
 })
 
 test('dimension must be a power of two from 64 to 4096', async t => {
@@ -32,13 +66,32 @@ test('deterministic: same text, same vector, across instances and with fixed has
   t.is(hash32(''), 2872998923)
   t.is(hash32('agent'), 1034671018)
   t.is(hash32('translat'), 2855197732)
-  // translat 1 + its representative 0.5 = 1.5, document 1, bigram 0.5, representative pdf 0.5
-  t.deepEqual(nonZero(new HashEmbedder(64).embedOne('Translate documents')), [
-    '11:-0.5164',
-    '15:+0.2582',
-    '33:-0.2582',
-    '36:-0.7746'
-  ])
+  // hashed part (32 slots at 64 dimensions): translat 1 + its representative 0.5 = 1.5, document 1,
+  // bigram 0.5, representative pdf 0.5; at unit length, then × √0.5
+  const v = new HashEmbedder(64).embedOne('Translate documents')
+  t.deepEqual(nonZero(v.subarray(0, 32)), ['1:-0.1826', '4:-0.5477', '11:-0.3651', '15:+0.1826'])
+  // word part (the other 32): the SIF-weighted mean of the two stems' rows, at length √0.5
+  const table = wordVectors()
+  const words = new Float32Array(32)
+  for (const stem of ['translat', 'document']) table.addTo(words, 0, 32, table.row(stem), table.weight(table.row(stem)))
+  l2normalize(words)
+  for (let i = 0; i < 32; i++) t.true(Math.abs(v[32 + i]! - words[i]! * Math.SQRT1_2) < 1e-6, String(i))
+})
+
+test("the cosine is half the hashed parts' and half the word parts'; no known word: the hashed part alone", t => {
+  const e = new HashEmbedder()
+  const a = e.embedOne('translate legal contracts')
+  const b = e.embedOne('contracts for lawyers')
+  const part = (v: Float32Array, from: number, to: number) => {
+    const p = v.slice(from, to)
+    return l2normalize(p)
+  }
+  const expected = 0.5 * dot(part(a, 0, 192), part(b, 0, 192)) + 0.5 * dot(part(a, 192, 256), part(b, 192, 256))
+  t.true(Math.abs(dot(a, b) - expected) < 1e-5)
+  // made-up words: no row in the table, so the vector is hashed features only, at unit length
+  const unknown = e.embedOne('xqzvw plkjh')
+  t.true(unknown.subarray(192).every(x => x === 0))
+  t.true(Math.abs(norm(unknown) - 1) < 1e-6)
 })
 
 test('vectors are L2-normalised; text with nothing to embed gives a zero vector', async t => {
@@ -87,9 +140,33 @@ test('paraphrases through synonyms are closer than unrelated texts', async t => 
     margin += (para - other) / cases.length
   }
   t.true(margin > 0.25, `mean margin ${margin.toFixed(3)}`)
-  // with no word and no synonym in common only collisions remain: spread about 1/sqrt(dimension)
+  // with no word, no synonym and no topic in common: near 0
   const [x, y] = await e.embed(['summary of documents', 'weather forecast for Paris'])
   t.true(Math.abs(dot(x!, y!)) < 0.2)
+})
+
+test('paraphrases without a shared word or synonym are closer than unrelated texts (word vectors)', async t => {
+  const e = new HashEmbedder()
+  const cases: [string, string, string][] = [
+    ['write down what is said in recorded interviews', 'transcribe audio', 'cheap hotels in Rome'],
+    ['find cheap airline tickets', 'low-cost flights', 'legal contract review'],
+    ['shorten a novel', 'summary of a book', 'monitor server uptime'],
+    ['spot mistakes in source code', 'find bugs in programs', 'recipes for vegan dinners'],
+    ['dinner ideas without meat', 'vegetarian recipes', 'unit test generation'],
+    ['repair a dripping kitchen faucet', 'plumber fixes leaking tap', 'stock market forecast'],
+    ['a doctor for my child with a fever', 'pediatric medical advice', 'weather forecast']
+  ]
+  for (const [a, b, c] of cases) {
+    const [ta, tb] = [new Set(analyze(a)), analyze(b)]
+    t.false(
+      tb.some(x => ta.has(x)),
+      `${a} / ${b}: no shared stem`
+    )
+    const [va, vb, vc] = await e.embed([a, b, c])
+    const para = dot(va!, vb!)
+    const other = dot(va!, vc!)
+    t.true(para > 0.15 && para > other + 0.1, `${a} ~ ${b}: ${para.toFixed(3)} vs ${c}: ${other.toFixed(3)}`)
+  }
 })
 
 test('unrelated texts: mean |cosine| stays near 1/sqrt(dimension)', async t => {
