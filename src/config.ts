@@ -515,6 +515,13 @@ const TABLE = [
     doc: "How text and semantic relevance combine: weighted (the spec's weighted sum of normalised scores) or rrf (reciprocal rank fusion, k = 60); a request may override it."
   },
   {
+    key: 'search.worker',
+    kind: 'boolean',
+    default: true,
+    flag: 'search-worker',
+    doc: 'Run the search index in a worker thread fed by the write stream, so queries do not hold up the HTTP thread (--no-search-worker runs it on the HTTP thread: one thread less, about 20 MB less memory).'
+  },
+  {
     key: 'search.federation_max_peers',
     kind: 'integer',
     default: 5,

@@ -90,7 +90,8 @@ export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): Searc
     minSemantic: s.min_semantic_similarity,
     fusion: s.fusion,
     federation: { maxPeers: s.federation_max_peers, timeoutMs: s.federation_timeout_ms },
-    termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms }
+    termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms },
+    worker: s.worker
   }
 }
 

@@ -290,10 +290,7 @@ function buildServices(config: NodeConfig, options: NodeOptions, logger: Logger,
     embedder,
     search: searchSettings(config)
   })
-  life.onStop('search', async () => {
-    search.stop()
-    await search.idle()
-  })
+  life.onStop('search', () => search.close())
   life.onStop('liveness', () => liveness.stop())
   // Writes in flight (from the API or the mesh) finish before search, liveness and the store stop.
   life.onStop('writes', () => writes.drain())
@@ -330,7 +327,11 @@ function loadViews(store: RegistryStore, views: Services, logger: Logger): void 
   }
   views.catalog.loaded()
   views.liveness.loaded()
-  logger.info({ entities: views.search.loaded(), ms: Math.round(performance.now() - began) }, 'search index built')
+  // The index may be built in its worker after this returns; a query waits behind the documents anyway.
+  views.search.loaded().then(
+    entities => logger.info({ entities, ms: Math.round(performance.now() - began) }, 'search index built'),
+    (err: unknown) => logger.error({ err }, 'search index not built')
+  )
 }
 
 interface HttpParts extends Core, Services {

@@ -183,6 +183,14 @@ export class CardFetcher {
     return this.fresh(entityId)?.fetched
   }
 
+  /** Every fresh cached card, by entity ID (expired ones are dropped on the way). */
+  *freshCards(): Generator<[string, FetchedCard]> {
+    for (const id of [...this.cache.keys()]) {
+      const entry = this.fresh(id)
+      if (entry) yield [id, entry.fetched]
+    }
+  }
+
   /** Drops the cached card and disowns a running fetch (the entity changed or left). */
   forget(entityId: string): void {
     this.drop(entityId)

@@ -32,7 +32,8 @@
  * The worker is verify-worker.js next to this module (dist/), or verify-worker.ts loaded through
  * tsx when running from the sources (tests, benchmarks, `npm run dev`).
  */
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
+import { spawnModuleWorker } from '../util/module-worker.js'
 import { ED25519_BACKEND, verifyRaw } from './keys.js'
 import {
   sharedViews,
@@ -243,7 +244,12 @@ export class VerifyPool implements SignatureVerifier {
       shared: new SharedArrayBuffer(4 + 4 * this.maxBatch),
       maxBatch: this.maxBatch
     }
-    const worker = spawnVerifyWorker(data, this.options.workerUrl)
+    const worker = spawnModuleWorker(
+      import.meta.url,
+      'verify-worker',
+      { workerData: data, execArgv: [] },
+      this.options.workerUrl
+    )
     const slot: Slot = {
       worker,
       ready: false,
@@ -397,20 +403,4 @@ export function encodeBatch(jobs: readonly Pick<Job, 'publicKey' | 'signature' |
     }
   }
   return batch
-}
-
-/**
- * A worker running verify-worker: the compiled .js beside this module, or, when this module is
- * itself TypeScript run through tsx, the .ts loaded with tsx's API inside the worker.
- */
-function spawnVerifyWorker(workerData: VerifyWorkerData, url?: URL): Worker {
-  const options = { workerData, execArgv: [] as string[] }
-  const fromSources = import.meta.url.endsWith('.ts')
-  const entry = url ?? new URL(fromSources ? './verify-worker.ts' : './verify-worker.js', import.meta.url)
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options)
-  const api = JSON.stringify(import.meta.resolve('tsx/esm/api'))
-  return new Worker(
-    `import(${api}).then(tsx => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(import.meta.url)}))`,
-    { ...options, eval: true }
-  )
 }

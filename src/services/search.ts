@@ -9,7 +9,7 @@ import { ID_PATTERNS } from '../identity/ids.js'
 import { analyze, analyzeQuery } from '../search/analyzer.js'
 import type { Embedder } from '../search/embedders/embedder.js'
 import type { Fusion, RankingWeights } from '../search/ranking.js'
-import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
+import type { EngineQuery, SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
 import type { EntityRecord } from '../store/records.js'
 import { millisecondsSince } from '../util/elapsed.js'
@@ -30,7 +30,17 @@ import { HomeTermSummary } from './home-terms.js'
 import type { NameService } from './names.js'
 import { parseFqan } from './naming.js'
 import type { LiveView, LivenessView } from './liveness.js'
-import { developerTrustPart, fastTrust } from './trust.js'
+import {
+  CAPABILITY_KEYS,
+  type CapabilityFilter,
+  type CapabilityValues,
+  type IndexChange,
+  type IndexQuery,
+  LocalSearchIndex,
+  type SearchIndex
+} from './search-index.js'
+import { WorkerSearchIndex } from './search-worker-index.js'
+import { developerTrustPart } from './trust.js'
 
 export interface SearchSettings {
   weights: RankingWeights
@@ -41,6 +51,8 @@ export interface SearchSettings {
   federation: FederationSettings
   /** The filter of home terms peers route by: its false-positive rate and how often it may be rebuilt. */
   termFilter: { falsePositiveRate: number; rebuildIntervalMs: number }
+  /** The engine in a worker thread (true) or on the HTTP thread. */
+  worker: boolean
 }
 
 /** The request fields a local search reads: from POST /v1/search or from a peer. */
@@ -50,15 +62,16 @@ export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus
   names: NameService
   embedder: Embedder
   /** Live cards: enrichment, and card capabilities for the skills/protocols/languages/models filters. */
-  cards: Pick<CardFetcher, 'get' | 'cached'>
+  cards: Pick<CardFetcher, 'get' | 'cached' | 'freshCards'>
   /** Liveness of home entities (availability, uptime for trust, heartbeat freshness). */
   liveness?: LivenessView
   logger: Logger
   search: SearchSettings
 }
 
-const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
 const EMBED_BATCH = 64
+/** Workers lost in a row (none answering in between) after which the engine runs on the HTTP thread. */
+const MAX_WORKER_LOSSES = 3
 const DEFAULT_ENRICH_TIMEOUT_MS = 3000
 
 /** Capability words a card declares (A2A skills by id, name and tags; plain lists otherwise). */
@@ -84,12 +97,6 @@ function cardCapabilities(card: unknown): Record<(typeof CAPABILITY_KEYS)[number
   }
 }
 
-/** Whether `list` holds every one of `values` (a loop: this runs once per candidate document). */
-function holdsAll(list: readonly string[], values: readonly string[]): boolean {
-  for (let i = 0; i < values.length; i++) if (!list.includes(values[i] as string)) return false
-  return true
-}
-
 function lower(values: readonly string[]): Set<string> {
   return new Set(values.map(v => v.toLowerCase()))
 }
@@ -102,21 +109,11 @@ function stringsIn(value: unknown): string[] {
 }
 
 const NOTHING: readonly string[] = Object.freeze([])
-/** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
-const interned = new Map<string, string>()
-const MAX_INTERNED = 100_000
 
-function intern(value: string): string {
-  const known = interned.get(value)
-  if (known !== undefined) return known
-  if (interned.size < MAX_INTERNED) interned.set(value, value)
-  return value
-}
-
-/** Distinct lowercased, interned values; the shared empty list when there are none. */
+/** Distinct lowercased values; the shared empty list when there are none. (The index interns them.) */
 function facetValues(values: readonly string[]): readonly string[] {
   if (values.length === 0) return NOTHING
-  return [...new Set(values.map(v => intern(v.toLowerCase())))]
+  return [...new Set(values.map(v => v.toLowerCase()))]
 }
 
 export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument {
@@ -127,9 +124,9 @@ export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument
   return {
     entityId: r.entity_id,
     type: r.type === 'service' ? 'service' : 'agent',
-    category: intern(r.category.toLowerCase()),
+    category: r.category.toLowerCase(),
     tags: facetValues(r.tags),
-    developerId: r.developer_id === null ? null : intern(r.developer_id),
+    developerId: r.developer_id,
     active: status === 'active',
     registeredAt: Date.parse(r.registered_at),
     lastChange: Math.max(Date.parse(r.updated_at), lastHeartbeat ? Date.parse(lastHeartbeat) : 0),
@@ -178,7 +175,10 @@ function noPeersAsked(local: LocalPart): SearchTally {
 }
 
 export class SearchService {
-  readonly engine: SearchEngine
+  private index: SearchIndex
+  /** Developers whose trust part the index holds. */
+  private readonly knownDevelopers = new Set<string>()
+  private workerLosses = 0
   /** Terms of this node's home records, as the filter peers route federated queries by. */
   readonly homeTerms: HomeTermSummary
   private federation: FederatedSearch | null = null
@@ -190,7 +190,7 @@ export class SearchService {
   embedFailures = 0
 
   constructor(private readonly c: SearchComponents) {
-    this.engine = new SearchEngine(c.embedder.dimension)
+    this.index = this.createIndex()
     this.now = c.now ?? (() => new Date())
     const tf = c.search.termFilter
     this.homeTerms = new HomeTermSummary({
@@ -219,13 +219,13 @@ export class SearchService {
 
   /** One stored entity at start (its liveness loaded first); vectors follow in the background. */
   loadRecord(record: EntityRecord): void {
-    this.index(record)
+    this.indexRecord(record)
   }
 
-  /** After the last stored entity: builds the home term filter; the number of documents. */
-  loaded(): number {
+  /** After the last stored entity: builds the home term filter; the number of documents once the index holds them. */
+  loaded(): Promise<number> {
     this.homeTerms.rebuild()
-    return this.engine.size
+    return this.index.settled()
   }
 
   /** Lets `federated: true` reach peers through the mesh (the node calls this once its mesh runs). */
@@ -238,44 +238,73 @@ export class SearchService {
     })
   }
 
-  /** Stops the filter's rebuild timer. */
-  stop(): void {
+  /** Stops the filter's rebuild timer, lets queued embeddings finish, then stops the index (its worker). */
+  async close(): Promise<void> {
     this.federation = null
     this.homeTerms.stop()
+    await this.idle()
+    await this.index.close()
   }
 
-  /** Resolves once every queued embedding is done (tests, benchmarks, shutdown). */
+  /** Resolves once every queued embedding is done and the index holds every change (tests, benchmarks, shutdown). */
   async idle(): Promise<void> {
     while (this.flushing || this.pending.size > 0) await (this.flushing ?? this.flush())
+    await this.index.settled()
+  }
+
+  private createIndex(): SearchIndex {
+    const { dimension } = this.c.embedder
+    if (!this.c.search.worker || this.workerLosses >= MAX_WORKER_LOSSES) return new LocalSearchIndex(dimension)
+    return new WorkerSearchIndex(dimension, err => this.rebuild(err))
+  }
+
+  /** A lost worker took the index with it: a new one is built from the store, as at start. */
+  private rebuild(err: Error): void {
+    this.workerLosses++
+    this.c.logger.error(
+      { err, losses: this.workerLosses, inThread: this.workerLosses >= MAX_WORKER_LOSSES },
+      'search worker lost; rebuilding the index from the store'
+    )
+    this.index = this.createIndex()
+    this.knownDevelopers.clear()
+    for (const record of this.c.store.allEntities()) this.indexRecord(record)
+  }
+
+  private apply(change: IndexChange): void {
+    this.index.apply(change)
   }
 
   private reindex(id: string, committed?: EntityRecord): void {
     const record = committed ?? this.c.store.getEntity(id)
-    if (record) this.index(record)
+    if (record) this.indexRecord(record)
     else this.unindex(id)
   }
 
   private unindex(id: string): void {
-    this.engine.remove(id)
+    this.apply({ op: 'remove', entityId: id })
     this.homeTerms.remove(id)
   }
 
   private refreshLiveness(id: string): void {
     const live = this.c.liveness?.current(id)
     if (!live) return
-    this.engine.patch(id, {
-      active: live.status === 'active',
-      uptime: live.uptime,
-      ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {})
+    this.apply({
+      op: 'patch',
+      entityId: id,
+      change: {
+        active: live.status === 'active',
+        uptime: live.uptime,
+        ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {})
+      }
     })
   }
 
-  private index(record: EntityRecord): void {
+  private indexRecord(record: EntityRecord): void {
     // A developer's part changes only with developer and handle events, which refresh it.
-    if (record.developer_id && !this.engine.knowsDeveloper(record.developer_id))
+    if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
       this.refreshDeveloper(record.developer_id)
     const fields = documentFields(record)
-    this.engine.upsert(searchDocument(record, this.c.liveness?.current(record.entity_id)), fields, null)
+    this.apply({ op: 'upsert', doc: searchDocument(record, this.c.liveness?.current(record.entity_id)), fields })
     this.homeTerms.update(record, fields)
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
@@ -306,8 +335,8 @@ export class SearchService {
       for (const [id] of batch) this.pending.delete(id)
       try {
         const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
-        batch.forEach(([id], i) => {
-          if (this.engine.has(id)) this.engine.setVector(id, vectors[i] as Float32Array)
+        batch.forEach(([entityId], i) => {
+          this.apply({ op: 'vector', entityId, vector: vectors[i] as Float32Array })
         })
       } catch (err) {
         this.embedFailures += batch.length
@@ -434,12 +463,11 @@ export class SearchService {
       semantic = 'not used (no query)'
     }
     const now = this.now().getTime()
-    const { hits, total } = this.engine.search({
+    const query: IndexQuery = {
       terms: analyzed.terms,
       phrases: analyzed.phrases,
       vector,
       ...filters,
-      trust: fastTrust,
       minTrust: body.min_trust_score ?? 0,
       minSemantic: this.c.search.minSemantic,
       weights: this.c.search.weights,
@@ -449,10 +477,17 @@ export class SearchService {
       offset,
       limit,
       ...(only ? { only } : {})
+    }
+    const index = this.index
+    // A query in flight when its worker was lost runs again on the rebuilt index.
+    const { hits, total } = await index.search(query).catch((err: unknown) => {
+      if (this.index === index) throw err
+      return this.index.search(query)
     })
+    this.workerLosses = 0
     const out: FederatedHit[] = []
     for (const hit of hits) {
-      const record = this.c.store.getEntity(hit.doc.entityId)
+      const record = this.c.store.getEntity(hit.entityId)
       if (!record) continue
       const binding = this.c.names.primaryOf(record.entity_id)
       out.push({
@@ -471,7 +506,7 @@ export class SearchService {
           entity_url: record.entity_url,
           service_endpoint: record.service_endpoint,
           home_registry: record.home_registry,
-          status: hit.doc.active ? 'active' : 'inactive',
+          status: hit.active ? 'active' : 'inactive',
           last_heartbeat: this.c.liveness?.current(record.entity_id)?.last_heartbeat ?? record.last_heartbeat,
           score: hit.score,
           score_breakdown: hit.breakdown
@@ -524,10 +559,8 @@ export class SearchService {
    * The request's filters (all combined with AND): kind and status as columns; category, tags and
    * developer as lists of slots; capabilities as a predicate. An unknown developer handle matches nothing.
    */
-  private filters(body: SearchFields): Pick<
-    EngineQuery,
-    'type' | 'active' | 'category' | 'tags' | 'developerId' | 'filter'
-  > & {
+  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId'> & {
+    capabilities: CapabilityFilter | null
     matchesNothing: boolean
   } {
     const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
@@ -536,40 +569,37 @@ export class SearchService {
     const status = (body.status ?? 'active').toLowerCase()
     if (!['active', 'online', 'offline', 'inactive', 'any'].includes(status))
       throw invalidField('status', 'must be online, active, offline or any')
-    const checks: ((doc: SearchDocument) => boolean)[] = []
     const owner = body.developer_handle
       ? (this.c.store.getHandle(body.developer_handle.toLowerCase())?.developer_id ?? null)
       : undefined
     const wanted = body.developer_id || null
     const developerId = wanted ?? owner ?? null
     const nobody = owner === null || (owner !== undefined && wanted !== null && owner !== wanted)
-    for (const key of CAPABILITY_KEYS) {
-      const wanted = body[key]
-      if (!wanted?.length) continue
-      const values = [...lower(wanted)]
-      checks.push(d => {
-        const own = d.capabilities[key]
-        if (holdsAll(own, values)) return true
-        const card = this.c.cards.cached(d.entityId)
-        if (!card) return false
-        const declared = cardCapabilities(card.card)[key]
-        return values.every(v => own.includes(v) || declared.has(v))
-      })
-    }
     return {
       type: typeText === 'agent' || typeText === 'service' ? typeText : null,
       active: status === 'any' ? null : status === 'active' || status === 'online',
       category: body.category ? body.category.toLowerCase() : null,
       tags: body.tags?.length ? [...lower(body.tags)] : [],
       developerId,
-      filter:
-        checks.length === 0
-          ? null
-          : checks.length === 1
-            ? (checks[0] as (doc: SearchDocument) => boolean)
-            : doc => checks.every(check => check(doc)),
+      capabilities: this.capabilityFilter(body),
       matchesNothing: nobody
     }
+  }
+
+  /** The capability filters of a request, with what the fresh cached cards declare of the wanted values. */
+  private capabilityFilter(body: SearchFields): CapabilityFilter | null {
+    const wanted: CapabilityValues = {}
+    for (const key of CAPABILITY_KEYS) if (body[key]?.length) wanted[key] = [...lower(body[key])]
+    if (Object.keys(wanted).length === 0) return null
+    const declared: Record<string, CapabilityValues> = {}
+    for (const [entityId, card] of this.c.cards.freshCards()) {
+      const capabilities = cardCapabilities(card.card)
+      for (const key of CAPABILITY_KEYS) {
+        const held = wanted[key]?.filter(v => capabilities[key].has(v))
+        if (held?.length) (declared[entityId] ??= {})[key] = held
+      }
+    }
+    return { wanted, declared }
   }
 
   /** The entity an FQAN or entity ID names (null: none on this node). */
@@ -585,7 +615,8 @@ export class SearchService {
   private refreshDeveloper(developerId: string): void {
     const developer = this.c.store.getDeveloper(developerId)
     const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
-    this.engine.setDeveloperPart(developerId, developerTrustPart(developer, handle))
+    this.knownDevelopers.add(developerId)
+    this.apply({ op: 'developer', developerId, part: developerTrustPart(developer, handle) })
   }
 }
 

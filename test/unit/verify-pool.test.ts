@@ -305,7 +305,8 @@ test('the worker also loads as compiled JavaScript beside the module (the dist/ 
       'identity/verify-worker',
       'identity/keys',
       'identity/encoding',
-      'util/bounded-map'
+      'util/bounded-map',
+      'util/module-worker'
     ]
     for (const name of modules) {
       const source = await readFile(new URL(`../../src/${name}.ts`, import.meta.url), 'utf8')

@@ -6,7 +6,8 @@
  *
  * id: `onnx:<model folder name>:<dimension>:<sha-256 prefix of model, tokenizer and max tokens>`.
  */
-import { Worker } from 'node:worker_threads'
+import type { Worker } from 'node:worker_threads'
+import { spawnModuleWorker } from '../../util/module-worker.js'
 import type { Embedder } from './embedder.js'
 import {
   modelFiles,
@@ -68,21 +69,6 @@ export class OnnxEmbedder implements Embedder {
   }
 }
 
-/**
- * Built, this module is .js next to onnx-worker.js. Run from source under tsx (tests, scripts, `npm run dev`),
- * a worker does not get tsx's loader from `--import tsx` on Node 20, so it loads the .ts entry through tsx's API.
- */
-function spawnWorker(data: OnnxWorkerData): Worker {
-  if (!import.meta.url.endsWith('.ts'))
-    return new Worker(new URL('./onnx-worker.js', import.meta.url), { workerData: data })
-  const entry = JSON.stringify(new URL('./onnx-worker.ts', import.meta.url).href)
-  const api = JSON.stringify(import.meta.resolve('tsx/esm/api'))
-  return new Worker(`import(${api}).then(tsx => tsx.tsImport(${entry}, ${JSON.stringify(import.meta.url)}))`, {
-    eval: true,
-    workerData: data
-  })
-}
-
 /** The model in a worker thread. The worker is unref'd while idle, so it never keeps the process alive on its own. */
 class WorkerRunner implements Runner {
   private readonly pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>()
@@ -113,7 +99,7 @@ class WorkerRunner implements Runner {
   }
 
   static start(data: OnnxWorkerData): Promise<WorkerRunner> {
-    const worker = spawnWorker(data)
+    const worker = spawnModuleWorker(import.meta.url, 'onnx-worker', { workerData: data })
     return new Promise((resolve, reject) => {
       const onMessage = (reply: OnnxWorkerReply) => {
         if (reply.type === 'ready') {

@@ -1,0 +1,199 @@
+/**
+ * Where the search engine runs, behind one interface: on the HTTP thread (`LocalSearchIndex`) or
+ * in a worker thread fed by the write stream (`WorkerSearchIndex`, src/services/search-worker-index.ts,
+ * the default). Changes are fire-and-forget and applied in the order they were made; a query is
+ * answered after every change made before it, so a search right after an acknowledged write sees it.
+ *
+ * What crosses the thread boundary is plain data (structured clone): documents, their tokens,
+ * vectors, and queries whose trust formula and capability filter are named by data, not closures.
+ */
+import type { ScoreBreakdown } from '../search/ranking.js'
+import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
+import type { FieldTokens } from '../search/text-index.js'
+import { fastTrust } from './trust.js'
+
+export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
+export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
+export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
+
+/** One change to the index, in the order the store committed it. */
+export type IndexChange =
+  | { op: 'upsert'; doc: SearchDocument; fields: FieldTokens }
+  | { op: 'vector'; entityId: string; vector: Float32Array }
+  | { op: 'developer'; developerId: string; part: number }
+  | { op: 'patch'; entityId: string; change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>> }
+  | { op: 'remove'; entityId: string }
+
+/**
+ * Capability filters: every wanted value must be held by the record's capability_summary or
+ * declared by the entity's card (`declared`: what fresh cached cards declare of the wanted values,
+ * by entity; the cards live on the HTTP thread).
+ */
+export interface CapabilityFilter {
+  wanted: CapabilityValues
+  declared: Record<string, CapabilityValues>
+}
+
+/** An engine query as data: trust is always the node's formula (fastTrust). */
+export interface IndexQuery extends Omit<EngineQuery, 'trust' | 'filter'> {
+  capabilities: CapabilityFilter | null
+}
+
+export interface IndexHit {
+  entityId: string
+  active: boolean
+  score: number
+  breakdown: ScoreBreakdown
+}
+
+export interface IndexAnswer {
+  hits: IndexHit[]
+  total: number
+}
+
+export interface SearchIndex {
+  apply(change: IndexChange): void
+  search(query: IndexQuery): Promise<IndexAnswer>
+  /** The number of documents, once every change made before the call is applied. */
+  settled(): Promise<number>
+  close(): Promise<void>
+}
+
+/** Whether `list` holds every one of `values` (a loop: this runs once per candidate document). */
+function holdsAll(list: readonly string[], values: readonly string[]): boolean {
+  for (let i = 0; i < values.length; i++) if (!list.includes(values[i] as string)) return false
+  return true
+}
+
+/** The engine and what a query needs beside it: one copy of each repeated string, the last weights seen. */
+export class IndexedEngine {
+  readonly engine: SearchEngine
+  /** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
+  private readonly interned = new Map<string, string>()
+  /**
+   * The engine caches trust and the static score part per weights object (by identity); a query
+   * that crossed threads carries a fresh copy, so equal weights are mapped back to the last object.
+   */
+  private weights: EngineQuery['weights'] | null = null
+
+  constructor(dimension: number) {
+    this.engine = new SearchEngine(dimension)
+  }
+
+  apply(change: IndexChange): void {
+    const { engine } = this
+    switch (change.op) {
+      case 'upsert':
+        engine.upsert(this.internDocument(change.doc), change.fields, null)
+        return
+      case 'vector':
+        engine.setVector(change.entityId, change.vector)
+        return
+      case 'developer':
+        engine.setDeveloperPart(this.intern(change.developerId), change.part)
+        return
+      case 'patch':
+        engine.patch(change.entityId, change.change)
+        return
+      case 'remove':
+        engine.remove(change.entityId)
+    }
+  }
+
+  search(query: IndexQuery): IndexAnswer {
+    const { capabilities, ...rest } = query
+    const { hits, total } = this.engine.search({
+      ...rest,
+      weights: this.sameWeights(query.weights),
+      trust: fastTrust,
+      filter: capabilities ? capabilityPredicate(capabilities) : null
+    })
+    return {
+      hits: hits.map(h => ({ entityId: h.doc.entityId, active: h.doc.active, score: h.score, breakdown: h.breakdown })),
+      total
+    }
+  }
+
+  private sameWeights(weights: EngineQuery['weights']): EngineQuery['weights'] {
+    const last = this.weights
+    if (
+      last !== null &&
+      last.text === weights.text &&
+      last.semantic === weights.semantic &&
+      last.trust === weights.trust &&
+      last.freshness === weights.freshness &&
+      last.availability === weights.availability
+    )
+      return last
+    this.weights = weights
+    return weights
+  }
+
+  private intern(value: string): string {
+    const known = this.interned.get(value)
+    if (known !== undefined) return known
+    if (this.interned.size < MAX_INTERNED) this.interned.set(value, value)
+    return value
+  }
+
+  private internDocument(doc: SearchDocument): SearchDocument {
+    const list = (values: readonly string[]): readonly string[] =>
+      values.length === 0 ? NOTHING : values.map(v => this.intern(v))
+    const c = doc.capabilities
+    return {
+      ...doc,
+      category: this.intern(doc.category),
+      tags: list(doc.tags),
+      developerId: doc.developerId === null ? null : this.intern(doc.developerId),
+      capabilities: {
+        skills: list(c.skills),
+        protocols: list(c.protocols),
+        languages: list(c.languages),
+        models: list(c.models)
+      }
+    }
+  }
+}
+
+const NOTHING: readonly string[] = Object.freeze([])
+const MAX_INTERNED = 100_000
+
+function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: SearchDocument) => boolean {
+  const checks = CAPABILITY_KEYS.flatMap(key => {
+    const values = wanted[key]
+    return values?.length ? [{ key, values }] : []
+  })
+  return doc => {
+    for (const { key, values } of checks) {
+      const own = doc.capabilities[key]
+      if (holdsAll(own, values)) continue
+      const card = declared[doc.entityId]?.[key]
+      if (!card) return false
+      for (const v of values) if (!own.includes(v) && !card.includes(v)) return false
+    }
+    return true
+  }
+}
+
+/** The engine on the calling thread: a query costs that thread its whole time. */
+export class LocalSearchIndex implements SearchIndex {
+  private readonly indexed: IndexedEngine
+
+  constructor(dimension: number) {
+    this.indexed = new IndexedEngine(dimension)
+  }
+
+  apply(change: IndexChange): void {
+    this.indexed.apply(change)
+  }
+
+  async search(query: IndexQuery): Promise<IndexAnswer> {
+    return this.indexed.search(query)
+  }
+
+  async settled(): Promise<number> {
+    return this.indexed.engine.size
+  }
+
+  async close(): Promise<void> {}
+}

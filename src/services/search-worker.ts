@@ -1,0 +1,26 @@
+/**
+ * Worker thread of the search index (src/services/search-worker-index.ts): holds the engine, applies
+ * the changes it is sent in order, and answers the queries and settle requests that follow them.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import { IndexedEngine } from './search-index.js'
+import type { SearchWorkerData, SearchWorkerReply, SearchWorkerRequest } from './search-worker-index.js'
+
+const port = parentPort
+if (!port) throw new Error('search-worker.ts runs as a worker thread')
+const indexed = new IndexedEngine((workerData as SearchWorkerData).dimension)
+
+port.on('message', ({ changes, ask }: SearchWorkerRequest) => {
+  for (const change of changes) indexed.apply(change)
+  if (!ask) return
+  let reply: SearchWorkerReply
+  try {
+    reply =
+      ask.kind === 'search'
+        ? { id: ask.id, answer: indexed.search(ask.query) }
+        : { id: ask.id, size: indexed.engine.size }
+  } catch (err) {
+    reply = { id: ask.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }
+  }
+  port.postMessage(reply)
+})

@@ -1,0 +1,117 @@
+import test from 'ava'
+import type { Worker } from 'node:worker_threads'
+import { agent, developer, specRegistration } from '../helpers/identities.js'
+import { http, testNodes, type TestNode } from '../helpers/node.js'
+
+const dev = developer(41)
+const nodes = testNodes()
+let inWorker: TestNode
+let inThread: TestNode
+
+const entities: Record<string, unknown>[] = [
+  {
+    name: 'Doc Translator',
+    category: 'language',
+    tags: ['translation', 'documents'],
+    summary: 'Translates legal documents between forty languages',
+    capability_summary: { skills: ['translate'], protocols: ['a2a'], languages: ['en', 'fr'] }
+  },
+  {
+    name: 'Meeting Summarizer',
+    category: 'productivity',
+    tags: ['summary', 'meetings'],
+    summary: 'Summarises meeting transcripts into action items',
+    capability_summary: { skills: ['summarize'], protocols: ['mcp'] }
+  },
+  {
+    name: 'Contract Reviewer',
+    category: 'legal',
+    tags: ['contracts', 'documents'],
+    summary: 'Reviews legal documents and flags risky clauses',
+    capability_summary: { skills: ['review'], models: ['gpt-4o'] }
+  },
+  { name: 'Weather Now', category: 'data', tags: ['weather'], summary: 'Current weather and forecasts for any city' },
+  {
+    name: 'Invoice Parser',
+    category: 'finance',
+    tags: ['invoice', 'pdf'],
+    summary: 'Extracts line items from PDF invoices'
+  }
+]
+
+const QUERIES: Record<string, unknown>[] = [
+  { query: 'legal documents' },
+  { query: '"legal documents"' },
+  { query: 'translator', type: 'any' },
+  { category: 'legal' },
+  { tags: ['documents'], max_results: 1, offset: 1 },
+  { query: 'documents', skills: ['translate'] },
+  { query: 'summarise meetings', fusion: 'rrf' },
+  { query: 'weather', status: 'any', min_trust_score: 0.1 }
+]
+
+const search = (n: TestNode, body: Record<string, unknown>) => http(n.url, 'POST', '/v1/search', { body })
+/** What two nodes holding the same records must agree on (IDs, scores and their parts, totals). */
+const answer = async (n: TestNode, body: Record<string, unknown>) => {
+  const res = await search(n, body)
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body))
+  return {
+    total: res.body.total_found,
+    results: res.body.results.map((r: Record<string, unknown>) => ({
+      entity_id: r.entity_id,
+      score: r.score,
+      breakdown: r.score_breakdown
+    }))
+  }
+}
+
+test.before(async () => {
+  inWorker = await nodes.start()
+  inThread = await nodes.start({ search: { worker: false } })
+  for (const n of [inWorker, inThread]) {
+    for (const [i, fields] of entities.entries()) {
+      const res = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, agent(dev, i + 1), fields) })
+      if (res.status !== 201) throw new Error(JSON.stringify(res.body))
+    }
+    await n.node.search.idle()
+  }
+})
+test.after.always(nodes.stopAll)
+
+test.serial('the index in its worker thread answers exactly as the index on the HTTP thread', async t => {
+  for (const query of QUERIES) {
+    const expected = await answer(inThread, query)
+    t.true(expected.total > 0, JSON.stringify(query))
+    t.deepEqual(await answer(inWorker, query), expected, JSON.stringify(query))
+  }
+})
+
+test.serial('a search right after an acknowledged registration finds it', async t => {
+  const res = await http(inWorker.url, 'POST', '/v1/entities', {
+    body: specRegistration(dev, agent(dev, 20), {
+      name: 'Glacier Watcher',
+      category: 'data',
+      tags: ['ice'],
+      summary: 'Tracks glacier retreat'
+    })
+  })
+  t.is(res.status, 201)
+  const found = await search(inWorker, { query: 'glacier' })
+  t.deepEqual(
+    found.body.results.map((r: { name: string }) => r.name),
+    ['Glacier Watcher']
+  )
+})
+
+test.serial('a lost search worker is rebuilt from the store; the queries it held run again', async t => {
+  const query = { query: 'legal documents' }
+  const before = await answer(inWorker, query)
+  const index = (inWorker.node.search as unknown as { index: { worker: Worker } }).index
+  const inFlight = Array.from({ length: 5 }, () => answer(inWorker, query))
+  await index.worker.terminate()
+  // They are answered (by text until the new index has its vectors back, which come from the embedder).
+  for (const result of await Promise.all(inFlight)) t.true(result.results.length > 0)
+  t.not((inWorker.node.search as unknown as { index: unknown }).index, index, 'a new index')
+  await inWorker.node.search.idle()
+  t.deepEqual(await answer(inWorker, query), before)
+})
