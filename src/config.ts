@@ -515,6 +515,13 @@ const TABLE = [
     doc: "How text and semantic relevance combine: weighted (the spec's weighted sum of normalised scores) or rrf (reciprocal rank fusion, k = 60); a request may override it."
   },
   {
+    key: 'search.query_expansion',
+    kind: 'boolean',
+    default: true,
+    flag: 'query-expansion',
+    doc: "Add to a query the words of the indexed records nearest its own in the shipped word vectors (at most 20, weighted below the query's words), so a query worded differently from a record can still match it by text."
+  },
+  {
     key: 'search.worker',
     kind: 'boolean',
     default: true,

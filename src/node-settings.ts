@@ -91,7 +91,8 @@ export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): Searc
     fusion: s.fusion,
     federation: { maxPeers: s.federation_max_peers, timeoutMs: s.federation_timeout_ms },
     termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms },
-    worker: s.worker
+    worker: s.worker,
+    queryExpansion: s.query_expansion
   }
 }
 

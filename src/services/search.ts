@@ -8,6 +8,7 @@ import { RegistryError, invalidField } from '../errors.js'
 import { ID_PATTERNS } from '../identity/ids.js'
 import { analyze, analyzeQuery } from '../search/analyzer.js'
 import type { Embedder } from '../search/embedders/embedder.js'
+import { QueryExpander } from '../search/query-expansion.js'
 import type { Fusion, RankingWeights } from '../search/ranking.js'
 import type { EngineQuery, SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
@@ -53,6 +54,8 @@ export interface SearchSettings {
   termFilter: { falsePositiveRate: number; rebuildIntervalMs: number }
   /** The engine in a worker thread (true) or on the HTTP thread. */
   worker: boolean
+  /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
+  queryExpansion: boolean
 }
 
 /** The request fields a local search reads: from POST /v1/search or from a peer. */
@@ -179,6 +182,7 @@ export class SearchService {
   /** Developers whose trust part the index holds. */
   private readonly knownDevelopers = new Set<string>()
   private workerLosses = 0
+  private expander: QueryExpander | null
   /** Terms of this node's home records, as the filter peers route federated queries by. */
   readonly homeTerms: HomeTermSummary
   private federation: FederatedSearch | null = null
@@ -191,6 +195,7 @@ export class SearchService {
 
   constructor(private readonly c: SearchComponents) {
     this.index = this.createIndex()
+    this.expander = this.createExpander()
     this.now = c.now ?? (() => new Date())
     const tf = c.search.termFilter
     this.homeTerms = new HomeTermSummary({
@@ -258,6 +263,10 @@ export class SearchService {
     return new WorkerSearchIndex(dimension, err => this.rebuild(err))
   }
 
+  private createExpander(): QueryExpander | null {
+    return this.c.search.queryExpansion ? new QueryExpander() : null
+  }
+
   /** A lost worker took the index with it: a new one is built from the store, as at start. */
   private rebuild(err: Error): void {
     this.workerLosses++
@@ -266,6 +275,7 @@ export class SearchService {
       'search worker lost; rebuilding the index from the store'
     )
     this.index = this.createIndex()
+    this.expander = this.createExpander()
     this.knownDevelopers.clear()
     for (const record of this.c.store.allEntities()) this.indexRecord(record)
   }
@@ -304,6 +314,7 @@ export class SearchService {
     if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
       this.refreshDeveloper(record.developer_id)
     const fields = documentFields(record)
+    this.expander?.addDocument(fields)
     this.apply({ op: 'upsert', doc: searchDocument(record, this.c.liveness?.current(record.entity_id)), fields })
     this.homeTerms.update(record, fields)
     this.pending.set(record.entity_id, embeddingText(record))
@@ -448,7 +459,8 @@ export class SearchService {
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
     const { matchesNothing, ...filters } = this.filters(body)
     const only = matchesNothing || onlyEntity === null ? [] : onlyEntity === undefined ? undefined : [onlyEntity]
-    const analyzed = analyzeQuery(body.query ?? '')
+    const words = analyzeQuery(body.query ?? '')
+    const analyzed = this.expander ? this.expander.expand(words) : words
     let vector: Float32Array | null = null
     let semantic = 'used'
     if (analyzed.terms.length > 0) {
