@@ -371,7 +371,7 @@ const TABLE = [
   {
     key: 'search.dimension',
     kind: 'integer',
-    default: 256,
+    default: 128,
     flag: 'embedding-dimension',
     min: 8,
     max: 8192,

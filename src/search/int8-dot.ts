@@ -1,23 +1,40 @@
 /**
  * Dot products of one int8 query against many int8 vectors, the inner loop of the semantic scan.
  *
- * The kernel is a WebAssembly SIMD function assembled below from its bytes (no toolchain, no binary
- * file): per vector it sign-extends 16 int8 lanes to int16 and accumulates `i32x4.dot_i16x8_s`,
- * then writes the int32 sum. Vectors are stored with a stride rounded up to 16 bytes (zero padded),
- * in the module's own memory, so a query reads 1 byte per dimension instead of 4 (float32) and
- * does 16 multiply-adds per instruction. A plain JavaScript loop computes the same sums where
- * WebAssembly SIMD is unavailable; the tests check that both agree.
+ * The kernels are WebAssembly SIMD functions assembled below from their bytes (no toolchain, no
+ * binary file): per vector they sign-extend 16 int8 lanes to int16 and accumulate
+ * `i32x4.dot_i16x8_s`. Vectors are stored with a stride rounded up to 16 bytes (zero padded), in
+ * the module's own memory, so a query reads 1 byte per dimension instead of 4 (float32) and does 16
+ * multiply-adds per instruction. A plain JavaScript loop computes the same where WebAssembly SIMD
+ * is unavailable; the tests check that both agree.
  *
- * The function, in the text format:
+ * Two functions, in the text format:
  *   (func (export "scan") (param $vec i32) (param $count i32) (param $stride i32) (param $q i32) (param $out i32)
- *     (local $i i32) (local $j i32) (local $acc v128) (local $a v128) (local $b v128)
- *     for i < count:  acc = 0; for j < stride step 16: a = load(vec + j); b = load(q + j)
- *                       acc += dot(extend_low(a), extend_low(b)) + dot(extend_high(a), extend_high(b))
- *                     out[i] = acc[0] + acc[1] + acc[2] + acc[3];  vec += stride
+ *     for i < count:  out[i] = dot(vec, q) as int32;  vec += stride
+ *   (func (export "similar") (param $vec i32) (param $count i32) (param $stride i32) (param $q i32) (param $out i32)
+ *                            (param $scales i32) (param $qscale f32) (param $min f32) (param $above i32) (result i32)
+ *     found = 0
+ *     for i < count:  sim = f32(dot(vec, q)) × scales[i] × qscale;  out[i] = sim
+ *                     above[found] = i;  found += sim >= min;  vec += stride
+ *     return found
+ *   where dot(vec, q): acc = 0; for j < stride step 16: a = load(vec + j); b = load(q + j)
+ *                        acc += dot(extend_low(a), extend_low(b)) + dot(extend_high(a), extend_high(b))
+ *                      acc[0] + acc[1] + acc[2] + acc[3]
+ * `similar` turns the dot products into cosine similarities and lists those reaching `min` in the
+ * same pass: done in JavaScript over the int32 output, that pass cost a third of the scan.
  */
 
 const LOCAL_GET = 0x20
 const LOCAL_SET = 0x21
+const I32_CONST = 0x41
+const I32_ADD = 0x6a
+const I32_SHL = 0x74
+const I32_STORE = [0x36, 0x02, 0x00]
+const F32_LOAD = [0x2a, 0x02, 0x00]
+const F32_STORE = [0x38, 0x02, 0x00]
+const F32_GE = 0x60
+const F32_MUL = 0x94
+const F32_CONVERT_I32_S = 0xb2
 const SIMD = 0xfd
 const V128_LOAD = [SIMD, 0x00, 0x00, 0x00]
 const EXTEND_LOW_S = [SIMD, 0x87, 0x01]
@@ -25,17 +42,35 @@ const EXTEND_HIGH_S = [SIMD, 0x88, 0x01]
 const DOT_I16X8_S = [SIMD, 0xba, 0x01]
 const I32X4_ADD = [SIMD, 0xae, 0x01]
 const extractLane = (lane: number) => [SIMD, 0x1b, lane]
-const [VEC, COUNT, STRIDE, Q, OUT, I, J, ACC, A, B] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+const get = (i: number) => [LOCAL_GET, i]
+const set = (i: number) => [LOCAL_SET, i]
+/** The address base + 4 · index. */
+const element = (base: number, index: number) => [...get(base), ...get(index), I32_CONST, 0x02, I32_SHL, I32_ADD]
 
-function scanFunctionBody(): number[] {
-  const get = (i: number) => [LOCAL_GET, i]
-  const set = (i: number) => [LOCAL_SET, i]
-  const code = [
+// Parameters shared by both functions, then each one's own.
+const [VEC, COUNT, STRIDE, Q, OUT] = [0, 1, 2, 3, 4]
+const [SCALES, QSCALE, MIN, ABOVE] = [5, 6, 7, 8]
+
+/** The locals of the loop over the vectors: i, j (i32) and acc, a, b (v128). */
+interface Locals {
+  i: number
+  j: number
+  acc: number
+  a: number
+  b: number
+}
+
+/**
+ * The loop over the vectors: for each, the int32 dot product with the query is left on the stack
+ * for `store` (which must consume it), then vec moves on by the stride.
+ */
+function vectorLoop({ i, j, acc, a, b }: Locals, store: number[]): number[] {
+  return [
     0x02,
     0x40,
     0x03,
     0x40, // block, loop
-    ...get(I),
+    ...get(i),
     ...get(COUNT),
     0x4f,
     0x0d,
@@ -43,89 +78,126 @@ function scanFunctionBody(): number[] {
     SIMD,
     0x0c,
     ...new Array<number>(16).fill(0),
-    ...set(ACC), // acc = 0
-    0x41,
+    ...set(acc), // acc = 0
+    I32_CONST,
     0x00,
-    ...set(J), // j = 0
+    ...set(j), // j = 0
     0x02,
     0x40,
     0x03,
     0x40,
-    ...get(J),
+    ...get(j),
     ...get(STRIDE),
     0x4f,
     0x0d,
     0x01, // if j >= stride break
     ...get(VEC),
-    ...get(J),
-    0x6a,
+    ...get(j),
+    I32_ADD,
     ...V128_LOAD,
-    ...set(A),
+    ...set(a),
     ...get(Q),
-    ...get(J),
-    0x6a,
+    ...get(j),
+    I32_ADD,
     ...V128_LOAD,
-    ...set(B),
-    ...get(ACC),
-    ...get(A),
+    ...set(b),
+    ...get(acc),
+    ...get(a),
     ...EXTEND_LOW_S,
-    ...get(B),
+    ...get(b),
     ...EXTEND_LOW_S,
     ...DOT_I16X8_S,
     ...I32X4_ADD,
-    ...get(A),
+    ...get(a),
     ...EXTEND_HIGH_S,
-    ...get(B),
+    ...get(b),
     ...EXTEND_HIGH_S,
     ...DOT_I16X8_S,
     ...I32X4_ADD,
-    ...set(ACC),
-    ...get(J),
-    0x41,
+    ...set(acc),
+    ...get(j),
+    I32_CONST,
     0x10,
-    0x6a,
-    ...set(J), // j += 16
+    I32_ADD,
+    ...set(j), // j += 16
     0x0c,
     0x00,
     0x0b,
     0x0b, // br loop, end, end
-    ...get(OUT),
-    ...get(I),
-    0x41,
-    0x02,
-    0x74,
-    0x6a, // address out + 4i
-    ...get(ACC),
+    ...get(acc),
     ...extractLane(0),
-    ...get(ACC),
+    ...get(acc),
     ...extractLane(1),
-    0x6a,
-    ...get(ACC),
+    I32_ADD,
+    ...get(acc),
     ...extractLane(2),
-    0x6a,
-    ...get(ACC),
+    I32_ADD,
+    ...get(acc),
     ...extractLane(3),
-    0x6a,
-    0x36,
-    0x02,
-    0x00, // i32.store
+    I32_ADD, // the dot product, for `store`
+    ...store,
     ...get(VEC),
     ...get(STRIDE),
-    0x6a,
+    I32_ADD,
     ...set(VEC), // vec += stride
-    ...get(I),
-    0x41,
+    ...get(i),
+    I32_CONST,
     0x01,
-    0x6a,
-    ...set(I), // i += 1
+    I32_ADD,
+    ...set(i), // i += 1
     0x0c,
     0x00,
     0x0b,
-    0x0b, // br loop, end, end
-    0x0b // end of function
+    0x0b // br loop, end, end
   ]
-  const locals = [0x02, 0x02, 0x7f, 0x03, 0x7b] // 2 × i32, 3 × v128
-  return [...uleb(locals.length + code.length), ...locals, ...code]
+}
+
+/** A function body: its local declarations (groups of [count, type]), its code and the final `end`. */
+function body(locals: number[], code: number[]): number[] {
+  const declared = [locals.length / 2, ...locals]
+  return [...uleb(declared.length + code.length + 1), ...declared, ...code, 0x0b]
+}
+
+const I32_TYPE = 0x7f
+const F32_TYPE = 0x7d
+const V128_TYPE = 0x7b
+
+function scanBody(): number[] {
+  // After the 5 parameters: i, j, dot (i32); acc, a, b (v128).
+  const locals = { i: 5, j: 6, acc: 8, a: 9, b: 10 }
+  const DOT = 7
+  // i32.store takes the address below the value: the dot product is set aside while the address is pushed.
+  const store = [...set(DOT), ...element(OUT, locals.i), ...get(DOT), ...I32_STORE]
+  return body([0x03, I32_TYPE, 0x03, V128_TYPE], vectorLoop(locals, store))
+}
+
+function similarBody(): number[] {
+  // After the 9 parameters: i, j, found (i32); acc, a, b (v128); sim (f32).
+  const locals = { i: 9, j: 10, acc: 12, a: 13, b: 14 }
+  const FOUND = 11
+  const SIM = 15
+  const store = [
+    F32_CONVERT_I32_S,
+    ...element(SCALES, locals.i),
+    ...F32_LOAD,
+    F32_MUL,
+    ...get(QSCALE),
+    F32_MUL,
+    ...set(SIM), // sim = f32(dot) × scales[i] × qscale
+    ...element(OUT, locals.i),
+    ...get(SIM),
+    ...F32_STORE, // out[i] = sim
+    ...element(ABOVE, FOUND),
+    ...get(locals.i),
+    ...I32_STORE, // above[found] = i
+    ...get(FOUND),
+    ...get(SIM),
+    ...get(MIN),
+    F32_GE,
+    I32_ADD,
+    ...set(FOUND) // found += sim >= min
+  ]
+  return body([0x03, I32_TYPE, 0x03, V128_TYPE, 0x01, F32_TYPE], [...vectorLoop(locals, store), ...get(FOUND)])
 }
 
 function uleb(n: number): number[] {
@@ -146,6 +218,7 @@ function section(id: number, content: number[]): number[] {
 const ascii = (s: string) => [s.length, ...Array.from(s, c => c.charCodeAt(0))]
 
 function moduleBytes(): Uint8Array<ArrayBuffer> {
+  const [I32, F32] = [I32_TYPE, F32_TYPE]
   return new Uint8Array([
     0x00,
     0x61,
@@ -155,30 +228,49 @@ function moduleBytes(): Uint8Array<ArrayBuffer> {
     0x00,
     0x00,
     0x00,
-    ...section(1, [0x01, 0x60, 0x05, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x00]), // type: (i32 × 5) → ()
+    ...section(1, [
+      0x02,
+      ...[0x60, 0x05, I32, I32, I32, I32, I32, 0x00], // type 0: (i32 × 5) → ()
+      ...[0x60, 0x09, I32, I32, I32, I32, I32, I32, F32, F32, I32, 0x01, I32] // type 1: (i32 × 6, f32, f32, i32) → i32
+    ]),
     ...section(2, [0x01, ...ascii('env'), ...ascii('memory'), 0x02, 0x00, 0x01]), // import memory, min 1 page
-    ...section(3, [0x01, 0x00]), // one function of type 0
-    ...section(7, [0x01, ...ascii('scan'), 0x00, 0x00]), // export it as "scan"
-    ...section(10, [0x01, ...scanFunctionBody()])
+    ...section(3, [0x02, 0x00, 0x01]), // two functions, of types 0 and 1
+    ...section(7, [0x02, ...ascii('scan'), 0x00, 0x00, ...ascii('similar'), 0x00, 0x01]),
+    ...section(10, [0x02, ...scanBody(), ...similarBody()])
   ])
 }
 
 type ScanFunction = (vec: number, count: number, stride: number, q: number, out: number) => void
+type SimilarFunction = (
+  vec: number,
+  count: number,
+  stride: number,
+  q: number,
+  out: number,
+  scales: number,
+  queryScale: number,
+  min: number,
+  above: number
+) => number
 
 const PAGE = 65_536
 
 /**
- * Int8 vectors in one growable memory, with the query and the output next to them:
+ * Int8 vectors and their scales in one growable memory, with the query and the outputs next to them:
  *   [query: stride bytes][vectors: capacity × stride bytes][output: capacity × 4 bytes]
- * The layout is rebuilt (vectors copied) when the capacity grows.
+ *   [scales: capacity × 4 bytes][above: capacity × 4 bytes]
+ * The layout is rebuilt (vectors and scales copied) when the capacity grows.
  */
 export class Int8Matrix {
   readonly stride: number
   private memory: WebAssembly.Memory
-  private scanKernel: ScanFunction | null
+  private kernels: { scan: ScanFunction; similar: SimilarFunction } | null
   private capacity = 0
   private bytes!: Int8Array
   private output!: Int32Array
+  private similarities!: Float32Array
+  private scales!: Float32Array
+  private above!: Int32Array
 
   constructor(
     readonly dimension: number,
@@ -186,13 +278,18 @@ export class Int8Matrix {
   ) {
     this.stride = Math.ceil(dimension / 16) * 16
     this.memory = new WebAssembly.Memory({ initial: 1 })
-    this.scanKernel = options.simd === false ? null : compileKernel(this.memory)
+    this.kernels = options.simd === false ? null : compileKernels(this.memory)
     this.grow(1024)
+  }
+
+  /** Slots the memory has room for. */
+  get slotCapacity(): number {
+    return this.capacity
   }
 
   /** Whether the WebAssembly SIMD kernel is in use (else the JavaScript loop). */
   get simd(): boolean {
-    return this.scanKernel !== null
+    return this.kernels !== null
   }
 
   private get vectorsOffset(): number {
@@ -200,6 +297,12 @@ export class Int8Matrix {
   }
   private get outputOffset(): number {
     return this.stride + this.capacity * this.stride
+  }
+  private get scalesOffset(): number {
+    return this.outputOffset + this.capacity * 4
+  }
+  private get aboveOffset(): number {
+    return this.scalesOffset + this.capacity * 4
   }
 
   /** Makes room for `slots` vectors. */
@@ -213,43 +316,102 @@ export class Int8Matrix {
   private grow(capacity: number): void {
     const old =
       this.capacity > 0
-        ? new Int8Array(this.memory.buffer, this.vectorsOffset, this.capacity * this.stride).slice()
+        ? {
+            vectors: new Int8Array(this.memory.buffer, this.vectorsOffset, this.capacity * this.stride).slice(),
+            scales: this.scales.slice()
+          }
         : null
-    const needed = this.stride + capacity * this.stride + capacity * 4
+    const needed = this.stride + capacity * this.stride + capacity * 12
     const pages = Math.ceil(needed / PAGE) - this.memory.buffer.byteLength / PAGE
     if (pages > 0) this.memory.grow(pages)
     this.capacity = capacity
-    this.bytes = new Int8Array(this.memory.buffer)
-    this.output = new Int32Array(this.memory.buffer, this.outputOffset, capacity)
-    if (old) this.bytes.set(old, this.vectorsOffset)
+    const { buffer } = this.memory
+    this.bytes = new Int8Array(buffer)
+    this.output = new Int32Array(buffer, this.outputOffset, capacity)
+    this.similarities = new Float32Array(buffer, this.outputOffset, capacity)
+    this.scales = new Float32Array(buffer, this.scalesOffset, capacity)
+    this.above = new Int32Array(buffer, this.aboveOffset, capacity)
+    this.scales.fill(0)
+    if (old) {
+      this.bytes.set(old.vectors, this.vectorsOffset)
+      this.scales.set(old.scales)
+    }
   }
 
-  /** Stores `values` (already quantised, length = dimension) at `slot`. */
-  set(slot: number, values: Int8Array): void {
+  /** Stores `values` (already quantised, length = dimension) at `slot`, and the scale that maps them back. */
+  set(slot: number, values: Int8Array, scale = 1): void {
     this.ensure(slot + 1)
     const at = this.vectorsOffset + slot * this.stride
     this.bytes.set(values, at)
     this.bytes.fill(0, at + values.length, at + this.stride)
+    this.scales[slot] = scale
+  }
+
+  /** The scale stored with the slot's vector (0: removed or never set). */
+  scale(slot: number): number {
+    return slot < this.capacity ? (this.scales[slot] as number) : 0
+  }
+
+  /** Sets the slot's scale to 0, so its similarities are 0. */
+  clear(slot: number): void {
+    if (slot < this.capacity) this.scales[slot] = 0
+  }
+
+  private setQuery(query: Int8Array): void {
+    this.bytes.set(query, 0)
+    this.bytes.fill(0, query.length, this.stride)
   }
 
   /** Dot products of `query` with the vectors in slots [0, count); the result is a view, valid until the next call. */
   scan(query: Int8Array, count: number): Int32Array {
     this.ensure(count)
-    this.bytes.set(query, 0)
-    this.bytes.fill(0, query.length, this.stride)
-    if (this.scanKernel) {
-      this.scanKernel(this.vectorsOffset, count, this.stride, 0, this.outputOffset)
+    this.setQuery(query)
+    if (this.kernels) {
+      this.kernels.scan(this.vectorsOffset, count, this.stride, 0, this.outputOffset)
     } else {
-      const v = this.bytes
       const out = this.output
-      for (let i = 0; i < count; i++) {
-        const base = this.vectorsOffset + i * this.stride
-        let sum = 0
-        for (let d = 0; d < query.length; d++) sum += (v[base + d] as number) * (query[d] as number)
-        out[i] = sum
-      }
+      for (let i = 0; i < count; i++) out[i] = this.dot(query, i)
     }
     return this.output.subarray(0, count)
+  }
+
+  /**
+   * Similarities (dot × the slot's scale × `queryScale`) of `query` with slots [0, count), and the
+   * slots whose similarity reaches `min`, in order; both are views, valid until the next call.
+   */
+  similar(
+    query: Int8Array,
+    queryScale: number,
+    count: number,
+    min: number
+  ): { similarities: Float32Array; above: Int32Array } {
+    this.ensure(count)
+    this.setQuery(query)
+    let found = 0
+    if (this.kernels) {
+      found = this.kernels.similar(
+        this.vectorsOffset,
+        count,
+        this.stride,
+        0,
+        this.outputOffset,
+        this.scalesOffset,
+        queryScale,
+        min,
+        this.aboveOffset
+      )
+    } else {
+      const { similarities, scales, above } = this
+      // Math.fround: the same float32 arithmetic as the kernel's.
+      const qscale = Math.fround(queryScale)
+      const least = Math.fround(min)
+      for (let i = 0; i < count; i++) {
+        const similarity = Math.fround(Math.fround(this.dot(query, i) * (scales[i] as number)) * qscale)
+        similarities[i] = similarity
+        if (similarity >= least) above[found++] = i
+      }
+    }
+    return { similarities: this.similarities.subarray(0, count), above: this.above.subarray(0, found) }
   }
 
   /**
@@ -257,13 +419,12 @@ export class Int8Matrix {
    * returned view (the other entries are stale); valid until the next call.
    */
   scanSlots(query: Int8Array, slots: ArrayLike<number>): Int32Array {
-    this.bytes.set(query, 0)
-    this.bytes.fill(0, query.length, this.stride)
+    this.setQuery(query)
     const out = this.output
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as number
-      if (this.scanKernel)
-        this.scanKernel(this.vectorsOffset + slot * this.stride, 1, this.stride, 0, this.outputOffset + slot * 4)
+      if (this.kernels)
+        this.kernels.scan(this.vectorsOffset + slot * this.stride, 1, this.stride, 0, this.outputOffset + slot * 4)
       else out[slot] = this.dot(query, slot)
     }
     return out
@@ -279,11 +440,11 @@ export class Int8Matrix {
   }
 }
 
-function compileKernel(memory: WebAssembly.Memory): ScanFunction | null {
+function compileKernels(memory: WebAssembly.Memory): { scan: ScanFunction; similar: SimilarFunction } | null {
   const bytes = moduleBytes()
   if (!WebAssembly.validate(bytes)) return null
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
-  return instance.exports.scan as ScanFunction
+  const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
+  return { scan: exports.scan as ScanFunction, similar: exports.similar as SimilarFunction }
 }
 
 /**

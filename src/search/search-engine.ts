@@ -280,7 +280,7 @@ export class SearchEngine {
       if (q.vector !== null && visit !== null && visit.length * 4 < slotCount) {
         semantic = this.vectors.scanSlots(q.vector, visit, slotCount)
       } else if (q.vector !== null) {
-        const scanned = this.vectors.scanAbove(q.vector, slotCount, q.minSemantic, this.visitBuffer)
+        const scanned = this.vectors.scanAbove(q.vector, slotCount, q.minSemantic)
         semantic = scanned.similarities
         // No shorter list: the candidates are the text matches and the documents similar enough.
         if (visit === null) visit = this.union(touched, scanned.above)
@@ -292,7 +292,7 @@ export class SearchEngine {
     }
   }
 
-  /** The text matches, then the slots of `above` that are not among them, in one list (in place of `above`'s buffer). */
+  /** The text matches, then the slots of `above` that are not among them, in one list (in the visit buffer). */
   private union(touched: Int32Array, above: Int32Array): Int32Array {
     const out = this.visitBuffer
     const textScores = this.textScores

@@ -12,7 +12,6 @@ import { Int8Matrix, quantize } from './int8-dot.js'
 
 export class VectorIndex {
   private readonly matrix: Int8Matrix
-  private scales = new Float32Array(1024)
   private similarities = new Float32Array(1024)
   private readonly buffer: Int8Array
 
@@ -31,44 +30,27 @@ export class VectorIndex {
   set(slot: number, vector: Float32Array): void {
     if (vector.length !== this.dimension)
       throw new RangeError(`vector of ${vector.length} dimensions, index has ${this.dimension}`)
-    this.ensure(slot + 1)
     const { values, scale } = quantize(vector, this.buffer)
-    this.matrix.set(slot, values)
-    this.scales[slot] = scale
+    this.matrix.set(slot, values, scale)
   }
 
   /** A removed (or never embedded) slot has scale 0, so its similarity is 0. */
   remove(slot: number): void {
-    if (slot < this.scales.length) this.scales[slot] = 0
+    this.matrix.clear(slot)
   }
 
   /** Cosine similarities of `query` with slots [0, count); a view valid until the next call. */
   scan(query: Float32Array, count: number): Float32Array {
-    return this.scanAbove(query, count, Infinity, new Int32Array(0)).similarities
+    return this.scanAbove(query, count, Number.POSITIVE_INFINITY).similarities
   }
 
   /**
-   * Like `scan`, and also lists the slots whose similarity reaches `min` into `into` (which must
-   * hold `count`); `above` is the filled part.
+   * Like `scan`, and also lists the slots whose similarity reaches `min`, in order; both are views
+   * valid until the next call.
    */
-  scanAbove(
-    query: Float32Array,
-    count: number,
-    min: number,
-    into: Int32Array
-  ): { similarities: Float32Array; above: Int32Array } {
-    this.ensure(count)
+  scanAbove(query: Float32Array, count: number, min: number): { similarities: Float32Array; above: Int32Array } {
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
-    const dots = this.matrix.scan(values, count)
-    const out = this.similarities
-    const scales = this.scales
-    let found = 0
-    for (let i = 0; i < count; i++) {
-      const similarity = (dots[i] as number) * (scales[i] as number) * scale
-      out[i] = similarity
-      if (similarity >= min) into[found++] = i
-    }
-    return { similarities: out.subarray(0, count), above: into.subarray(0, found) }
+    return this.matrix.similar(values, scale, count, min)
   }
 
   /**
@@ -76,33 +58,23 @@ export class VectorIndex {
    * the returned view; the other entries are stale. Cheaper than `scan` for a small share of slots.
    */
   scanSlots(query: Float32Array, slots: ArrayLike<number>, count: number): Float32Array {
-    this.ensure(count)
+    this.matrix.ensure(count)
+    if (this.similarities.length < count) this.similarities = new Float32Array(this.matrix.slotCapacity)
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
     const dots = this.matrix.scanSlots(values, slots)
     const out = this.similarities
-    const scales = this.scales
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as number
-      out[slot] = (dots[slot] as number) * (scales[slot] as number) * scale
+      out[slot] = (dots[slot] as number) * this.matrix.scale(slot) * scale
     }
     return out.subarray(0, count)
   }
 
   /** Cosine similarity of `query` with one slot. */
   similarity(slot: number, query: Float32Array): number {
-    if (slot >= this.scales.length || this.scales[slot] === 0) return 0
+    const rowScale = this.matrix.scale(slot)
+    if (rowScale === 0) return 0
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
-    return this.matrix.dot(values, slot) * (this.scales[slot] as number) * scale
-  }
-
-  private ensure(slots: number): void {
-    this.matrix.ensure(slots)
-    if (slots <= this.scales.length) return
-    let size = this.scales.length
-    while (size < slots) size *= 2
-    const scales = new Float32Array(size)
-    scales.set(this.scales)
-    this.scales = scales
-    this.similarities = new Float32Array(size)
+    return this.matrix.dot(values, slot) * rowScale * scale
   }
 }

@@ -4,6 +4,11 @@ import { ANALYZER_FINGERPRINT, analyze } from '../../src/search/analyzer.js'
 import { dot, l2normalize } from '../../src/search/embedders/embedder.js'
 import { hash32, HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
 import { WORD_VECTORS_URL, WordVectors, wordVectors } from '../../src/search/word-vectors.js'
+import { defaultConfig } from '../../src/config.js'
+
+/** The node's default dimension, and where its word part starts. */
+const DIMENSION = defaultConfig().search.dimension
+const HASHED = DIMENSION - Math.min(64, DIMENSION / 2)
 
 const norm = (v: Float32Array): number => Math.sqrt(dot(v, v))
 const nonZero = (v: Float32Array): string[] =>
@@ -13,8 +18,7 @@ const nonZero = (v: Float32Array): string[] =>
 const TABLE_ID = '3b41e4c7aa73'
 
 test('id and dimension', t => {
-  t.is(new HashEmbedder().dimension, 256)
-  t.is(new HashEmbedder().id, `hash-v2:256:${ANALYZER_FINGERPRINT}:${TABLE_ID}`)
+  t.is(new HashEmbedder(DIMENSION).id, `hash-v2:${DIMENSION}:${ANALYZER_FINGERPRINT}:${TABLE_ID}`)
   t.is(new HashEmbedder(1024).id, `hash-v2:1024:${ANALYZER_FINGERPRINT}:${TABLE_ID}`)
 })
 
@@ -59,8 +63,8 @@ test('dimension must be a power of two from 64 to 4096', async t => {
 
 test('deterministic: same text, same vector, across instances and with fixed hashes', async t => {
   const texts = ['Translates documents between 40 languages', 'weather forecast', '']
-  const a = await new HashEmbedder().embed(texts)
-  const b = await new HashEmbedder().embed(texts)
+  const a = await new HashEmbedder(DIMENSION).embed(texts)
+  const b = await new HashEmbedder(DIMENSION).embed(texts)
   t.deepEqual(a, b)
   // pinned values: a change here changes every stored vector (bump the id's version)
   t.is(hash32(''), 2872998923)
@@ -79,23 +83,25 @@ test('deterministic: same text, same vector, across instances and with fixed has
 })
 
 test("the cosine is half the hashed parts' and half the word parts'; no known word: the hashed part alone", t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const a = e.embedOne('translate legal contracts')
   const b = e.embedOne('contracts for lawyers')
   const part = (v: Float32Array, from: number, to: number) => {
     const p = v.slice(from, to)
     return l2normalize(p)
   }
-  const expected = 0.5 * dot(part(a, 0, 192), part(b, 0, 192)) + 0.5 * dot(part(a, 192, 256), part(b, 192, 256))
+  const expected =
+    0.5 * dot(part(a, 0, HASHED), part(b, 0, HASHED)) +
+    0.5 * dot(part(a, HASHED, DIMENSION), part(b, HASHED, DIMENSION))
   t.true(Math.abs(dot(a, b) - expected) < 1e-5)
   // made-up words: no row in the table, so the vector is hashed features only, at unit length
   const unknown = e.embedOne('xqzvw plkjh')
-  t.true(unknown.subarray(192).every(x => x === 0))
+  t.true(unknown.subarray(HASHED).every(x => x === 0))
   t.true(Math.abs(norm(unknown) - 1) < 1e-6)
 })
 
 test('vectors are L2-normalised; text with nothing to embed gives a zero vector', async t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const [a, b, empty, stop, punct] = await e.embed([
     'Doc Translator',
     'A very long summary '.repeat(50),
@@ -120,7 +126,7 @@ test('l2normalize works in place, zero stays zero; dot checks lengths', t => {
 })
 
 test('paraphrases through synonyms are closer than unrelated texts', async t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const cases: [string, string, string][] = [
     ['summary of documents', 'summarize PDFs', 'weather forecast for Paris'],
     ['photo editing tool', 'picture editing tool', 'flight booking tool'],
@@ -134,7 +140,7 @@ test('paraphrases through synonyms are closer than unrelated texts', async t => 
     const [va, vb, vc] = await e.embed([a, b, c])
     const para = dot(va!, vb!)
     const other = dot(va!, vc!)
-    // per case only ">" : at 256 dimensions one hash collision moves a cosine by ~0.25
+    // per case only ">" : one hash collision moves a cosine by ~0.25
     // ("photo"/"book" and "edit"/"schedul" share slots and signs: 0.667 vs 0.645)
     t.true(para > other, `${a} ~ ${b}: ${para.toFixed(3)} vs ${c}: ${other.toFixed(3)}`)
     margin += (para - other) / cases.length
@@ -146,7 +152,7 @@ test('paraphrases through synonyms are closer than unrelated texts', async t => 
 })
 
 test('paraphrases without a shared word or synonym are closer than unrelated texts (word vectors)', async t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const cases: [string, string, string][] = [
     ['write down what is said in recorded interviews', 'transcribe audio', 'cheap hotels in Rome'],
     ['find cheap airline tickets', 'low-cost flights', 'legal contract review'],
@@ -170,7 +176,7 @@ test('paraphrases without a shared word or synonym are closer than unrelated tex
 })
 
 test('unrelated texts: mean |cosine| stays near 1/sqrt(dimension)', async t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const words =
     'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu'.split(
       ' '
@@ -191,7 +197,7 @@ test('unrelated texts: mean |cosine| stays near 1/sqrt(dimension)', async t => {
 })
 
 test('bigrams make order count a little', async t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const [a, b] = await e.embed(['machine translation service', 'service translation machine'])
   const c = dot(a!, b!)
   t.true(c < 0.999 && c > 0.5, String(c))
@@ -199,7 +205,7 @@ test('bigrams make order count a little', async t => {
 
 // How fast: hash_embed_rate in `npm run bench:search:engine` (scripts/bench/search.ts), not a time limit here.
 test('a batch of 1,000 short texts gives each text its own vector, as one at a time', async t => {
-  const e = new HashEmbedder()
+  const e = new HashEmbedder(DIMENSION)
   const words = [
     'agent',
     'translates',
@@ -226,7 +232,7 @@ test('a batch of 1,000 short texts gives each text its own vector, as one at a t
   const vectors = await e.embed(texts)
   t.is(vectors.length, 1000)
   t.true(
-    vectors.every(v => v.length === 256 && Math.abs(norm(v) - 1) < 1e-6),
+    vectors.every(v => v.length === DIMENSION && Math.abs(norm(v) - 1) < 1e-6),
     'L2-normalised, of the dimension'
   )
   const bytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength)

@@ -25,6 +25,31 @@ test('the WebAssembly SIMD kernel is available and agrees with the JavaScript lo
   }
 })
 
+test('similarities and the slots above a threshold: the kernel and the JavaScript loop agree, in one pass', t => {
+  const dim = 256
+  const simd = new Int8Matrix(dim)
+  const plain = new Int8Matrix(dim, { simd: false })
+  const vectors = Array.from({ length: 3000 }, () => randomVector(dim))
+  vectors.forEach((v, i) => {
+    const { values, scale } = quantize(v)
+    simd.set(i, values, scale)
+    plain.set(i, values, scale)
+  })
+  simd.clear(5)
+  plain.clear(5)
+  const query = randomVector(dim)
+  const { values, scale } = quantize(query)
+  const fast = simd.similar(values, scale, vectors.length, 0.05)
+  const slow = plain.similar(values, scale, vectors.length, 0.05)
+  t.deepEqual([...fast.similarities], [...slow.similarities])
+  t.deepEqual([...fast.above], [...slow.above])
+  t.is(fast.similarities[5], 0, 'a cleared slot')
+  const expected = vectors.flatMap((_, i) => (i !== 5 && (fast.similarities[i] as number) >= 0.05 ? [i] : []))
+  t.deepEqual([...fast.above], expected)
+  t.true(Math.abs((fast.similarities[7] as number) - exactDot(vectors[7] as Float32Array, query)) < 0.01)
+  t.is(simd.similar(values, scale, vectors.length, Number.POSITIVE_INFINITY).above.length, 0)
+})
+
 test('vectors survive the memory growing', t => {
   const m = new Int8Matrix(32)
   const first = quantize(randomVector(32)).values.slice()

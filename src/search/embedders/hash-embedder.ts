@@ -58,7 +58,7 @@ export class HashEmbedder implements Embedder {
   private readonly words: WordVectors
   private readonly wordDimensions: number
 
-  constructor(dimension = 256) {
+  constructor(dimension: number) {
     if (!Number.isInteger(dimension) || dimension < 64 || dimension > 4096 || (dimension & (dimension - 1)) !== 0) {
       throw new RangeError(`hash embedder dimension must be a power of two from 64 to 4096, got ${dimension}`)
     }
