@@ -35,7 +35,6 @@ import {
   CAPABILITY_KEYS,
   type CapabilityFilter,
   type CapabilityValues,
-  type IndexChange,
   type IndexQuery,
   LocalSearchIndex,
   type SearchIndex
@@ -280,10 +279,6 @@ export class SearchService {
     for (const record of this.c.store.allEntities()) this.indexRecord(record)
   }
 
-  private apply(change: IndexChange): void {
-    this.index.apply(change)
-  }
-
   private reindex(id: string, committed?: EntityRecord): void {
     const record = committed ?? this.c.store.getEntity(id)
     if (record) this.indexRecord(record)
@@ -291,14 +286,14 @@ export class SearchService {
   }
 
   private unindex(id: string): void {
-    this.apply({ op: 'remove', entityId: id })
+    this.index.apply({ op: 'remove', entityId: id })
     this.homeTerms.remove(id)
   }
 
   private refreshLiveness(id: string): void {
     const live = this.c.liveness?.current(id)
     if (!live) return
-    this.apply({
+    this.index.apply({
       op: 'patch',
       entityId: id,
       change: {
@@ -315,7 +310,7 @@ export class SearchService {
       this.refreshDeveloper(record.developer_id)
     const fields = documentFields(record)
     this.expander?.addDocument(fields)
-    this.apply({ op: 'upsert', doc: searchDocument(record, this.c.liveness?.current(record.entity_id)), fields })
+    this.index.apply({ op: 'upsert', doc: searchDocument(record, this.c.liveness?.current(record.entity_id)), fields })
     this.homeTerms.update(record, fields)
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
@@ -347,7 +342,7 @@ export class SearchService {
       try {
         const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
         batch.forEach(([entityId], i) => {
-          this.apply({ op: 'vector', entityId, vector: vectors[i] as Float32Array })
+          this.index.apply({ op: 'vector', entityId, vector: vectors[i] as Float32Array })
         })
       } catch (err) {
         this.embedFailures += batch.length
@@ -628,7 +623,7 @@ export class SearchService {
     const developer = this.c.store.getDeveloper(developerId)
     const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
     this.knownDevelopers.add(developerId)
-    this.apply({ op: 'developer', developerId, part: developerTrustPart(developer, handle) })
+    this.index.apply({ op: 'developer', developerId, part: developerTrustPart(developer, handle) })
   }
 }
 
