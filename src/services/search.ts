@@ -455,7 +455,8 @@ export class SearchService {
     const { matchesNothing, ...filters } = this.filters(body)
     const only = matchesNothing || onlyEntity === null ? [] : onlyEntity === undefined ? undefined : [onlyEntity]
     const words = analyzeQuery(body.query ?? '')
-    const analyzed = this.expander ? this.expander.expand(words) : words
+    // Quotes ask for the exact words: a query with a quoted phrase is not expanded.
+    const analyzed = this.expander && words.phrases.length === 0 ? this.expander.expand(words) : words
     let vector: Float32Array | null = null
     let semantic = 'used'
     if (analyzed.terms.length > 0) {

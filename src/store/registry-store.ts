@@ -117,6 +117,15 @@ export interface WriteTransaction {
 const MAX_KEY_UNITS = 600
 const keyFits = (...parts: string[]): boolean => parts.reduce((n, p) => n + p.length, 0) <= MAX_KEY_UNITS
 
+/**
+ * Child transactions queued while a commit is being flushed all join the next batch transaction,
+ * whose dirty pages LMDB caps at 131,071 (MDB_TXN_FULL); past it the child's commit fails and
+ * lmdb-js throws an uncaught "Can not abort this transaction". Loading 1M entities at about 1,500/s
+ * reached it past 520k entities, when a slow flush let a batch grow. Beyond this many queued
+ * commits a write waits for one to finish (a registration dirties about 10 pages).
+ */
+const MAX_PENDING_COMMITS = 2048
+
 export class RegistryStore {
   private constructor(
     private readonly root: RootDatabase,
@@ -261,6 +270,17 @@ export class RegistryStore {
    */
   async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
     this.guard.check()
+    if (this.pendingCommits >= MAX_PENDING_COMMITS) await new Promise<void>(resolve => this.commitSlots.push(resolve))
+    this.pendingCommits++
+    try {
+      return await this.commitNow(fn)
+    } finally {
+      this.pendingCommits--
+      this.commitSlots.shift()?.()
+    }
+  }
+
+  private async commitNow<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
     const changes: CommittedOperations = { appended: [], dropped: [], subjects: new Set() }
     const done = this.root.childTransaction(() => {
       this.changes = changes
@@ -304,6 +324,9 @@ export class RegistryStore {
   }
 
   private changes: CommittedOperations | null = null
+  /** Commits queued with lmdb-js and not yet durable, and the ones waiting for room (MAX_PENDING_COMMITS). */
+  private pendingCommits = 0
+  private readonly commitSlots: (() => void)[] = []
   private readonly committedListeners = new Set<(changes: CommittedOperations) => void>()
 
   private readonly tx: WriteTransaction = {
