@@ -24,6 +24,9 @@
  * same pass: done in JavaScript over the int32 output, that pass cost a third of the scan.
  */
 
+const I32_TYPE = 0x7f
+const F32_TYPE = 0x7d
+const V128_TYPE = 0x7b
 const LOCAL_GET = 0x20
 const LOCAL_SET = 0x21
 const I32_CONST = 0x41
@@ -157,10 +160,6 @@ function body(locals: number[], code: number[]): number[] {
   const declared = [locals.length / 2, ...locals]
   return [...uleb(declared.length + code.length + 1), ...declared, ...code, 0x0b]
 }
-
-const I32_TYPE = 0x7f
-const F32_TYPE = 0x7d
-const V128_TYPE = 0x7b
 
 function scanBody(): number[] {
   // After the 5 parameters: i, j, dot (i32); acc, a, b (v128).
