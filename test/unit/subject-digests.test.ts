@@ -6,20 +6,11 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
-import type { Operation } from '../../src/store/records.js'
 import { DuplicateOperation, RegistryStore } from '../../src/store/registry-store.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
+import { statusOperation } from '../helpers/operations.js'
 
-const op = (subject: string, n: number): Operation => ({
-  kind: 'entity.status',
-  subject,
-  body: null,
-  path: null,
-  accepted_at: new Date(1_700_000_000_000 + n).toISOString(),
-  origin: 'registry',
-  auth: { carrier: 'node', signer: 'node', signature: `sig-${n}`, form: 'agent_status' },
-  node_signature: `node-sig-${subject}-${n}`
-})
+const op = statusOperation
 
 test('digests follow commits; recheck finds and repairs a digest that fell behind its log', async t => {
   const dir = await mkdtemp(join(tmpdir(), 'digests-'))
