@@ -55,9 +55,11 @@ export class QueryExpander {
   /** Rows seen in at least one record, in order of first appearance, and their int8 coordinates. */
   private vocabulary = new Int32Array(1024)
   private vocabularySize = 0
+  /**
+   * By vocabulary position: the row's int8 coordinates, stored with its scale / its vector's length
+   * as the row scale (cosine = dot × that × the query's scale / |query|).
+   */
   private readonly matrix: Int8Matrix
-  /** By vocabulary position: the row's scale / its vector's length (cosine = dot × this / |query|). */
-  private cosineFactors = new Float32Array(1024)
   private documents = 0
   /** Scratch: rows already counted for the current record, or in the current query. */
   private readonly mark: Uint32Array
@@ -102,15 +104,11 @@ export class QueryExpander {
       const rows = new Int32Array(at * 2)
       rows.set(this.vocabulary)
       this.vocabulary = rows
-      const factors = new Float32Array(at * 2)
-      factors.set(this.cosineFactors)
-      this.cosineFactors = factors
     }
     const { values, scale } = this.words.quantised(row)
     const norm = this.words.norm(row)
     this.vocabulary[at] = row
-    this.cosineFactors[at] = norm > 0 ? scale / norm : 0
-    this.matrix.set(at, values)
+    this.matrix.set(at, values, norm > 0 ? scale / norm : 0)
   }
 
   /**
@@ -141,15 +139,19 @@ export class QueryExpander {
     const bestSims = new Float64Array(k).fill(0)
     let found = 0
     const maxDf = Math.max(1, this.settings.maxDocumentShare * this.documents)
-    // Dot products of the (int8) query with every vocabulary row at once (WebAssembly SIMD).
+    // Cosines of the (int8) query with every vocabulary row, and the rows reaching the floor, in one
+    // WebAssembly SIMD pass.
     const { scale } = quantize(centroid, this.query)
-    const dots = this.matrix.scan(this.query, this.vocabularySize)
-    const factor = scale / length
-    for (let i = 0; i < this.vocabularySize; i++) {
-      const dot = dots[i] as number
-      if (dot <= 0) continue
-      const sim = dot * factor * (this.cosineFactors[i] as number)
-      if (sim < this.settings.minSimilarity || (found === k && sim <= (bestSims[k - 1] as number))) continue
+    const { similarities, above } = this.matrix.similar(
+      this.query,
+      scale / length,
+      this.vocabularySize,
+      this.settings.minSimilarity
+    )
+    for (let a = 0; a < above.length; a++) {
+      const i = above[a] as number
+      const sim = similarities[i] as number
+      if (found === k && sim <= (bestSims[k - 1] as number)) continue
       const row = this.vocabulary[i] as number
       if (this.mark[row] === stamp || (this.df[row] as number) > maxDf) continue
       let at = found < k ? found++ : k - 1
