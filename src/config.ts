@@ -214,15 +214,15 @@ const TABLE = [
   {
     key: 'p2p.origin_ops_per_second',
     kind: 'number',
-    default: 100,
+    default: 1_000,
     flag: 'origin-ops-per-second',
     min: 0,
-    doc: 'Operations per second taken from one other registry (bursts of 10 × this); beyond it they are rejected in gossip (a score penalty for the relaying peer) and taken later by sync. 0: no limit.'
+    doc: 'Operations per second taken from one other registry (bursts of 10 × this): at least the write rate an honest node may sustain. Beyond it gossip ignores them (not forwarded from here) and sync takes them later. 0: no limit.'
   },
   {
     key: 'p2p.developer_ops_per_second',
     kind: 'number',
-    default: 10,
+    default: 20,
     flag: 'developer-ops-per-second',
     min: 0,
     doc: "Operations per second taken from the mesh for one developer's records (bursts of 10 × this), as above. 0: no limit."

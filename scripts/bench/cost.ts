@@ -66,8 +66,21 @@ if (args.peer && args.p2p) {
 const nodes = b ? [a, b] : [a]
 
 const holds = async (node: NodeProcess, id: string) => (await fetch(`${node.url}/v1/entities/${id}`)).status === 200
-const agents = async (n: NodeProcess) =>
-  ((await (await fetch(`${n.url}/v1/network/status`)).json()) as { entities: { agents: number } }).entities.agents
+interface Status {
+  entities: { agents: number }
+  mesh: {
+    gossip?: {
+      published: number
+      messages_published: number
+      first_received: number
+      duplicates: number
+      lost: number
+      operations_received: Record<string, number>
+    }
+  }
+}
+const status = async (n: NodeProcess) => (await (await fetch(`${n.url}/v1/network/status`)).json()) as Status
+const agents = async (n: NodeProcess) => (await status(n)).entities.agents
 const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
 
 /** Offers `bodies` at `rate` per second (open loop); resolves with the latencies of the 201s and the count of others. */
@@ -92,18 +105,28 @@ async function offer(bodies: ReturnType<typeof take>, rate: number): Promise<{ l
   return { latencies, refused }
 }
 
-/** Waits until B holds as many agents as A (gossip may deliver out of order). */
-async function bHoldsAll(last: string): Promise<void> {
-  if (!b) return
+/**
+ * Waits until B holds as many agents as A (gossip may deliver out of order), at most 30 s after it
+ * holds the last one; resolves with how many it still lacks then.
+ */
+async function bHoldsAll(last: string): Promise<number> {
+  if (!b) return 0
   while (!(await holds(b, last))) await sleep(20)
   const expected = await agents(a)
-  for (let i = 0; i < 1500 && (await agents(b)) < expected; i++) await sleep(20)
+  const deadline = performance.now() + 30_000
+  let held = await agents(b)
+  while (held < expected && performance.now() < deadline) {
+    await sleep(20)
+    held = await agents(b)
+  }
+  return expected - held
 }
 
 // In service: the preload at a modest rate, until B holds it, then A settles (its DHT announcements
 // of home buckets are paced at 20 a second).
 await offer(preload, 500)
-await bHoldsAll(preload[preload.length - 1]!.id)
+const preloadMissing = await bHoldsAll(preload[preload.length - 1]!.id)
+if (preloadMissing > 0) report('preload_b_missing', preloadMissing, 'registrations 30 s after B held the last one')
 for (let i = 0; i < 60; i++) {
   const c0 = await cpuSeconds(a.child.pid!)
   await sleep(1000)
@@ -129,7 +152,7 @@ for (const [p, rate] of rates.entries()) {
   const started = performance.now()
   const { latencies, refused } = await offer(phase, rate)
   const replied = performance.now()
-  await bHoldsAll(phase[phase.length - 1]!.id)
+  const missing = await bHoldsAll(phase[phase.length - 1]!.id)
   const delivered = performance.now()
   const cpu1 = await Promise.all(nodes.map(n => cpuSeconds(n.child.pid!)))
   const threads1 = await Promise.all(nodes.map(n => cpuSecondsByThread(n.child.pid!)))
@@ -168,13 +191,29 @@ for (const [p, rate] of rates.entries()) {
       'ms per operation'
     )
   }
+  for (const [i, name] of ['a', 'b'].slice(0, nodes.length).entries()) {
+    const g = (await status(nodes[i]!)).mesh.gossip
+    if (g)
+      report(
+        `${tag}_gossip_${name}`,
+        `published ${g.published} in ${g.messages_published} messages, received ${g.first_received} first copies (${g.duplicates} duplicates, ${g.lost} lost), operations ${Object.entries(
+          g.operations_received
+        )
+          .filter(([, n]) => n > 0)
+          .map(([outcome, n]) => `${outcome} ${n}`)
+          .join(', ')}`,
+        'since start'
+      )
+  }
   const metrics = await (await fetch(`${a.url}/metrics`)).text()
   const lag = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(metrics)?.[1]
   if (lag) report(`${tag}_a_event_loop_lag_max`, (Number(lag) * 1000).toFixed(0), 'ms')
-  if (b) report(`${tag}_b_held_all_after`, ((delivered - replied) / 1000).toFixed(2), 's after the last reply')
+  if (b && missing > 0) report(`${tag}_b_missing`, missing, 'registrations 30 s after B held the last one')
+  else if (b) report(`${tag}_b_held_all_after`, ((delivered - replied) / 1000).toFixed(2), 's after the last reply')
   await sleep(2000)
 }
 report('machine_load_after', machineLoad(), '')
+if (process.env.BENCH_COST_LOGS) for (const n of nodes) console.log(n.output().slice(-4000))
 for (const n of nodes) n.child.kill('SIGTERM')
 await Promise.all(nodes.map(n => n.exited))
 await Promise.all(dirs.map(d => rm(d, { recursive: true, force: true })))

@@ -241,19 +241,20 @@ export class OperationGossip {
       if (chain) chain.push(op)
       else chains.set(op.subject, [op])
     }
-    const outcomes = new Set<'ok' | 'invalid' | 'unstored' | 'over_quota'>()
+    const outcomes = new Set<'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'>()
     await Promise.all(
       [...chains.values()].map(async chain => {
         for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
       })
     )
-    // Operations this node could not store (its disk is full) are not the sender's fault: ignored,
-    // not forwarded from here; sync brings them once space returns.
-    // Over an origin's quota: rejected, so the peer that relayed it loses score (a peer enforcing
-    // the same quota would not have forwarded it), and it travels no further.
-    return outcomes.has('invalid') || outcomes.has('over_quota')
+    // Over an origin's entity total (refused for good): rejected, so the peer that relayed it loses
+    // score (a peer enforcing the same total would not have forwarded it), and it travels no further.
+    // Over a rate (throttled), or not storable here (the disk is full): ignored, not forwarded from
+    // here, and no penalty. Token buckets on different nodes drift apart, so an honest origin or relay
+    // near the rate would otherwise lose score and end up graylisted; sync brings the operations later.
+    return outcomes.has('invalid') || outcomes.has('refused')
       ? TopicValidatorResult.Reject
-      : outcomes.has('unstored')
+      : outcomes.has('unstored') || outcomes.has('throttled')
         ? TopicValidatorResult.Ignore
         : TopicValidatorResult.Accept
   }
@@ -262,7 +263,7 @@ export class OperationGossip {
     peer: string,
     message: Message,
     op: Operation
-  ): Promise<'ok' | 'invalid' | 'unstored' | 'over_quota'> {
+  ): Promise<'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'> {
     const { received } = this.stats
     try {
       const outcome = await this.o.apply(op)
@@ -287,7 +288,7 @@ export class OperationGossip {
           outcome
         })
       }
-      return outcome === 'throttled' || outcome === 'refused' ? 'over_quota' : 'ok'
+      return outcome === 'throttled' || outcome === 'refused' ? outcome : 'ok'
     } catch (err) {
       if (err instanceof RegistryError && err.code === 'storage_full') {
         received.storage_full++

@@ -3,8 +3,9 @@
  * fresh keys, and every other node would store and index them; so operations from one origin (a
  * registry ID) and for one developer are admitted up to a rate (token buckets), and entities homed
  * at one origin up to a total. An operation over quota is refused before its owner's signatures
- * are checked or anything is stored: gossip rejects the message (a score penalty for the peer that
- * relayed it) and sync remembers the subject so that it is not offered again (mesh/sync.ts).
+ * are checked or anything is stored. Over a rate, gossip ignores the message and a later sync brings
+ * the operation; over the entity total, gossip rejects it (a score penalty for the peer that relayed
+ * it) and sync remembers the subject so that it is not offered again (mesh/sync.ts).
  */
 import type { EntityRecord, Operation } from '../store/records.js'
 import { BoundedMap } from '../util/bounded-map.js'

@@ -113,6 +113,10 @@ export const NetworkStatus = Type.Object(
             first_received: Type.Integer({ description: 'first copies validated' }),
             duplicates: Type.Integer({ description: 'copies received after the first (copies − first − lost)' }),
             lost: Type.Integer({ description: 'copies dropped by injected loss (testnets)' }),
+            operations_received: Type.Record(Type.String(), Type.Integer(), {
+              description:
+                'operations in the messages received, by outcome: applied, stale (already held or older), deferred (waiting for what they depend on), unsupported, throttled and refused (over an origin quota), invalid, too_old (sync carries them), rate_limited (whole messages over the per-peer rate), storage_full'
+            }),
             bytes_sent: Type.Integer({ description: 'gossipsub RPC bytes sent' }),
             bytes_received: Type.Integer({ description: 'gossipsub RPC bytes received' })
           },

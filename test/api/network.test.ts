@@ -249,9 +249,22 @@ test.serial('mesh faults: admin only, validated, and blocking a peer cuts it off
     'first_received',
     'lost',
     'messages_published',
+    'operations_received',
     'published'
   ])
   t.true(status.mesh.gossip.bytes_sent > 0, 'gossipsub control traffic is counted')
+  t.deepEqual(Object.keys(status.mesh.gossip.operations_received).sort(), [
+    'applied',
+    'deferred',
+    'invalid',
+    'rate_limited',
+    'refused',
+    'stale',
+    'storage_full',
+    'throttled',
+    'too_old',
+    'unsupported'
+  ])
 })
 
 test.serial('a peer whose hello claims another registry stays unverified and its claims are not shown', async t => {

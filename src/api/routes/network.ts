@@ -183,6 +183,7 @@ function gossipCounters(mesh: Mesh): NonNullable<NetworkStatus['mesh']['gossip']
     first_received: n.first,
     duplicates: Math.max(0, n.copies - n.first - n.lost),
     lost: n.lost,
+    operations_received: { ...mesh.gossip.stats.received },
     bytes_sent: n.bytesSent,
     bytes_received: n.bytesReceived
   }
