@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { parsePublicKey } from './encoding.js'
 
 /** The four ID namespaces; all derive from the first 16 bytes of SHA-256 of the raw public key. */
@@ -20,7 +20,7 @@ export const ID_PATTERNS = {
 } as const
 
 export function idHex(rawPublicKey: Uint8Array): string {
-  return createHash('sha256').update(rawPublicKey).digest().subarray(0, 16).toString('hex')
+  return hash('sha256', rawPublicKey).slice(0, 32)
 }
 
 export function deriveId(kind: IdKind, publicKey: Uint8Array | string): string {

@@ -13,7 +13,7 @@
  * `t` is the wall clock in epoch milliseconds with microsecond decimals, so the traces of nodes on
  * one machine compare directly; `id` is the gossip message ID (hex), the same on every node.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import type { GossipsubOpts, Message } from '@libp2p/gossipsub'
 import type { MeshFaults } from './faults.js'
@@ -39,7 +39,7 @@ const hex = (id: Uint8Array): string => Buffer.from(id.buffer, id.byteOffset, id
 
 /** Content-addressed message IDs: an operation is one message however many nodes publish it. */
 export function contentId(data: Uint8Array): Uint8Array {
-  return createHash('sha256').update(data).digest().subarray(0, 20)
+  return hash('sha256', data, 'buffer').subarray(0, 20)
 }
 
 /** Epoch milliseconds with sub-millisecond decimals. */

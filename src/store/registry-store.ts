@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -65,7 +65,7 @@ export interface UsedSignature {
 
 /** The key a signature is remembered under (also the registration fingerprint of tombstones). */
 export function signatureFingerprint(signature: string): string {
-  return createHash('sha256').update(signature).digest().subarray(0, 16).toString('hex')
+  return hash('sha256', signature).slice(0, 32)
 }
 
 export interface CommittedOperations {

@@ -14,7 +14,7 @@
  * the digest of what was offered, so that a peer holding them finds nothing to send; their
  * operations are not here to give. Kept until the subject is held, in memory, at most MAX_DECLINED.
  */
-import { createHash } from 'node:crypto'
+import { hash as oneShotHash } from 'node:crypto'
 import type { RegistryStore } from './registry-store.js'
 import type { Operation } from './records.js'
 
@@ -22,7 +22,7 @@ export const DIGEST_BYTES = 16
 export const BUCKETS = 256
 
 const EMPTY = Buffer.alloc(DIGEST_BYTES)
-const hash = (text: string): Buffer => createHash('sha256').update(text).digest().subarray(0, DIGEST_BYTES)
+const hash = (text: string): Buffer => oneShotHash('sha256', text, 'buffer').subarray(0, DIGEST_BYTES)
 
 function xorInto(target: Buffer, value: Buffer): void {
   for (let i = 0; i < DIGEST_BYTES; i++) target[i] = (target[i] as number) ^ (value[i] as number)
@@ -31,7 +31,7 @@ function xorInto(target: Buffer, value: Buffer): void {
 const MAX_DECLINED = 200_000
 
 export function bucketOf(subject: string): number {
-  return createHash('sha256').update(subject).digest()[0] as number
+  return oneShotHash('sha256', subject, 'buffer')[0] as number
 }
 
 export class SubjectDigests {
