@@ -14,7 +14,8 @@
  * background) divided by the operations, split by thread; A's reply latency p50/p99; how long after
  * the last reply B held them all. `--no-peer` runs A alone, its mesh on but without a peer (as `npm
  * start` does); `--no-p2p` runs A with no libp2p at all, for comparison.
- * Propagation across 5 and 20 nodes is bench:propagation's. Prints `name: value unit` lines.
+ * Propagation across 5 and 20 nodes is bench:propagation's. Prints `name: value unit` lines;
+ * BENCH_COST_LOGS=1 prints the nodes' output at the end.
  */
 import { Agent } from 'node:http'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -193,17 +194,14 @@ for (const [p, rate] of rates.entries()) {
   }
   for (const [i, name] of ['a', 'b'].slice(0, nodes.length).entries()) {
     const g = (await status(nodes[i]!)).mesh.gossip
-    if (g)
-      report(
-        `${tag}_gossip_${name}`,
-        `published ${g.published} in ${g.messages_published} messages, received ${g.first_received} first copies (${g.duplicates} duplicates, ${g.lost} lost), operations ${Object.entries(
-          g.operations_received
-        )
-          .filter(([, n]) => n > 0)
-          .map(([outcome, n]) => `${outcome} ${n}`)
-          .join(', ')}`,
-        'since start'
-      )
+    if (!g) continue
+    const outcomes = Object.entries(g.operations_received).filter(([, n]) => n > 0)
+    report(
+      `${tag}_gossip_${name}`,
+      `published ${g.published} in ${g.messages_published} messages, received ${g.first_received} first copies ` +
+        `(${g.duplicates} duplicates, ${g.lost} lost), operations ${outcomes.map(o => o.join(' ')).join(', ') || 'none'}`,
+      'since start'
+    )
   }
   const metrics = await (await fetch(`${a.url}/metrics`)).text()
   const lag = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(metrics)?.[1]
