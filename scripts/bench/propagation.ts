@@ -10,7 +10,7 @@
  *
  *   npm run bench:propagation -- [--nodes 20] [--registrations 200] [--tombstones 50] [--rate 20]
  *       [--warmup 5] [--topology tree|star] [--developers 20] [--workers 2] [--drain 30] [--settle 5] [--node-src DIR]
- *       [--node-arg=--flag ...] [--seed propagation] [--profile-dir DIR]
+ *       [--node-arg=--flag ...] [--seed propagation] [--profile-dir DIR] [--profile-nodes K] [--dump PREFIX]
  *
  * `--topology star` bootstraps every node from node 0 instead (the issue 16 check); `--warmup 0`
  * measures from `--settle` s after the mesh is ready, with no warm-up (a freshly formed mesh).
@@ -51,10 +51,15 @@
  * Node CPU: /proc utime + stime of every node process over the publishing phases (including
  * the drain waits) and over an idle window of 5 s before them; RSS at the end.
  *
- * --profile-dir writes a V8 CPU profile of every node process there (node --cpu-prof, on exit).
+ * --profile-dir writes a V8 CPU profile of every node process there (node --cpu-prof, on exit);
+ * --profile-nodes K profiles only the last K nodes (profiling all 20 saturates the machine).
+ * --dump PREFIX writes PREFIX-registration.json and PREFIX-tombstone.json: per operation, when the
+ * bench read its reply, its home node, the reply's latency and each node's publish → apply delay
+ * (to see whether slow deliveries cluster in time or on some nodes).
  *
  * Prints one `name: value unit` line per figure (progress goes to stderr). Never fails on timing.
  */
+import { writeFileSync } from 'node:fs'
 import { Agent } from 'node:http'
 import { parseArgs } from 'node:util'
 import { isMainThread } from 'node:worker_threads'
@@ -64,6 +69,7 @@ import {
   call,
   cpuOf,
   cpuPressure,
+  getJson,
   reportMachine,
   meshShape,
   ms1,
@@ -122,6 +128,8 @@ function parseOptions() {
       seed: { type: 'string', default: 'propagation' },
       'node-src': { type: 'string' },
       'profile-dir': { type: 'string' },
+      'profile-nodes': { type: 'string' },
+      dump: { type: 'string' },
       'node-arg': { type: 'string', multiple: true, default: [] }
     }
   }).values
@@ -191,7 +199,10 @@ async function startNodes(args: Args, N: number, random: () => number): Promise<
       bootstrap: plan[i]!.map(j => nodes[j]!.tcp),
       nodeSrc: args['node-src'],
       extra: args['node-arg'],
-      runtimeArgs: args['profile-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-dir']}`] : []
+      runtimeArgs:
+        args['profile-dir'] && i >= N - Number(args['profile-nodes'] ?? N)
+          ? ['--cpu-prof', `--cpu-prof-dir=${args['profile-dir']}`]
+          : []
     })
   const startedNodes = performance.now()
   try {
@@ -310,6 +321,21 @@ async function warmUp(run: Run, warmupMax: number, warmupPool: readonly SignedEn
 
 const cpuAll = async (run: Run): Promise<number[]> => Promise.all(run.nodes.map(n => cpuOf(n.proc.child.pid!)))
 
+/** Gossip counters of one node (network status), summed over the nodes. */
+interface GossipTotals {
+  copies: number
+  first: number
+  bytesSent: number
+}
+async function gossipTotals(run: Run): Promise<GossipTotals> {
+  type Gossip = { copies_received: number; first_received: number; bytes_sent: number }
+  const all = await Promise.all(
+    run.nodes.map(n => getJson<{ mesh: { gossip?: Gossip } }>(run.statusAgent, n.base, '/v1/network/status'))
+  )
+  const sum = (f: (g: Gossip) => number) => all.reduce((a, s) => a + (s.mesh.gossip ? f(s.mesh.gossip) : 0), 0)
+  return { copies: sum(g => g.copies_received), first: sum(g => g.first_received), bytesSent: sum(g => g.bytes_sent) }
+}
+
 /** Idle CPU of the nodes over 5 s. */
 async function reportIdleCpu(run: Run): Promise<void> {
   const idle0 = await cpuAll(run)
@@ -358,6 +384,8 @@ interface PublishPhase {
   pressure: number
   cpu0: number[]
   cpu1: number[]
+  gossip0: GossipTotals
+  gossip1: GossipTotals
   clientCpu: NodeJS.CpuUsage
   churn0: (readonly [number, number])[]
 }
@@ -367,6 +395,7 @@ async function publish(run: Run, R: number, T: number, measured: readonly Signed
   const { args, N, rate, random, seen } = run
   const clientCpu0 = process.cpuUsage()
   const cpu0 = await cpuAll(run)
+  const gossip0 = await gossipTotals(run)
   const churn0 = seen.map(s => [s.connects, s.disconnects] as const)
   const phaseStarted = performance.now()
   const monotonicStart = process.hrtime.bigint() / 1000n
@@ -401,8 +430,23 @@ async function publish(run: Run, R: number, T: number, measured: readonly Signed
       "µs of CLOCK_MONOTONIC (the profiles' timestamps): the publish phase"
     )
   const cpu1 = await cpuAll(run)
+  const gossip1 = await gossipTotals(run)
   const clientCpu = process.cpuUsage(clientCpu0)
-  return { regsOk, delsOk, chosen, regDrain, delDrain, seconds, pressure, cpu0, cpu1, clientCpu, churn0 }
+  return {
+    regsOk,
+    delsOk,
+    chosen,
+    regDrain,
+    delDrain,
+    seconds,
+    pressure,
+    cpu0,
+    cpu1,
+    gossip0,
+    gossip1,
+    clientCpu,
+    churn0
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,6 +470,7 @@ function reportDelivery(
   let bySync = 0
   let repeatedEvents = 0
   const missing = new Map<number, number>()
+  const dumpRows: unknown[] = []
   for (const p of published) {
     http.push(p.httpMs)
     const homeAt = seen[p.home]![kind].get(p.entity.id)?.[0]
@@ -450,7 +495,18 @@ function reportDelivery(
       if (!g?.outcomes.includes('applied')) bySync++
     }
     if (complete) toLast.push(last - p.repliedAt)
+    dumpRows.push({
+      replied_at: p.repliedAt,
+      home: p.home,
+      http_ms: p.httpMs,
+      // null: not delivered within --drain
+      publish_to_node_ms: Array.from({ length: N }, (_, j) => {
+        const at = seen[j]![kind].get(p.entity.id)?.[0]
+        return at === undefined ? null : at - p.repliedAt
+      })
+    })
   }
+  if (run.args.dump) writeFileSync(`${run.args.dump}-${label}.json`, JSON.stringify(dumpRows))
   const a = summarize(toNode)
   const b = summarize(toLast)
   const c = summarize(homeToNode)
@@ -552,7 +608,7 @@ function reportGossip(run: Run, phase: PublishPhase, taps: readonly ActivityTap[
 /** The nodes' CPU over the publish phase, the client's, and the nodes' memory. */
 function reportCost(run: Run, phase: PublishPhase, rss: readonly number[]): void {
   const { N } = run
-  const { seconds: phaseSeconds, cpu0, cpu1, regsOk, delsOk, pressure, clientCpu } = phase
+  const { seconds: phaseSeconds, cpu0, cpu1, gossip0, gossip1, regsOk, delsOk, pressure, clientCpu } = phase
   const cpuPerNode = cpu1.map((c, i) => c - cpu0[i]!)
   const cpuTotal = cpuPerNode.reduce((a, b) => a + b, 0)
   report('publish_phase', phaseSeconds.toFixed(1), 's (registrations, drain, tombstones, drain)')
@@ -565,6 +621,17 @@ function reportCost(run: Run, phase: PublishPhase, rss: readonly number[]): void
     'node_cpu_per_operation',
     ((1000 * cpuTotal) / Math.max(1, regsOk.length + delsOk.length)).toFixed(1),
     `ms of node CPU per published operation, summed over ${N} nodes (idle baseline included)`
+  )
+  const first = gossip1.first - gossip0.first
+  report(
+    'gossip_copies_per_first',
+    ((gossip1.copies - gossip0.copies) / Math.max(1, first)).toFixed(2),
+    `message copies received per first copy, all nodes (${first} first copies over the publish phase)`
+  )
+  report(
+    'gossip_bytes_sent_per_operation',
+    ((gossip1.bytesSent - gossip0.bytesSent) / Math.max(1, regsOk.length + delsOk.length) / 1024).toFixed(1),
+    `KiB of gossipsub RPC (messages, control, subscriptions) summed over ${N} nodes`
   )
   report(
     'cpu_pressure_avg60',
