@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { RegistryError } from '../errors.js'
 import { lmdbCause, StorageGuard } from './storage-guard.js'
+import { compressionOptions, VALUE_COMPRESSION } from './value-compression.js'
 import type {
   Approval,
   DeveloperRecord,
@@ -24,6 +25,17 @@ type NameVersionKey = [handle: string, name: string, seq: number]
 type EntityNameKey = [entityId: string, handle: string, name: string]
 
 const MAX = Number.MAX_SAFE_INTEGER
+
+/** `put` with MDB_APPEND, which lmdb-js takes as an option its type declarations leave out. */
+function appendPut<V, K extends number>(db: Database<V, K>, key: K, value: V): Promise<boolean> {
+  const put = db.put as unknown as (
+    this: Database<V, K>,
+    key: K,
+    value: V,
+    options: { append: true }
+  ) => Promise<boolean>
+  return put.call(db, key, value, { append: true })
+}
 
 /** What one committed transaction did to the operation log. */
 /**
@@ -166,18 +178,31 @@ export class RegistryStore {
       compression: false,
       commitDelay: options.commitDelayMs ?? 0
     })
+    const meta = root.openDB<unknown, string>({ name: 'meta' })
+    // A store records how its large values are compressed when it is created: lmdb-js reads a
+    // database only with the setting it was written with, so stores made before this stay as they are.
+    if (meta.get('created_at') === undefined && meta.get('value_compression') === undefined)
+      await meta.put('value_compression', VALUE_COMPRESSION)
+    const stored = meta.get('value_compression')
+    const compression = stored === undefined ? false : compressionOptions(String(stored))
+    if (compression === null) {
+      await root.close()
+      throw new Error(
+        `${dataDir}: values compressed as ${String(stored)}, which this version of registry-node cannot read`
+      )
+    }
     // Operations are appended under a node-wide sequence number (cheap appends at the end of the
     // B-tree, and a change log in order); a small index finds one subject's history.
-    const operations = root.openDB<Operation, number>({ name: 'oplog' })
+    const operations = root.openDB<Operation, number>({ name: 'oplog', compression })
     const [lastSeq] = [...operations.getKeys({ reverse: true, limit: 1 })] as number[]
     const store = new RegistryStore(
       root,
-      root.openDB<EntityRecord, string>({ name: 'entities' }),
+      root.openDB<EntityRecord, string>({ name: 'entities', compression }),
       root.openDB<DeveloperRecord, string>({ name: 'developers' }),
       root.openDB<Tombstone, string>({ name: 'tombstones' }),
       operations,
       root.openDB<null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
-      root.openDB<unknown, string>({ name: 'meta' }),
+      meta,
       root.openDB<HandleRecord, string>({ name: 'handles' }),
       root.openDB<NameBinding, NameKey>({ name: 'names' }),
       root.openDB<NameVersion, NameVersionKey>({ name: 'name_versions' }),
@@ -372,7 +397,9 @@ export class RegistryStore {
       const seq = ++this.opSeq
       this.changes?.appended.push(op)
       this.changes?.subjects.add(op.subject)
-      void this.operations.put(seq, op)
+      // Appended (MDB_APPEND): a full page is left full and the next one started, where an ordinary
+      // insert splits it in half; the log's pages were half empty (230 instead of 144 MiB at 100k).
+      void appendPut(this.operations, seq, op)
       void this.subjectOperations.put([op.subject, seq], null)
     },
     getHandle: handle => this.getHandle(handle),

@@ -2,6 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
+import { open } from 'lmdb'
+import type { Operation } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { statusOperation } from '../helpers/operations.js'
 
@@ -37,6 +39,82 @@ test('more concurrent commits than may be queued: the surplus waits its turn, an
     t.is(await store.commit(() => 'after'), 'after')
   } finally {
     await store.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+/** An operation whose stored value is well over the compression threshold (and compresses well). */
+const bulky = (subject: string, n: number): Operation => ({
+  ...op(subject, n),
+  body: Buffer.from(JSON.stringify({ summary: `entity ${n} `.repeat(200) }))
+})
+
+test('the operation log appends in order across aborted commits and a reopen; a new store compresses its large values', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'store-'))
+  try {
+    let store = await RegistryStore.open(dir)
+    await store.commit(tx => tx.appendOperation(bulky('a', 1)))
+    await t.throwsAsync(
+      store.commit(tx => {
+        tx.appendOperation(bulky('aborted', 2))
+        throw new Error('refused')
+      })
+    )
+    await store.commit(tx => tx.appendOperation(bulky('b', 3)))
+    await store.close()
+    store = await RegistryStore.open(dir)
+    await store.commit(tx => tx.appendOperation(bulky('c', 4)))
+    t.deepEqual(
+      [...store.allOperations()].map(o => o.subject),
+      ['a', 'b', 'c']
+    )
+    t.deepEqual(store.operationsOf('b')[0]?.body, bulky('b', 3).body)
+    await store.close()
+
+    // What is on disk is smaller than the value itself.
+    const raw = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+    const log = raw.openDB<Buffer, number>({ name: 'oplog', encoding: 'binary' })
+    const [stored] = [...log.getRange({ limit: 1 })].map(e => e.value)
+    t.true((stored?.length ?? Infinity) < (bulky('a', 1).body?.length ?? 0) / 2)
+    await raw.close()
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('a store written before value compression opens as it was, and keeps reading and writing', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'store-'))
+  try {
+    const old = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+    await old.openDB({ name: 'meta' }).put('created_at', '2026-01-01T00:00:00.000Z')
+    await old.openDB({ name: 'oplog' }).put(1, bulky('old', 1))
+    await old.openDB({ name: 'oplog_by_subject' }).put(['old', 1], null)
+    await old.close()
+
+    let store = await RegistryStore.open(dir)
+    t.deepEqual(store.operationsOf('old')[0]?.body, bulky('old', 1).body)
+    await store.commit(tx => tx.appendOperation(bulky('new', 2)))
+    await store.close()
+    store = await RegistryStore.open(dir)
+    t.deepEqual(
+      [...store.allOperations()].map(o => o.subject),
+      ['old', 'new']
+    )
+    await store.close()
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('a store whose values are compressed in a way this version does not know is refused, not misread', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'store-'))
+  try {
+    const later = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+    await later.openDB({ name: 'meta' }).put('created_at', '2027-01-01T00:00:00.000Z')
+    await later.openDB({ name: 'meta' }).put('value_compression', 'lz4-99')
+    await later.close()
+    await t.throwsAsync(RegistryStore.open(dir), { message: /compressed as lz4-99/ })
+  } finally {
     await rm(dir, { recursive: true, force: true })
   }
 })
