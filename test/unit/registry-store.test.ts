@@ -49,9 +49,23 @@ const bulky = (subject: string, n: number): Operation => ({
   body: Buffer.from(JSON.stringify({ summary: `entity ${n} `.repeat(200) }))
 })
 
-test('the operation log appends in order across aborted commits and a reopen; a new store compresses its large values', async t => {
+/** Runs `fn` on a fresh data directory, removed afterwards. */
+async function inDataDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'store-'))
   try {
+    await fn(dir)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+/** The store's LMDB file opened by lmdb-js alone, uncompressed: as an older or newer version left it. */
+const rawStore = (dir: string) => open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+
+const subjectsInLog = (store: RegistryStore) => [...store.allOperations()].map(o => o.subject)
+
+test('the operation log appends in order across aborted commits and a reopen; a new store compresses its large values', t =>
+  inDataDir(async dir => {
     let store = await RegistryStore.open(dir)
     await store.commit(tx => tx.appendOperation(bulky('a', 1)))
     await t.throwsAsync(
@@ -64,28 +78,20 @@ test('the operation log appends in order across aborted commits and a reopen; a 
     await store.close()
     store = await RegistryStore.open(dir)
     await store.commit(tx => tx.appendOperation(bulky('c', 4)))
-    t.deepEqual(
-      [...store.allOperations()].map(o => o.subject),
-      ['a', 'b', 'c']
-    )
+    t.deepEqual(subjectsInLog(store), ['a', 'b', 'c'])
     t.deepEqual(store.operationsOf('b')[0]?.body, bulky('b', 3).body)
     await store.close()
 
     // What is on disk is smaller than the value itself.
-    const raw = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
-    const log = raw.openDB<Buffer, number>({ name: 'oplog', encoding: 'binary' })
-    const [stored] = [...log.getRange({ limit: 1 })].map(e => e.value)
-    t.true((stored?.length ?? Infinity) < (bulky('a', 1).body?.length ?? 0) / 2)
+    const raw = rawStore(dir)
+    const [stored] = [...raw.openDB<Buffer, number>({ name: 'oplog', encoding: 'binary' }).getRange({ limit: 1 })]
+    t.true((stored?.value.length ?? Infinity) < (bulky('a', 1).body?.length ?? 0) / 2)
     await raw.close()
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
-})
+  }))
 
-test('a store written before value compression opens as it was, and keeps reading and writing', async t => {
-  const dir = await mkdtemp(join(tmpdir(), 'store-'))
-  try {
-    const old = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+test('a store written before value compression opens as it was, and keeps reading and writing', t =>
+  inDataDir(async dir => {
+    const old = rawStore(dir)
     await old.openDB({ name: 'meta' }).put('created_at', '2026-01-01T00:00:00.000Z')
     await old.openDB({ name: 'oplog' }).put(1, bulky('old', 1))
     await old.openDB({ name: 'oplog_by_subject' }).put(['old', 1], null)
@@ -96,25 +102,15 @@ test('a store written before value compression opens as it was, and keeps readin
     await store.commit(tx => tx.appendOperation(bulky('new', 2)))
     await store.close()
     store = await RegistryStore.open(dir)
-    t.deepEqual(
-      [...store.allOperations()].map(o => o.subject),
-      ['old', 'new']
-    )
+    t.deepEqual(subjectsInLog(store), ['old', 'new'])
     await store.close()
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
-})
+  }))
 
-test('a store whose values are compressed in a way this version does not know is refused, not misread', async t => {
-  const dir = await mkdtemp(join(tmpdir(), 'store-'))
-  try {
-    const later = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+test('a store whose values are compressed in a way this version does not know is refused, not misread', t =>
+  inDataDir(async dir => {
+    const later = rawStore(dir)
     await later.openDB({ name: 'meta' }).put('created_at', '2027-01-01T00:00:00.000Z')
     await later.openDB({ name: 'meta' }).put('value_compression', 'lz4-99')
     await later.close()
     await t.throwsAsync(RegistryStore.open(dir), { message: /compressed as lz4-99/ })
-  } finally {
-    await rm(dir, { recursive: true, force: true })
-  }
-})
+  }))
