@@ -73,6 +73,7 @@ import type { RuntimeInfo } from './wire/node.js'
 
 export { NODE_KEY_FILE } from './identity/node-identity.js'
 const TOMBSTONE_PURGE_INTERVAL_MS = 60 * 60 * 1000
+const FIRST_TOMBSTONE_PURGE_AFTER_MS = 60 * 1000
 
 export interface RegistryNode {
   readonly config: NodeConfig
@@ -146,7 +147,9 @@ async function assemble(
   await life.start(
     'tombstone purge',
     () => startTombstonePurge(config, core.store, logger),
-    timer => clearInterval(timer)
+    timers => {
+      for (const timer of timers) clearTimeout(timer)
+    }
   )
   await life.start('liveness', () => services.liveness.start())
   const port = await life.start(
@@ -430,8 +433,11 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
   return http
 }
 
-/** Purges tombstones past retention now and every hour; returns the timer. */
-async function startTombstonePurge(config: NodeConfig, store: RegistryStore, logger: Logger): Promise<NodeJS.Timeout> {
+/**
+ * Purges tombstones past retention a minute after start and every hour after; returns the timers.
+ * Not on the way to listening: a purge reads every used signature (seconds at a million entities).
+ */
+function startTombstonePurge(config: NodeConfig, store: RegistryStore, logger: Logger): NodeJS.Timeout[] {
   const purge = async (): Promise<void> => {
     try {
       const now = new Date()
@@ -442,10 +448,10 @@ async function startTombstonePurge(config: NodeConfig, store: RegistryStore, log
       logger.error({ err }, 'tombstone purge failed')
     }
   }
-  await purge()
-  return setInterval(() => {
-    void purge()
-  }, TOMBSTONE_PURGE_INTERVAL_MS).unref()
+  return [
+    setTimeout(() => void purge(), FIRST_TOMBSTONE_PURGE_AFTER_MS).unref(),
+    setInterval(() => void purge(), TOMBSTONE_PURGE_INTERVAL_MS).unref()
+  ]
 }
 
 interface MeshParts extends Core, Services {

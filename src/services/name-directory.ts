@@ -34,6 +34,9 @@ export type RemoteName = Omit<NameBinding, 'signature'> & { host: string }
 
 const KINDS = new Set(['handle.claim', 'handle.verify', 'handle.release', 'name.bind', 'name.update', 'name.release'])
 
+/** The subjects of those kinds (see parseSubject). */
+const SUBJECT_PREFIXES = ['handle:', 'name:']
+
 type Body = Record<string, unknown>
 
 /** An operation's body as an object; {} when it has none (a release) or is not one, which the fold then ignores. */
@@ -75,11 +78,12 @@ export class NameDirectory {
   /** Folds the other registries' handle and name operations from the log. */
   load(): number {
     let count = 0
-    for (const op of this.c.store.allOperations()) {
-      if (!KINDS.has(op.kind) || op.origin === this.c.identity.registryId) continue
-      this.remember(op)
-      count++
-    }
+    for (const prefix of SUBJECT_PREFIXES)
+      for (const op of this.c.store.operationsOnSubjectsStartingWith(prefix)) {
+        if (!KINDS.has(op.kind) || op.origin === this.c.identity.registryId) continue
+        this.remember(op)
+        count++
+      }
     for (const key of this.ops.keys()) this.fold(key)
     return count
   }

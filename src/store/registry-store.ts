@@ -284,6 +284,18 @@ export class RegistryStore {
     return ops
   }
 
+  /**
+   * The operations on every subject that begins with `prefix` (`handle:`, `name:`), subject by
+   * subject, each subject's oldest first: read through the subject index, so a start does not
+   * decode the whole log to find a few kinds of operation.
+   */
+  *operationsOnSubjectsStartingWith(prefix: string): Iterable<Operation> {
+    for (const [, seq] of this.subjectOperations.getKeys({ start: [prefix, 0], end: [`${prefix}\uffff`, 0] })) {
+      const op = this.operations.get(seq)
+      if (op) yield op
+    }
+  }
+
   private subjectSeqs(subject: string): SubjectOperationKey[] {
     return [...this.subjectOperations.getKeys({ start: [subject, 0], end: [subject, MAX] })] as SubjectOperationKey[]
   }
@@ -463,9 +475,11 @@ export class RegistryStore {
    * before `signaturesBefore` (the same retention). Returns how many tombstones went.
    */
   async purgeExpiredTombstones(now: Date, signaturesBefore: Date): Promise<number> {
-    const expired = [...this.allTombstones()].filter(t => Date.parse(t.expires_at) <= now.getTime())
+    const expired: Tombstone[] = []
+    for (const t of this.allTombstones()) if (Date.parse(t.expires_at) <= now.getTime()) expired.push(t)
     const cutoff = signaturesBefore.toISOString()
-    const forgotten = [...this.usedSignatures.getRange()].filter(e => e.value.accepted_at < cutoff).map(e => e.key)
+    const forgotten: string[] = []
+    for (const { key, value } of this.usedSignatures.getRange()) if (value.accepted_at < cutoff) forgotten.push(key)
     if (expired.length === 0 && forgotten.length === 0) return 0
     await this.commit(tx => {
       for (const t of expired) {

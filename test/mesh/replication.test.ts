@@ -526,3 +526,21 @@ test.serial('an entity or a name a node lacks is found through the DHT and fetch
   const nowhere = await http(c.url, 'GET', '/v1/entities/zns:0123456789abcdef0123456789abcdef')
   t.is(nowhere.status, 404)
 })
+
+test.serial("a node restarted on its data still resolves another registry's names, and not a released one", async t => {
+  const owner = developer(34)
+  const finder = agent(owner, 0)
+  const resolve = (n: TestNode, fqan: string) => http(n.url, 'GET', `/v1/resolve?fqan=${encodeURIComponent(fqan)}`)
+  await until("B resolves A's name from gossip", async () =>
+    (await resolve(b, 'a.registry.test/hidden/finder')).status === 200 ? true : undefined
+  )
+  await b.stop(true)
+  // Without its mesh, B can only answer from what it folded out of its own log at start.
+  b = await startTestNode({ name: 'node-b', host: 'b.registry.test' }, b.dataDir)
+  const resolved = await resolve(b, 'a.registry.test/hidden/finder')
+  t.is(resolved.status, 200, JSON.stringify(resolved.body))
+  t.is(resolved.body.entity_id, finder.agentId)
+  t.is(resolved.body.source, 'network')
+  t.is((await resolve(b, 'a.registry.test/acme/translator')).status, 404, 'released before the restart')
+  t.is((await http(b.url, 'GET', '/v1/resolve/hidden/finder')).status, 404, "B's own namespace stays apart")
+})

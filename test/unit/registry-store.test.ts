@@ -114,3 +114,47 @@ test('a store whose values are compressed in a way this version does not know is
     await later.close()
     await t.throwsAsync(RegistryStore.open(dir), { message: /compressed as lz4-99/ })
   }))
+
+test('a purge drops the tombstones past their expiry with their operations, and forgets signatures older than retention', t =>
+  inDataDir(async dir => {
+    const signed = (subject: string, n: number, acceptedAt: string): Operation => ({
+      ...op(subject, n),
+      accepted_at: acceptedAt,
+      auth: { carrier: 'body', signer: 'self', signature: `client-sig-${n}`, form: 'spec' }
+    })
+    const tombstone = (subject: string, expiresAt: string) => ({
+      subject,
+      kind: 'entity' as const,
+      deleted_at: '2026-01-01T00:00:00.000Z',
+      expires_at: expiresAt,
+      registration_signatures: []
+    })
+    let store = await RegistryStore.open(dir)
+    await store.commit(tx => {
+      tx.appendOperation(signed('gone', 1, '2026-01-01T00:00:00.000Z'))
+      tx.appendOperation(signed('kept', 2, '2026-06-01T00:00:00.000Z'))
+      tx.putTombstone(tombstone('gone', '2026-02-01T00:00:00.000Z'))
+      tx.putTombstone(tombstone('kept', '2027-01-01T00:00:00.000Z'))
+    })
+    const purged = await store.purgeExpiredTombstones(
+      new Date('2026-03-01T00:00:00.000Z'),
+      new Date('2026-02-01T00:00:00.000Z')
+    )
+    t.is(purged, 1)
+    t.deepEqual(
+      [...store.allTombstones()].map(s => s.subject),
+      ['kept']
+    )
+    t.deepEqual(subjectsInLog(store), ['kept'])
+    await store.close()
+    const raw = rawStore(dir)
+    t.is(
+      raw.openDB({ name: 'used_signatures' }).getCount(),
+      1,
+      'only the signature newer than the cutoff is remembered'
+    )
+    await raw.close()
+    store = await RegistryStore.open(dir)
+    t.deepEqual(subjectsInLog(store), ['kept'])
+    await store.close()
+  }))
