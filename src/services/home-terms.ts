@@ -2,8 +2,8 @@
  * The terms of this node's home records (entities whose home registry is this node), summarised in a
  * Bloom filter that peers use to route federated queries (protocols/README.md, `/zns/bloom/1.0.0`).
  *
- * The search service hands every record it indexes to `update` with the terms it has just analyzed
- * (no second analysis), and every removal to `remove`. Terms are reference-counted, so an update or a
+ * The search index (src/services/search-index.ts, on its own thread) hands every record it indexes to
+ * `update` with the terms it has just analyzed (no second analysis), and every removal to `remove`. Terms are reference-counted, so an update or a
  * deregistration takes a record's old terms out exactly; each entity's term set is kept as interned
  * IDs (4 bytes a term). The filter is rebuilt from the live terms (no store scan) when the term set
  * changed, at most once per `rebuildIntervalMs`, and each rebuild gets a larger version. A term's
@@ -22,9 +22,12 @@ export interface HomeTermsOptions {
   host: string
   falsePositiveRate: number
   rebuildIntervalMs: number
-  logger: Logger
+  logger: HomeTermsLogger
   now?: () => number
 }
+
+/** What the summary logs through: a pino logger, or a stand-in on a worker thread. */
+export type HomeTermsLogger = Pick<Logger, 'debug' | 'error'>
 
 /** The members of a record that decide where its home is. */
 export type HomeFields = Pick<EntityRecord, 'entity_id' | 'home_registry'> & { home_registry_id?: string | undefined }
@@ -47,6 +50,14 @@ function unpackIds(packed: string): number[] {
   const ids: number[] = []
   for (let i = 0; i < packed.length; i += 2) ids.push(((packed.charCodeAt(i) << 16) | packed.charCodeAt(i + 1)) >>> 0)
   return ids
+}
+
+/**
+ * Home: the record names this node's registry ID; a record written before records carried one
+ * (`home_registry_id` absent) is home when its `home_registry` is this node's host.
+ */
+export function isHomeRecord(record: HomeFields, registryId: string, host: string): boolean {
+  return record.home_registry_id !== undefined ? record.home_registry_id === registryId : record.home_registry === host
 }
 
 /** Builds faster than this after a change are not worth delaying: bursts of writes still share one. */
@@ -78,14 +89,8 @@ export class HomeTermSummary {
     this.now = o.now ?? Date.now
   }
 
-  /**
-   * Home: the record names this node's registry ID; a record written before records carried one
-   * (`home_registry_id` absent) is home when its `home_registry` is this node's host.
-   */
   isHome(record: HomeFields): boolean {
-    return record.home_registry_id !== undefined
-      ? record.home_registry_id === this.o.registryId
-      : record.home_registry === this.o.host
+    return isHomeRecord(record, this.o.registryId, this.o.host)
   }
 
   /** A record was indexed with these terms. Records homed elsewhere are ignored (or dropped, if they were home before). */
@@ -247,5 +252,44 @@ export class HomeTermSummary {
       if (this.dirty && !this.stopped) this.rebuild()
     }, delay)
     this.timer.unref()
+  }
+}
+
+/**
+ * The last home term filter the index built, as the mesh reads it (`current`, `subscribe`): the
+ * summary lives with the index, which may run on a worker thread and sends each build here.
+ */
+export class HomeTermFilterView {
+  private message: TermFilterMessage | null = null
+  private readonly listeners = new Set<() => void>()
+
+  constructor(private readonly logger: HomeTermsLogger) {}
+
+  current(): TermFilterMessage | null {
+    return this.message
+  }
+
+  /** Called after each build; returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener)
+    return () => {
+      this.listeners.delete(listener)
+    }
+  }
+
+  /** A build arrived from the index. */
+  publish(message: TermFilterMessage): void {
+    this.message = message
+    for (const listener of this.listeners) {
+      try {
+        listener()
+      } catch (err) {
+        this.logger.error({ err }, 'home term filter listener failed')
+      }
+    }
+  }
+
+  stop(): void {
+    this.listeners.clear()
   }
 }

@@ -4,25 +4,61 @@
  * the default). Changes are fire-and-forget and applied in the order they were made; a query is
  * answered after every change made before it, so a search right after an acknowledged write sees it.
  *
- * What crosses the thread boundary is plain data (structured clone): documents, their tokens,
- * vectors, and queries whose trust formula and capability filter are named by data, not closures.
+ * What crosses the thread boundary is plain data (structured clone): documents and their text
+ * (analyzed on the index's side, where the query expander and the home term summary are fed too),
+ * vectors, queries whose trust formula and capability filter are named by data, not closures, and
+ * back, each build of the home term filter.
  */
+import { analyze } from '../search/analyzer.js'
+import { QueryExpander } from '../search/query-expansion.js'
 import type { ScoreBreakdown } from '../search/ranking.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
+import type { TermFilterMessage } from '../wire/federation.js'
+import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-terms.js'
 import { fastTrust } from './trust.js'
 
 export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
 export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
 export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
 
+/** A record's searchable text as stored: the index analyzes it, on its own thread. */
+export interface DocumentText {
+  name: string
+  tags: readonly string[]
+  category: string
+  summary: string
+  capabilities: readonly string[]
+}
+
+export function analyzeText(text: DocumentText): FieldTokens {
+  return {
+    name: analyze(text.name),
+    tags: text.tags.flatMap(analyze),
+    category: analyze(text.category),
+    summary: analyze(text.summary),
+    capabilities: text.capabilities.flatMap(analyze)
+  }
+}
+
+/** What an index is built with, on whichever thread it runs. */
+export interface IndexOptions {
+  dimension: number
+  /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
+  queryExpansion: boolean
+  /** The summary of home terms peers route by: what makes a record home, and how its filter is built. */
+  homeTerms: { registryId: string; host: string; falsePositiveRate: number; rebuildIntervalMs: number }
+}
+
 /** One change to the index, in the order the store committed it. */
 export type IndexChange =
-  | { op: 'upsert'; doc: SearchDocument; fields: FieldTokens }
+  | { op: 'upsert'; doc: SearchDocument; text: DocumentText; home: HomeFields }
   | { op: 'vector'; entityId: string; vector: Float32Array }
   | { op: 'developer'; developerId: string; part: number }
   | { op: 'patch'; entityId: string; change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>> }
   | { op: 'remove'; entityId: string }
+  /** Build the home term filter now (after the initial load); later changes rebuild it on their own. */
+  | { op: 'home-filter' }
 
 /**
  * Capability filters: every wanted value must be held by the record's capability_summary or
@@ -52,6 +88,7 @@ export interface IndexAnswer {
 }
 
 export interface SearchIndex {
+  /** Fire-and-forget; each build of the home term filter is handed to the index's `onFilter`. */
   apply(change: IndexChange): void
   search(query: IndexQuery): Promise<IndexAnswer>
   /** The number of documents, once every change made before the call is applied. */
@@ -65,9 +102,15 @@ function holdsAll(list: readonly string[], values: readonly string[]): boolean {
   return true
 }
 
-/** The engine and what a query needs beside it: one copy of each repeated string, the last weights seen. */
+/**
+ * The engine and what belongs with it on its thread: the analysis of each record, the query
+ * expander and the home term summary (both fed by that analysis), one copy of each repeated
+ * string, the last weights seen.
+ */
 export class IndexedEngine {
   readonly engine: SearchEngine
+  private readonly expander: QueryExpander | null
+  private readonly homeTerms: HomeTermSummary
   /** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
   private readonly interned = new Map<string, string>()
   /**
@@ -76,16 +119,26 @@ export class IndexedEngine {
    */
   private weights: EngineQuery['weights'] | null = null
 
-  constructor(dimension: number) {
-    this.engine = new SearchEngine(dimension)
+  constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
+    this.engine = new SearchEngine(options.dimension)
+    this.expander = options.queryExpansion ? new QueryExpander() : null
+    this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
+    this.homeTerms.subscribe(() => {
+      const message = this.homeTerms.current()
+      if (message) onFilter(message)
+    })
   }
 
   apply(change: IndexChange): void {
     const { engine } = this
     switch (change.op) {
-      case 'upsert':
-        engine.upsert(this.internDocument(change.doc), change.fields, null)
+      case 'upsert': {
+        const fields = analyzeText(change.text)
+        this.expander?.addDocument(fields)
+        engine.upsert(this.internDocument(change.doc), fields, null)
+        this.homeTerms.update(change.home, fields)
         return
+      }
       case 'vector':
         engine.setVector(change.entityId, change.vector)
         return
@@ -97,13 +150,23 @@ export class IndexedEngine {
         return
       case 'remove':
         engine.remove(change.entityId)
+        this.homeTerms.remove(change.entityId)
+        return
+      case 'home-filter':
+        this.homeTerms.rebuild()
     }
   }
 
   search(query: IndexQuery): IndexAnswer {
     const { capabilities, ...rest } = query
+    // Quotes ask for the exact words: a query with a quoted phrase is not expanded.
+    const terms =
+      this.expander && rest.phrases.length === 0
+        ? this.expander.expand({ terms: [...rest.terms], phrases: [], raw: '' }).terms
+        : rest.terms
     const { hits, total } = this.engine.search({
       ...rest,
+      terms,
       weights: this.sameWeights(query.weights),
       trust: fastTrust,
       filter: capabilities ? capabilityPredicate(capabilities) : null
@@ -112,6 +175,10 @@ export class IndexedEngine {
       hits: hits.map(h => ({ entityId: h.doc.entityId, active: h.doc.active, score: h.score, breakdown: h.breakdown })),
       total
     }
+  }
+
+  close(): void {
+    this.homeTerms.stop()
   }
 
   private sameWeights(weights: EngineQuery['weights']): EngineQuery['weights'] {
@@ -179,8 +246,8 @@ function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: Sear
 export class LocalSearchIndex implements SearchIndex {
   private readonly indexed: IndexedEngine
 
-  constructor(dimension: number) {
-    this.indexed = new IndexedEngine(dimension)
+  constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
+    this.indexed = new IndexedEngine(options, onFilter, logger)
   }
 
   apply(change: IndexChange): void {
@@ -195,5 +262,7 @@ export class LocalSearchIndex implements SearchIndex {
     return this.indexed.engine.size
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.indexed.close()
+  }
 }

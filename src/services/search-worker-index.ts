@@ -10,11 +10,10 @@
  */
 import type { Worker } from 'node:worker_threads'
 import { spawnModuleWorker } from '../util/module-worker.js'
-import type { IndexAnswer, IndexChange, IndexQuery, SearchIndex } from './search-index.js'
+import type { TermFilterMessage } from '../wire/federation.js'
+import type { IndexAnswer, IndexChange, IndexOptions, IndexQuery, SearchIndex } from './search-index.js'
 
-export interface SearchWorkerData {
-  dimension: number
-}
+export type SearchWorkerData = IndexOptions
 export interface SearchWorkerRequest {
   changes: IndexChange[]
   ask?: { id: number; kind: 'search'; query: IndexQuery } | { id: number; kind: 'settle' }
@@ -23,6 +22,8 @@ export type SearchWorkerReply =
   | { id: number; answer: IndexAnswer }
   | { id: number; size: number }
   | { id: number; error: string }
+  /** Unasked: the home term filter was built. */
+  | { filter: TermFilterMessage }
 
 const CHANGES_PER_MESSAGE = 1024
 
@@ -40,13 +41,17 @@ export class WorkerSearchIndex implements SearchIndex {
   private closing = false
   private lost: Error | null = null
 
-  constructor(dimension: number, onLost: (err: Error) => void) {
+  constructor(options: IndexOptions, onLost: (err: Error) => void, onFilter: (message: TermFilterMessage) => void) {
     this.worker = spawnModuleWorker(import.meta.url, 'search-worker', {
-      workerData: { dimension } satisfies SearchWorkerData
+      workerData: options satisfies SearchWorkerData
     })
     // Only pending asks keep the process alive; an idle index never does.
     this.worker.unref()
     this.worker.on('message', (reply: SearchWorkerReply) => {
+      if ('filter' in reply) {
+        onFilter(reply.filter)
+        return
+      }
       const waiting = this.pending.get(reply.id)
       if (!waiting) return
       this.pending.delete(reply.id)

@@ -6,15 +6,14 @@ import type { Logger } from 'pino'
 import type { CardFetcher } from '../cards/card-fetcher.js'
 import { RegistryError, invalidField } from '../errors.js'
 import { ID_PATTERNS } from '../identity/ids.js'
-import { analyze, analyzeQuery } from '../search/analyzer.js'
+import { analyzeQuery } from '../search/analyzer.js'
 import type { Embedder } from '../search/embedders/embedder.js'
-import { QueryExpander } from '../search/query-expansion.js'
 import type { Fusion, RankingWeights } from '../search/ranking.js'
 import type { EngineQuery, SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
 import type { EntityRecord } from '../store/records.js'
 import { millisecondsSince } from '../util/elapsed.js'
-import type { PeerSearchRequest, PeerSearchResponse } from '../wire/federation.js'
+import type { PeerSearchRequest, PeerSearchResponse, TermFilterMessage } from '../wire/federation.js'
 import { SEARCH_LIMITS, SearchRequest, type SearchResponse } from '../wire/search.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
@@ -27,14 +26,17 @@ import {
   type PeerOutcome,
   type SearchFederationPort
 } from './federated-search.js'
-import { HomeTermSummary } from './home-terms.js'
+import { HomeTermFilterView, isHomeRecord, type HomeFields } from './home-terms.js'
 import type { NameService } from './names.js'
 import { parseFqan } from './naming.js'
 import type { LiveView, LivenessView } from './liveness.js'
 import {
   CAPABILITY_KEYS,
+  analyzeText,
   type CapabilityFilter,
   type CapabilityValues,
+  type DocumentText,
+  type IndexOptions,
   type IndexQuery,
   LocalSearchIndex,
   type SearchIndex
@@ -142,14 +144,23 @@ export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument
   }
 }
 
-export function documentFields(r: EntityRecord): FieldTokens {
+function documentText(r: EntityRecord): DocumentText {
   return {
-    name: analyze(r.name),
-    tags: r.tags.flatMap(analyze),
-    category: analyze(r.category),
-    summary: analyze(r.summary),
-    capabilities: stringsIn(r.capability_summary ?? {}).flatMap(analyze)
+    name: r.name,
+    tags: r.tags,
+    category: r.category,
+    summary: r.summary,
+    capabilities: stringsIn(r.capability_summary ?? {})
   }
+}
+
+/** A record's analyzed fields, as the index makes them (benchmarks and the eval index records directly). */
+export function documentFields(r: EntityRecord): FieldTokens {
+  return analyzeText(documentText(r))
+}
+
+function homeFields(r: EntityRecord): HomeFields {
+  return { entity_id: r.entity_id, home_registry: r.home_registry, home_registry_id: r.home_registry_id }
 }
 
 function embeddingText(r: EntityRecord): string {
@@ -181,9 +192,8 @@ export class SearchService {
   /** Developers whose trust part the index holds. */
   private readonly knownDevelopers = new Set<string>()
   private workerLosses = 0
-  private expander: QueryExpander | null
-  /** Terms of this node's home records, as the filter peers route federated queries by. */
-  readonly homeTerms: HomeTermSummary
+  /** The filter of this node's home terms peers route federated queries by, as the index last built it. */
+  readonly homeTerms: HomeTermFilterView
   private federation: FederatedSearch | null = null
   private readonly now: () => Date
   private readonly pending = new Map<string, string>()
@@ -193,17 +203,9 @@ export class SearchService {
   embedFailures = 0
 
   constructor(private readonly c: SearchComponents) {
+    this.homeTerms = new HomeTermFilterView(c.logger)
     this.index = this.createIndex()
-    this.expander = this.createExpander()
     this.now = c.now ?? (() => new Date())
-    const tf = c.search.termFilter
-    this.homeTerms = new HomeTermSummary({
-      registryId: c.identity.registryId,
-      host: c.settings.host,
-      logger: c.logger,
-      falsePositiveRate: tf.falsePositiveRate,
-      rebuildIntervalMs: tf.rebuildIntervalMs
-    })
     c.bus.subscribe(event => {
       const id = event.data.entity_id
       const developerId = event.data.developer_id
@@ -228,7 +230,7 @@ export class SearchService {
 
   /** After the last stored entity: builds the home term filter; the number of documents once the index holds them. */
   loaded(): Promise<number> {
-    this.homeTerms.rebuild()
+    this.index.apply({ op: 'home-filter' })
     return this.index.settled()
   }
 
@@ -257,13 +259,21 @@ export class SearchService {
   }
 
   private createIndex(): SearchIndex {
-    const { dimension } = this.c.embedder
-    if (!this.c.search.worker || this.workerLosses >= MAX_WORKER_LOSSES) return new LocalSearchIndex(dimension)
-    return new WorkerSearchIndex(dimension, err => this.rebuild(err))
-  }
-
-  private createExpander(): QueryExpander | null {
-    return this.c.search.queryExpansion ? new QueryExpander() : null
+    const { termFilter } = this.c.search
+    const options: IndexOptions = {
+      dimension: this.c.embedder.dimension,
+      queryExpansion: this.c.search.queryExpansion,
+      homeTerms: {
+        registryId: this.c.identity.registryId,
+        host: this.c.settings.host,
+        falsePositiveRate: termFilter.falsePositiveRate,
+        rebuildIntervalMs: termFilter.rebuildIntervalMs
+      }
+    }
+    const onFilter = (message: TermFilterMessage) => this.homeTerms.publish(message)
+    if (!this.c.search.worker || this.workerLosses >= MAX_WORKER_LOSSES)
+      return new LocalSearchIndex(options, onFilter, this.c.logger)
+    return new WorkerSearchIndex(options, err => this.rebuild(err), onFilter)
   }
 
   /** A lost worker took the index with it: a new one is built from the store, as at start. */
@@ -274,9 +284,9 @@ export class SearchService {
       'search worker lost; rebuilding the index from the store'
     )
     this.index = this.createIndex()
-    this.expander = this.createExpander()
     this.knownDevelopers.clear()
     for (const record of this.c.store.allEntities()) this.indexRecord(record)
+    this.index.apply({ op: 'home-filter' })
   }
 
   private reindex(id: string, committed?: EntityRecord): void {
@@ -287,7 +297,6 @@ export class SearchService {
 
   private unindex(id: string): void {
     this.index.apply({ op: 'remove', entityId: id })
-    this.homeTerms.remove(id)
   }
 
   private refreshLiveness(id: string): void {
@@ -308,10 +317,12 @@ export class SearchService {
     // A developer's part changes only with developer and handle events, which refresh it.
     if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
       this.refreshDeveloper(record.developer_id)
-    const fields = documentFields(record)
-    this.expander?.addDocument(fields)
-    this.index.apply({ op: 'upsert', doc: searchDocument(record, this.c.liveness?.current(record.entity_id)), fields })
-    this.homeTerms.update(record, fields)
+    this.index.apply({
+      op: 'upsert',
+      doc: searchDocument(record, this.c.liveness?.current(record.entity_id)),
+      text: documentText(record),
+      home: homeFields(record)
+    })
     this.pending.set(record.entity_id, embeddingText(record))
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
@@ -454,9 +465,8 @@ export class SearchService {
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
     const { matchesNothing, ...filters } = this.filters(body)
     const only = matchesNothing || onlyEntity === null ? [] : onlyEntity === undefined ? undefined : [onlyEntity]
-    const words = analyzeQuery(body.query ?? '')
-    // Quotes ask for the exact words: a query with a quoted phrase is not expanded.
-    const analyzed = this.expander && words.phrases.length === 0 ? this.expander.expand(words) : words
+    // The index adds the expansions (src/search/query-expansion.ts) on its thread.
+    const analyzed = analyzeQuery(body.query ?? '')
     let vector: Float32Array | null = null
     let semantic = 'used'
     if (analyzed.terms.length > 0) {
@@ -520,7 +530,7 @@ export class SearchService {
           score_breakdown: hit.breakdown
         },
         publicKey: record.public_key,
-        home: this.homeTerms.isHome(record),
+        home: isHomeRecord(record, this.c.identity.registryId, this.c.settings.host),
         source: null
       })
     }

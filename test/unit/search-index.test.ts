@@ -1,0 +1,112 @@
+import test from 'ava'
+import { pino } from 'pino'
+import { defaultConfig } from '../../src/config.js'
+import { searchSettings } from '../../src/node-settings.js'
+import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
+import type { SearchDocument } from '../../src/search/search-engine.js'
+import {
+  type IndexChange,
+  type IndexOptions,
+  type IndexQuery,
+  LocalSearchIndex,
+  type SearchIndex
+} from '../../src/services/search-index.js'
+import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
+import type { TermFilterMessage } from '../../src/wire/federation.js'
+
+const REGISTRY = 'zns:registry:0123456789abcdef0123456789abcdef'
+const options = (queryExpansion: boolean): IndexOptions => ({
+  dimension: 16,
+  queryExpansion,
+  homeTerms: { registryId: REGISTRY, host: 'home.test', falsePositiveRate: 0.01, rebuildIntervalMs: 1e9 }
+})
+
+const doc = (entityId: string): SearchDocument => ({
+  entityId,
+  type: 'agent',
+  category: 'tools',
+  tags: [],
+  developerId: null,
+  active: true,
+  registeredAt: 0,
+  lastChange: 0,
+  uptime: 1,
+  capabilities: { skills: [], protocols: [], languages: [], models: [] }
+})
+
+/** A record's text as stored; home here unless `elsewhere`. */
+const upsert = (entityId: string, summary: string, elsewhere = false): IndexChange => ({
+  op: 'upsert',
+  doc: doc(entityId),
+  text: { name: '', tags: [], category: '', summary, capabilities: [] },
+  home: elsewhere
+    ? { entity_id: entityId, home_registry: 'other.test', home_registry_id: 'zns:registry:other' }
+    : { entity_id: entityId, home_registry: 'home.test', home_registry_id: REGISTRY }
+})
+
+const query = (text: string): IndexQuery => {
+  const { terms, phrases } = analyzeQuery(text)
+  return {
+    terms,
+    phrases,
+    vector: null,
+    type: null,
+    active: null,
+    capabilities: null,
+    minTrust: 0,
+    minSemantic: 1,
+    weights: searchSettings(defaultConfig()).weights,
+    fusion: 'weighted',
+    halfLifeDays: 30,
+    now: 0,
+    offset: 0,
+    limit: 10
+  }
+}
+
+const HOME = ['Summarizes research papers into a short abstract', 'Books flights and hotels for business travel']
+
+const KINDS = {
+  'on the calling thread': (o: IndexOptions, onFilter: (m: TermFilterMessage) => void): SearchIndex =>
+    new LocalSearchIndex(o, onFilter, pino({ level: 'silent' })),
+  'in its worker': (o: IndexOptions, onFilter: (m: TermFilterMessage) => void): SearchIndex =>
+    new WorkerSearchIndex(o, () => {}, onFilter)
+}
+
+for (const [where, make] of Object.entries(KINDS)) {
+  test(`${where}, the index analyzes the text it is sent, expands queries by the words of its records and builds the home term filter`, async t => {
+    const filters: TermFilterMessage[] = []
+    const expanding = make(options(true), m => filters.push(m))
+    const literal = make(options(false), () => {})
+    t.teardown(() => Promise.all([expanding.close(), literal.close()]))
+    const changes = [
+      upsert('papers', HOME[0]),
+      upsert('flights', HOME[1]),
+      upsert('weather', 'Forecasts rain and wind for your city', true),
+      // Padding, so that no stem of the records is in more than 5 % of them (those are never expansions).
+      ...Array.from({ length: 200 }, (_, i) => upsert(`empty-${i}`, '', true))
+    ]
+    for (const change of changes) {
+      expanding.apply(change)
+      literal.apply(change)
+    }
+    expanding.apply({ op: 'home-filter' })
+    t.is(await expanding.settled(), 203)
+
+    // None of these words is in a record; their nearest stems in the records are.
+    const paraphrase = query('boil down a lengthy scientific article')
+    t.deepEqual((await literal.search(paraphrase)).hits, [])
+    t.is((await expanding.search(paraphrase)).hits[0]?.entityId, 'papers')
+    t.deepEqual(
+      (await expanding.search(query('"research papers"'))).hits.map(h => h.entityId),
+      ['papers'],
+      'a quoted phrase matches as written'
+    )
+
+    // The filter holds the stems of the two home records (the weather one is homed elsewhere).
+    t.is(filters.length, 1)
+    const [filter] = filters as [TermFilterMessage]
+    t.is(filter.registry_id, REGISTRY)
+    t.is(filter.items, new Set([...analyze(HOME[0]), ...analyze(HOME[1])]).size)
+  })
+}
