@@ -64,7 +64,7 @@ const query = (text: string): IndexQuery => {
   }
 }
 
-const HOME = ['Summarizes research papers into a short abstract', 'Books flights and hotels for business travel']
+const HOME = ['Summarizes research papers into a short abstract', 'Books flights and hotels for business travel'] as const
 
 const KINDS = {
   'on the calling thread': (o: IndexOptions, onFilter: (m: TermFilterMessage) => void): SearchIndex =>
