@@ -77,8 +77,8 @@ export class HomeTermSummary {
   private dirty = false
   private timer: NodeJS.Timeout | null = null
   private lastBuildAt = -Infinity
-  private message: TermFilterMessage | null = null
-  private readonly listeners = new Set<() => void>()
+  /** The last build and its subscribers. */
+  private readonly built: HomeTermFilterView
   private readonly now: () => number
   private stopped = false
   /** Rebuilds so far, and the time the last one took (ms): for logs and tests. */
@@ -87,6 +87,7 @@ export class HomeTermSummary {
 
   constructor(private readonly o: HomeTermsOptions) {
     this.now = o.now ?? Date.now
+    this.built = new HomeTermFilterView(o.logger)
   }
 
   isHome(record: HomeFields): boolean {
@@ -126,15 +127,12 @@ export class HomeTermSummary {
 
   /** The current filter as peers receive it; null until the first build. */
   current(): TermFilterMessage | null {
-    return this.message
+    return this.built.current()
   }
 
   /** Called after each rebuild; returns the unsubscribe function. */
   subscribe(listener: () => void): () => void {
-    this.listeners.add(listener)
-    return () => {
-      this.listeners.delete(listener)
-    }
+    return this.built.subscribe(listener)
   }
 
   /** Builds the filter now (at start, after the index is loaded; tests). */
@@ -148,8 +146,8 @@ export class HomeTermSummary {
       this.o.falsePositiveRate,
       FEDERATION_LIMITS.maxFilterBits
     )
-    const previous = this.message?.version ?? 0
-    this.message = {
+    const previous = this.built.current()?.version ?? 0
+    const message: TermFilterMessage = {
       registry_id: this.o.registryId,
       version: Math.max(previous + 1, this.now()),
       scheme: TERM_FILTER_SCHEME,
@@ -164,24 +162,18 @@ export class HomeTermSummary {
     this.builds++
     this.lastBuildMs = performance.now() - started
     this.o.logger.debug(
-      { version: this.message.version, terms: filter.items, bits: filter.bits, ms: Math.round(this.lastBuildMs) },
+      { version: message.version, terms: filter.items, bits: filter.bits, ms: Math.round(this.lastBuildMs) },
       'home term filter rebuilt'
     )
-    for (const listener of this.listeners) {
-      try {
-        listener()
-      } catch (err) {
-        this.o.logger.error({ err }, 'home term filter listener failed')
-      }
-    }
-    return this.message
+    this.built.publish(message)
+    return message
   }
 
   stop(): void {
     this.stopped = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    this.listeners.clear()
+    this.built.stop()
   }
 
   private *liveTermHashes(): Iterable<TermHash> {
@@ -242,7 +234,7 @@ export class HomeTermSummary {
 
   /** Schedules a rebuild when the set of terms changed: at most one per interval, bursts share one. */
   private changed(): void {
-    if (!this.dirty || this.timer || this.stopped || this.message === null) return
+    if (!this.dirty || this.timer || this.stopped || this.built.current() === null) return
     const delay = Math.max(
       Math.min(MIN_DELAY_MS, this.o.rebuildIntervalMs),
       this.lastBuildAt + this.o.rebuildIntervalMs - this.now()

@@ -2,26 +2,11 @@ import test from 'ava'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { defaultConfig } from '../../src/config.js'
 import { searchSettings } from '../../src/node-settings.js'
-import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
+import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
+import { searchDoc as doc } from '../helpers/search-documents.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
-
-function doc(entityId: string, over: Partial<SearchDocument> = {}): SearchDocument {
-  return {
-    entityId,
-    type: 'agent',
-    category: 'tools',
-    tags: [],
-    developerId: null,
-    active: true,
-    registeredAt: 0,
-    lastChange: 0,
-    uptime: 1,
-    capabilities: { skills: [], protocols: [], languages: [], models: [] },
-    ...over
-  }
-}
 
 function fields(summary: string, name = ''): FieldTokens {
   return { name: analyze(name), tags: [], category: [], summary: analyze(summary), capabilities: [] }

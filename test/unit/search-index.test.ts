@@ -3,7 +3,6 @@ import { pino } from 'pino'
 import { defaultConfig } from '../../src/config.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
-import type { SearchDocument } from '../../src/search/search-engine.js'
 import {
   type IndexChange,
   type IndexOptions,
@@ -13,25 +12,13 @@ import {
 } from '../../src/services/search-index.js'
 import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
 import type { TermFilterMessage } from '../../src/wire/federation.js'
+import { searchDoc as doc } from '../helpers/search-documents.js'
 
 const REGISTRY = 'zns:registry:0123456789abcdef0123456789abcdef'
 const options = (queryExpansion: boolean): IndexOptions => ({
   dimension: 16,
   queryExpansion,
   homeTerms: { registryId: REGISTRY, host: 'home.test', falsePositiveRate: 0.01, rebuildIntervalMs: 1e9 }
-})
-
-const doc = (entityId: string): SearchDocument => ({
-  entityId,
-  type: 'agent',
-  category: 'tools',
-  tags: [],
-  developerId: null,
-  active: true,
-  registeredAt: 0,
-  lastChange: 0,
-  uptime: 1,
-  capabilities: { skills: [], protocols: [], languages: [], models: [] }
 })
 
 /** A record's text as stored; home here unless `elsewhere`. */
@@ -64,7 +51,10 @@ const query = (text: string): IndexQuery => {
   }
 }
 
-const HOME = ['Summarizes research papers into a short abstract', 'Books flights and hotels for business travel'] as const
+const HOME = [
+  'Summarizes research papers into a short abstract',
+  'Books flights and hotels for business travel'
+] as const
 
 const KINDS = {
   'on the calling thread': (o: IndexOptions, onFilter: (m: TermFilterMessage) => void): SearchIndex =>
