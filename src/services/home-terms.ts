@@ -2,13 +2,15 @@
  * The terms of this node's home records (entities whose home registry is this node), summarised in a
  * Bloom filter that peers use to route federated queries (protocols/README.md, `/zns/bloom/1.0.0`).
  *
- * The search index (src/services/search-index.ts, on its own thread) hands every record it indexes to
- * `update` with the terms it has just analyzed (no second analysis), and every removal to `remove`. Terms are reference-counted, so an update or a
- * deregistration takes a record's old terms out exactly; each entity's term set is kept as interned
- * IDs (4 bytes a term). The filter is rebuilt from the live terms (no store scan) when the term set
- * changed, at most once per `rebuildIntervalMs`, and each rebuild gets a larger version. A term's
- * two base hashes are computed once, when it first appears, so a rebuild only sets bits. Listeners
- * (the mesh, which pushes the filter to peers) are told after each rebuild.
+ * The search index (src/services/search-index.ts, on its own thread) hands every record it
+ * indexes to `update` with the terms it has just analyzed (no second analysis), and every removal
+ * to `remove`. Terms are reference-counted, so an update or a deregistration takes a record's old
+ * terms out exactly; each entity's term set is kept as interned IDs (4 bytes a term). The filter
+ * is rebuilt from the live terms (no store scan) when the term set changed, at most once per
+ * `rebuildIntervalMs`, and each rebuild gets a larger version. A term's two base hashes are
+ * computed once, when it first appears, so a rebuild only sets bits. Listeners are told after each
+ * rebuild: on the worker, the one that posts the filter to the HTTP thread's `HomeTermFilterView`,
+ * which the mesh reads and pushes to peers.
  */
 import type { Logger } from 'pino'
 import { hashTerm, TermFilter, type TermHash } from '../search/term-filter.js'
