@@ -163,8 +163,9 @@ function homeFields(r: EntityRecord): HomeFields {
   return { entity_id: r.entity_id, home_registry: r.home_registry, home_registry_id: r.home_registry_id }
 }
 
-function embeddingText(r: EntityRecord): string {
-  return [r.name, r.category, r.tags.join(' '), r.summary, stringsIn(r.capability_summary ?? {}).join(' ')].join('. ')
+/** What the embedder reads of a record: the same text the index analyses, as one string. */
+function embeddingText(t: DocumentText): string {
+  return [t.name, t.category, t.tags.join(' '), t.summary, t.capabilities.join(' ')].join('. ')
 }
 
 /** What a search counted, as its response reports it: a federated search's outcome, or a local one's. */
@@ -317,13 +318,14 @@ export class SearchService {
     // A developer's part changes only with developer and handle events, which refresh it.
     if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
       this.refreshDeveloper(record.developer_id)
+    const text = documentText(record)
     this.index.apply({
       op: 'upsert',
       doc: searchDocument(record, this.c.liveness?.current(record.entity_id)),
-      text: documentText(record),
+      text,
       home: homeFields(record)
     })
-    this.pending.set(record.entity_id, embeddingText(record))
+    this.pending.set(record.entity_id, embeddingText(text))
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
       setImmediate(() => {
