@@ -59,6 +59,23 @@ interface State extends LivenessRecord {
   publicKey: Buffer
 }
 
+/** A status change ready to commit: the next state, the signed operation and the event announcing it. */
+interface Transition {
+  entityId: string
+  state: State
+  next: LivenessRecord
+  operation: Operation
+  event: { entity_id: string; status: 'active' | 'inactive'; last_heartbeat: string | null; changed_at: string }
+}
+
+/**
+ * Inactive transitions per transaction in a sweep. A load of registrations without heartbeats
+ * makes a sweep flip as many entities as were registered in a minute (about 110k loading 1M):
+ * written as one commit each, they filled the store's commit queue and every registration waited
+ * behind all of them.
+ */
+const SWEEP_BATCH = 500
+
 /**
  * A state as one literal of fixed shape. Spreading a stored record into it (`{ ...record, publicKey }`)
  * gave each of 100k states its own hidden class: about 300 bytes of heap per home entity.
@@ -82,6 +99,7 @@ export class LivenessService implements LivenessView {
   private readonly removed = new Set<string>()
   private readonly now: () => Date
   private sweepTimer: NodeJS.Timeout | null = null
+  private sweeping: Promise<number> | null = null
   private flushTimer: NodeJS.Timeout | null = null
   private flushing: Promise<void> | null = null
   /** The batch that follows the one being written (see flush). */
@@ -137,6 +155,7 @@ export class LivenessService implements LivenessView {
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer)
     if (this.flushTimer) clearInterval(this.flushTimer)
+    await this.sweeping?.catch(() => 0)
     await Promise.all(this.transitions.values())
     await this.flush()
   }
@@ -227,7 +246,9 @@ export class LivenessService implements LivenessView {
     this.dirty.add(agentId)
     this.accepted++
     this.c.bus.publish('agent_heartbeat', { entity_id: agentId, timestamp: frame.timestamp, form })
-    if (!state.active) {
+    // A sweep may be writing this entity's inactive transition; the heartbeat then undoes it.
+    await this.transitions.get(agentId)?.catch(() => {})
+    if (!state.active && this.states.get(agentId) === state) {
       // The heartbeat stands when the status change cannot be written (a full disk): the next one retries it.
       await this.transition(agentId, state, true, receivedAt).catch(err => {
         if (!(err instanceof RegistryError && err.code === 'storage_full')) throw err
@@ -255,14 +276,55 @@ export class LivenessService implements LivenessView {
     this.stateOf(entityId)
   }
 
-  /** Flips every home entity silent for longer than the threshold to inactive. Returns how many. */
-  async sweep(): Promise<number> {
+  /**
+   * Flips every home entity silent for longer than the threshold to inactive, a batch of
+   * SWEEP_BATCH per transaction, one batch at a time. Returns how many. A sweep asked for while
+   * one runs shares it.
+   */
+  sweep(): Promise<number> {
+    this.sweeping ??= this.sweepInBatches().finally(() => {
+      this.sweeping = null
+    })
+    return this.sweeping
+  }
+
+  private async sweepInBatches(): Promise<number> {
+    const silent: string[] = []
     const now = this.now().getTime()
-    const silent = [...this.states].filter(
-      ([id, s]) => s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(id)
+    for (const [id, s] of this.states) if (this.isSilent(id, s, now)) silent.push(id)
+    let changed = 0
+    for (let i = 0; i < silent.length; i += SWEEP_BATCH)
+      changed += await this.deactivate(silent.slice(i, i + SWEEP_BATCH))
+    return changed
+  }
+
+  private isSilent(entityId: string, s: State, now: number): boolean {
+    return s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(entityId)
+  }
+
+  /**
+   * Commits the inactive transition of those of `entityIds` still silent, in one transaction: a
+   * registration waits behind one batch of a mass sweep, not behind all of it. Returns how many.
+   */
+  private async deactivate(entityIds: string[]): Promise<number> {
+    const at = this.now().getTime()
+    const changes: Transition[] = []
+    for (const entityId of entityIds) {
+      const state = this.states.get(entityId)
+      if (state && this.isSilent(entityId, state, at)) changes.push(this.transitionOf(entityId, state, false, at))
+    }
+    if (changes.length === 0) return 0
+    const work = this.commitTransitions(changes)
+    const settled = work.then(
+      () => {},
+      () => {}
     )
-    await Promise.all(silent.map(([id, s]) => this.transition(id, s, false, now)))
-    return silent.length
+    for (const change of changes) this.transitions.set(change.entityId, settled)
+    try {
+      return await work
+    } finally {
+      for (const change of changes) this.transitions.delete(change.entityId)
+    }
   }
 
   /**
@@ -272,46 +334,61 @@ export class LivenessService implements LivenessView {
   private transition(entityId: string, state: State, active: boolean, at: number): Promise<void> {
     const running = this.transitions.get(entityId)
     if (running) return running
-    const work = (async () => {
-      const next: LivenessRecord = {
-        last_seen: state.last_seen,
-        active,
-        active_since: active ? at : null,
-        active_ms: state.active_ms + (!active && state.active_since !== null ? at - state.active_since : 0),
-        observed_since: state.observed_since
-      }
-      const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
-      const status = active ? 'active' : 'inactive'
-      const changedAt = new Date(at).toISOString()
-      const op = this.statusOperation(entityId, status, lastHeartbeat, changedAt)
-      const committed = await this.c.store.commit(tx => {
-        const record = tx.getEntity(entityId)
-        if (!record) return false
-        tx.putEntity({ ...record, status, last_heartbeat: lastHeartbeat })
-        tx.putLiveness(entityId, next)
-        tx.appendOperation(op)
-        return true
+    const work = this.commitTransitions([this.transitionOf(entityId, state, active, at)])
+      .then(() => {})
+      .finally(() => {
+        this.transitions.delete(entityId)
       })
-      if (!committed || this.states.get(entityId) !== state) return
-      Object.assign(state, next)
-      this.c.bus.publish(active ? 'agent_became_active' : 'agent_became_inactive', {
-        entity_id: entityId,
-        status,
-        last_heartbeat: lastHeartbeat,
-        changed_at: changedAt
-      })
-      // What the mesh announces as agent_status (the signed operation is in the store's log).
-      this.c.bus.publish('agent_status', {
-        entity_id: entityId,
-        status,
-        last_heartbeat: lastHeartbeat,
-        changed_at: changedAt
-      })
-    })().finally(() => {
-      this.transitions.delete(entityId)
-    })
     this.transitions.set(entityId, work)
     return work
+  }
+
+  private transitionOf(entityId: string, state: State, active: boolean, at: number): Transition {
+    const next: LivenessRecord = {
+      last_seen: state.last_seen,
+      active,
+      active_since: active ? at : null,
+      active_ms: state.active_ms + (!active && state.active_since !== null ? at - state.active_since : 0),
+      observed_since: state.observed_since
+    }
+    const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
+    const status = active ? 'active' : 'inactive'
+    const changedAt = new Date(at).toISOString()
+    const operation = this.statusOperation(entityId, status, lastHeartbeat, changedAt)
+    return {
+      entityId,
+      state,
+      next,
+      operation,
+      event: { entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt }
+    }
+  }
+
+  /** Writes the transitions in one transaction, then applies and announces those of entities still here. */
+  private async commitTransitions(changes: Transition[]): Promise<number> {
+    const written = await this.c.store.commit(tx =>
+      changes.filter(({ entityId, next, operation, event }) => {
+        const record = tx.getEntity(entityId)
+        if (!record) return false
+        tx.putEntity({ ...record, status: event.status, last_heartbeat: event.last_heartbeat })
+        tx.putLiveness(entityId, next)
+        tx.appendOperation(operation)
+        return true
+      })
+    )
+    let applied = 0
+    for (const { entityId, state, next, event } of written) {
+      if (this.states.get(entityId) !== state) continue
+      // A heartbeat received meanwhile keeps its time (and makes the entity active again, see apply).
+      const lastSeen = Math.max(state.last_seen, next.last_seen)
+      Object.assign(state, next)
+      state.last_seen = lastSeen
+      applied++
+      this.c.bus.publish(next.active ? 'agent_became_active' : 'agent_became_inactive', event)
+      // What the mesh announces as agent_status (the signed operation is in the store's log).
+      this.c.bus.publish('agent_status', event)
+    }
+    return applied
   }
 
   /** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */

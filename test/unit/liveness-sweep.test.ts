@@ -1,0 +1,107 @@
+/**
+ * A sweep that finds many silent entities (a load of registrations without heartbeats) writes
+ * their inactive transitions in batches, one transaction each, one batch at a time: as one commit
+ * per entity, a mass sweep filled the store's commit queue and registrations waited behind it.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import test from 'ava'
+import { EventBus } from '../../src/events/bus.js'
+import { formatKey } from '../../src/identity/encoding.js'
+import { deriveId } from '../../src/identity/ids.js'
+import { generateKeyPair } from '../../src/identity/keys.js'
+import type { NodeIdentity } from '../../src/identity/node-identity.js'
+import type { ServiceSettings } from '../../src/services/components.js'
+import { LivenessService } from '../../src/services/liveness.js'
+import type { EntityRecord } from '../../src/store/records.js'
+import { RegistryStore } from '../../src/store/registry-store.js'
+
+test('a mass sweep commits in batches; a heartbeat during it leaves its entity active', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'sweep-'))
+  const store = await RegistryStore.open(dir)
+  t.teardown(async () => {
+    await store.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+  const keyPair = generateKeyPair()
+  const identity: NodeIdentity = {
+    keyPair,
+    registryId: deriveId('registry', keyPair.publicKey),
+    publicKey: formatKey(keyPair.publicKey),
+    host: 'a.test'
+  }
+  let clock = Date.parse('2026-11-26T10:00:00.000Z')
+  const count = 1201
+  const records = Array.from(
+    { length: count },
+    (_, n) =>
+      ({
+        entity_id: `zns:${n.toString(16).padStart(32, '0')}`,
+        public_key: formatKey(keyPair.publicKey),
+        status: 'active',
+        last_heartbeat: null,
+        registered_at: new Date(clock).toISOString(),
+        home_registry: 'a.test',
+        home_registry_id: identity.registryId
+      }) as unknown as EntityRecord
+  )
+  await store.commit(tx => {
+    for (const record of records) tx.putEntity(record)
+  })
+
+  const bus = new EventBus()
+  const inactive: string[] = []
+  bus.subscribe(event => {
+    if (event.type === 'agent_became_inactive') inactive.push(event.data.entity_id as string)
+  })
+  const liveness = new LivenessService({
+    store,
+    bus,
+    identity,
+    settings: { host: 'a.test' } as ServiceSettings,
+    now: () => new Date(clock),
+    verifyHeartbeat: async () => 'deployed',
+    liveness: { inactiveAfterMs: 300_000, sweepIntervalMs: 60_000, maxClockSkewMs: 60_000, flushIntervalMs: 3_600_000 }
+  })
+  for (const record of records) liveness.loadRecord(record)
+  liveness.loaded()
+
+  let commits = 0
+  const commit = store.commit.bind(store)
+  store.commit = fn => {
+    commits++
+    return commit(fn)
+  }
+  clock += 301_000
+  const sweep = liveness.sweep()
+  t.is(liveness.sweep(), sweep, 'a sweep asked for while one runs shares it')
+  // One entity of the batch being written, and one of a batch not begun.
+  const beating = [records[0]!.entity_id, records[count - 1]!.entity_id]
+  const acks = await Promise.all(
+    beating.map(id =>
+      liveness.heartbeat(
+        { timestamp: new Date(clock).toISOString(), signature: `ed25519:${Buffer.alloc(64).toString('base64')}` },
+        id
+      )
+    )
+  )
+  for (const ack of acks) t.is(ack.status, 'active')
+  const changed = await sweep
+  t.is(changed, count - 1, 'the first was written inactive, then active again; the last stayed active')
+  t.is(commits, 4, 'three batches of at most 500, and the first entity back to active')
+
+  for (const id of beating) {
+    t.is(liveness.current(id)?.status, 'active')
+    t.is(store.getEntity(id)?.status, 'active')
+  }
+  t.is(store.operationsOf(beating[0]!).length, 2)
+  for (const record of records.slice(1, -1)) {
+    t.is(liveness.current(record.entity_id)?.status, 'inactive')
+    t.is(store.getEntity(record.entity_id)?.status, 'inactive')
+  }
+  t.is(store.operationsOf(records[1]!.entity_id).length, 1, 'one signed entity.status operation each')
+  t.is(new Set(inactive).size, changed)
+  t.is(await liveness.sweep(), 0, 'nothing silent is left')
+  await liveness.stop()
+})
