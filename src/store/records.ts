@@ -44,6 +44,10 @@ export interface EntityRecord {
   /** The name the registration asked to bind under the developer's handle. */
   entity_name: string | null
   ttl: number
+  /**
+   * As the home node last announced it (`entity.status`). On the home node itself these stay as
+   * registered: its liveness state (LivenessRecord) is the live status, and reads take it there.
+   */
   status: LivenessStatus
   last_heartbeat: string | null
   registered_at: string
