@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import test from 'ava'
 import { open } from 'lmdb'
 import type { Operation } from '../../src/store/records.js'
-import { RegistryStore } from '../../src/store/registry-store.js'
+import { DuplicateOperation, RegistryStore } from '../../src/store/registry-store.js'
 import { statusOperation } from '../helpers/operations.js'
 
 const op = statusOperation
@@ -89,6 +89,24 @@ test('the operation log appends in order across aborted commits and a reopen; a 
     await raw.close()
   }))
 
+test('an operation already held is refused; one of the same subject with another seal is appended', t =>
+  inDataDir(async dir => {
+    const store = await RegistryStore.open(dir)
+    const sealed = (n: number, seal: string): Operation => ({ ...op('s', n), node_signature: seal })
+    await store.commit(tx => tx.appendOperation(sealed(1, 'ed25519:AAAAAAAAAAAAone')))
+    await t.throwsAsync(
+      store.commit(tx => tx.appendOperation(sealed(1, 'ed25519:AAAAAAAAAAAAone'))),
+      {
+        instanceOf: DuplicateOperation
+      }
+    )
+    // The same seal fingerprint (its first characters): the whole seal decides.
+    await store.commit(tx => tx.appendOperation(sealed(2, 'ed25519:AAAAAAAAAAAAtwo')))
+    await store.commit(tx => tx.appendOperation(sealed(3, 'ed25519:BBBBBBBBBBBBone')))
+    t.is(store.operationsOf('s').length, 3)
+    await store.close()
+  }))
+
 test('a store written before value compression opens as it was, and keeps reading and writing', t =>
   inDataDir(async dir => {
     const old = rawStore(dir)
@@ -99,6 +117,11 @@ test('a store written before value compression opens as it was, and keeps readin
 
     let store = await RegistryStore.open(dir)
     t.deepEqual(store.operationsOf('old')[0]?.body, bulky('old', 1).body)
+    // Its subject index holds no seal fingerprints: the duplicate is still found, by decoding.
+    await t.throwsAsync(
+      store.commit(tx => tx.appendOperation(bulky('old', 1))),
+      { instanceOf: DuplicateOperation }
+    )
     await store.commit(tx => tx.appendOperation(bulky('new', 2)))
     await store.close()
     store = await RegistryStore.open(dir)
