@@ -126,7 +126,7 @@ export class ReplicationService {
     if (op.origin === this.c.identity.registryId) return 'stale'
     if (this.c.quota.exhausted(op.origin)) return 'throttled'
     const originKey = await this.checkSeal(op)
-    if (this.c.store.operationsOf(op.subject).some(held => held.node_signature === op.node_signature)) return 'stale'
+    if (this.c.store.holds(op)) return 'stale'
     const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
     const req = requestOf(op)
     // Quotas before the owner's signatures are checked or anything is stored: a flood costs one seal check per operation.

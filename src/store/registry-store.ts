@@ -305,6 +305,17 @@ export class RegistryStore {
     }
   }
 
+  /** Whether the log holds this operation (the same subject and seal). */
+  holds(op: Operation): boolean {
+    const fingerprint = sealFingerprint(op)
+    for (const { key, value } of this.subjectOperations.getRange({ start: [op.subject, 0], end: [op.subject, MAX] })) {
+      // Only a matching fingerprint (or none: written before they were kept) is worth decoding.
+      if (value !== null && value !== fingerprint) continue
+      if (this.operations.get(key[1])?.node_signature === op.node_signature) return true
+    }
+    return false
+  }
+
   private subjectSeqs(subject: string): SubjectOperationKey[] {
     return [...this.subjectOperations.getKeys({ start: [subject, 0], end: [subject, MAX] })] as SubjectOperationKey[]
   }
@@ -399,15 +410,7 @@ export class RegistryStore {
       void this.tombstones.remove(subject)
     },
     appendOperation: op => {
-      const fingerprint = sealFingerprint(op)
-      for (const { key, value } of this.subjectOperations.getRange({
-        start: [op.subject, 0],
-        end: [op.subject, MAX]
-      })) {
-        // Only a matching fingerprint (or none: written before they were kept) is worth decoding.
-        if (value !== null && value !== fingerprint) continue
-        if (this.operations.get(key[1])?.node_signature === op.node_signature) throw new DuplicateOperation(op)
-      }
+      if (this.holds(op)) throw new DuplicateOperation(op)
       if (op.auth.carrier !== 'node') {
         const key = signatureFingerprint(op.auth.signature)
         const first = this.usedSignatures.get(key)
@@ -427,7 +430,7 @@ export class RegistryStore {
       // Appended (MDB_APPEND): a full page is left full and the next one started, where an ordinary
       // insert splits it in half; the log's pages were half empty (230 instead of 144 MiB at 100k).
       void appendPut(this.operations, seq, op)
-      void this.subjectOperations.put([op.subject, seq], fingerprint)
+      void this.subjectOperations.put([op.subject, seq], sealFingerprint(op))
     },
     getHandle: handle => this.getHandle(handle),
     putHandle: record => {
