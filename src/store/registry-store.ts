@@ -141,11 +141,14 @@ const keyFits = (...parts: string[]): boolean => parts.reduce((n, p) => n + p.le
 const MAX_PENDING_COMMITS = 2048
 
 /**
- * A piece of an operation's node signature, kept in the subject index, so that an append checks
- * for a duplicate without decoding the subject's operations. Decoding them (the registration
- * under each status change) made the whole log resident: at 1M entities, gigabytes of RSS.
+ * An operation's seal digest: the first 16 bytes of the SHA-256 of its node signature. The subject
+ * index keeps it beside each operation, so an append checks for a duplicate and the sync digests
+ * are built without decoding operations. Decoding them (the registration under each status change)
+ * made the whole log resident: at 1M entities, gigabytes of RSS.
  */
-const sealFingerprint = (op: Operation): string => op.node_signature.slice(8, 20)
+export const SEAL_DIGEST_BYTES = 16
+export const sealDigest = (nodeSignature: string): Buffer =>
+  hash('sha256', nodeSignature, 'buffer').subarray(0, SEAL_DIGEST_BYTES)
 
 export class RegistryStore {
   private constructor(
@@ -154,7 +157,7 @@ export class RegistryStore {
     private readonly developers: Database<DeveloperRecord, string>,
     private readonly tombstones: Database<Tombstone, string>,
     private readonly operations: Database<Operation, number>,
-    private readonly subjectOperations: Database<string | null, SubjectOperationKey>,
+    private readonly subjectOperations: Database<Uint8Array | null, SubjectOperationKey>,
     private readonly meta: Database<unknown, string>,
     private readonly handles: Database<HandleRecord, string>,
     private readonly names: Database<NameBinding, NameKey>,
@@ -210,7 +213,7 @@ export class RegistryStore {
       root.openDB<DeveloperRecord, string>({ name: 'developers' }),
       root.openDB<Tombstone, string>({ name: 'tombstones' }),
       operations,
-      root.openDB<string | null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
+      root.openDB<Uint8Array | null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
       meta,
       root.openDB<HandleRecord, string>({ name: 'handles' }),
       root.openDB<NameBinding, NameKey>({ name: 'names' }),
@@ -306,14 +309,29 @@ export class RegistryStore {
   }
 
   /** Whether the log holds this operation (the same subject and seal). */
-  holds(op: Operation): boolean {
-    const fingerprint = sealFingerprint(op)
+  holds(op: Operation, digest = sealDigest(op.node_signature)): boolean {
     for (const { key, value } of this.subjectOperations.getRange({ start: [op.subject, 0], end: [op.subject, MAX] })) {
-      // Only a matching fingerprint (or none: written before they were kept) is worth decoding.
-      if (value !== null && value !== fingerprint) continue
+      // Only a matching digest (or none: written before they were kept) is worth decoding.
+      if (value !== null && Buffer.compare(value, digest) !== 0) continue
       if (this.operations.get(key[1])?.node_signature === op.node_signature) return true
     }
     return false
+  }
+
+  /**
+   * Every subject with the seal digests of its operations, in subject order, from the subject
+   * index alone (an operation written before digests were kept there is decoded). A digest is
+   * valid only until the iteration moves on.
+   */
+  *sealDigests(): Iterable<[subject: string, digest: Uint8Array]> {
+    for (const { key, value } of this.subjectOperations.getRange()) {
+      const [subject, seq] = key as SubjectOperationKey
+      if (value !== null) yield [subject, value]
+      else {
+        const op = this.operations.get(seq)
+        if (op) yield [subject, sealDigest(op.node_signature)]
+      }
+    }
   }
 
   private subjectSeqs(subject: string): SubjectOperationKey[] {
@@ -410,7 +428,8 @@ export class RegistryStore {
       void this.tombstones.remove(subject)
     },
     appendOperation: op => {
-      if (this.holds(op)) throw new DuplicateOperation(op)
+      const digest = sealDigest(op.node_signature)
+      if (this.holds(op, digest)) throw new DuplicateOperation(op)
       if (op.auth.carrier !== 'node') {
         const key = signatureFingerprint(op.auth.signature)
         const first = this.usedSignatures.get(key)
@@ -430,7 +449,7 @@ export class RegistryStore {
       // Appended (MDB_APPEND): a full page is left full and the next one started, where an ordinary
       // insert splits it in half; the log's pages were half empty (230 instead of 144 MiB at 100k).
       void appendPut(this.operations, seq, op)
-      void this.subjectOperations.put([op.subject, seq], sealFingerprint(op))
+      void this.subjectOperations.put([op.subject, seq], digest)
     },
     getHandle: handle => this.getHandle(handle),
     putHandle: record => {

@@ -7,24 +7,25 @@
  * 256 bucket digests, then the subject digests of the buckets that differ, finds what differs
  * without listing everything.
  *
- * Kept in memory: built from the log at start, then updated after every commit from what it
- * appended and dropped (XOR in, XOR out: no read of the log on the write path).
+ * Kept in memory: built at start from the seal digests the log's subject index holds (no
+ * operation is decoded), then updated after every commit from what it appended and dropped (XOR
+ * in, XOR out: no read of the log on the write path).
  *
  * Declined subjects (operations refused for good, e.g. over an origin's quota) count as held with
  * the digest of what was offered, so that a peer holding them finds nothing to send; their
  * operations are not here to give. Kept until the subject is held, in memory, at most MAX_DECLINED.
  */
 import { hash as oneShotHash } from 'node:crypto'
-import type { RegistryStore } from './registry-store.js'
+import { type RegistryStore, SEAL_DIGEST_BYTES, sealDigest } from './registry-store.js'
 import type { Operation } from './records.js'
 
-export const DIGEST_BYTES = 16
+export const DIGEST_BYTES = SEAL_DIGEST_BYTES
 export const BUCKETS = 256
 
 const EMPTY = Buffer.alloc(DIGEST_BYTES)
 const hash = (text: string): Buffer => oneShotHash('sha256', text, 'buffer').subarray(0, DIGEST_BYTES)
 
-function xorInto(target: Buffer, value: Buffer): void {
+function xorInto(target: Buffer, value: Uint8Array): void {
   for (let i = 0; i < DIGEST_BYTES; i++) target[i] = (target[i] as number) ^ (value[i] as number)
 }
 
@@ -46,13 +47,18 @@ export class SubjectDigests {
 
   /** Builds the digests from the log and follows later commits. */
   start(): void {
-    const built = new Map<string, Buffer>()
-    for (const op of this.store.allOperations()) {
-      let digest = built.get(op.subject)
-      if (!digest) built.set(op.subject, (digest = Buffer.alloc(DIGEST_BYTES)))
-      xorInto(digest, hash(op.node_signature))
+    // The subject index is in subject order: each subject's digest is complete when the next begins.
+    let subject: string | null = null
+    const digest = Buffer.alloc(DIGEST_BYTES)
+    for (const [next, seal] of this.store.sealDigests()) {
+      if (next !== subject) {
+        if (subject !== null) this.set(subject, digest)
+        subject = next
+        digest.fill(0)
+      }
+      xorInto(digest, seal)
     }
-    for (const [subject, digest] of built) this.set(subject, digest)
+    if (subject !== null) this.set(subject, digest)
     this.detach = this.store.onCommitted(changes => {
       const next = new Map<string, Buffer>()
       for (const op of [...changes.appended, ...changes.dropped]) {
@@ -60,7 +66,7 @@ export class SubjectDigests {
         const held = this.subjects.get(op.subject)
         if (!digest)
           next.set(op.subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
-        xorInto(digest, hash(op.node_signature))
+        xorInto(digest, sealDigest(op.node_signature))
       }
       // A subject whose every operation went XORs back to zero: it is no longer held.
       for (const [subject, digest] of next) this.set(subject, digest.equals(EMPTY) ? null : digest)
@@ -105,7 +111,7 @@ export class SubjectDigests {
     )
       return
     const digest = Buffer.alloc(DIGEST_BYTES)
-    for (const op of offered) xorInto(digest, hash(op.node_signature))
+    for (const op of offered) xorInto(digest, sealDigest(op.node_signature))
     const bucket = bucketOf(subject)
     const old = this.declined.get(subject)
     if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
@@ -133,7 +139,7 @@ export class SubjectDigests {
   private refresh(subject: string): void {
     const digest = Buffer.alloc(DIGEST_BYTES)
     const ops = this.store.operationsOf(subject)
-    for (const op of ops) xorInto(digest, hash(op.node_signature))
+    for (const op of ops) xorInto(digest, sealDigest(op.node_signature))
     this.set(subject, ops.length > 0 ? digest : null)
   }
 

@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
+import { open } from 'lmdb'
 import { DuplicateOperation, RegistryStore } from '../../src/store/registry-store.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
 import { statusOperation } from '../helpers/operations.js'
@@ -66,6 +67,47 @@ test('one operation delivered twice at once (gossip and sync) is appended once: 
     digests.stop()
   } finally {
     await store.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('the digests built at start read the seal digests of the subject index, and decode what a store kept none for', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'digests-'))
+  try {
+    let store = await RegistryStore.open(dir)
+    await store.commit(tx => {
+      for (let n = 0; n < 6; n++) tx.appendOperation(op(n % 2 === 0 ? 'even' : 'odd', n))
+    })
+    const fresh = new SubjectDigests(store)
+    fresh.start()
+    fresh.stop()
+    await store.close()
+
+    // As a store written before the index kept seal digests: no value for the subject 'odd'.
+    const raw = open({ path: join(dir, 'registry.lmdb'), maxDbs: 16, compression: false })
+    const index = raw.openDB<Uint8Array | null, [string, number]>({ name: 'oplog_by_subject' })
+    const odd = [...index.getKeys({ start: ['odd', 0], end: ['odd', Number.MAX_SAFE_INTEGER] })]
+    t.is(odd.length, 3)
+    for (const key of odd) await index.put(key, null)
+    await raw.close()
+
+    store = await RegistryStore.open(dir)
+    const built = new SubjectDigests(store)
+    built.start()
+    built.stop()
+    t.deepEqual(built.bucketDigests(), fresh.bucketDigests())
+    for (const subject of ['even', 'odd']) {
+      t.is(built.digestOf(subject), fresh.digestOf(subject))
+      t.false(built.recheck(subject), `${subject}: the same as computed from its operations`)
+    }
+    t.is(built.size, 2)
+    // A duplicate of an operation indexed without its seal digest is still refused.
+    await t.throwsAsync(
+      store.commit(tx => tx.appendOperation(op('odd', 1))),
+      { instanceOf: DuplicateOperation }
+    )
+    await store.close()
+  } finally {
     await rm(dir, { recursive: true, force: true })
   }
 })
