@@ -101,6 +101,7 @@ export class LivenessService implements LivenessView {
   private readonly now: () => Date
   private sweepTimer: NodeJS.Timeout | null = null
   private sweeping: Promise<number> | null = null
+  private stopping = false
   private flushTimer: NodeJS.Timeout | null = null
   private flushing: Promise<void> | null = null
   /** The batch that follows the one being written (see flush). */
@@ -156,6 +157,8 @@ export class LivenessService implements LivenessView {
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer)
     if (this.flushTimer) clearInterval(this.flushTimer)
+    // A sweep ends after the batch it is writing; the rest are found again by the next start's sweeps.
+    this.stopping = true
     await this.sweeping?.catch(() => 0)
     await Promise.all(this.transitions.values())
     await this.flush()
@@ -294,7 +297,7 @@ export class LivenessService implements LivenessView {
     const now = this.now().getTime()
     for (const [id, s] of this.states) if (this.isSilent(id, s, now)) silent.push(id)
     let changed = 0
-    for (let i = 0; i < silent.length; i += SWEEP_BATCH)
+    for (let i = 0; i < silent.length && !this.stopping; i += SWEEP_BATCH)
       changed += await this.deactivate(silent.slice(i, i + SWEEP_BATCH))
     return changed
   }

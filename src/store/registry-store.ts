@@ -142,9 +142,9 @@ const MAX_PENDING_COMMITS = 2048
 
 /**
  * An operation's seal digest: the first 16 bytes of the SHA-256 of its node signature. The subject
- * index keeps it beside each operation, so an append checks for a duplicate and the sync digests
- * are built without decoding operations. Decoding them (the registration under each status change)
- * made the whole log resident: at 1M entities, gigabytes of RSS.
+ * index keeps it beside each operation, so an append checks for a duplicate (the registration
+ * under each status change was decoded for it) and the sync digests are built at start (the whole
+ * log was decoded: 18 s at 1M) without decoding operations.
  */
 export const SEAL_DIGEST_BYTES = 16
 export const sealDigest = (nodeSignature: string): Buffer =>

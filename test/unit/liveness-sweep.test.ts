@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import { EventBus } from '../../src/events/bus.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
@@ -17,7 +17,8 @@ import { LivenessService, SWEEP_BATCH } from '../../src/services/liveness.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 
-test('a mass sweep commits in batches; a heartbeat during it leaves its entity active', async t => {
+/** `count` home entities registered now, on a real store; `silence()` moves the clock past the threshold. */
+async function homeEntities(t: ExecutionContext, count: number) {
   const dir = await mkdtemp(join(tmpdir(), 'sweep-'))
   const store = await RegistryStore.open(dir)
   t.teardown(async () => {
@@ -32,8 +33,6 @@ test('a mass sweep commits in batches; a heartbeat during it leaves its entity a
     host: 'a.test'
   }
   let clock = Date.parse('2026-11-26T10:00:00.000Z')
-  // Two full batches and a part of one.
-  const count = 2 * SWEEP_BATCH + 50
   const records = Array.from(
     { length: count },
     (_, n) =>
@@ -67,6 +66,21 @@ test('a mass sweep commits in batches; a heartbeat during it leaves its entity a
   })
   for (const record of records) liveness.loadRecord(record)
   liveness.loaded()
+  const silence = () => {
+    clock += 301_000
+  }
+  const beat = (id: string) =>
+    liveness.heartbeat(
+      { timestamp: new Date(clock).toISOString(), signature: `ed25519:${Buffer.alloc(64).toString('base64')}` },
+      id
+    )
+  return { store, liveness, records, inactive, silence, beat }
+}
+
+test('a mass sweep commits in batches; a heartbeat during it leaves its entity active', async t => {
+  // Two full batches and a part of one.
+  const count = 2 * SWEEP_BATCH + 50
+  const { store, liveness, records, inactive, silence, beat } = await homeEntities(t, count)
 
   let commits = 0
   const commit = store.commit.bind(store)
@@ -74,19 +88,12 @@ test('a mass sweep commits in batches; a heartbeat during it leaves its entity a
     commits++
     return commit(fn)
   }
-  clock += 301_000
+  silence()
   const sweep = liveness.sweep()
   t.is(liveness.sweep(), sweep, 'a sweep asked for while one runs shares it')
   // One entity of the batch being written, and one of a batch not begun.
   const beating = [records[0]!.entity_id, records[count - 1]!.entity_id]
-  const acks = await Promise.all(
-    beating.map(id =>
-      liveness.heartbeat(
-        { timestamp: new Date(clock).toISOString(), signature: `ed25519:${Buffer.alloc(64).toString('base64')}` },
-        id
-      )
-    )
-  )
+  const acks = await Promise.all(beating.map(beat))
   for (const ack of acks) t.is(ack.status, 'active')
   const changed = await sweep
   t.is(changed, count - 1, 'the first was written inactive, then active again; the last stayed active')
@@ -104,4 +111,15 @@ test('a mass sweep commits in batches; a heartbeat during it leaves its entity a
   t.is(new Set(inactive).size, changed)
   t.is(await liveness.sweep(), 0, 'nothing silent is left')
   await liveness.stop()
+})
+
+test('a stop during a mass sweep ends it after the batch being written', async t => {
+  const { liveness, records, silence } = await homeEntities(t, 3 * SWEEP_BATCH)
+  silence()
+  const sweep = liveness.sweep()
+  await liveness.stop()
+  t.is(await sweep, SWEEP_BATCH)
+  const statuses = records.map(r => liveness.current(r.entity_id)?.status)
+  t.is(statuses.filter(s => s === 'inactive').length, SWEEP_BATCH)
+  t.is(statuses.filter(s => s === 'active').length, 2 * SWEEP_BATCH, 'left for the next start')
 })
