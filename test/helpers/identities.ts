@@ -7,7 +7,8 @@ import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
-import { keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import { generateKeyPair, keyPairFromSeed, sign, type KeyPair } from '../../src/identity/keys.js'
+import type { NodeIdentity } from '../../src/identity/node-identity.js'
 import {
   developerKeys,
   developerProof,
@@ -114,3 +115,9 @@ export function developerRegistration(dev: Developer, fields: Record<string, unk
 }
 
 export { sign, canonicalJson }
+
+/** A node identity with a fresh key, for services tested without a node. */
+export function nodeIdentity(host = 'a.test'): NodeIdentity {
+  const keyPair = generateKeyPair()
+  return { keyPair, registryId: deriveId('registry', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey), host }
+}

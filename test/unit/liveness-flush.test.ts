@@ -6,24 +6,14 @@
  */
 import test from 'ava'
 import { EventBus } from '../../src/events/bus.js'
-import { formatKey } from '../../src/identity/encoding.js'
-import { deriveId } from '../../src/identity/ids.js'
-import { generateKeyPair } from '../../src/identity/keys.js'
-import type { NodeIdentity } from '../../src/identity/node-identity.js'
 import type { ServiceSettings } from '../../src/services/components.js'
 import { LivenessService } from '../../src/services/liveness.js'
 import type { EntityRecord, LivenessRecord } from '../../src/store/records.js'
 import type { RegistryStore } from '../../src/store/registry-store.js'
-import { agent, developer } from '../helpers/identities.js'
+import { agent, developer, nodeIdentity } from '../helpers/identities.js'
 
 test('a stop during a batch write also writes the heartbeats that came after the batch began', async t => {
-  const keyPair = generateKeyPair()
-  const identity: NodeIdentity = {
-    keyPair,
-    registryId: deriveId('registry', keyPair.publicKey),
-    publicKey: formatKey(keyPair.publicKey),
-    host: 'a.test'
-  }
+  const identity = nodeIdentity()
   const a = agent(developer(81), 1)
   let clock = Date.parse('2026-11-22T10:00:00.000Z')
   const record = {

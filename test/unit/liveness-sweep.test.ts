@@ -6,12 +6,10 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { nodeIdentity } from '../helpers/identities.js'
 import test, { type ExecutionContext } from 'ava'
 import { EventBus } from '../../src/events/bus.js'
 import { formatKey } from '../../src/identity/encoding.js'
-import { deriveId } from '../../src/identity/ids.js'
-import { generateKeyPair } from '../../src/identity/keys.js'
-import type { NodeIdentity } from '../../src/identity/node-identity.js'
 import type { ServiceSettings } from '../../src/services/components.js'
 import { LivenessService, SWEEP_BATCH } from '../../src/services/liveness.js'
 import type { EntityRecord } from '../../src/store/records.js'
@@ -25,13 +23,8 @@ async function homeEntities(t: ExecutionContext, count: number) {
     await store.close()
     await rm(dir, { recursive: true, force: true })
   })
-  const keyPair = generateKeyPair()
-  const identity: NodeIdentity = {
-    keyPair,
-    registryId: deriveId('registry', keyPair.publicKey),
-    publicKey: formatKey(keyPair.publicKey),
-    host: 'a.test'
-  }
+  const identity = nodeIdentity()
+  const { keyPair } = identity
   let clock = Date.parse('2026-11-26T10:00:00.000Z')
   const records = Array.from(
     { length: count },

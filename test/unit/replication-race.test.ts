@@ -4,11 +4,8 @@
  * until the next sync. The race is forced here with services that wait on gates the test opens;
  * the seal checks are real.
  */
+import { nodeIdentity } from '../helpers/identities.js'
 import test from 'ava'
-import { formatKey } from '../../src/identity/encoding.js'
-import { deriveId } from '../../src/identity/ids.js'
-import { generateKeyPair } from '../../src/identity/keys.js'
-import type { NodeIdentity } from '../../src/identity/node-identity.js'
 import { VerifyPool } from '../../src/identity/verify-pool.js'
 import { MissingDependency } from '../../src/services/components.js'
 import type { DeveloperService } from '../../src/services/developers.js'
@@ -20,11 +17,6 @@ import type { Operation } from '../../src/store/records.js'
 import type { RegistryStore } from '../../src/store/registry-store.js'
 import { OriginQuota } from '../../src/services/origin-quota.js'
 
-function identity(host: string): NodeIdentity {
-  const keyPair = generateKeyPair()
-  return { keyPair, registryId: deriveId('registry', keyPair.publicKey), publicKey: formatKey(keyPair.publicKey), host }
-}
-
 const gate = (): { opened: Promise<void>; open: () => void } => {
   let open = (): void => {}
   const opened = new Promise<void>(resolve => {
@@ -34,7 +26,7 @@ const gate = (): { opened: Promise<void>; open: () => void } => {
 }
 
 test('an update that fails while its registration is being applied is applied, not left deferred', async t => {
-  const origin = identity('a.test')
+  const origin = nodeIdentity('a.test')
   const entityId = 'zns:0123456789abcdef0123456789abcdef'
   const op = (kind: Operation['kind'], at: string): Operation =>
     sealOperation(origin, {
@@ -73,9 +65,9 @@ test('an update that fails while its registration is being applied is applied, n
   const verifier = new VerifyPool({ workers: 0 })
   t.teardown(() => verifier.close())
   const replication = new ReplicationService({
-    identity: identity('b.test'),
+    identity: nodeIdentity('b.test'),
     verifier,
-    store: { operationsOf: () => [], getEntity: () => undefined } as unknown as RegistryStore,
+    store: { holds: () => false, getEntity: () => undefined } as unknown as RegistryStore,
     entities,
     developers: {} as DeveloperService,
     directory: {} as NameDirectory,
