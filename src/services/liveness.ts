@@ -317,18 +317,7 @@ export class LivenessService implements LivenessView {
       const state = this.states.get(entityId)
       if (state && this.isSilent(entityId, state, at)) changes.push(this.transitionOf(entityId, state, false, at))
     }
-    if (changes.length === 0) return 0
-    const work = this.commitTransitions(changes)
-    const settled = work.then(
-      () => {},
-      () => {}
-    )
-    for (const change of changes) this.transitions.set(change.entityId, settled)
-    try {
-      return await work
-    } finally {
-      for (const change of changes) this.transitions.delete(change.entityId)
-    }
+    return changes.length === 0 ? 0 : this.commitTransitions(changes)
   }
 
   /**
@@ -338,13 +327,7 @@ export class LivenessService implements LivenessView {
   private transition(entityId: string, state: State, active: boolean, at: number): Promise<void> {
     const running = this.transitions.get(entityId)
     if (running) return running
-    const work = this.commitTransitions([this.transitionOf(entityId, state, active, at)])
-      .then(() => {})
-      .finally(() => {
-        this.transitions.delete(entityId)
-      })
-    this.transitions.set(entityId, work)
-    return work
+    return this.commitTransitions([this.transitionOf(entityId, state, active, at)]).then(() => {})
   }
 
   private transitionOf(entityId: string, state: State, active: boolean, at: number): Transition {
@@ -368,8 +351,25 @@ export class LivenessService implements LivenessView {
     }
   }
 
-  /** Writes the transitions in one transaction, then applies and announces those of entities still here. */
+  /**
+   * Writes the transitions in one transaction, then applies and announces those of entities still
+   * here. Until then each entity's transition is in progress (`transitions`), for heartbeats to wait on.
+   */
   private async commitTransitions(changes: Transition[]): Promise<number> {
+    const work = this.writeTransitions(changes)
+    const settled = work.then(
+      () => {},
+      () => {}
+    )
+    for (const change of changes) this.transitions.set(change.entityId, settled)
+    try {
+      return await work
+    } finally {
+      for (const change of changes) this.transitions.delete(change.entityId)
+    }
+  }
+
+  private async writeTransitions(changes: Transition[]): Promise<number> {
     // The record keeps the status it was registered with: for a home entity, reads take the
     // status from here (`current`), and the stored liveness state survives a restart. Rewriting
     // the record (decoded, encoded and compressed again) was half the cost of a transition.

@@ -82,6 +82,8 @@ export function signatureFingerprint(signature: string): string {
 
 export interface CommittedOperations {
   appended: Operation[]
+  /** The seal digest (`sealDigest`) of each appended operation, in the same order. */
+  appendedSeals: Uint8Array[]
   /** Operations removed from the log (superseded registrations, tombstoned histories). */
   dropped: Operation[]
   /** Subjects whose history changed (appended to or dropped). */
@@ -356,7 +358,7 @@ export class RegistryStore {
   }
 
   private async commitNow<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
-    const changes: CommittedOperations = { appended: [], dropped: [], subjects: new Set() }
+    const changes: CommittedOperations = { appended: [], appendedSeals: [], dropped: [], subjects: new Set() }
     const done = this.root.childTransaction(() => {
       this.changes = changes
       try {
@@ -445,6 +447,7 @@ export class RegistryStore {
       }
       const seq = ++this.opSeq
       this.changes?.appended.push(op)
+      this.changes?.appendedSeals.push(digest)
       this.changes?.subjects.add(op.subject)
       // Appended (MDB_APPEND): a full page is left full and the next one started, where an ordinary
       // insert splits it in half; the log's pages were half empty (230 instead of 144 MiB at 100k).

@@ -61,13 +61,15 @@ export class SubjectDigests {
     if (subject !== null) this.set(subject, digest)
     this.detach = this.store.onCommitted(changes => {
       const next = new Map<string, Buffer>()
-      for (const op of [...changes.appended, ...changes.dropped]) {
-        let digest = next.get(op.subject)
-        const held = this.subjects.get(op.subject)
+      const toggle = (subject: string, seal: Uint8Array) => {
+        let digest = next.get(subject)
+        const held = this.subjects.get(subject)
         if (!digest)
-          next.set(op.subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
-        xorInto(digest, sealDigest(op.node_signature))
+          next.set(subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
+        xorInto(digest, seal)
       }
+      changes.appended.forEach((op, i) => toggle(op.subject, changes.appendedSeals[i] as Uint8Array))
+      for (const op of changes.dropped) toggle(op.subject, sealDigest(op.node_signature))
       // A subject whose every operation went XORs back to zero: it is no longer held.
       for (const [subject, digest] of next) this.set(subject, digest.equals(EMPTY) ? null : digest)
     })
