@@ -68,7 +68,8 @@ export class SubjectDigests {
           next.set(subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
         xorInto(digest, seal)
       }
-      changes.appended.forEach((op, i) => toggle(op.subject, changes.appendedSeals[i] as Uint8Array))
+      for (let i = 0; i < changes.appended.length; i++)
+        toggle((changes.appended[i] as Operation).subject, changes.appendedSeals[i] as Uint8Array)
       for (const op of changes.dropped) toggle(op.subject, sealDigest(op.node_signature))
       // A subject whose every operation went XORs back to zero: it is no longer held.
       for (const [subject, digest] of next) this.set(subject, digest.equals(EMPTY) ? null : digest)
