@@ -116,3 +116,18 @@ test('a stop during a mass sweep ends it after the batch being written', async t
   t.is(statuses.filter(s => s === 'inactive').length, SWEEP_BATCH)
   t.is(statuses.filter(s => s === 'active').length, 2 * SWEEP_BATCH, 'left for the next start')
 })
+
+test('a mass sweep signs the next batch while one commits, and keeps two in flight at most', async t => {
+  const { store, liveness, silence } = await homeEntities(t, 4 * SWEEP_BATCH)
+  let inFlight = 0
+  let mostInFlight = 0
+  const commit = store.commit.bind(store)
+  store.commit = fn => {
+    mostInFlight = Math.max(mostInFlight, ++inFlight)
+    return commit(fn).finally(() => inFlight--)
+  }
+  silence()
+  t.is(await liveness.sweep(), 4 * SWEEP_BATCH)
+  t.is(mostInFlight, 2)
+  await liveness.stop()
+})
