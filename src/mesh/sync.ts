@@ -252,6 +252,8 @@ export class SyncService {
     const writes = serialWriter(lp, signal)
     const credit = new Credit(OPS_FRAMES_IN_FLIGHT)
     const receiving = this.receive(lp, signal, writes, credit)
+    // Sending may fail first (the peer closed the stream); the read then fails too, unawaited.
+    receiving.catch(() => {})
     let sent = 0
     let frame: unknown[] = []
     const flush = async (): Promise<void> => {
