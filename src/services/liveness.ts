@@ -290,8 +290,8 @@ export class LivenessService implements LivenessView {
 
   /**
    * Flips every home entity silent for longer than the threshold to inactive, a batch of
-   * SWEEP_BATCH per transaction, SWEEP_BATCHES_IN_FLIGHT at a time. Returns how many. A sweep asked for while
-   * one runs shares it.
+   * SWEEP_BATCH per transaction, SWEEP_BATCHES_IN_FLIGHT at a time. Returns how many. A sweep
+   * asked for while one runs shares it.
    */
   sweep(): Promise<number> {
     this.sweeping ??= this.sweepInBatches().finally(() => {
@@ -306,8 +306,9 @@ export class LivenessService implements LivenessView {
     for (const [id, s] of this.states) if (this.isSilent(id, s, now)) silent.push(id)
     let changed = 0
     const writing: Promise<number>[] = []
-    for (let i = 0; i < silent.length && !this.stopping; i += SWEEP_BATCH) {
+    for (let i = 0; i < silent.length; i += SWEEP_BATCH) {
       if (writing.length === SWEEP_BATCHES_IN_FLIGHT) changed += await (writing.shift() as Promise<number>)
+      // Checked after the wait: a stop asked for meanwhile starts no further batch.
       if (this.stopping) break
       const batch = this.deactivate(silent.slice(i, i + SWEEP_BATCH))
       // A failed batch fails the sweep when its turn comes; until then it must not go unhandled.
