@@ -125,3 +125,64 @@ test('category, tag and developer filters list exactly the matching documents, w
   )
   t.deepEqual(ids(engine, query('', { tags: ['nope'], limit: 300 })), [])
 })
+
+/** A unit vector along `axis`, in 64 dimensions. */
+function axis(i: number): Float32Array {
+  const v = new Float32Array(64)
+  v[i] = 1
+  return v
+}
+
+test('a hybrid query counts and ranks its matches the same whether it lists them or visits every slot', t => {
+  const engine = new SearchEngine(64)
+  const n = 1000
+  // Text: "common" in every other document, "rare" in one of 50. Similar to axis 0: one of 20.
+  for (let i = 0; i < n; i++)
+    engine.upsert(
+      doc(`e${String(i).padStart(4, '0')}`),
+      fields(`${i % 2 === 0 ? 'common' : 'other'} ${i % 50 === 0 ? 'rare' : 'plain'}`),
+      axis(i % 20 === 0 ? 0 : 1)
+    )
+  const count = (pred: (i: number) => boolean): number => Array.from({ length: n }, (_, i) => i).filter(pred).length
+  // Half the documents match: every slot is visited.
+  const many = engine.search(query('common', { vector: axis(0), minSemantic: 0.5, limit: n }))
+  t.is(
+    many.total,
+    count(i => i % 2 === 0 || i % 20 === 0)
+  )
+  // 5 % match: the matches are listed.
+  const few = engine.search(query('rare', { vector: axis(0), minSemantic: 0.5, limit: n }))
+  t.is(
+    few.total,
+    count(i => i % 50 === 0 || i % 20 === 0)
+  )
+  for (const { hits } of [many, few]) {
+    t.is(hits.length, new Set(hits.map(h => h.doc.entityId)).size)
+    for (let i = 1; i < hits.length; i++) t.true((hits[i - 1]?.score as number) >= (hits[i]?.score as number))
+  }
+  // Both words and similar: first in either way of visiting.
+  t.is(few.hits[0]?.doc.entityId, 'e0000')
+  t.is(many.hits[0]?.doc.entityId, 'e0000')
+  t.is(few.hits[0]?.breakdown.semantic_similarity, 1)
+})
+
+test('cached trust expires a share of the documents per query, so none is older than a minute, and all of it after a longer pause', t => {
+  const engine = new SearchEngine(64)
+  const n = 100
+  for (let i = 0; i < n; i++) engine.upsert(doc(`e${i}`), fields('word'), null)
+  // Trust that tells the time it was computed at, in thousands of seconds.
+  const clock = (_part: number, _registered: number, _uptime: number, now: number): number => now / 1e6
+  const trustAt = (now: number): number[] =>
+    engine.search(query('word', { trust: clock, now, limit: n })).hits.map(h => h.breakdown.trust_score)
+  t.true(trustAt(0).every(trust => trust === 0))
+  // Half a minute later, half the documents were recomputed.
+  const half = trustAt(30_000)
+  t.is(half.filter(trust => trust === 0.03).length, n / 2)
+  t.is(half.filter(trust => trust === 0).length, n / 2)
+  // A minute in, the other half: every value is at most 30 s old.
+  const minute = trustAt(60_000)
+  t.is(minute.filter(trust => trust === 0.06).length, n / 2)
+  t.is(minute.filter(trust => trust === 0.03).length, n / 2)
+  // After a longer pause, all of it.
+  t.true(trustAt(600_000).every(trust => trust === 0.6))
+})
