@@ -1,11 +1,23 @@
 import type { EntityRecord, EntityType } from '../store/records.js'
 
+/**
+ * One entity's facets: one object and at most one string per entity, since a million of them stay
+ * on the heap and every full collection marks each object (its pauses grow with their number,
+ * README, *Query tails at 1M*). Values repeated across entities are shared: the type is one of two
+ * literals, category and developer are interned; the tags are one JSON string, read back only when
+ * the entity changes or goes.
+ */
 interface Facets {
   type: EntityType
   category: string
   developerId: string | null
-  tags: string[]
+  /** The distinct lowercased tags as a JSON array, or NO_TAGS. */
+  tags: string
 }
+
+const NO_TAGS = ''
+/** Distinct categories and developers interned, at most; past it, values are kept as they come. */
+const MAX_INTERNED = 100_000
 
 export interface CatalogQuery {
   type?: EntityType | undefined
@@ -15,13 +27,12 @@ export interface CatalogQuery {
   limit: number
 }
 
-function facetsOf(record: EntityRecord): Facets {
-  return {
-    type: record.type,
-    category: record.category.toLowerCase(),
-    developerId: record.developer_id,
-    tags: [...new Set(record.tags.map(t => t.toLowerCase()))]
-  }
+function distinctTags(record: EntityRecord): string[] {
+  return [...new Set(record.tags.map(t => t.toLowerCase()))]
+}
+
+function tagsOf(f: Facets): string[] {
+  return f.tags === NO_TAGS ? [] : (JSON.parse(f.tags) as string[])
 }
 
 /**
@@ -35,21 +46,24 @@ export class EntityCatalog {
   private readonly byDeveloper = new Map<string, Set<string>>()
   /** Entities per tag: only counted (listings filter by type, category and developer). */
   private readonly byTag = new Map<string, number>()
-  /** While loading: the records read so far (ID, facets, registration time), put in registration order by `loaded()`. */
-  private loading = { ids: [] as string[], facets: [] as Facets[], times: [] as number[] }
+  /** While loading: the records read so far (ID, facets, distinct tags, registration time), put in registration order by `loaded()`. */
+  private loading = { ids: [] as string[], facets: [] as Facets[], tags: [] as string[][], times: [] as number[] }
+  private readonly interned = new Map<string, string>()
 
   /** One stored record at start (any order); `loaded()` then indexes them in registration order. */
   loadRecord(record: EntityRecord): void {
     const time = Date.parse(record.registered_at)
     this.loading.ids.push(record.entity_id)
-    this.loading.facets.push(facetsOf(record))
+    const tags = distinctTags(record)
+    this.loading.facets.push(this.facetsOf(record, tags))
+    this.loading.tags.push(tags)
     this.loading.times.push(Number.isNaN(time) ? 0 : time)
   }
 
   loaded(): void {
-    const { ids, facets, times } = this.loading
-    this.loading = { ids: [], facets: [], times: [] }
-    for (const i of ascendingOrder(times)) this.insert(ids[i] as string, facets[i] as Facets)
+    const { ids, facets, tags, times } = this.loading
+    this.loading = { ids: [], facets: [], tags: [], times: [] }
+    for (const i of ascendingOrder(times)) this.insert(ids[i] as string, facets[i] as Facets, tags[i] as string[])
   }
 
   get size(): number {
@@ -69,17 +83,34 @@ export class EntityCatalog {
   }
 
   upsert(record: EntityRecord): void {
-    this.insert(record.entity_id, facetsOf(record))
+    const tags = distinctTags(record)
+    this.insert(record.entity_id, this.facetsOf(record, tags), tags)
   }
 
-  private insert(id: string, next: Facets): void {
+  private facetsOf(record: EntityRecord, tags: readonly string[]): Facets {
+    return {
+      type: record.type === 'service' ? 'service' : 'agent',
+      category: this.intern(record.category.toLowerCase()),
+      developerId: record.developer_id === null ? null : this.intern(record.developer_id),
+      tags: tags.length === 0 ? NO_TAGS : JSON.stringify(tags)
+    }
+  }
+
+  private intern(value: string): string {
+    const known = this.interned.get(value)
+    if (known !== undefined) return known
+    if (this.interned.size < MAX_INTERNED) this.interned.set(value, value)
+    return value
+  }
+
+  private insert(id: string, next: Facets, tags: readonly string[]): void {
     const previous = this.facets.get(id)
     if (previous) this.unindex(id, previous)
     this.facets.set(id, next)
     add(this.byType, next.type, id)
     add(this.byCategory, next.category, id)
     if (next.developerId) add(this.byDeveloper, next.developerId, id)
-    for (const tag of next.tags) this.byTag.set(tag, (this.byTag.get(tag) ?? 0) + 1)
+    for (const tag of tags) this.byTag.set(tag, (this.byTag.get(tag) ?? 0) + 1)
   }
 
   /** Categories in use with their entity counts, most used first (kept up to date on every write). */
@@ -123,7 +154,7 @@ export class EntityCatalog {
     del(this.byType, f.type, id)
     del(this.byCategory, f.category, id)
     if (f.developerId) del(this.byDeveloper, f.developerId, id)
-    for (const tag of f.tags) {
+    for (const tag of tagsOf(f)) {
       const left = (this.byTag.get(tag) ?? 1) - 1
       if (left > 0) this.byTag.set(tag, left)
       else this.byTag.delete(tag)

@@ -54,3 +54,23 @@ test('records loaded in any order list in registration order; tags are counted t
   ])
   t.is(catalog.count('agent'), 2)
 })
+
+test('tags of any characters are counted and uncounted exactly, and an entity without tags counts none', t => {
+  const catalog = new EntityCatalog()
+  const odd = ['a,b', '"quoted"', 'nul\u0000inside', '[x]', 'ÉTÉ']
+  catalog.upsert(record('a', '2026-01-01T00:00:00.000Z', odd))
+  catalog.upsert(record('b', '2026-01-02T00:00:00.000Z', []))
+  t.deepEqual(
+    catalog
+      .tagCounts()
+      .map(c => c.tag)
+      .sort(),
+    ['"quoted"', '[x]', 'a,b', 'nul\u0000inside', 'été'].sort()
+  )
+  catalog.upsert(record('a', '2026-01-01T00:00:00.000Z', ['plain']))
+  t.deepEqual(catalog.tagCounts(), [{ tag: 'plain', count: 1 }])
+  catalog.remove('a')
+  catalog.remove('b')
+  t.deepEqual(catalog.tagCounts(), [])
+  t.is(catalog.count('agent'), 0)
+})
