@@ -22,11 +22,14 @@ test('id and dimension', t => {
   t.is(new HashEmbedder(1024).id, `hash-v2:1024:${ANALYZER_FINGERPRINT}:${TABLE_ID}`)
 })
 
-test('word table: read in well under 200 ms, one row per stem, keyed like analyze() tokens', t => {
+test('word table: read in under a second, one row per stem, keyed like analyze() tokens', t => {
   const started = performance.now()
   const table = new WordVectors(readFileSync(WORD_VECTORS_URL))
   const ms = performance.now() - started
-  t.true(ms < 200, `${ms.toFixed(1)} ms`)
+  // A guard against a pathological loader, not a benchmark: the read takes 20-210 ms here, and a
+  // bound of 200 ms failed once in CI with three runtimes' suites sharing the machine (210 ms).
+  t.log(`read in ${ms.toFixed(1)} ms`)
+  t.true(ms < 1000, `${ms.toFixed(1)} ms`)
   t.is(table.id, TABLE_ID)
   t.is(table.dimension, 64)
   t.true(table.rows > 30_000 && table.rows < 40_000, String(table.rows))
