@@ -1,4 +1,5 @@
 import type { EntityRecord, EntityType } from '../store/records.js'
+import { Interner } from '../util/interner.js'
 
 /**
  * One entity's facets: one object and at most one string per entity, since a million of them stay
@@ -16,8 +17,6 @@ interface Facets {
 }
 
 const NO_TAGS = ''
-/** Distinct categories and developers interned, at most; past it, values are kept as they come. */
-const MAX_INTERNED = 100_000
 
 export interface CatalogQuery {
   type?: EntityType | undefined
@@ -48,7 +47,7 @@ export class EntityCatalog {
   private readonly byTag = new Map<string, number>()
   /** While loading: the records read so far (ID, facets, distinct tags, registration time), put in registration order by `loaded()`. */
   private loading = { ids: [] as string[], facets: [] as Facets[], tags: [] as string[][], times: [] as number[] }
-  private readonly interned = new Map<string, string>()
+  private readonly interned = new Interner()
 
   /** One stored record at start (any order); `loaded()` then indexes them in registration order. */
   loadRecord(record: EntityRecord): void {
@@ -90,17 +89,10 @@ export class EntityCatalog {
   private facetsOf(record: EntityRecord, tags: readonly string[]): Facets {
     return {
       type: record.type === 'service' ? 'service' : 'agent',
-      category: this.intern(record.category.toLowerCase()),
-      developerId: record.developer_id === null ? null : this.intern(record.developer_id),
+      category: this.interned.intern(record.category.toLowerCase()),
+      developerId: record.developer_id === null ? null : this.interned.intern(record.developer_id),
       tags: tags.length === 0 ? NO_TAGS : JSON.stringify(tags)
     }
-  }
-
-  private intern(value: string): string {
-    const known = this.interned.get(value)
-    if (known !== undefined) return known
-    if (this.interned.size < MAX_INTERNED) this.interned.set(value, value)
-    return value
   }
 
   private insert(id: string, next: Facets, tags: readonly string[]): void {

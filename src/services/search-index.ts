@@ -17,6 +17,7 @@ import type { FieldTokens } from '../search/text-index.js'
 import type { TermFilterMessage } from '../wire/federation.js'
 import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-terms.js'
 import { fastTrust } from './trust.js'
+import { Interner } from '../util/interner.js'
 
 export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
 export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
@@ -112,7 +113,7 @@ export class IndexedEngine {
   private readonly expander: QueryExpander | null
   private readonly homeTerms: HomeTermSummary
   /** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
-  private readonly interned = new Map<string, string>()
+  private readonly interned = new Interner()
   /**
    * The engine caches trust and the static score part per weights object (by identity); a query
    * that crossed threads carries a fresh copy, so equal weights are mapped back to the last object.
@@ -143,7 +144,7 @@ export class IndexedEngine {
         engine.setVector(change.entityId, change.vector)
         return
       case 'developer':
-        engine.setDeveloperPart(this.intern(change.developerId), change.part)
+        engine.setDeveloperPart(this.interned.intern(change.developerId), change.part)
         return
       case 'patch':
         engine.patch(change.entityId, change.change)
@@ -196,22 +197,15 @@ export class IndexedEngine {
     return weights
   }
 
-  private intern(value: string): string {
-    const known = this.interned.get(value)
-    if (known !== undefined) return known
-    if (this.interned.size < MAX_INTERNED) this.interned.set(value, value)
-    return value
-  }
-
   private internDocument(doc: SearchDocument): SearchDocument {
     const list = (values: readonly string[]): readonly string[] =>
-      values.length === 0 ? NOTHING : values.map(v => this.intern(v))
+      values.length === 0 ? NOTHING : values.map(v => this.interned.intern(v))
     const c = doc.capabilities
     return {
       ...doc,
-      category: this.intern(doc.category),
+      category: this.interned.intern(doc.category),
       tags: list(doc.tags),
-      developerId: doc.developerId === null ? null : this.intern(doc.developerId),
+      developerId: doc.developerId === null ? null : this.interned.intern(doc.developerId),
       capabilities: {
         skills: list(c.skills),
         protocols: list(c.protocols),
@@ -223,7 +217,6 @@ export class IndexedEngine {
 }
 
 const NOTHING: readonly string[] = Object.freeze([])
-const MAX_INTERNED = 100_000
 
 function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: SearchDocument) => boolean {
   const checks = CAPABILITY_KEYS.flatMap(key => {
