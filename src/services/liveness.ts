@@ -20,6 +20,7 @@ import { sign } from '../identity/keys.js'
 import { HeartbeatFrame, type HeartbeatAck } from '../wire/sockets.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
+import { type LiveState, LivenessTable } from './liveness-table.js'
 import { sealOperation } from './operations.js'
 
 export interface LivenessSettings {
@@ -55,14 +56,10 @@ export interface LivenessView {
   current(entityId: string): LiveView | undefined
 }
 
-interface State extends LivenessRecord {
-  publicKey: Buffer
-}
-
 /** A status change ready to commit: the next state, the signed operation and the event announcing it. */
 interface Transition {
   entityId: string
-  state: State
+  state: LiveState
   next: LivenessRecord
   operation: Operation
   event: { entity_id: string; status: 'active' | 'inactive'; last_heartbeat: string | null; changed_at: string }
@@ -85,23 +82,9 @@ export const SWEEP_BATCH = 50
  */
 const SWEEP_BATCHES_IN_FLIGHT = 2
 
-/**
- * A state as one literal of fixed shape. Spreading a stored record into it (`{ ...record, publicKey }`)
- * gave each of 100k states its own hidden class: about 300 bytes of heap per home entity.
- */
-function stateOf(r: LivenessRecord, publicKey: Buffer): State {
-  return {
-    last_seen: r.last_seen,
-    active: r.active,
-    active_since: r.active_since,
-    active_ms: r.active_ms,
-    observed_since: r.observed_since,
-    publicKey
-  }
-}
-
 export class LivenessService implements LivenessView {
-  private readonly states = new Map<string, State>()
+  private readonly table = new LivenessTable()
+  private readonly states = new Map<string, LiveState>()
   /** The flushed states, while loading. */
   private saved: Map<string, LivenessRecord> | null = null
   private readonly dirty = new Set<string>()
@@ -134,9 +117,9 @@ export class LivenessService implements LivenessView {
     if (!this.isHome(record)) return
     this.saved ??= new Map(this.c.store.allLiveness())
     const known = this.saved.get(record.entity_id)
-    this.states.set(
+    this.replace(
       record.entity_id,
-      stateOf(known ?? this.initialState(record), parsePublicKey(record.public_key) as Buffer)
+      this.table.add(known ?? this.initialState(record), parsePublicKey(record.public_key))
     )
   }
 
@@ -269,7 +252,7 @@ export class LivenessService implements LivenessView {
     return { type: 'ack', agent_id: agentId, timestamp: frame.timestamp, status: 'active' }
   }
 
-  private stateOf(entityId: string): State {
+  private stateOf(entityId: string): LiveState {
     const state = this.states.get(entityId)
     if (state) return state
     const record = this.c.store.getEntity(entityId)
@@ -321,7 +304,7 @@ export class LivenessService implements LivenessView {
     return changed
   }
 
-  private isSilent(entityId: string, s: State, now: number): boolean {
+  private isSilent(entityId: string, s: LiveState, now: number): boolean {
     return s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(entityId)
   }
 
@@ -343,13 +326,13 @@ export class LivenessService implements LivenessView {
    * Commits a status change: the liveness state and a node-signed `entity.status` operation, then
    * announces it. One transition per entity at a time.
    */
-  private transition(entityId: string, state: State, active: boolean, at: number): Promise<void> {
+  private transition(entityId: string, state: LiveState, active: boolean, at: number): Promise<void> {
     const running = this.transitions.get(entityId)
     if (running) return running
     return this.commitTransitions([this.transitionOf(entityId, state, active, at)]).then(() => {})
   }
 
-  private transitionOf(entityId: string, state: State, active: boolean, at: number): Transition {
+  private transitionOf(entityId: string, state: LiveState, active: boolean, at: number): Transition {
     const next: LivenessRecord = {
       last_seen: state.last_seen,
       active,
@@ -405,7 +388,7 @@ export class LivenessService implements LivenessView {
       if (this.states.get(entityId) !== state) continue
       // A heartbeat received meanwhile keeps its time (and makes the entity active again, see apply).
       const lastSeen = Math.max(state.last_seen, next.last_seen)
-      Object.assign(state, next)
+      state.set(next)
       state.last_seen = lastSeen
       applied++
       this.c.bus.publish(next.active ? 'agent_became_active' : 'agent_became_inactive', event)
@@ -468,17 +451,7 @@ export class LivenessService implements LivenessView {
     const batch: [string, LivenessRecord][] = []
     for (const id of this.dirty) {
       const s = this.states.get(id)
-      if (s)
-        batch.push([
-          id,
-          {
-            last_seen: s.last_seen,
-            active: s.active,
-            active_since: s.active_since,
-            active_ms: s.active_ms,
-            observed_since: s.observed_since
-          }
-        ])
+      if (s) batch.push([id, s.record()])
     }
     // Written states replace what an earlier registration of the same key left.
     const removed = [...this.removed].filter(id => !this.dirty.has(id))
@@ -520,13 +493,22 @@ export class LivenessService implements LivenessView {
   private observe(entityId: string, committed?: EntityRecord): void {
     const record = committed ?? this.c.store.getEntity(entityId)
     if (!record || !this.isHome(record)) return
-    this.states.set(entityId, stateOf(this.initialState(record), parsePublicKey(record.public_key) as Buffer))
+    this.replace(entityId, this.table.add(this.initialState(record), parsePublicKey(record.public_key)))
     // Nothing to write: until its first heartbeat the state is the one `load` derives from the
     // record. A record left by an earlier registration of the same key stays marked for removal.
   }
 
+  private replace(entityId: string, state: LiveState): void {
+    const before = this.states.get(entityId)
+    if (before) this.table.remove(before)
+    this.states.set(entityId, state)
+  }
+
   private forget(entityId: string): void {
-    if (!this.states.delete(entityId)) return
+    const state = this.states.get(entityId)
+    if (!state) return
+    this.states.delete(entityId)
+    this.table.remove(state)
     this.dirty.delete(entityId)
     this.removed.add(entityId)
   }

@@ -36,8 +36,14 @@ export function bucketOf(subject: string): number {
 }
 
 export class SubjectDigests {
-  /** Digests as hex: a short string costs a fraction of a Buffer's memory, per subject. */
-  private readonly subjects = new Map<string, string>()
+  /**
+   * Subject → its row in `digests`. A digest per subject as a Buffer, or as a hex string, was one
+   * more heap object per entity for every full collection to mark (a million at 1M entities).
+   */
+  private readonly subjects = new Map<string, number>()
+  private digests = Buffer.alloc(1024 * DIGEST_BYTES)
+  private rows = 0
+  private readonly freeRows: number[] = []
   private readonly buckets = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
   private readonly members = Array.from({ length: BUCKETS }, () => new Set<string>())
   private readonly declined = new Map<string, string>()
@@ -63,9 +69,7 @@ export class SubjectDigests {
       const next = new Map<string, Buffer>()
       const toggle = (subject: string, seal: Uint8Array) => {
         let digest = next.get(subject)
-        const held = this.subjects.get(subject)
-        if (!digest)
-          next.set(subject, (digest = held === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(held, 'hex')))
+        if (!digest) next.set(subject, (digest = this.heldDigest(subject)))
         xorInto(digest, seal)
       }
       for (let i = 0; i < changes.appended.length; i++)
@@ -99,7 +103,16 @@ export class SubjectDigests {
   }
 
   digestOf(subject: string): string | undefined {
-    return this.subjects.get(subject) ?? this.declined.get(subject)
+    const row = this.subjects.get(subject)
+    if (row === undefined) return this.declined.get(subject)
+    return this.digests.toString('hex', row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES)
+  }
+
+  /** A copy of the digest held for `subject` (zeros when none). */
+  private heldDigest(subject: string): Buffer {
+    const row = this.subjects.get(subject)
+    if (row === undefined) return Buffer.alloc(DIGEST_BYTES)
+    return Buffer.from(this.digests.subarray(row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES))
   }
 
   /**
@@ -154,16 +167,31 @@ export class SubjectDigests {
       xorInto(this.buckets[bucket] as Buffer, hash(subject + declined))
       this.declined.delete(subject)
     }
-    const old = this.subjects.get(subject)
-    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
+    let row = this.subjects.get(subject)
+    if (row !== undefined) {
+      const old = this.digests.toString('hex', row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES)
+      xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
+    }
     if (digest) {
-      const hex = digest.toString('hex')
-      xorInto(this.buckets[bucket] as Buffer, hash(subject + hex))
-      this.subjects.set(subject, hex)
+      xorInto(this.buckets[bucket] as Buffer, hash(subject + digest.toString('hex')))
+      if (row === undefined) this.subjects.set(subject, (row = this.newRow()))
+      digest.copy(this.digests, row * DIGEST_BYTES, 0, DIGEST_BYTES)
       this.members[bucket]?.add(subject)
-    } else {
+    } else if (row !== undefined) {
       this.subjects.delete(subject)
+      this.freeRows.push(row)
       if (!this.declined.has(subject)) this.members[bucket]?.delete(subject)
     }
+  }
+
+  private newRow(): number {
+    const row = this.freeRows.pop()
+    if (row !== undefined) return row
+    if ((this.rows + 1) * DIGEST_BYTES > this.digests.length) {
+      const wider = Buffer.alloc(this.digests.length * 2)
+      this.digests.copy(wider)
+      this.digests = wider
+    }
+    return this.rows++
   }
 }
