@@ -3,6 +3,7 @@
  * sources as a child process, and a process's CPU and memory read from /proc (Linux).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createWriteStream } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 
@@ -80,6 +81,12 @@ export async function spawnNode(
       stdio: ['ignore', 'pipe', 'pipe']
     }
   )
+  // BENCH_NODE_LOG: a file that also receives the node's output (e.g. with BENCH_NODE_FLAGS="--trace-gc").
+  if (process.env.BENCH_NODE_LOG) {
+    const log = createWriteStream(process.env.BENCH_NODE_LOG, { flags: 'a' })
+    child.stdout!.pipe(log)
+    child.stderr!.pipe(log)
+  }
   let out = ''
   child.stdout!.on('data', d => {
     out += d
