@@ -27,13 +27,11 @@ import { SlotLists } from './slot-lists.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
 import { VectorIndex } from './vector-index.js'
 
+export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
+export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
+
 /** Lowercased capability words (short lists: arrays cost far less memory than sets, per document). */
-export interface CapabilitySets {
-  skills: readonly string[]
-  protocols: readonly string[]
-  languages: readonly string[]
-  models: readonly string[]
-}
+export type CapabilitySets = Record<CapabilityKey, readonly string[]>
 
 /** What filters and ranking need of an entity, all lowercased where compared. */
 export interface SearchDocument {
@@ -81,7 +79,20 @@ export interface EngineQuery {
   limit: number
   /** When the filters already name the only possible entities (an FQAN or ID), just these. */
   only?: readonly string[]
+  /**
+   * What `filter` requires of capabilities, as lists the engine keeps: a match holds `value` under
+   * `key`, or is one of `plus` (entities whose cards declare it). The shortest can be the visit.
+   */
+  capabilityConditions?: readonly CapabilityCondition[]
 }
+
+export interface CapabilityCondition {
+  key: CapabilityKey
+  value: string
+  plus: readonly string[]
+}
+
+const capabilityList = (key: string, value: string): string => `${key}:${value}`
 
 export interface EngineHit {
   doc: SearchDocument
@@ -121,6 +132,8 @@ export class SearchEngine {
   private readonly byCategory = new SlotLists()
   private readonly byTag = new SlotLists()
   private readonly byDeveloper = new SlotLists()
+  /** Slots by capability value, under `capabilityList(key, value)`. */
+  private readonly byCapability = new SlotLists()
   // Columns by slot.
   private flags = new Uint8Array(1024)
   private registeredAt = new Float64Array(1024)
@@ -180,6 +193,8 @@ export class SearchEngine {
     this.byCategory.add(doc.category, slot)
     for (const tag of doc.tags) this.byTag.add(tag, slot)
     if (doc.developerId !== null) this.byDeveloper.add(doc.developerId, slot)
+    for (const key of CAPABILITY_KEYS)
+      for (const value of new Set(doc.capabilities[key])) this.byCapability.add(capabilityList(key, value), slot)
     if (vector) this.vectors.set(slot, vector)
   }
 
@@ -235,6 +250,11 @@ export class SearchEngine {
     this.byCategory.sweep((slot, category) => docs[slot]?.category === category)
     this.byTag.sweep((slot, tag) => docs[slot]?.tags.includes(tag) === true)
     this.byDeveloper.sweep((slot, developerId) => docs[slot]?.developerId === developerId)
+    this.byCapability.sweep((slot, list) => {
+      const at = list.indexOf(':')
+      const values = docs[slot]?.capabilities[list.slice(0, at) as CapabilityKey]
+      return values?.includes(list.slice(at + 1)) === true
+    })
     this.free.push(...this.released)
     this.released = []
   }
@@ -346,7 +366,34 @@ export class SearchEngine {
       consider(this.byTag.get(tag), i)
     })
     if (q.developerId != null) consider(this.byDeveloper.get(q.developerId), 'developer')
+    // The capability condition with the shortest list, if shorter than the visit so far. The
+    // filter still checks every condition, so nothing is covered.
+    let shortest: { list: Uint32Array; condition: CapabilityCondition } | null = null
+    for (const condition of q.capabilityConditions ?? []) {
+      const list = this.byCapability.get(capabilityList(condition.key, condition.value))
+      if (
+        shortest === null ||
+        list.length + condition.plus.length < shortest.list.length + shortest.condition.plus.length
+      )
+        shortest = { list, condition }
+    }
+    if (shortest !== null && (visit === null || shortest.list.length + shortest.condition.plus.length < visit.length))
+      return { visit: this.withDeclared(shortest.list, shortest.condition), covered: null }
     return { visit, covered }
+  }
+
+  /** `list` and the live slots of `plus` not already in it (documents that do not hold the value themselves). */
+  private withDeclared(list: Uint32Array, { key, value, plus }: CapabilityCondition): ArrayLike<number> {
+    const extra: number[] = []
+    for (const id of plus) {
+      const slot = this.slots.get(id)
+      if (slot !== undefined && !this.docs[slot]?.capabilities[key].includes(value)) extra.push(slot)
+    }
+    if (extra.length === 0) return list
+    const out = new Uint32Array(list.length + extra.length)
+    out.set(list)
+    out.set(extra, list.length)
+    return out
   }
 
   /**

@@ -12,15 +12,21 @@
 import { analyze } from '../search/analyzer.js'
 import { QueryExpander } from '../search/query-expansion.js'
 import type { ScoreBreakdown } from '../search/ranking.js'
-import { SearchEngine, type EngineQuery, type SearchDocument } from '../search/search-engine.js'
+import {
+  CAPABILITY_KEYS,
+  type CapabilityCondition,
+  type CapabilityKey,
+  type EngineQuery,
+  SearchEngine,
+  type SearchDocument
+} from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
 import type { TermFilterMessage } from '../wire/federation.js'
 import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-terms.js'
 import { fastTrust } from './trust.js'
 import { Interner } from '../util/interner.js'
 
-export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
-export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
+export { CAPABILITY_KEYS, type CapabilityKey }
 export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
 
 /** A record's searchable text as stored: the index analyzes it, on its own thread. */
@@ -72,7 +78,7 @@ export interface CapabilityFilter {
 }
 
 /** An engine query as data: trust is always the node's formula (fastTrust). */
-export interface IndexQuery extends Omit<EngineQuery, 'trust' | 'filter'> {
+export interface IndexQuery extends Omit<EngineQuery, 'trust' | 'filter' | 'capabilityConditions'> {
   capabilities: CapabilityFilter | null
 }
 
@@ -170,7 +176,8 @@ export class IndexedEngine {
       terms,
       weights: this.sameWeights(query.weights),
       trust: fastTrust,
-      filter: capabilities ? capabilityPredicate(capabilities) : null
+      filter: capabilities ? capabilityPredicate(capabilities) : null,
+      ...(capabilities ? { capabilityConditions: capabilityConditions(capabilities) } : {})
     })
     return {
       hits: hits.map(h => ({ entityId: h.doc.entityId, active: h.doc.active, score: h.score, breakdown: h.breakdown })),
@@ -233,6 +240,17 @@ function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: Sear
     }
     return true
   }
+}
+
+/** The capability filter as conditions the engine can visit by list: each wanted value, with the entities whose cards declare it. */
+function capabilityConditions({ wanted, declared }: CapabilityFilter): CapabilityCondition[] {
+  return CAPABILITY_KEYS.flatMap(key =>
+    (wanted[key] ?? []).map(value => ({
+      key,
+      value,
+      plus: Object.keys(declared).filter(entityId => declared[entityId]?.[key]?.includes(value))
+    }))
+  )
 }
 
 /** The engine on the calling thread: a query costs that thread its whole time. */

@@ -186,3 +186,60 @@ test('cached trust expires a share of the documents per query, so none is older 
   // After a longer pause, all of it.
   t.true(trustAt(600_000).every(trust => trust === 0.6))
 })
+
+test('a capability filter visited by its lists finds what the filter finds over every slot, cards included', t => {
+  const engine = new SearchEngine(64)
+  const skills = ['search', 'translate', 'summarize']
+  for (let i = 0; i < 400; i++)
+    engine.upsert(
+      doc(`e${i}`, {
+        type: i % 4 === 1 ? 'service' : 'agent',
+        capabilities: {
+          skills: i % 7 === 0 ? [] : [skills[i % 3] as string, 'search'],
+          protocols: [],
+          languages: [],
+          models: []
+        }
+      }),
+      fields(`agent number ${i} ${i % 2 === 0 ? 'weather' : 'travel'}`),
+      null
+    )
+  // Removed and replaced documents leave dead entries in the lists until a sweep.
+  for (let i = 0; i < 400; i += 5) engine.remove(`e${i}`)
+  for (let i = 0; i < 400; i += 10)
+    engine.upsert(
+      doc(`e${i}`, { capabilities: { skills: ['translate'], protocols: [], languages: [], models: [] } }),
+      fields('weather again'),
+      null
+    )
+  // Cards declare `translate` for e3 (which lacks it), e4 (which holds it) and a removed entity.
+  const declared = new Set(['e3', 'e4', 'e5'])
+  const wanted = ['translate', 'search']
+  const filter = (d: { entityId: string; capabilities: { skills: readonly string[] } }) =>
+    wanted.every(v => d.capabilities.skills.includes(v) || (v === 'translate' && declared.has(d.entityId)))
+  const capabilityConditions = wanted.map(value => ({
+    key: 'skills' as const,
+    value,
+    plus: value === 'translate' ? [...declared] : []
+  }))
+  for (const [text, over] of [
+    ['weather', {}],
+    ['', {}],
+    ['travel', { type: 'agent' as const }],
+    ['', { type: 'service' as const }]
+  ] as const) {
+    const all = engine.search(query(text, { ...over, filter }))
+    const listed = engine.search(query(text, { ...over, filter, capabilityConditions }))
+    t.true(all.total > 0, `${text} ${JSON.stringify(over)}`)
+    t.is(listed.total, all.total, text)
+    t.deepEqual(
+      listed.hits.map(h => h.doc.entityId),
+      all.hits.map(h => h.doc.entityId),
+      text
+    )
+  }
+  t.true(
+    engine.search(query('', { filter, capabilityConditions, limit: 400 })).hits.some(h => h.doc.entityId === 'e3'),
+    'declared by its card'
+  )
+})
