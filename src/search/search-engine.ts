@@ -368,16 +368,13 @@ export class SearchEngine {
     if (q.developerId != null) consider(this.byDeveloper.get(q.developerId), 'developer')
     // The capability condition with the shortest list, if shorter than the visit so far. The
     // filter still checks every condition, so nothing is covered.
-    let shortest: { list: Uint32Array; condition: CapabilityCondition } | null = null
+    let shortest: { list: Uint32Array; condition: CapabilityCondition; size: number } | null = null
     for (const condition of q.capabilityConditions ?? []) {
       const list = this.byCapability.get(capabilityList(condition.key, condition.value))
-      if (
-        shortest === null ||
-        list.length + condition.plus.length < shortest.list.length + shortest.condition.plus.length
-      )
-        shortest = { list, condition }
+      const size = list.length + condition.plus.length
+      if (shortest === null || size < shortest.size) shortest = { list, condition, size }
     }
-    if (shortest !== null && (visit === null || shortest.list.length + shortest.condition.plus.length < visit.length))
+    if (shortest !== null && (visit === null || shortest.size < visit.length))
       return { visit: this.withDeclared(shortest.list, shortest.condition), covered: null }
     return { visit, covered }
   }
