@@ -119,12 +119,23 @@ test('digests of many subjects, some dropped and their rows reused, match digest
     const digests = new SubjectDigests(store)
     digests.start()
     const subjects = Array.from({ length: 3000 }, (_, i) => `s${i}`)
-    await store.commit(tx => subjects.forEach((s, i) => tx.appendOperation(op(s, i))))
-    await store.commit(tx => subjects.slice(0, 1000).forEach(s => tx.dropOperations(s)))
+    const append = (names: string[], from: number) =>
+      store.commit(tx => {
+        names.forEach((s, i) => {
+          tx.appendOperation(op(s, from + i))
+        })
+      })
+    await append(subjects, 0)
+    await store.commit(tx => {
+      for (const s of subjects.slice(0, 1000)) tx.dropOperations(s)
+    })
     t.is(digests.size, 2000)
     t.is(digests.digestOf('s0'), undefined, 'a dropped subject has no digest')
-    await store.commit(tx => subjects.slice(0, 500).forEach((s, i) => tx.appendOperation(op(`new-${s}`, 10_000 + i))))
-    await store.commit(tx => subjects.slice(1000, 1200).forEach((s, i) => tx.appendOperation(op(s, 20_000 + i))))
+    await append(
+      subjects.slice(0, 500).map(s => `new-${s}`),
+      10_000
+    )
+    await append(subjects.slice(1000, 1200), 20_000)
     const rebuilt = new SubjectDigests(store)
     rebuilt.start()
     rebuilt.stop()
