@@ -26,6 +26,7 @@ import {
 import { SlotLists } from './slot-lists.js'
 import { TextIndex, type FieldTokens } from './text-index.js'
 import { VectorIndex } from './vector-index.js'
+import { widened } from '../util/typed-arrays.js'
 
 export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
 export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
@@ -602,25 +603,19 @@ export class SearchEngine {
     if (slots <= this.flags.length) return
     let size = this.flags.length
     while (size < slots) size *= 2
-    const grow = <T extends Uint8Array | Int32Array | Float32Array | Float64Array>(a: T, fill = 0): T => {
-      const next = new (a.constructor as new (n: number) => T)(size)
-      if (fill !== 0) next.fill(fill)
-      next.set(a)
-      return next
-    }
-    this.flags = grow(this.flags)
-    this.registeredAt = grow(this.registeredAt)
-    this.lastChange = grow(this.lastChange)
-    this.uptime = grow(this.uptime)
-    this.developerOf = grow(this.developerOf, NO_DEVELOPER)
-    this.trustCache = grow(this.trustCache, NaN)
-    this.textScores = grow(this.textScores)
-    this.staticScore = grow(this.staticScore)
-    this.touched = grow(this.touched)
-    this.visitBuffer = grow(this.visitBuffer)
-    this.candidateBuffer = grow(this.candidateBuffer)
-    this.scoreOf = grow(this.scoreOf)
-    this.idKeys = grow(this.idKeys)
+    this.flags = widened(this.flags, size)
+    this.registeredAt = widened(this.registeredAt, size)
+    this.lastChange = widened(this.lastChange, size)
+    this.uptime = widened(this.uptime, size)
+    this.developerOf = widened(this.developerOf, size, NO_DEVELOPER)
+    this.trustCache = widened(this.trustCache, size, NaN)
+    this.textScores = widened(this.textScores, size)
+    this.staticScore = widened(this.staticScore, size)
+    this.touched = widened(this.touched, size)
+    this.visitBuffer = widened(this.visitBuffer, size)
+    this.candidateBuffer = widened(this.candidateBuffer, size)
+    this.scoreOf = widened(this.scoreOf, size)
+    this.idKeys = widened(this.idKeys, size)
   }
 }
 

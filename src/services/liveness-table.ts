@@ -6,6 +6,7 @@
  * hundreds of milliseconds. A `LiveState` is now one small object: its row and its status.
  */
 import type { LivenessRecord } from '../store/records.js'
+import { widened } from '../util/typed-arrays.js'
 
 const KEY_BYTES = 32
 const INITIAL_ROWS = 1024
@@ -16,7 +17,7 @@ export class LivenessTable {
   activeSince = new Float64Array(INITIAL_ROWS)
   activeMs = new Float64Array(INITIAL_ROWS)
   observedSince = new Float64Array(INITIAL_ROWS)
-  keys = Buffer.alloc(INITIAL_ROWS * KEY_BYTES)
+  keys = new Uint8Array(INITIAL_ROWS * KEY_BYTES)
   private rows = 0
   private readonly free: number[] = []
 
@@ -42,18 +43,11 @@ export class LivenessTable {
     const row = this.rows++
     if (row < this.lastSeen.length) return row
     const size = this.lastSeen.length * 2
-    const widen = (from: Float64Array) => {
-      const to = new Float64Array(size)
-      to.set(from)
-      return to
-    }
-    this.lastSeen = widen(this.lastSeen)
-    this.activeSince = widen(this.activeSince)
-    this.activeMs = widen(this.activeMs)
-    this.observedSince = widen(this.observedSince)
-    const keys = Buffer.alloc(size * KEY_BYTES)
-    this.keys.copy(keys)
-    this.keys = keys
+    this.lastSeen = widened(this.lastSeen, size)
+    this.activeSince = widened(this.activeSince, size)
+    this.activeMs = widened(this.activeMs, size)
+    this.observedSince = widened(this.observedSince, size)
+    this.keys = widened(this.keys, size * KEY_BYTES)
     return row
   }
 }
