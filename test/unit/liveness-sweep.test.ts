@@ -2,6 +2,7 @@
  * A sweep that finds many silent entities (a load of registrations without heartbeats) writes
  * their inactive transitions in batches, one transaction each, one batch at a time: as one commit
  * per entity, a mass sweep filled the store's commit queue and registrations waited behind it.
+ * Past SWEEP_UNPACED transitions it spreads the rest over half the sweep interval.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -11,7 +12,7 @@ import test, { type ExecutionContext } from 'ava'
 import { EventBus } from '../../src/events/bus.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import type { ServiceSettings } from '../../src/services/components.js'
-import { LivenessService, SWEEP_BATCH } from '../../src/services/liveness.js'
+import { LivenessService, SWEEP_BATCH, SWEEP_UNPACED } from '../../src/services/liveness.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 
@@ -130,4 +131,24 @@ test('a mass sweep signs the next batch while one commits, and keeps two in flig
   t.is(await liveness.sweep(), 4 * SWEEP_BATCH)
   t.is(mostInFlight, 2)
   await liveness.stop()
+})
+
+test('past SWEEP_UNPACED a mass sweep spreads its batches, and a stop ends the pause', async t => {
+  const rest = 5 * SWEEP_BATCH
+  const { liveness, records, inactive, silence } = await homeEntities(t, SWEEP_UNPACED + rest)
+  silence()
+  const sweep = liveness.sweep()
+  while (inactive.length < SWEEP_UNPACED) await new Promise(resolve => setTimeout(resolve, 10))
+  await new Promise(resolve => setTimeout(resolve, 300))
+  // The interval is 60 s: the five batches left share 30 s, one every 5 s or so.
+  t.is(inactive.length, SWEEP_UNPACED, 'the first transitions at once, then a pause')
+  const stopping = performance.now()
+  await liveness.stop()
+  t.true(performance.now() - stopping < 2_000, 'a stop does not wait out the pause')
+  t.is(await sweep, SWEEP_UNPACED)
+  t.is(
+    records.filter(r => liveness.current(r.entity_id)?.status === 'active').length,
+    rest,
+    'left for the next start'
+  )
 })
