@@ -1,0 +1,178 @@
+/**
+ * A mass silence: N home entities registered, none sending a heartbeat, then one inactivity sweep
+ * turns them all inactive (a load without heartbeats, or a node restarted after downtime). Prints
+ * the node's CPU per transition (every thread, and the HTTP thread alone), how long the sweep took,
+ * and the latency of one-at-a-time searches before and during it.
+ *
+ *   npm run bench:sweep -- [--entities 50000] [--sweep-interval 40] [--connections 64]
+ *
+ * The entities are loaded with the inactivity threshold out of reach; the node is then restarted on
+ * the same data with a threshold of 1 s, so its first sweep (--sweep-interval seconds after the
+ * start) finds every entity silent. Since a sweep spreads what is past its first 1,000 transitions
+ * over half the interval, the sweep time follows --sweep-interval. Prints `name: value unit` lines.
+ */
+import { cp, mkdtemp, rm } from 'node:fs/promises'
+import { Agent, request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { machineLoad, sleep } from '../lib/mesh-bench.js'
+import { cpuSecondsByThread, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
+import { percentile, report } from '../lib/report.js'
+
+const { values: args } = parseArgs({
+  options: {
+    entities: { type: 'string', default: '50000' },
+    'sweep-interval': { type: 'string', default: '40' },
+    connections: { type: 'string', default: '64' }
+  }
+})
+const N = Number(args.entities)
+const connections = Number(args.connections)
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+
+function post(base: URL, path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(path, base),
+      { agent, method: 'POST', headers: { 'content-type': 'application/json' } },
+      res => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', d => {
+          text += d
+        })
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) as Record<string, unknown> }))
+      }
+    )
+    req.on('error', reject)
+    req.end(JSON.stringify(body))
+  })
+}
+
+const counted = async (base: URL, status: 'any' | 'active'): Promise<number> =>
+  Number((await post(base, '/v1/search', { type: 'any', status, max_results: 1 })).json.total_found)
+
+/** One-at-a-time searches (one common and one rare word each) while `more()` holds; their latencies, sorted. */
+async function searches(base: URL, more: (done: number) => Promise<boolean>): Promise<number[]> {
+  const ms: number[] = []
+  do {
+    for (let i = 0; i < 20; i++) {
+      const started = performance.now()
+      const { status } = await post(base, '/v1/search', {
+        query: `documents number ${Math.floor(Math.random() * N)}`,
+        status: 'any',
+        max_results: 10
+      })
+      if (status !== 200) throw new Error(`search answered ${status}`)
+      ms.push(performance.now() - started)
+    }
+  } while (await more(ms.length))
+  return ms.sort((a, b) => a - b)
+}
+
+function reportLatency(name: string, sorted: number[]): void {
+  report(`${name}_searches`, sorted.length, 'one at a time')
+  report(`${name}_p50`, percentile(sorted, 0.5).toFixed(1), 'ms')
+  report(`${name}_p95`, percentile(sorted, 0.95).toFixed(1), 'ms')
+}
+
+async function load(base: URL): Promise<void> {
+  const bodies = makeBodies(N)
+  const writeAgent = new Agent({ keepAlive: true, maxSockets: connections })
+  let next = 0
+  let failed = 0
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next < bodies.length) {
+        const status = await postRegistration(writeAgent, base, bodies[next++]!.body)
+        if (status !== 201) failed++
+      }
+    })
+  )
+  writeAgent.destroy()
+  if (failed > 0) throw new Error(`${failed} registrations failed`)
+}
+
+/** Starts a node on `data` whose first sweep finds every entity silent; resolves once search counts them all. */
+async function silentNode(data: string): Promise<{ node: NodeProcess; base: URL }> {
+  const node = await spawnNode(
+    ['--data', data, ...NODE_ARGS, '--inactive-after-seconds', '1', '--sweep-interval-seconds', args['sweep-interval']],
+    { startTimeoutMs: 120_000 }
+  )
+  const base = new URL(node.url)
+  while ((await counted(base, 'any')) < N) await sleep(200)
+  return { node, base }
+}
+
+/** Resolves once the first sweep has begun, with the time and CPU counters read just before it. */
+async function sweepBegins(base: URL, pid: number): Promise<{ startedAt: number; cpu: Map<string, number> }> {
+  let cpu = await cpuSecondsByThread(pid)
+  let startedAt = performance.now()
+  for (;;) {
+    await sleep(50)
+    if ((await counted(base, 'active')) < N) return { startedAt, cpu }
+    cpu = await cpuSecondsByThread(pid)
+    startedAt = performance.now()
+  }
+}
+
+async function stop(node: NodeProcess): Promise<void> {
+  node.child.kill('SIGTERM')
+  await node.exited
+}
+
+const NODE_ARGS = ['--http-port', '0', '--no-rate-limit']
+
+async function main(): Promise<void> {
+  report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages)')
+  const data = await mkdtemp(join(tmpdir(), 'bench-sweep-'))
+  const copy = `${data}-copy`
+  const running: NodeProcess[] = []
+  try {
+    const loading = await spawnNode(['--data', data, ...NODE_ARGS, '--inactive-after-seconds', '1000000'])
+    running.push(loading)
+    await load(new URL(loading.url))
+    await stop(loading)
+    await cp(data, copy, { recursive: true })
+    report('entities', N, `home entities, silent; the first sweep ${args['sweep-interval']} s after the start`)
+
+    // CPU, on a node doing nothing else.
+    const quiet = await silentNode(data)
+    running.push(quiet.node)
+    const pid = quiet.node.child.pid!
+    const { startedAt, cpu: before } = await sweepBegins(quiet.base, pid)
+    while ((await counted(quiet.base, 'active')) > 0) await sleep(50)
+    const sweepSeconds = (performance.now() - startedAt) / 1000
+    // What the sweep left queued (index patches, gossip) runs in the next moments.
+    await sleep(2000)
+    const after = await cpuSecondsByThread(pid)
+    let all = 0
+    for (const [thread, seconds] of after) all += seconds - (before.get(thread) ?? 0)
+    const main = (after.get('main') ?? 0) - (before.get('main') ?? 0)
+    report('sweep_time', sweepSeconds.toFixed(1), `s for ${N} transitions`)
+    report('cpu_per_transition', ((all * 1e6) / N).toFixed(0), 'µs (every thread)')
+    report('cpu_per_transition_http_thread', ((main * 1e6) / N).toFixed(0), 'µs')
+    await stop(quiet.node)
+
+    // Searches, on the same data again.
+    const searched = await silentNode(copy)
+    running.push(searched.node)
+    reportLatency('before_sweep', await searches(searched.base, async done => done < 1000))
+    await sweepBegins(searched.base, searched.node.child.pid!)
+    reportLatency(
+      'during_sweep',
+      await searches(searched.base, async () => (await counted(searched.base, 'active')) > 0)
+    )
+  } finally {
+    for (const node of running) if (node.child.exitCode === null) await stop(node)
+    agent.destroy()
+    await rm(data, { recursive: true, force: true })
+    await rm(copy, { recursive: true, force: true })
+  }
+  report('machine_load_after', machineLoad(), '')
+}
+
+await main()
