@@ -315,8 +315,7 @@ export class LivenessService implements LivenessView {
       // the batches left share what is left of the spread.
       const next = i + SWEEP_BATCH
       const left = Math.ceil((silent.length - next) / SWEEP_BATCH)
-      const pauseMs =
-        next < SWEEP_UNPACED || left === 0 ? 0 : (spreadMs - (performance.now() - started)) / (left + 1)
+      const pauseMs = next < SWEEP_UNPACED || left === 0 ? 0 : (spreadMs - (performance.now() - started)) / (left + 1)
       await this.pause(pauseMs)
     }
     for (const batch of writing) changed += await batch

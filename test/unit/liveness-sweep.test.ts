@@ -146,9 +146,5 @@ test('past SWEEP_UNPACED a mass sweep spreads its batches, and a stop ends the p
   await liveness.stop()
   t.true(performance.now() - stopping < 2_000, 'a stop does not wait out the pause')
   t.is(await sweep, SWEEP_UNPACED)
-  t.is(
-    records.filter(r => liveness.current(r.entity_id)?.status === 'active').length,
-    rest,
-    'left for the next start'
-  )
+  t.is(records.filter(r => liveness.current(r.entity_id)?.status === 'active').length, rest, 'left for the next start')
 })
