@@ -326,7 +326,8 @@ export class LivenessService implements LivenessView {
   private pause(ms: number): Promise<void> {
     if (ms < 1) return new Promise(resolve => setImmediate(resolve))
     return new Promise<void>(resolve => {
-      const timer = setTimeout(done, ms)
+      // Like the sweep timer, a paced sweep does not keep the process alive.
+      const timer = setTimeout(done, ms).unref()
       function done(): void {
         clearTimeout(timer)
         resolve()
