@@ -597,13 +597,17 @@ export class EntityService {
     if (!next) return
     this.changed(op.subject)
     this.c.catalog.upsert(next)
-    this.c.bus.publish('agent_status', {
-      entity_id: op.subject,
-      status,
-      last_heartbeat: lastHeartbeat,
-      changed_at: op.accepted_at,
-      home_registry: next.home_registry
-    })
+    this.c.bus.publish(
+      'agent_status',
+      {
+        entity_id: op.subject,
+        status,
+        last_heartbeat: lastHeartbeat,
+        changed_at: op.accepted_at,
+        home_registry: next.home_registry
+      },
+      next
+    )
   }
 
   private signerKeys(record: EntityRecord) {

@@ -221,6 +221,8 @@ export class SearchService {
         event.type === 'agent_became_inactive'
       )
         this.refreshLiveness(id)
+      // Another home's status change, applied to its record here (this node's own carry no record).
+      else if (event.type === 'agent_status' && event.entity) this.refreshStatus(event.entity)
     })
   }
 
@@ -312,6 +314,11 @@ export class SearchService {
         ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {})
       }
     })
+  }
+
+  private refreshStatus(record: EntityRecord): void {
+    const { active, uptime, lastChange } = searchDocument(record, this.c.liveness?.current(record.entity_id))
+    this.index.apply({ op: 'patch', entityId: record.entity_id, change: { active, uptime, lastChange } })
   }
 
   private indexRecord(record: EntityRecord): void {

@@ -219,7 +219,17 @@ test.serial('a registration, an update, a status change and a deregistration on 
       (await entityOn(n, first.agentId)).body.status === 'inactive' ? true : undefined
     )
   }
-  t.pass()
+  // Search follows on every node: the peers patch their index from the status operation they applied.
+  const found = async (n: TestNode, status: string): Promise<boolean> => {
+    const r = await http(n.url, 'POST', '/v1/search', { body: { query: 'summarises', status } })
+    return (r.body.results as { entity_id: string }[]).some(e => e.entity_id === first.agentId)
+  }
+  for (const n of [a, b, c]) {
+    await until(`${n.config.name} finds the entity among the inactive`, async () =>
+      (await found(n, 'inactive')) ? true : undefined
+    )
+    t.false(await found(n, 'active'), `${n.config.name} no longer finds it among the active`)
+  }
 
   const del = await http(a.url, 'DELETE', `/v1/entities/${first.agentId}`, {
     headers: { authorization: `Bearer ${sign(first.keyPair, first.agentId)}` }
