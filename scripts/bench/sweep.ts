@@ -12,11 +12,11 @@
  * over half the interval, the sweep time follows --sweep-interval. Prints `name: value unit` lines.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises'
-import { Agent, request } from 'node:http'
+import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { machineLoad, sleep } from '../lib/mesh-bench.js'
+import { call, machineLoad, sleep } from '../lib/mesh-bench.js'
 import { cpuSecondsByThread, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
@@ -33,23 +33,14 @@ const connections = Number(args.connections)
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 })
 
-function post(base: URL, path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      new URL(path, base),
-      { agent, method: 'POST', headers: { 'content-type': 'application/json' } },
-      res => {
-        let text = ''
-        res.setEncoding('utf8')
-        res.on('data', d => {
-          text += d
-        })
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) as Record<string, unknown> }))
-      }
-    )
-    req.on('error', reject)
-    req.end(JSON.stringify(body))
-  })
+/** A POST of `body` as JSON; its status and parsed reply. */
+async function post(
+  base: URL,
+  path: string,
+  body: unknown
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const reply = await call(agent, base, 'POST', path, JSON.stringify(body))
+  return { status: reply.status, json: reply.status === 0 ? {} : (JSON.parse(reply.text) as Record<string, unknown>) }
 }
 
 const counted = async (base: URL, status: 'any' | 'active'): Promise<number> =>
