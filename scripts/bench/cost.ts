@@ -23,7 +23,14 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { machineLoad, sleep } from '../lib/mesh-bench.js'
-import { cpuSeconds, cpuSecondsByThread, cpuSecondsSplit, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import {
+  cpuSeconds,
+  cpuSecondsByThread,
+  cpuSecondsSplit,
+  spawnNode,
+  tcpAddressOf,
+  type NodeProcess
+} from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
 
@@ -57,12 +64,7 @@ const common = ['--no-rate-limit', '--http-port', '0', '--metrics', ...(args['no
 const a: NodeProcess = await spawnNode(['--data', dirs[0]!, ...common, ...(args.p2p ? [] : ['--no-p2p'])])
 let b: NodeProcess | null = null
 if (args.peer && args.p2p) {
-  // The start line: `registry-node p2p <peer id> at <multiaddr> …`.
-  let tcp: string | undefined
-  for (let i = 0; i < 200 && !tcp; i++, await sleep(50))
-    tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(a.output())?.[1]
-  if (!tcp) throw new Error(`no TCP multiaddr for node A:\n${a.output()}`)
-  b = await spawnNode(['--data', dirs[1]!, ...common, '--bootstrap', tcp])
+  b = await spawnNode(['--data', dirs[1]!, ...common, '--bootstrap', await tcpAddressOf(a)])
 }
 const nodes = b ? [a, b] : [a]
 

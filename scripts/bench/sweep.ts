@@ -4,12 +4,14 @@
  * the node's CPU per transition (every thread, and the HTTP thread alone), how long the sweep took,
  * and the latency of one-at-a-time searches before and during it.
  *
- *   npm run bench:sweep -- [--entities 50000] [--sweep-interval 40] [--connections 64]
+ *   npm run bench:sweep -- [--entities 50000] [--sweep-interval 40] [--connections 64] [--peer]
  *
  * The entities are loaded with the inactivity threshold out of reach; the node is then restarted on
  * the same data with a threshold of 1 s, so its first sweep (--sweep-interval seconds after the
  * start) finds every entity silent. Since a sweep spreads what is past its first 1,000 transitions
- * over half the interval, the sweep time follows --sweep-interval. Prints `name: value unit` lines.
+ * over half the interval, the sweep time follows --sweep-interval. `--peer` also runs a second node
+ * meshed with the first through both phases, and prints what it spends per status change it
+ * receives and applies, and when its search shows them all. Prints `name: value unit` lines.
  */
 import { cp, mkdtemp, rm } from 'node:fs/promises'
 import { Agent } from 'node:http'
@@ -17,7 +19,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { call, machineLoad, sleep } from '../lib/mesh-bench.js'
-import { cpuSecondsByThread, spawnNode, type NodeProcess } from '../lib/node-process.js'
+import { cpuSecondsByThread, spawnNode, tcpAddressOf, type NodeProcess } from '../lib/node-process.js'
 import { makeBodies, postRegistration } from '../lib/registration-bodies.js'
 import { percentile, report } from '../lib/report.js'
 
@@ -25,7 +27,8 @@ const { values: args } = parseArgs({
   options: {
     entities: { type: 'string', default: '50000' },
     'sweep-interval': { type: 'string', default: '40' },
-    connections: { type: 'string', default: '64' }
+    connections: { type: 'string', default: '64' },
+    peer: { type: 'boolean', default: false }
   }
 })
 const N = Number(args.entities)
@@ -110,6 +113,24 @@ async function sweepBegins(base: URL, pid: number): Promise<{ startedAt: number;
   }
 }
 
+/** CPU seconds since `before`: every thread, and the HTTP (main) thread alone. */
+async function cpuSince(pid: number, before: Map<string, number>): Promise<{ all: number; main: number }> {
+  const after = await cpuSecondsByThread(pid)
+  let all = 0
+  for (const [thread, seconds] of after) all += seconds - (before.get(thread) ?? 0)
+  return { all, main: (after.get('main') ?? 0) - (before.get('main') ?? 0) }
+}
+
+/** A node meshed with `home` on `data`; resolves once search there counts `count` entities. */
+async function peerOf(home: NodeProcess, data: string, count: number): Promise<{ node: NodeProcess; base: URL }> {
+  const node = await spawnNode(['--data', data, ...NODE_ARGS, '--bootstrap', await tcpAddressOf(home)], {
+    startTimeoutMs: 120_000
+  })
+  const base = new URL(node.url)
+  for (let i = 0; i < 3000 && (await counted(base, 'any')) < count; i++) await sleep(200)
+  return { node, base }
+}
+
 async function stop(node: NodeProcess): Promise<void> {
   node.child.kill('SIGTERM')
   await node.exited
@@ -121,11 +142,18 @@ async function main(): Promise<void> {
   report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages)')
   const data = await mkdtemp(join(tmpdir(), 'bench-sweep-'))
   const copy = `${data}-copy`
+  const peerData = `${data}-peer`
   const running: NodeProcess[] = []
   try {
     const loading = await spawnNode(['--data', data, ...NODE_ARGS, '--inactive-after-seconds', '1000000'])
     running.push(loading)
+    const loadingPeer = args.peer ? await peerOf(loading, peerData, 0) : null
+    if (loadingPeer) running.push(loadingPeer.node)
     await load(new URL(loading.url))
+    if (loadingPeer) {
+      for (let i = 0; i < 3000 && (await counted(loadingPeer.base, 'any')) < N; i++) await sleep(200)
+      await stop(loadingPeer.node)
+    }
     await stop(loading)
     await cp(data, copy, { recursive: true })
     report('entities', N, `home entities, silent; the first sweep ${args['sweep-interval']} s after the start`)
@@ -133,19 +161,30 @@ async function main(): Promise<void> {
     // CPU, on a node doing nothing else.
     const quiet = await silentNode(data)
     running.push(quiet.node)
+    const peer = args.peer ? await peerOf(quiet.node, peerData, N) : null
+    if (peer) running.push(peer.node)
     const pid = quiet.node.child.pid!
     const { startedAt, cpu: before } = await sweepBegins(quiet.base, pid)
+    const peerBefore = peer ? await cpuSecondsByThread(peer.node.child.pid!) : null
     while ((await counted(quiet.base, 'active')) > 0) await sleep(50)
     const sweepSeconds = (performance.now() - startedAt) / 1000
+    if (peer) {
+      for (let i = 0; i < 3000 && (await counted(peer.base, 'active')) > 0; i++) await sleep(50)
+      report('peer_all_inactive_after', ((performance.now() - startedAt) / 1000).toFixed(1), 's after the sweep began')
+    }
     // What the sweep left queued (index patches, gossip) runs in the next moments.
     await sleep(2000)
-    const after = await cpuSecondsByThread(pid)
-    let all = 0
-    for (const [thread, seconds] of after) all += seconds - (before.get(thread) ?? 0)
-    const main = (after.get('main') ?? 0) - (before.get('main') ?? 0)
+    const cpu = await cpuSince(pid, before)
     report('sweep_time', sweepSeconds.toFixed(1), `s for ${N} transitions`)
-    report('cpu_per_transition', ((all * 1e6) / N).toFixed(0), 'µs (every thread)')
-    report('cpu_per_transition_http_thread', ((main * 1e6) / N).toFixed(0), 'µs')
+    report('cpu_per_transition', ((cpu.all * 1e6) / N).toFixed(0), 'µs (every thread)')
+    report('cpu_per_transition_http_thread', ((cpu.main * 1e6) / N).toFixed(0), 'µs')
+    if (peer && peerBefore) {
+      const received = await cpuSince(peer.node.child.pid!, peerBefore)
+      report('peer_still_active', await counted(peer.base, 'active'), 'entities its search still counts active')
+      report('peer_cpu_per_received_transition', ((received.all * 1e6) / N).toFixed(0), 'µs (every thread)')
+      report('peer_cpu_per_received_transition_http_thread', ((received.main * 1e6) / N).toFixed(0), 'µs')
+      await stop(peer.node)
+    }
     await stop(quiet.node)
 
     // Searches, on the same data again.
@@ -162,6 +201,7 @@ async function main(): Promise<void> {
     agent.destroy()
     await rm(data, { recursive: true, force: true })
     await rm(copy, { recursive: true, force: true })
+    await rm(peerData, { recursive: true, force: true })
   }
   report('machine_load_after', machineLoad(), '')
 }

@@ -122,3 +122,13 @@ export async function spawnNode(
   })
   return { child, url, output: () => out, exited }
 }
+
+/** The node's TCP multiaddr on loopback, from its start line (`registry-node p2p <peer id> at <multiaddr> …`). */
+export async function tcpAddressOf(node: NodeProcess): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(node.output())?.[1]
+    if (tcp) return tcp
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  throw new Error(`no TCP multiaddr in the node's output:\n${node.output()}`)
+}

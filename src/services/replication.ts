@@ -19,7 +19,7 @@ import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyHandleClaim } from '../identity/verifiers.js'
 import type { ApplyOutcome } from '../mesh/gossip.js'
 import { compareOperations } from '../store/operation-order.js'
-import type { Operation } from '../store/records.js'
+import type { EntityRecord, Operation } from '../store/records.js'
 import { DuplicateOperation, SignatureReplayed } from '../store/registry-store.js'
 import { BoundedMap } from '../util/bounded-map.js'
 import { DeveloperProofInput } from '../wire/entities.js'
@@ -125,7 +125,7 @@ export class ReplicationService {
   private async applyChecked(op: Operation): Promise<ApplyOutcome> {
     if (op.origin === this.c.identity.registryId) return 'stale'
     if (this.c.quota.exhausted(op.origin)) return 'throttled'
-    const originKey = await this.checkSeal(op)
+    await this.checkSeal(op)
     if (this.c.store.holds(op)) return 'stale'
     const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
     const req = requestOf(op)
@@ -136,7 +136,7 @@ export class ReplicationService {
     if (refusal) return refusal === 'origin_entities' ? 'refused' : 'throttled'
     let supported: boolean
     try {
-      supported = await this.replay(op, req, remote, originKey)
+      supported = await this.replay(op, req, remote, held)
     } catch (err) {
       if (isNewEntity) this.c.quota.count(op.origin, -1)
       throw err
@@ -147,7 +147,12 @@ export class ReplicationService {
   }
 
   /** Replays an admitted operation through the service method its kind belongs to; false for a kind this version does not know. */
-  private async replay(op: Operation, req: WriteRequest, remote: RemoteWrite, originKey: Buffer): Promise<boolean> {
+  private async replay(
+    op: Operation,
+    req: WriteRequest,
+    remote: RemoteWrite,
+    held: EntityRecord | undefined
+  ): Promise<boolean> {
     switch (op.kind) {
       case 'entity.register':
         await this.c.entities.register(req, remote)
@@ -159,7 +164,7 @@ export class ReplicationService {
         await this.c.entities.deregister(op.subject, req, remote)
         break
       case 'entity.status':
-        await this.c.entities.applyStatus(op, originKey)
+        await this.c.entities.applyStatus(op, held)
         break
       case 'developer.register':
         await this.c.developers.register(req, remote)
@@ -189,7 +194,7 @@ export class ReplicationService {
   }
 
   /** The origin's key must be the one its registry ID names, and its seal must verify. */
-  private async checkSeal(op: Operation): Promise<Buffer> {
+  private async checkSeal(op: Operation): Promise<void> {
     const key = op.origin_key ? parsePublicKey(op.origin_key) : null
     if (!key || deriveId('registry', key) !== op.origin)
       throw new RegistryError('operation_invalid', 'origin_key is missing or is not the key of origin.', 'origin_key')
@@ -202,7 +207,6 @@ export class ReplicationService {
         'node_signature'
       )
     }
-    return key
   }
 
   /**

@@ -50,6 +50,8 @@ export interface EntityRecord {
    */
   status: LivenessStatus
   last_heartbeat: string | null
+  /** The time of the status operation these two fields show (absent before the first one). */
+  status_changed_at?: string
   registered_at: string
   updated_at: string
   home_registry: string

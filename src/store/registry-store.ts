@@ -152,6 +152,8 @@ export const SEAL_DIGEST_BYTES = 16
 export const sealDigest = (nodeSignature: string): Buffer =>
   hash('sha256', nodeSignature, 'buffer').subarray(0, SEAL_DIGEST_BYTES)
 
+const STATUS_TIMES_KEY = 'status_changed_at'
+
 export class RegistryStore {
   private constructor(
     private readonly root: RootDatabase,
@@ -227,9 +229,23 @@ export class RegistryStore {
       lastSeq ?? 0,
       guard
     )
-    if (store.meta.get('created_at') === undefined) await store.meta.put('created_at', new Date().toISOString())
+    if (store.meta.get('created_at') === undefined) {
+      await store.meta.put('created_at', new Date().toISOString())
+      await store.meta.put(STATUS_TIMES_KEY, 1)
+    }
+    store.statusTimes = store.meta.get(STATUS_TIMES_KEY) !== undefined
     if (store.meta.get('used_signatures') === undefined) await store.indexUsedSignatures()
     return store
+  }
+
+  private statusTimes = false
+  /**
+   * Whether every entity record here carries `status_changed_at` once a status operation changed
+   * it: true for stores created since it was kept. In an older store a record without it may
+   * still have a status history, which only the subject's operations tell.
+   */
+  get keepsStatusTimes(): boolean {
+    return this.statusTimes
   }
 
   // Reads by a key no record can have (too long to be one) find nothing, rather than fail in LMDB.

@@ -6,6 +6,7 @@
  */
 import test from 'ava'
 import type { RegistryEvent } from '../../src/events/bus.js'
+import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
 import { homeBucketKey } from '../../src/mesh/provider-keys.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
@@ -429,6 +430,53 @@ test.serial(
       headers: { 'content-type': 'application/json', authorization: `Bearer ${sign(x.keyPair, raw)}` }
     })
     t.like(again, { status: 409, body: { error: 'signature_replayed' } })
+  }
+)
+
+test.serial(
+  "status changes from an entity's home apply in time order: an earlier one arriving later is kept, not shown",
+  async t => {
+    const x = agent(dev, 8)
+    t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })).status, 201)
+    await untilServed([a, b], x.agentId, 'the registration')
+    // C (the home, with the default threshold) announces two changes; the later one travels first.
+    const statusOf = (status: 'active' | 'inactive', at: Date): Operation => {
+      const changedAt = at.toISOString()
+      const body = Buffer.from(
+        canonicalJson({
+          entity_id: x.agentId,
+          status,
+          last_heartbeat: null,
+          changed_at: changedAt,
+          registry_id: c.node.identity.registryId
+        })
+      )
+      return sealOperation(c.node.identity, {
+        kind: 'entity.status',
+        subject: x.agentId,
+        body,
+        path: null,
+        auth: { carrier: 'node', signer: 'node', signature: sign(c.node.identity.keyPair, body), form: 'agent_status' },
+        accepted_at: changedAt,
+        origin: c.node.identity.registryId
+      })
+    }
+    const now = Date.now()
+    const later = statusOf('inactive', new Date(now + 2_000))
+    const earlier = statusOf('active', new Date(now + 1_000))
+    const pubsub = c.node.mesh!.libp2p.services.pubsub
+    for (const op of [later, earlier]) {
+      await pubsub.publish(topicOf(op.kind), encodeBatch([encodeOperation(op)]))
+      for (const n of [a, b])
+        await until(`${n.config.name} holds the status of ${op.accepted_at}`, () =>
+          n.node.store.operationsOf(x.agentId).some(o => o.node_signature === op.node_signature) ? true : undefined
+        )
+    }
+    for (const n of [a, b]) {
+      const shown = await entityOn(n, x.agentId)
+      t.is(shown.body.status, 'inactive', `${n.config.name} shows the later change`)
+      t.is(n.node.store.getEntity(x.agentId)?.status_changed_at, later.accepted_at)
+    }
   }
 )
 
