@@ -181,6 +181,11 @@ async function main(): Promise<void> {
     if (peer && peerBefore) {
       const received = await cpuSince(peer.node.child.pid!, peerBefore)
       report('peer_still_active', await counted(peer.base, 'active'), 'entities its search still counts active')
+      const stats = (await (await fetch(`${peer.node.url}/v1/network/status`)).json()) as {
+        mesh: { gossip?: { operations_received: Record<string, number> } }
+      }
+      const outcomes = Object.entries(stats.mesh.gossip?.operations_received ?? {}).filter(([, n]) => n > 0)
+      report('peer_gossip_outcomes', outcomes.map(o => o.join(' ')).join(', ') || 'none', 'operations since its start')
       report('peer_cpu_per_received_transition', ((received.all * 1e6) / N).toFixed(0), 'µs (every thread)')
       report('peer_cpu_per_received_transition_http_thread', ((received.main * 1e6) / N).toFixed(0), 'µs')
       await stop(peer.node)
