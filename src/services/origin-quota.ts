@@ -1,7 +1,8 @@
 /**
  * Quotas on what other registries originate. Any node may sign unlimited valid registrations from
  * fresh keys, and every other node would store and index them; so operations from one origin (a
- * registry ID) and for one developer are admitted up to a rate (token buckets), and entities homed
+ * registry ID) and for one developer (its own writes, not its entities' status changes, which the
+ * home node signs) are admitted up to a rate (token buckets), and entities homed
  * at one origin up to a total. An operation over quota is refused before its owner's signatures
  * are checked or anything is stored. Over a rate, gossip ignores the message and a later sync brings
  * the operation; over the entity total, gossip rejects it (a score penalty for the peer that relayed

@@ -259,6 +259,9 @@ export class ReplicationService {
 
 /** The developer whose records an operation changes, when it names one (the quota per developer). */
 function developerOf(op: Operation, body: unknown, heldDeveloper: string | null | undefined): string | undefined {
+  // A status change is the home node's word on liveness, not a write of the developer's: a fleet
+  // going silent together must not spend (or be held back by) its developer's rate.
+  if (op.kind === 'entity.status') return undefined
   if (op.kind.startsWith('developer.')) return op.subject
   if (heldDeveloper) return heldDeveloper
   const named =
