@@ -225,7 +225,7 @@ const TABLE = [
     default: 20,
     flag: 'developer-ops-per-second',
     min: 0,
-    doc: "Operations per second taken from the mesh for one developer's records (bursts of 10 × this), as above. 0: no limit."
+    doc: "Operations per second taken from the mesh for one developer's records, their status changes aside (bursts of 10 × this), as above. 0: no limit."
   },
   {
     key: 'p2p.max_entities_per_origin',
