@@ -15,13 +15,11 @@ import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import type { SignedForm } from '../identity/verifiers.js'
 import type { VerifyPriority } from '../identity/verify-pool.js'
 import type { EntityRecord, LivenessRecord, Operation } from '../store/records.js'
-import { canonicalJson } from '../identity/canonical-json.js'
-import { sign } from '../identity/keys.js'
 import { HeartbeatFrame, type HeartbeatAck } from '../wire/sockets.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
 import { type LiveState, LivenessTable } from './liveness-table.js'
-import { sealOperation } from './operations.js'
+import { statusOperation } from './operations.js'
 
 export interface LivenessSettings {
   inactiveAfterMs: number
@@ -377,7 +375,7 @@ export class LivenessService implements LivenessView {
     const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
     const status = active ? 'active' : 'inactive'
     const changedAt = new Date(at).toISOString()
-    const operation = this.statusOperation(entityId, status, lastHeartbeat, changedAt)
+    const operation = statusOperation(this.c.identity, entityId, status, lastHeartbeat, changedAt)
     return {
       entityId,
       state,
@@ -430,33 +428,6 @@ export class LivenessService implements LivenessView {
       this.c.bus.publish('agent_status', event)
     }
     return applied
-  }
-
-  /** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */
-  private statusOperation(
-    entityId: string,
-    status: 'active' | 'inactive',
-    lastHeartbeat: string | null,
-    changedAt: string
-  ): Operation {
-    const body = Buffer.from(
-      canonicalJson({
-        entity_id: entityId,
-        status,
-        last_heartbeat: lastHeartbeat,
-        changed_at: changedAt,
-        registry_id: this.c.identity.registryId
-      })
-    )
-    return sealOperation(this.c.identity, {
-      kind: 'entity.status',
-      subject: entityId,
-      body,
-      path: null,
-      auth: { carrier: 'node', signer: 'node', signature: sign(this.c.identity.keyPair, body), form: 'agent_status' },
-      accepted_at: changedAt,
-      origin: this.c.identity.registryId
-    })
   }
 
   /**

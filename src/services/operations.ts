@@ -34,6 +34,34 @@ export function sealOperation(
   return { ...stamped, node_signature: sign(identity.keyPair, operationSigningBytes(stamped)) }
 }
 
+/** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */
+export function statusOperation(
+  identity: NodeIdentity,
+  entityId: string,
+  status: 'active' | 'inactive',
+  lastHeartbeat: string | null,
+  changedAt: string
+): Operation {
+  const body = Buffer.from(
+    canonicalJson({
+      entity_id: entityId,
+      status,
+      last_heartbeat: lastHeartbeat,
+      changed_at: changedAt,
+      registry_id: identity.registryId
+    })
+  )
+  return sealOperation(identity, {
+    kind: 'entity.status',
+    subject: entityId,
+    body,
+    path: null,
+    auth: { carrier: 'node', signer: 'node', signature: sign(identity.keyPair, body), form: 'agent_status' },
+    accepted_at: changedAt,
+    origin: identity.registryId
+  })
+}
+
 /** An operation this node accepts now from a client request. */
 export function acceptOperation(
   identity: NodeIdentity,

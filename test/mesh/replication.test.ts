@@ -6,11 +6,10 @@
  */
 import test from 'ava'
 import type { RegistryEvent } from '../../src/events/bus.js'
-import { canonicalJson } from '../../src/identity/canonical-json.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
 import { homeBucketKey } from '../../src/mesh/provider-keys.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
-import { sealOperation } from '../../src/services/operations.js'
+import { sealOperation, statusOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import {
@@ -440,27 +439,8 @@ test.serial(
     t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, x) })).status, 201)
     await untilServed([a, b], x.agentId, 'the registration')
     // C (the home, with the default threshold) announces two changes; the later one travels first.
-    const statusOf = (status: 'active' | 'inactive', at: Date): Operation => {
-      const changedAt = at.toISOString()
-      const body = Buffer.from(
-        canonicalJson({
-          entity_id: x.agentId,
-          status,
-          last_heartbeat: null,
-          changed_at: changedAt,
-          registry_id: c.node.identity.registryId
-        })
-      )
-      return sealOperation(c.node.identity, {
-        kind: 'entity.status',
-        subject: x.agentId,
-        body,
-        path: null,
-        auth: { carrier: 'node', signer: 'node', signature: sign(c.node.identity.keyPair, body), form: 'agent_status' },
-        accepted_at: changedAt,
-        origin: c.node.identity.registryId
-      })
-    }
+    const statusOf = (status: 'active' | 'inactive', at: Date): Operation =>
+      statusOperation(c.node.identity, x.agentId, status, null, at.toISOString())
     const now = Date.now()
     const later = statusOf('inactive', new Date(now + 2_000))
     const earlier = statusOf('active', new Date(now + 1_000))
