@@ -113,6 +113,17 @@ async function sweepBegins(base: URL, pid: number): Promise<{ startedAt: number;
   }
 }
 
+/** Polls search's count of `status` entities until `done(count)` holds, or ten minutes have passed. */
+async function untilCounted(
+  base: URL,
+  status: 'any' | 'active',
+  done: (count: number) => boolean,
+  everyMs = 200
+): Promise<void> {
+  for (const end = performance.now() + 600_000; performance.now() < end; await sleep(everyMs))
+    if (done(await counted(base, status))) return
+}
+
 /** CPU seconds since `before`: every thread, and the HTTP (main) thread alone. */
 async function cpuSince(pid: number, before: Map<string, number>): Promise<{ all: number; main: number }> {
   const after = await cpuSecondsByThread(pid)
@@ -127,7 +138,7 @@ async function peerOf(home: NodeProcess, data: string, count: number): Promise<{
     startTimeoutMs: 120_000
   })
   const base = new URL(node.url)
-  for (let i = 0; i < 3000 && (await counted(base, 'any')) < count; i++) await sleep(200)
+  await untilCounted(base, 'any', n => n >= count)
   return { node, base }
 }
 
@@ -151,7 +162,7 @@ async function main(): Promise<void> {
     if (loadingPeer) running.push(loadingPeer.node)
     await load(new URL(loading.url))
     if (loadingPeer) {
-      for (let i = 0; i < 3000 && (await counted(loadingPeer.base, 'any')) < N; i++) await sleep(200)
+      await untilCounted(loadingPeer.base, 'any', n => n >= N)
       await stop(loadingPeer.node)
     }
     await stop(loading)
@@ -169,7 +180,7 @@ async function main(): Promise<void> {
     while ((await counted(quiet.base, 'active')) > 0) await sleep(50)
     const sweepSeconds = (performance.now() - startedAt) / 1000
     if (peer) {
-      for (let i = 0; i < 3000 && (await counted(peer.base, 'active')) > 0; i++) await sleep(50)
+      await untilCounted(peer.base, 'active', n => n === 0, 50)
       report('peer_all_inactive_after', ((performance.now() - startedAt) / 1000).toFixed(1), 's after the sweep began')
     }
     // What the sweep left queued (index patches, gossip) runs in the next moments.

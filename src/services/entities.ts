@@ -547,9 +547,10 @@ export class EntityService {
    *
    * The caller has verified the operation's seal against the origin's key. The seal covers the
    * body and its signature, which the same key made: that signature is checked for its form only,
-   * as a second verification by the same key would prove nothing more.
+   * as a second verification by the same key would prove nothing more. `record` is the subject's
+   * record as the caller read it (for its quota check), so it is not read again here.
    */
-  async applyStatus(op: Operation, record = this.c.store.getEntity(op.subject)): Promise<void> {
+  async applyStatus(op: Operation, record: EntityRecord | undefined): Promise<void> {
     let body: { entity_id?: unknown; status?: unknown; last_heartbeat?: unknown; registry_id?: unknown } = {}
     if (op.body)
       try {
