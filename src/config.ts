@@ -203,6 +203,15 @@ const TABLE = [
     doc: 'Period of sync rounds (/zns/sync/1.0.0) with one connected peer picked at random; a sync also runs when a connection opens.'
   },
   {
+    key: 'p2p.gossip_mesh_degree',
+    kind: 'integer',
+    default: 4,
+    flag: 'gossip-mesh-degree',
+    min: 2,
+    max: 12,
+    doc: "Peers each node forwards gossip to (gossipsub's D; the mesh keeps between D − 1 and 1.5 D). A node's own operations go to every connected peer, and sync catches up whatever gossip missed, so a mesh smaller than gossipsub's 6 costs each node fewer copies and control messages per operation."
+  },
+  {
     key: 'p2p.gossip_max_per_peer_per_second',
     kind: 'integer',
     default: 100,

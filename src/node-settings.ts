@@ -116,6 +116,7 @@ export type MeshSettings = Pick<
   | 'syncIntervalMs'
   | 'announceIntervalMs'
   | 'gossipPerPeerPerSecond'
+  | 'gossipMeshDegree'
   | 'allowPeers'
   | 'traceFile'
 >
@@ -131,6 +132,7 @@ export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSetting
     syncIntervalMs: p2p.sync_interval_seconds * SECOND_MS,
     announceIntervalMs: p2p.dht_announce_interval_seconds * SECOND_MS,
     gossipPerPeerPerSecond: p2p.gossip_max_per_peer_per_second,
+    gossipMeshDegree: p2p.gossip_mesh_degree,
     allowPeers: p2p.allow_peers,
     traceFile: p2p.trace_file
   }

@@ -63,6 +63,8 @@ export interface Libp2pNodeOptions {
   /** Multiaddrs announced instead of the listen addresses (a public address behind NAT). */
   announce: readonly string[]
   maxConnections: number
+  /** gossipsub's D (p2p.gossip_mesh_degree). */
+  gossipMeshDegree: number
   /** kad-dht protocol id. */
   dhtProtocol?: string
 }
@@ -76,6 +78,25 @@ export interface Libp2pHooks {
 function listenAddresses(host: string, port: number): string[] {
   const family = host.includes(':') ? 'ip6' : 'ip4'
   return [`/${family}/${host}/tcp/${port}`, `/${family}/${host}/tcp/${port === 0 ? 0 : port + 1}/ws`]
+}
+
+/**
+ * gossipsub's mesh bounds for a degree D. Dhi matters most: gossipsub prunes a mesh only above Dhi
+ * (default 12), and in a well-connected mesh every node accepts the grafts of others up to it, so
+ * lowering D alone changed nothing. Each mesh peer costs a node a copy or an IDONTWANT per operation
+ * in each direction: in a 20-node mesh on one machine (bench:propagation, 5/s) D 4 instead of 6 used
+ * about a tenth less CPU and D 3 a quarter less. Dout < Dlo and Dout ≤ D / 2, as gossipsub requires.
+ */
+function meshDegree(D: number): { D: number; Dlo: number; Dhi: number; Dout: number; Dlazy: number; Dscore: number } {
+  const Dlo = Math.max(1, D - 1)
+  return {
+    D,
+    Dlo,
+    Dhi: Math.ceil(D * 1.5),
+    Dout: Math.min(Dlo - 1, Math.floor(D / 2)),
+    Dlazy: D,
+    Dscore: Math.min(4, D)
+  }
 }
 
 /** Throws a readable error for a malformed multiaddr in the configuration. */
@@ -105,11 +126,11 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionManager: { maxConnections: options.maxConnections },
-    // libp2p pings every connection every 10 s to find dead ones, on a new stream each time (stream
-    // setup and peer-store writes on both ends): half of an idle node's CPU in a 10-node testnet.
-    // Our peer book pings every 30 s for round-trip times; a dead connection found within a minute
-    // (or at once, when TCP reports it) is enough for a registry.
-    connectionMonitor: { pingInterval: 60_000 },
+    // libp2p's monitor pings every connection in the same instant (every 10 s by default: half of an
+    // idle node's CPU in a 10-node testnet; at 60 s, bursts of streams that delayed gossip in a 20-node
+    // one). Our peer book pings each peer every 30 s at its own moment and closes the connections of
+    // one that does not answer (peers.ts).
+    connectionMonitor: { enabled: false },
     connectionGater: hooks.gater,
     services: {
       identify: identify(),
@@ -134,6 +155,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
         // gossipsub signature per message would repeat that at the cost of an Ed25519 sign on
         // publish (12 % of a node's CPU at 1,000 registrations/s) and a verify per received copy.
         globalSignaturePolicy: 'StrictNoSign',
+        ...meshDegree(options.gossipMeshDegree),
         allowPublishToZeroTopicPeers: true,
         // The spec's 5-minute deduplication; IDs hash the bytes, so one operation is one message.
         seenTTL: 5 * 60_000,

@@ -49,7 +49,7 @@ export interface LocatorOptions {
   /** The operations behind a key this node provides (empty when it has none). */
   operationsFor: (key: string) => Operation[]
   /**
-   * Announcements trickle, one at a time, this far apart (p2p.dht_announce_interval_seconds, 30 s):
+   * Announcements trickle, one at a time, this far apart on average (p2p.dht_announce_interval_seconds, 30 s):
    * each is a DHT query and a write to the closest peers, which cost about a quarter of a second of
    * CPU over a 20-node testnet, and every node holds the mesh's records anyway (this is the fallback
    * for what gossip and sync have not brought), so the 16 bucket keys of a new node are announced
@@ -121,8 +121,7 @@ export class Locator {
         const key = this.queue.shift()
         if (key === undefined) break
         this.queued.delete(key)
-        const wait = this.nextAnnounceAt - Date.now()
-        this.nextAnnounceAt = Math.max(Date.now(), this.nextAnnounceAt) + this.o.announceIntervalMs
+        const wait = this.scheduleNext()
         if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait).unref())
         try {
           await this.o.libp2p.contentRouting.provide(await keyCid(key), { signal: AbortSignal.timeout(30_000) })
@@ -136,6 +135,21 @@ export class Locator {
     } finally {
       this.announcing = false
     }
+  }
+
+  /**
+   * How long to wait before the next announcement. Spaced by the interval on average, at random
+   * between half and one and a half of it, and a queue that was idle starts at a random point of an
+   * interval: the nodes of a fresh mesh take their first registrations in the same seconds, and when
+   * each announced its first bucket at once, 20 nodes on one machine spent both cores on DHT queries
+   * and new connections for seconds, and gossip waited behind them (bench:propagation).
+   */
+  private scheduleNext(): number {
+    const now = Date.now()
+    const interval = this.o.announceIntervalMs
+    const at = this.nextAnnounceAt > now ? this.nextAnnounceAt : now + Math.random() * interval
+    this.nextAnnounceAt = at + interval * (0.5 + Math.random())
+    return at - now
   }
 
   /**

@@ -1,7 +1,8 @@
 /**
  * Peer bookkeeping: who is connected, where they can be dialled, how far away they are and what
  * registry they say they are. On connect (and then every `helloIntervalMs`) both sides exchange a
- * hello over `/zns/hello/1.0.0`; every `pingIntervalMs` each connected peer is pinged.
+ * hello over `/zns/hello/1.0.0`; every `pingIntervalMs` each connected peer is pinged, and the
+ * connections of a peer that answers no ping are closed.
  *
  * Verification: noise authenticates the peer's key, and with Ed25519 keys the PeerId *is* that key,
  * so the registry ID and public key a peer must present follow from its PeerId. A hello that states
@@ -30,6 +31,9 @@ const REQUEST_TIMEOUT_MS = 5000
 /** A ping round tries twice before calling a connected peer degraded. */
 const PING_ATTEMPTS = 2
 const PING_RETRY_DELAY_MS = 250
+
+const isTimeout = (err: unknown): boolean =>
+  err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')
 
 export type VerificationTier = PeerView['verification_tier']
 
@@ -92,6 +96,7 @@ export class PeerBook {
   private readonly log: Logger
   private pingTimer: NodeJS.Timeout | null = null
   private helloTimer: NodeJS.Timeout | null = null
+  private readonly spreadTimers = new Set<NodeJS.Timeout>()
   private readonly detach: Array<() => void> = []
   /** Aborted by stop(), so no hello or ping holds up a shutdown. */
   private readonly shutdown = new AbortController()
@@ -112,12 +117,8 @@ export class PeerBook {
       listenTo(libp2p, 'peer:disconnect', evt => this.disconnected(evt.detail)),
       listenTo(libp2p, 'peer:identify', evt => this.identified(evt.detail))
     )
-    this.pingTimer = setInterval(() => {
-      void this.pingAll()
-    }, this.o.pingIntervalMs).unref()
-    this.helloTimer = setInterval(() => {
-      void this.helloAll()
-    }, this.o.helloIntervalMs).unref()
+    this.pingTimer = setInterval(() => this.pingAll(), this.o.pingIntervalMs).unref()
+    this.helloTimer = setInterval(() => this.helloAll(), this.o.helloIntervalMs).unref()
   }
 
   /** Stops timers and listening; the node's own shutdown then closes connections without events. */
@@ -127,6 +128,8 @@ export class PeerBook {
     for (const off of this.detach.splice(0)) off()
     if (this.pingTimer) clearInterval(this.pingTimer)
     if (this.helloTimer) clearInterval(this.helloTimer)
+    for (const timer of this.spreadTimers) clearTimeout(timer)
+    this.spreadTimers.clear()
     await Promise.allSettled([...this.refreshing.values()])
     await this.o.libp2p.unhandle(HELLO_PROTOCOL).catch(() => {})
   }
@@ -350,6 +353,11 @@ export class PeerBook {
         this.log.debug({ err, peer_id: peerId.toString(), attempt }, 'ping failed')
         if (attempt === PING_ATTEMPTS || !e.connected || this.stopped) {
           e.pingFailed = true
+          // What libp2p's connection monitor did (it is off: it pinged every connection in the same
+          // instant): a peer that answers no ping within the deadline is gone, and its connections
+          // with it. Other failures (a refused stream) leave the connection up, marked degraded.
+          if (isTimeout(err) && !this.stopped)
+            for (const connection of this.o.libp2p.getConnections(peerId)) connection.abort(err as Error)
           return
         }
         await new Promise(resolve => setTimeout(resolve, PING_RETRY_DELAY_MS).unref())
@@ -361,12 +369,28 @@ export class PeerBook {
     return AbortSignal.any([this.shutdown.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
   }
 
-  private async pingAll(): Promise<void> {
-    await Promise.allSettled([...this.entries.values()].filter(e => e.connected).map(e => this.ping(e.peerId)))
+  private pingAll(): void {
+    this.spread(this.o.pingIntervalMs, e => this.ping(e.peerId))
   }
 
-  private async helloAll(): Promise<void> {
-    await Promise.allSettled([...this.entries.values()].filter(e => e.connected).map(e => this.sayHello(e.peerId)))
+  private helloAll(): void {
+    this.spread(this.o.helloIntervalMs, e => this.sayHello(e.peerId))
+  }
+
+  /**
+   * Runs `task` for each connected peer at a random moment within the next `withinMs`: every peer
+   * at once opened a stream to each in the same millisecond, and in a 20-node mesh on one machine
+   * those bursts (over a hundred streams in a second) delayed the gossip they coincided with.
+   */
+  private spread(withinMs: number, task: (e: PeerEntry) => Promise<void>): void {
+    for (const e of this.entries.values()) {
+      if (!e.connected) continue
+      const timer = setTimeout(() => {
+        this.spreadTimers.delete(timer)
+        if (e.connected && !this.stopped) void task(e)
+      }, Math.random() * withinMs).unref()
+      this.spreadTimers.add(timer)
+    }
   }
 
   /** Forgets disconnected peers that are old, or the oldest beyond the cap. */
