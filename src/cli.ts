@@ -6,6 +6,7 @@ import './polyfills.js'
 import { randomBytes } from 'node:crypto'
 import { access, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { setFlagsFromString } from 'node:v8'
 import { ConfigError, configTemplate, loadConfig, parseFlags, SETTINGS } from './config.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
 import { formatKey } from './identity/encoding.js'
@@ -223,6 +224,10 @@ function withoutConfigFlag(argv: string[]): string[] {
 const SHUTDOWN_DEADLINE_MS = 4_000
 
 async function start(argv: string[]): Promise<void> {
+  // V8's memory reducer runs full collections whenever a heap looks idle, as a node between operations
+  // at a low rate always does: in a 20-node mesh at 5 operations/s it cost about a tenth of the nodes'
+  // CPU (docs/decisions.md). Process-wide, so the search worker is included.
+  setFlagsFromString('--no-memory-reducer')
   const config = await loadConfig({ argv })
   const node = await startRegistryNode(config)
   process.stdout.write(
