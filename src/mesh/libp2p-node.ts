@@ -84,8 +84,9 @@ function listenAddresses(host: string, port: number): string[] {
  * gossipsub's mesh bounds for a degree D. Dhi matters most: gossipsub prunes a mesh only above Dhi
  * (default 12), and in a well-connected mesh every node accepts the grafts of others up to it, so
  * lowering D alone changed nothing. Each mesh peer costs a node a copy or an IDONTWANT per operation
- * in each direction: in a 20-node mesh on one machine (bench:propagation, 5/s) D 4 instead of 6 used
- * about a tenth less CPU and D 3 a quarter less. Dout < Dlo and Dout ≤ D / 2, as gossipsub requires.
+ * in each direction: in a 20-node mesh on one machine (bench:propagation, 5/s, docs/decisions.md) D 4
+ * and D 3 used 126 and 123 % of a core against 137–158 % with gossipsub's bounds. Dout < Dlo and
+ * Dout ≤ D / 2, as gossipsub requires.
  */
 function meshDegree(D: number): { D: number; Dlo: number; Dhi: number; Dout: number; Dlazy: number; Dscore: number } {
   const Dlo = Math.max(1, D - 1)
