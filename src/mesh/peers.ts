@@ -117,8 +117,14 @@ export class PeerBook {
       listenTo(libp2p, 'peer:disconnect', evt => this.disconnected(evt.detail)),
       listenTo(libp2p, 'peer:identify', evt => this.identified(evt.detail))
     )
-    this.pingTimer = setInterval(() => this.pingAll(), this.o.pingIntervalMs).unref()
-    this.helloTimer = setInterval(() => this.helloAll(), this.o.helloIntervalMs).unref()
+    this.pingTimer = setInterval(
+      () => this.spread(this.o.pingIntervalMs, e => this.ping(e.peerId)),
+      this.o.pingIntervalMs
+    ).unref()
+    this.helloTimer = setInterval(
+      () => this.spread(this.o.helloIntervalMs, e => this.sayHello(e.peerId)),
+      this.o.helloIntervalMs
+    ).unref()
   }
 
   /** Stops timers and listening; the node's own shutdown then closes connections without events. */
@@ -369,25 +375,18 @@ export class PeerBook {
     return AbortSignal.any([this.shutdown.signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)])
   }
 
-  private pingAll(): void {
-    this.spread(this.o.pingIntervalMs, e => this.ping(e.peerId))
-  }
-
-  private helloAll(): void {
-    this.spread(this.o.helloIntervalMs, e => this.sayHello(e.peerId))
-  }
-
   /**
    * Runs `task` for each connected peer at a random moment within the next `withinMs`: every peer
    * at once opened a stream to each in the same millisecond, and in a 20-node mesh on one machine
-   * those bursts (over a hundred streams in a second) delayed the gossip they coincided with.
+   * those bursts (over a hundred streams in a second) delayed the gossip they coincided with. The
+   * tasks themselves skip a peer that has gone or a book that has stopped by then.
    */
   private spread(withinMs: number, task: (e: PeerEntry) => Promise<void>): void {
     for (const e of this.entries.values()) {
       if (!e.connected) continue
       const timer = setTimeout(() => {
         this.spreadTimers.delete(timer)
-        if (e.connected && !this.stopped) void task(e)
+        void task(e)
       }, Math.random() * withinMs).unref()
       this.spreadTimers.add(timer)
     }
