@@ -43,11 +43,23 @@ export const GOSSIP_TOPICS = {
   identities: '/zns/ops/identities/2'
 } as const
 
+/**
+ * The topic an operation is published on. `developer.implicit` goes with the entities: the one
+ * derived from a developer's first registration then leaves in the same message as that
+ * registration, not in a second message on another topic (which doubled the mesh's work for each
+ * new developer). Nodes before this version published it on the identities topic, still accepted.
+ */
 export function topicOf(kind: OperationKind): string {
-  if (kind === 'entity.register' || kind === 'entity.update') return GOSSIP_TOPICS.entities
+  if (kind === 'entity.register' || kind === 'entity.update' || kind === 'developer.implicit')
+    return GOSSIP_TOPICS.entities
   if (kind === 'entity.deregister' || kind === 'developer.deregister') return GOSSIP_TOPICS.tombstones
   if (kind === 'entity.status') return GOSSIP_TOPICS.status
   return GOSSIP_TOPICS.identities
+}
+
+/** Whether a received operation may travel on a topic: its own, or where earlier nodes published it. */
+export function belongsTo(kind: OperationKind, topic: string): boolean {
+  return topicOf(kind) === topic || (kind === 'developer.implicit' && topic === GOSSIP_TOPICS.identities)
 }
 
 /** What applying an operation came to (services/replication.ts says what each means); errors (invalid operations) are thrown. */
@@ -221,7 +233,7 @@ export class OperationGossip {
     try {
       ops = decodeBatch(message.data)
       for (const op of ops)
-        if (topicOf(op.kind) !== message.topic) throw new Error(`a ${op.kind} operation on ${message.topic}`)
+        if (!belongsTo(op.kind, message.topic)) throw new Error(`a ${op.kind} operation on ${message.topic}`)
     } catch (err) {
       received.invalid++
       this.o.logger.debug({ err, peer }, 'malformed gossip message')

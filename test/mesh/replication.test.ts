@@ -174,10 +174,15 @@ test.after.always(async () => {
 })
 
 test.serial('a registration, an update, a status change and a deregistration on A reach B and C', async t => {
+  const gossipOfA = a.node.mesh!.gossip.stats
+  const before = { published: gossipOfA.published, messages: gossipOfA.messages_published }
   const reg = await http(a.url, 'POST', '/v1/entities', {
     body: specRegistration(dev, first, { summary: 'Replicated translation agent' })
   })
   t.is(reg.status, 201, JSON.stringify(reg.body))
+  await until('A has published the registration', () => gossipOfA.published - before.published >= 2)
+  t.is(gossipOfA.published - before.published, 2, 'the registration and the new developer it made')
+  t.is(gossipOfA.messages_published - before.messages, 1, 'both in one message')
   const onA = (await entityOn(a, first.agentId)).body
   for (const n of [b, c]) {
     // Watched in the store: a GET of a record not held yet would fetch it from its home through the DHT, racing gossip.
@@ -371,6 +376,28 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
     )
     t.is((await entityOn(n, fifth.agentId)).status, 404)
   }
+  // A developer.implicit on the identities topic, where nodes before it moved to the entities topic published it, is applied.
+  const earlierDev = developer(33)
+  const earlierBody = specRegistration(earlierDev, agent(earlierDev, 0))
+  const implicitOnIdentities = sealOperation(c.node.identity, {
+    ...original,
+    kind: 'developer.implicit',
+    subject: earlierDev.id,
+    body: Buffer.from(JSON.stringify(earlierBody)),
+    auth: {
+      carrier: 'proof',
+      signer: 'developer',
+      signature: (earlierBody.developer_proof as { signature: string }).signature,
+      form: 'proof'
+    },
+    accepted_at: new Date().toISOString()
+  })
+  await pubsub.publish(GOSSIP_TOPICS.identities, encodeBatch([encodeOperation(implicitOnIdentities)]))
+  for (const n of [a, b])
+    await until(`${n.config.name} holds the developer from the identities topic`, () =>
+      n.node.store.getDeveloper(earlierDev.id) ? true : undefined
+    )
+
   // Malformed messages are rejected whole: not JSON, no ops, an operation of another topic.
   const malformedBefore = [a, b].map(n => n.node.mesh!.gossip.stats.received.invalid)
   await pubsub.publish(GOSSIP_TOPICS.entities, Buffer.from('not json'))
