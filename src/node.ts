@@ -475,7 +475,7 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
     async () => {
       const m = await Mesh.create({
         ...meshSettings(config, identity.keyPair.seed),
-        apply: (op, verified) => p.replication.apply(op, verified),
+        apply: op => p.replication.apply(op),
         digests,
         operationsFor: key => provided.operationsFor(key),
         federation: { answer: request => p.search.answerPeer(request), filter: p.search.homeTerms },

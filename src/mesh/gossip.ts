@@ -19,11 +19,7 @@
  * - then `apply`, for every operation: the origin's seal and the owner's signature are verified,
  *   and the operation is applied (last writer wins); operations of one subject in order, others
  *   concurrently. If one is invalid the message is rejected, which gossipsub's peer scoring charges
- *   to the peer that forwarded it (the valid ones stand: each is checked on its own). The verdict
- *   does not wait for the last operation of each subject to commit, only for it to pass its checks
- *   (signatures, fields, the record it changes): gossipsub forwards the message while the commit
- *   goes on, so a hop costs a verification rather than LMDB's commit delay and flush. What the
- *   commit then finds (stale, a full disk) is counted as before; the message has gone on.
+ *   to the peer that forwarded it (the valid ones stand: each is checked on its own).
  */
 import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/gossipsub'
 import type { Logger } from 'pino'
@@ -66,14 +62,10 @@ export function belongsTo(kind: OperationKind, topic: string): boolean {
   return topicOf(kind) === topic || (kind === 'developer.implicit' && topic === GOSSIP_TOPICS.identities)
 }
 
-/** How one operation of a message counts for the message's verdict. */
-type Verdict = 'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'
-
 /** What applying an operation came to (services/replication.ts says what each means); errors (invalid operations) are thrown. */
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
-/** Applies an operation; `verified` (gossip passes it) is called once only its commit remains. */
-export type GossipApply = (op: Operation, verified?: () => void) => Promise<ApplyOutcome>
+export type GossipApply = (op: Operation) => Promise<ApplyOutcome>
 
 export interface GossipOptions {
   pubsub: GossipSub
@@ -261,13 +253,10 @@ export class OperationGossip {
       if (chain) chain.push(op)
       else chains.set(op.subject, [op])
     }
-    const outcomes = new Set<Verdict>()
+    const outcomes = new Set<'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'>()
     await Promise.all(
       [...chains.values()].map(async chain => {
-        // Earlier operations of a chain are applied before the next is checked (an update needs its
-        // registration); the last one counts from the moment it is verified.
-        for (const [i, op] of chain.entries())
-          outcomes.add(await this.applyOne(peer, message, op, i === chain.length - 1))
+        for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
       })
     )
     // Over an origin's entity total (refused for good): rejected, so the peer that relayed it loses
@@ -282,24 +271,14 @@ export class OperationGossip {
         : TopicValidatorResult.Accept
   }
 
-  /**
-   * Applies one operation. With `untilVerified`, resolves 'ok' as soon as only its commit remains
-   * (the commit goes on, and its outcome is counted when it ends), so gossipsub forwards the message
-   * without waiting for the commit delay and the flush at every hop.
-   */
-  private applyOne(peer: string, message: Message, op: Operation, untilVerified: boolean): Promise<Verdict> {
-    if (!untilVerified) return this.applyFully(peer, message, op)
-    let verified = (): void => {}
-    const checked = new Promise<Verdict>(resolve => {
-      verified = () => resolve('ok')
-    })
-    return Promise.race([checked, this.applyFully(peer, message, op, verified)])
-  }
-
-  private async applyFully(peer: string, message: Message, op: Operation, verified?: () => void): Promise<Verdict> {
+  private async applyOne(
+    peer: string,
+    message: Message,
+    op: Operation
+  ): Promise<'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'> {
     const { received } = this.stats
     try {
-      const outcome = await this.o.apply(op, verified)
+      const outcome = await this.o.apply(op)
       received[outcome]++
       this.count()
       this.o.bus.publish('gossip_incoming', {

@@ -47,11 +47,6 @@ export interface RemoteWrite {
   op: Operation
   /** The origin's host: `home_registry` of what the operation creates. */
   home: string
-  /**
-   * Called once the operation has passed every check made outside the transaction (signatures,
-   * fields, the record it changes): gossip forwards it from then on while its commit goes on.
-   */
-  verified?: () => void
 }
 
 /** A replayed operation that loses to what this node holds (last writer wins): nothing changed. */

@@ -353,7 +353,6 @@ export class DeveloperService {
 
   /** Another node's `developer.implicit` operation, its proof verified by the caller. */
   async applyImplicit(op: Operation, developerKey: Buffer, remote: RemoteWrite): Promise<void> {
-    remote.verified?.()
     const created = await this.c.writes.run(() =>
       this.c.store.commit(tx => {
         const tombstone = tx.getTombstone(op.subject)

@@ -271,7 +271,6 @@ export class EntityService {
     const type = record.type
 
     let createdDeveloper = false
-    remote?.verified?.()
     const binding = await this.c.writes.run(() =>
       this.c.store.commit(tx => {
         const existing = tx.getEntity(entityId)
@@ -382,7 +381,6 @@ export class EntityService {
     patch(existing) // validates the result before anything is written
 
     const op = remote?.op ?? acceptOperation(this.c.identity, 'entity.update', id, req, auth, now)
-    remote?.verified?.()
     const next = await this.c.writes.run(() =>
       this.c.store.commit(tx => {
         const current = tx.getEntity(id)
@@ -427,7 +425,6 @@ export class EntityService {
     const op =
       remote?.op ??
       acceptOperation(this.c.identity, 'entity.deregister', id, { raw: null, path: req.path }, auth, deletedAt)
-    remote?.verified?.()
     const releasedNames = await this.c.writes.run(() =>
       this.c.store.commit(tx => {
         const current = tx.getEntity(id)
@@ -551,10 +548,9 @@ export class EntityService {
    * The caller has verified the operation's seal against the origin's key. The seal covers the
    * body and its signature, which the same key made: that signature is checked for its form only,
    * as a second verification by the same key would prove nothing more. `record` is the subject's
-   * record as the caller read it (for its quota check), so it is not read again here. `verified`:
-   * as `RemoteWrite.verified`.
+   * record as the caller read it (for its quota check), so it is not read again here.
    */
-  async applyStatus(op: Operation, record: EntityRecord | undefined, verified?: () => void): Promise<void> {
+  async applyStatus(op: Operation, record: EntityRecord | undefined): Promise<void> {
     let body: { entity_id?: unknown; status?: unknown; last_heartbeat?: unknown; registry_id?: unknown } = {}
     if (op.body)
       try {
@@ -586,7 +582,6 @@ export class EntityService {
       )
     if (op.accepted_at < record.registered_at) throw new StaleOperation()
     const lastHeartbeat = body.last_heartbeat as string | null
-    verified?.()
     const next = await this.c.writes.run(() =>
       this.c.store.commit(tx => {
         const current = tx.getEntity(op.subject)

@@ -66,13 +66,9 @@ export class ReplicationService {
 
   constructor(private readonly c: ReplicationComponents) {}
 
-  /**
-   * Applies an operation; once it has, retries the operations that were waiting for its subject.
-   * `verified` is called when the operation has passed its checks and only its commit remains
-   * (not for operations that end before that: stale, throttled, invalid).
-   */
-  async apply(op: Operation, verified?: () => void): Promise<ApplyOutcome> {
-    const outcome = await this.applyOne(op, verified)
+  /** Applies an operation; once it has, retries the operations that were waiting for its subject. */
+  async apply(op: Operation): Promise<ApplyOutcome> {
+    const outcome = await this.applyOne(op)
     if (outcome === 'applied') {
       const waiting = this.deferred.get(op.subject)
       if (waiting) {
@@ -92,12 +88,12 @@ export class ReplicationService {
     this.deferred.set(waitingFor, [op])
   }
 
-  private async applyOne(op: Operation, verified?: () => void): Promise<ApplyOutcome> {
+  private async applyOne(op: Operation): Promise<ApplyOutcome> {
     for (let attempt = 1; ; attempt++) {
       const startedAt = this.appliedSeq
       let outcome: ApplyOutcome
       try {
-        outcome = await this.applyChecked(op, verified)
+        outcome = await this.applyChecked(op)
       } catch (err) {
         const waitingFor = err instanceof MissingDependency ? err.subject : null
         // A replayed signature from the mesh: refused like any stale write, not held against the peer that relayed it.
@@ -126,12 +122,12 @@ export class ReplicationService {
     this.appliedAt.set(subject, ++this.appliedSeq)
   }
 
-  private async applyChecked(op: Operation, verified?: () => void): Promise<ApplyOutcome> {
+  private async applyChecked(op: Operation): Promise<ApplyOutcome> {
     if (op.origin === this.c.identity.registryId) return 'stale'
     if (this.c.quota.exhausted(op.origin)) return 'throttled'
     await this.checkSeal(op)
     if (this.c.store.holds(op)) return 'stale'
-    const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin, verified }
+    const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
     const req = requestOf(op)
     // Quotas before the owner's signatures are checked or anything is stored: a flood costs one seal check per operation.
     const held = op.kind.startsWith('entity.') ? this.c.store.getEntity(op.subject) : undefined
@@ -168,7 +164,7 @@ export class ReplicationService {
         await this.c.entities.deregister(op.subject, req, remote)
         break
       case 'entity.status':
-        await this.c.entities.applyStatus(op, held, remote.verified)
+        await this.c.entities.applyStatus(op, held)
         break
       case 'developer.register':
         await this.c.developers.register(req, remote)
