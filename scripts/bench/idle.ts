@@ -1,7 +1,7 @@
 /**
  * Idle cost (issue 16, goal 4): CPU of each node of an idle testnet on loopback.
  *
- *   npm run bench:idle -- [--nodes 10] [--settle 30] [--seconds 30] [--entities 0] [--node-arg=--FLAG=V …]
+ *   npm run bench:idle -- [--nodes 10] [--settle 30] [--seconds 90] [--entities 0] [--node-arg=--FLAG=V …]
  *
  * Starts `--nodes` node processes, node i bootstrapped to node 0 and to node i − 1 (a connected
  * mesh, not a clique; kad-dht adds connections of its own), registers `--entities` entities spread
@@ -23,7 +23,7 @@ const { values: args } = parseArgs({
   options: {
     nodes: { type: 'string', default: '10' },
     settle: { type: 'string', default: '30' },
-    seconds: { type: 'string', default: '30' },
+    seconds: { type: 'string', default: '90' },
     entities: { type: 'string', default: '0' },
     'node-arg': { type: 'string', multiple: true, default: [] }
   }
