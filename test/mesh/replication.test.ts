@@ -376,7 +376,7 @@ test.serial('tampered and forged operations relayed by a peer are rejected by ev
     )
     t.is((await entityOn(n, fifth.agentId)).status, 404)
   }
-  // A developer.implicit on the identities topic, where nodes before it moved to the entities topic published it, is applied.
+  // Nodes of earlier versions publish developer.implicit on the identities topic: still applied.
   const earlierDev = developer(33)
   const earlierBody = specRegistration(earlierDev, agent(earlierDev, 0))
   const implicitOnIdentities = sealOperation(c.node.identity, {
