@@ -478,12 +478,7 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
         apply: op => p.replication.apply(op),
         digests,
         operationsFor: key => provided.operationsFor(key),
-        federation: {
-          answer: request => p.search.answerPeer(request),
-          filter: p.search.homeTerms,
-          // Spread over at most 5 s, and well within the interval between two rebuilds.
-          filterSpreadMs: Math.min(5_000, config.search.bloom_rebuild_interval_ms / 4)
-        },
+        federation: { answer: request => p.search.answerPeer(request), filter: p.search.homeTerms },
         bus: p.bus,
         logger: p.logger.child({ component: 'mesh' }),
         info: () => ({

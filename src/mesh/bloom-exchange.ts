@@ -4,9 +4,6 @@
  * connection), and again whenever the filter is rebuilt. The receiver keeps the newest filter of
  * each connected peer in memory, answers with the version it now holds, and forgets the filter when
  * the peer's last connection closes. A push that failed is retried every `retryIntervalMs`.
- * After a rebuild each peer gets its push at a random moment within `spreadMs`: nodes started
- * together rebuild together (the first rebuild waits one interval after the start), and a push to
- * every peer at once was a burst of streams across the whole mesh.
  *
  * Why push, point to point (docs/decisions.md, "Term filters are pushed to peers"): only direct
  * peers are ever asked, so a gossipsub topic would flood every node's versions across the whole
@@ -39,8 +36,6 @@ export interface BloomExchangeOptions {
   local: LocalTermFilter
   /** Pushes that failed are retried this often (default 30 s). */
   retryIntervalMs?: number
-  /** A rebuilt filter reaches each peer at a random moment within this window (default 0: at once). */
-  spreadMs?: number
 }
 
 export class BloomExchange {
@@ -49,8 +44,6 @@ export class BloomExchange {
   /** Peers that speak the protocol (from identify), with the version they acknowledged. */
   private readonly capable = new Map<string, { peerId: PeerId; acked: number | null }>()
   private readonly pushing = new Map<string, Promise<void>>()
-  /** Pushes waiting for their moment after a rebuild, by peer. */
-  private readonly scheduled = new Map<string, NodeJS.Timeout>()
   private readonly detach: Array<() => void> = []
   private readonly shutdown = new AbortController()
   private retryTimer: NodeJS.Timeout | null = null
@@ -71,7 +64,7 @@ export class BloomExchange {
       listenTo(libp2p, 'peer:identify', evt => this.identified(evt.detail)),
       listenTo(libp2p, 'peer:disconnect', evt => this.forget(evt.detail))
     )
-    this.detach.push(this.o.local.subscribe(() => this.pushSpread()))
+    this.detach.push(this.o.local.subscribe(() => this.pushAll()))
     this.retryTimer = setInterval(() => this.pushAll(), this.o.retryIntervalMs ?? 30_000).unref()
   }
 
@@ -80,8 +73,6 @@ export class BloomExchange {
     this.shutdown.abort()
     for (const off of this.detach.splice(0)) off()
     if (this.retryTimer) clearInterval(this.retryTimer)
-    for (const timer of this.scheduled.values()) clearTimeout(timer)
-    this.scheduled.clear()
     await Promise.allSettled([...this.pushing.values()])
     await this.o.libp2p.unhandle(BLOOM_PROTOCOL).catch(() => {})
     this.filters.clear()
@@ -100,23 +91,6 @@ export class BloomExchange {
     for (const [key, peer] of this.capable) if (peer.acked !== version) void this.push(key)
   }
 
-  /** After a rebuild: each capable peer's push at its own moment within `spreadMs`. */
-  private pushSpread(): void {
-    const spreadMs = this.o.spreadMs ?? 0
-    if (spreadMs <= 0) return this.pushAll()
-    const version = this.o.local.current()?.version
-    if (version === undefined || this.stopped) return
-    for (const [key, peer] of this.capable) {
-      if (peer.acked === version || this.scheduled.has(key)) continue
-      const timer = setTimeout(() => {
-        this.scheduled.delete(key)
-        void this.push(key)
-      }, Math.random() * spreadMs)
-      timer.unref()
-      this.scheduled.set(key, timer)
-    }
-  }
-
   private identified(result: IdentifyResult): void {
     if (this.stopped || !result.protocols.includes(BLOOM_PROTOCOL)) return
     const key = result.peerId.toString()
@@ -129,8 +103,6 @@ export class BloomExchange {
     const key = peerId.toString()
     this.filters.delete(key)
     this.capable.delete(key)
-    clearTimeout(this.scheduled.get(key))
-    this.scheduled.delete(key)
   }
 
   /** One push at a time per peer; a push started while one runs follows it (the filter may have changed). */

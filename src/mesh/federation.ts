@@ -19,8 +19,6 @@ export interface FederationHooks {
   answer: PeerSearchHandler
   /** This node's term filter, pushed to peers whenever it changes. */
   filter: LocalTermFilter
-  /** A rebuilt filter reaches each peer at a random moment within this window. */
-  filterSpreadMs?: number
 }
 
 export interface MeshFederationOptions extends FederationHooks {
@@ -47,7 +45,7 @@ export class MeshFederation {
 
   constructor(private readonly o: MeshFederationOptions) {
     this.protocol = new SearchProtocol({ libp2p: o.libp2p, logger: o.logger, answer: o.answer })
-    this.bloom = new BloomExchange({ libp2p: o.libp2p, logger: o.logger, local: o.filter, spreadMs: o.filterSpreadMs })
+    this.bloom = new BloomExchange({ libp2p: o.libp2p, logger: o.logger, local: o.filter })
   }
 
   async start(): Promise<void> {
