@@ -125,11 +125,24 @@ async function untilCounted(
 }
 
 /** CPU seconds since `before`: every thread, and the HTTP (main) thread alone. */
-async function cpuSince(pid: number, before: Map<string, number>): Promise<{ all: number; main: number }> {
+async function cpuSince(
+  pid: number,
+  before: Map<string, number>
+): Promise<{ all: number; main: number; busiest: string }> {
   const after = await cpuSecondsByThread(pid)
   let all = 0
-  for (const [thread, seconds] of after) all += seconds - (before.get(thread) ?? 0)
-  return { all, main: (after.get('main') ?? 0) - (before.get('main') ?? 0) }
+  const spent: [string, number][] = []
+  for (const [thread, seconds] of after) {
+    const delta = seconds - (before.get(thread) ?? 0)
+    all += delta
+    spent.push([thread, delta])
+  }
+  const busiest = spent
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 5)
+    .map(([thread, seconds]) => `${thread} ${seconds.toFixed(2)} s`)
+    .join(', ')
+  return { all, main: (after.get('main') ?? 0) - (before.get('main') ?? 0), busiest }
 }
 
 /** A node meshed with `home` on `data`; resolves once search there counts `count` entities. */
@@ -189,6 +202,7 @@ async function main(): Promise<void> {
     report('sweep_time', sweepSeconds.toFixed(1), `s for ${N} transitions`)
     report('cpu_per_transition', ((cpu.all * 1e6) / N).toFixed(0), 'µs (every thread)')
     report('cpu_per_transition_http_thread', ((cpu.main * 1e6) / N).toFixed(0), 'µs')
+    report('cpu_busiest_threads', cpu.busiest, '(CPU seconds over the sweep)')
     if (peer && peerBefore) {
       const received = await cpuSince(peer.node.child.pid!, peerBefore)
       report('peer_still_active', await counted(peer.base, 'active'), 'entities its search still counts active')
