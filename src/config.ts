@@ -359,7 +359,7 @@ const TABLE = [
     flag: 'verify-workers',
     min: 0,
     max: 64,
-    doc: 'Worker threads that verify client signatures under load, so verification does not hold up the HTTP thread; 0 verifies on the HTTP thread only, and signs the status changes of inactivity sweeps there too (otherwise one more thread signs them). One suits 2 cores (the HTTP thread needs the other).'
+    doc: 'Worker threads that verify client signatures under load, so verification does not hold up the HTTP thread; 0 verifies on the HTTP thread only. One suits 2 cores (the HTTP thread needs the other).'
   },
   {
     key: 'verify.inline_max_rate',

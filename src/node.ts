@@ -65,7 +65,6 @@ import { RegistryProofProvider } from './services/registry-proof-provider.js'
 import { ReplicationService } from './services/replication.js'
 import { ResolutionService } from './services/resolution.js'
 import { SearchService } from './services/search.js'
-import { StatusSigner } from './services/status-signer.js'
 import { WriteTracker } from './services/write-tracker.js'
 import { RegistryStore } from './store/registry-store.js'
 import { SubjectDigests } from './store/subject-digests.js'
@@ -262,16 +261,9 @@ function buildServices(config: NodeConfig, options: NodeOptions, logger: Logger,
     ...(options.now ? { now: options.now } : {})
   }
   const ownership = new OwnershipVerifier(verificationSettings(config), options.txtResolver)
-  const statusSigner = new StatusSigner(identity, {
-    worker: config.verify.workers > 0,
-    onWorkerError: err => logger.error({ err }, 'status signing worker failed')
-  })
-  // Registered before liveness, so it stops after the sweep it signs for.
-  life.onStop('status signer', () => statusSigner.close())
   const liveness = new LivenessService({
     ...base,
     logger,
-    statusSigner,
     liveness: livenessSettings(config),
     verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) =>
       verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority)

@@ -19,8 +19,7 @@ import { HeartbeatFrame, type HeartbeatAck } from '../wire/sockets.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
 import { type LiveState, LivenessTable } from './liveness-table.js'
-import { type StatusStatement, statusOperation } from './operations.js'
-import type { StatusSigner } from './status-signer.js'
+import { statusOperation } from './operations.js'
 
 export interface LivenessSettings {
   inactiveAfterMs: number
@@ -42,8 +41,6 @@ export interface LivenessComponents extends Pick<ServiceComponents, 'store' | 'b
   liveness: LivenessSettings
   /** Where background writes that failed (a full disk) are reported. */
   logger?: Pick<Logger, 'warn'>
-  /** Signs a sweep's status operations (off the HTTP thread); without it they are signed inline. */
-  statusSigner?: Pick<StatusSigner, 'sign'>
 }
 
 /** Liveness as this node observes it (home entities); elsewhere the record's status stands. */
@@ -349,22 +346,11 @@ export class LivenessService implements LivenessView {
    */
   private async deactivate(entityIds: string[]): Promise<number> {
     const at = this.now().getTime()
-    const silent: [string, LiveState][] = []
+    const changes: Transition[] = []
     for (const entityId of entityIds) {
       const state = this.states.get(entityId)
-      if (state && this.isSilent(entityId, state, at)) silent.push([entityId, state])
+      if (state && this.isSilent(entityId, state, at)) changes.push(this.transitionOf(entityId, state, false, at))
     }
-    if (silent.length === 0) return 0
-    const statements = silent.map(([entityId, state]) => this.statementOf(entityId, state, false, at))
-    const operations = this.c.statusSigner
-      ? await this.c.statusSigner.sign(statements)
-      : statements.map(statement => statusOperation(this.c.identity, statement))
-    // A heartbeat or a deregistration may have come while they were signed.
-    const changes: Transition[] = []
-    silent.forEach(([entityId, state], i) => {
-      if (this.states.get(entityId) === state && this.isSilent(entityId, state, at))
-        changes.push(this.transitionOf(state, statements[i] as StatusStatement, operations[i] as Operation, at))
-    })
     return changes.length === 0 ? 0 : this.commitTransitions(changes)
   }
 
@@ -375,22 +361,10 @@ export class LivenessService implements LivenessView {
   private transition(entityId: string, state: LiveState, active: boolean, at: number): Promise<void> {
     const running = this.transitions.get(entityId)
     if (running) return running
-    const statement = this.statementOf(entityId, state, active, at)
-    const change = this.transitionOf(state, statement, statusOperation(this.c.identity, statement), at)
-    return this.commitTransitions([change]).then(() => {})
+    return this.commitTransitions([this.transitionOf(entityId, state, active, at)]).then(() => {})
   }
 
-  private statementOf(entityId: string, state: LiveState, active: boolean, at: number): StatusStatement {
-    return {
-      entityId,
-      status: active ? 'active' : 'inactive',
-      lastHeartbeat: state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null,
-      changedAt: new Date(at).toISOString()
-    }
-  }
-
-  private transitionOf(state: LiveState, statement: StatusStatement, operation: Operation, at: number): Transition {
-    const active = statement.status === 'active'
+  private transitionOf(entityId: string, state: LiveState, active: boolean, at: number): Transition {
     const next: LivenessRecord = {
       last_seen: state.last_seen,
       active,
@@ -398,7 +372,10 @@ export class LivenessService implements LivenessView {
       active_ms: state.active_ms + (!active && state.active_since !== null ? at - state.active_since : 0),
       observed_since: state.observed_since
     }
-    const { entityId, status, lastHeartbeat, changedAt } = statement
+    const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
+    const status = active ? 'active' : 'inactive'
+    const changedAt = new Date(at).toISOString()
+    const operation = statusOperation(this.c.identity, entityId, status, lastHeartbeat, changedAt)
     return {
       entityId,
       state,

@@ -26,73 +26,38 @@ export function sealOperation(
 ): Operation {
   // A derived operation is built by spreading its source: drop the source's seal.
   const { node_signature: _seal, ...unsealed } = op as Operation
-  const stamped = stampOperation(identity, unsealed)
-  return { ...stamped, node_signature: sign(identity.keyPair, operationSigningBytes(stamped)) }
-}
-
-function stampOperation(
-  identity: NodeIdentity,
-  op: Omit<Operation, 'node_signature' | 'origin_key' | 'origin_host'>
-): Omit<Operation, 'node_signature'> {
-  return {
-    ...op,
+  const stamped: Omit<Operation, 'node_signature'> = {
+    ...unsealed,
     origin_key: identity.publicKey,
     ...(identity.host !== undefined ? { origin_host: identity.host } : {})
   }
+  return { ...stamped, node_signature: sign(identity.keyPair, operationSigningBytes(stamped)) }
 }
-
-/** What a node states of one of its entities' status (`entity.status`). */
-export interface StatusStatement {
-  entityId: string
-  status: 'active' | 'inactive'
-  lastHeartbeat: string | null
-  changedAt: string
-}
-
-/** A status operation's signatures, with its body as text: what the status signer's worker sends back. */
-export type StatusSignatures = [body: string, signature: string, seal: string]
 
 /** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */
-export function statusOperation(identity: NodeIdentity, statement: StatusStatement): Operation {
-  return statusOperationSigned(identity, statement, signStatus(identity, statement))
-}
-
-/** Signs a statement's body, then the operation carrying it. */
-export function signStatus(identity: NodeIdentity, statement: StatusStatement): StatusSignatures {
-  const body = canonicalJson({
-    entity_id: statement.entityId,
-    status: statement.status,
-    last_heartbeat: statement.lastHeartbeat,
-    changed_at: statement.changedAt,
-    registry_id: identity.registryId
-  })
-  const signature = sign(identity.keyPair, body)
-  const unsealed = unsealedStatus(identity, statement, Buffer.from(body), signature)
-  return [body, signature, sign(identity.keyPair, operationSigningBytes(unsealed))]
-}
-
-/** The status operation that `signatures` (from signStatus) seal. */
-export function statusOperationSigned(
+export function statusOperation(
   identity: NodeIdentity,
-  statement: StatusStatement,
-  [body, signature, seal]: StatusSignatures
+  entityId: string,
+  status: 'active' | 'inactive',
+  lastHeartbeat: string | null,
+  changedAt: string
 ): Operation {
-  return { ...unsealedStatus(identity, statement, Buffer.from(body), signature), node_signature: seal }
-}
-
-function unsealedStatus(
-  identity: NodeIdentity,
-  statement: StatusStatement,
-  body: Buffer,
-  signature: string
-): Omit<Operation, 'node_signature'> {
-  return stampOperation(identity, {
+  const body = Buffer.from(
+    canonicalJson({
+      entity_id: entityId,
+      status,
+      last_heartbeat: lastHeartbeat,
+      changed_at: changedAt,
+      registry_id: identity.registryId
+    })
+  )
+  return sealOperation(identity, {
     kind: 'entity.status',
-    subject: statement.entityId,
+    subject: entityId,
     body,
     path: null,
-    auth: { carrier: 'node', signer: 'node', signature, form: 'agent_status' },
-    accepted_at: statement.changedAt,
+    auth: { carrier: 'node', signer: 'node', signature: sign(identity.keyPair, body), form: 'agent_status' },
+    accepted_at: changedAt,
     origin: identity.registryId
   })
 }

@@ -33,10 +33,7 @@ test('status changes apply in time order in a store older than status_changed_at
   t.false(n.node.store.keepsStatusTimes)
   const record = (): EntityRecord => n.node.store.getEntity(x.agentId) as EntityRecord
   const apply = (status: 'active' | 'inactive', seconds: number) =>
-    n.node.entities.applyStatus(
-      statusOperation(identity, { entityId: x.agentId, status, lastHeartbeat: null, changedAt: at(seconds) }),
-      record()
-    )
+    n.node.entities.applyStatus(statusOperation(identity, x.agentId, status, null, at(seconds)), record())
 
   // A later change is shown; then, as an older record would have been written, the field goes.
   await apply('inactive', 20)

@@ -467,12 +467,7 @@ test.serial(
     await untilServed([a, b], x.agentId, 'the registration')
     // C (the home, with the default threshold) announces two changes; the later one travels first.
     const statusOf = (status: 'active' | 'inactive', at: Date): Operation =>
-      statusOperation(c.node.identity, {
-        entityId: x.agentId,
-        status,
-        lastHeartbeat: null,
-        changedAt: at.toISOString()
-      })
+      statusOperation(c.node.identity, x.agentId, status, null, at.toISOString())
     const now = Date.now()
     const later = statusOf('inactive', new Date(now + 2_000))
     const earlier = statusOf('active', new Date(now + 1_000))

@@ -13,12 +13,11 @@ import { EventBus } from '../../src/events/bus.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import type { ServiceSettings } from '../../src/services/components.js'
 import { LivenessService, SWEEP_BATCH, SWEEP_UNPACED } from '../../src/services/liveness.js'
-import { StatusSigner } from '../../src/services/status-signer.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 
 /** `count` home entities registered now, on a real store; `silence()` moves the clock past the threshold. */
-async function homeEntities(t: ExecutionContext, count: number, options: { signInWorker?: boolean } = {}) {
+async function homeEntities(t: ExecutionContext, count: number) {
   const dir = await mkdtemp(join(tmpdir(), 'sweep-'))
   const store = await RegistryStore.open(dir)
   t.teardown(async () => {
@@ -45,9 +44,6 @@ async function homeEntities(t: ExecutionContext, count: number, options: { signI
     for (const record of records) tx.putEntity(record)
   })
 
-  const statusSigner = new StatusSigner(identity, { worker: options.signInWorker ?? false })
-  t.teardown(() => statusSigner.close())
-  await statusSigner.start()
   const bus = new EventBus()
   const inactive: string[] = []
   bus.subscribe(event => {
@@ -59,7 +55,6 @@ async function homeEntities(t: ExecutionContext, count: number, options: { signI
     identity,
     settings: { host: 'a.test' } as ServiceSettings,
     now: () => new Date(clock),
-    statusSigner,
     verifyHeartbeat: async () => 'deployed',
     liveness: { inactiveAfterMs: 300_000, sweepIntervalMs: 60_000, maxClockSkewMs: 60_000, flushIntervalMs: 3_600_000 }
   })
@@ -109,25 +104,6 @@ test('a mass sweep commits in batches; a heartbeat during it leaves its entity a
   t.is(store.operationsOf(records[1]!.entity_id).length, 1, 'one signed entity.status operation each')
   t.is(new Set(inactive).size, changed)
   t.is(await liveness.sweep(), 0, 'nothing silent is left')
-  await liveness.stop()
-})
-
-test('signed in a worker: a heartbeat while its batch is signed keeps the entity active, unwritten', async t => {
-  const count = SWEEP_BATCH + 10
-  const { store, liveness, records, inactive, silence, beat } = await homeEntities(t, count, { signInWorker: true })
-  silence()
-  const sweep = liveness.sweep()
-  // The first batch is with the worker now; the heartbeat is answered before it comes back.
-  const beating = records[0]!.entity_id
-  t.is((await beat(beating)).status, 'active')
-  t.is(await sweep, count - 1)
-  t.is(liveness.current(beating)?.status, 'active')
-  t.is(store.operationsOf(beating).length, 0, 'no transition was written for it')
-  t.false(inactive.includes(beating))
-  for (const record of records.slice(1)) {
-    t.is(liveness.current(record.entity_id)?.status, 'inactive')
-    t.is(store.operationsOf(record.entity_id).length, 1)
-  }
   await liveness.stop()
 })
 
