@@ -538,6 +538,15 @@ const TABLE = [
     doc: 'Run the search index in a worker thread fed by the write stream, so queries do not hold up the HTTP thread (--no-search-worker runs it on the HTTP thread: one thread and about 150–200 MiB less at 100k entities, but searches then share that thread with every other request).'
   },
   {
+    key: 'search.worker_from_entities',
+    kind: 'integer',
+    default: 10_000,
+    flag: 'search-worker-from-entities',
+    min: 0,
+    max: 1_000_000_000,
+    doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread (rebuilt there from the store, once). A small index answers in well under a millisecond, and the thread would cost about 55 MiB per node and a wake-up per write. 0: the worker from the start.'
+  },
+  {
     key: 'search.federation_max_peers',
     kind: 'integer',
     default: 5,

@@ -92,6 +92,7 @@ export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): Searc
     federation: { maxPeers: s.federation_max_peers, timeoutMs: s.federation_timeout_ms },
     termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms },
     worker: s.worker,
+    workerFromEntities: s.worker_from_entities,
     queryExpansion: s.query_expansion
   }
 }

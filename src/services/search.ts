@@ -55,6 +55,11 @@ export interface SearchSettings {
   termFilter: { falsePositiveRate: number; rebuildIntervalMs: number }
   /** The engine in a worker thread (true) or on the HTTP thread. */
   worker: boolean
+  /**
+   * With `worker`, the engine runs on the HTTP thread until the store holds this many entities, then
+   * moves to its thread (0 or absent: the worker from the start).
+   */
+  workerFromEntities?: number
   /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
   queryExpansion: boolean
 }
@@ -76,6 +81,8 @@ export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus
 const EMBED_BATCH = 64
 /** Workers lost in a row (none answering in between) after which the engine runs on the HTTP thread. */
 const MAX_WORKER_LOSSES = 3
+/** Writes between two looks at the store's entity count while the engine waits to move to its worker. */
+const COUNT_EVERY = 64
 const DEFAULT_ENRICH_TIMEOUT_MS = 3000
 
 /** Capability words a card declares (A2A skills by id, name and tags; plain lists otherwise). */
@@ -193,6 +200,8 @@ export class SearchService {
   /** Developers whose trust part the index holds. */
   private readonly knownDevelopers = new Set<string>()
   private workerLosses = 0
+  /** Writes since the entity count was last compared with `workerFromEntities` (see indexRecord). */
+  private writesSinceCount = 0
   /** The filter of this node's home terms peers route federated queries by, as the index last built it. */
   readonly homeTerms: HomeTermFilterView
   private federation: FederatedSearch | null = null
@@ -274,22 +283,53 @@ export class SearchService {
       }
     }
     const onFilter = (message: TermFilterMessage) => this.homeTerms.publish(message)
-    if (!this.c.search.worker || this.workerLosses >= MAX_WORKER_LOSSES)
-      return new LocalSearchIndex(options, onFilter, this.c.logger)
-    return new WorkerSearchIndex(options, err => this.rebuild(err), onFilter)
+    if (!this.workerWanted()) return new LocalSearchIndex(options, onFilter, this.c.logger)
+    return new WorkerSearchIndex(options, err => this.lostWorker(err), onFilter)
+  }
+
+  /**
+   * Whether the engine belongs in its worker thread. A small index answers in a fraction of a
+   * millisecond, so until it grows the thread would only cost memory (about 55 MiB a node) and a
+   * wake-up of one more thread per write: in a 20-node mesh on 2 cores that halved the per-hop
+   * delay (docs/decisions.md).
+   */
+  private workerWanted(): boolean {
+    if (!this.c.search.worker || this.workerLosses >= MAX_WORKER_LOSSES) return false
+    return this.c.store.entityCount() >= (this.c.search.workerFromEntities ?? 0)
   }
 
   /** A lost worker took the index with it: a new one is built from the store, as at start. */
-  private rebuild(err: Error): void {
+  private lostWorker(err: Error): void {
     this.workerLosses++
     this.c.logger.error(
       { err, losses: this.workerLosses, inThread: this.workerLosses >= MAX_WORKER_LOSSES },
       'search worker lost; rebuilding the index from the store'
     )
+    this.rebuild()
+  }
+
+  /**
+   * A new index built from the store, as at start; queries from now on go to it, as the changes
+   * reach it in order after the records. Vectors follow from the embedder, as after a write.
+   */
+  private rebuild(): void {
     this.index = this.createIndex()
     this.knownDevelopers.clear()
     for (const record of this.c.store.allEntities()) this.indexRecord(record)
     this.index.apply({ op: 'home-filter' })
+  }
+
+  /** Moves the engine to its worker thread once the store has grown past `workerFromEntities`. */
+  private moveToWorkerWhenGrown(): void {
+    const from = this.c.search.workerFromEntities ?? 0
+    if (!(this.index instanceof LocalSearchIndex) || !this.c.search.worker || from === 0) return
+    if (++this.writesSinceCount < Math.min(COUNT_EVERY, from)) return
+    this.writesSinceCount = 0
+    if (!this.workerWanted()) return
+    const inThread = this.index
+    this.c.logger.info({ entities: this.c.store.entityCount() }, 'search index moves to its worker thread')
+    this.rebuild()
+    void inThread.close()
   }
 
   private reindex(id: string, committed?: EntityRecord): void {
@@ -333,6 +373,7 @@ export class SearchService {
       home: homeFields(record)
     })
     this.pending.set(record.entity_id, embeddingText(text))
+    this.moveToWorkerWhenGrown()
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
       setImmediate(() => {

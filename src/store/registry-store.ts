@@ -291,6 +291,11 @@ export class RegistryStore {
     ]
   }
 
+  /** How many entity records the store holds (LMDB's count of the tree's entries: no scan). */
+  entityCount(): number {
+    return (this.entities.getStats() as { entryCount: number }).entryCount
+  }
+
   *allEntities(): Iterable<EntityRecord> {
     for (const { value } of this.entities.getRange()) yield value
   }

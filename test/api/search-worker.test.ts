@@ -1,5 +1,7 @@
 import test from 'ava'
 import type { Worker } from 'node:worker_threads'
+import { LocalSearchIndex } from '../../src/services/search-index.js'
+import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, testNodes, type TestNode } from '../helpers/node.js'
 
@@ -66,16 +68,20 @@ const answer = async (n: TestNode, body: Record<string, unknown>) => {
 }
 
 test.before(async () => {
-  inWorker = await nodes.start()
+  inWorker = await nodes.start({ search: { worker_from_entities: 0 } })
   inThread = await nodes.start({ search: { worker: false } })
   for (const n of [inWorker, inThread]) {
-    for (const [i, fields] of entities.entries()) {
-      const res = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, agent(dev, i + 1), fields) })
-      if (res.status !== 201) throw new Error(JSON.stringify(res.body))
-    }
+    for (const [i, fields] of entities.entries()) await register(n, i, fields)
     await n.node.search.idle()
   }
 })
+
+async function register(n: TestNode, i: number, fields: Record<string, unknown>): Promise<void> {
+  const res = await http(n.url, 'POST', '/v1/entities', { body: specRegistration(dev, agent(dev, i + 1), fields) })
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body))
+}
+
+const indexOf = (n: TestNode) => (n.node.search as unknown as { index: unknown }).index
 test.after.always(nodes.stopAll)
 
 test.serial('the index in its worker thread answers exactly as the index on the HTTP thread', async t => {
@@ -85,6 +91,20 @@ test.serial('the index in its worker thread answers exactly as the index on the 
     t.deepEqual(await answer(inWorker, query), expected, JSON.stringify(query))
   }
 })
+
+test.serial(
+  'the index moves to its worker once the store holds worker_from_entities, and answers the same',
+  async t => {
+    const growing = await nodes.start({ search: { worker_from_entities: 3 } })
+    for (const [i, fields] of entities.slice(0, 2).entries()) await register(growing, i, fields)
+    t.true(indexOf(growing) instanceof LocalSearchIndex, 'two entities: on the HTTP thread')
+    for (const [i, fields] of entities.entries()) if (i >= 2) await register(growing, i, fields)
+    t.true(indexOf(growing) instanceof WorkerSearchIndex, 'three and more: in its worker')
+    await growing.node.search.idle()
+    for (const query of QUERIES)
+      t.deepEqual(await answer(growing, query), await answer(inThread, query), JSON.stringify(query))
+  }
+)
 
 test.serial('a search right after an acknowledged registration finds it', async t => {
   const res = await http(inWorker.url, 'POST', '/v1/entities', {
