@@ -229,6 +229,7 @@ async function openCore(config: NodeConfig, logger: Logger, life: Lifecycle): Pr
     () =>
       new VerifyPool({
         ...verifyPoolSettings(config),
+        prestart: true,
         onWorkerError: err => logger.error({ err }, 'signature verification worker failed')
       }),
     pool => pool.close()

@@ -12,10 +12,9 @@
  *   mesh on (issue 16): the pool cost 0.06–0.1 ms more CPU per registration than inline. So with
  *   libsodium the default (4,000/s) keeps verification inline until the main thread needs relief
  *   (about 2,000 registrations/s); with node:crypto it is 500/s.
- *   Workers start with the pool (`prestart`) or else once the rate reaches half of `inlineMaxRate`
- *   (as the node does: a worker takes 20–50 ms of CPU to start from dist/, 200–250 ms from the
- *   sources under tsx, and about 25 MiB of RSS, which most nodes, never that busy, need not pay;
- *   starting one only at the full rate lengthened the first seconds of a burst). Until one is
+ *   Workers start with the pool (`prestart`, as the node does: a worker takes 20–50 ms of CPU
+ *   to start from dist/, 200–250 ms from the sources under tsx, and starting one only when load
+ *   arrives lengthened the first seconds of a burst) or else on the first need; until one is
  *   ready, verification stays inline.
  * - Jobs leave as soon as a worker has room (one batch in flight each: with two, nearly every
  *   request's jobs left in a postMessage of their own, which cost the main thread more than the
@@ -224,11 +223,7 @@ export class VerifyPool implements SignatureVerifier {
     this.windowCount++
     const rate = Math.max(this.lastRate, (this.windowCount * 1000) / RATE_WINDOW_MS)
     const busy = this.pending > 0 || this.slots.some(s => s.load > 0)
-    if (!busy && rate < this.inlineMaxRate) {
-      // Half way there, the workers start, so that they are ready when the rate calls for them.
-      if (rate >= this.inlineMaxRate / 2) this.spawnMissing()
-      return false
-    }
+    if (!busy && rate < this.inlineMaxRate) return false
     this.spawnMissing()
     return this.slots.some(s => s.ready)
   }
