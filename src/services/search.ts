@@ -327,9 +327,13 @@ export class SearchService {
     this.writesSinceCount = 0
     if (!this.workerWanted()) return
     const inThread = this.index
-    this.c.logger.info({ entities: this.c.store.entityCount() }, 'search index moves to its worker thread')
+    const started = performance.now()
     this.rebuild()
     void inThread.close()
+    this.c.logger.info(
+      { entities: this.c.store.entityCount(), ms: Math.round(performance.now() - started) },
+      'search index moved to its worker thread'
+    )
   }
 
   private reindex(id: string, committed?: EntityRecord): void {
