@@ -62,6 +62,9 @@ export function belongsTo(kind: OperationKind, topic: string): boolean {
   return topicOf(kind) === topic || (kind === 'developer.implicit' && topic === GOSSIP_TOPICS.identities)
 }
 
+/** How one operation of a message counts for the message's verdict. */
+type Verdict = 'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'
+
 /** What applying an operation came to (services/replication.ts says what each means); errors (invalid operations) are thrown. */
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
@@ -253,7 +256,7 @@ export class OperationGossip {
       if (chain) chain.push(op)
       else chains.set(op.subject, [op])
     }
-    const outcomes = new Set<'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'>()
+    const outcomes = new Set<Verdict>()
     await Promise.all(
       [...chains.values()].map(async chain => {
         for (const op of chain) outcomes.add(await this.applyOne(peer, message, op))
@@ -271,11 +274,7 @@ export class OperationGossip {
         : TopicValidatorResult.Accept
   }
 
-  private async applyOne(
-    peer: string,
-    message: Message,
-    op: Operation
-  ): Promise<'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'> {
+  private async applyOne(peer: string, message: Message, op: Operation): Promise<Verdict> {
     const { received } = this.stats
     try {
       const outcome = await this.o.apply(op)

@@ -295,7 +295,8 @@ export class SearchService {
    */
   private workerWanted(): boolean {
     if (!this.c.search.worker || this.workerLosses >= MAX_WORKER_LOSSES) return false
-    return this.c.store.entityCount() >= (this.c.search.workerFromEntities ?? 0)
+    const from = this.c.search.workerFromEntities ?? 0
+    return from === 0 || this.c.store.entityCount() >= from
   }
 
   /** A lost worker took the index with it: a new one is built from the store, as at start. */
@@ -330,10 +331,7 @@ export class SearchService {
     const started = performance.now()
     this.rebuild()
     void inThread.close()
-    this.c.logger.info(
-      { entities: this.c.store.entityCount(), ms: Math.round(performance.now() - started) },
-      'search index moved to its worker thread'
-    )
+    this.c.logger.info({ ms: Math.round(performance.now() - started) }, 'search index moved to its worker thread')
   }
 
   private reindex(id: string, committed?: EntityRecord): void {
