@@ -540,11 +540,11 @@ const TABLE = [
   {
     key: 'search.worker_from_entities',
     kind: 'integer',
-    default: 0,
+    default: 1000,
     flag: 'search-worker-from-entities',
     min: 0,
     max: 1_000_000_000,
-    doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread (rebuilt there from the store, once). A small index answers in well under a millisecond, while the thread costs about 55 MiB per node and a wake-up per write: local testnets run their nodes with 1000. The move costs a second or two of both cores (the worker starts, the records are sent to it), which a node loaded at 1,000 registrations/s shows as its p99, so the default 0 starts the worker with the node.'
+    doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread at the first second the HTTP thread is less than a quarter busy (or at 50,000 entities, busy or not); a store this large at start starts the worker at once. A small index answers in well under a millisecond, while the thread costs about 55 MiB per node and a wake-up per write. The move (the worker starts, the records and their vectors are copied to it while queries stay on the HTTP thread) costs a few hundred milliseconds of CPU, which is why it waits for a quiet second. 0 starts the worker with the node.'
   },
   {
     key: 'search.federation_max_peers',

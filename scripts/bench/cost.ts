@@ -125,16 +125,19 @@ async function bHoldsAll(last: string): Promise<number> {
   return expected - held
 }
 
-// In service: the preload at a modest rate, until B holds it, then A settles (its DHT announcements
-// of home buckets are paced at 20 a second).
+// In service: the preload at a modest rate, until B holds it, then the nodes settle (A's DHT
+// announcements of home buckets are paced at 20 a second; past 1,000 entities each node moves its
+// search index to its worker at the first quiet second).
 await offer(preload, 500)
 const preloadMissing = await bHoldsAll(preload[preload.length - 1]!.id)
 if (preloadMissing > 0) report('preload_b_missing', preloadMissing, 'registrations 30 s after B held the last one')
-for (let i = 0; i < 60; i++) {
-  const c0 = await cpuSeconds(a.child.pid!)
+const busy = async (n: NodeProcess): Promise<boolean> => {
+  const c0 = await cpuSeconds(n.child.pid!)
   await sleep(1000)
-  if ((await cpuSeconds(a.child.pid!)) - c0 < 0.05) break
+  return (await cpuSeconds(n.child.pid!)) - c0 >= 0.05
 }
+for (let i = 0, quiet = 0; i < 60 && quiet < 3; i++)
+  quiet = (await Promise.all(nodes.map(busy))).includes(true) ? 0 : quiet + 1
 report('preloaded', preload.length, 'registrations before measuring')
 
 const idle = await Promise.all(

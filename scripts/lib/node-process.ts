@@ -14,6 +14,8 @@ export const TSX_IMPORT = import.meta.resolve('tsx')
 
 /** Node arguments that run the CLI from the sources. */
 export const CLI_FROM_SOURCES = ['--import', TSX_IMPORT, `${REPO}src/cli.ts`]
+/** Node arguments that run the built CLI (`npm run build` first), as `npm start` does. */
+export const CLI_BUILT = [`${REPO}dist/cli.js`]
 
 /** Resident and peak resident memory of a process, MiB, and the resident part's anonymous and file-backed shares (Linux /proc). */
 export async function memoryMiB(pid: number): Promise<{ rss: number; hwm: number; anon: number; file: number }> {
@@ -67,7 +69,9 @@ export async function spawnNode(
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[]; startTimeoutMs?: number } = {}
 ): Promise<NodeProcess> {
-  const entry = options.entry ?? CLI_FROM_SOURCES
+  // BENCH_NODE_BUILT=1: the node under test from dist/ (as `npm start` runs it): a worker thread
+  // started from the sources loads tsx and compiles its modules, three times the CPU of a built one.
+  const entry = options.entry ?? (process.env.BENCH_NODE_BUILT ? CLI_BUILT : CLI_FROM_SOURCES)
   // BENCH_NODE_FLAGS: Node flags for the node under test only, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
   // (NODE_OPTIONS refuses --cpu-prof, and would profile the load generator too).
   const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)

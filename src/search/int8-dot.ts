@@ -346,6 +346,16 @@ export class Int8Matrix {
     this.scales[slot] = scale
   }
 
+  /** The slot's vector as it was quantised (values × scale; quantising it again gives the same values), or null. */
+  get(slot: number): Float32Array | null {
+    const scale = this.scale(slot)
+    if (scale === 0) return null
+    const at = this.vectorsOffset + slot * this.stride
+    const out = new Float32Array(this.dimension)
+    for (let i = 0; i < this.dimension; i++) out[i] = (this.bytes[at + i] as number) * scale
+    return out
+  }
+
   /** The scale stored with the slot's vector (0: removed or never set). */
   scale(slot: number): number {
     return slot < this.capacity ? (this.scales[slot] as number) : 0

@@ -204,6 +204,12 @@ export class SearchEngine {
     if (slot !== undefined) this.vectors.set(slot, vector)
   }
 
+  /** The document's vector as the index holds it (quantised), or null before it is embedded. */
+  vectorOf(entityId: string): Float32Array | null {
+    const slot = this.slots.get(entityId)
+    return slot === undefined ? null : this.vectors.get(slot)
+  }
+
   /** Whether the developer's part was set (or a document of theirs indexed). */
   knowsDeveloper(developerId: string): boolean {
     return this.developerNumbers.has(developerId)

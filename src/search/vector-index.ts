@@ -35,6 +35,11 @@ export class VectorIndex {
     this.matrix.set(slot, values, scale)
   }
 
+  /** The slot's vector as stored (quantised), or null when it has none. */
+  get(slot: number): Float32Array | null {
+    return this.matrix.get(slot)
+  }
+
   /** A removed (or never embedded) slot has scale 0, so its similarity is 0. */
   remove(slot: number): void {
     this.matrix.clear(slot)

@@ -269,6 +269,11 @@ export class LocalSearchIndex implements SearchIndex {
     return this.indexed.search(query)
   }
 
+  /** The entity's vector as this index holds it (what a move to the worker copies instead of embedding again). */
+  vectorOf(entityId: string): Float32Array | null {
+    return this.indexed.engine.vectorOf(entityId)
+  }
+
   async settled(): Promise<number> {
     return this.indexed.engine.size
   }

@@ -2,6 +2,7 @@
  * Search: keeps the engine in step with the store (through the bus), embeds off the write path,
  * turns SearchRequests into engine queries and hits into SearchResults.
  */
+import { performance } from 'node:perf_hooks'
 import type { Logger } from 'pino'
 import type { CardFetcher } from '../cards/card-fetcher.js'
 import { RegistryError, invalidField } from '../errors.js'
@@ -36,6 +37,7 @@ import {
   type CapabilityFilter,
   type CapabilityValues,
   type DocumentText,
+  type IndexChange,
   type IndexOptions,
   type IndexQuery,
   LocalSearchIndex,
@@ -57,7 +59,8 @@ export interface SearchSettings {
   worker: boolean
   /**
    * With `worker`, the engine runs on the HTTP thread until the store holds this many entities, then
-   * moves to its thread (0 or absent: the worker from the start).
+   * moves to its thread at the first quiet second of the HTTP thread, or at MOVE_REGARDLESS_AT
+   * entities (0 or absent: the worker from the start).
    */
   workerFromEntities?: number
   /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
@@ -83,6 +86,18 @@ const EMBED_BATCH = 64
 const MAX_WORKER_LOSSES = 3
 /** Writes between two looks at the store's entity count while the engine waits to move to its worker. */
 const COUNT_EVERY = 64
+/**
+ * The engine, grown past `workerFromEntities`, moves to its worker once the HTTP thread was busy
+ * less than QUIET_UTILIZATION of a QUIET_CHECK_MS period: the move (the worker's start, the records
+ * copied to it) costs a few hundred milliseconds of CPU, which a node already loaded by a burst of
+ * writes would show as its reply latency (docs/decisions.md). At MOVE_REGARDLESS_AT entities it
+ * moves under any load: queries on the HTTP thread cost it more as the index grows.
+ */
+const QUIET_CHECK_MS = 1000
+const QUIET_UTILIZATION = 0.25
+const MOVE_REGARDLESS_AT = 50_000
+/** Records copied to the worker's index per turn of the event loop while the engine moves. */
+const MOVE_CHUNK = 256
 const DEFAULT_ENRICH_TIMEOUT_MS = 3000
 
 /** Capability words a card declares (A2A skills by id, name and tags; plain lists otherwise). */
@@ -195,8 +210,22 @@ function noPeersAsked(local: LocalPart): SearchTally {
   }
 }
 
+/** The engine's move to its worker: the worker's index, filled from the store a chunk at a time. */
+interface Move {
+  index: WorkerSearchIndex
+  /** The last entity ID copied (null: none yet). */
+  after: string | null
+  /** Developers of the records copied, whose trust part the worker's index is sent at the end. */
+  developers: Set<string>
+  started: number
+}
+
 export class SearchService {
   private index: SearchIndex
+  /** While the engine moves to its worker: every change reaches both indexes; queries stay on `index`. */
+  private moving: Move | null = null
+  /** Samples the HTTP thread's load until a quiet period lets the engine move. */
+  private quietWatch: NodeJS.Timeout | null = null
   /** Developers whose trust part the index holds. */
   private readonly knownDevelopers = new Set<string>()
   private workerLosses = 0
@@ -260,7 +289,11 @@ export class SearchService {
   async close(): Promise<void> {
     this.federation = null
     this.homeTerms.stop()
+    this.stopQuietWatch()
     await this.idle()
+    const moving = this.moving
+    this.moving = null
+    await moving?.index.close()
     await this.index.close()
   }
 
@@ -284,7 +317,8 @@ export class SearchService {
     }
     const onFilter = (message: TermFilterMessage) => this.homeTerms.publish(message)
     if (!this.workerWanted()) return new LocalSearchIndex(options, onFilter, this.c.logger)
-    return new WorkerSearchIndex(options, err => this.lostWorker(err), onFilter)
+    const index: WorkerSearchIndex = new WorkerSearchIndex(options, err => this.lostWorker(index, err), onFilter)
+    return index
   }
 
   /**
@@ -299,14 +333,21 @@ export class SearchService {
     return from === 0 || this.c.store.entityCount() >= from
   }
 
-  /** A lost worker took the index with it: a new one is built from the store, as at start. */
-  private lostWorker(err: Error): void {
+  /**
+   * A lost worker took the index with it: a new one is built from the store, as at start. A worker
+   * lost while the engine moved to it held no query: the move is dropped and tried again later.
+   */
+  private lostWorker(index: WorkerSearchIndex, err: Error): void {
     this.workerLosses++
+    const moving = this.moving?.index === index
     this.c.logger.error(
       { err, losses: this.workerLosses, inThread: this.workerLosses >= MAX_WORKER_LOSSES },
-      'search worker lost; rebuilding the index from the store'
+      moving
+        ? 'search worker lost while the index moved to it; the index stays on the HTTP thread'
+        : 'search worker lost; rebuilding the index from the store'
     )
-    this.rebuild()
+    if (moving) this.moving = null
+    else if (this.index === index) this.rebuild()
   }
 
   /**
@@ -320,18 +361,86 @@ export class SearchService {
     this.index.apply({ op: 'home-filter' })
   }
 
-  /** Moves the engine to its worker thread once the store has grown past `workerFromEntities`. */
+  /**
+   * Once the store has grown past `workerFromEntities`, moves the engine to its worker thread at the
+   * first quiet period of the HTTP thread, or at once past MOVE_REGARDLESS_AT entities.
+   */
   private moveToWorkerWhenGrown(): void {
     const from = this.c.search.workerFromEntities ?? 0
-    if (!(this.index instanceof LocalSearchIndex) || !this.c.search.worker || from === 0) return
+    if (!(this.index instanceof LocalSearchIndex) || this.moving || !this.c.search.worker || from === 0) return
     if (++this.writesSinceCount < Math.min(COUNT_EVERY, from)) return
     this.writesSinceCount = 0
     if (!this.workerWanted()) return
+    if (this.c.store.entityCount() >= Math.max(from, MOVE_REGARDLESS_AT)) this.startMove()
+    else this.watchForQuiet()
+  }
+
+  private watchForQuiet(): void {
+    if (this.quietWatch) return
+    let last = performance.eventLoopUtilization()
+    this.quietWatch = setInterval(() => {
+      const now = performance.eventLoopUtilization()
+      const { utilization } = performance.eventLoopUtilization(now, last)
+      last = now
+      if (utilization < QUIET_UTILIZATION) this.startMove()
+    }, QUIET_CHECK_MS).unref()
+  }
+
+  private stopQuietWatch(): void {
+    if (this.quietWatch) clearInterval(this.quietWatch)
+    this.quietWatch = null
+  }
+
+  /**
+   * Starts filling a worker's index from the store, a chunk per turn; from now on every change
+   * reaches it too, so it holds every record once the copy has gone past the last one.
+   */
+  private startMove(): void {
+    this.stopQuietWatch()
+    if (this.moving || !(this.index instanceof LocalSearchIndex) || !this.workerWanted()) return
+    const index = this.createIndex()
+    if (!(index instanceof WorkerSearchIndex)) return
+    const move: Move = { index, after: null, developers: new Set(), started: performance.now() }
+    this.moving = move
+    setImmediate(() => this.copyToWorker(move))
+  }
+
+  private copyToWorker(move: Move): void {
+    const from = this.index
+    if (this.moving !== move || !(from instanceof LocalSearchIndex)) return
+    const records = this.c.store.entitiesAfter(move.after, MOVE_CHUNK)
+    for (const record of records) {
+      move.index.apply(this.upsertOf(record))
+      const vector = from.vectorOf(record.entity_id)
+      if (vector) move.index.apply({ op: 'vector', entityId: record.entity_id, vector })
+      if (record.developer_id) move.developers.add(record.developer_id)
+      move.after = record.entity_id
+    }
+    if (records.length === MOVE_CHUNK) setImmediate(() => this.copyToWorker(move))
+    else void this.finishMove(move)
+  }
+
+  /** The worker's index holds every record: it gets the developers' parts and the filter, then the queries. */
+  private async finishMove(move: Move): Promise<void> {
+    for (const developerId of new Set([...move.developers, ...this.knownDevelopers]))
+      move.index.apply(this.developerChange(developerId))
+    move.index.apply({ op: 'home-filter' })
+    const size = await move.index.settled().catch(() => null)
+    if (this.moving !== move || size === null) return
     const inThread = this.index
-    const started = performance.now()
-    this.rebuild()
+    this.index = move.index
+    this.moving = null
     void inThread.close()
-    this.c.logger.info({ ms: Math.round(performance.now() - started) }, 'search index moved to its worker thread')
+    this.c.logger.info(
+      { entities: size, ms: Math.round(performance.now() - move.started) },
+      'search index moved to its worker thread'
+    )
+  }
+
+  /** A change for the index the queries go to and, while the engine moves, for the worker's too. */
+  private apply(change: IndexChange): void {
+    this.index.apply(change)
+    this.moving?.index.apply(change)
   }
 
   private reindex(id: string, committed?: EntityRecord): void {
@@ -341,13 +450,13 @@ export class SearchService {
   }
 
   private unindex(id: string): void {
-    this.index.apply({ op: 'remove', entityId: id })
+    this.apply({ op: 'remove', entityId: id })
   }
 
   private refreshLiveness(id: string): void {
     const live = this.c.liveness?.current(id)
     if (!live) return
-    this.index.apply({
+    this.apply({
       op: 'patch',
       entityId: id,
       change: {
@@ -360,21 +469,16 @@ export class SearchService {
 
   private refreshStatus(record: EntityRecord): void {
     const { active, uptime, lastChange } = searchDocument(record, this.c.liveness?.current(record.entity_id))
-    this.index.apply({ op: 'patch', entityId: record.entity_id, change: { active, uptime, lastChange } })
+    this.apply({ op: 'patch', entityId: record.entity_id, change: { active, uptime, lastChange } })
   }
 
   private indexRecord(record: EntityRecord): void {
     // A developer's part changes only with developer and handle events, which refresh it.
     if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
       this.refreshDeveloper(record.developer_id)
-    const text = documentText(record)
-    this.index.apply({
-      op: 'upsert',
-      doc: searchDocument(record, this.c.liveness?.current(record.entity_id)),
-      text,
-      home: homeFields(record)
-    })
-    this.pending.set(record.entity_id, embeddingText(text))
+    const upsert = this.upsertOf(record)
+    this.apply(upsert)
+    this.pending.set(record.entity_id, embeddingText(upsert.text))
     this.moveToWorkerWhenGrown()
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
@@ -382,6 +486,15 @@ export class SearchService {
         this.flushScheduled = false
         void this.flush()
       })
+    }
+  }
+
+  private upsertOf(record: EntityRecord): Extract<IndexChange, { op: 'upsert' }> {
+    return {
+      op: 'upsert',
+      doc: searchDocument(record, this.c.liveness?.current(record.entity_id)),
+      text: documentText(record),
+      home: homeFields(record)
     }
   }
 
@@ -405,7 +518,7 @@ export class SearchService {
       try {
         const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
         batch.forEach(([entityId], i) => {
-          this.index.apply({ op: 'vector', entityId, vector: vectors[i] as Float32Array })
+          this.apply({ op: 'vector', entityId, vector: vectors[i] as Float32Array })
         })
       } catch (err) {
         this.embedFailures += batch.length
@@ -683,10 +796,14 @@ export class SearchService {
 
   /** Recomputes the developer's part of trust (verified handle, profile) for all their documents. */
   private refreshDeveloper(developerId: string): void {
+    this.knownDevelopers.add(developerId)
+    this.apply(this.developerChange(developerId))
+  }
+
+  private developerChange(developerId: string): IndexChange {
     const developer = this.c.store.getDeveloper(developerId)
     const handle = developer?.dev_handle ? this.c.store.getHandle(developer.dev_handle) : undefined
-    this.knownDevelopers.add(developerId)
-    this.index.apply({ op: 'developer', developerId, part: developerTrustPart(developer, handle) })
+    return { op: 'developer', developerId, part: developerTrustPart(developer, handle) }
   }
 }
 

@@ -299,6 +299,19 @@ export class RegistryStore {
   *allEntities(): Iterable<EntityRecord> {
     for (const { value } of this.entities.getRange()) yield value
   }
+
+  /** Up to `limit` entity records in ID order after `after` (null: from the first), for a copy made a part at a time. */
+  entitiesAfter(after: string | null, limit: number): EntityRecord[] {
+    const out: EntityRecord[] = []
+    for (const { key, value } of this.entities.getRange(
+      after === null ? { limit } : { start: after, limit: limit + 1 }
+    )) {
+      if (key === after) continue
+      out.push(value)
+      if (out.length === limit) break
+    }
+    return out
+  }
   *allDevelopers(): Iterable<DeveloperRecord> {
     for (const { value } of this.developers.getRange()) yield value
   }

@@ -469,10 +469,6 @@ export class Testnet {
       // Entities on this machine: http:// entity URLs, and cards fetched from private addresses.
       '--allow-http-entity-url',
       '--card-allow-private',
-      // Many nodes share this machine: a small node's search index stays on its HTTP thread (one
-      // thread and about 55 MiB less per node; docs/decisions.md).
-      '--search-worker-from-entities',
-      '1000',
       ...(traceFile ? ['--trace', traceFile] : []),
       ...(this.o.nodeArgs ?? [])
     ]

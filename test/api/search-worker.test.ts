@@ -4,6 +4,7 @@ import { LocalSearchIndex } from '../../src/services/search-index.js'
 import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, testNodes, type TestNode } from '../helpers/node.js'
+import { until } from '../helpers/wait.js'
 
 const dev = developer(41)
 const nodes = testNodes()
@@ -96,15 +97,25 @@ test.serial(
   'the index moves to its worker once the store holds worker_from_entities, and answers the same',
   async t => {
     const growing = await nodes.start({ search: { worker_from_entities: 3 } })
+    const last = entities.length - 1
     for (const [i, fields] of entities.slice(0, 2).entries()) await register(growing, i, fields)
     t.true(indexOf(growing) instanceof LocalSearchIndex, 'two entities: on the HTTP thread')
-    for (const [i, fields] of entities.entries()) if (i >= 2) await register(growing, i, fields)
-    t.true(indexOf(growing) instanceof WorkerSearchIndex, 'three and more: in its worker')
+    for (const [i, fields] of entities.entries()) if (i >= 2 && i < last) await register(growing, i, fields)
+    // The move waits for a quiet second of the HTTP thread; a write made while it copies reaches both indexes.
+    await until('the index moves', () => movingOf(growing) !== null, { intervalMs: 5 })
+    t.true(indexOf(growing) instanceof LocalSearchIndex, 'queries stay on the HTTP thread while the index moves')
+    await register(growing, last, entities[last] as Record<string, unknown>)
+    // The store's records were copied at the move's first turn: this one reaches the worker as a change.
+    t.not(movingOf(growing), null, 'written while the worker starts')
+    await until('the index is in its worker', () => indexOf(growing) instanceof WorkerSearchIndex)
     await growing.node.search.idle()
     for (const query of QUERIES)
       t.deepEqual(await answer(growing, query), await answer(inThread, query), JSON.stringify(query))
   }
 )
+
+const movingOf = (n: TestNode) => (n.node.search as unknown as { moving: unknown }).moving
+
 
 test.serial('a search right after an acknowledged registration finds it', async t => {
   const res = await http(inWorker.url, 'POST', '/v1/entities', {
