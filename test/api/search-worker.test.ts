@@ -114,8 +114,24 @@ test.serial(
   }
 )
 
-const movingOf = (n: TestNode) => (n.node.search as unknown as { moving: unknown }).moving
+const movingOf = (n: TestNode) => (n.node.search as unknown as { moving: { index: { worker: Worker } } | null }).moving
 
+test.serial('a worker lost while the index moves leaves it on the HTTP thread; the move is tried again', async t => {
+  const growing = await nodes.start({ search: { worker_from_entities: 3 } })
+  for (const [i, fields] of entities.slice(0, 3).entries()) await register(growing, i, fields)
+  const move = await until('the index moves', () => movingOf(growing), { intervalMs: 5 })
+  await move.index.worker.terminate()
+  await until('the move is dropped', () => movingOf(growing) === null)
+  t.true(indexOf(growing) instanceof LocalSearchIndex)
+  t.is((await answer(growing, { query: 'legal documents' })).total, 2, 'the HTTP thread still answers')
+  // The next look at the store's size (every third write here) starts a new move.
+  for (const [i, fields] of entities.entries()) if (i >= 3) await register(growing, i, fields)
+  await register(growing, 5, { name: 'Tide Tables', category: 'data', tags: ['sea'], summary: 'Tides' })
+  await until('the index is in its worker', () => indexOf(growing) instanceof WorkerSearchIndex)
+  await growing.node.search.idle()
+  const query = { query: 'legal documents' }
+  t.is((await answer(growing, query)).total, (await answer(inThread, query)).total)
+})
 
 test.serial('a search right after an acknowledged registration finds it', async t => {
   const res = await http(inWorker.url, 'POST', '/v1/entities', {
