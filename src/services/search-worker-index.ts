@@ -2,9 +2,11 @@
  * The search index in a worker thread, so queries run beside the HTTP thread instead of on it (on
  * 2 cores a common-word query spent 3.5 of its 5 ms in the engine, which held up every other request).
  *
- * Changes are queued and sent once per event-loop turn (or every CHANGES_PER_MESSAGE), which keeps
- * the postMessage cost per batch rather than per write; a query or settle request goes out with the
- * changes queued before it, and the worker handles messages in order, so it answers after them.
+ * Changes are queued and sent FLUSH_DELAY_MS after the first of them (or every CHANGES_PER_MESSAGE),
+ * which keeps the postMessage and the worker's wake-up per batch rather than per write (sent once per
+ * event-loop turn, the worker spent 0.085–0.092 ms per registration at 1,000/s, 0.065–0.067 this
+ * way); a query or settle request goes out at once with the changes queued before it, and the worker
+ * handles messages in order, so it answers after them.
  * A worker that dies rejects its pending queries and is reported through `onLost`; the owner
  * rebuilds the index (the worker holds no state the store does not).
  */
@@ -26,6 +28,7 @@ export type SearchWorkerReply =
   | { filter: TermFilterMessage }
 
 const CHANGES_PER_MESSAGE = 1024
+const FLUSH_DELAY_MS = 10
 
 interface Pending {
   resolve: (reply: SearchWorkerReply) => void
@@ -77,10 +80,10 @@ export class WorkerSearchIndex implements SearchIndex {
     if (this.queue.length >= CHANGES_PER_MESSAGE) this.send()
     else if (!this.flushScheduled) {
       this.flushScheduled = true
-      setImmediate(() => {
+      setTimeout(() => {
         this.flushScheduled = false
         if (this.queue.length > 0) this.send()
-      })
+      }, FLUSH_DELAY_MS)
     }
   }
 
