@@ -544,7 +544,7 @@ const TABLE = [
     flag: 'search-worker-from-entities',
     min: 0,
     max: 1_000_000_000,
-    doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread at the first second the HTTP thread is less than a quarter busy (or at 50,000 entities, busy or not); a store this large at start starts the worker at once. A small index answers in well under a millisecond, while the thread costs about 55 MiB per node and a wake-up per write. The move (the worker starts, the records and their vectors are copied to it while queries stay on the HTTP thread) costs a few hundred milliseconds of CPU, which is why it waits for a quiet second. 0 starts the worker with the node.'
+    doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread at the first second the HTTP thread is less than a quarter busy (or at 25,000 entities, busy or not); a store this large at start starts the worker at once. A small index answers in well under a millisecond, while the thread costs about 55 MiB per node and a wake-up per write. The move (the worker starts, the records and their vectors are copied to it while queries stay on the HTTP thread) costs a few hundred milliseconds of CPU, which is why it waits for a quiet second. 0 starts the worker with the node.'
   },
   {
     key: 'search.federation_max_peers',

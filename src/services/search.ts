@@ -95,7 +95,7 @@ const COUNT_EVERY = 64
  */
 const QUIET_CHECK_MS = 1000
 const QUIET_UTILIZATION = 0.25
-const MOVE_REGARDLESS_AT = 50_000
+const MOVE_REGARDLESS_AT = 25_000
 /** Records copied to the worker's index per turn of the event loop while the engine moves. */
 const MOVE_CHUNK = 256
 const DEFAULT_ENRICH_TIMEOUT_MS = 3000
