@@ -304,8 +304,24 @@ export class SearchService {
   }
 
   private createIndex(): SearchIndex {
+    if (this.workerWanted()) return this.workerIndex()
+    return new LocalSearchIndex(this.indexOptions(), this.publishFilter, this.c.logger)
+  }
+
+  private workerIndex(): WorkerSearchIndex {
+    const index: WorkerSearchIndex = new WorkerSearchIndex(
+      this.indexOptions(),
+      err => this.lostWorker(index, err),
+      this.publishFilter
+    )
+    return index
+  }
+
+  private readonly publishFilter = (message: TermFilterMessage): void => this.homeTerms.publish(message)
+
+  private indexOptions(): IndexOptions {
     const { termFilter } = this.c.search
-    const options: IndexOptions = {
+    return {
       dimension: this.c.embedder.dimension,
       queryExpansion: this.c.search.queryExpansion,
       homeTerms: {
@@ -315,10 +331,6 @@ export class SearchService {
         rebuildIntervalMs: termFilter.rebuildIntervalMs
       }
     }
-    const onFilter = (message: TermFilterMessage) => this.homeTerms.publish(message)
-    if (!this.workerWanted()) return new LocalSearchIndex(options, onFilter, this.c.logger)
-    const index: WorkerSearchIndex = new WorkerSearchIndex(options, err => this.lostWorker(index, err), onFilter)
-    return index
   }
 
   /**
@@ -370,9 +382,10 @@ export class SearchService {
     if (!(this.index instanceof LocalSearchIndex) || this.moving || !this.c.search.worker || from === 0) return
     if (++this.writesSinceCount < Math.min(COUNT_EVERY, from)) return
     this.writesSinceCount = 0
-    if (!this.workerWanted()) return
-    if (this.c.store.entityCount() >= Math.max(from, MOVE_REGARDLESS_AT)) this.startMove()
-    else this.watchForQuiet()
+    if (this.workerLosses >= MAX_WORKER_LOSSES) return
+    const count = this.c.store.entityCount()
+    if (count >= Math.max(from, MOVE_REGARDLESS_AT)) this.startMove()
+    else if (count >= from) this.watchForQuiet()
   }
 
   private watchForQuiet(): void {
@@ -398,9 +411,7 @@ export class SearchService {
   private startMove(): void {
     this.stopQuietWatch()
     if (this.moving || !(this.index instanceof LocalSearchIndex) || !this.workerWanted()) return
-    const index = this.createIndex()
-    if (!(index instanceof WorkerSearchIndex)) return
-    const move: Move = { index, after: null, developers: new Set(), started: performance.now() }
+    const move: Move = { index: this.workerIndex(), after: null, developers: new Set(), started: performance.now() }
     this.moving = move
     setImmediate(() => this.copyToWorker(move))
   }
