@@ -24,7 +24,7 @@ import {
   type ScoreBreakdown
 } from './ranking.js'
 import { SlotLists } from './slot-lists.js'
-import { TextIndex, type FieldTokens } from './text-index.js'
+import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { VectorIndex } from './vector-index.js'
 import { widened } from '../util/typed-arrays.js'
 
@@ -299,13 +299,19 @@ export class SearchEngine {
     const slotCount = this.docs.length
     const textScores = this.textScores
     let touched = this.touched.subarray(0, 0)
+    const best: TextBest = { slot: -1, score: 0 }
     try {
       if (q.terms.length > 0) {
-        touched = this.touched.subarray(0, this.text.search(q.terms, textScores, this.touched))
+        touched = this.touched.subarray(0, this.text.search(q.terms, textScores, this.touched, best))
         for (const phrase of q.phrases) {
           // Every phrase word is a query term, so a match is already scored (> 0).
           this.text.forEachPhraseMatch(phrase, slot => {
-            if ((textScores[slot] as number) > 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+            if (textScores[slot] === 0) return
+            textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+            if ((textScores[slot] as number) > best.score) {
+              best.slot = slot
+              best.score = textScores[slot] as number
+            }
           })
         }
       }
@@ -323,8 +329,7 @@ export class SearchEngine {
         if (visit === null && touched.length + scanned.above.length < slotCount * LISTED_SHARE)
           visit = this.union(touched, scanned.above)
       }
-      const candidates = this.candidates(q, visit, this.facetCheck(q, covered), semantic)
-      return this.rank(q, candidates, semantic)
+      return this.rank(q, best, touched, visit, covered, semantic)
     } finally {
       for (let i = 0; i < touched.length; i++) textScores[touched[i] as number] = 0
     }
@@ -451,124 +456,165 @@ export class SearchEngine {
   }
 
   /** Trust of a slot, and its query-independent score part, computed into the caches. */
-  private computeSignals(slot: number, q: EngineQuery): number {
+  private computeSignals(slot: number, signals: Signals): number {
     const developer = this.developerOf[slot] as number
-    const now = q.now
-    const trust = q.trust(
+    const now = signals.now
+    const trust = signals.trust(
       developer === NO_DEVELOPER ? 0 : (this.developerParts[developer] as number),
       this.registeredAt[slot] as number,
       this.uptime[slot] as number,
       now
     )
-    const w = q.weights
     this.trustCache[slot] = trust
     this.staticScore[slot] =
-      w.trust * trust +
-      w.freshness * freshness(this.lastChange[slot] as number, now, q.halfLifeDays) +
-      w.availability * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
+      signals.trustWeight * trust +
+      signals.freshnessWeight * freshness(this.lastChange[slot] as number, now, signals.halfLifeDays) +
+      signals.availabilityWeight * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
     return this.trustCache[slot] as number
   }
 
   /**
-   * The slots that pass the filters and match the query (a text score, or similarity reaching
-   * minSemantic), and the best text score among them. Two loops, one per shape of visit, each in
-   * its own method: V8 compiles each for its one shape, which at 1M documents made the pass over
-   * every slot about a quarter faster than one loop for both.
+   * Scores the slots that pass the filters and match the query (a text score, or similarity
+   * reaching minSemantic) into a heap of the best `offset + limit`, in one pass over the visit
+   * (every slot when it is null). The text relevance is divided by the best text score among the
+   * matches: the best text score of all (`best`) when its slot passes the filters, as it usually
+   * does, else the best among the visited text matches that pass.
    */
-  private candidates(
+  private rank(
     q: EngineQuery,
+    best: TextBest,
+    textHits: ArrayLike<number>,
     visit: ArrayLike<number> | null,
-    facets: ((doc: SearchDocument) => boolean) | null,
+    covered: Facet | null,
     semantic: Float32Array | null
-  ): Candidates {
+  ): { hits: EngineHit[]; total: number } {
     this.refreshSignals(q)
-    const { filter } = q
-    const admission: Admission = {
-      q,
-      semantic,
-      textQuery: q.terms.length > 0 || q.vector !== null,
-      wantKind: q.type === null ? -1 : q.type === 'service' ? SERVICE : 0,
-      wantActive: q.active === null ? -1 : q.active ? ACTIVE : 0,
-      accept: facets === null ? filter : filter === null ? facets : doc => facets(doc) && filter(doc)
+    const w = q.weights
+    const signals = new Signals(q)
+    const pass = new RankPass(q, semantic, withFilter(this.facetCheck(q, covered), q.filter), signals)
+    let maxText = 0
+    if (q.terms.length > 0) {
+      // The best slot is checked against every filter (whatever list is visited), unless the query names its entities.
+      const everyFilter = withFilter(this.facetCheck(q, null), q.filter)
+      maxText =
+        best.slot !== -1 && !q.only && this.admits(pass, best.slot, everyFilter)
+          ? best.score
+          : this.bestAdmitted(pass, visit ?? textHits)
     }
-    return visit === null ? this.everyCandidate(admission) : this.listedCandidates(admission, visit)
+    const fused = q.fusion === 'rrf' && q.terms.length > 0 && semantic !== null
+    pass.textWeight = maxText > 0 ? w.text / maxText : 0
+    // Reciprocal rank fusion ranks all the matches first: they are listed instead of scored.
+    pass.list = fused
+    const total = visit === null ? this.everyCandidate(pass) : this.listedCandidates(pass, visit)
+    const { heap } = pass
+    const order: Order = { keys: this.idKeys, docs: this.docs }
+    if (fused) {
+      const slots = this.candidateBuffer.subarray(0, total)
+      const relevance = this.fusedRelevance(slots, semantic, w)
+      for (let i = 0; i < slots.length; i++) {
+        const slot = slots[i] as number
+        const score = (relevance[i] as number) + (this.staticScore[slot] as number)
+        this.scoreOf[slot] = score
+        if (score >= heap.floor) heap.offer(slot, score, order)
+      }
+    }
+    return { hits: this.page(q, heap, maxText, semantic, fused), total }
   }
 
-  private everyCandidate({ q, semantic, textQuery, wantKind, wantActive, accept }: Admission): Candidates {
-    const { flags, textScores, trustCache, docs } = this
-    const { minTrust, minSemantic } = q
+  /** The best text score among the listed slots that pass the filters. */
+  private bestAdmitted(pass: RankPass, slots: ArrayLike<number>): number {
+    const textScores = this.textScores
+    let max = 0
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as number
+      const t = textScores[slot] as number
+      if (t > max && this.admits(pass, slot, pass.accept)) max = t
+    }
+    return max
+  }
+
+  /** Whether a slot with a text score passes the pass's flags and trust and `accept`. */
+  private admits(
+    { flagMask, flagWant, minTrust, signals }: RankPass,
+    slot: number,
+    accept: ((doc: SearchDocument) => boolean) | null
+  ): boolean {
+    if (((this.flags[slot] as number) & flagMask) !== flagWant) return false
+    if (accept !== null && !accept(this.docs[slot] as SearchDocument)) return false
+    let trust = this.trustCache[slot] as number
+    if (Number.isNaN(trust)) trust = this.computeSignals(slot, signals)
+    return trust >= minTrust
+  }
+
+  /**
+   * Every slot through the admission of `pass`, the matches scored into its heap (or listed);
+   * returns how many matched. Two loops, one per shape of visit, each in its own method: V8
+   * compiles each for its one shape, which at 1M documents made the pass over every slot about a
+   * quarter faster than one loop for both.
+   */
+  private everyCandidate(pass: RankPass): number {
+    const { flags, textScores, trustCache, staticScore, docs } = this
+    const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
+    const { minTrust, minSemantic, signals } = pass
+    const order: Order = { keys: this.idKeys, docs }
     // Reused between queries: the candidates are read before the next query starts.
     const out = this.candidateBuffer
     let found = 0
-    let maxText = 0
     for (let slot = 0; slot < docs.length; slot++) {
-      const f = flags[slot] as number
-      if ((f & LIVE) === 0) continue
-      if (wantKind !== -1 && (f & SERVICE) !== wantKind) continue
-      if (wantActive !== -1 && (f & ACTIVE) !== wantActive) continue
+      if (((flags[slot] as number) & flagMask) !== flagWant) continue
       const t = textScores[slot] as number
-      if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < minSemantic)) continue
+      const similarity = semantic === null ? 0 : (semantic[slot] as number)
+      if (textQuery && t === 0 && (semantic === null || similarity < minSemantic)) continue
       if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
       let trust = trustCache[slot] as number
-      if (Number.isNaN(trust)) trust = this.computeSignals(slot, q)
+      if (Number.isNaN(trust)) trust = this.computeSignals(slot, signals)
       if (trust < minTrust) continue
-      out[found++] = slot
-      if (t > maxText) maxText = t
+      if (list) out[found] = slot
+      found++
+      const score = textWeight * t + semanticWeight * Math.max(0, similarity) + (staticScore[slot] as number)
+      if (score >= heap.floor && !list) heap.offer(slot, score, order)
     }
-    return { slots: out.subarray(0, found), maxText }
+    return found
   }
 
   /** The same as everyCandidate, over the listed slots only. */
-  private listedCandidates(
-    { q, semantic, textQuery, wantKind, wantActive, accept }: Admission,
-    visit: ArrayLike<number>
-  ): Candidates {
-    const { flags, textScores, trustCache, docs } = this
-    const { minTrust, minSemantic } = q
+  private listedCandidates(pass: RankPass, visit: ArrayLike<number>): number {
+    const { flags, textScores, trustCache, staticScore, docs } = this
+    const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
+    const { minTrust, minSemantic, signals } = pass
+    const order: Order = { keys: this.idKeys, docs }
     const out = this.candidateBuffer
     let found = 0
-    let maxText = 0
     for (let i = 0; i < visit.length; i++) {
       const slot = visit[i] as number
-      const f = flags[slot] as number
-      if ((f & LIVE) === 0) continue
-      if (wantKind !== -1 && (f & SERVICE) !== wantKind) continue
-      if (wantActive !== -1 && (f & ACTIVE) !== wantActive) continue
+      if (((flags[slot] as number) & flagMask) !== flagWant) continue
       const t = textScores[slot] as number
-      if (textQuery && t === 0 && (semantic === null || (semantic[slot] as number) < minSemantic)) continue
+      const similarity = semantic === null ? 0 : (semantic[slot] as number)
+      if (textQuery && t === 0 && (semantic === null || similarity < minSemantic)) continue
       if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
       let trust = trustCache[slot] as number
-      if (Number.isNaN(trust)) trust = this.computeSignals(slot, q)
+      if (Number.isNaN(trust)) trust = this.computeSignals(slot, signals)
       if (trust < minTrust) continue
-      out[found++] = slot
-      if (t > maxText) maxText = t
+      if (list) out[found] = slot
+      found++
+      const score = textWeight * t + semanticWeight * Math.max(0, similarity) + (staticScore[slot] as number)
+      if (score >= heap.floor && !list) heap.offer(slot, score, order)
     }
-    return { slots: out.subarray(0, found), maxText }
+    return found
   }
 
-  private rank(
+  /** The heap's hits after the offset, each with its breakdown. */
+  private page(
     q: EngineQuery,
-    { slots, maxText }: Candidates,
-    semantic: Float32Array | null
-  ): { hits: EngineHit[]; total: number } {
-    const { textScores, trustCache, staticScore, scoreOf } = this
+    heap: TopK,
+    maxText: number,
+    semantic: Float32Array | null,
+    fused: boolean
+  ): EngineHit[] {
+    const { textScores, trustCache, scoreOf } = this
     const w = q.weights
-    const relevance =
-      q.fusion === 'rrf' && q.terms.length > 0 && semantic ? this.fusedRelevance(slots, semantic, w) : null
-    const heap = new TopK(q.offset + q.limit)
     const order: Order = { keys: this.idKeys, docs: this.docs }
-    const textWeight = maxText > 0 ? w.text / maxText : 0
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as number
-      const relevant = relevance
-        ? (relevance[i] as number)
-        : textWeight * (textScores[slot] as number) +
-          (semantic ? w.semantic * Math.max(0, semantic[slot] as number) : 0)
-      const score = relevant + (staticScore[slot] as number)
-      if (relevance) scoreOf[slot] = score
-      if (score >= heap.floor) heap.offer(slot, score, order)
-    }
-    const hits: EngineHit[] = heap
+    return heap
       .sorted(order)
       .slice(q.offset)
       .map(slot => {
@@ -580,9 +626,8 @@ export class SearchEngine {
           freshness: round4(freshness(this.lastChange[slot] as number, q.now, q.halfLifeDays)),
           availability: doc.active ? 1 : 0
         }
-        return { doc, score: round4(relevance ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
+        return { doc, score: round4(fused ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
       })
-    return { hits, total: slots.length }
   }
 
   /**
@@ -625,22 +670,67 @@ export class SearchEngine {
   }
 }
 
-/** What admits a slot as a candidate of one query (see SearchEngine.candidates). */
-interface Admission {
-  q: EngineQuery
-  semantic: Float32Array | null
-  /** Whether a match needs a text score or enough similarity (not so for a filter-only listing). */
-  textQuery: boolean
-  /** The kind and active flags wanted, or -1 for either. */
-  wantKind: number
-  wantActive: number
-  /** The facet and other filters in one predicate, or null when there are none. */
-  accept: ((doc: SearchDocument) => boolean) | null
+/** The facet and other filters in one predicate, or null when there are none. */
+function withFilter(
+  facets: ((doc: SearchDocument) => boolean) | null,
+  filter: ((doc: SearchDocument) => boolean) | null
+): ((doc: SearchDocument) => boolean) | null {
+  return facets === null ? filter : filter === null ? facets : doc => facets(doc) && filter(doc)
 }
 
-interface Candidates {
-  slots: Int32Array
-  maxText: number
+/**
+ * What the trust and static score of a slot are computed from, for one query. Its own class, like
+ * RankPass: query objects come in many shapes (spread, cloned between threads), and V8 threw away
+ * the compiled ranking loop each time it saw a new one (4 times slower at 1M documents).
+ */
+class Signals {
+  readonly trust: TrustFormula
+  readonly now: number
+  readonly halfLifeDays: number
+  readonly trustWeight: number
+  readonly freshnessWeight: number
+  readonly availabilityWeight: number
+
+  constructor(q: EngineQuery) {
+    this.trust = q.trust
+    this.now = q.now
+    this.halfLifeDays = q.halfLifeDays
+    this.trustWeight = q.weights.trust
+    this.freshnessWeight = q.weights.freshness
+    this.availabilityWeight = q.weights.availability
+  }
+}
+
+/** One pass of the ranking: what admits a slot as a match, and what scores the matches into the heap. */
+class RankPass {
+  /** Whether a match needs a text score or enough similarity (not so for a filter-only listing). */
+  readonly textQuery: boolean
+  /** The flags a slot must have under `flagMask` (live, and the kind and activity asked for). */
+  readonly flagMask: number
+  readonly flagWant: number
+  readonly minTrust: number
+  readonly minSemantic: number
+  readonly heap: TopK
+  readonly semanticWeight: number
+  /** The text weight divided by the best text score of a match. */
+  textWeight = 0
+  /** List the matches in the candidate buffer instead of scoring them. */
+  list = false
+
+  constructor(
+    q: EngineQuery,
+    readonly semantic: Float32Array | null,
+    readonly accept: ((doc: SearchDocument) => boolean) | null,
+    readonly signals: Signals
+  ) {
+    this.textQuery = q.terms.length > 0 || q.vector !== null
+    this.flagMask = LIVE | (q.type === null ? 0 : SERVICE) | (q.active === null ? 0 : ACTIVE)
+    this.flagWant = LIVE | (q.type === 'service' ? SERVICE : 0) | (q.active === true ? ACTIVE : 0)
+    this.minTrust = q.minTrust
+    this.minSemantic = q.minSemantic
+    this.heap = new TopK(q.offset + q.limit)
+    this.semanticWeight = semantic === null ? 0 : q.weights.semantic
+  }
 }
 
 /** Which filter's slot list a query visits: the category, the developer or the tag at that index. */

@@ -81,6 +81,12 @@ function grown<T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | F
   return next
 }
 
+/** The best text score of a query and its slot (-1: no text match). */
+export interface TextBest {
+  slot: number
+  score: number
+}
+
 export class TextIndex {
   private readonly termIds = new Map<string, number>()
   /** By term number; undefined for a number free for reuse. */
@@ -266,10 +272,18 @@ export class TextIndex {
    * Adds the BM25F score of every live document holding at least one term into `scores` (indexed
    * by slot; untouched slots must be 0) and writes each newly scored slot into `touched` (as long
    * as the slot capacity); returns how many. Terms are weighted: 1 for the user's words, less for
-   * synonym expansions.
+   * synonym expansions. Sets `best` to the highest score and its slot.
    */
-  search(terms: readonly { term: string; weight: number }[], scores: Float32Array, touched: Int32Array): number {
+  search(
+    terms: readonly { term: string; weight: number }[],
+    scores: Float32Array,
+    touched: Int32Array,
+    best: TextBest
+  ): number {
     let count = 0
+    // Scores only grow, so the highest score written is the best final one (and its slot the best's).
+    let bestScore = 0
+    let bestSlot = -1
     const n = Math.max(1, this.liveCount)
     this.refreshNorms()
     const alive = this.alive
@@ -285,9 +299,16 @@ export class TextIndex {
         const previous = scores[slot] as number
         // Every contribution is positive (idf > 0, weight > 0), so 0 means "not yet scored".
         if (previous === 0) touched[count++] = slot
-        scores[slot] = previous + idf * (weights[i] as number)
+        const score = Math.fround(previous + idf * (weights[i] as number))
+        scores[slot] = score
+        if (score > bestScore) {
+          bestScore = score
+          bestSlot = slot
+        }
       }
     }
+    best.slot = bestSlot
+    best.score = bestScore
     return count
   }
 

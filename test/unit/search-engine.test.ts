@@ -243,3 +243,25 @@ test('a capability filter visited by its lists finds what the filter finds over 
     'declared by its card'
   )
 })
+
+test('text relevance is relative to the best match that passes the filters, whatever list the query visits', t => {
+  const engine = new SearchEngine(64)
+  // `best` holds the word most often, but is inactive, a service and in another category.
+  engine.upsert(doc('best', { active: false, type: 'service', category: 'media' }), fields('zeta zeta zeta'), null)
+  engine.upsert(doc('second'), fields('zeta zeta other words here'), null)
+  engine.upsert(doc('third'), fields('zeta and many more other words in this one'), null)
+  const relevance = (q: EngineQuery): Record<string, number> =>
+    Object.fromEntries(engine.search(q).hits.map(h => [h.doc.entityId, h.breakdown.text_relevance]))
+  const all = relevance(query('zeta'))
+  t.is(all.best, 1)
+  t.true((all.second as number) < 1)
+  for (const over of [{ active: true }, { type: 'agent' as const }, { category: 'tools' }]) {
+    const filtered = relevance(query('zeta', over))
+    t.deepEqual(Object.keys(filtered).sort(), ['second', 'third'], JSON.stringify(over))
+    t.is(filtered.second, 1, JSON.stringify(over))
+    t.true((filtered.third as number) < 1)
+  }
+  // A phrase bonus can make another document the best.
+  const phrase = relevance(query('"zeta many"'))
+  t.is(phrase.third, 1)
+})
