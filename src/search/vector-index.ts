@@ -4,8 +4,8 @@
  *
  * Why a full scan and not a graph or IVF index: the scan of 100k × 128 dimensions takes about
  * 1 ms here (8 ms at 1M, bound by reading memory), total_found must count every document above
- * the similarity threshold (which an approximate index cannot), and an IVF index measured slower than the float
- * scan it was meant to beat (docs/decisions.md). Quantisation is the approximation: cosine
+ * the similarity threshold (which an approximate index cannot), and an IVF index measured slower
+ * than the float scan it was meant to beat (docs/decisions.md). Quantisation is the approximation: cosine
  * similarities are off by a few thousandths, and the benchmark measures recall@10 against an exact
  * float scan.
  */
