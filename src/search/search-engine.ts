@@ -494,7 +494,8 @@ export class SearchEngine {
     const pass = new RankPass(q, semantic, withFilter(this.facetCheck(q, covered), q.filter), signals)
     let maxText = 0
     if (q.terms.length > 0) {
-      // The best slot is checked against every filter (whatever list is visited), unless the query names its entities.
+      // The best slot is checked against every filter, whatever list is visited (a query that names
+      // its entities visits only those).
       const everyFilter = withFilter(this.facetCheck(q, null), q.filter)
       maxText =
         best.slot !== -1 && !q.only && this.admits(pass, best.slot, everyFilter)
@@ -681,7 +682,7 @@ function withFilter(
 /**
  * What the trust and static score of a slot are computed from, for one query. Its own class, like
  * RankPass: query objects come in many shapes (spread, cloned between threads), and V8 threw away
- * the compiled ranking loop each time it saw a new one (4 times slower at 1M documents).
+ * the compiled ranking loop each time it met a new one (at 1M slots the pass took 9.5 ms, not 8.3).
  */
 class Signals {
   readonly trust: TrustFormula
