@@ -45,8 +45,8 @@ const SIMD = 0xfd
 const DOT_I16X8_S = [SIMD, 0xba, 0x01]
 const I32X4_ADD = [SIMD, 0xae, 0x01]
 const extractLane = (lane: number) => [SIMD, 0x1b, lane]
-const get = (i: number) => [LOCAL_GET, i]
-const set = (i: number) => [LOCAL_SET, i]
+const get = (i: number) => [LOCAL_GET, ...uleb(i)]
+const set = (i: number) => [LOCAL_SET, ...uleb(i)]
 /** The address base + 4 · index. */
 const element = (base: number, index: number) => [...get(base), ...get(index), I32_CONST, 0x02, I32_SHL, I32_ADD]
 
