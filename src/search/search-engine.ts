@@ -491,12 +491,13 @@ export class SearchEngine {
     this.refreshSignals(q)
     const w = q.weights
     const signals = new Signals(q)
-    const pass = new RankPass(q, semantic, withFilter(this.facetCheck(q, covered), q.filter), signals)
+    const accept = withFilter(this.facetCheck(q, covered), q.filter)
+    const pass = new RankPass(q, semantic, accept, signals, { keys: this.idKeys, docs: this.docs })
     let maxText = 0
     if (q.terms.length > 0) {
       // The best slot is checked against every filter, whatever list is visited (a query that names
       // its entities visits only those).
-      const everyFilter = withFilter(this.facetCheck(q, null), q.filter)
+      const everyFilter = covered === null ? pass.accept : withFilter(this.facetCheck(q, null), q.filter)
       maxText =
         best.slot !== -1 && !q.only && this.admits(pass, best.slot, everyFilter)
           ? best.score
@@ -508,7 +509,6 @@ export class SearchEngine {
     pass.list = fused
     const total = visit === null ? this.everyCandidate(pass) : this.listedCandidates(pass, visit)
     const { heap } = pass
-    const order: Order = { keys: this.idKeys, docs: this.docs }
     if (fused) {
       const slots = this.candidateBuffer.subarray(0, total)
       const relevance = this.fusedRelevance(slots, semantic, w)
@@ -516,7 +516,7 @@ export class SearchEngine {
         const slot = slots[i] as number
         const score = (relevance[i] as number) + (this.staticScore[slot] as number)
         this.scoreOf[slot] = score
-        if (score >= heap.floor) heap.offer(slot, score, order)
+        if (score >= heap.floor) heap.offer(slot, score)
       }
     }
     return { hits: this.page(q, heap, maxText, semantic, fused), total }
@@ -557,7 +557,6 @@ export class SearchEngine {
     const { flags, textScores, trustCache, staticScore, docs } = this
     const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
     const { minTrust, minSemantic, signals } = pass
-    const order: Order = { keys: this.idKeys, docs }
     // Reused between queries: the candidates are read before the next query starts.
     const out = this.candidateBuffer
     let found = 0
@@ -573,7 +572,7 @@ export class SearchEngine {
       if (list) out[found] = slot
       found++
       const score = textWeight * t + semanticWeight * Math.max(0, similarity) + (staticScore[slot] as number)
-      if (score >= heap.floor && !list) heap.offer(slot, score, order)
+      if (score >= heap.floor && !list) heap.offer(slot, score)
     }
     return found
   }
@@ -583,7 +582,6 @@ export class SearchEngine {
     const { flags, textScores, trustCache, staticScore, docs } = this
     const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
     const { minTrust, minSemantic, signals } = pass
-    const order: Order = { keys: this.idKeys, docs }
     const out = this.candidateBuffer
     let found = 0
     for (let i = 0; i < visit.length; i++) {
@@ -599,7 +597,7 @@ export class SearchEngine {
       if (list) out[found] = slot
       found++
       const score = textWeight * t + semanticWeight * Math.max(0, similarity) + (staticScore[slot] as number)
-      if (score >= heap.floor && !list) heap.offer(slot, score, order)
+      if (score >= heap.floor && !list) heap.offer(slot, score)
     }
     return found
   }
@@ -614,9 +612,8 @@ export class SearchEngine {
   ): EngineHit[] {
     const { textScores, trustCache, scoreOf } = this
     const w = q.weights
-    const order: Order = { keys: this.idKeys, docs: this.docs }
     return heap
-      .sorted(order)
+      .sorted()
       .slice(q.offset)
       .map(slot => {
         const doc = this.docs[slot] as SearchDocument
@@ -722,14 +719,15 @@ class RankPass {
     q: EngineQuery,
     readonly semantic: Float32Array | null,
     readonly accept: ((doc: SearchDocument) => boolean) | null,
-    readonly signals: Signals
+    readonly signals: Signals,
+    order: Order
   ) {
     this.textQuery = q.terms.length > 0 || q.vector !== null
     this.flagMask = LIVE | (q.type === null ? 0 : SERVICE) | (q.active === null ? 0 : ACTIVE)
     this.flagWant = LIVE | (q.type === 'service' ? SERVICE : 0) | (q.active === true ? ACTIVE : 0)
     this.minTrust = q.minTrust
     this.minSemantic = q.minSemantic
-    this.heap = new TopK(q.offset + q.limit)
+    this.heap = new TopK(q.offset + q.limit, order)
     this.semanticWeight = semantic === null ? 0 : q.weights.semantic
   }
 }
@@ -765,7 +763,11 @@ class TopK {
   /** Scores below this cannot enter (the root's, once the heap is full): checked before a call. */
   floor = Number.NEGATIVE_INFINITY
 
-  constructor(private readonly k: number) {
+  constructor(
+    private readonly k: number,
+    /** Breaks ties between equal scores. */
+    private readonly order: Order
+  ) {
     this.slots = new Int32Array(Math.max(0, k))
     this.scores = new Float64Array(Math.max(0, k))
   }
@@ -780,8 +782,8 @@ class TopK {
     return (order.docs[a] as SearchDocument).entityId > (order.docs[b] as SearchDocument).entityId
   }
 
-  offer(slot: number, score: number, order: Order): void {
-    const { slots, scores, k } = this
+  offer(slot: number, score: number): void {
+    const { slots, scores, k, order } = this
     if (k <= 0) return
     if (this.size < k) {
       let i = this.size++
@@ -826,7 +828,7 @@ class TopK {
     this.floor = scores[0] as number
   }
 
-  sorted(order: Order): number[] {
+  sorted(): number[] {
     const positions = Array.from({ length: this.size }, (_, i) => i)
     positions.sort((a, b) =>
       TopK.worse(
@@ -834,7 +836,7 @@ class TopK {
         this.slots[a] as number,
         this.scores[b] as number,
         this.slots[b] as number,
-        order
+        this.order
       )
         ? 1
         : -1
