@@ -10,6 +10,9 @@
  *   {"t":…,"event":"receive","id":…,"from":…,"origin":…,"kind":…,"subject":…,"accepted_at":…,"outcome":…}
  *                                                                     first copy, after validation
  *
+ * A batch of status changes (`entity.status.batch`, subject the origin's registry ID) also lists
+ * the entities it names in `subjects`.
+ *
  * `t` is the wall clock in epoch milliseconds with microsecond decimals, so the traces of nodes on
  * one machine compare directly; `id` is the gossip message ID (hex), the same on every node.
  */
@@ -33,7 +36,7 @@ export interface GossipCounters {
 /** Gossipsub does not export the type of its metrics register. */
 type MetricsRegister = NonNullable<GossipsubOpts['metricsRegister']>
 
-export type TraceEvent = Record<string, string | number | null>
+export type TraceEvent = Record<string, string | number | null | string[]>
 
 const hex = (id: Uint8Array): string => Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex')
 

@@ -27,7 +27,14 @@ import { RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { Operation, OperationKind } from '../store/records.js'
 import { BoundedMap } from '../util/bounded-map.js'
-import { decodeBatch, encodeBatch, encodeOperation, OPERATION_LIMITS } from '../wire/operations.js'
+import {
+  batchSubjects,
+  decodeBatch,
+  encodeBatch,
+  encodeOperation,
+  isShared,
+  OPERATION_LIMITS
+} from '../wire/operations.js'
 import { contentId, type GossipTap } from './gossip-tap.js'
 
 const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
@@ -40,6 +47,8 @@ export const GOSSIP_TOPICS = {
   entities: '/zns/ops/entities/2',
   tombstones: '/zns/ops/tombstones/2',
   status: '/zns/ops/status/2',
+  /** Batches of status changes (`entity.status.batch`): on a topic of their own, which nodes that cannot apply them do not join. */
+  statusBatches: '/zns/ops/status-batches/1',
   identities: '/zns/ops/identities/2'
 } as const
 
@@ -54,12 +63,18 @@ export function topicOf(kind: OperationKind): string {
     return GOSSIP_TOPICS.entities
   if (kind === 'entity.deregister' || kind === 'developer.deregister') return GOSSIP_TOPICS.tombstones
   if (kind === 'entity.status') return GOSSIP_TOPICS.status
+  if (kind === 'entity.status.batch') return GOSSIP_TOPICS.statusBatches
   return GOSSIP_TOPICS.identities
 }
 
 /** Whether a received operation may travel on a topic: its own, or where earlier nodes published it. */
 export function belongsTo(kind: OperationKind, topic: string): boolean {
   return topicOf(kind) === topic || (kind === 'developer.implicit' && topic === GOSSIP_TOPICS.identities)
+}
+
+/** What a trace line says of an operation: its kind and subject, and the entities of a batch. */
+function traced(op: Operation): { kind: string; subject: string; subjects?: string[] } {
+  return { kind: op.kind, subject: op.subject, ...(isShared(op) ? { subjects: batchSubjects(op) } : {}) }
 }
 
 /** How one operation of a message counts for the message's verdict. */
@@ -198,8 +213,7 @@ export class OperationGossip {
     const data = encodeBatch(encoded)
     const id = this.o.tap.willPublish(data)
     if (this.o.tap.tracing)
-      for (const op of ops)
-        this.o.tap.record({ event: 'publish', id, kind: op.kind, subject: op.subject, bytes: data.byteLength })
+      for (const op of ops) this.o.tap.record({ event: 'publish', id, ...traced(op), bytes: data.byteLength })
     this.o.pubsub.publish(topic, data).then(
       result => {
         this.stats.published += ops.length
@@ -293,8 +307,7 @@ export class OperationGossip {
           id: hexId(message.data),
           from: peer,
           origin: op.origin,
-          kind: op.kind,
-          subject: op.subject,
+          ...traced(op),
           accepted_at: op.accepted_at,
           outcome
         })

@@ -24,7 +24,7 @@ import type { EventBus } from '../events/bus.js'
 import type { Operation } from '../store/records.js'
 import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
 import { parseJsonBytes } from '../wire/json.js'
-import { fromWire, toWire } from '../wire/operations.js'
+import { fromWire, isShared, toWire } from '../wire/operations.js'
 import type { GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 
@@ -262,8 +262,16 @@ export class SyncService {
       await writes({ t: 'ops', ops: frame })
       frame = []
     }
+    // An operation on several subjects (a batch of status changes) is in the history of each: sent once.
+    const sentShared = new Set<string>()
     for (const subject of wanted) {
-      for (const op of this.o.digests.operationsOf(subject)) frame.push(toWire(op))
+      for (const op of this.o.digests.operationsOf(subject)) {
+        if (isShared(op)) {
+          if (sentShared.has(op.node_signature)) continue
+          sentShared.add(op.node_signature)
+        }
+        frame.push(toWire(op))
+      }
       if (frame.length >= OPS_PER_FRAME) await flush()
     }
     if (frame.length > 0) await flush()
@@ -305,6 +313,23 @@ export class SyncService {
     let remoteDone = false
     let sawFinish = false
     let reading: Promise<Frame> | null = null
+    const applyGroup = async (ops: Operation[]): Promise<void> => {
+      for (const op of ops) {
+        try {
+          const outcome = await this.o.apply(op)
+          if (outcome === 'applied') applied++
+          // Refused for good (over its origin's quota): not offered to this node again.
+          if (outcome === 'refused') {
+            this.o.digests.decline(op.subject, ops)
+            break
+          }
+        } catch (err) {
+          // A full disk ends the session: the operations are not invalid, and the next session brings them.
+          if (err instanceof RegistryError && err.code === 'storage_full') throw err
+          invalid++
+        }
+      }
+    }
     for (;;) {
       if (remoteDone && credit.settled) break
       // Wait for a frame, or for this side's sending to finish (which may settle the session).
@@ -340,23 +365,14 @@ export class SyncService {
         else bySubject.set(op.subject, [op])
       }
       const groups = [...bySubject.values()].map(ops => ops.sort(inApplyOrder))
-      await forEachLimited(groups, APPLY_CONCURRENCY, async ops => {
-        for (const op of ops) {
-          try {
-            const outcome = await this.o.apply(op)
-            if (outcome === 'applied') applied++
-            // Refused for good (over its origin's quota): not offered to this node again.
-            if (outcome === 'refused') {
-              this.o.digests.decline(op.subject, ops)
-              break
-            }
-          } catch (err) {
-            // A full disk ends the session: the operations are not invalid, and the next session brings them.
-            if (err instanceof RegistryError && err.code === 'storage_full') throw err
-            invalid++
-          }
-        }
-      })
+      // Operations on several subjects after the rest, once the records they change are here.
+      const shared = groups.filter(ops => ops.some(isShared))
+      await forEachLimited(
+        groups.filter(ops => !shared.includes(ops)),
+        APPLY_CONCURRENCY,
+        applyGroup
+      )
+      await forEachLimited(shared, APPLY_CONCURRENCY, applyGroup)
       await writes({ t: 'ack' })
     }
     // Nothing more comes; a read still waiting ends with the stream.

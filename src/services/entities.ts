@@ -18,6 +18,7 @@ import {
 import { BoundedMap } from '../util/bounded-map.js'
 import { validate } from '../wire/validate.js'
 import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
+import { StatusBatchBody } from '../wire/operations.js'
 import { authorizeDeletion, authorizeUpdate } from './authorize.js'
 import {
   MissingDependency,
@@ -600,16 +601,67 @@ export class EntityService {
         return updated
       })
     )
-    if (!next) return
-    this.changed(op.subject)
+    if (next) this.statusApplied(next)
+  }
+
+  /**
+   * A batch of status changes another node announced (`entity.status.batch`, signed by that node),
+   * each applied as `applyStatus` applies one: only to entities whose home is the origin, the
+   * latest change winning. The history of every such entity holds the operation afterwards. Returns
+   * the entities it names that this node does not store yet: the caller applies it again once they
+   * come. Throws StaleOperation when it brings nothing new.
+   */
+  async applyStatusBatch(op: Operation): Promise<{ missing: string[] }> {
+    const body = validate(StatusBatchBody, bodyOf(op), 'operation_invalid')
+    if (body.registry_id !== op.origin || body.changed_at !== op.accepted_at)
+      throw new RegistryError(
+        'operation_invalid',
+        'An entity.status.batch body is {registry_id, changed_at, changes} for its origin and time.',
+        'body'
+      )
+    if (new Set(body.changes.map(c => c.entity_id)).size !== body.changes.length)
+      throw new RegistryError('operation_invalid', 'An entity.status.batch names each entity once.', 'body')
+    if (!parseSignature(op.auth.signature))
+      throw new RegistryError('signature_invalid', 'The status is not signed by its origin node.')
+    const missing: string[] = []
+    const { updated, added } = await this.c.writes.run(() =>
+      this.c.store.commit(tx => {
+        const held: string[] = []
+        const updated: EntityRecord[] = []
+        for (const change of body.changes) {
+          const current = tx.getEntity(change.entity_id)
+          if (!current) missing.push(change.entity_id)
+          if (!current || this.homeOf(current) !== op.origin || op.accepted_at < current.registered_at) continue
+          held.push(change.entity_id)
+          if (!this.isLatestStatus(current, op.accepted_at)) continue
+          const next: EntityRecord = {
+            ...current,
+            status: change.status,
+            last_heartbeat: change.last_heartbeat,
+            status_changed_at: op.accepted_at
+          }
+          tx.putEntity(next)
+          updated.push(next)
+        }
+        return { updated, added: held.length === 0 ? 0 : tx.appendOperation(op, held) }
+      })
+    )
+    if (added === 0 && missing.length === 0) throw new StaleOperation()
+    for (const next of updated) this.statusApplied(next)
+    return { missing }
+  }
+
+  /** What follows a status change applied to a record: the catalog, the search index and the event. */
+  private statusApplied(next: EntityRecord): void {
+    this.changed(next.entity_id)
     this.c.catalog.upsert(next)
     this.c.bus.publish(
       'agent_status',
       {
-        entity_id: op.subject,
-        status,
-        last_heartbeat: lastHeartbeat,
-        changed_at: op.accepted_at,
+        entity_id: next.entity_id,
+        status: next.status,
+        last_heartbeat: next.last_heartbeat,
+        changed_at: next.status_changed_at,
         home_registry: next.home_registry
       },
       next
@@ -626,7 +678,9 @@ export class EntityService {
   private isLatestStatus(record: EntityRecord, at: string): boolean {
     if (record.status_changed_at !== undefined) return record.status_changed_at < at
     if (this.c.store.keepsStatusTimes) return true
-    return this.c.store.operationsOf(record.entity_id).every(o => o.kind !== 'entity.status' || o.accepted_at < at)
+    return this.c.store
+      .operationsOf(record.entity_id)
+      .every(o => (o.kind !== 'entity.status' && o.kind !== 'entity.status.batch') || o.accepted_at < at)
   }
 
   private signerKeys(record: EntityRecord) {

@@ -19,7 +19,7 @@ import { HeartbeatFrame, type HeartbeatAck } from '../wire/sockets.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
 import { type LiveState, LivenessTable } from './liveness-table.js'
-import { statusOperation } from './operations.js'
+import { statusBatchOperation, statusOperation } from './operations.js'
 
 export interface LivenessSettings {
   inactiveAfterMs: number
@@ -54,12 +54,11 @@ export interface LivenessView {
   current(entityId: string): LiveView | undefined
 }
 
-/** A status change ready to commit: the next state, the signed operation and the event announcing it. */
+/** A status change ready to commit: the next state and the event announcing it. */
 interface Transition {
   entityId: string
   state: LiveState
   next: LivenessRecord
-  operation: Operation
   event: { entity_id: string; status: 'active' | 'inactive'; last_heartbeat: string | null; changed_at: string }
 }
 
@@ -375,14 +374,29 @@ export class LivenessService implements LivenessView {
     const lastHeartbeat = state.last_seen > state.observed_since ? new Date(state.last_seen).toISOString() : null
     const status = active ? 'active' : 'inactive'
     const changedAt = new Date(at).toISOString()
-    const operation = statusOperation(this.c.identity, entityId, status, lastHeartbeat, changedAt)
     return {
       entityId,
       state,
       next,
-      operation,
       event: { entity_id: entityId, status, last_heartbeat: lastHeartbeat, changed_at: changedAt }
     }
+  }
+
+  /**
+   * The signed operation stating the transitions: `entity.status` for one, `entity.status.batch`
+   * for several (a sweep's batch, all changed at the same time), signed once for all of them.
+   */
+  private operationOf(changes: Transition[]): { op: Operation; subjects?: string[] } {
+    const [first] = changes as [Transition]
+    const { status, last_heartbeat, changed_at } = first.event
+    if (changes.length === 1)
+      return { op: statusOperation(this.c.identity, first.entityId, status, last_heartbeat, changed_at) }
+    const listed = changes.map(({ event }) => ({
+      entity_id: event.entity_id,
+      status: event.status,
+      last_heartbeat: event.last_heartbeat
+    }))
+    return { op: statusBatchOperation(this.c.identity, listed, changed_at), subjects: listed.map(c => c.entity_id) }
   }
 
   /**
@@ -407,14 +421,17 @@ export class LivenessService implements LivenessView {
     // The record keeps the status it was registered with: for a home entity, reads take the
     // status from here (`current`), and the stored liveness state survives a restart. Rewriting
     // the record (decoded, encoded and compressed again) was half the cost of a transition.
-    const written = await this.c.store.commit(tx =>
-      changes.filter(({ entityId, next, operation }) => {
+    const written = await this.c.store.commit(tx => {
+      const present = changes.filter(({ entityId, next }) => {
         if (!tx.hasEntity(entityId)) return false
         tx.putLiveness(entityId, next)
-        tx.appendOperation(operation)
         return true
       })
-    )
+      if (present.length === 0) return present
+      const { op, subjects } = this.operationOf(present)
+      tx.appendOperation(op, subjects)
+      return present
+    })
     let applied = 0
     for (const { entityId, state, next, event } of written) {
       if (this.states.get(entityId) !== state) continue

@@ -12,6 +12,7 @@ import type { NodeIdentity } from '../identity/node-identity.js'
 import type { DeveloperProof, EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
 import type { DeveloperProofInput } from '../wire/entities.js'
 import { parseJsonBytes } from '../wire/json.js'
+import type { StatusBatchBody } from '../wire/operations.js'
 import type { RemoteWrite, WriteRequest } from './components.js'
 import { eitherSpelling } from './validation.js'
 
@@ -57,6 +58,28 @@ export function statusOperation(
     body,
     path: null,
     auth: { carrier: 'node', signer: 'node', signature: sign(identity.keyPair, body), form: 'agent_status' },
+    accepted_at: changedAt,
+    origin: identity.registryId
+  })
+}
+
+/**
+ * The node's signed statement of several of its entities' statuses at once (a sweep's batch): one
+ * operation with one seal, stored once and held in the history of every entity it names, where
+ * an `entity.status` each cost two signatures, a log entry and an encoding per entity.
+ */
+export function statusBatchOperation(
+  identity: NodeIdentity,
+  changes: StatusBatchBody['changes'],
+  changedAt: string
+): Operation {
+  const body = Buffer.from(canonicalJson({ registry_id: identity.registryId, changed_at: changedAt, changes }))
+  return sealOperation(identity, {
+    kind: 'entity.status.batch',
+    subject: identity.registryId,
+    body,
+    path: null,
+    auth: { carrier: 'node', signer: 'node', signature: sign(identity.keyPair, body), form: 'agent_status_batch' },
     accepted_at: changedAt,
     origin: identity.registryId
   })

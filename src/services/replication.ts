@@ -10,8 +10,9 @@
  * `deferred` (it needs a record this node does not have yet, e.g. an update before its
  * registration; sync delivers them in order), `unsupported` (a kind this version does not know),
  * `throttled` (its origin or developer is over its rate: a later sync brings it) and `refused`
- * (its origin is over its total of entities: not taken at all) (origin-quota.ts).
- * An invalid operation throws a RegistryError (gossip rejects it).
+ * (its origin is over its total of entities: not taken at all) (origin-quota.ts). A batch of
+ * status changes (`entity.status.batch`) is applied to the entities held here and deferred for
+ * each of the others. An invalid operation throws a RegistryError (gossip rejects it).
  */
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
@@ -166,6 +167,12 @@ export class ReplicationService {
       case 'entity.status':
         await this.c.entities.applyStatus(op, held)
         break
+      case 'entity.status.batch': {
+        // The changes of entities not here yet wait for them; the others stand.
+        const { missing } = await this.c.entities.applyStatusBatch(op)
+        for (const entityId of missing) this.defer(op, entityId)
+        break
+      }
       case 'developer.register':
         await this.c.developers.register(req, remote)
         break
@@ -261,7 +268,7 @@ export class ReplicationService {
 function developerOf(op: Operation, body: unknown, heldDeveloper: string | null | undefined): string | undefined {
   // A status change is the home node's word on liveness, not a write of the developer's: a fleet
   // going silent together must not spend (or be held back by) its developer's rate.
-  if (op.kind === 'entity.status') return undefined
+  if (op.kind === 'entity.status' || op.kind === 'entity.status.batch') return undefined
   if (op.kind.startsWith('developer.')) return op.subject
   if (heldDeveloper) return heldDeveloper
   const named =

@@ -138,6 +138,7 @@ export type OperationKind =
   | 'entity.update'
   | 'entity.deregister'
   | 'entity.status'
+  | 'entity.status.batch'
   | 'developer.register'
   | 'developer.implicit'
   | 'developer.update'

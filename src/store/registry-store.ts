@@ -80,12 +80,16 @@ export function signatureFingerprint(signature: string): string {
   return hash('sha256', signature).slice(0, 32)
 }
 
+/** An entry of the subject index: a subject and the seal digest (`sealDigest`) of one of its operations. */
+export type SubjectSeal = [subject: string, seal: Uint8Array]
+
 export interface CommittedOperations {
+  /** Operations stored for the first time. */
   appended: Operation[]
-  /** The seal digest (`sealDigest`) of each appended operation, in the same order. */
-  appendedSeals: Uint8Array[]
-  /** Operations removed from the log (superseded registrations, tombstoned histories). */
-  dropped: Operation[]
+  /** Entries added to the subject index (one per appended operation, one per subject of a shared one). */
+  indexed: SubjectSeal[]
+  /** Entries removed from it (superseded registrations, tombstoned histories). */
+  unindexed: SubjectSeal[]
   /** Subjects whose history changed (appended to or dropped). */
   subjects: Set<string>
 }
@@ -103,7 +107,13 @@ export interface WriteTransaction {
   deleteDeveloper(id: string): void
   putTombstone(tombstone: Tombstone): void
   deleteTombstone(subject: string): void
-  appendOperation(op: Operation): void
+  /**
+   * Appends an operation to the history of its subject, or of each of `subjects` (an operation
+   * shared by several, a batch of status changes: stored once). Returns how many histories it was
+   * added to: an operation already held throws DuplicateOperation, but a shared one is added to
+   * the histories of those of `subjects` it is not in yet (none: 0).
+   */
+  appendOperation(op: Operation, subjects?: readonly string[]): number
   /** Drops a subject's operation history (a tombstone supersedes it), but the operations `keep` accepts. */
   dropOperations(subject: string, keep?: (op: Operation) => boolean): void
   getHandle(handle: string): HandleRecord | undefined
@@ -170,6 +180,8 @@ export class RegistryStore {
     private readonly approvals: Database<Approval, string>,
     private readonly liveness: Database<LivenessRecord, string>,
     private readonly usedSignatures: Database<UsedSignature, string>,
+    /** Shared operations (on several subjects), by seal digest: their sequence number and how many subjects hold them. */
+    private readonly sharedOperations: Database<[seq: number, holders: number], Buffer>,
     private opSeq: number,
     private readonly guard: StorageGuard
   ) {}
@@ -226,6 +238,7 @@ export class RegistryStore {
       root.openDB<Approval, string>({ name: 'approvals' }),
       root.openDB<LivenessRecord, string>({ name: 'liveness' }),
       root.openDB<UsedSignature, string>({ name: 'used_signatures' }),
+      root.openDB<[number, number], Buffer>({ name: 'oplog_shared', keyEncoding: 'binary' }),
       lastSeq ?? 0,
       guard
     )
@@ -392,7 +405,7 @@ export class RegistryStore {
   }
 
   private async commitNow<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
-    const changes: CommittedOperations = { appended: [], appendedSeals: [], dropped: [], subjects: new Set() }
+    const changes: CommittedOperations = { appended: [], indexed: [], unindexed: [], subjects: new Set() }
     const done = this.root.childTransaction(() => {
       this.changes = changes
       try {
@@ -463,8 +476,9 @@ export class RegistryStore {
     deleteTombstone: subject => {
       void this.tombstones.remove(subject)
     },
-    appendOperation: op => {
+    appendOperation: (op, subjects) => {
       const digest = sealDigest(op.node_signature)
+      if (subjects !== undefined) return this.appendShared(op, subjects, digest)
       if (this.holds(op, digest)) throw new DuplicateOperation(op)
       if (op.auth.carrier !== 'node') {
         const key = signatureFingerprint(op.auth.signature)
@@ -479,14 +493,8 @@ export class RegistryStore {
             accepted_at: op.accepted_at
           })
       }
-      const seq = ++this.opSeq
-      this.changes?.appended.push(op)
-      this.changes?.appendedSeals.push(digest)
-      this.changes?.subjects.add(op.subject)
-      // Appended (MDB_APPEND): a full page is left full and the next one started, where an ordinary
-      // insert splits it in half; the log's pages were half empty (230 instead of 144 MiB at 100k).
-      void appendPut(this.operations, seq, op)
-      void this.subjectOperations.put([op.subject, seq], digest)
+      this.indexOperation(op.subject, this.storeOperation(op), digest)
+      return 1
     },
     getHandle: handle => this.getHandle(handle),
     putHandle: record => {
@@ -537,11 +545,45 @@ export class RegistryStore {
       for (const key of this.subjectSeqs(subject)) {
         const op = this.operations.get(key[1])
         if (op && keep?.(op)) continue
-        if (op) this.changes?.dropped.push(op)
-        void this.operations.remove(key[1])
+        const digest = op ? sealDigest(op.node_signature) : this.subjectOperations.get(key)
         void this.subjectOperations.remove(key)
+        if (digest) this.changes?.unindexed.push([subject, digest])
+        // A shared operation stays while another subject's history holds it.
+        const shared = digest ? this.sharedOperations.get(Buffer.from(digest)) : undefined
+        if (shared && shared[1] > 1) {
+          void this.sharedOperations.put(Buffer.from(digest as Uint8Array), [shared[0], shared[1] - 1])
+          continue
+        }
+        if (shared) void this.sharedOperations.remove(Buffer.from(digest as Uint8Array))
+        void this.operations.remove(key[1])
       }
     }
+  }
+
+  /** Stores an operation at the end of the log; its sequence number. */
+  private storeOperation(op: Operation): number {
+    const seq = ++this.opSeq
+    this.changes?.appended.push(op)
+    // Appended (MDB_APPEND): a full page is left full and the next one started, where an ordinary
+    // insert splits it in half; the log's pages were half empty (230 instead of 144 MiB at 100k).
+    void appendPut(this.operations, seq, op)
+    return seq
+  }
+
+  private indexOperation(subject: string, seq: number, digest: Buffer): void {
+    this.changes?.indexed.push([subject, digest])
+    this.changes?.subjects.add(subject)
+    void this.subjectOperations.put([subject, seq], digest)
+  }
+
+  private appendShared(op: Operation, subjects: readonly string[], digest: Buffer): number {
+    const shared = this.sharedOperations.get(digest)
+    const fresh = shared ? subjects.filter(s => !this.subjectOperations.doesExist([s, shared[0]])) : subjects
+    if (fresh.length === 0) return 0
+    const seq = shared?.[0] ?? this.storeOperation(op)
+    for (const subject of fresh) this.indexOperation(subject, seq, digest)
+    void this.sharedOperations.put(digest, [seq, (shared?.[1] ?? 0) + fresh.length])
+    return fresh.length
   }
 
   /**

@@ -72,9 +72,8 @@ export class SubjectDigests {
         if (!digest) next.set(subject, (digest = this.heldDigest(subject)))
         xorInto(digest, seal)
       }
-      for (let i = 0; i < changes.appended.length; i++)
-        toggle((changes.appended[i] as Operation).subject, changes.appendedSeals[i] as Uint8Array)
-      for (const op of changes.dropped) toggle(op.subject, sealDigest(op.node_signature))
+      for (const [subject, seal] of changes.indexed) toggle(subject, seal)
+      for (const [subject, seal] of changes.unindexed) toggle(subject, seal)
       // A subject whose every operation went XORs back to zero: it is no longer held.
       for (const [subject, digest] of next) this.set(subject, digest.equals(EMPTY) ? null : digest)
     })

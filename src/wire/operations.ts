@@ -14,7 +14,9 @@ export const OPERATION_LIMITS = {
   /** Bytes of one gossip message (a batch); a sender fills batches up to a quarter of this. */
   batchBytes: 1024 * 1024,
   /** Operations in one gossip message. */
-  batchOperations: 1000
+  batchOperations: 1000,
+  /** Status changes in one `entity.status.batch` (about 120 bytes each). */
+  statusChanges: 500
 } as const
 
 const Signature = Type.String({ maxLength: 200 })
@@ -28,6 +30,7 @@ export const WireOperation = Type.Object(
         'entity.update',
         'entity.deregister',
         'entity.status',
+        'entity.status.batch',
         'developer.register',
         'developer.implicit',
         'developer.update',
@@ -61,6 +64,39 @@ export const WireOperation = Type.Object(
   { $id: 'WireOperation' }
 )
 export type WireOperation = Static<typeof WireOperation>
+
+/**
+ * The body of `entity.status.batch`: the home node's statement of several of its entities'
+ * statuses, all changed at `changed_at` (the operation's accepted_at), as canonical JSON.
+ */
+export const StatusBatchBody = Type.Object(
+  {
+    registry_id: Type.String({ pattern: '^zns:registry:[0-9a-f]{32}$' }),
+    changed_at: Type.String({ maxLength: 40 }),
+    changes: Type.Array(
+      Type.Object(
+        {
+          entity_id: Type.String({ minLength: 1, maxLength: 300 }),
+          status: Type.Union([Type.Literal('active'), Type.Literal('inactive')]),
+          last_heartbeat: Type.Union([Type.String({ maxLength: 40 }), Type.Null()])
+        },
+        { additionalProperties: false }
+      ),
+      { minItems: 1, maxItems: OPERATION_LIMITS.statusChanges }
+    )
+  },
+  { $id: 'StatusBatchBody', additionalProperties: false }
+)
+export type StatusBatchBody = Static<typeof StatusBatchBody>
+
+/** Whether an operation is in the history of several subjects (a batch of status changes). */
+export const isShared = (op: Pick<Operation, 'kind'>): boolean => op.kind === 'entity.status.batch'
+
+/** The entities a batch of status changes names (for traces; the body is not validated here). */
+export function batchSubjects(op: Operation): string[] {
+  const changes = op.body ? (parseJsonBytes(op.body) as { changes?: { entity_id?: unknown }[] }).changes : undefined
+  return Array.isArray(changes) ? changes.map(c => String(c?.entity_id)) : []
+}
 
 export function toWire(op: Operation): WireOperation {
   return {

@@ -9,7 +9,7 @@ import type { RegistryEvent } from '../../src/events/bus.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
 import { homeBucketKey } from '../../src/mesh/provider-keys.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
-import { sealOperation, statusOperation } from '../../src/services/operations.js'
+import { sealOperation, statusBatchOperation, statusOperation } from '../../src/services/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import {
@@ -484,6 +484,56 @@ test.serial(
       t.is(shown.body.status, 'inactive', `${n.config.name} shows the later change`)
       t.is(n.node.store.getEntity(x.agentId)?.status_changed_at, later.accepted_at)
     }
+  }
+)
+
+test.serial(
+  "a batch of status changes is applied to each entity it names, held once in each one's history, and waits for an entity not here yet",
+  async t => {
+    const [x, y, later] = [agent(dev, 9), agent(dev, 10), agent(dev, 11)]
+    for (const e of [x, y])
+      t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, e) })).status, 201)
+    await untilServed([a, b], y.agentId, 'the registrations')
+    await untilServed([a, b], x.agentId, 'the registrations')
+    // C (the home) states three statuses at once; the third entity is registered only afterwards,
+    // though before the batch's time, so A and B apply its change once its registration arrives.
+    const at = new Date(Date.now() + 3_000).toISOString()
+    const batch = statusBatchOperation(
+      c.node.identity,
+      [x, y, later].map(e => ({ entity_id: e.agentId, status: 'inactive' as const, last_heartbeat: null })),
+      at
+    )
+    await c.node.mesh!.libp2p.services.pubsub.publish(topicOf(batch.kind), encodeBatch([encodeOperation(batch)]))
+    const holds = (n: TestNode, id: string) =>
+      n.node.store.operationsOf(id).some(o => o.node_signature === batch.node_signature)
+    for (const n of [a, b])
+      await until(`${n.config.name} applies the batch`, () =>
+        holds(n, x.agentId) && holds(n, y.agentId) ? true : undefined
+      )
+    t.is((await http(c.url, 'POST', '/v1/entities', { body: specRegistration(dev, later) })).status, 201)
+    for (const n of [a, b]) {
+      await until(`${n.config.name} applies the deferred change`, () => (holds(n, later.agentId) ? true : undefined))
+      for (const e of [x, y, later]) {
+        const shown = await entityOn(n, e.agentId)
+        t.is(shown.body.status, 'inactive', `${n.config.name} shows ${e.agentId} inactive`)
+        t.is(n.node.store.getEntity(e.agentId)?.status_changed_at, at)
+      }
+      const copies = [...n.node.store.allOperations()].filter(o => o.node_signature === batch.node_signature)
+      t.is(copies.length, 1, `${n.config.name} stores the batch once`)
+    }
+    // A batch from a node that is not the entities' home changes nothing.
+    const forged = statusBatchOperation(
+      b.node.identity,
+      [{ entity_id: x.agentId, status: 'active', last_heartbeat: null }],
+      new Date(Date.now() + 4_000).toISOString()
+    )
+    const staleBefore = a.node.mesh!.gossip.stats.received.stale
+    await b.node.mesh!.libp2p.services.pubsub.publish(topicOf(forged.kind), encodeBatch([encodeOperation(forged)]))
+    await until('A has judged the batch from B (stale: nothing in it is for B to say)', () =>
+      a.node.mesh!.gossip.stats.received.stale > staleBefore ? true : undefined
+    )
+    t.false(a.node.store.operationsOf(x.agentId).some(o => o.node_signature === forged.node_signature))
+    t.is((await entityOn(a, x.agentId)).body.status, 'inactive')
   }
 )
 

@@ -101,7 +101,18 @@ test('a mass sweep commits in batches; a heartbeat during it leaves its entity a
     t.false(stored.get(record.entity_id)?.active, 'the stored state, which a restart loads')
   }
   t.true(stored.get(beating[0]!)?.active, 'written back to active')
-  t.is(store.operationsOf(records[1]!.entity_id).length, 1, 'one signed entity.status operation each')
+  t.deepEqual(
+    store.operationsOf(records[1]!.entity_id).map(op => op.kind),
+    ['entity.status.batch'],
+    'each batch is one signed operation, in the history of every entity it names'
+  )
+  const batches = [...store.allOperations()].filter(op => op.kind === 'entity.status.batch')
+  t.is(batches.length, 3)
+  t.deepEqual(
+    store.operationsOf(records[count - 2]!.entity_id).map(op => op.node_signature),
+    [batches[2]!.node_signature],
+    'the last batch'
+  )
   t.is(new Set(inactive).size, changed)
   t.is(await liveness.sweep(), 0, 'nothing silent is left')
   await liveness.stop()

@@ -150,3 +150,50 @@ test('digests of many subjects, some dropped and their rows reused, match digest
     await rm(dir, { recursive: true, force: true })
   }
 })
+
+test('an operation on several subjects is stored once, held in each history, and leaves the log with the last of them', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'digests-'))
+  const store = await RegistryStore.open(dir)
+  try {
+    const batch = { ...op('zns:registry:0', 1), kind: 'entity.status.batch' as const }
+    const digests = new SubjectDigests(store)
+    digests.start()
+    t.is(await store.commit(tx => tx.appendOperation(batch, ['a', 'b'])), 2)
+    // Applied again naming a subject whose record came since: added to that history only.
+    t.is(await store.commit(tx => tx.appendOperation(batch, ['a', 'b', 'c'])), 1)
+    t.is(await store.commit(tx => tx.appendOperation(batch, ['b', 'c'])), 0)
+    t.is([...store.allOperations()].length, 1, 'stored once')
+    for (const subject of ['a', 'b', 'c']) t.deepEqual(store.operationsOf(subject), [batch], subject)
+    t.is(digests.digestOf('a'), digests.digestOf('c'), 'the same operation in each history')
+    const rebuilt = () => {
+      const fresh = new SubjectDigests(store)
+      fresh.start()
+      fresh.stop()
+      return fresh.bucketDigests().map(d => d.toString('hex'))
+    }
+    t.deepEqual(
+      digests.bucketDigests().map(d => d.toString('hex')),
+      rebuilt()
+    )
+
+    await store.commit(tx => tx.dropOperations('a'))
+    t.deepEqual(store.operationsOf('a'), [])
+    t.deepEqual(store.operationsOf('b'), [batch], 'still held by the others')
+    t.is(digests.digestOf('a'), undefined)
+    await store.commit(tx => {
+      tx.dropOperations('b')
+      tx.dropOperations('c')
+    })
+    t.is([...store.allOperations()].length, 0, 'gone with the last subject holding it')
+    t.deepEqual(
+      digests.bucketDigests().map(d => d.toString('hex')),
+      rebuilt()
+    )
+    // Stored again afresh after it left.
+    t.is(await store.commit(tx => tx.appendOperation(batch, ['a'])), 1)
+    t.deepEqual(store.operationsOf('a'), [batch])
+  } finally {
+    await store.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+})

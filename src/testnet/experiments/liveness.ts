@@ -71,6 +71,8 @@ interface TraceLine {
   event: string
   kind?: string
   subject?: string
+  /** The entities of a batch of status changes. */
+  subjects?: string[]
 }
 
 export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> {
@@ -148,7 +150,11 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
     for (const node of net.nodes) {
       // At the home the operation is published; elsewhere it is applied when it arrives.
       const times = traces[node.index]!.filter(
-        l => l.kind === 'entity.status' && l.subject === id && (l.event === 'publish' || l.event === 'receive')
+        l =>
+          (l.kind === 'entity.status'
+            ? l.subject === id
+            : l.kind === 'entity.status.batch' && l.subjects?.includes(id)) &&
+          (l.event === 'publish' || l.event === 'receive')
       ).map(l => l.t)
       const down = times.find(t => t >= stopped && t < restarted)
       const up = times.find(t => t >= restarted)
