@@ -608,10 +608,10 @@ export class EntityService {
    * A batch of status changes another node announced (`entity.status.batch`, signed by that node),
    * each applied as `applyStatus` applies one: only to entities whose home is the origin, the
    * latest change winning. The history of every such entity holds the operation afterwards. Returns
-   * the entities it names that this node does not store yet: the caller applies it again once they
-   * come. Throws StaleOperation when it brings nothing new.
+   * how many histories it was added to now, and the entities it names that this node does not store
+   * yet: the caller applies it again once they come.
    */
-  async applyStatusBatch(op: Operation): Promise<{ missing: string[] }> {
+  async applyStatusBatch(op: Operation): Promise<{ added: number; missing: string[] }> {
     const body = validate(StatusBatchBody, bodyOf(op), 'operation_invalid')
     if (body.registry_id !== op.origin || body.changed_at !== op.accepted_at)
       throw new RegistryError(
@@ -646,9 +646,8 @@ export class EntityService {
         return { updated, added: held.length === 0 ? 0 : tx.appendOperation(op, held) }
       })
     )
-    if (added === 0 && missing.length === 0) throw new StaleOperation()
     for (const next of updated) this.statusApplied(next)
-    return { missing }
+    return { added, missing }
   }
 
   /** What follows a status change applied to a record: the catalog, the search index and the event. */

@@ -169,8 +169,9 @@ export class ReplicationService {
         break
       case 'entity.status.batch': {
         // The changes of entities not here yet wait for them; the others stand.
-        const { missing } = await this.c.entities.applyStatusBatch(op)
+        const { added, missing } = await this.c.entities.applyStatusBatch(op)
         for (const entityId of missing) this.defer(op, entityId)
+        if (added === 0) throw missing.length > 0 ? new MissingDependency(missing[0] as string) : new StaleOperation()
         break
       }
       case 'developer.register':
