@@ -545,16 +545,19 @@ export class RegistryStore {
       for (const key of this.subjectSeqs(subject)) {
         const op = this.operations.get(key[1])
         if (op && keep?.(op)) continue
-        const digest = op ? sealDigest(op.node_signature) : this.subjectOperations.get(key)
+        const stored = op ? sealDigest(op.node_signature) : this.subjectOperations.get(key)
         void this.subjectOperations.remove(key)
-        if (digest) this.changes?.unindexed.push([subject, digest])
-        // A shared operation stays while another subject's history holds it.
-        const shared = digest ? this.sharedOperations.get(Buffer.from(digest)) : undefined
-        if (shared && shared[1] > 1) {
-          void this.sharedOperations.put(Buffer.from(digest as Uint8Array), [shared[0], shared[1] - 1])
-          continue
+        if (stored) {
+          const digest = Buffer.from(stored)
+          this.changes?.unindexed.push([subject, digest])
+          // A shared operation stays while another subject's history holds it.
+          const shared = this.sharedOperations.get(digest)
+          if (shared && shared[1] > 1) {
+            void this.sharedOperations.put(digest, [shared[0], shared[1] - 1])
+            continue
+          }
+          if (shared) void this.sharedOperations.remove(digest)
         }
-        if (shared) void this.sharedOperations.remove(Buffer.from(digest as Uint8Array))
         void this.operations.remove(key[1])
       }
     }
