@@ -22,6 +22,7 @@ import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { Operation } from '../store/records.js'
+import { sealDigest } from '../store/registry-store.js'
 import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
 import { parseJsonBytes } from '../wire/json.js'
 import { fromWire, isShared, toWire } from '../wire/operations.js'
@@ -262,14 +263,12 @@ export class SyncService {
       await writes({ t: 'ops', ops: frame })
       frame = []
     }
-    // An operation on several subjects (a batch of status changes) is in the history of each: sent once.
+    // An operation on several subjects (a batch of status changes) is in the history of each: sent
+    // once, and not even read again for the others (a joining node's sync lists every subject).
     const sentShared = new Set<string>()
     for (const subject of wanted) {
-      for (const op of this.o.digests.operationsOf(subject)) {
-        if (isShared(op)) {
-          if (sentShared.has(op.node_signature)) continue
-          sentShared.add(op.node_signature)
-        }
+      for (const op of this.o.digests.operationsOf(subject, sentShared)) {
+        if (isShared(op)) sentShared.add(sealDigest(op.node_signature).toString('hex'))
         frame.push(toWire(op))
       }
       if (frame.length >= OPS_PER_FRAME) await flush()

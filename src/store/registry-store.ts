@@ -336,10 +336,19 @@ export class RegistryStore {
     for (const { key, value } of this.liveness.getRange()) yield [key, value]
   }
 
-  operationsOf(subject: string): Operation[] {
+  /** A subject's operations, oldest first; those whose seal digest (hex) is in `skip` are left out undecoded. */
+  operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
     const ops: Operation[] = []
-    for (const [, seq] of this.subjectSeqs(subject)) {
-      const op = this.operations.get(seq)
+    if (skip === undefined || skip.size === 0) {
+      for (const [, seq] of this.subjectSeqs(subject)) {
+        const op = this.operations.get(seq)
+        if (op) ops.push(op)
+      }
+      return ops
+    }
+    for (const { key, value } of this.subjectOperations.getRange({ start: [subject, 0], end: [subject, MAX] })) {
+      if (value !== null && skip.has(Buffer.from(value).toString('hex'))) continue
+      const op = this.operations.get(key[1])
       if (op) ops.push(op)
     }
     return ops

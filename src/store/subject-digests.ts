@@ -136,8 +136,8 @@ export class SubjectDigests {
     this.members[bucket]?.add(subject)
   }
 
-  operationsOf(subject: string): Operation[] {
-    return this.store.operationsOf(subject)
+  operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
+    return this.store.operationsOf(subject, skip)
   }
 
   /**
