@@ -97,8 +97,6 @@ export interface CommittedOperations {
 /** Writes made inside one LMDB transaction; reads inside it see its own writes. */
 export interface WriteTransaction {
   getEntity(id: string): EntityRecord | undefined
-  /** Whether the entity is stored, without decoding its record. */
-  hasEntity(id: string): boolean
   getDeveloper(id: string): DeveloperRecord | undefined
   getTombstone(subject: string): Tombstone | undefined
   putEntity(record: EntityRecord): void
@@ -464,7 +462,6 @@ export class RegistryStore {
 
   private readonly tx: WriteTransaction = {
     getEntity: id => this.getEntity(id),
-    hasEntity: id => this.entities.doesExist(id),
     getDeveloper: id => this.getDeveloper(id),
     getTombstone: subject => this.getTombstone(subject),
     putEntity: record => {

@@ -31,6 +31,12 @@ function xorInto(target: Buffer, value: Uint8Array): void {
 
 const MAX_DECLINED = 200_000
 
+function doubled(table: Buffer<ArrayBuffer>): Buffer<ArrayBuffer> {
+  const wider = Buffer.alloc(table.length * 2)
+  table.copy(wider)
+  return wider
+}
+
 export function bucketOf(subject: string): number {
   return oneShotHash('sha256', subject, 'buffer')[0] as number
 }
@@ -42,6 +48,13 @@ export class SubjectDigests {
    */
   private readonly subjects = new Map<string, number>()
   private digests = Buffer.alloc(1024 * DIGEST_BYTES)
+  /**
+   * Each row's share of its bucket digest, hash(subject + digest), and its bucket: an update then
+   * hashes once (the new share) instead of three times (bucket, old share, new share), which was
+   * a tenth of a sweep's cost per status change at 1M entities.
+   */
+  private shares = Buffer.alloc(1024 * DIGEST_BYTES)
+  private bucketOfRow = new Uint8Array(1024)
   private rows = 0
   private readonly freeRows: number[] = []
   private readonly buckets = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
@@ -111,7 +124,7 @@ export class SubjectDigests {
   private heldDigest(subject: string): Buffer {
     const row = this.subjects.get(subject)
     if (row === undefined) return Buffer.alloc(DIGEST_BYTES)
-    return Buffer.from(this.digests.subarray(row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES))
+    return Buffer.from(this.rowOf(this.digests, row))
   }
 
   /**
@@ -159,22 +172,23 @@ export class SubjectDigests {
   }
 
   private set(subject: string, digest: Buffer | null): void {
-    const bucket = bucketOf(subject)
+    let row = this.subjects.get(subject)
+    const bucket = row === undefined ? bucketOf(subject) : (this.bucketOfRow[row] as number)
+    const bucketDigest = this.buckets[bucket] as Buffer
     const declined = this.declined.get(subject)
     if (declined && digest) {
       // Held now: what was declined no longer stands in for it.
-      xorInto(this.buckets[bucket] as Buffer, hash(subject + declined))
+      xorInto(bucketDigest, hash(subject + declined))
       this.declined.delete(subject)
     }
-    let row = this.subjects.get(subject)
-    if (row !== undefined) {
-      const old = this.digests.toString('hex', row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES)
-      xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
-    }
+    if (row !== undefined) xorInto(bucketDigest, this.rowOf(this.shares, row))
     if (digest) {
-      xorInto(this.buckets[bucket] as Buffer, hash(subject + digest.toString('hex')))
+      const share = hash(subject + digest.toString('hex'))
+      xorInto(bucketDigest, share)
       if (row === undefined) this.subjects.set(subject, (row = this.newRow()))
       digest.copy(this.digests, row * DIGEST_BYTES, 0, DIGEST_BYTES)
+      share.copy(this.shares, row * DIGEST_BYTES)
+      this.bucketOfRow[row] = bucket
       this.members[bucket]?.add(subject)
     } else if (row !== undefined) {
       this.subjects.delete(subject)
@@ -183,13 +197,19 @@ export class SubjectDigests {
     }
   }
 
+  private rowOf(table: Buffer, row: number): Buffer {
+    return table.subarray(row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES)
+  }
+
   private newRow(): number {
     const row = this.freeRows.pop()
     if (row !== undefined) return row
     if ((this.rows + 1) * DIGEST_BYTES > this.digests.length) {
-      const wider = Buffer.alloc(this.digests.length * 2)
-      this.digests.copy(wider)
-      this.digests = wider
+      this.digests = doubled(this.digests)
+      this.shares = doubled(this.shares)
+      const buckets = new Uint8Array(this.bucketOfRow.length * 2)
+      buckets.set(this.bucketOfRow)
+      this.bucketOfRow = buckets
     }
     return this.rows++
   }
