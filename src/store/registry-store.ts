@@ -337,15 +337,8 @@ export class RegistryStore {
   /** A subject's operations, oldest first; those whose seal digest (hex) is in `skip` are left out undecoded. */
   operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
     const ops: Operation[] = []
-    if (skip === undefined || skip.size === 0) {
-      for (const [, seq] of this.subjectSeqs(subject)) {
-        const op = this.operations.get(seq)
-        if (op) ops.push(op)
-      }
-      return ops
-    }
-    for (const { key, value } of this.subjectOperations.getRange({ start: [subject, 0], end: [subject, MAX] })) {
-      if (value !== null && skip.has(Buffer.from(value).toString('hex'))) continue
+    for (const { key, value } of this.subjectEntries(subject)) {
+      if (skip?.size && value !== null && skip.has(Buffer.from(value).toString('hex'))) continue
       const op = this.operations.get(key[1])
       if (op) ops.push(op)
     }
@@ -390,8 +383,9 @@ export class RegistryStore {
     }
   }
 
-  private subjectSeqs(subject: string): SubjectOperationKey[] {
-    return [...this.subjectOperations.getKeys({ start: [subject, 0], end: [subject, MAX] })] as SubjectOperationKey[]
+  /** A subject's index entries (its operations' keys and seal digests), read in full before any is removed. */
+  private subjectEntries(subject: string): { key: SubjectOperationKey; value: Uint8Array | null }[] {
+    return [...this.subjectOperations.getRange({ start: [subject, 0], end: [subject, MAX] })]
   }
 
   /**
@@ -548,10 +542,11 @@ export class RegistryStore {
     },
     dropOperations: (subject, keep) => {
       this.changes?.subjects.add(subject)
-      for (const key of this.subjectSeqs(subject)) {
-        const op = this.operations.get(key[1])
+      for (const { key, value } of this.subjectEntries(subject)) {
+        // The index holds each operation's seal digest: an operation is decoded only for `keep`.
+        const op = keep || !value ? this.operations.get(key[1]) : undefined
         if (op && keep?.(op)) continue
-        const stored = op ? sealDigest(op.node_signature) : this.subjectOperations.get(key)
+        const stored = value ?? (op ? sealDigest(op.node_signature) : undefined)
         void this.subjectOperations.remove(key)
         if (stored) {
           const digest = Buffer.from(stored)
