@@ -435,7 +435,8 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
 
 /**
  * Purges tombstones past retention a minute after start and every hour after; returns the timers.
- * Not on the way to listening: a purge reads every used signature (seconds at a million entities).
+ * Not on the way to listening: a purge reads every used signature (seconds at a million entities,
+ * spread over turns of the event loop).
  */
 function startTombstonePurge(config: NodeConfig, store: RegistryStore, logger: Logger): NodeJS.Timeout[] {
   const purge = async (): Promise<void> => {

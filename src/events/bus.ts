@@ -15,6 +15,23 @@ export interface RegistryEvent {
   entity?: EntityRecord
 }
 
+/**
+ * The timestamp is formatted when read: only the activity stream reads it, and most events (two per
+ * status change of a sweep, at thousands a second) are published with nobody watching the stream.
+ */
+class PublishedEvent implements RegistryEvent {
+  constructor(
+    readonly type: string,
+    readonly data: Record<string, unknown>,
+    readonly entity: EntityRecord | undefined,
+    private readonly at: number
+  ) {}
+
+  get timestamp(): string {
+    return new Date(this.at).toISOString()
+  }
+}
+
 export type EventListener = (event: RegistryEvent) => void
 
 export class EventBus {
@@ -29,7 +46,7 @@ export class EventBus {
 
   publish(type: string, data: Record<string, unknown>, entity?: EntityRecord): void {
     if (this.listeners.size === 0) return
-    const event: RegistryEvent = { type, timestamp: new Date().toISOString(), data, ...(entity ? { entity } : {}) }
+    const event = new PublishedEvent(type, data, entity, Date.now())
     for (const listener of this.listeners) {
       try {
         listener(event)

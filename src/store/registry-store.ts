@@ -150,6 +150,9 @@ const keyFits = (...parts: string[]): boolean => parts.reduce((n, p) => n + p.le
  */
 const MAX_PENDING_COMMITS = 2048
 
+/** Rows a purge reads per turn of the event loop, and deletes per commit: a few milliseconds of the HTTP thread. */
+const PURGE_CHUNK = 2_000
+
 /**
  * An operation's seal digest: the first 16 bytes of the SHA-256 of its node signature. The subject
  * index keeps it beside each operation, so an append checks for a duplicate (the registration
@@ -596,19 +599,41 @@ export class RegistryStore {
    */
   async purgeExpiredTombstones(now: Date, signaturesBefore: Date): Promise<number> {
     const expired: Tombstone[] = []
-    for (const t of this.allTombstones()) if (Date.parse(t.expires_at) <= now.getTime()) expired.push(t)
+    for await (const { value } of this.scanInTurns(this.tombstones))
+      if (Date.parse(value.expires_at) <= now.getTime()) expired.push(value)
     const cutoff = signaturesBefore.toISOString()
     const forgotten: string[] = []
-    for (const { key, value } of this.usedSignatures.getRange()) if (value.accepted_at < cutoff) forgotten.push(key)
-    if (expired.length === 0 && forgotten.length === 0) return 0
-    await this.commit(tx => {
-      for (const t of expired) {
-        tx.deleteTombstone(t.subject)
-        tx.dropOperations(t.subject)
-      }
-      for (const key of forgotten) void this.usedSignatures.remove(key)
-    })
+    for await (const { key, value } of this.scanInTurns(this.usedSignatures))
+      if (value.accepted_at < cutoff) forgotten.push(key)
+    for (let i = 0; i < expired.length; i += PURGE_CHUNK)
+      await this.commit(tx => {
+        for (const t of expired.slice(i, i + PURGE_CHUNK)) {
+          tx.deleteTombstone(t.subject)
+          tx.dropOperations(t.subject)
+        }
+      })
+    for (let i = 0; i < forgotten.length; i += PURGE_CHUNK)
+      await this.commit(() => {
+        for (const key of forgotten.slice(i, i + PURGE_CHUNK)) void this.usedSignatures.remove(key)
+      })
     return expired.length
+  }
+
+  /**
+   * Every row of `db`, read PURGE_CHUNK at a time with a turn of the event loop between: a purge read
+   * every used signature in one go, which held the HTTP thread for seconds at a million entities.
+   */
+  private async *scanInTurns<V>(db: Database<V, string>): AsyncIterable<{ key: string; value: V }> {
+    let after: string | undefined
+    for (;;) {
+      const rows = [
+        ...db.getRange(after === undefined ? { limit: PURGE_CHUNK } : { start: after, limit: PURGE_CHUNK + 1 })
+      ].filter(({ key }) => key !== after)
+      yield* rows
+      if (rows.length < PURGE_CHUNK) return
+      after = rows[rows.length - 1]?.key
+      await new Promise(resolve => setImmediate(resolve))
+    }
   }
 
   /** Remembers the client signatures of a log written before signatures were single-use (once per store). */

@@ -178,3 +178,45 @@ test('a purge drops the tombstones past their expiry with their operations, and 
     t.deepEqual(subjectsInLog(store), ['kept'])
     await store.close()
   }))
+
+test('a purge reads and deletes in chunks: thousands of old signatures and expired tombstones all go, the newer stay', t =>
+  inDataDir(async dir => {
+    const old = '2026-01-01T00:00:00.000Z'
+    const signed = (subject: string, n: number, acceptedAt: string): Operation => ({
+      ...op(subject, n),
+      accepted_at: acceptedAt,
+      auth: { carrier: 'body', signer: 'self', signature: `client-sig-${n}`, form: 'spec' }
+    })
+    const store = await RegistryStore.open(dir)
+    // More than two chunks of each (a chunk is 2,000 rows).
+    const oldSignatures = 4_100
+    const expired = 2_050
+    await store.commit(tx => {
+      for (let n = 0; n < oldSignatures; n++) tx.appendOperation(signed(`s-${n}`, n, old))
+      tx.appendOperation(signed('recent', oldSignatures, '2026-06-01T00:00:00.000Z'))
+      for (let n = 0; n < expired; n++)
+        tx.putTombstone({
+          subject: `s-${n}`,
+          kind: 'entity',
+          deleted_at: old,
+          expires_at: '2026-02-01T00:00:00.000Z',
+          registration_signatures: []
+        })
+    })
+    const purged = await store.purgeExpiredTombstones(
+      new Date('2026-03-01T00:00:00.000Z'),
+      new Date('2026-02-01T00:00:00.000Z')
+    )
+    t.is(purged, expired)
+    t.deepEqual([...store.allTombstones()], [])
+    t.is(store.operationsOf('s-0').length, 0, 'an expired tombstone takes its operations')
+    t.is(store.operationsOf(`s-${expired}`).length, 1, 'a subject without a tombstone keeps them')
+    await store.close()
+    const raw = rawStore(dir)
+    t.is(
+      raw.openDB({ name: 'used_signatures' }).getCount(),
+      1,
+      'only the signature newer than the cutoff is remembered'
+    )
+    await raw.close()
+  }))
