@@ -71,24 +71,30 @@ export class SubjectDigests {
     const digest = Buffer.alloc(DIGEST_BYTES)
     for (const [next, seal] of this.store.sealDigests()) {
       if (next !== subject) {
-        if (subject !== null) this.set(subject, digest)
+        // In subject order: each subject comes once, and has no row yet.
+        if (subject !== null) this.set(subject, digest, undefined)
         subject = next
         digest.fill(0)
       }
       xorInto(digest, seal)
     }
-    if (subject !== null) this.set(subject, digest)
+    if (subject !== null) this.set(subject, digest, undefined)
     this.detach = this.store.onCommitted(changes => {
-      const next = new Map<string, Buffer>()
+      // Each subject's row is looked up once: at a million subjects a lookup is a cache miss or two.
+      const next = new Map<string, { row: number | undefined; digest: Buffer }>()
       const toggle = (subject: string, seal: Uint8Array) => {
-        let digest = next.get(subject)
-        if (!digest) next.set(subject, (digest = this.heldDigest(subject)))
-        xorInto(digest, seal)
+        let held = next.get(subject)
+        if (!held) {
+          const row = this.subjects.get(subject)
+          const digest = row === undefined ? Buffer.alloc(DIGEST_BYTES) : Buffer.from(this.rowOf(this.digests, row))
+          next.set(subject, (held = { row, digest }))
+        }
+        xorInto(held.digest, seal)
       }
       for (const [subject, seal] of changes.indexed) toggle(subject, seal)
       for (const [subject, seal] of changes.unindexed) toggle(subject, seal)
       // A subject whose every operation went XORs back to zero: it is no longer held.
-      for (const [subject, digest] of next) this.set(subject, digest.equals(EMPTY) ? null : digest)
+      for (const [subject, { row, digest }] of next) this.set(subject, digest.equals(EMPTY) ? null : digest, row)
     })
   }
 
@@ -118,13 +124,6 @@ export class SubjectDigests {
     const row = this.subjects.get(subject)
     if (row === undefined) return this.declined.get(subject)
     return this.digests.toString('hex', row * DIGEST_BYTES, (row + 1) * DIGEST_BYTES)
-  }
-
-  /** A copy of the digest held for `subject` (zeros when none). */
-  private heldDigest(subject: string): Buffer {
-    const row = this.subjects.get(subject)
-    if (row === undefined) return Buffer.alloc(DIGEST_BYTES)
-    return Buffer.from(this.rowOf(this.digests, row))
   }
 
   /**
@@ -168,11 +167,11 @@ export class SubjectDigests {
     const digest = Buffer.alloc(DIGEST_BYTES)
     const ops = this.store.operationsOf(subject)
     for (const op of ops) xorInto(digest, sealDigest(op.node_signature))
-    this.set(subject, ops.length > 0 ? digest : null)
+    this.set(subject, ops.length > 0 ? digest : null, this.subjects.get(subject))
   }
 
-  private set(subject: string, digest: Buffer | null): void {
-    let row = this.subjects.get(subject)
+  /** Makes `digest` (null: none) the subject's, in its `row` (undefined: none yet). */
+  private set(subject: string, digest: Buffer | null, row: number | undefined): void {
     const bucket = row === undefined ? bucketOf(subject) : (this.bucketOfRow[row] as number)
     const bucketDigest = this.buckets[bucket] as Buffer
     const declined = this.declined.get(subject)
@@ -185,11 +184,13 @@ export class SubjectDigests {
     if (digest) {
       const share = hash(subject + digest.toString('hex'))
       xorInto(bucketDigest, share)
-      if (row === undefined) this.subjects.set(subject, (row = this.newRow()))
+      if (row === undefined) {
+        this.subjects.set(subject, (row = this.newRow()))
+        this.bucketOfRow[row] = bucket
+        this.members[bucket]?.add(subject)
+      }
       digest.copy(this.digests, row * DIGEST_BYTES, 0, DIGEST_BYTES)
       share.copy(this.shares, row * DIGEST_BYTES)
-      this.bucketOfRow[row] = bucket
-      this.members[bucket]?.add(subject)
     } else if (row !== undefined) {
       this.subjects.delete(subject)
       this.freeRows.push(row)
