@@ -3,7 +3,7 @@
  * and the registration latency, at fixed offered rates with the mesh on.
  *
  *   npm run bench:cost -- [--rates 1000,2000] [--seconds 15] [--preload 3000] [--no-peer] [--no-p2p]
- *                         [--connections 64] [--node-arg=--FLAG=V …]
+ *                         [--connections 64] [--node-arg=--FLAG=V …] [--dump PREFIX]
  *
  * Two node processes on loopback: A takes the registrations (open loop, signed bodies made before
  * the nodes start), B is meshed with A (bootstrapped to it) and receives every operation by
@@ -14,11 +14,14 @@
  * background) divided by the operations, split by thread; A's reply latency p50/p99; how long after
  * the last reply B held them all. `--no-peer` runs A alone, its mesh on but without a peer (as `npm
  * start` does); `--no-p2p` runs A with no libp2p at all, for comparison.
+ * `--dump PREFIX` writes each phase's replies to PREFIX-<rate>.tsv (after a line with the phase's
+ * start in milliseconds since the epoch: milliseconds from that start at sending, then the reply's
+ * latency, -1 for a refusal), to see when the slow ones came.
  * Propagation across 5 and 20 nodes is bench:propagation's. Prints `name: value unit` lines;
  * BENCH_COST_LOGS=1 prints the nodes' output at the end.
  */
 import { Agent } from 'node:http'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -42,7 +45,8 @@ const { values: args } = parseArgs({
     peer: { type: 'boolean', default: true },
     p2p: { type: 'boolean', default: true },
     connections: { type: 'string', default: '64' },
-    'node-arg': { type: 'string', multiple: true, default: [] }
+    'node-arg': { type: 'string', multiple: true, default: [] },
+    dump: { type: 'string' }
   },
   allowNegative: true
 })
@@ -86,10 +90,17 @@ const status = async (n: NodeProcess) => (await (await fetch(`${n.url}/v1/networ
 const agents = async (n: NodeProcess) => (await status(n)).entities.agents
 const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) })
 
-/** Offers `bodies` at `rate` per second (open loop); resolves with the latencies of the 201s and the count of others. */
-async function offer(bodies: ReturnType<typeof take>, rate: number): Promise<{ latencies: number[]; refused: number }> {
+/**
+ * Offers `bodies` at `rate` per second (open loop); resolves with the latencies of the 201s, the
+ * count of others, and each reply as [ms from the start at sending, latency or -1 when refused].
+ */
+async function offer(
+  bodies: ReturnType<typeof take>,
+  rate: number
+): Promise<{ latencies: number[]; refused: number; replies: [number, number][] }> {
   const url = new URL(a.url)
   const latencies: number[] = []
+  const replies: [number, number][] = []
   let refused = 0
   const started = performance.now()
   const inflight: Promise<void>[] = []
@@ -99,13 +110,15 @@ async function offer(bodies: ReturnType<typeof take>, rate: number): Promise<{ l
     const t0 = performance.now()
     inflight.push(
       postRegistration(agent, url, bodies[i]!.body).then(status => {
-        if (status === 201) latencies.push(performance.now() - t0)
+        const latency = performance.now() - t0
+        replies.push([t0 - started, status === 201 ? latency : -1])
+        if (status === 201) latencies.push(latency)
         else refused++
       })
     )
   }
   await Promise.all(inflight)
-  return { latencies, refused }
+  return { latencies, refused, replies }
 }
 
 /**
@@ -156,7 +169,16 @@ for (const [p, rate] of rates.entries()) {
   const threads0 = await Promise.all(nodes.map(n => cpuSecondsByThread(n.child.pid!)))
   const split0 = await Promise.all(nodes.map(n => cpuSecondsSplit(n.child.pid!)))
   const started = performance.now()
-  const { latencies, refused } = await offer(phase, rate)
+  const { latencies, refused, replies } = await offer(phase, rate)
+  if (args.dump)
+    await writeFile(
+      `${args.dump}-${rate}.tsv`,
+      `# phase start ${(performance.timeOrigin + started).toFixed(1)} ms since the epoch\n` +
+        replies
+        .sort((x, y) => x[0] - y[0])
+        .map(([at, ms]) => `${at.toFixed(1)}\t${ms.toFixed(1)}\n`)
+        .join('')
+    )
   const replied = performance.now()
   const missing = await bHoldsAll(phase[phase.length - 1]!.id)
   const delivered = performance.now()
