@@ -175,9 +175,9 @@ for (const [p, rate] of rates.entries()) {
       `${args.dump}-${rate}.tsv`,
       `# phase start ${(performance.timeOrigin + started).toFixed(1)} ms since the epoch\n` +
         replies
-        .sort((x, y) => x[0] - y[0])
-        .map(([at, ms]) => `${at.toFixed(1)}\t${ms.toFixed(1)}\n`)
-        .join('')
+          .sort((x, y) => x[0] - y[0])
+          .map(([at, ms]) => `${at.toFixed(1)}\t${ms.toFixed(1)}\n`)
+          .join('')
     )
   const replied = performance.now()
   const missing = await bHoldsAll(phase[phase.length - 1]!.id)
