@@ -135,45 +135,52 @@ test('a store whose values are compressed in a way this version does not know is
     await t.throwsAsync(RegistryStore.open(dir), { message: /compressed as lz4-99/ })
   }))
 
+/** An operation carrying a client signature accepted at `acceptedAt` (remembered as used until a purge forgets it). */
+const clientSigned = (subject: string, n: number, acceptedAt: string): Operation => ({
+  ...op(subject, n),
+  accepted_at: acceptedAt,
+  auth: { carrier: 'body', signer: 'self', signature: `client-sig-${n}`, form: 'spec' }
+})
+
+const tombstone = (subject: string, expiresAt: string) => ({
+  subject,
+  kind: 'entity' as const,
+  deleted_at: '2026-01-01T00:00:00.000Z',
+  expires_at: expiresAt,
+  registration_signatures: []
+})
+
+/** A purge on 2026-03-01 of what expired, and of the signatures used, before 2026-02-01. */
+const purgeOnMarchFirst = (store: RegistryStore) =>
+  store.purgeExpiredTombstones(new Date('2026-03-01T00:00:00.000Z'), new Date('2026-02-01T00:00:00.000Z'))
+
+/** The used signatures the store in `dir` remembers, read with lmdb-js alone. */
+async function usedSignatureCount(dir: string): Promise<number> {
+  const raw = rawStore(dir)
+  try {
+    return raw.openDB({ name: 'used_signatures' }).getCount()
+  } finally {
+    await raw.close()
+  }
+}
+
 test('a purge drops the tombstones past their expiry with their operations, and forgets signatures older than retention', t =>
   inDataDir(async dir => {
-    const signed = (subject: string, n: number, acceptedAt: string): Operation => ({
-      ...op(subject, n),
-      accepted_at: acceptedAt,
-      auth: { carrier: 'body', signer: 'self', signature: `client-sig-${n}`, form: 'spec' }
-    })
-    const tombstone = (subject: string, expiresAt: string) => ({
-      subject,
-      kind: 'entity' as const,
-      deleted_at: '2026-01-01T00:00:00.000Z',
-      expires_at: expiresAt,
-      registration_signatures: []
-    })
     let store = await RegistryStore.open(dir)
     await store.commit(tx => {
-      tx.appendOperation(signed('gone', 1, '2026-01-01T00:00:00.000Z'))
-      tx.appendOperation(signed('kept', 2, '2026-06-01T00:00:00.000Z'))
+      tx.appendOperation(clientSigned('gone', 1, '2026-01-01T00:00:00.000Z'))
+      tx.appendOperation(clientSigned('kept', 2, '2026-06-01T00:00:00.000Z'))
       tx.putTombstone(tombstone('gone', '2026-02-01T00:00:00.000Z'))
       tx.putTombstone(tombstone('kept', '2027-01-01T00:00:00.000Z'))
     })
-    const purged = await store.purgeExpiredTombstones(
-      new Date('2026-03-01T00:00:00.000Z'),
-      new Date('2026-02-01T00:00:00.000Z')
-    )
-    t.is(purged, 1)
+    t.is(await purgeOnMarchFirst(store), 1)
     t.deepEqual(
       [...store.allTombstones()].map(s => s.subject),
       ['kept']
     )
     t.deepEqual(subjectsInLog(store), ['kept'])
     await store.close()
-    const raw = rawStore(dir)
-    t.is(
-      raw.openDB({ name: 'used_signatures' }).getCount(),
-      1,
-      'only the signature newer than the cutoff is remembered'
-    )
-    await raw.close()
+    t.is(await usedSignatureCount(dir), 1, 'only the signature newer than the cutoff is remembered')
     store = await RegistryStore.open(dir)
     t.deepEqual(subjectsInLog(store), ['kept'])
     await store.close()
@@ -181,42 +188,19 @@ test('a purge drops the tombstones past their expiry with their operations, and 
 
 test('a purge reads and deletes in chunks: thousands of old signatures and expired tombstones all go, the newer stay', t =>
   inDataDir(async dir => {
-    const old = '2026-01-01T00:00:00.000Z'
-    const signed = (subject: string, n: number, acceptedAt: string): Operation => ({
-      ...op(subject, n),
-      accepted_at: acceptedAt,
-      auth: { carrier: 'body', signer: 'self', signature: `client-sig-${n}`, form: 'spec' }
-    })
     const store = await RegistryStore.open(dir)
     // More than two chunks of each (a chunk is 2,000 rows).
     const oldSignatures = 4_100
     const expired = 2_050
     await store.commit(tx => {
-      for (let n = 0; n < oldSignatures; n++) tx.appendOperation(signed(`s-${n}`, n, old))
-      tx.appendOperation(signed('recent', oldSignatures, '2026-06-01T00:00:00.000Z'))
-      for (let n = 0; n < expired; n++)
-        tx.putTombstone({
-          subject: `s-${n}`,
-          kind: 'entity',
-          deleted_at: old,
-          expires_at: '2026-02-01T00:00:00.000Z',
-          registration_signatures: []
-        })
+      for (let n = 0; n < oldSignatures; n++) tx.appendOperation(clientSigned(`s-${n}`, n, '2026-01-01T00:00:00.000Z'))
+      tx.appendOperation(clientSigned('recent', oldSignatures, '2026-06-01T00:00:00.000Z'))
+      for (let n = 0; n < expired; n++) tx.putTombstone(tombstone(`s-${n}`, '2026-02-01T00:00:00.000Z'))
     })
-    const purged = await store.purgeExpiredTombstones(
-      new Date('2026-03-01T00:00:00.000Z'),
-      new Date('2026-02-01T00:00:00.000Z')
-    )
-    t.is(purged, expired)
+    t.is(await purgeOnMarchFirst(store), expired)
     t.deepEqual([...store.allTombstones()], [])
     t.is(store.operationsOf('s-0').length, 0, 'an expired tombstone takes its operations')
     t.is(store.operationsOf(`s-${expired}`).length, 1, 'a subject without a tombstone keeps them')
     await store.close()
-    const raw = rawStore(dir)
-    t.is(
-      raw.openDB({ name: 'used_signatures' }).getCount(),
-      1,
-      'only the signature newer than the cutoff is remembered'
-    )
-    await raw.close()
+    t.is(await usedSignatureCount(dir), 1, 'only the signature newer than the cutoff is remembered')
   }))
