@@ -92,12 +92,12 @@ const agent = new Agent({ keepAlive: true, maxSockets: Number(args.connections) 
 
 /**
  * Offers `bodies` at `rate` per second (open loop); resolves with the latencies of the 201s, the
- * count of others, and each reply as [ms from the start at sending, latency or -1 when refused].
+ * count of others, and each reply as [ms from `startedAt` (epoch ms) at sending, latency or -1 when refused].
  */
 async function offer(
   bodies: ReturnType<typeof take>,
   rate: number
-): Promise<{ latencies: number[]; refused: number; replies: [number, number][] }> {
+): Promise<{ latencies: number[]; refused: number; replies: [number, number][]; startedAt: number }> {
   const url = new URL(a.url)
   const latencies: number[] = []
   const replies: [number, number][] = []
@@ -118,7 +118,7 @@ async function offer(
     )
   }
   await Promise.all(inflight)
-  return { latencies, refused, replies }
+  return { latencies, refused, replies, startedAt: performance.timeOrigin + started }
 }
 
 /**
@@ -169,11 +169,11 @@ for (const [p, rate] of rates.entries()) {
   const threads0 = await Promise.all(nodes.map(n => cpuSecondsByThread(n.child.pid!)))
   const split0 = await Promise.all(nodes.map(n => cpuSecondsSplit(n.child.pid!)))
   const started = performance.now()
-  const { latencies, refused, replies } = await offer(phase, rate)
+  const { latencies, refused, replies, startedAt } = await offer(phase, rate)
   if (args.dump)
     await writeFile(
       `${args.dump}-${rate}.tsv`,
-      `# phase start ${(performance.timeOrigin + started).toFixed(1)} ms since the epoch\n` +
+      `# phase start ${startedAt.toFixed(1)} ms since the epoch\n` +
         replies
           .sort((x, y) => x[0] - y[0])
           .map(([at, ms]) => `${at.toFixed(1)}\t${ms.toFixed(1)}\n`)

@@ -9,6 +9,7 @@
  * (the timestamp alone), see docs/compatibility.md. Replays inside the skew window are accepted: they can
  * only keep alive an entity that signed a heartbeat less than a minute ago.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
@@ -305,7 +306,7 @@ export class LivenessService implements LivenessView {
     for (const entry of this.states) {
       if (this.isSilent(entry[0], entry[1], now)) silent.push(entry)
       // A map's iteration goes on correctly across turns, whatever is added or removed meanwhile.
-      if (++seen % SWEEP_SCAN_CHUNK === 0) await new Promise(resolve => setImmediate(resolve))
+      if (++seen % SWEEP_SCAN_CHUNK === 0) await nextTurn()
     }
     let changed = 0
     const writing: Promise<number>[] = []
@@ -332,7 +333,7 @@ export class LivenessService implements LivenessView {
 
   /** Waits `ms` (at least a turn of the event loop); a stop ends the wait at once. */
   private pause(ms: number): Promise<void> {
-    if (ms < 1) return new Promise(resolve => setImmediate(resolve))
+    if (ms < 1) return nextTurn()
     return new Promise<void>(resolve => {
       // Like the sweep timer, a paced sweep does not keep the process alive.
       const timer = setTimeout(done, ms).unref()

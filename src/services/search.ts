@@ -3,6 +3,7 @@
  * turns SearchRequests into engine queries and hits into SearchResults.
  */
 import { performance } from 'node:perf_hooks'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { CardFetcher } from '../cards/card-fetcher.js'
 import { RegistryError, invalidField } from '../errors.js'
@@ -539,7 +540,7 @@ export class SearchService {
         )
       }
       // An embedder may finish synchronously (hash): let requests in between batches.
-      await new Promise<void>(resolve => setImmediate(resolve))
+      await nextTurn()
     }
   }
 

@@ -2,6 +2,7 @@ import { hash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { RegistryError } from '../errors.js'
 import { lmdbCause, StorageGuard } from './storage-guard.js'
@@ -605,18 +606,20 @@ export class RegistryStore {
     const forgotten: string[] = []
     for await (const { key, value } of this.scanInTurns(this.usedSignatures))
       if (value.accepted_at < cutoff) forgotten.push(key)
-    for (let i = 0; i < expired.length; i += PURGE_CHUNK)
-      await this.commit(tx => {
-        for (const t of expired.slice(i, i + PURGE_CHUNK)) {
-          tx.deleteTombstone(t.subject)
-          tx.dropOperations(t.subject)
-        }
-      })
-    for (let i = 0; i < forgotten.length; i += PURGE_CHUNK)
-      await this.commit(() => {
-        for (const key of forgotten.slice(i, i + PURGE_CHUNK)) void this.usedSignatures.remove(key)
-      })
+    await this.commitInChunks(expired, (tx, t) => {
+      tx.deleteTombstone(t.subject)
+      tx.dropOperations(t.subject)
+    })
+    await this.commitInChunks(forgotten, (_, key) => void this.usedSignatures.remove(key))
     return expired.length
+  }
+
+  /** Calls `write` for each of `items`, PURGE_CHUNK of them per commit. */
+  private async commitInChunks<T>(items: readonly T[], write: (tx: WriteTransaction, item: T) => void): Promise<void> {
+    for (let i = 0; i < items.length; i += PURGE_CHUNK)
+      await this.commit(tx => {
+        for (const item of items.slice(i, i + PURGE_CHUNK)) write(tx, item)
+      })
   }
 
   /**
@@ -632,7 +635,7 @@ export class RegistryStore {
       yield* rows
       if (rows.length < PURGE_CHUNK) return
       after = rows[rows.length - 1]?.key
-      await new Promise(resolve => setImmediate(resolve))
+      await nextTurn()
     }
   }
 

@@ -3,6 +3,7 @@
  * requests, so model runs never block the node's event loop. Requests are served one batch at a
  * time, round robin, so a one-text query waits for at most one batch of a bulk reindex.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { parentPort, workerData } from 'node:worker_threads'
 import { modelFingerprint, OnnxModel, type OnnxModelOptions } from './onnx-model.js'
 
@@ -49,7 +50,7 @@ async function drain(model: OnnxModel): Promise<void> {
           job.done.map(v => v.buffer as ArrayBuffer)
         )
       else jobs.push(job) // back of the line: other requests get the next batch
-      await new Promise(resolve => setImmediate(resolve)) // let new requests arrive
+      await nextTurn() // let new requests arrive
     }
   } finally {
     running = false
