@@ -10,6 +10,7 @@
  * back, each build of the home term filter.
  */
 import { analyze } from '../search/analyzer.js'
+import { HashEmbedder } from '../search/embedders/hash-embedder.js'
 import { QueryExpander } from '../search/query-expansion.js'
 import type { ScoreBreakdown } from '../search/ranking.js'
 import {
@@ -48,9 +49,29 @@ export function analyzeText(text: DocumentText): FieldTokens {
   }
 }
 
+/** What the embedder reads of a record: the same text the index analyses, as one string. */
+export function embeddingText(t: DocumentText): string {
+  return [t.name, t.category, t.tags.join(' '), t.summary, t.capabilities.join(' ')].join('. ')
+}
+
+/**
+ * What analyze() makes of embeddingText(text), taken from the index's own analysis of the record
+ * instead of analyzing the text a second time (the separators are not word characters, so the
+ * tokens are the fields' tokens in that order).
+ */
+export function embeddingTokens(fields: FieldTokens): string[] {
+  return [...fields.name, ...fields.category, ...fields.tags, ...fields.summary, ...fields.capabilities]
+}
+
 /** What an index is built with, on whichever thread it runs. */
 export interface IndexOptions {
   dimension: number
+  /**
+   * 'hash': the index embeds each record itself with the hash embedder (a pure function of the text
+   * it already analyzes), so no vector is made on the HTTP thread or copied to the worker; null:
+   * vectors arrive as 'vector' changes from the node's embedder.
+   */
+  embedding: 'hash' | null
   /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
   queryExpansion: boolean
   /** The summary of home terms peers route by: what makes a record home, and how its filter is built. */
@@ -125,9 +146,14 @@ export class IndexedEngine {
    * that crossed threads carries a fresh copy, so equal weights are mapped back to the last object.
    */
   private weights: EngineQuery['weights'] | null = null
+  private readonly embedder: HashEmbedder | null
+  /** The vector of the record being indexed (the engine keeps a quantised copy). */
+  private readonly vector: Float32Array
 
   constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
     this.engine = new SearchEngine(options.dimension)
+    this.embedder = options.embedding === 'hash' ? new HashEmbedder(options.dimension) : null
+    this.vector = new Float32Array(this.embedder ? options.dimension : 0)
     this.expander = options.queryExpansion ? new QueryExpander() : null
     this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
     this.homeTerms.subscribe(() => {
@@ -142,7 +168,8 @@ export class IndexedEngine {
       case 'upsert': {
         const fields = analyzeText(change.text)
         this.expander?.addDocument(fields)
-        engine.upsert(this.internDocument(change.doc), fields, null)
+        const vector = this.embedder?.embedTokens(embeddingTokens(fields), this.vector) ?? null
+        engine.upsert(this.internDocument(change.doc), fields, vector)
         this.homeTerms.update(change.home, fields)
         return
       }

@@ -1,6 +1,7 @@
 /**
- * Search: keeps the engine in step with the store (through the bus), embeds off the write path,
- * turns SearchRequests into engine queries and hits into SearchResults.
+ * Search: keeps the engine in step with the store (through the bus), embeds off the write path
+ * (the hash embedder inside the index, on the index's thread; another embedder in batches after the
+ * write), turns SearchRequests into engine queries and hits into SearchResults.
  */
 import { performance } from 'node:perf_hooks'
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -10,6 +11,7 @@ import { RegistryError, invalidField } from '../errors.js'
 import { ID_PATTERNS } from '../identity/ids.js'
 import { analyzeQuery } from '../search/analyzer.js'
 import type { Embedder } from '../search/embedders/embedder.js'
+import { HashEmbedder } from '../search/embedders/hash-embedder.js'
 import type { Fusion, RankingWeights } from '../search/ranking.js'
 import type { EngineQuery, SearchDocument } from '../search/search-engine.js'
 import type { FieldTokens } from '../search/text-index.js'
@@ -38,6 +40,7 @@ import {
   type CapabilityFilter,
   type CapabilityValues,
   type DocumentText,
+  embeddingText,
   type IndexChange,
   type IndexOptions,
   type IndexQuery,
@@ -186,11 +189,6 @@ function homeFields(r: EntityRecord): HomeFields {
   return { entity_id: r.entity_id, home_registry: r.home_registry, home_registry_id: r.home_registry_id }
 }
 
-/** What the embedder reads of a record: the same text the index analyses, as one string. */
-function embeddingText(t: DocumentText): string {
-  return [t.name, t.category, t.tags.join(' '), t.summary, t.capabilities.join(' ')].join('. ')
-}
-
 /** What a search counted, as its response reports it: a federated search's outcome, or a local one's. */
 type SearchTally = Omit<FederatedOutcome, 'hits' | 'timeoutMs'> & {
   /** The deadline each peer had; null when no peer was asked. */
@@ -241,9 +239,12 @@ export class SearchService {
   private flushScheduled = false
   /** Texts the embedder failed on (also logged); exported as a metric. */
   embedFailures = 0
+  /** The hash embedder runs inside the index, on the index's thread (IndexOptions.embedding). */
+  private readonly indexEmbeds: boolean
 
   constructor(private readonly c: SearchComponents) {
     this.homeTerms = new HomeTermFilterView(c.logger)
+    this.indexEmbeds = c.embedder instanceof HashEmbedder
     this.index = this.createIndex()
     this.now = c.now ?? (() => new Date())
     c.bus.subscribe(event => {
@@ -324,6 +325,7 @@ export class SearchService {
     const { termFilter } = this.c.search
     return {
       dimension: this.c.embedder.dimension,
+      embedding: this.indexEmbeds ? 'hash' : null,
       queryExpansion: this.c.search.queryExpansion,
       homeTerms: {
         registryId: this.c.identity.registryId,
@@ -423,7 +425,7 @@ export class SearchService {
     const records = this.c.store.entitiesAfter(move.after, MOVE_CHUNK)
     for (const record of records) {
       move.index.apply(this.upsertOf(record))
-      const vector = from.vectorOf(record.entity_id)
+      const vector = this.indexEmbeds ? null : from.vectorOf(record.entity_id)
       if (vector) move.index.apply({ op: 'vector', entityId: record.entity_id, vector })
       if (record.developer_id) move.developers.add(record.developer_id)
       move.after = record.entity_id
@@ -490,8 +492,9 @@ export class SearchService {
       this.refreshDeveloper(record.developer_id)
     const upsert = this.upsertOf(record)
     this.apply(upsert)
-    this.pending.set(record.entity_id, embeddingText(upsert.text))
     this.moveToWorkerWhenGrown()
+    if (this.indexEmbeds) return
+    this.pending.set(record.entity_id, embeddingText(upsert.text))
     if (!this.flushing && !this.flushScheduled) {
       this.flushScheduled = true
       setImmediate(() => {

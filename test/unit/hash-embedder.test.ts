@@ -5,6 +5,7 @@ import { dot, l2normalize } from '../../src/search/embedders/embedder.js'
 import { hash32, HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
 import { WORD_VECTORS_URL, WordVectors, wordVectors } from '../../src/search/word-vectors.js'
 import { defaultConfig } from '../../src/config.js'
+import { type DocumentText, analyzeText, embeddingText, embeddingTokens } from '../../src/services/search-index.js'
 
 /** The node's default dimension, and where its word part starts. */
 const DIMENSION = defaultConfig().search.dimension
@@ -243,4 +244,29 @@ test('a batch of 1,000 short texts gives each text its own vector, as one at a t
     vectors.every((v, i) => bytes(v).equals(bytes(e.embedOne(texts[i]!)))),
     "each is its own text's vector, in order"
   )
+})
+
+test("a record's vector from the index's own analysis is the vector of its embedding text, into a buffer or not", t => {
+  const embedder = new HashEmbedder(DIMENSION)
+  const records: DocumentText[] = [
+    {
+      name: 'Flight-Booker v2',
+      category: 'travel',
+      tags: ['flights', 'hotels', 'large language model'],
+      summary: "Books the agent's flights; compares fares (e.g. SFO→JFK) and hotels.",
+      capabilities: ['booking', 'search_v2']
+    },
+    { name: 'Résumé ﬁxer', category: 'écriture', tags: ['ΟΔΟΣ', 'İstanbul'], summary: 'नमस्ते दुनिया', capabilities: [] },
+    { name: '', category: '', tags: [], summary: '', capabilities: [] },
+    { name: 'x', category: 'the', tags: ['a', 'of'], summary: 'A. B. C.', capabilities: ['gpt-4o', '...'] }
+  ]
+  const buffer = new Float32Array(DIMENSION).fill(7)
+  for (const record of records) {
+    const tokens = embeddingTokens(analyzeText(record))
+    t.deepEqual(tokens, analyze(embeddingText(record)), record.name)
+    const expected = embedder.embedOne(embeddingText(record))
+    t.deepEqual(embedder.embedTokens(tokens), expected, record.name)
+    t.is(embedder.embedTokens(tokens, buffer), buffer)
+    t.deepEqual(buffer, expected, `${record.name}, into a used buffer`)
+  }
 })

@@ -3,20 +3,23 @@ import { pino } from 'pino'
 import { defaultConfig } from '../../src/config.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
+import { HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
 import {
   type IndexChange,
   type IndexOptions,
   type IndexQuery,
   LocalSearchIndex,
-  type SearchIndex
+  type SearchIndex,
+  embeddingText
 } from '../../src/services/search-index.js'
 import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
 import type { TermFilterMessage } from '../../src/wire/federation.js'
 import { searchDoc as doc } from '../helpers/search-documents.js'
 
 const REGISTRY = 'zns:registry:0123456789abcdef0123456789abcdef'
-const options = (queryExpansion: boolean): IndexOptions => ({
-  dimension: 16,
+const options = (queryExpansion: boolean, embedding: IndexOptions['embedding'] = null): IndexOptions => ({
+  dimension: 64,
+  embedding,
   queryExpansion,
   homeTerms: { registryId: REGISTRY, host: 'home.test', falsePositiveRate: 0.01, rebuildIntervalMs: 1e9 }
 })
@@ -98,5 +101,25 @@ for (const [where, make] of Object.entries(KINDS)) {
     const [filter] = filters as [TermFilterMessage]
     t.is(filter.registry_id, REGISTRY)
     t.is(filter.items, new Set([...analyze(HOME[0]), ...analyze(HOME[1])]).size)
+  })
+}
+
+for (const [where, make] of Object.entries(KINDS)) {
+  test(`${where}, an index with the hash embedding embeds each record itself, as the embedder would`, async t => {
+    const embedding = make(options(false, 'hash'), () => {})
+    const without = make(options(false), () => {})
+    t.teardown(() => Promise.all([embedding.close(), without.close()]))
+    for (const change of [upsert('papers', HOME[0]), upsert('flights', HOME[1])]) {
+      embedding.apply(change)
+      without.apply(change)
+    }
+    const text = { name: '', tags: [], category: '', summary: HOME[1], capabilities: [] }
+    // No word of the query is in a record: only the vector can find one.
+    const byVector = { ...query('zzyzx'), vector: new HashEmbedder(64).embedOne(embeddingText(text)), minSemantic: 0.5 }
+    const [hit, ...others] = (await embedding.search(byVector)).hits
+    t.is(hit?.entityId, 'flights')
+    t.true((hit?.breakdown.semantic_similarity ?? 0) > 0.99, 'the same vector, but for int8 quantisation')
+    t.deepEqual(others, [])
+    t.deepEqual((await without.search(byVector)).hits, [], 'vectors come from outside the index otherwise')
   })
 }

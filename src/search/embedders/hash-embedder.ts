@@ -75,8 +75,15 @@ export class HashEmbedder implements Embedder {
 
   /** The synchronous core of embed() for one text. */
   embedOne(text: string): Float32Array {
-    const v = new Float32Array(this.dimension)
-    const tokens = analyze(text)
+    return this.embedTokens(analyze(text))
+  }
+
+  /**
+   * The vector of a text already analyzed (its analyze() tokens, in order). `into`, when given, is
+   * zeroed and filled instead of a new array (the search index embeds every upsert into one buffer).
+   */
+  embedTokens(tokens: readonly string[], into?: Float32Array): Float32Array {
+    const v = into ? into.fill(0) : new Float32Array(this.dimension)
     for (let i = 0; i < tokens.length; i++) {
       const token = tokens[i]!
       this.add(v, token, UNIGRAM_WEIGHT)
