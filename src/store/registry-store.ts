@@ -1,3 +1,4 @@
+import './unsliced-strings.js'
 import { hash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'

@@ -5,6 +5,7 @@
  * once, synchronously against what is held and in flight, then makes the claim durable before
  * the payment goes further; of two requests carrying one payment, exactly one gets through.
  */
+import '../../store/unsliced-strings.js'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { open, type RootDatabase } from 'lmdb'
