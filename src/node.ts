@@ -326,11 +326,10 @@ function loadViews(store: RegistryStore, views: Services, logger: Logger): void 
     views.catalog.loadRecord(record)
     views.liveness.loadRecord(record)
     views.quota.loadRecord(record)
-    views.search.loadRecord(record)
   }
   views.catalog.loaded()
   views.liveness.loaded()
-  // The index may be built in its worker after this returns; a query waits behind the documents anyway.
+  // Search reads the store again, a chunk per turn, after this returns; a query waits until it has every record.
   views.search.loaded().then(
     entities => logger.info({ entities, ms: Math.round(performance.now() - began) }, 'search index built'),
     (err: unknown) => logger.error({ err }, 'search index not built')

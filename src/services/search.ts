@@ -102,6 +102,12 @@ const QUIET_UTILIZATION = 0.25
 const MOVE_REGARDLESS_AT = 25_000
 /** Records copied to the worker's index per turn of the event loop while the engine moves. */
 const MOVE_CHUNK = 256
+/**
+ * Records read from the store per turn while the index is built at start (or rebuilt). At most two
+ * such chunks are on their way to a worker at a time: at a million entities the whole store sent at
+ * once sat about 450 MB deep in the worker's message queue, memory the process kept after.
+ */
+const BUILD_CHUNK = 5000
 const DEFAULT_ENRICH_TIMEOUT_MS = 3000
 
 /** Capability words a card declares (A2A skills by id, name and tags; plain lists otherwise). */
@@ -239,6 +245,9 @@ export class SearchService {
   private flushScheduled = false
   /** Texts the embedder failed on (also logged); exported as a metric. */
   embedFailures = 0
+  /** The index being filled from the store (at start, or after a lost worker); searches wait for it. */
+  private building: Promise<number> | null = null
+  private stopped = false
   /** The hash embedder runs inside the index, on the index's thread (IndexOptions.embedding). */
   private readonly indexEmbeds: boolean
 
@@ -266,15 +275,13 @@ export class SearchService {
     })
   }
 
-  /** One stored entity at start (its liveness loaded first); vectors follow in the background. */
-  loadRecord(record: EntityRecord): void {
-    this.indexRecord(record)
-  }
-
-  /** After the last stored entity: builds the home term filter; the number of documents once the index holds them. */
+  /**
+   * Once the other views are loaded (search ranks by liveness): fills the index from the store,
+   * BUILD_CHUNK records per turn, then builds the home term filter. Resolves with the number of
+   * documents once the index holds them all; searches wait until then.
+   */
   loaded(): Promise<number> {
-    this.index.apply({ op: 'home-filter' })
-    return this.index.settled()
+    return this.startBuild()
   }
 
   /** Lets `federated: true` reach peers through the mesh (the node calls this once its mesh runs). */
@@ -289,6 +296,7 @@ export class SearchService {
 
   /** Stops the filter's rebuild timer, lets queued embeddings finish, then stops the index (its worker). */
   async close(): Promise<void> {
+    this.stopped = true
     this.federation = null
     this.homeTerms.stop()
     this.stopQuietWatch()
@@ -301,6 +309,7 @@ export class SearchService {
 
   /** Resolves once every queued embedding is done and the index holds every change (tests, benchmarks, shutdown). */
   async idle(): Promise<void> {
+    while (this.building) await this.building.catch(() => 0)
     while (this.flushing || this.pending.size > 0) await (this.flushing ?? this.flush())
     await this.index.settled()
   }
@@ -372,8 +381,41 @@ export class SearchService {
   private rebuild(): void {
     this.index = this.createIndex()
     this.knownDevelopers.clear()
-    for (const record of this.c.store.allEntities()) this.indexRecord(record)
-    this.index.apply({ op: 'home-filter' })
+    this.startBuild().catch((err: unknown) => this.c.logger.error({ err }, 'search index not rebuilt'))
+  }
+
+  private startBuild(): Promise<number> {
+    const building: Promise<number> = this.build(this.index).finally(() => {
+      if (this.building === building) this.building = null
+    })
+    this.building = building
+    return building
+  }
+
+  /**
+   * Reads every stored record into `index` a chunk at a time. Writes that land meanwhile reach the
+   * index directly: a chunk read later holds the store's latest version, and an entity deregistered
+   * before its chunk is no longer there to read (as in the move to the worker). A first chunk, all a
+   * small store has, is read in the caller's turn.
+   */
+  private async build(index: SearchIndex): Promise<number> {
+    let after: string | null = null
+    let previous: Promise<number> | null = null
+    for (;;) {
+      const records = this.c.store.entitiesAfter(after, BUILD_CHUNK)
+      for (const record of records) this.indexRecord(record)
+      if (records.length < BUILD_CHUNK) break
+      after = (records[records.length - 1] as EntityRecord).entity_id
+      const settled = index.settled()
+      // The chunk before this one is in the index: at most two on their way.
+      if (previous) await previous
+      previous = settled
+      await nextTurn()
+      // Replaced (its worker lost: a new build runs) or closing.
+      if (this.index !== index || this.stopped) return 0
+    }
+    this.apply({ op: 'home-filter' })
+    return index.settled()
   }
 
   /**
@@ -640,6 +682,8 @@ export class SearchService {
 
   /** This node's own search: the best `limit` results after `offset`, with the total. */
   private async runLocal(body: SearchFields, offset: number, limit: number): Promise<LocalPart> {
+    // A build replaced by another (a lost worker) hands its waiters on to the next.
+    while (this.building) await this.building.catch(() => 0)
     const started = performance.now()
     // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
