@@ -168,54 +168,57 @@ test.serial('a lost search worker is rebuilt from the store; the queries it held
   t.deepEqual(await answer(inWorker, query), before)
 })
 
-test.serial('a node started on more records than a build chunk holds: searches wait until the index has every one', async t => {
-  const count = 12_000
-  const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
-  const store = await RegistryStore.open(dir)
-  const now = new Date().toISOString()
-  await store.commit(tx => {
-    for (let n = 0; n < count; n++)
-      tx.putEntity({
-        entity_id: `zns:${n.toString(16).padStart(32, '0')}`,
-        type: 'agent',
-        name: `Stored ${n}`,
-        category: n % 2 ? 'odd' : 'even',
-        summary: n === count - 1 ? 'The last record of the store' : 'A record of the store',
-        version: '1.0.0',
-        tags: [],
-        public_key: `ed25519:${'A'.repeat(43)}=`,
-        signature: `ed25519:${'A'.repeat(86)}==`,
-        entity_url: 'https://stored.example',
-        service_endpoint: null,
-        openapi_url: null,
-        codebase_hash: null,
-        developer_id: null,
-        entity_index: null,
-        developer_proof: null,
-        capability_summary: null,
-        pricing_model: null,
-        entity_name: null,
-        ttl: 86_400,
-        status: 'active',
-        last_heartbeat: null,
-        registered_at: now,
-        updated_at: now,
-        home_registry: 'elsewhere.test',
-        home_registry_id: 'zns:registry:elsewhere',
-        schema_version: SCHEMA_VERSION,
-        registration_signatures: []
-      } as EntityRecord)
-  })
-  await store.close()
+test.serial(
+  'a node started on more records than a build chunk holds: searches wait until the index has every one',
+  async t => {
+    const count = 12_000
+    const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
+    const store = await RegistryStore.open(dir)
+    const now = new Date().toISOString()
+    await store.commit(tx => {
+      for (let n = 0; n < count; n++)
+        tx.putEntity({
+          entity_id: `zns:${n.toString(16).padStart(32, '0')}`,
+          type: 'agent',
+          name: `Stored ${n}`,
+          category: n % 2 ? 'odd' : 'even',
+          summary: n === count - 1 ? 'The last record of the store' : 'A record of the store',
+          version: '1.0.0',
+          tags: [],
+          public_key: `ed25519:${'A'.repeat(43)}=`,
+          signature: `ed25519:${'A'.repeat(86)}==`,
+          entity_url: 'https://stored.example',
+          service_endpoint: null,
+          openapi_url: null,
+          codebase_hash: null,
+          developer_id: null,
+          entity_index: null,
+          developer_proof: null,
+          capability_summary: null,
+          pricing_model: null,
+          entity_name: null,
+          ttl: 86_400,
+          status: 'active',
+          last_heartbeat: null,
+          registered_at: now,
+          updated_at: now,
+          home_registry: 'elsewhere.test',
+          home_registry_id: 'zns:registry:elsewhere',
+          schema_version: SCHEMA_VERSION,
+          registration_signatures: []
+        } as EntityRecord)
+    })
+    await store.close()
 
-  const n = await nodes.start({ search: { worker_from_entities: 0 } }, dir)
-  // Sent at once, while the index is filled from the store a chunk per turn.
-  const [all, last] = await Promise.all([
-    search(n, { type: 'any', status: 'any', max_results: 1 }),
-    search(n, { query: 'last record', status: 'any' })
-  ])
-  t.is(all.body.total_found, count)
-  t.is(last.body.results[0]?.name, `Stored ${count - 1}`, 'the last chunk is searchable by its words')
-  await register(n, 0, entities[0] as Record<string, unknown>)
-  t.is((await search(n, { type: 'any', status: 'any', max_results: 1 })).body.total_found, count + 1)
-})
+    const n = await nodes.start({ search: { worker_from_entities: 0 } }, dir)
+    // Sent at once, while the index is filled from the store a chunk per turn.
+    const [all, last] = await Promise.all([
+      search(n, { type: 'any', status: 'any', max_results: 1 }),
+      search(n, { query: 'last record', status: 'any' })
+    ])
+    t.is(all.body.total_found, count)
+    t.is(last.body.results[0]?.name, `Stored ${count - 1}`, 'the last chunk is searchable by its words')
+    await register(n, 0, entities[0] as Record<string, unknown>)
+    t.is((await search(n, { type: 'any', status: 'any', max_results: 1 })).body.total_found, count + 1)
+  }
+)
