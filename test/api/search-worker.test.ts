@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import test from 'ava'
-import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { LocalSearchIndex } from '../../src/services/search-index.js'
 import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, testNodes, type TestNode } from '../helpers/node.js'
+import { storedEntity } from '../helpers/stored-records.js'
 import { until } from '../helpers/wait.js'
 
 const dev = developer(41)
@@ -174,39 +174,18 @@ test.serial(
     const count = 12_000
     const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
     const store = await RegistryStore.open(dir)
-    const now = new Date().toISOString()
     await store.commit(tx => {
       for (let n = 0; n < count; n++)
-        tx.putEntity({
-          entity_id: `zns:${n.toString(16).padStart(32, '0')}`,
-          type: 'agent',
-          name: `Stored ${n}`,
-          category: n % 2 ? 'odd' : 'even',
-          summary: n === count - 1 ? 'The last record of the store' : 'A record of the store',
-          version: '1.0.0',
-          tags: [],
-          public_key: `ed25519:${'A'.repeat(43)}=`,
-          signature: `ed25519:${'A'.repeat(86)}==`,
-          entity_url: 'https://stored.example',
-          service_endpoint: null,
-          openapi_url: null,
-          codebase_hash: null,
-          developer_id: null,
-          entity_index: null,
-          developer_proof: null,
-          capability_summary: null,
-          pricing_model: null,
-          entity_name: null,
-          ttl: 86_400,
-          status: 'active',
-          last_heartbeat: null,
-          registered_at: now,
-          updated_at: now,
-          home_registry: 'elsewhere.test',
-          home_registry_id: 'zns:registry:elsewhere',
-          schema_version: SCHEMA_VERSION,
-          registration_signatures: []
-        } as EntityRecord)
+        tx.putEntity(
+          storedEntity({
+            entity_id: `zns:${n.toString(16).padStart(32, '0')}`,
+            name: `Stored ${n}`,
+            category: n % 2 ? 'odd' : 'even',
+            summary: n === count - 1 ? 'The last record of the store' : 'A record of the store',
+            home_registry: 'elsewhere.test',
+            home_registry_id: 'zns:registry:elsewhere'
+          })
+        )
     })
     await store.close()
 

@@ -17,10 +17,10 @@ import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { analyze } from '../../src/search/analyzer.js'
 import { TermFilter } from '../../src/search/term-filter.js'
-import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
 import { spawnNode, type NodeProcess } from '../../scripts/lib/node-process.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
+import { storedEntity } from '../helpers/stored-records.js'
 import { until } from '../helpers/wait.js'
 
 const MESH = { enabled: true }
@@ -41,37 +41,15 @@ const eventsOfB: RegistryEvent[] = []
 async function plant(n: TestNode, name: string, summary: string, category = 'tools'): Promise<string> {
   const key = keyPairFromSeed(randomBytes(32))
   const id = deriveId('agent', key.publicKey)
-  const now = new Date().toISOString()
-  const record: EntityRecord = {
+  const record = storedEntity({
     entity_id: id,
-    type: 'agent',
     name,
     category,
     summary,
-    version: '1.0.0',
-    tags: [],
     public_key: formatKey(key.publicKey),
-    signature: `ed25519:${'A'.repeat(86)}==`,
-    entity_url: 'https://planted.example',
-    service_endpoint: null,
-    openapi_url: null,
-    codebase_hash: null,
-    developer_id: null,
-    entity_index: null,
-    developer_proof: null,
-    capability_summary: null,
-    pricing_model: null,
-    entity_name: null,
-    ttl: 86_400,
-    status: 'active',
-    last_heartbeat: null,
-    registered_at: now,
-    updated_at: now,
     home_registry: n.config.host,
-    home_registry_id: n.node.identity.registryId,
-    schema_version: SCHEMA_VERSION,
-    registration_signatures: []
-  }
+    home_registry_id: n.node.identity.registryId
+  })
   await n.node.store.commit(tx => tx.putEntity(record))
   n.node.bus.publish('agent_registered', { entity_id: id })
   return id
