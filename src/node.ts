@@ -317,8 +317,9 @@ function buildServices(config: NodeConfig, options: NodeOptions, logger: Logger,
 }
 
 /**
- * The stored entities are read once (each read decodes every record) and feed each in-memory view;
- * liveness before search, which ranks by it.
+ * The stored entities are read once (each read decodes every record) and feed the in-memory views
+ * the node needs before it listens; search, which ranks by liveness, reads them again afterwards, a
+ * chunk per turn, so that its worker is never sent the whole store at once.
  */
 function loadViews(store: RegistryStore, views: Services, logger: Logger): void {
   const began = performance.now()
