@@ -35,6 +35,7 @@ import { documentFields, searchDocument } from '../src/services/search.js'
 import type { EntityRecord } from '../src/store/records.js'
 import { wordVectors } from '../src/search/word-vectors.js'
 import { report } from './lib/report.js'
+import { storedEntity } from './lib/stored-records.js'
 
 const { weights: DEFAULT_WEIGHTS, minSemantic: DEFAULT_MIN_SEMANTIC } = searchSettings(defaultConfig())
 
@@ -75,35 +76,21 @@ const queries = load<FixtureQuery[]>('queries.json')
 
 const nowIso = new Date().toISOString()
 function record(e: FixtureEntity): EntityRecord {
-  return {
+  return storedEntity({
     entity_id: e.id,
     type: e.type,
     name: e.name,
     category: e.category,
     summary: e.summary,
-    version: '1.0.0',
     tags: e.tags,
     public_key: '',
     signature: '',
     entity_url: null,
-    service_endpoint: null,
-    openapi_url: null,
-    codebase_hash: null,
-    developer_id: null,
-    entity_index: null,
-    developer_proof: null,
     capability_summary: e.capability_summary,
-    pricing_model: null,
-    entity_name: null,
-    ttl: 86400,
-    status: 'active',
-    last_heartbeat: null,
     registered_at: nowIso,
     updated_at: nowIso,
-    home_registry: 'eval',
-    schema_version: '1.0',
-    registration_signatures: []
-  }
+    home_registry: 'eval'
+  })
 }
 
 /** What the node embeds for an entity (mirrors embeddingText in src/services/search.ts). */

@@ -46,12 +46,13 @@ import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { loadOrCreateNodeIdentity } from '../../src/identity/node-identity.js'
-import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
+import type { EntityRecord } from '../../src/store/records.js'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { DOMAIN, VOCABULARY, entityContent, zipfCorpus } from '../lib/corpus.js'
 import { machineLoad, sleep } from '../lib/mesh-bench.js'
 import { cpuSeconds, spawnNode, type NodeProcess } from '../lib/node-process.js'
 import { percentile, report } from '../lib/report.js'
+import { storedEntity } from '../lib/stored-records.js'
 
 /** src/node.ts's NODE_KEY_FILE (not imported: node.ts loads the whole node, uWS included). */
 const NODE_KEY_FILE = 'node-key.json'
@@ -85,36 +86,24 @@ async function prepare(name: string, data: string, host: string, count: number, 
   for (let i = 0; i < count; i++) {
     const content = entityContent(corpus, i)
     const key = keyPairFromSeed(createHash('sha256').update(`bench-federated ${name} ${i}`).digest()).publicKey
-    batch.push({
-      entity_id: deriveId(content.type, key),
-      type: content.type,
-      name: content.name,
-      category: content.category,
-      summary: content.summary,
-      version: '1.0.0',
-      tags: content.tags,
-      public_key: formatKey(key),
-      signature: `ed25519:${'A'.repeat(86)}==`,
-      entity_url: content.type === 'agent' ? `https://${name}-${i}.bench.example` : null,
-      service_endpoint: content.type === 'service' ? `https://${name}-${i}.bench.example/api` : null,
-      openapi_url: null,
-      codebase_hash: null,
-      developer_id: null,
-      entity_index: null,
-      developer_proof: null,
-      capability_summary: content.capability_summary,
-      pricing_model: null,
-      entity_name: null,
-      ttl: 86_400,
-      status: 'active',
-      last_heartbeat: null,
-      registered_at: now,
-      updated_at: now,
-      home_registry: host,
-      home_registry_id: identity.registryId,
-      schema_version: SCHEMA_VERSION,
-      registration_signatures: []
-    })
+    batch.push(
+      storedEntity({
+        entity_id: deriveId(content.type, key),
+        type: content.type,
+        name: content.name,
+        category: content.category,
+        summary: content.summary,
+        tags: content.tags,
+        public_key: formatKey(key),
+        entity_url: content.type === 'agent' ? `https://${name}-${i}.bench.example` : null,
+        service_endpoint: content.type === 'service' ? `https://${name}-${i}.bench.example/api` : null,
+        capability_summary: content.capability_summary,
+        registered_at: now,
+        updated_at: now,
+        home_registry: host,
+        home_registry_id: identity.registryId
+      })
+    )
     if (batch.length === 2000) await flush()
   }
   await flush()

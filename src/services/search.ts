@@ -309,7 +309,7 @@ export class SearchService {
 
   /** Resolves once every queued embedding is done and the index holds every change (tests, benchmarks, shutdown). */
   async idle(): Promise<void> {
-    while (this.building) await this.building.catch(() => 0)
+    await this.built()
     while (this.flushing || this.pending.size > 0) await (this.flushing ?? this.flush())
     await this.index.settled()
   }
@@ -382,6 +382,11 @@ export class SearchService {
     this.index = this.createIndex()
     this.knownDevelopers.clear()
     this.startBuild().catch((err: unknown) => this.c.logger.error({ err }, 'search index not rebuilt'))
+  }
+
+  /** Resolves once no build runs; a build replaced by another (a lost worker) hands its waiters on to the next. */
+  private async built(): Promise<void> {
+    while (this.building) await this.building.catch(() => 0)
   }
 
   private startBuild(): Promise<number> {
@@ -682,8 +687,7 @@ export class SearchService {
 
   /** This node's own search: the best `limit` results after `offset`, with the total. */
   private async runLocal(body: SearchFields, offset: number, limit: number): Promise<LocalPart> {
-    // A build replaced by another (a lost worker) hands its waiters on to the next.
-    while (this.building) await this.building.catch(() => 0)
+    await this.built()
     const started = performance.now()
     // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
     const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined

@@ -6,9 +6,9 @@ import test from 'ava'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { LocalSearchIndex } from '../../src/services/search-index.js'
 import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
+import { storedEntity } from '../../scripts/lib/stored-records.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, testNodes, type TestNode } from '../helpers/node.js'
-import { storedEntity } from '../helpers/stored-records.js'
 import { until } from '../helpers/wait.js'
 
 const dev = developer(41)

@@ -18,9 +18,9 @@ import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { analyze } from '../../src/search/analyzer.js'
 import { TermFilter } from '../../src/search/term-filter.js'
 import { spawnNode, type NodeProcess } from '../../scripts/lib/node-process.js'
+import { storedEntity } from '../../scripts/lib/stored-records.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
-import { storedEntity } from '../helpers/stored-records.js'
 import { until } from '../helpers/wait.js'
 
 const MESH = { enabled: true }

@@ -1,12 +1,12 @@
 import { SCHEMA_VERSION, type EntityRecord } from '../../src/store/records.js'
 
 /**
- * An entity record as the store holds it, with placeholder keys and signatures: for tests that
- * write to a store directly (records that never replicate, or a store filled before a node starts).
+ * An entity record as the store holds it, with placeholder keys and signatures: for tests and
+ * benchmarks that write to a store directly (records that never replicate, a store filled before a
+ * node starts, the eval's index).
  */
 export function storedEntity(
-  fields: Pick<EntityRecord, 'entity_id' | 'name' | 'summary' | 'home_registry' | 'home_registry_id'> &
-    Partial<EntityRecord>
+  fields: Pick<EntityRecord, 'entity_id' | 'name' | 'summary' | 'home_registry'> & Partial<EntityRecord>
 ): EntityRecord {
   const now = new Date().toISOString()
   return {
