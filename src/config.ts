@@ -341,7 +341,7 @@ const TABLE = [
     flag: 'commit-delay-ms',
     min: 0,
     max: 100,
-    doc: 'Milliseconds concurrent writes wait to share one LMDB transaction; batching keeps commit latency flat as the store grows.'
+    doc: 'Once a write began within this many milliseconds, the next waits out the rest of that time to share one LMDB transaction with the writes that come meanwhile; a lone write does not wait. Batching saves CPU under load.'
   },
   {
     key: 'store.min_free_bytes',

@@ -64,6 +64,41 @@ const rawStore = (dir: string) => open({ path: join(dir, 'registry.lmdb'), maxDb
 
 const subjectsInLog = (store: RegistryStore) => [...store.allOperations()].map(o => o.subject)
 
+test('with a commit delay a lone commit begins at once, and commits within the delay share one transaction', t =>
+  inDataDir(async dir => {
+    // Long enough that ten turns of a busy event loop (other tests run beside this one) fit in it.
+    const delayMs = 1500
+    const store = await RegistryStore.open(dir, { commitDelayMs: delayMs })
+    // The same environment, opened beside the store to read its last transaction ID.
+    const raw = rawStore(dir)
+    const lastTxnId = () => (raw.getStats() as { lastTxnId: number }).lastTxnId
+    try {
+      const before = lastTxnId()
+      const started = performance.now()
+      await store.commit(tx => tx.appendOperation(op('lone', 0)))
+      t.true(performance.now() - started < delayMs / 2, 'the first commit in a while does not wait')
+      t.is(lastTxnId(), before + 1)
+      // Each in its own turn of the event loop, all within the delay of the first.
+      const gathered: Promise<number>[] = []
+      for (let n = 0; n < 10; n++) {
+        gathered.push(store.commit(tx => (tx.appendOperation(op(`gathered-${n}`, n)), n)))
+        await new Promise(resolve => setImmediate(resolve))
+      }
+      t.deepEqual(await Promise.all(gathered), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+      t.is(lastTxnId(), before + 2, 'ten commits, one transaction')
+      t.deepEqual(subjectsInLog(store), ['lone', ...Array.from({ length: 10 }, (_, n) => `gathered-${n}`)])
+      // Closing while a commit waits for its turn: the commit is written, then the store closes.
+      const last = store.commit(tx => tx.appendOperation(op('last', 0)))
+      await store.close()
+      await last
+    } finally {
+      await raw.close()
+    }
+    const reopened = await RegistryStore.open(dir)
+    t.is(reopened.operationsOf('last').length, 1)
+    await reopened.close()
+  }))
+
 test('the operation log appends in order across aborted commits and a reopen; a new store compresses its large values', t =>
   inDataDir(async dir => {
     let store = await RegistryStore.open(dir)
