@@ -190,9 +190,9 @@ export class RegistryStore {
   ) {}
 
   /**
-   * `commitDelayMs` lets concurrent writes share one transaction: a commit waits that long for others
-   * to join it (lmdb-js's own `commitDelay` is ignored while it batches by event turn, as it does by
-   * default, and child transactions never start without that batching).
+   * `commitDelayMs` lets concurrent writes share one transaction (`gathered`); lmdb-js's own
+   * `commitDelay` is ignored while it batches by event turn, as it does by default, and child
+   * transactions never start without that batching.
    */
   static async open(
     dataDir: string,

@@ -81,7 +81,12 @@ test('with a commit delay a lone commit begins at once, and commits within the d
       // Each in its own turn of the event loop, all within the delay of the first.
       const gathered: Promise<number>[] = []
       for (let n = 0; n < 10; n++) {
-        gathered.push(store.commit(tx => (tx.appendOperation(op(`gathered-${n}`, n)), n)))
+        gathered.push(
+          store.commit(tx => {
+            tx.appendOperation(op(`gathered-${n}`, n))
+            return n
+          })
+        )
         await new Promise(resolve => setImmediate(resolve))
       }
       t.deepEqual(await Promise.all(gathered), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
