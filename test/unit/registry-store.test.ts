@@ -67,7 +67,7 @@ const subjectsInLog = (store: RegistryStore) => [...store.allOperations()].map(o
 test('with a commit delay a lone commit begins at once, and commits within the delay share one transaction', t =>
   inDataDir(async dir => {
     // Long enough that ten turns of a busy event loop (other tests run beside this one) fit in it.
-    const delayMs = 1500
+    const delayMs = 4000
     const store = await RegistryStore.open(dir, { commitDelayMs: delayMs })
     // The same environment, opened beside the store to read its last transaction ID.
     const raw = rawStore(dir)
@@ -89,18 +89,25 @@ test('with a commit delay a lone commit begins at once, and commits within the d
         )
         await new Promise(resolve => setImmediate(resolve))
       }
+      t.true(performance.now() - started < delayMs, 'the ten were asked for within the delay')
       t.deepEqual(await Promise.all(gathered), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
       t.is(lastTxnId(), before + 2, 'ten commits, one transaction')
       t.deepEqual(subjectsInLog(store), ['lone', ...Array.from({ length: 10 }, (_, n) => `gathered-${n}`)])
-      // Closing while a commit waits for its turn: the commit is written, then the store closes.
-      const last = store.commit(tx => tx.appendOperation(op('last', 0)))
-      await store.close()
-      await last
     } finally {
       await raw.close()
+      await store.close()
     }
+  }))
+
+test('a store closed while a commit waits to gather writes that commit first', t =>
+  inDataDir(async dir => {
+    const store = await RegistryStore.open(dir, { commitDelayMs: 200 })
+    await store.commit(tx => tx.appendOperation(op('first', 0)))
+    const waiting = store.commit(tx => tx.appendOperation(op('waiting', 0)))
+    await store.close()
+    await waiting
     const reopened = await RegistryStore.open(dir)
-    t.is(reopened.operationsOf('last').length, 1)
+    t.is(reopened.operationsOf('waiting').length, 1)
     await reopened.close()
   }))
 
