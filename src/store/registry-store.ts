@@ -190,7 +190,7 @@ export class RegistryStore {
   ) {}
 
   /**
-   * `commitDelayMs` lets concurrent writes share one transaction (`gathered`); lmdb-js's own
+   * `commitDelayMs` lets concurrent writes share one transaction (`gatheringFor`); lmdb-js's own
    * `commitDelay` is ignored while it batches by event turn, as it does by default, and child
    * transactions never start without that batching.
    */
@@ -403,7 +403,8 @@ export class RegistryStore {
     if (this.pendingCommits >= MAX_PENDING_COMMITS) await new Promise<void>(resolve => this.commitSlots.push(resolve))
     this.pendingCommits++
     try {
-      if (this.commitDelayMs > 0) await this.gathered()
+      const gathering = this.commitDelayMs > 0 ? this.gatheringFor() : null
+      if (gathering) await gathering
       return await this.commitNow(fn)
     } finally {
       this.pendingCommits--
@@ -412,27 +413,27 @@ export class RegistryStore {
   }
 
   /**
-   * Resolves when this commit may begin: at once when none began in the last `commitDelayMs` (a
-   * lone write waits for nothing), else when that period ends, together with every commit that came
-   * meanwhile: they resume in order, in one turn of the event loop, so lmdb-js writes them in one
-   * transaction.
+   * What a commit waits for before it begins: nothing (null) when none began in the last
+   * `commitDelayMs`, so a lone write begins at once; else the end of that period, when every commit
+   * that came meanwhile resumes, in order and in one turn of the event loop, so lmdb-js writes them
+   * in one transaction.
    */
-  private async gathered(): Promise<void> {
-    if (!this.gathering) {
-      const wait = this.lastCommitStart + this.commitDelayMs - performance.now()
-      if (wait <= 0) {
-        this.lastCommitStart = performance.now()
-        return
-      }
-      this.gathering = new Promise<void>(resolve =>
-        setTimeout(() => {
-          this.gathering = null
-          this.lastCommitStart = performance.now()
-          resolve()
-        }, wait)
-      )
+  private gatheringFor(): Promise<void> | null {
+    if (this.gathering) return this.gathering
+    const now = performance.now()
+    const wait = this.lastCommitStart + this.commitDelayMs - now
+    if (wait <= 0) {
+      this.lastCommitStart = now
+      return null
     }
-    await this.gathering
+    this.gathering = new Promise<void>(resolve =>
+      setTimeout(() => {
+        this.gathering = null
+        this.lastCommitStart = performance.now()
+        resolve()
+      }, wait)
+    )
+    return this.gathering
   }
 
   private async commitNow<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
