@@ -210,6 +210,12 @@ export class SearchEngine {
     return slot === undefined ? null : this.vectors.get(slot)
   }
 
+  /** The document's analyzed fields as indexed (null: no such document). */
+  fieldsOf(entityId: string): FieldTokens | null {
+    const slot = this.slots.get(entityId)
+    return slot === undefined ? null : this.text.fieldsOf(slot)
+  }
+
   /** Whether the developer's part was set (or a document of theirs indexed). */
   knowsDeveloper(developerId: string): boolean {
     return this.developerNumbers.has(developerId)

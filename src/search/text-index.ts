@@ -161,6 +161,21 @@ export class TextIndex {
     })
   }
 
+  /** The document's analyzed fields as `add` got them, read back from its term sequence. */
+  fieldsOf(slot: number): FieldTokens {
+    const fields: string[][] = FIELDS.map(() => [])
+    const start = this.sequenceStart[slot] as number
+    const end = start + (this.sequenceLength[slot] as number)
+    let f = 0
+    for (let i = start; i < end; i++) {
+      const id = this.sequences[i] as number
+      if (id === FIELD_BREAK) f++
+      else (fields[f] as string[]).push((this.postings[id] as Postings).term)
+    }
+    const [name, tags, category, summary, capabilities] = fields as [string[], string[], string[], string[], string[]]
+    return { name, tags, category, summary, capabilities }
+  }
+
   private termId(term: string): number {
     let id = this.termIds.get(term)
     if (id === undefined) {

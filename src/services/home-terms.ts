@@ -98,16 +98,18 @@ export class HomeTermSummary {
 
   /** A record was indexed with these terms. Records homed elsewhere are ignored (or dropped, if they were home before). */
   update(record: HomeFields, fields: FieldTokens): void {
-    if (!this.isHome(record)) {
-      this.remove(record.entity_id)
-      return
-    }
+    if (this.isHome(record)) this.updateHome(record.entity_id, fields)
+    else this.remove(record.entity_id)
+  }
+
+  /** A home record was indexed with these terms. */
+  updateHome(entityId: string, fields: FieldTokens): void {
     const distinct = new Set<string>()
     for (const list of Object.values(fields)) for (const term of list) distinct.add(term)
     const next = packIds([...distinct].map(term => this.acquire(term)))
-    const previous = this.byEntity.get(record.entity_id)
+    const previous = this.byEntity.get(entityId)
     if (previous !== undefined) for (const id of unpackIds(previous)) this.release(id)
-    this.byEntity.set(record.entity_id, next)
+    this.byEntity.set(entityId, next)
     this.changed()
   }
 

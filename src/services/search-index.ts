@@ -85,7 +85,15 @@ export type IndexChange =
   | { op: 'developer'; developerId: string; part: number }
   | { op: 'patch'; entityId: string; change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>> }
   | { op: 'remove'; entityId: string }
-  /** Build the home term filter now (after the initial load); later changes rebuild it on their own. */
+  /**
+   * A load of the whole store begins (at start, or after a lost worker): until 'home-filter',
+   * records are indexed for text and filters only; their vectors and home terms follow.
+   */
+  | { op: 'bulk-load' }
+  /**
+   * Build the home term filter (after the initial load, once its deferred work is done); later
+   * changes rebuild it on their own.
+   */
   | { op: 'home-filter' }
 
 /**
@@ -130,6 +138,9 @@ function holdsAll(list: readonly string[], values: readonly string[]): boolean {
   return true
 }
 
+/** Records of a bulk load completed per turn of the index's thread (about 25 µs each at 1M). */
+const DEFERRED_PER_TURN = 2000
+
 /**
  * The engine and what belongs with it on its thread: the analysis of each record, the query
  * expander and the home term summary (both fed by that analysis), one copy of each repeated
@@ -149,6 +160,11 @@ export class IndexedEngine {
   private readonly embedder: HashEmbedder | null
   /** The vector of the record being indexed (the engine keeps a quantised copy). */
   private readonly vector: Float32Array
+  /** While a bulk load runs ('bulk-load' until 'home-filter'). */
+  private bulk = false
+  /** Records of a bulk load still without their vector and home terms: entity → whether it is home. */
+  private readonly deferred = new Map<string, boolean>()
+  private completing: NodeJS.Immediate | null = null
 
   constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
     this.engine = new SearchEngine(options.dimension)
@@ -168,8 +184,14 @@ export class IndexedEngine {
       case 'upsert': {
         const fields = analyzeText(change.text)
         this.expander?.addDocument(fields)
-        const vector = this.embedder?.embedTokens(embeddingTokens(fields), this.vector) ?? null
-        engine.upsert(this.internDocument(change.doc), fields, vector)
+        const doc = this.internDocument(change.doc)
+        if (this.bulk) {
+          engine.upsert(doc, fields, null)
+          this.deferred.set(doc.entityId, this.homeTerms.isHome(change.home))
+          return
+        }
+        this.deferred.delete(doc.entityId)
+        engine.upsert(doc, fields, this.embedder?.embedTokens(embeddingTokens(fields), this.vector) ?? null)
         this.homeTerms.update(change.home, fields)
         return
       }
@@ -183,12 +205,39 @@ export class IndexedEngine {
         engine.patch(change.entityId, change.change)
         return
       case 'remove':
+        this.deferred.delete(change.entityId)
         engine.remove(change.entityId)
         this.homeTerms.remove(change.entityId)
         return
+      case 'bulk-load':
+        this.bulk = true
+        return
       case 'home-filter':
-        this.homeTerms.rebuild()
+        this.bulk = false
+        // A completion under way builds the filter when it ends.
+        if (!this.completing) this.completeDeferred()
     }
+  }
+
+  /**
+   * Gives the records of a bulk load their vectors and home terms, DEFERRED_PER_TURN at a time with
+   * turns between for queries and changes, then builds the home term filter. Their fields are read
+   * back from the text index: analyzing the text again would cost as much as the work deferred.
+   */
+  private completeDeferred = (): void => {
+    this.completing = null
+    let done = 0
+    for (const [entityId, home] of this.deferred) {
+      this.deferred.delete(entityId)
+      const fields = this.engine.fieldsOf(entityId)
+      if (!fields) continue
+      if (this.embedder)
+        this.engine.setVector(entityId, this.embedder.embedTokens(embeddingTokens(fields), this.vector))
+      if (home) this.homeTerms.updateHome(entityId, fields)
+      if (++done === DEFERRED_PER_TURN) break
+    }
+    if (this.deferred.size > 0) this.completing = setImmediate(this.completeDeferred)
+    else this.homeTerms.rebuild()
   }
 
   search(query: IndexQuery): IndexAnswer {
@@ -213,6 +262,7 @@ export class IndexedEngine {
   }
 
   close(): void {
+    if (this.completing) clearImmediate(this.completing)
     this.homeTerms.stop()
   }
 

@@ -123,3 +123,43 @@ for (const [where, make] of Object.entries(KINDS)) {
     t.deepEqual((await without.search(byVector)).hits, [], 'vectors come from outside the index otherwise')
   })
 }
+
+for (const [where, make] of Object.entries(KINDS)) {
+  test(`${where}, a bulk load indexes text first, then gives the records their vectors and home terms`, async t => {
+    const filters: TermFilterMessage[] = []
+    const bulk = make(options(false, 'hash'), m => filters.push(m))
+    const direct = make(options(false, 'hash'), () => {})
+    t.teardown(() => Promise.all([bulk.close(), direct.close()]))
+    const records = [
+      upsert('papers', HOME[0]),
+      upsert('flights', HOME[1]),
+      upsert('weather', 'Forecasts rain and wind for your city', true),
+      upsert('gone', 'Translates contracts between languages')
+    ]
+    bulk.apply({ op: 'bulk-load' })
+    for (const change of records) {
+      bulk.apply(change)
+      direct.apply(change)
+    }
+    bulk.apply({ op: 'remove', entityId: 'gone' })
+    direct.apply({ op: 'remove', entityId: 'gone' })
+    const text = { name: '', tags: [], category: '', summary: HOME[1], capabilities: [] }
+    const byVector = { ...query('zzyzx'), vector: new HashEmbedder(64).embedOne(embeddingText(text)), minSemantic: 0.5 }
+    t.is(await bulk.settled(), 3)
+    t.deepEqual(
+      (await bulk.search(query('flights'))).hits.map(h => h.entityId),
+      ['flights'],
+      'searchable by text during the load'
+    )
+    t.deepEqual((await bulk.search(byVector)).hits, [], 'no vector yet')
+
+    bulk.apply({ op: 'home-filter' })
+    while (filters.length === 0) await new Promise(resolve => setTimeout(resolve, 5))
+    const [after] = (await bulk.search(byVector)).hits
+    const [expected] = (await direct.search(byVector)).hits
+    t.is(after?.entityId, 'flights')
+    t.is(after?.score, expected?.score, 'the vector made from the fields read back is the one made at once')
+    const [filter] = filters as [TermFilterMessage]
+    t.is(filter.items, new Set([...analyze(HOME[0]), ...analyze(HOME[1])]).size, 'the home terms, without the removed record')
+  })
+}
