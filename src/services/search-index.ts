@@ -138,8 +138,11 @@ function holdsAll(list: readonly string[], values: readonly string[]): boolean {
   return true
 }
 
-/** Records of a bulk load completed per turn of the index's thread (about 25 µs each at 1M). */
-const DEFERRED_PER_TURN = 2000
+/**
+ * Records of a bulk load completed per turn of the index's thread: about 25 µs each at 1M, so a
+ * query waits at most about 12 ms behind them.
+ */
+const DEFERRED_PER_TURN = 500
 
 /**
  * The engine and what belongs with it on its thread: the analysis of each record, the query
