@@ -160,6 +160,10 @@ for (const [where, make] of Object.entries(KINDS)) {
     t.is(after?.entityId, 'flights')
     t.is(after?.score, expected?.score, 'the vector made from the fields read back is the one made at once')
     const [filter] = filters as [TermFilterMessage]
-    t.is(filter.items, new Set([...analyze(HOME[0]), ...analyze(HOME[1])]).size, 'the home terms, without the removed record')
+    t.is(
+      filter.items,
+      new Set([...analyze(HOME[0]), ...analyze(HOME[1])]).size,
+      'the home terms, without the removed record'
+    )
   })
 }
