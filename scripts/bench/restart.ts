@@ -50,8 +50,8 @@ function totalFound(agent: Agent, base: URL): Promise<number | null> {
 }
 
 /** CPU share of each thread group (main, the V8 and worker threads named "node", libuv, …) since the last call. */
-function cpuSampler(pid: number, since: number): () => Promise<string> {
-  let last = new Map<string, number>()
+async function cpuSampler(pid: number, since: number): Promise<() => Promise<string>> {
+  let last = await cpuSecondsByThread(pid)
   let lastAt = performance.now()
   return async () => {
     const now = await cpuSecondsByThread(pid)
@@ -78,7 +78,7 @@ for (let run = 1; run <= Number(args.runs); run++) {
   const node = await spawnNode(['--data', work, '--http-port', '0', '--no-rate-limit'], { startTimeoutMs: 600_000 })
   const listening = performance.now() - started
   const pid = node.child.pid as number
-  const sample = cpuSampler(pid, started)
+  const sample = await cpuSampler(pid, started)
   const sampler = setInterval(() => void sample().then(line => console.log(`  ${line}`)), sampleMs)
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   const base = new URL(node.url)
