@@ -2,14 +2,15 @@
  * Cold start of a kept data directory, repeatable: `npm run bench:restart -- --data DIR [--runs N]`.
  * Each run copies DIR (made by `npm run bench:search -- --entities N --keep --no-restart`, so every run
  * restarts the same store), starts a node on the copy and prints when it listened and when search
- * answered (searches wait until the index holds every record), the RSS then, and each thread group's CPU share every `--sample` seconds.
+ * answered (searches wait until the index holds every record), the RSS then, and each thread group's
+ * CPU share every `--sample` seconds.
  * Alternate runs of two builds to compare them: a restart at 1M varies by ±10 s between runs here.
  * `npm run bench:search` reports the same restart once, with the time until vectors are complete.
  */
 import { cp, rm } from 'node:fs/promises'
-import { Agent, request } from 'node:http'
+import { Agent } from 'node:http'
 import { parseArgs } from 'node:util'
-import { sleep } from '../lib/mesh-bench.js'
+import { call, machineLoad, sleep } from '../lib/mesh-bench.js'
 import { cpuSecondsByThread, memoryMiB, spawnNode } from '../lib/node-process.js'
 import { report } from '../lib/report.js'
 
@@ -29,24 +30,11 @@ const sampleMs = Number(args.sample) * 1000
 /** Every entity, whatever its type and status. */
 const EVERYTHING = JSON.stringify({ type: 'any', status: 'any', max_results: 1 })
 
-function totalFound(agent: Agent, base: URL): Promise<number | null> {
-  return new Promise(resolve => {
-    const req = request(
-      new URL('/v1/search', base),
-      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
-      res => {
-        let text = ''
-        res.on('data', (d: Buffer) => {
-          text += d
-        })
-        res.on('end', () =>
-          resolve(res.statusCode === 200 ? (JSON.parse(text) as { total_found: number }).total_found : null)
-        )
-      }
-    )
-    req.on('error', () => resolve(null))
-    req.end(EVERYTHING)
-  })
+/** The first search answer's count of entities (null: no answer yet). */
+async function totalFound(agent: Agent, base: URL): Promise<number | null> {
+  // Searches wait for the index, up to minutes at a million entities.
+  const reply = await call(agent, base, 'POST', '/v1/search', EVERYTHING, {}, 600_000)
+  return reply.status === 200 ? (JSON.parse(reply.text) as { total_found: number }).total_found : null
 }
 
 /** CPU share of each thread group (main, the V8 and worker threads named "node", libuv, …) since the last call. */
@@ -74,6 +62,7 @@ async function cpuSampler(pid: number, since: number): Promise<() => Promise<str
 for (let run = 1; run <= Number(args.runs); run++) {
   await rm(work, { recursive: true, force: true })
   await cp(pristine, work, { recursive: true })
+  const loadAtStart = machineLoad()
   const started = performance.now()
   const node = await spawnNode(['--data', work, '--http-port', '0', '--no-rate-limit'], { startTimeoutMs: 600_000 })
   const listening = performance.now() - started
@@ -91,7 +80,7 @@ for (let run = 1; run <= Number(args.runs); run++) {
   const searchable = performance.now() - started
   clearInterval(sampler)
   const memory = await memoryMiB(pid)
-  report('run', run, `of ${args.runs}`)
+  report('run', run, `of ${args.runs} (load average ${loadAtStart} at the start)`)
   report('restart_listening', (listening / 1000).toFixed(1), 's (spawn to "listening on")')
   report(
     'restart_all_searchable',

@@ -193,7 +193,7 @@ export class IndexedEngine {
           this.deferred.set(doc.entityId, this.homeTerms.isHome(change.home))
           return
         }
-        this.deferred.delete(doc.entityId)
+        if (this.deferred.size > 0) this.deferred.delete(doc.entityId)
         engine.upsert(doc, fields, this.embedder?.embedTokens(embeddingTokens(fields), this.vector) ?? null)
         this.homeTerms.update(change.home, fields)
         return

@@ -403,7 +403,7 @@ export class RegistryStore {
     if (this.pendingCommits >= MAX_PENDING_COMMITS) await new Promise<void>(resolve => this.commitSlots.push(resolve))
     this.pendingCommits++
     try {
-      const gathering = this.commitDelayMs > 0 ? this.gatheringFor() : null
+      const gathering = this.gatheringFor()
       if (gathering) await gathering
       return await this.commitNow(fn)
     } finally {
@@ -419,6 +419,7 @@ export class RegistryStore {
    * in one transaction.
    */
   private gatheringFor(): Promise<void> | null {
+    if (this.commitDelayMs <= 0) return null
     if (this.gathering) return this.gathering
     const now = performance.now()
     const wait = this.lastCommitStart + this.commitDelayMs - now
