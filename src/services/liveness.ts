@@ -105,6 +105,11 @@ export class LivenessService implements LivenessView {
   /** Ends the pause between two batches of a paced sweep (stop). */
   private wakeSweep: (() => void) | null = null
   private stopping = false
+  /**
+   * When this node began observing heartbeats (its start): silence is counted from here at the
+   * earliest, because while the node was down no entity could reach it.
+   */
+  private observingSince = Number.NEGATIVE_INFINITY
   private flushTimer: NodeJS.Timeout | null = null
   private flushing: Promise<void> | null = null
   /** The batch that follows the one being written (see flush). */
@@ -145,6 +150,7 @@ export class LivenessService implements LivenessView {
   }
 
   start(): void {
+    this.observingSince = this.now().getTime()
     // Failures (a full disk) leave the states in memory, for the next round to write.
     const report = (what: string) => (err: unknown) => {
       this.c.logger?.warn({ err }, `liveness ${what} not written; retried next round`)
@@ -349,7 +355,10 @@ export class LivenessService implements LivenessView {
 
   private isSilent(entityId: string, s: LiveState, now: number): boolean {
     return (
-      s.row >= 0 && s.active && now - s.last_seen > this.c.liveness.inactiveAfterMs && !this.transitions.has(entityId)
+      s.row >= 0 &&
+      s.active &&
+      now - Math.max(s.last_seen, this.observingSince) > this.c.liveness.inactiveAfterMs &&
+      !this.transitions.has(entityId)
     )
   }
 

@@ -341,3 +341,31 @@ test.serial('a restart keeps last-seen times and statuses', async t => {
   t.is(after.status, 'active')
   t.not(after.last_heartbeat, null)
 })
+
+test.serial('after a restart, silence counts from the start: downtime alone flips no entity', async t => {
+  // Downtime longer than the threshold: the entity could not reach its home meanwhile.
+  let clock = Date.now()
+  const dir = await mkdtemp(join(tmpdir(), 'registry-node-test-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const config = testConfig(dir, { liveness: { inactive_after_seconds: 60, flush_interval_ms: 50 } })
+  const options = { logger: pino({ level: 'silent' }), now: () => new Date(clock) }
+  const first = await startRegistryNode(config, options)
+  const a = agent(dev, 13)
+  await register(first, a)
+  const c = await Client.open(wsUrl(first, `/v1/entities/${a.agentId}/ws`))
+  t.like(await c.call(deployedBeat(a, stampAt(clock))), { type: 'ack', status: 'active' })
+  c.close()
+  await first.stop()
+
+  clock += 10 * 60_000
+  const second = await startRegistryNode(config, options)
+  t.teardown(() => second.stop())
+  const status = async () => (await http(second.url, 'GET', `/v1/entities/${a.agentId}`)).body.status as string
+  t.is(await second.liveness.sweep(), 0, 'no sweep right after the start flips it')
+  clock += 59_000
+  t.is(await second.liveness.sweep(), 0)
+  t.is(await status(), 'active')
+  clock += 2_000 // over a minute of silence since the start
+  t.is(await second.liveness.sweep(), 1)
+  t.is(await status(), 'inactive')
+})
