@@ -1,18 +1,36 @@
 /**
  * Canonical JSON: object keys sorted by UTF-16 code unit (recursively), compact separators,
  * strings written as JSON.stringify writes them. Undefined members are dropped, as JSON does.
+ * Built as one string, without an array per object: every write's signature checks and seal run
+ * it (about 3 % of a registration's CPU with the arrays).
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return `[${value.map(v => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i]
+      if (i > 0) out += ','
+      out += v === undefined ? 'null' : canonicalJson(v)
+    }
+    return `${out}]`
+  }
   const obj = value as Record<string, unknown>
-  const parts: string[] = []
-  for (const key of Object.keys(obj).sort()) {
+  const keys = Object.keys(obj)
+  // Already-sorted keys (most bodies are written that way) skip the sort.
+  for (let i = 1; i < keys.length; i++)
+    if ((keys[i - 1] as string) > (keys[i] as string)) {
+      keys.sort()
+      break
+    }
+  let out = '{'
+  for (const key of keys) {
     const v = obj[key]
     if (v === undefined || typeof v === 'function') continue
-    parts.push(`${JSON.stringify(key)}:${canonicalJson(v)}`)
+    if (out.length > 1) out += ','
+    out += `${JSON.stringify(key)}:${canonicalJson(v)}`
   }
-  return `{${parts.join(',')}}`
+  return `${out}}`
 }
 
 // These characters can only occur inside JSON strings, so a plain replace is exact.
