@@ -16,12 +16,12 @@ import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import type { SignedForm } from '../identity/verifiers.js'
 import type { VerifyPriority } from '../identity/verify-pool.js'
 import type { EntityRecord, LivenessRecord, Operation } from '../store/records.js'
+import { SortedRuns } from '../util/sorted-runs.js'
 import { HeartbeatFrame, type HeartbeatAck } from '../wire/sockets.js'
 import { validate } from '../wire/validate.js'
 import type { ServiceComponents } from './components.js'
 import { type LiveState, LivenessTable } from './liveness-table.js'
 import { statusBatchOperation, statusOperation } from './operations.js'
-import { SortedRuns } from '../util/sorted-runs.js'
 
 export interface LivenessSettings {
   inactiveAfterMs: number
