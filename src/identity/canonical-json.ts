@@ -17,7 +17,7 @@ export function canonicalJson(value: unknown): string {
   }
   const obj = value as Record<string, unknown>
   const keys = Object.keys(obj)
-  // Already-sorted keys (most bodies are written that way) skip the sort.
+  // Keys already in order (the objects we build for signing, mostly) skip the sort.
   for (let i = 1; i < keys.length; i++)
     if ((keys[i - 1] as string) > (keys[i] as string)) {
       keys.sort()
