@@ -105,27 +105,21 @@ export function xxh64Low32(text: string, seed: number): number {
       v4h = rh
       v4l = rl
     }
-    rotl(v1h, v1l, 1)
-    hh = rh
-    hl = rl
-    rotl(v2h, v2l, 7)
-    add(hh, hl, rh, rl)
-    hh = rh
-    hl = rl
-    rotl(v3h, v3l, 12)
-    add(hh, hl, rh, rl)
-    hh = rh
-    hl = rl
-    rotl(v4h, v4l, 18)
-    add(hh, hl, rh, rl)
-    hh = rh
-    hl = rl
-    for (const [vh, vl] of [
-      [v1h, v1l],
-      [v2h, v2l],
-      [v3h, v3l],
-      [v4h, v4l]
-    ] as const) {
+    const lanes = [
+      [v1h, v1l, 1],
+      [v2h, v2l, 7],
+      [v3h, v3l, 12],
+      [v4h, v4l, 18]
+    ] as const
+    hh = 0
+    hl = 0
+    for (const [vh, vl, r] of lanes) {
+      rotl(vh, vl, r)
+      add(hh, hl, rh, rl)
+      hh = rh
+      hl = rl
+    }
+    for (const [vh, vl] of lanes) {
       round(0, 0, vh, vl)
       mul((hh ^ rh) >>> 0, (hl ^ rl) >>> 0, P1H, P1L)
       add(rh, rl, P4H, P4L)
