@@ -1,7 +1,7 @@
 /**
  * XXH64 of a string's UTF-8 bytes, its low 32 bits: what bloom-filters' `Hashing.serialize` returns
  * for a string (xxhashjs's `h64(text, seed).toNumber()`), so our filters keep its index rule and
- * peers' filters stay readable. xxhashjs builds a 64-bit object per step (about 6 µs a hash here);
+ * peers' filters stay readable. xxhashjs builds a 64-bit object per step (about 4 µs a hash here);
  * this works on pairs of 32-bit halves in local variables (test/unit/xxh64.test.ts checks them
  * against each other).
  */

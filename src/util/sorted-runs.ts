@@ -10,7 +10,7 @@ export class SortedRuns<T> {
   private heap: number[] = []
   private readonly next: number[] = []
   private merging = false
-  size = 0
+  private left = 0
 
   constructor(
     private readonly keyOf: (item: T) => string,
@@ -21,7 +21,7 @@ export class SortedRuns<T> {
   push(item: T): boolean {
     if (this.merging) throw new Error('SortedRuns: push after take')
     this.current.push(item)
-    this.size++
+    this.left++
     if (this.current.length < this.runLength) return false
     this.close()
     return true
@@ -45,8 +45,13 @@ export class SortedRuns<T> {
         }
       } else this.siftDown(0)
     }
-    this.size -= out.length
+    this.left -= out.length
     return out
+  }
+
+  /** Items pushed and not yet taken. */
+  get size(): number {
+    return this.left
   }
 
   private close(): void {
