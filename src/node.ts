@@ -354,6 +354,7 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
         developers: () => developers.count,
         embeddingFailures: () => p.search.embedFailures,
         embeddingBacklog: () => p.search.embeddingBacklog,
+        storeCommits: () => p.store.commitStats(),
         runtime: () => ({ version: NODE_VERSION, ...runtime() })
       })
     : null

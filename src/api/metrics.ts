@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { StoreCommitStats } from '../store/registry-store.js'
 
 export interface GaugeSources {
   entities(type: 'agent' | 'service'): number
@@ -7,6 +8,7 @@ export interface GaugeSources {
   embeddingBacklog(): number
   /** Operations from other registries refused by quota since start, by reason. */
   quotaRefusals(): Record<string, number>
+  storeCommits(): StoreCommitStats
   /** Labels of the constant registry_node_info gauge. */
   runtime(): { version: string; node: string; http_server: string }
 }
@@ -83,6 +85,38 @@ export class NodeMetrics {
       registers: [this.registry],
       collect() {
         this.set(sources.embeddingBacklog())
+      }
+    })
+    new Counter({
+      name: 'registry_store_commits_total',
+      help: 'LMDB transactions committed since start (concurrent writes share one)',
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        this.inc(sources.storeCommits().commits)
+      }
+    })
+    new Counter({
+      name: 'registry_store_pages_written_total',
+      help: 'LMDB pages written by commits since start',
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        this.inc(sources.storeCommits().pagesWritten)
+      }
+    })
+    new Counter({
+      name: 'registry_store_commit_seconds_total',
+      help: 'Time of LMDB commits by phase: open (start to commit), waiting_for_callbacks (part of open: the writer waiting for the event loop to run the writes), page_writes, sync (overlaps the next transaction)',
+      labelNames: ['phase'],
+      registers: [this.registry],
+      collect() {
+        const { seconds } = sources.storeCommits()
+        this.reset()
+        this.inc({ phase: 'open' }, seconds.open)
+        this.inc({ phase: 'waiting_for_callbacks' }, seconds.waitingForCallbacks)
+        this.inc({ phase: 'page_writes' }, seconds.pageWrites)
+        this.inc({ phase: 'sync' }, seconds.sync)
       }
     })
     new Gauge({

@@ -10,8 +10,11 @@
  *   it costs the verification alone: about 50 µs with libsodium, 125–150 µs with node:crypto (a
  *   600-byte message, the 2-core development machine). Measured at 1,000 registrations/s with the
  *   mesh on (issue 16): the pool cost 0.06–0.1 ms more CPU per registration than inline. So with
- *   libsodium the default (4,000/s) keeps verification inline until the main thread needs relief
- *   (about 2,000 registrations/s); with node:crypto it is 500/s.
+ *   libsodium the default (2,500/s) keeps verification inline at 1,000 registrations/s (two
+ *   signatures each) and hands it to the pool from about 1,250–1,600/s, where the HTTP thread is
+ *   the one that limits the rate (a 1M load: 2,189/s pooled against 1,857–1,966/s inline; at the
+ *   earlier 4,000/s a load of 1.6 signatures per registration never reached it, and an inline
+ *   HTTP thread slowed the rate further below it); with node:crypto it is 500/s.
  *   Workers start with the pool (`prestart`, as the node does: a worker takes 20–50 ms of CPU
  *   to start from dist/, 200–250 ms from the sources under tsx, and starting one only when load
  *   arrives lengthened the first seconds of a burst) or else on the first need; until one is
@@ -101,7 +104,7 @@ export interface VerifyPoolStats {
   broken: boolean
 }
 
-export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 4000 : 500
+export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 2500 : 500
 /**
  * Jobs in one message to a worker. Small enough that a job arriving while a worker is busy waits
  * for little more than one batch (32 × ~0.06 ms); the message cost per job stays small.

@@ -96,6 +96,18 @@ export interface CommittedOperations {
   subjects: Set<string>
 }
 
+/**
+ * What commits cost, summed since the store opened. A transaction is open (`open`) from its start
+ * to its commit; of that, `waitingForCallbacks` is LMDB's writer thread waiting for this thread to
+ * run the transaction's functions (the event loop's other work delays them). Then its pages are
+ * written (`pageWrites`) and, overlapping the next transaction, synced to disk (`sync`).
+ */
+export interface StoreCommitStats {
+  commits: number
+  pagesWritten: number
+  seconds: { open: number; waitingForCallbacks: number; pageWrites: number; sync: number }
+}
+
 /** Writes made inside one LMDB transaction; reads inside it see its own writes. */
 export interface WriteTransaction {
   getEntity(id: string): EntityRecord | undefined
@@ -206,7 +218,9 @@ export class RegistryStore {
       path: join(dataDir, 'registry.lmdb'),
       maxDbs: 16,
       mapSize: 2 ** 34,
-      compression: false
+      compression: false,
+      // Times each commit's phases (a clock read each, nothing more): `commitStats`.
+      ...({ trackMetrics: true } as object)
     })
     const meta = root.openDB<unknown, string>({ name: 'meta' })
     // A store records how its large values are compressed when it is created: lmdb-js reads a
@@ -305,6 +319,21 @@ export class RegistryStore {
         .getRange({ start: [handle, name, MAX], end: [handle, name, 0], reverse: true })
         .map(e => e.value)
     ]
+  }
+
+  /** What the store's commits have cost since it opened (LMDB's own counters). */
+  commitStats(): StoreCommitStats {
+    const s = this.root.getStats() as Partial<Record<string, number>>
+    return {
+      commits: s.txns ?? 0,
+      pagesWritten: s.pagesWritten ?? 0,
+      seconds: {
+        open: s.timeDuringTxns ?? 0,
+        waitingForCallbacks: s.timeTxnWaiting ?? 0,
+        pageWrites: s.timePageFlushes ?? 0,
+        sync: s.timeSync ?? 0
+      }
+    }
   }
 
   /** How many entity records the store holds (LMDB's count of the tree's entries: no scan). */

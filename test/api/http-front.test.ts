@@ -322,6 +322,10 @@ test('metrics: served as Prometheus text when enabled, 404 by default', async t 
   t.true(text.includes('registry_http_requests_total'))
   t.true(text.includes('registry_entities'))
   t.regex(text, /registry_http_requests_total\{[^}]*route="\/health"[^}]*\} 1/)
+  // The store's commits: the node wrote at least its creation time and identity when it started.
+  t.regex(text, /^registry_store_commits_total [1-9]/m)
+  t.regex(text, /^registry_store_pages_written_total [1-9]/m)
+  t.regex(text, /^registry_store_commit_seconds_total\{phase="sync"\} [0-9.e-]+$/m)
   const off = await http(plain.url, 'GET', '/metrics')
   t.like(off, { status: 404, body: { error: 'route_not_found' } })
 })
