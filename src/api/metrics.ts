@@ -87,24 +87,24 @@ export class NodeMetrics {
         this.set(sources.embeddingBacklog())
       }
     })
-    new Counter({
-      name: 'registry_store_commits_total',
-      help: 'LMDB transactions committed since start (concurrent writes share one)',
-      registers: [this.registry],
-      collect() {
-        this.reset()
-        this.inc(sources.storeCommits().commits)
-      }
-    })
-    new Counter({
-      name: 'registry_store_pages_written_total',
-      help: 'LMDB pages written by commits since start',
-      registers: [this.registry],
-      collect() {
-        this.reset()
-        this.inc(sources.storeCommits().pagesWritten)
-      }
-    })
+    const storeCounts: [name: string, help: string, count: (s: StoreCommitStats) => number][] = [
+      [
+        'registry_store_commits_total',
+        'LMDB transactions committed since start (concurrent writes share one)',
+        s => s.commits
+      ],
+      ['registry_store_pages_written_total', 'LMDB pages written by commits since start', s => s.pagesWritten]
+    ]
+    for (const [name, help, count] of storeCounts)
+      new Counter({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.reset()
+          this.inc(count(sources.storeCommits()))
+        }
+      })
     new Counter({
       name: 'registry_store_commit_seconds_total',
       help: 'Time of LMDB commits by phase: open (start to commit), waiting_for_callbacks (part of open: the writer waiting for the event loop to run the writes), page_writes, sync (overlaps the next transaction)',
