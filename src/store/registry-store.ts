@@ -7,6 +7,13 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { RegistryError } from '../errors.js'
 import { lmdbCause, StorageGuard } from './storage-guard.js'
+import {
+  reloadStructuresAfterAbort,
+  STRUCTURES_KEY,
+  savedStructureCounts,
+  structureOptions,
+  VALUE_STRUCTURES
+} from './shared-structures.js'
 import { compressionOptions, VALUE_COMPRESSION } from './value-compression.js'
 import type {
   Approval,
@@ -225,35 +232,42 @@ export class RegistryStore {
     const meta = root.openDB<unknown, string>({ name: 'meta' })
     // A store records how its large values are compressed when it is created: lmdb-js reads a
     // database only with the setting it was written with, so stores made before this stay as they are.
-    if (meta.get('created_at') === undefined && meta.get('value_compression') === undefined)
+    if (meta.get('created_at') === undefined && meta.get('value_compression') === undefined) {
       await meta.put('value_compression', VALUE_COMPRESSION)
+      await meta.put('value_structures', VALUE_STRUCTURES)
+    }
     const stored = meta.get('value_compression')
     const compression = stored === undefined ? false : compressionOptions(String(stored))
-    if (compression === null) {
+    const storedStructures = meta.get('value_structures')
+    // Options of the databases of records (objects): their structures are shared where the store says so.
+    const records = structureOptions(storedStructures)
+    if (compression === null || records === null) {
       await root.close()
       throw new Error(
-        `${dataDir}: values compressed as ${String(stored)}, which this version of registry-node cannot read`
+        compression === null
+          ? `${dataDir}: values compressed as ${String(stored)}, which this version of registry-node cannot read`
+          : `${dataDir}: record structures kept as ${String(storedStructures)}, which this version of registry-node cannot read`
       )
     }
     // Operations are appended under a node-wide sequence number (cheap appends at the end of the
     // B-tree, and a change log in order); a small index finds one subject's history.
-    const operations = root.openDB<Operation, number>({ name: 'oplog', compression })
+    const operations = root.openDB<Operation, number>({ name: 'oplog', ...records, compression })
     const [lastSeq] = [...operations.getKeys({ reverse: true, limit: 1 })] as number[]
     const store = new RegistryStore(
       root,
-      root.openDB<EntityRecord, string>({ name: 'entities', compression }),
-      root.openDB<DeveloperRecord, string>({ name: 'developers' }),
-      root.openDB<Tombstone, string>({ name: 'tombstones' }),
+      root.openDB<EntityRecord, string>({ name: 'entities', ...records, compression }),
+      root.openDB<DeveloperRecord, string>({ name: 'developers', ...records }),
+      root.openDB<Tombstone, string>({ name: 'tombstones', ...records }),
       operations,
       root.openDB<Uint8Array | null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
       meta,
-      root.openDB<HandleRecord, string>({ name: 'handles' }),
-      root.openDB<NameBinding, NameKey>({ name: 'names' }),
-      root.openDB<NameVersion, NameVersionKey>({ name: 'name_versions' }),
+      root.openDB<HandleRecord, string>({ name: 'handles', ...records }),
+      root.openDB<NameBinding, NameKey>({ name: 'names', ...records }),
+      root.openDB<NameVersion, NameVersionKey>({ name: 'name_versions', ...records }),
       root.openDB<null, EntityNameKey>({ name: 'names_by_entity' }),
-      root.openDB<Approval, string>({ name: 'approvals' }),
-      root.openDB<LivenessRecord, string>({ name: 'liveness' }),
-      root.openDB<UsedSignature, string>({ name: 'used_signatures' }),
+      root.openDB<Approval, string>({ name: 'approvals', ...records }),
+      root.openDB<LivenessRecord, string>({ name: 'liveness', ...records }),
+      root.openDB<UsedSignature, string>({ name: 'used_signatures', ...records }),
       root.openDB<[number, number], Buffer>({ name: 'oplog_shared', keyEncoding: 'binary' }),
       lastSeq ?? 0,
       guard
@@ -263,6 +277,19 @@ export class RegistryStore {
       await store.meta.put(STATUS_TIMES_KEY, 1)
     }
     store.statusTimes = store.meta.get(STATUS_TIMES_KEY) !== undefined
+    if (records.sharedStructuresKey)
+      store.sharingStructures = [
+        store.entities,
+        store.developers,
+        store.tombstones,
+        store.operations,
+        store.handles,
+        store.names,
+        store.nameVersions,
+        store.approvals,
+        store.liveness,
+        store.usedSignatures
+      ]
     store.commitDelayMs = options.commitDelayMs ?? 0
     if (store.meta.get('used_signatures') === undefined) await store.indexUsedSignatures()
     return store
@@ -338,7 +365,8 @@ export class RegistryStore {
 
   /** How many entity records the store holds (LMDB's count of the tree's entries: no scan). */
   entityCount(): number {
-    return (this.entities.getStats() as { entryCount: number }).entryCount
+    const entries = (this.entities.getStats() as { entryCount: number }).entryCount
+    return this.sharingStructures.length > 0 && this.entities.doesExist(STRUCTURES_KEY as never) ? entries - 1 : entries
   }
 
   *allEntities(): Iterable<EntityRecord> {
@@ -468,10 +496,16 @@ export class RegistryStore {
 
   private async commitNow<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
     const changes: CommittedOperations = { appended: [], indexed: [], unindexed: [], subjects: new Set() }
+    let refused = false
     const done = this.root.childTransaction(() => {
       this.changes = changes
+      const structures = savedStructureCounts(this.sharingStructures)
       try {
         return fn(this.tx)
+      } catch (err) {
+        refused = true
+        reloadStructuresAfterAbort(this.sharingStructures, structures)
+        throw err
       } finally {
         this.changes = null
       }
@@ -483,6 +517,8 @@ export class RegistryStore {
     try {
       result = await done
     } catch (err) {
+      // The transaction failed as a whole (not `fn`): with it any structure saved in it.
+      if (!refused) reloadStructuresAfterAbort(this.sharingStructures)
       const cause = await lmdbCause(err)
       // lmdb-js leaves a rejected promise of its own behind a failed commit.
       this.root.committed.then(undefined, () => {})
@@ -510,6 +546,8 @@ export class RegistryStore {
   }
 
   private changes: CommittedOperations | null = null
+  /** The record databases whose structures are shared (none in a store made before they were). */
+  private sharingStructures: readonly object[] = []
   private commitDelayMs = 0
   private gathering: Promise<void> | null = null
   private lastCommitStart = Number.NEGATIVE_INFINITY

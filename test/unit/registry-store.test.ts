@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
 import { open } from 'lmdb'
-import type { Operation } from '../../src/store/records.js'
+import type { EntityRecord, Operation } from '../../src/store/records.js'
 import { DuplicateOperation, RegistryStore } from '../../src/store/registry-store.js'
 import { statusOperation } from '../helpers/operations.js'
 
@@ -250,4 +250,93 @@ test('a purge reads and deletes in chunks: thousands of old signatures and expir
     t.is(store.operationsOf(`s-${expired}`).length, 1, 'a subject without a tombstone keeps them')
     await store.close()
     t.is(await usedSignatureCount(dir), 1, 'only the signature newer than the cutoff is remembered')
+  }))
+
+const liveness = (lastSeen: number) => ({
+  last_seen: lastSeen,
+  active: true,
+  active_since: lastSeen,
+  active_ms: 0,
+  observed_since: lastSeen
+})
+
+/** The first byte of each stored value of `name`, in hex: `d4` opens a value carrying its own key list, `40` names the first shared one. */
+async function valueHeads(dir: string, name: string): Promise<string[]> {
+  const raw = rawStore(dir)
+  try {
+    return [...raw.openDB<Buffer, string>({ name, encoding: 'binary' }).getRange()].map(({ value }) =>
+      value.subarray(0, 1).toString('hex')
+    )
+  } finally {
+    await raw.close()
+  }
+}
+
+test('a new store keeps the key lists of its records once per database, not in each value, and reads them back after a reopen', t =>
+  inDataDir(async dir => {
+    let store = await RegistryStore.open(dir)
+    await store.commit(tx => {
+      tx.putLiveness('a', liveness(1))
+      tx.putLiveness('b', liveness(2))
+      tx.putEntity({ entity_id: 'e1', name: 'one' } as unknown as EntityRecord)
+    })
+    t.is(store.entityCount(), 1, 'the structures entry is not an entity')
+    await store.close()
+    t.deepEqual(await valueHeads(dir, 'liveness'), ['40', '40'], 'the shared structure 0x40, no key list')
+    store = await RegistryStore.open(dir)
+    t.deepEqual([...store.allLiveness()], [
+      ['a', liveness(1)],
+      ['b', liveness(2)]
+    ])
+    t.is(store.entityCount(), 1)
+    await store.close()
+  }))
+
+test('a store made before shared record structures keeps the key list in each value, and reads and writes as before', t =>
+  inDataDir(async dir => {
+    const old = rawStore(dir)
+    await old.openDB({ name: 'meta' }).put('created_at', '2026-01-01T00:00:00.000Z')
+    await old.openDB({ name: 'liveness' }).put('a', liveness(1))
+    await old.close()
+    let store = await RegistryStore.open(dir)
+    await store.commit(tx => tx.putLiveness('b', liveness(2)))
+    await store.close()
+    t.deepEqual(await valueHeads(dir, 'liveness'), ['d4', 'd4'])
+    store = await RegistryStore.open(dir)
+    t.deepEqual([...store.allLiveness()].map(([id]) => id), ['a', 'b'])
+    await store.close()
+
+    const later = rawStore(dir)
+    await later.openDB({ name: 'meta' }).put('value_structures', 'shared-99')
+    await later.close()
+    await t.throwsAsync(RegistryStore.open(dir), { message: /structures kept as shared-99/ })
+  }))
+
+test('a record shape first written by a commit that aborted is saved again by the next one, alone or in the same transaction', t =>
+  inDataDir(async dir => {
+    let store = await RegistryStore.open(dir)
+    await t.throwsAsync(
+      store.commit(tx => {
+        tx.putLiveness('lost', liveness(1))
+        throw new Error('refused')
+      })
+    )
+    await store.commit(tx => tx.putLiveness('a', liveness(2)))
+    // Two commits begun in one turn share a transaction: the first aborts after writing a new shape
+    // (an approval), the second writes that shape and commits.
+    const approval = (n: number) => ({ developer_id: `d${n}`, approved_at: `t${n}` })
+    const [aborted, committed] = await Promise.allSettled([
+      store.commit(tx => {
+        tx.putApproval('h1', approval(1))
+        throw new Error('refused')
+      }),
+      store.commit(tx => tx.putApproval('h2', approval(2)))
+    ])
+    t.is(aborted.status, 'rejected')
+    t.is(committed.status, 'fulfilled')
+    await store.close()
+    store = await RegistryStore.open(dir)
+    t.deepEqual([...store.allLiveness()], [['a', liveness(2)]])
+    t.deepEqual(await store.commit(tx => [tx.getApproval('h1'), tx.getApproval('h2')]), [undefined, approval(2)])
+    await store.close()
   }))
