@@ -284,10 +284,13 @@ test('a new store keeps the key lists of its records once per database, not in e
     await store.close()
     t.deepEqual(await valueHeads(dir, 'liveness'), ['40', '40'], 'the shared structure 0x40, no key list')
     store = await RegistryStore.open(dir)
-    t.deepEqual([...store.allLiveness()], [
-      ['a', liveness(1)],
-      ['b', liveness(2)]
-    ])
+    t.deepEqual(
+      [...store.allLiveness()],
+      [
+        ['a', liveness(1)],
+        ['b', liveness(2)]
+      ]
+    )
     t.is(store.entityCount(), 1)
     await store.close()
   }))
@@ -303,7 +306,10 @@ test('a store made before shared record structures keeps the key list in each va
     await store.close()
     t.deepEqual(await valueHeads(dir, 'liveness'), ['d4', 'd4'])
     store = await RegistryStore.open(dir)
-    t.deepEqual([...store.allLiveness()].map(([id]) => id), ['a', 'b'])
+    t.deepEqual(
+      [...store.allLiveness()].map(([id]) => id),
+      ['a', 'b']
+    )
     await store.close()
 
     const later = rawStore(dir)
