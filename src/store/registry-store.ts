@@ -230,8 +230,9 @@ export class RegistryStore {
       ...({ trackMetrics: true } as object)
     })
     const meta = root.openDB<unknown, string>({ name: 'meta' })
-    // A store records how its large values are compressed when it is created: lmdb-js reads a
-    // database only with the setting it was written with, so stores made before this stay as they are.
+    // A store records how its large values are compressed, and whether its record structures are
+    // shared, when it is created: lmdb-js reads a database only with the settings it was written
+    // with, so stores made before either stay as they are.
     if (meta.get('created_at') === undefined && meta.get('value_compression') === undefined) {
       await meta.put('value_compression', VALUE_COMPRESSION)
       await meta.put('value_structures', VALUE_STRUCTURES)
