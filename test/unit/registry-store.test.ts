@@ -202,10 +202,14 @@ const purgeOnMarchFirst = (store: RegistryStore) =>
   store.purgeExpiredTombstones(new Date('2026-03-01T00:00:00.000Z'), new Date('2026-02-01T00:00:00.000Z'))
 
 /** The used signatures the store in `dir` remembers, read with lmdb-js alone. */
-async function usedSignatureCount(dir: string): Promise<number> {
+const usedSignatureCount = (dir: string): Promise<number> =>
+  readRaw(dir, raw => raw.openDB({ name: 'used_signatures' }).getCount())
+
+/** What `read` finds in the store in `dir` opened with lmdb-js alone. */
+async function readRaw<T>(dir: string, read: (raw: ReturnType<typeof rawStore>) => T): Promise<T> {
   const raw = rawStore(dir)
   try {
-    return raw.openDB({ name: 'used_signatures' }).getCount()
+    return read(raw)
   } finally {
     await raw.close()
   }
@@ -261,16 +265,12 @@ const liveness = (lastSeen: number) => ({
 })
 
 /** The first byte of each stored value of `name`, in hex: `d4` opens a value carrying its own key list, `40` names the first shared one. */
-async function valueHeads(dir: string, name: string): Promise<string[]> {
-  const raw = rawStore(dir)
-  try {
-    return [...raw.openDB<Buffer, string>({ name, encoding: 'binary' }).getRange()].map(({ value }) =>
+const valueHeads = (dir: string, name: string): Promise<string[]> =>
+  readRaw(dir, raw =>
+    [...raw.openDB<Buffer, string>({ name, encoding: 'binary' }).getRange()].map(({ value }) =>
       value.subarray(0, 1).toString('hex')
     )
-  } finally {
-    await raw.close()
-  }
-}
+  )
 
 test('a new store keeps the key lists of its records once per database, not in each value, and reads them back after a reopen', t =>
   inDataDir(async dir => {
