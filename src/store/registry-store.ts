@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { open, type Database, type RootDatabase } from 'lmdb'
+import { open, type Database, type Key, type RootDatabase } from 'lmdb'
 import { RegistryError } from '../errors.js'
 import { lmdbCause, StorageGuard } from './storage-guard.js'
 import {
@@ -240,7 +240,6 @@ export class RegistryStore {
     const stored = meta.get('value_compression')
     const compression = stored === undefined ? false : compressionOptions(String(stored))
     const storedStructures = meta.get('value_structures')
-    // Options of the databases of records (objects): their structures are shared where the store says so.
     const records = structureOptions(storedStructures)
     if (compression === null || records === null) {
       await root.close()
@@ -250,25 +249,32 @@ export class RegistryStore {
           : `${dataDir}: record structures kept as ${String(storedStructures)}, which this version of registry-node cannot read`
       )
     }
+    // A database of records (objects): its structures are shared where the store says so.
+    const sharingStructures: object[] = []
+    const recordDb = <V, K extends Key>(name: string, compressed = false): Database<V, K> => {
+      const db = root.openDB<V, K>({ name, ...records, ...(compressed ? { compression } : {}) })
+      if (records.sharedStructuresKey) sharingStructures.push(db)
+      return db
+    }
     // Operations are appended under a node-wide sequence number (cheap appends at the end of the
     // B-tree, and a change log in order); a small index finds one subject's history.
-    const operations = root.openDB<Operation, number>({ name: 'oplog', ...records, compression })
+    const operations = recordDb<Operation, number>('oplog', true)
     const [lastSeq] = [...operations.getKeys({ reverse: true, limit: 1 })] as number[]
     const store = new RegistryStore(
       root,
-      root.openDB<EntityRecord, string>({ name: 'entities', ...records, compression }),
-      root.openDB<DeveloperRecord, string>({ name: 'developers', ...records }),
-      root.openDB<Tombstone, string>({ name: 'tombstones', ...records }),
+      recordDb<EntityRecord, string>('entities', true),
+      recordDb<DeveloperRecord, string>('developers'),
+      recordDb<Tombstone, string>('tombstones'),
       operations,
       root.openDB<Uint8Array | null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
       meta,
-      root.openDB<HandleRecord, string>({ name: 'handles', ...records }),
-      root.openDB<NameBinding, NameKey>({ name: 'names', ...records }),
-      root.openDB<NameVersion, NameVersionKey>({ name: 'name_versions', ...records }),
+      recordDb<HandleRecord, string>('handles'),
+      recordDb<NameBinding, NameKey>('names'),
+      recordDb<NameVersion, NameVersionKey>('name_versions'),
       root.openDB<null, EntityNameKey>({ name: 'names_by_entity' }),
-      root.openDB<Approval, string>({ name: 'approvals', ...records }),
-      root.openDB<LivenessRecord, string>({ name: 'liveness', ...records }),
-      root.openDB<UsedSignature, string>({ name: 'used_signatures', ...records }),
+      recordDb<Approval, string>('approvals'),
+      recordDb<LivenessRecord, string>('liveness'),
+      recordDb<UsedSignature, string>('used_signatures'),
       root.openDB<[number, number], Buffer>({ name: 'oplog_shared', keyEncoding: 'binary' }),
       lastSeq ?? 0,
       guard
@@ -278,19 +284,7 @@ export class RegistryStore {
       await store.meta.put(STATUS_TIMES_KEY, 1)
     }
     store.statusTimes = store.meta.get(STATUS_TIMES_KEY) !== undefined
-    if (records.sharedStructuresKey)
-      store.sharingStructures = [
-        store.entities,
-        store.developers,
-        store.tombstones,
-        store.operations,
-        store.handles,
-        store.names,
-        store.nameVersions,
-        store.approvals,
-        store.liveness,
-        store.usedSignatures
-      ]
+    store.sharingStructures = sharingStructures
     store.commitDelayMs = options.commitDelayMs ?? 0
     if (store.meta.get('used_signatures') === undefined) await store.indexUsedSignatures()
     return store
