@@ -130,7 +130,7 @@ export async function spawnNode(
 /** The node's TCP multiaddr on loopback, from its start line (`registry-node p2p <peer id> at <multiaddr> …`). */
 export async function tcpAddressOf(node: NodeProcess): Promise<string> {
   for (let i = 0; i < 200; i++) {
-    const tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\S+)/.exec(node.output())?.[1]
+    const tcp = /(\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/[^\s"]+)/.exec(node.output())?.[1]
     if (tcp) return tcp
     await new Promise(resolve => setTimeout(resolve, 50))
   }

@@ -3,6 +3,8 @@
  * Public keys are accepted with or without the prefix (deployed clients send both);
  * signatures must carry it (docs/compatibility.md).
  */
+import { bufferView } from '../util/buffer-view.js'
+
 export const KEY_PREFIX = 'ed25519:'
 
 const BASE64_32 = /^[A-Za-z0-9+/]{43}=$/
@@ -22,7 +24,7 @@ export function parseSignature(text: string): Buffer | null {
 }
 
 export function formatKey(raw: Uint8Array): string {
-  return KEY_PREFIX + Buffer.from(raw).toString('base64')
+  return KEY_PREFIX + bufferView(raw).toString('base64')
 }
 
 /** Canonical stored form of a public key string: always prefixed. */

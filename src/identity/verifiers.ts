@@ -7,11 +7,11 @@
  */
 import { canonicalJson, goEscapedJson, withoutSignature } from './canonical-json.js'
 import { developerProofMessage } from './hd.js'
-import type { SignatureVerifier, VerifyPriority } from './verify-pool.js'
+import type { CandidateMessage, SignatureVerifier, VerifyPriority } from './verify-pool.js'
 
 export type SignedForm = string
 
-type Candidate = readonly [form: SignedForm, message: string | Uint8Array]
+type Candidate = readonly [form: SignedForm, message: CandidateMessage]
 
 async function firstVerifying(
   verifier: SignatureVerifier,
@@ -29,16 +29,20 @@ async function firstVerifying(
   return candidates[index]?.[0] ?? null
 }
 
-/** Candidates for a JSON object in canonical form, plain then Go-escaped. */
-function canonicalForms(name: string, value: unknown): Candidate[] {
-  const plain = canonicalJson(value)
-  const escaped = goEscapedJson(plain)
-  return escaped === null
-    ? [[name, plain]]
-    : [
-        [name, plain],
-        [`${name}-escaped`, escaped]
-      ]
+/**
+ * Candidates for a JSON object in canonical form, plain then Go-escaped, each built only when a
+ * check reaches it (the escaped one only when the text has a character to escape).
+ */
+function canonicalForms(name: string, value: () => unknown): Candidate[] {
+  let plain: string | undefined
+  const text = (): string => {
+    plain ??= canonicalJson(value())
+    return plain
+  }
+  return [
+    [name, text],
+    [`${name}-escaped`, () => goEscapedJson(text())]
+  ]
 }
 
 type Body = Record<string, unknown>
@@ -60,8 +64,8 @@ function specThenDeployedVerifier(deployedSignable: (body: Body) => Body): BodyV
   // async so that a throw while building the forms rejects, as it did when each verifier was an async function
   return async (body, publicKey, signature, verifier) =>
     firstVerifying(verifier, publicKey, signature, [
-      ...canonicalForms('spec', withoutSignature(body)),
-      ...canonicalForms('deployed', deployedSignable(body))
+      ...canonicalForms('spec', () => withoutSignature(body)),
+      ...canonicalForms('deployed', () => deployedSignable(body))
     ])
 }
 
@@ -76,8 +80,8 @@ export async function verifyEntityRegistration(
   signature: Buffer,
   verifier: SignatureVerifier
 ): Promise<SignedForm | null> {
-  const spec = canonicalForms('spec', withoutSignature(body))
-  const deployed = canonicalForms('deployed', deployedRegistrationSignable(body))
+  const spec = canonicalForms('spec', () => withoutSignature(body))
+  const deployed = canonicalForms('deployed', () => deployedRegistrationSignable(body))
   const deployedFirst = body.type === undefined && body.entity_type !== undefined
   return firstVerifying(verifier, publicKey, signature, deployedFirst ? [...deployed, ...spec] : [...spec, ...deployed])
 }
@@ -127,7 +131,12 @@ export async function verifyBodySignedUpdate(
   signature: Buffer,
   verifier: SignatureVerifier
 ): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, canonicalForms('spec', withoutSignature(body)))
+  return firstVerifying(
+    verifier,
+    publicKey,
+    signature,
+    canonicalForms('spec', () => withoutSignature(body))
+  )
 }
 
 export async function verifyRawBody(

@@ -49,6 +49,15 @@ import {
 export type SignedMessage = string | Uint8Array
 
 /**
+ * A message to try, or how to build it when it is reached (null: no such form, nothing to try).
+ * A check inline builds only the forms it reaches: the first of a registration's forms usually
+ * verifies, and the others are whole canonical JSON texts of the body.
+ */
+export type CandidateMessage = SignedMessage | (() => SignedMessage | null)
+
+const built = (message: CandidateMessage): SignedMessage | null => (typeof message === 'function' ? message() : message)
+
+/**
  * `low`: work that may wait (heartbeats of connections on probation, which a flood of invalid
  * signatures uses): queued jobs of normal priority always leave for the workers first.
  */
@@ -56,17 +65,27 @@ export type VerifyPriority = 'normal' | 'low'
 
 /** Checks a signature against candidate messages: how services verify (verifiers.ts). */
 export interface SignatureVerifier {
-  /** The index of the first message `signature` verifies for under `publicKey`, or -1. Never rejects. */
+  /**
+   * The index of the first message `signature` verifies for under `publicKey`, or -1. Never
+   * rejects, unless building a message throws.
+   */
   firstVerifying(
     publicKey: Buffer,
     signature: Buffer,
-    messages: readonly SignedMessage[],
+    messages: readonly CandidateMessage[],
     priority?: VerifyPriority
   ): Promise<number>
 }
 
-export function firstVerifyingInline(publicKey: Buffer, signature: Buffer, messages: readonly SignedMessage[]): number {
-  for (let i = 0; i < messages.length; i++) if (verifyRaw(publicKey, messages[i] as SignedMessage, signature)) return i
+export function firstVerifyingInline(
+  publicKey: Buffer,
+  signature: Buffer,
+  messages: readonly CandidateMessage[]
+): number {
+  for (let i = 0; i < messages.length; i++) {
+    const message = built(messages[i] as CandidateMessage)
+    if (message !== null && verifyRaw(publicKey, message, signature)) return i
+  }
   return -1
 }
 
@@ -162,17 +181,27 @@ export class VerifyPool implements SignatureVerifier {
   firstVerifying(
     publicKey: Buffer,
     signature: Buffer,
-    messages: readonly SignedMessage[],
+    candidates: readonly CandidateMessage[],
     priority: VerifyPriority = 'normal'
   ): Promise<number> {
-    if (publicKey.length !== 32 || signature.length !== 64 || messages.length === 0) return Promise.resolve(-1)
-    if (!this.offload() || messages.length > 255) {
+    if (publicKey.length !== 32 || signature.length !== 64 || candidates.length === 0) return Promise.resolve(-1)
+    if (!this.offload() || candidates.length > 255) {
       this.counts.inline++
-      return Promise.resolve(firstVerifyingInline(publicKey, signature, messages))
+      return Promise.resolve(firstVerifyingInline(publicKey, signature, candidates))
     }
     this.counts.pooled++
+    // A worker gets every form there is, and answers with its position among them.
+    const messages: SignedMessage[] = []
+    const positions: number[] = []
+    candidates.forEach((candidate, position) => {
+      const message = built(candidate)
+      if (message === null) return
+      messages.push(message)
+      positions.push(position)
+    })
     return new Promise(resolve => {
-      ;(priority === 'low' ? this.queuedLow : this.queued).push({ publicKey, signature, messages, resolve })
+      const job: Job = { publicKey, signature, messages, resolve: index => resolve(positions[index] ?? -1) }
+      ;(priority === 'low' ? this.queuedLow : this.queued).push(job)
       // After the current task: the jobs a request submits together leave together.
       if (!this.flushScheduled) {
         this.flushScheduled = true

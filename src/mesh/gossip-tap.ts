@@ -20,6 +20,7 @@ import { hash, randomBytes } from 'node:crypto'
 import { createWriteStream, type WriteStream } from 'node:fs'
 import type { GossipsubOpts, Message } from '@libp2p/gossipsub'
 import type { MeshFaults } from './faults.js'
+import { bufferView } from '../util/buffer-view.js'
 
 export interface GossipCounters {
   /** Copies received, first and duplicate (lost ones included). */
@@ -38,7 +39,7 @@ type MetricsRegister = NonNullable<GossipsubOpts['metricsRegister']>
 
 export type TraceEvent = Record<string, string | number | null | string[]>
 
-const hex = (id: Uint8Array): string => Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex')
+const hex = (id: Uint8Array): string => bufferView(id).toString('hex')
 
 /** Content-addressed message IDs: an operation is one message however many nodes publish it. */
 export function contentId(data: Uint8Array): Uint8Array {

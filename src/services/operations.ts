@@ -15,10 +15,11 @@ import { parseJsonBytes } from '../wire/json.js'
 import type { StatusBatchBody } from '../wire/operations.js'
 import type { RemoteWrite, WriteRequest } from './components.js'
 import { eitherSpelling } from './validation.js'
+import { bufferView } from '../util/buffer-view.js'
 
 /** The bytes the accepting node signs: the operation without its node signature, body as base64. */
 export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): string {
-  return canonicalJson({ ...op, body: op.body === null ? null : Buffer.from(op.body).toString('base64') })
+  return canonicalJson({ ...op, body: op.body === null ? null : bufferView(op.body).toString('base64') })
 }
 
 export function sealOperation(

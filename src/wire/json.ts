@@ -4,6 +4,7 @@
  * that walks the value afterwards (canonical JSON, schema checks, msgpack in the store) recurses,
  * and a body of a few KiB nested deeply enough overflows the stack.
  */
+import { bufferView } from '../util/buffer-view.js'
 
 /** The deepest nesting of arrays and objects accepted in any JSON from outside. */
 export const MAX_JSON_DEPTH = 64
@@ -47,5 +48,5 @@ export function nestsDeeperThan(bytes: Uint8Array, limit: number): boolean {
  */
 export function parseJsonBytes(bytes: Uint8Array, limit = MAX_JSON_DEPTH): unknown {
   if (nestsDeeperThan(bytes, limit)) throw new JsonDepthError(limit)
-  return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'))
+  return JSON.parse(bufferView(bytes).toString('utf8'))
 }

@@ -7,6 +7,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { Operation } from '../store/records.js'
 import { validate } from './validate.js'
 import { parseJsonBytes } from './json.js'
+import { bufferView } from '../util/buffer-view.js'
 
 export const OPERATION_LIMITS = {
   /** Bytes of one encoded operation: the largest request body (64 KiB) as base64, with room for the rest. */
@@ -103,7 +104,7 @@ export function toWire(op: Operation): WireOperation {
     v: 1,
     kind: op.kind,
     subject: op.subject,
-    body: op.body === null ? null : Buffer.from(op.body).toString('base64'),
+    body: op.body === null ? null : bufferView(op.body).toString('base64'),
     path: op.path,
     auth: op.auth,
     accepted_at: op.accepted_at,

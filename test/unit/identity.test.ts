@@ -141,6 +141,30 @@ test('canonical JSON sorts keys recursively by UTF-16 code unit and keeps array 
   t.is(canonicalJson({ a: undefined, b: 1 }), '{"b":1}')
 })
 
+test('canonical JSON orders any number of keys as a code-unit sort does', t => {
+  // Shuffled keys, small objects (sorted in place) and large ones (over 32 keys), astral and BMP characters.
+  const alphabet = ['a', 'B', 'z', '_', '0', 'é', '\u{1F600}', '\uFF5E', 'aa']
+  let seed = 7
+  const random = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31
+    return seed % n
+  }
+  for (let round = 0; round < 200; round++) {
+    const obj: Record<string, number> = {}
+    const size = random(60)
+    for (let i = 0; i < size; i++) {
+      let key = ''
+      for (let k = 0; k <= random(4); k++) key += alphabet[random(alphabet.length)]
+      obj[key] = i
+    }
+    const expected = `{${Object.keys(obj)
+      .sort()
+      .map(k => `${JSON.stringify(k)}:${obj[k]}`)
+      .join(',')}}`
+    t.is(canonicalJson(obj), expected)
+  }
+})
+
 test('heartbeat vector: the timestamp alone (deployed) and agent_id+timestamp (spec)', async t => {
   const ts = '2026-05-21T10:00:00Z'
   const deployed = sign(agent, ts)

@@ -70,6 +70,23 @@ test('the workers answer the first message that verifies, -1 when none does, and
   })
 })
 
+test('messages given as functions are built when reached inline, all of them for a worker; null is no message', async t => {
+  const sig = parseSignature(sign(key, 'hello'))!
+  const builtInline: string[] = []
+  const lazy = (text: string | null) => () => {
+    builtInline.push(String(text))
+    return text
+  }
+  t.is(await inlineVerifier.firstVerifying(key.publicKey, sig, [lazy(null), lazy('hello'), lazy('unused')]), 1)
+  t.deepEqual(builtInline, ['null', 'hello'], 'the form after the one that verified is never built')
+  await withPool({ workers: 1, inlineMaxRate: 0 }, async pool => {
+    t.is(await pool.firstVerifying(key.publicKey, sig, [() => null, 'nope', () => null, () => 'hello']), 3)
+    t.is(await pool.firstVerifying(key.publicKey, sig, [() => null, () => 'nope']), -1)
+    t.is(await pool.firstVerifying(key.publicKey, sig, [() => null]), -1)
+    t.is(pool.stats().pooled, 3)
+  })
+})
+
 test('the verifiers give the same forms through the pool as inline', async t => {
   await withPool({ workers: 1, inlineMaxRate: 0 }, async pool => {
     const body = {
