@@ -12,7 +12,7 @@ import type { NodeIdentity } from '../identity/node-identity.js'
 import type { DeveloperProof, EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
 import type { DeveloperProofInput } from '../wire/entities.js'
 import { parseJsonBytes } from '../wire/json.js'
-import type { StatusBatchBody } from '../wire/operations.js'
+import { keepSealedBytes, type StatusBatchBody } from '../wire/operations.js'
 import type { RemoteWrite, WriteRequest } from './components.js'
 import { eitherSpelling } from './validation.js'
 import { bufferView } from '../util/buffer-view.js'
@@ -33,7 +33,10 @@ export function sealOperation(
     origin_key: identity.publicKey,
     ...(identity.host !== undefined ? { origin_host: identity.host } : {})
   }
-  return { ...stamped, node_signature: sign(identity.keyPair, operationSigningBytes(stamped)) }
+  const signed = Buffer.from(operationSigningBytes(stamped))
+  const sealed = { ...stamped, node_signature: sign(identity.keyPair, signed) }
+  keepSealedBytes(sealed, signed)
+  return sealed
 }
 
 /** The node's signed statement of an entity's status: the body and its signature, sealed as an operation. */
