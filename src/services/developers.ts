@@ -318,7 +318,7 @@ export class DeveloperService {
     now: string,
     remote?: RemoteWrite
   ): boolean {
-    if (tx.getDeveloper(proof.developerId)) return false
+    if (tx.hasDeveloper(proof.developerId)) return false
     if (remote) {
       // The home node admitted it; its own developer.implicit operation follows on the mesh.
       tx.putDeveloper(implicitDeveloper(proof.developerId, proof.developerKey, remote.home, now))
@@ -357,7 +357,7 @@ export class DeveloperService {
       this.c.store.commit(tx => {
         const tombstone = tx.getTombstone(op.subject)
         if (tombstone && tombstone.deleted_at >= op.accepted_at) throw new StaleOperation()
-        const absent = !tx.getDeveloper(op.subject)
+        const absent = !tx.hasDeveloper(op.subject)
         if (absent) tx.putDeveloper(implicitDeveloper(op.subject, developerKey, remote.home, op.accepted_at))
         tx.appendOperation(op)
         return absent

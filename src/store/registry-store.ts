@@ -119,6 +119,8 @@ export interface StoreCommitStats {
 export interface WriteTransaction {
   getEntity(id: string): EntityRecord | undefined
   getDeveloper(id: string): DeveloperRecord | undefined
+  /** Whether the developer is stored, without reading its record (every registration with a proof asks). */
+  hasDeveloper(id: string): boolean
   getTombstone(subject: string): Tombstone | undefined
   putEntity(record: EntityRecord): void
   deleteEntity(id: string): void
@@ -554,6 +556,7 @@ export class RegistryStore {
   private readonly tx: WriteTransaction = {
     getEntity: id => this.getEntity(id),
     getDeveloper: id => this.getDeveloper(id),
+    hasDeveloper: id => keyFits(id) && this.developers.doesExist(id),
     getTombstone: subject => this.getTombstone(subject),
     putEntity: record => {
       void this.entities.put(record.entity_id, record)
