@@ -4,7 +4,8 @@
  * when the rate calls for it:
  *
  * - Inline below `inlineMaxRate` signatures per second while nothing is queued in the pool; at or
- *   above it, or while the pool still has jobs in flight, jobs go to the workers. A job costs the
+ *   above it, or while the pool still has jobs in flight, jobs go to the workers, and stay there
+ *   until the rate falls below 85 % of it (POOLING_KEPT_ABOVE). A job costs the
  *   main thread 3–9 µs through the pool (9 with one job per event-loop turn, 3 with sixteen) plus
  *   the postMessage of its batch, and the worker's thread as much again as the verification; inline
  *   it costs the verification alone: about 50 µs with libsodium, 125–150 µs with node:crypto (a
@@ -130,6 +131,14 @@ export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 2500 : 
  */
 const DEFAULT_MAX_BATCH = 32
 const RATE_WINDOW_MS = 250
+/**
+ * Once pooling, the pool keeps the work until the rate falls below this share of `inlineMaxRate`.
+ * Without it a load near the threshold flapped between the two: in the last tenth of a 1M load
+ * (about 1,800 registrations/s, 2,900 signatures/s) the 250 ms windows that dipped under 2,500/s
+ * put 18 % of verifications back on the HTTP thread (5 % in the first tenths), which slowed the
+ * load further (docs/decisions.md).
+ */
+const POOLING_KEPT_ABOVE = 0.85
 const MAX_CONSECUTIVE_DEATHS = 3
 const MAX_BATCHES_IN_FLIGHT = 1
 
@@ -169,6 +178,8 @@ export class VerifyPool implements SignatureVerifier {
   private windowStart = performance.now()
   private windowCount = 0
   private lastRate = 0
+  /** Whether the last job went to the workers (see POOLING_KEPT_ABOVE). */
+  private pooling = false
   private readonly counts = { inline: 0, pooled: 0, batches: 0, answeredSameTurn: 0, retriedInline: 0, workerDeaths: 0 }
 
   constructor(private readonly options: VerifyPoolOptions) {
@@ -255,9 +266,14 @@ export class VerifyPool implements SignatureVerifier {
     this.windowCount++
     const rate = Math.max(this.lastRate, (this.windowCount * 1000) / RATE_WINDOW_MS)
     const busy = this.pending > 0 || this.slots.some(s => s.load > 0)
-    if (!busy && rate < this.inlineMaxRate) return false
+    const threshold = this.pooling ? this.inlineMaxRate * POOLING_KEPT_ABOVE : this.inlineMaxRate
+    if (!busy && rate < threshold) {
+      this.pooling = false
+      return false
+    }
     this.spawnMissing()
-    return this.slots.some(s => s.ready)
+    this.pooling = this.slots.some(s => s.ready)
+    return this.pooling
   }
 
   private spawnMissing(): void {

@@ -239,6 +239,41 @@ test('inline_max_rate: the pool takes over when the rate calls for it', async t 
   }
 })
 
+test('inline_max_rate: once pooling, the pool keeps the work until the rate falls below 85 % of it', t => {
+  // The rate is counted in 250 ms windows; the clock is stepped by hand, and the worker is marked
+  // ready without starting one (only the choice between inline and pool is looked at).
+  const pool = new VerifyPool({ workers: 1, inlineMaxRate: 100 })
+  let now = 0
+  const clock = performance.now
+  performance.now = () => now
+  try {
+    pool['windowStart'] = 0
+    pool['spawnMissing'] = () => {}
+    pool['slots'].push({ ready: true, load: 0 } as never)
+    const offload = (): boolean => pool['offload']()
+    /**
+     * `jobs` in one window; the choice made for the last of them, which follows the rate of the
+     * window before or this one's so far, whichever is higher.
+     */
+    const window = (jobs: number): boolean => {
+      let choice = false
+      for (let i = 0; i < jobs; i++) choice = offload()
+      now += 250
+      return choice
+    }
+    t.false(window(20), '80/s: inline')
+    t.true(window(30), '120/s: pooled')
+    t.true(window(22))
+    t.true(window(20), 'after a window at 88/s: still pooled (above 85/s)')
+    t.false(window(20), 'after a window at 80/s: inline again')
+    t.false(window(22))
+    t.false(window(22), 'after a window at 88/s: inline (below 100/s, not pooling)')
+  } finally {
+    performance.now = clock
+    pool['slots'].length = 0
+  }
+})
+
 test('a worker that dies with jobs in flight: they are verified inline, and a new worker takes its place', async t => {
   const errors: Error[] = []
   await withPool({ workers: 1, inlineMaxRate: 0, onWorkerError: err => errors.push(err) }, async pool => {
@@ -323,6 +358,7 @@ test('the worker also loads as compiled JavaScript beside the module (the dist/ 
       'identity/keys',
       'identity/encoding',
       'util/bounded-map',
+      'util/buffer-view',
       'util/module-worker'
     ]
     for (const name of modules) {
