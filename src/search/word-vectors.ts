@@ -15,6 +15,7 @@
  */
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { bufferView } from '../util/buffer-view.js'
 
 /** Where the table is, from src/search/ (tsx, tests) and dist/search/ (the build) alike. */
 export const WORD_VECTORS_URL = new URL('../../assets/word-vectors.bin', import.meta.url)
@@ -41,7 +42,7 @@ export class WordVectors {
   private readonly index: Map<string, number>
 
   constructor(file: Uint8Array) {
-    const bytes = Buffer.from(file.buffer, file.byteOffset, file.byteLength)
+    const bytes = bufferView(file)
     if (bytes.toString('latin1', 0, 4) !== MAGIC) throw new Error('word vectors: not a ZWV1 file')
     const headerLength = bytes.readUInt32LE(4)
     const header = JSON.parse(bytes.toString('utf8', 8, 8 + headerLength)) as { rows: number; dimensions: number }

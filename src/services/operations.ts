@@ -10,12 +10,12 @@ import { deriveId } from '../identity/ids.js'
 import { sign } from '../identity/keys.js'
 import type { NodeIdentity } from '../identity/node-identity.js'
 import type { DeveloperProof, EntityRecord, Operation, OperationAuth, OperationKind } from '../store/records.js'
+import { bufferView } from '../util/buffer-view.js'
 import type { DeveloperProofInput } from '../wire/entities.js'
 import { parseJsonBytes } from '../wire/json.js'
 import { keepSealedBytes, type StatusBatchBody } from '../wire/operations.js'
 import type { RemoteWrite, WriteRequest } from './components.js'
 import { eitherSpelling } from './validation.js'
-import { bufferView } from '../util/buffer-view.js'
 
 /** The bytes the accepting node signs: the operation without its node signature, body as base64. */
 export function operationSigningBytes(op: Omit<Operation, 'node_signature'>): string {
