@@ -12,7 +12,7 @@
  * (`kernel.perf_event_paranoid` ≤ 1, or root).
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -30,30 +30,43 @@ const { values: args } = parseArgs({
   }
 })
 
+class UsageError extends Error {}
+
 function fail(message: string): never {
-  console.error(`perf-breakdown: ${message}`)
-  process.exit(2)
+  throw new UsageError(message)
+}
+
+/** This process and the ones that started it (npm, its shell): their command lines hold the --match pattern too. */
+function ownLineage(): Set<number> {
+  const lineage = new Set<number>()
+  for (let pid = process.pid; pid > 1 && !lineage.has(pid); ) {
+    lineage.add(pid)
+    // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+  }
+  return lineage
 }
 
 function pidsToRecord(): number[] {
   if (args.pid) return args.pid.split(',').map(Number)
   if (!args.match) fail('give --pid P[,P…] or --match REGEX')
   const found = spawnSync('pgrep', ['-f', args.match], { encoding: 'utf8' })
+  const lineage = ownLineage()
   return found.stdout
     .split('\n')
     .filter(Boolean)
     .map(Number)
-    .filter(pid => pid !== process.pid && pid !== process.ppid)
+    .filter(pid => !lineage.has(pid))
 }
-
-const pids = pidsToRecord()
-if (pids.length === 0 || pids.some(p => !Number.isInteger(p) || p <= 0))
-  fail(`no process to record (${pids.join(',')})`)
 const seconds = Number(args.seconds)
 const frequency = Number(args.frequency)
 const dir = mkdtempSync(join(tmpdir(), 'perf-breakdown-'))
 const data = join(dir, 'perf.data')
 try {
+  const pids = pidsToRecord()
+  if (pids.length === 0 || pids.some(p => !Number.isInteger(p) || p <= 0))
+    fail(`no process to record (${pids.join(',')})`)
   report('machine_load_before', machineLoad(), '')
   const recorded = spawnSync(
     'perf',
@@ -89,6 +102,10 @@ try {
     const role = tid === thread.pid ? 'main' : 'thread'
     report(`thread_${thread.pid}_${tid}`, coreShare(thread.samples), `(${role}; ${top})`)
   }
+} catch (err) {
+  if (!(err instanceof UsageError)) throw err
+  console.error(`perf-breakdown: ${err.message}`)
+  process.exitCode = 2
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }
