@@ -82,16 +82,23 @@ export function classifyLeaf(frame: Frame | undefined): SampleClass {
   return 'other-native'
 }
 
+/** Samples of one thread, by class. */
+export interface ThreadCount {
+  readonly pid: number
+  samples: number
+  readonly byClass: Map<SampleClass, number>
+}
+
 export interface Breakdown {
   readonly samples: number
   readonly byClass: ReadonlyMap<SampleClass, number>
-  /** Per thread: its samples and its own classes. */
-  readonly byThread: ReadonlyMap<
-    number,
-    { readonly pid: number; readonly samples: number; readonly byClass: Map<SampleClass, number> }
-  >
+  readonly byThread: ReadonlyMap<number, ThreadCount>
   /** Per marker: the samples whose stack holds a frame it matches. */
   readonly markers: ReadonlyMap<string, number>
+}
+
+function increment<K>(counts: Map<K, number>, key: K): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1)
 }
 
 /** Counts `samples` of the processes in `pids` (all when empty) by class, thread and marker. */
@@ -101,20 +108,20 @@ export function breakdown(
   markers: Readonly<Record<string, RegExp>> = {}
 ): Breakdown {
   const byClass = new Map<SampleClass, number>()
-  const byThread = new Map<number, { pid: number; samples: number; byClass: Map<SampleClass, number> }>()
-  const marked = new Map<string, number>(Object.keys(markers).map(name => [name, 0]))
+  const byThread = new Map<number, ThreadCount>()
+  const patterns = Object.entries(markers)
+  const marked = new Map<string, number>(patterns.map(([name]) => [name, 0]))
   let total = 0
   for (const sample of samples) {
     if (pids.size > 0 && !pids.has(sample.pid)) continue
     total++
     const cls = classifyLeaf(sample.frames[0])
-    byClass.set(cls, (byClass.get(cls) ?? 0) + 1)
+    increment(byClass, cls)
     let thread = byThread.get(sample.tid)
     if (!thread) byThread.set(sample.tid, (thread = { pid: sample.pid, samples: 0, byClass: new Map() }))
     thread.samples++
-    thread.byClass.set(cls, (thread.byClass.get(cls) ?? 0) + 1)
-    for (const [name, pattern] of Object.entries(markers))
-      if (sample.frames.some(f => pattern.test(f.symbol))) marked.set(name, marked.get(name)! + 1)
+    increment(thread.byClass, cls)
+    for (const [name, pattern] of patterns) if (sample.frames.some(f => pattern.test(f.symbol))) increment(marked, name)
   }
   return { samples: total, byClass, byThread, markers: marked }
 }
