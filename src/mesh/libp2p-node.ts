@@ -24,6 +24,7 @@ import { NODE_VERSION } from '../version.js'
 import { OPERATION_LIMITS } from '../wire/operations.js'
 import { GOSSIP_TOPICS } from './gossip.js'
 import type { GossipTap } from './gossip-tap.js'
+import { installQuietLengthPrefixReads } from './length-prefix-reads.js'
 import { installLazyWindowUpdates } from './yamux-window.js'
 
 // Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (docs/compatibility.md).
@@ -117,6 +118,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
   checkMultiaddrs('p2p.bootstrap', options.bootstrap)
   checkMultiaddrs('p2p.announce', options.announce)
   installLazyWindowUpdates()
+  installQuietLengthPrefixReads()
   return createLibp2p<MeshServices>({
     start: false,
     privateKey: await generateKeyPairFromSeed('Ed25519', options.seed),
