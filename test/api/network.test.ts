@@ -8,13 +8,10 @@ import test from 'ava'
 import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
 import { lpStream } from '@libp2p/utils'
 import { multiaddr } from '@multiformats/multiaddr'
-import { createLibp2p } from 'libp2p'
-import { tcp } from '@libp2p/tcp'
-import { noise } from '@chainsafe/libp2p-noise'
-import { yamux } from '@chainsafe/libp2p-yamux'
 import type { RegistryEvent } from '../../src/events/bus.js'
 import { HELLO_PROTOCOL, decodeHello, encodeHello, registryKeyOf } from '../../src/mesh/peers.js'
 import { parsePeerAddress } from '../../src/mesh/mesh.js'
+import { bareLibp2p } from '../helpers/bare-libp2p.js'
 import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
@@ -268,12 +265,8 @@ test.serial('mesh faults: admin only, validated, and blocking a peer cuts it off
 })
 
 test.serial('a peer whose hello claims another registry stays unverified and its claims are not shown', async t => {
-  const liar = await createLibp2p({
-    privateKey: await generateKeyPairFromSeed('Ed25519', new Uint8Array(32).fill(7)),
-    addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()]
+  const liar = await bareLibp2p({
+    privateKey: await generateKeyPairFromSeed('Ed25519', new Uint8Array(32).fill(7))
   })
   const lie = encodeHello({
     registry_id: a.node.identity.registryId,

@@ -5,13 +5,10 @@
  */
 import '../../src/polyfills.js'
 import test from 'ava'
-import { noise } from '@chainsafe/libp2p-noise'
-import { yamux } from '@chainsafe/libp2p-yamux'
-import { tcp } from '@libp2p/tcp'
 import { LengthPrefixedDecoder, lpStream } from '@libp2p/utils'
-import { createLibp2p } from 'libp2p'
 import type { Uint8ArrayList } from 'uint8arraylist'
 import { installQuietLengthPrefixReads } from '../../src/mesh/length-prefix-reads.js'
+import { bareLibp2p } from '../helpers/bare-libp2p.js'
 
 /** noise's length prefix: two bytes, big-endian; fewer than two buffered throws a RangeError. */
 const uint16Length = (data: Uint8Array | Uint8ArrayList): number => {
@@ -95,14 +92,7 @@ test.serial('frames come out the same however the bytes are split', t => {
 
 test.serial('noise connections between two libp2p nodes carry messages of every size intact', async t => {
   installQuietLengthPrefixReads()
-  const node = () =>
-    createLibp2p({
-      addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
-      transports: [tcp()],
-      connectionEncrypters: [noise()],
-      streamMuxers: [yamux()]
-    })
-  const [sender, receiver] = await Promise.all([node(), node()])
+  const [sender, receiver] = await Promise.all([bareLibp2p(), bareLibp2p()])
   const sizes = Array.from({ length: 200 }, (_, i) => 1 + ((i * 977) % 70_000))
   try {
     const received = new Promise<boolean[]>((resolve, reject) => {

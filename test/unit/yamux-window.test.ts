@@ -5,12 +5,9 @@
  */
 import '../../src/polyfills.js'
 import test from 'ava'
-import { noise } from '@chainsafe/libp2p-noise'
-import { yamux } from '@chainsafe/libp2p-yamux'
 import { lpStream } from '@libp2p/utils'
-import { tcp } from '@libp2p/tcp'
-import { createLibp2p } from 'libp2p'
 import { installLazyWindowUpdates } from '../../src/mesh/yamux-window.js'
+import { bareLibp2p } from '../helpers/bare-libp2p.js'
 
 const PROTOCOL = '/test/window/1.0.0'
 const MESSAGES = 400
@@ -18,17 +15,9 @@ const MESSAGE_BYTES = 1_024
 /** yamux's frame type of a window update (spec: 0x1). */
 const WINDOW_UPDATE = 1
 
-const node = () =>
-  createLibp2p({
-    addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()]
-  })
-
 test('a receiver credits its sender once per half window, and a transfer beyond the window completes', async t => {
   installLazyWindowUpdates()
-  const [sender, receiver] = await Promise.all([node(), node()])
+  const [sender, receiver] = await Promise.all([bareLibp2p(), bareLibp2p()])
   try {
     let windowUpdates = 0
     const received = new Promise<number>((resolve, reject) => {

@@ -1,0 +1,14 @@
+/** A libp2p node with nothing but TCP on loopback, noise and yamux: for tests of the transport layers. */
+import { noise } from '@chainsafe/libp2p-noise'
+import { yamux } from '@chainsafe/libp2p-yamux'
+import { tcp } from '@libp2p/tcp'
+import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
+
+export const bareLibp2p = (options: Pick<Libp2pOptions, 'privateKey'> = {}): Promise<Libp2p> =>
+  createLibp2p({
+    ...options,
+    addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()]
+  })
