@@ -5,8 +5,8 @@
  *
  *   npm run perf:breakdown -- (--pid P[,P…] | --match REGEX) [--seconds 10] [--frequency 999] [--threads 12]
  *
- * `--match` takes every process whose command line matches (`pgrep -f`), e.g. `--match 'dist/cli.js start'`
- * for every registry node on the machine. JavaScript frames have names only when the node runs with
+ * `--match` takes every process whose command line matches (`pgrep -f`), e.g. `--match 'cli[.][jt]s start'`
+ * for every registry node on the machine, built or run from the sources. JavaScript frames have names only when the node runs with
  * `--perf-basic-prof` (BENCH_NODE_FLAGS="--perf-basic-prof" for the benchmarks' nodes); without it
  * they count as js-optimized. Needs `perf` (Debian: linux-perf) and leave to sample other processes
  * (`kernel.perf_event_paranoid` ≤ 1, or root).

@@ -9,7 +9,7 @@
 import { LengthPrefixedDecoder } from '@libp2p/utils'
 import type { Uint8ArrayList } from 'uint8arraylist'
 
-type LengthDecoder = ((data: Uint8Array | Uint8ArrayList) => number) & { bytes?: number }
+type LengthDecoder = (data: Uint8Array | Uint8ArrayList) => number
 
 /** The private field the wrapper replaces (length-prefixed-decoder.js keeps it as a plain property). */
 interface DecoderFields {
@@ -24,7 +24,6 @@ function guarded(decodeLength: LengthDecoder): LengthDecoder {
     if (data.byteLength === 0) throw NOTHING_BUFFERED
     return decodeLength(data)
   }
-  if (decodeLength.bytes !== undefined) guard.bytes = decodeLength.bytes
   guardedDecoders.add(guard)
   return guard
 }
