@@ -604,7 +604,7 @@ const TABLE = [
     default: 60,
     flag: 'max-clock-skew-seconds',
     min: 1,
-    doc: 'Largest accepted difference between a heartbeat timestamp and the node clock.'
+    doc: 'Largest accepted difference between a signed timestamp (of a heartbeat, or of a timestamped deletion or release) and the node clock.'
   },
   {
     key: 'liveness.flush_interval_ms',
@@ -723,6 +723,13 @@ const TABLE = [
     default: false,
     flag: 'allow-http-entity-url',
     doc: 'Accept http:// entity URLs (and fetch cards over http) so a node and entities can run on one machine without TLS; testnets turn it on. Public nodes keep it off: the spec requires HTTPS.'
+  },
+  {
+    key: 'entities.strict_replay',
+    kind: 'boolean',
+    default: false,
+    flag: 'strict-replay',
+    doc: 'Refuse a deletion or release sent to this node whose signature was already used, even to remove a later re-registration (or re-claim, re-binding) of the same key. The deployed clients sign only the ID, the same bytes every time, so with this on they cannot deregister an entity twice; off, a captured deletion can remove later incarnations of its own subject (SECURITY.md). Timestamped deletions are single-use either way.'
   },
   {
     key: 'limits.max_list_limit',

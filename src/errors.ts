@@ -9,6 +9,10 @@ export const ERRORS = {
   invalid_request: { status: 400, message: 'The request is not valid HTTP/1.1.' },
   invalid_query: { status: 400, message: 'A query parameter is invalid.' },
   field_immutable: { status: 400, message: 'This field cannot be changed after registration.' },
+  nothing_to_update: {
+    status: 400,
+    message: 'The update names no field to change (a body of only its signature is usually a client bug).'
+  },
   signature_invalid: { status: 401, message: 'The signature does not verify against the stated public key.' },
   developer_proof_invalid: { status: 401, message: 'The developer proof does not verify.' },
   authorization_required: {
@@ -36,7 +40,7 @@ export const ERRORS = {
   heartbeat_invalid: {
     status: 400,
     message:
-      'A heartbeat frame is a JSON object {agent_id, timestamp, signature} (agent_id optional on /v1/entities/{id}/ws), timestamp in ISO 8601.'
+      'A heartbeat frame is a JSON object {agent_id, timestamp, signature} (agent_id optional on /v1/entities/{id}/ws), timestamp in ISO 8601 or Unix seconds.'
   },
   clock_skew: {
     status: 400,

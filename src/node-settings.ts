@@ -24,7 +24,9 @@ export function serviceSettings(config: NodeConfig): ServiceSettings {
     mode: config.onboarding.mode,
     authUrl: config.onboarding.auth_url,
     tombstoneRetentionMs: config.tombstones.retention_days * DAY_MS,
-    allowHttpEntityUrl: config.entities.allow_http_url
+    allowHttpEntityUrl: config.entities.allow_http_url,
+    strictReplay: config.entities.strict_replay,
+    maxClockSkewMs: config.liveness.max_clock_skew_seconds * SECOND_MS
   }
 }
 

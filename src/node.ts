@@ -387,7 +387,8 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
         services: catalog.count('service'),
         developers: developers.count
       }),
-      homeCounts: () => liveness.homeCounts()
+      homeCounts: () => liveness.homeCounts(),
+      cachedCards: () => p.cards.size
     }),
     ...entityRoutes(p.entities, maxListLimit),
     ...developerRoutes(developers, p.entities, maxListLimit),

@@ -10,6 +10,8 @@ export interface RequestContext {
   /** Path parameters, percent-decoded. */
   params: Record<string, string>
   query: URLSearchParams
+  /** The query string exactly as received, without its `?` (empty when there is none). */
+  rawQuery: string
   /** Header names lowercased. */
   headers: Record<string, string>
   ip: string

@@ -195,6 +195,7 @@ export class HttpServer {
       headers,
       ip,
       query: new URLSearchParams(exchange.query),
+      rawQuery: exchange.query,
       raw: EMPTY,
       json() {
         if (parsed) return parsed.value

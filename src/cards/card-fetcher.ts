@@ -183,6 +183,11 @@ export class CardFetcher {
     return this.fresh(entityId)?.fetched
   }
 
+  /** Cards held in the cache (some may have expired and wait to be dropped). */
+  get size(): number {
+    return this.cache.size
+  }
+
   /** Every fresh cached card, by entity ID (expired ones are dropped on the way). */
   *freshCards(): Generator<[string, FetchedCard]> {
     for (const id of [...this.cache.keys()]) {
@@ -249,7 +254,7 @@ export class CardFetcher {
           throw unavailable(`The card request ${first.href} answered HTTP ${response.status}.`)
         }
         const card = this.parse(first, response.body)
-        const { verification, note } = verifyCard(card, entity.public_key)
+        const { verification, note } = verifyCard(card, entity.public_key, response.body.toString('utf8'))
         const fetched: FetchedCard = {
           card,
           body: response.body,

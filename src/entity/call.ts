@@ -53,9 +53,12 @@ const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json']
 export async function callEntity(target: string, content: string, o: CallOptions = {}): Promise<CallResult> {
   const deadline = Date.now() + (o.timeoutMs ?? 60_000)
   const found = await locate(target, o.registry)
-  const card = await fetchCard(found.url, deadline)
+  const fetched = await fetchCard(found.url, deadline)
+  const card = fetched?.body ?? null
   const verification =
-    card === null ? 'unavailable' : verifyCard(card, found.publicKey ?? stateKey(card) ?? '').verification
+    fetched === null
+      ? 'unavailable'
+      : verifyCard(fetched.body, found.publicKey ?? stateKey(fetched.body) ?? '', fetched.text).verification
   const key = o.key ?? keyPairFromSeed(randomBytes(32))
   const senderId = o.senderId ?? deriveId('agent', key.publicKey)
   const entityId = found.entityId ?? (card && typeof card.entity_id === 'string' ? card.entity_id : null)
@@ -67,7 +70,8 @@ export async function callEntity(target: string, content: string, o: CallOptions
     message_id: message.message_id,
     sender_id: senderId
   } as const
-  if (o.a2a) return { ...base, ...(await callA2A(found.url, content, key, senderId, message.message_id, deadline)) }
+  const a2a = a2aEndpoint(card, found.url)
+  if (o.a2a) return { ...base, ...(await callA2A(a2a, content, key, senderId, message.message_id, deadline)) }
   const post = await fetchJson(
     `${found.url}${o.async ? '/webhook' : '/webhook/sync'}`,
     deadline,
@@ -75,7 +79,7 @@ export async function callEntity(target: string, content: string, o: CallOptions
     o.async ? undefined : o.payer
   )
   if (post.status === 404 && post.body.error !== 'response_not_ready')
-    return { ...base, ...(await callA2A(found.url, content, key, senderId, message.message_id, deadline)) }
+    return { ...base, ...(await callA2A(a2a, content, key, senderId, message.message_id, deadline)) }
   let { status, body } = post
   if (o.async && status === 202) {
     // The reply is read once it is ready; 404 means not yet.
@@ -103,9 +107,23 @@ export async function callEntity(target: string, content: string, o: CallOptions
   }
 }
 
+/**
+ * The JSON-RPC endpoint an A2A card names (`url` when its preferred transport is JSON-RPC, else a
+ * JSON-RPC entry of `additionalInterfaces`); the conventional `/a2a/v1` without a card that says.
+ */
+export function a2aEndpoint(card: Record<string, unknown> | null, baseUrl: string): string {
+  const jsonRpc = (url: unknown, transport: unknown) =>
+    typeof url === 'string' && /^https?:\/\//.test(url) && (transport ?? 'JSONRPC') === 'JSONRPC'
+  if (card && jsonRpc(card.url, card.preferredTransport)) return card.url as string
+  const listed = Array.isArray(card?.additionalInterfaces) ? card.additionalInterfaces : []
+  for (const entry of listed as Array<Record<string, unknown> | null>)
+    if (entry && jsonRpc(entry.url, entry.transport)) return entry.url as string
+  return `${baseUrl}/a2a/v1`
+}
+
 /** A2A message/send with the x-zynd-auth block; the reply is the completed task's text. */
 async function callA2A(
-  url: string,
+  endpoint: string,
   content: string,
   key: KeyPair,
   senderId: string,
@@ -116,7 +134,7 @@ async function callA2A(
     { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text: content }] },
     { keyPair: key, entityId: senderId }
   )
-  const { status, body } = await fetchJson(`${url}/a2a/v1`, deadline, {
+  const { status, body } = await fetchJson(endpoint, deadline, {
     method: 'POST',
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message } })
   })
@@ -170,10 +188,13 @@ function stateKey(card: Record<string, unknown>): string | null {
     : null
 }
 
-async function fetchCard(base: string, deadline: number): Promise<Record<string, unknown> | null> {
+async function fetchCard(
+  base: string,
+  deadline: number
+): Promise<{ body: Record<string, unknown>; text: string } | null> {
   for (const path of CARD_PATHS) {
     const res = await fetchJson(base + path, deadline).catch(() => null)
-    if (res?.status === 200) return res.body
+    if (res?.status === 200) return { body: res.body, text: res.text }
   }
   return null
 }
@@ -183,7 +204,7 @@ async function fetchJson(
   deadline: number,
   init: RequestInit = {},
   payer?: PayingClient
-): Promise<{ status: number; body: Record<string, unknown>; receipt?: Record<string, unknown> }> {
+): Promise<{ status: number; body: Record<string, unknown>; text: string; receipt?: Record<string, unknown> }> {
   const request: RequestInit = {
     ...init,
     headers: init.body ? { 'content-type': 'application/json' } : {},
@@ -201,6 +222,7 @@ async function fetchJson(
   return {
     status: res.status,
     body,
+    text,
     ...(paid?.receipt ? { receipt: paid.receipt as unknown as Record<string, unknown> } : {})
   }
 }

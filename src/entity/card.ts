@@ -1,9 +1,12 @@
 /**
  * The entity's signed card, served at `/.well-known/agent-card.json` and `/.well-known/agent.json`.
- * It carries the spec's EntityCard fields and what deployed clients read (`agent_id` beside
- * `entity_id`, `description` beside `summary`, both invoke URLs), and is signed over every field
- * it serves: `signature` = Ed25519 over the canonical JSON of the card without `signature` (the
- * form the node's card proxy verifies against the registered key).
+ * It is an A2A AgentCard (protocol 0.3.0: `url` and `preferredTransport` name the JSON-RPC
+ * endpoint, the capability names are `skills`), and it carries the spec's EntityCard fields and
+ * what deployed clients read (`agent_id` beside `entity_id`, `summary` beside `description`, the
+ * invoke URLs under `endpoints`). The spec's `capabilities[]` list is A2A's `skills` here, since
+ * A2A's `capabilities` is an object. It is signed over every field it serves: `signature` =
+ * Ed25519 over the canonical JSON of the card without `signature` (the form the node's card
+ * proxy verifies against the registered key).
  */
 import { canonicalJson } from '../identity/canonical-json.js'
 import { formatKey } from '../identity/encoding.js'
@@ -37,29 +40,55 @@ export interface CardState {
 
 export const CARD_SCHEMA_VERSION = '1.0'
 
+/** The A2A protocol version of the card's shape and of the JSON-RPC endpoint (a2a.ts). */
+export const A2A_PROTOCOL_VERSION = '0.3.0'
+const MODES = ['text/plain', 'application/json']
+
 export function buildSignedCard(input: CardInput, state: CardState): Record<string, unknown> {
   const base = state.baseUrl
+  const a2a = `${base}/a2a/v1`
+  const capabilities = (input.capabilities ?? []).map(c => (typeof c === 'string' ? { name: c } : c))
+  const summary = input.summary ?? ''
+  const tags = input.tags ?? []
   const card: Record<string, unknown> = {
+    // An A2A AgentCard (protocol 0.3.0), so A2A clients find the JSON-RPC endpoint from `url`.
+    protocolVersion: A2A_PROTOCOL_VERSION,
+    name: input.name,
+    description: summary,
+    url: a2a,
+    preferredTransport: 'JSONRPC',
+    additionalInterfaces: [{ url: a2a, transport: 'JSONRPC' }],
+    version: input.version ?? '0.1.0',
+    capabilities: { streaming: false, pushNotifications: false, stateTransitionHistory: false },
+    defaultInputModes: MODES,
+    defaultOutputModes: MODES,
+    // The registry's capability names, as A2A skills (what search's skills filter matches).
+    skills:
+      capabilities.length > 0
+        ? capabilities.map(c => ({
+            id: c.name,
+            name: c.name,
+            description: c.category ? `${c.name} (${c.category})` : c.name,
+            tags: c.category ? [c.category] : []
+          }))
+        : [{ id: 'default', name: input.name, description: summary || input.name, tags }],
+    // The registry's EntityCard fields.
     entity_id: state.entityId,
     agent_id: state.entityId,
     type: state.type,
-    name: input.name,
-    summary: input.summary ?? '',
-    description: input.summary ?? '',
+    summary,
     category: input.category ?? 'general',
-    tags: input.tags ?? [],
-    version: input.version ?? '0.1.0',
+    tags,
     schema_version: CARD_SCHEMA_VERSION,
     public_key: formatKey(state.keyPair.publicKey),
     entity_url: base,
     status: state.status,
-    capabilities: (input.capabilities ?? []).map(c => (typeof c === 'string' ? { name: c } : c)),
     endpoints: {
       invoke: `${base}/webhook/sync`,
       invoke_async: `${base}/webhook`,
       health: `${base}/health`,
       agent_card: `${base}/.well-known/agent-card.json`,
-      a2a: `${base}/a2a/v1`
+      a2a
     },
     metadata: input.metadata ?? {},
     signed_at: state.now.toISOString(),

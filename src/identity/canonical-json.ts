@@ -73,3 +73,43 @@ export function withoutSignature<T extends Record<string, unknown>>(body: T): Om
   const { signature: _signature, ...rest } = body
   return rest
 }
+
+const NUMBER_MARK = '\u0000n:'
+
+/**
+ * Parses JSON text keeping each number as it was written (`1.0` stays `1.0`, where JSON.parse
+ * would make it `1`): numbers become marked strings that `numbersAsWritten` turns back. Python's
+ * json writes a float 1 as `1.0` and the Python SDK signs its cards so, which canonical JSON of
+ * the parsed value cannot reproduce. Null when the text is not JSON.
+ */
+export function parseKeepingNumbers(text: string): unknown {
+  let out = ''
+  let from = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i] as string
+    if (inString) {
+      if (ch === '\\') i++
+      else if (ch === '"') inString = false
+      continue
+    }
+    if (ch === '"') inString = true
+    else if (ch === '-' || (ch >= '0' && ch <= '9')) {
+      let end = i + 1
+      while (end < text.length && /[0-9eE.+-]/.test(text[end] as string)) end++
+      out += `${text.slice(from, i)}"${NUMBER_MARK}${text.slice(i, end)}"`
+      from = end
+      i = end - 1
+    }
+  }
+  try {
+    return JSON.parse(out + text.slice(from))
+  } catch {
+    return null
+  }
+}
+
+/** Canonical JSON of a value from parseKeepingNumbers, its numbers written as they were. */
+export function numbersAsWritten(canonical: string): string {
+  return canonical.replace(/"\\u0000n:([0-9eE.+-]+)"/g, '$1')
+}

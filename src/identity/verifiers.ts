@@ -82,14 +82,31 @@ export async function verifyEntityRegistration(
 ): Promise<SignedForm | null> {
   const spec = canonicalForms('spec', () => withoutSignature(body))
   const deployed = canonicalForms('deployed', () => deployedRegistrationSignable(body))
+  // The Python SDK signs a service without entity_url as it sends it, with entity_url "".
+  const asSent = deployedServiceSubstitutes(body)
+    ? canonicalForms('deployed-empty-url', () => deployedRegistrationSignable(body, false))
+    : []
   const deployedFirst = body.type === undefined && body.entity_type !== undefined
-  return firstVerifying(verifier, publicKey, signature, deployedFirst ? [...deployed, ...spec] : [...spec, ...deployed])
+  return firstVerifying(
+    verifier,
+    publicKey,
+    signature,
+    deployedFirst ? [...deployed, ...asSent, ...spec] : [...spec, ...deployed, ...asSent]
+  )
 }
 
-export function deployedRegistrationSignable(body: Body): Body {
+/** Whether the deployed form of this registration signs service_endpoint in place of an empty entity_url. */
+function deployedServiceSubstitutes(body: Body): boolean {
+  return str(body.entity_type) === 'service' && str(body.entity_url) === '' && str(body.service_endpoint) !== ''
+}
+
+/**
+ * The deployed clients' registration signable. A service without entity_url signs its
+ * service_endpoint there (the TypeScript SDK and the Go tools), unless `substitute` is false.
+ */
+export function deployedRegistrationSignable(body: Body, substitute = true): Body {
   const entityType = str(body.entity_type)
-  let entityUrl = str(body.entity_url)
-  if (entityType === 'service' && entityUrl === '') entityUrl = str(body.service_endpoint)
+  const entityUrl = substitute && deployedServiceSubstitutes(body) ? str(body.service_endpoint) : str(body.entity_url)
   const signable: Body = {
     category: str(body.category),
     entity_url: entityUrl,
@@ -159,18 +176,38 @@ export async function verifyDeletion(
   signature: Buffer,
   verifier: SignatureVerifier
 ): Promise<SignedForm | null> {
-  const candidates: Candidate[] = [
-    ['id', id],
-    ['path', rawPath]
-  ]
+  const query = rawPath.indexOf('?')
+  if (query >= 0) return firstVerifying(verifier, publicKey, signature, [['id', id], ...timestampedForms(rawPath)])
+  return firstVerifying(verifier, publicKey, signature, [['id', id], ...pathForms('path', rawPath)])
+}
+
+/** A path as received and, when it differs, percent-decoded: clients sign either. */
+function pathForms(name: string, rawPath: string): Candidate[] {
   let decoded = rawPath
   try {
     decoded = decodeURIComponent(rawPath)
   } catch {
     /* keep raw */
   }
-  if (decoded !== rawPath) candidates.push(['path-decoded', decoded])
-  return firstVerifying(verifier, publicKey, signature, candidates)
+  return decoded === rawPath
+    ? [[name, rawPath]]
+    : [
+        [name, rawPath],
+        [`${name}-decoded`, decoded]
+      ]
+}
+
+/**
+ * The replay-proof form of a deletion or release: the request path with its query (which carries
+ * `timestamp`), as sent or decoded. Its bytes differ every time, so its signature is good once.
+ */
+function timestampedForms(pathWithQuery: string): Candidate[] {
+  return pathForms('timestamped', pathWithQuery)
+}
+
+/** Whether a form's signed bytes carry a timestamp (else they are the same every time they are made). */
+export function isTimestampedForm(form: SignedForm): boolean {
+  return form.startsWith('timestamped')
 }
 
 /** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
@@ -189,14 +226,19 @@ export const verifyNameBinding: BodyVerifier = specThenDeployedVerifier(body => 
   version: str(body.version)
 }))
 
-/** release handle or name: a signature over `release:` + handle or FQAN. */
+/**
+ * release handle or name: a signature over `release:` + handle or FQAN, or (replay-proof) over the
+ * request path with its `timestamp` query.
+ */
 export async function verifyRelease(
   subject: string,
+  rawPath: string,
   publicKey: Buffer,
   signature: Buffer,
   verifier: SignatureVerifier
 ): Promise<SignedForm | null> {
-  return firstVerifying(verifier, publicKey, signature, [['release', `release:${subject}`]])
+  const timestamped = rawPath.includes('?') ? timestampedForms(rawPath) : []
+  return firstVerifying(verifier, publicKey, signature, [['release', `release:${subject}`], ...timestamped])
 }
 
 /** heartbeat: spec = agent_id followed by timestamp; deployed = the timestamp alone. */

@@ -7,6 +7,7 @@ import { RegistryError } from '../errors.js'
 import { parseAuthorization, type SignerRole } from '../identity/authorization.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import {
+  isTimestampedForm,
   verifyBodySignedUpdate,
   verifyDeletion,
   verifyRawBody,
@@ -15,6 +16,7 @@ import {
 } from '../identity/verifiers.js'
 import type { SignatureVerifier } from '../identity/verify-pool.js'
 import type { OperationAuth } from '../store/records.js'
+import type { SignatureReuse } from '../store/registry-store.js'
 import type { WriteRequest } from './components.js'
 
 export interface Credentials {
@@ -140,13 +142,30 @@ export async function authorizeUpdate(
   throw new RegistryError('authorization_required')
 }
 
-/** Deletion: Authorization or X-Signature over the ID (deployed) or the URL path (spec). */
+/**
+ * The node's clock, for the checks made only when a client sends a write (never when an operation
+ * is replayed from the mesh, which is judged by when its home node accepted it).
+ */
+export interface EdgeClock {
+  nowMs: number
+  maxSkewMs: number
+}
+
+export function edgeClock(now: Date, settings: { maxClockSkewMs: number }): EdgeClock {
+  return { nowMs: now.getTime(), maxSkewMs: settings.maxClockSkewMs }
+}
+
+/**
+ * Deletion: Authorization or X-Signature over the ID (deployed) or the URL path (spec), or over the
+ * path with a `timestamp` query (replay-proof; its timestamp checked against `clock` when given).
+ */
 export async function authorizeDeletion(
   credentials: Credentials,
   keys: SignerKeys,
   id: string,
   path: string,
-  verifier: SignatureVerifier
+  verifier: SignatureVerifier,
+  clock?: EdgeClock
 ): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (auth) {
@@ -156,6 +175,7 @@ export async function authorizeDeletion(
         'signature_invalid',
         `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`
       )
+    if (clock) requireFreshTimestamp(form, path, clock)
     return {
       carrier: 'authorization',
       signer: auth.role,
@@ -170,11 +190,51 @@ export async function authorizeDeletion(
       throw new RegistryError('signature_invalid', 'Malformed X-Signature header: expected ed25519:<base64 signature>.')
     for (const [role, key] of signers(keys)) {
       const form = await verifyDeletion(id, path, key, signature, verifier)
-      if (form) return { carrier: 'x-signature', signer: role, signature: text, form }
+      if (!form) continue
+      if (clock) requireFreshTimestamp(form, path, clock)
+      return { carrier: 'x-signature', signer: role, signature: text, form }
     }
     throw new RegistryError('signature_invalid', 'The X-Signature does not verify over the URL path or the ID.')
   }
   throw new RegistryError('authorization_required')
+}
+
+/**
+ * A timestamped form's `timestamp` query (RFC 3339, or Unix seconds) must be within the clock
+ * skew of the node: outside it, a captured request is refused even where its signature was never seen.
+ */
+function requireFreshTimestamp(form: SignedForm, path: string, clock: EdgeClock): void {
+  if (!isTimestampedForm(form)) return
+  const text = new URLSearchParams(path.slice(path.indexOf('?') + 1)).get('timestamp')
+  const at =
+    text === null
+      ? Number.NaN
+      : /^\d{1,12}$/.test(text)
+        ? Number(text) * 1000
+        : /^\d{4}-\d{2}-\d{2}T/.test(text)
+          ? Date.parse(text)
+          : Number.NaN
+  if (Number.isNaN(at))
+    throw new RegistryError(
+      'validation_failed',
+      'timestamp: a signature over the path and its query needs a timestamp query parameter, RFC 3339 or Unix seconds.',
+      'timestamp'
+    )
+  if (Math.abs(clock.nowMs - at) > clock.maxSkewMs)
+    throw new RegistryError(
+      'clock_skew',
+      `The timestamp is ${Math.round((at - clock.nowMs) / 1000)} s from the node clock; at most ${clock.maxSkewMs / 1000} s is accepted.`,
+      'timestamp'
+    )
+}
+
+/**
+ * Whether a deletion's or release's signature may remove again a later incarnation of its subject
+ * (store/registry-store.ts SignatureReuse): only forms whose bytes never change (no timestamp), and
+ * not on a node told to refuse that (`strict`, entities.strict_replay, for the writes its clients send).
+ */
+export function deterministicReuse(auth: OperationAuth, since: string, strict: boolean): SignatureReuse | undefined {
+  return strict || isTimestampedForm(auth.form) ? undefined : { since }
 }
 
 /**
@@ -194,13 +254,18 @@ export function requireTarget(body: Record<string, unknown>, target: Record<stri
   }
 }
 
-/** Release of a handle or name: Authorization (Bearer or Bearer-Dev) over `release:<subject>` by the developer. */
+/**
+ * Release of a handle or name: Authorization (Bearer or Bearer-Dev) by the developer over
+ * `release:<subject>`, or over the path with a `timestamp` query (replay-proof, checked against `clock`).
+ */
 export async function authorizeRelease(
   credentials: Credentials,
   subject: string,
+  path: string,
   developerKey: string,
   what: string,
-  verifier: SignatureVerifier
+  verifier: SignatureVerifier,
+  clock?: EdgeClock
 ): Promise<OperationAuth> {
   const auth = headerSignature(credentials)
   if (!auth)
@@ -208,12 +273,13 @@ export async function authorizeRelease(
       'authorization_required',
       `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`
     )
-  const form = await verifyRelease(subject, parsePublicKey(developerKey) as Buffer, auth.signature, verifier)
+  const form = await verifyRelease(subject, path, parsePublicKey(developerKey) as Buffer, auth.signature, verifier)
   if (!form)
     throw new RegistryError(
       'signature_invalid',
-      `The signature does not verify over "release:${subject}" with the key of the ${what}'s developer.`
+      `The signature does not verify over "release:${subject}" (or the path with its timestamp query) with the key of the ${what}'s developer.`
     )
+  if (clock) requireFreshTimestamp(form, path, clock)
   return {
     carrier: 'authorization',
     signer: 'developer',

@@ -11,7 +11,14 @@ import type { WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
-import { authorizeDeletion, authorizeDeveloperUpdate, developerSigner, requireBodySignature } from './authorize.js'
+import {
+  authorizeDeletion,
+  authorizeDeveloperUpdate,
+  deterministicReuse,
+  developerSigner,
+  edgeClock,
+  requireBodySignature
+} from './authorize.js'
 import {
   MissingDependency,
   StaleOperation,
@@ -23,7 +30,7 @@ import { implicitDeveloper } from './developer-records.js'
 import { verificationTier, type HandleService } from './handles.js'
 import { acceptOperation, bodyOf, registrationOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
-import { checkUrl } from './validation.js'
+import { changedFields, checkUrl, requireSomethingToUpdate } from './validation.js'
 
 export interface DeveloperServiceComponents extends ServiceComponents {
   handles: HandleService
@@ -192,7 +199,7 @@ export class DeveloperService {
    * Updates a developer's profile (from a client, or replayed: `remote`). A replayed update older
    * than the profile changes only the fields no later update set, so arrival order does not matter.
    */
-  async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<DeveloperRecord> {
+  async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<DeveloperRecord & { changed: string[] }> {
     const existing = this.requireFor(id, remote)
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))
       throw new RegistryError('validation_failed', 'body: must be a JSON object', 'body')
@@ -207,6 +214,7 @@ export class DeveloperService {
       }
     }
     const body = validate(DeveloperUpdateRequest, raw)
+    if (!remote) requireSomethingToUpdate(raw, ['name', 'github', 'profile_url'])
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const auth = await authorizeDeveloperUpdate(req, raw, existing.public_key, this.c.verifier)
     const now = remote?.op.accepted_at ?? this.now().toISOString()
@@ -253,7 +261,7 @@ export class DeveloperService {
       })
     )
     this.c.bus.publish('developer_updated', { developer_id: id, name: next.name })
-    return next
+    return { ...next, changed: changedFields(existing, next) }
   }
 
   /** Deregisters a developer (from a client, or replayed: `remote`). */
@@ -268,7 +276,8 @@ export class DeveloperService {
       developerSigner(existing.public_key),
       id,
       req.path,
-      this.c.verifier
+      this.c.verifier,
+      remote ? undefined : edgeClock(this.now(), this.c.settings)
     )
     const owned = this.c.catalog.countByDeveloper(id)
     // The home node checked this when it accepted the deregistration; entities may arrive in another order here.
@@ -290,8 +299,9 @@ export class DeveloperService {
         if (remote && current.registered_at > deletedAt) throw new StaleOperation()
         // A replayed deregistration leaves the handle to its own handle.release operation.
         const handle = !remote && current.dev_handle && tx.getHandle(current.dev_handle) ? current.dev_handle : null
-        if (handle) this.c.handles.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, deletedAt)
-        bury(tx, 'developer', id, current.registration_signatures, op, expiresAt)
+        const reuse = deterministicReuse(auth, current.registered_at, !remote && this.c.settings.strictReplay)
+        if (handle) this.c.handles.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, deletedAt, reuse)
+        bury(tx, 'developer', id, current.registration_signatures, op, expiresAt, reuse)
         return handle
       })
     )

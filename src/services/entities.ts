@@ -17,9 +17,15 @@ import {
 } from '../store/records.js'
 import { BoundedMap } from '../util/bounded-map.js'
 import { validate } from '../wire/validate.js'
-import { ENTITY_LIMITS, RegistrationRequest, UpdateRequest, type EntityRecordView } from '../wire/entities.js'
+import {
+  ENTITY_LIMITS,
+  RegistrationRequest,
+  UpdateRequest,
+  type EntityRecordView,
+  type PricingModelInput
+} from '../wire/entities.js'
 import { StatusBatchBody } from '../wire/operations.js'
-import { authorizeDeletion, authorizeUpdate } from './authorize.js'
+import { authorizeDeletion, authorizeUpdate, deterministicReuse, edgeClock } from './authorize.js'
 import {
   MissingDependency,
   NETWORK_LOOKUP_TIMEOUT_MS,
@@ -44,7 +50,7 @@ import {
   type ParsedDeveloperProof
 } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
-import { checkUrl, eitherSpelling, jsonSize } from './validation.js'
+import { changedFields, checkUrl, eitherSpelling, jsonSize, requireSomethingToUpdate } from './validation.js'
 
 export const DEFAULT_VERSION = '0.1.0'
 /** Rendered records kept for reads; each write to a record drops its entry. */
@@ -366,13 +372,14 @@ export class EntityService {
    * patches; one that arrives after a later one is merged by folding the subject's updates again
    * in time order, so every node ends with the same record whatever the order of arrival.
    */
-  async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<EntityRecord> {
+  async update(id: string, req: WriteRequest, remote?: RemoteWrite): Promise<EntityRecord & { changed: string[] }> {
     const existing = this.requireFor(id, remote)
     if (req.body === null || typeof req.body !== 'object' || Array.isArray(req.body))
       throw invalidField('body', 'must be a JSON object')
     const raw = req.body as Record<string, unknown>
     rejectImmutable(existing, raw)
     const body = validate(UpdateRequest, raw)
+    if (!remote) requireSomethingToUpdate(raw, UPDATABLE_FIELDS)
     const auth = await authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw, this.c.verifier)
 
     if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
@@ -403,7 +410,7 @@ export class EntityService {
       { entity_id: id, name: next.name, category: next.category, tags: next.tags, summary: next.summary },
       next
     )
-    return next
+    return { ...next, changed: changedFields(existing, next) }
   }
 
   /** Deregisters an entity (from a client, or another node's deregistration replayed): a tombstone replaces it. */
@@ -418,7 +425,8 @@ export class EntityService {
       this.signerKeys(existing),
       id,
       req.path,
-      this.c.verifier
+      this.c.verifier,
+      remote ? undefined : edgeClock(this.now(), this.c.settings)
     )
     const now = remote ? new Date(remote.op.accepted_at) : this.now()
     const deletedAt = remote?.op.accepted_at ?? now.toISOString()
@@ -432,7 +440,8 @@ export class EntityService {
         if (!current) throw remote ? new MissingDependency(id) : new RegistryError('entity_not_found')
         // A registration later than the deregistration (the entity came back) stands.
         if (remote && current.registered_at > deletedAt) throw new StaleOperation()
-        bury(tx, 'entity', id, current.registration_signatures, op, expiresAt)
+        const reuse = deterministicReuse(auth, current.registered_at, !remote && this.c.settings.strictReplay)
+        bury(tx, 'entity', id, current.registration_signatures, op, expiresAt, reuse)
         return this.c.names.releaseEntityInTx(tx, id)
       })
     )
@@ -473,7 +482,9 @@ export class EntityService {
       this.c.settings.allowHttpEntityUrl
     )
     checkCapabilitySummary(body.capability_summary)
-    const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
+    const pricing = storedPricing(
+      eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing') ?? null
+    )
     const proofInput = body.developer_proof ?? null
     if (body.developer_id && !proofInput)
       throw invalidField('developer_proof', 'is required when developer_id is given')
@@ -493,7 +504,7 @@ export class EntityService {
       entity_index: proof?.stored.index ?? body.entity_index ?? null,
       developer_proof: proof?.stored ?? null,
       capability_summary: body.capability_summary ?? null,
-      pricing_model: (pricing as PricingModel | null) ?? null,
+      pricing_model: pricing,
       entity_name: body.entity_name ?? null,
       ttl: body.ttl ?? DEFAULT_TTL,
       status: 'active',
@@ -698,7 +709,8 @@ function updatePatch(
   now: string,
   allowHttp: boolean
 ): (current: EntityRecord) => EntityRecord {
-  const pricing = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
+  const sent = eitherSpelling(body.pricing_model, body.entity_pricing, 'pricing_model', 'entity_pricing')
+  const pricing = sent === undefined ? undefined : storedPricing(sent)
   const url = (v: string | null | undefined, current: string | null) => (v == null ? current : v === '' ? null : v)
   return current => {
     const next: EntityRecord = { ...current, signature, updated_at: now }
@@ -709,7 +721,7 @@ function updatePatch(
     if (body.tags != null) next.tags = body.tags
     if (body.codebase_hash != null) next.codebase_hash = body.codebase_hash || null
     if (body.capability_summary != null) next.capability_summary = body.capability_summary
-    if (pricing !== undefined) next.pricing_model = pricing as PricingModel
+    if (pricing !== undefined) next.pricing_model = pricing
     if (body.entity_name != null) next.entity_name = body.entity_name || null
     if (body.ttl != null) next.ttl = body.ttl
     return Object.assign(
@@ -724,6 +736,8 @@ function updatePatch(
     )
   }
 }
+
+const UPDATABLE_FIELDS = Object.keys(UpdateRequest.properties).filter(field => field !== 'signature')
 
 const BINDING_EVENTS = new Set(['name_registered', 'name_updated', 'name_released'])
 
@@ -784,6 +798,18 @@ function checkReachability(
   if (type === 'service' && !entity_url && !service_endpoint)
     throw invalidField('service_endpoint', 'is required for services (or give entity_url)')
   return { entity_url, service_endpoint, openapi_url: openapiUrl || null }
+}
+
+/**
+ * Pricing as records hold it: the model in the spec's spelling. The deployed clients write
+ * `per-request` (the MCP server) or leave the model out and give only `base_price_usd` (both SDKs'
+ * agent runtimes); an absent model is per_request when a price is given, else free.
+ */
+function storedPricing(sent: PricingModelInput | null): PricingModel | null {
+  if (sent === null) return null
+  const priced = (sent.base_price_usd ?? 0) > 0 || Object.values(sent.rates ?? {}).some(rate => rate > 0)
+  const model = sent.model === undefined ? (priced ? 'per_request' : 'free') : sent.model.replaceAll('-', '_')
+  return { ...sent, model } as PricingModel
 }
 
 function checkCapabilitySummary(summary: Record<string, unknown> | null | undefined): void {

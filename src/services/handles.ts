@@ -7,11 +7,18 @@ import { RegistryError } from '../errors.js'
 import { parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyHandleClaim } from '../identity/verifiers.js'
-import type { WriteTransaction } from '../store/registry-store.js'
+import type { SignatureReuse, WriteTransaction } from '../store/registry-store.js'
 import type { DeveloperRecord, HandleRecord, OperationAuth } from '../store/records.js'
 import { HandleClaimRequest, HandleVerifyRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { authorizeDeveloperUpdate, authorizeRelease, requireBodySignature, requireTarget } from './authorize.js'
+import {
+  authorizeDeveloperUpdate,
+  authorizeRelease,
+  deterministicReuse,
+  edgeClock,
+  requireBodySignature,
+  requireTarget
+} from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem } from './naming.js'
 import { implicitDeveloper } from './developer-records.js'
@@ -255,10 +262,19 @@ export class HandleService {
   ): Promise<{ handle: string; message: string; names_released: string[] }> {
     const record = this.require(handle)
     const developer = this.developerOf(record)
-    const auth = await authorizeRelease(req.credentials ?? {}, handle, developer.public_key, 'handle', this.c.verifier)
+    const auth = await authorizeRelease(
+      req.credentials ?? {},
+      handle,
+      req.path,
+      developer.public_key,
+      'handle',
+      this.c.verifier,
+      edgeClock(this.now(), this.c.settings)
+    )
     const now = this.now().toISOString()
+    const reuse = deterministicReuse(auth, record.claimed_at, this.c.settings.strictReplay)
     const released = await this.c.writes.run(() =>
-      this.c.store.commit(tx => this.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, now))
+      this.c.store.commit(tx => this.releaseInTx(tx, handle, { raw: null, path: req.path }, auth, now, reuse))
     )
     for (const binding of released)
       this.c.bus.publish('name_released', {
@@ -287,7 +303,8 @@ export class HandleService {
     handle: string,
     req: { raw: Uint8Array | null; path: string },
     auth: OperationAuth,
-    now: string
+    now: string,
+    reuse?: SignatureReuse
   ): { name: string; entityId: string }[] {
     const current = tx.getHandle(handle)
     if (!current) throw new RegistryError('handle_not_found', undefined, 'handle')
@@ -304,7 +321,11 @@ export class HandleService {
         verification_proof: null,
         updated_at: now
       })
-    tx.appendOperation(acceptOperation(this.c.identity, 'handle.release', `handle:${handle}`, req, auth, now))
+    tx.appendOperation(
+      acceptOperation(this.c.identity, 'handle.release', `handle:${handle}`, req, auth, now),
+      undefined,
+      reuse
+    )
     return names.map(b => ({ name: b.entity_name, entityId: b.entity_id }))
   }
 

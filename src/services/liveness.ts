@@ -242,9 +242,15 @@ export class LivenessService implements LivenessView {
     if (pathEntityId !== undefined && agentId !== pathEntityId)
       throw new RegistryError('heartbeat_invalid', 'agent_id differs from the entity of this socket.', 'agent_id')
     const state = this.stateOf(agentId)
-    const sentAt = Date.parse(frame.timestamp)
-    if (Number.isNaN(sentAt) || !/^\d{4}-\d{2}-\d{2}T/.test(frame.timestamp))
-      throw new RegistryError('heartbeat_invalid', 'timestamp must be an ISO 8601 date and time.', 'timestamp')
+    // Unix seconds (the ecosystem's docs) are signed as their decimal text.
+    const timestamp = String(frame.timestamp)
+    const sentAt = typeof frame.timestamp === 'number' ? frame.timestamp * 1000 : Date.parse(frame.timestamp)
+    if (Number.isNaN(sentAt) || (typeof frame.timestamp === 'string' && !/^\d{4}-\d{2}-\d{2}T/.test(timestamp)))
+      throw new RegistryError(
+        'heartbeat_invalid',
+        'timestamp must be an ISO 8601 date and time, or Unix seconds.',
+        'timestamp'
+      )
     const now = this.now().getTime()
     if (Math.abs(now - sentAt) > this.c.liveness.maxClockSkewMs) {
       throw new RegistryError(
@@ -256,7 +262,7 @@ export class LivenessService implements LivenessView {
     const signature = parseSignature(frame.signature)
     if (!signature)
       throw new RegistryError('signature_invalid', 'signature must be ed25519:<base64 of 64 bytes>.', 'signature')
-    const form = await this.c.verifyHeartbeat(agentId, frame.timestamp, state.publicKey, signature, priority)
+    const form = await this.c.verifyHeartbeat(agentId, timestamp, state.publicKey, signature, priority)
     if (!form)
       throw new RegistryError(
         'signature_invalid',
@@ -269,7 +275,7 @@ export class LivenessService implements LivenessView {
     state.last_seen = Math.max(state.last_seen, receivedAt)
     this.dirty.add(agentId)
     this.accepted++
-    this.c.bus.publish('agent_heartbeat', { entity_id: agentId, timestamp: frame.timestamp, form })
+    this.c.bus.publish('agent_heartbeat', { entity_id: agentId, timestamp, form })
     // A sweep may be writing this entity's inactive transition; the heartbeat then undoes it.
     await this.transitions.get(agentId)?.catch(() => {})
     if (!state.active && this.states.get(agentId) === state) {

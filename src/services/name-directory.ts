@@ -13,10 +13,16 @@
 import { RegistryError } from '../errors.js'
 import { parsePublicKey, parseSignature } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
-import { verifyDeletion, verifyHandleClaim, verifyNameBinding, verifyRelease } from '../identity/verifiers.js'
+import {
+  verifyDeletion,
+  verifyHandleClaim,
+  verifyNameBinding,
+  verifyRelease,
+  type SignedForm
+} from '../identity/verifiers.js'
 import { compareOperations } from '../store/operation-order.js'
 import type { NameBinding, Operation } from '../store/records.js'
-import { authorizeDeveloperUpdate } from './authorize.js'
+import { authorizeDeveloperUpdate, deterministicReuse } from './authorize.js'
 import { MissingDependency, StaleOperation, type ServiceComponents, type WriteRequest } from './components.js'
 import { formatFqan } from './naming.js'
 import { bodyOf } from './operations.js'
@@ -119,10 +125,17 @@ export class NameDirectory {
         'handle and name operations name their handle (and name) in subject, and their host in origin_host.',
         'subject'
       )
-    await this.verifyOwner(op, req, host, subject.handle, subject.name)
+    const releasedWith = await this.verifyOwner(op, req, host, subject.handle, subject.name)
+    // A release signed in a form that never changes may end a later claim or binding (authorize.ts deterministicReuse).
+    const since =
+      subject.name === null
+        ? this.handle(host, subject.handle)?.claimed_at
+        : this.names.get(`${host}/${subject.handle}/${subject.name}`)?.bound_at
+    const reuse =
+      releasedWith && since ? deterministicReuse({ ...op.auth, form: releasedWith }, since, false) : undefined
     await this.c.writes.run(() =>
       this.c.store.commit(tx => {
-        tx.appendOperation(op)
+        tx.appendOperation(op, undefined, reuse)
       })
     )
     const key = subject.name === null ? `${host}/${subject.handle}` : `${host}/${subject.handle}/${subject.name}`
@@ -132,14 +145,17 @@ export class NameDirectory {
     if (op.kind === 'handle.release') for (const k of this.ops.keys()) if (k.startsWith(`${key}/`)) this.fold(k)
   }
 
-  /** The owner's signature: the developer who holds (or claims) the handle. */
+  /**
+   * The owner's signature: the developer who holds (or claims) the handle. Returns the form a
+   * release verified in (null for the other kinds).
+   */
   private async verifyOwner(
     op: Operation,
     req: WriteRequest,
     host: string,
     handle: string,
     name: string | null
-  ): Promise<void> {
+  ): Promise<SignedForm | null> {
     const body = (req.body as Body | null) ?? {}
     const signature = parseSignature(op.auth.signature)
     if (!signature) throw new RegistryError('signature_invalid', 'auth.signature is malformed.')
@@ -155,7 +171,7 @@ export class NameDirectory {
         )
       if (!(await verifyHandleClaim(body, key, signature, this.c.verifier)))
         throw new RegistryError('signature_invalid', 'The handle claim is not signed by its developer.')
-      return
+      return null
     }
     const holder = this.handle(host, handle)
     if (!holder) throw new MissingDependency(`handle:${handle}`)
@@ -166,20 +182,23 @@ export class NameDirectory {
       case 'handle.verify':
       case 'name.update':
         await authorizeDeveloperUpdate(req, body, developer.public_key, this.c.verifier)
-        return
+        return null
       case 'handle.release': {
         // Released by the developer (over release:<handle>), or with the developer's deregistration.
         const released =
-          (await verifyRelease(handle, key, signature, this.c.verifier)) ??
+          (await verifyRelease(handle, op.path ?? '', key, signature, this.c.verifier)) ??
           (await verifyDeletion(holder.developer_id, op.path ?? '', key, signature, this.c.verifier))
         if (!released)
           throw new RegistryError('signature_invalid', "The handle release is not signed by the handle's developer.")
-        return
+        return released
       }
-      case 'name.release':
-        if (!(await verifyRelease(formatFqan(host, handle, name as string), key, signature, this.c.verifier)))
+      case 'name.release': {
+        const fqan = formatFqan(host, handle, name as string)
+        const released = await verifyRelease(fqan, op.path ?? '', key, signature, this.c.verifier)
+        if (!released)
           throw new RegistryError('signature_invalid', "The name release is not signed by the handle's developer.")
-        return
+        return released
+      }
       case 'name.bind': {
         if (op.auth.signer === 'self') {
           // Bound by an entity registration: the registration, verified when it was applied, vouches.
@@ -195,13 +214,14 @@ export class NameDirectory {
             throw new StaleOperation()
           if (entity.developer_id !== holder.developer_id)
             throw new RegistryError('operation_invalid', "The bound entity does not belong to the handle's developer.")
-          return
+          return null
         }
         if (!(await verifyNameBinding(body, key, signature, this.c.verifier)))
           throw new RegistryError('signature_invalid', "The name binding is not signed by the handle's developer.")
-        return
+        return null
       }
     }
+    return null
   }
 
   private entityOf(body: Body): string | null {
@@ -264,7 +284,7 @@ export class NameDirectory {
           entity_name: name,
           entity_id: entityId,
           developer_id: holder?.developer_id ?? '',
-          version: typeof body.version === 'string' ? body.version : null,
+          version: typeof body.version === 'string' && body.version !== '' ? body.version : null,
           capability_tags: Array.isArray(body.capability_tags)
             ? body.capability_tags.filter((t): t is string => typeof t === 'string')
             : [],
@@ -274,7 +294,7 @@ export class NameDirectory {
       } else if (op.kind === 'name.update' && state) {
         state = {
           ...state,
-          version: typeof body.version === 'string' ? body.version : state.version,
+          version: typeof body.version === 'string' && body.version !== '' ? body.version : state.version,
           capability_tags: Array.isArray(body.capability_tags)
             ? body.capability_tags.filter((t): t is string => typeof t === 'string')
             : state.capability_tags,

@@ -10,7 +10,14 @@ import type { WriteTransaction } from '../store/registry-store.js'
 import type { NameBinding, NameVersion, Operation } from '../store/records.js'
 import { NameBindRequest, NameUpdateRequest } from '../wire/names.js'
 import { validate } from '../wire/validate.js'
-import { authorizeDeveloperUpdate, authorizeRelease, requireBodySignature, requireTarget } from './authorize.js'
+import {
+  authorizeDeveloperUpdate,
+  authorizeRelease,
+  deterministicReuse,
+  edgeClock,
+  requireBodySignature,
+  requireTarget
+} from './authorize.js'
 import type { ServiceComponents, WriteRequest } from './components.js'
 import { formatFqan, handleProblem, isValidName } from './naming.js'
 import { acceptOperation, sealOperation } from './operations.js'
@@ -147,7 +154,7 @@ export class NameService {
             body.entity_name,
             body.entity_id,
             handle.developer_id,
-            body.version ?? null,
+            body.version || null,
             body.capability_tags ?? [],
             body.signature,
             op
@@ -215,7 +222,7 @@ export class NameService {
         if (!current || current.developer_id !== binding.developer_id) throw new RegistryError('name_not_found')
         const next: NameBinding = {
           ...current,
-          version: body.version ?? current.version,
+          version: body.version || current.version,
           capability_tags: body.capability_tags ?? current.capability_tags,
           updated_at: now,
           signature: auth.signature
@@ -245,7 +252,16 @@ export class NameService {
     const developer = this.c.store.getDeveloper(binding.developer_id)
     if (!developer) throw new RegistryError('developer_not_found')
     const fqan = this.fqan(handle, name)
-    const auth = await authorizeRelease(req.credentials ?? {}, fqan, developer.public_key, 'name', this.c.verifier)
+    const auth = await authorizeRelease(
+      req.credentials ?? {},
+      fqan,
+      req.path,
+      developer.public_key,
+      'name',
+      this.c.verifier,
+      edgeClock(this.now(), this.c.settings)
+    )
+    const reuse = deterministicReuse(auth, binding.bound_at, this.c.settings.strictReplay)
     const now = this.now().toISOString()
     const op = acceptOperation(
       this.c.identity,
@@ -259,7 +275,7 @@ export class NameService {
       this.c.store.commit(tx => {
         if (!tx.getName(handle, name)) throw new RegistryError('name_not_found')
         tx.deleteName(handle, name)
-        tx.appendOperation(op)
+        tx.appendOperation(op, undefined, reuse)
       })
     )
     this.published(binding, 'name_released', 'release')

@@ -75,7 +75,11 @@ export interface ParsedFqan {
 
 /** Parses `[zns://]<host>/<handle>/<name>[@<version>]` (or `<handle>/<name>[@…]`); null when malformed. */
 export function parseFqan(text: string): ParsedFqan | null {
-  const bare = text.trim().replace(/^zns:\/\//i, '')
+  // `@handle/name` is how the TypeScript SDK's CLI writes a name of the registry it talks to.
+  const bare = text
+    .trim()
+    .replace(/^zns:\/\//i, '')
+    .replace(/^@(?=[^/]+\/[^/]+$)/, '')
   const parts = bare.split('/')
   if (parts.length !== 2 && parts.length !== 3) return null
   const last = parts[parts.length - 1] as string

@@ -693,11 +693,14 @@ export class SearchService {
     await this.built()
     const started = performance.now()
     // An FQAN or ID names at most one entity: resolved once, then the engine looks at that one only.
-    const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : undefined
-    const { matchesNothing, ...filters } = this.filters(body)
+    // A query that is nothing but an entity ID asks for that entity (deployed clients look IDs up so).
+    const idQuery = body.query?.trim()
+    const queriedId = !body.fqan && idQuery && ID_PATTERNS.entity.test(idQuery) ? idQuery : undefined
+    const onlyEntity = body.fqan ? this.entityOfFqan(body.fqan) : queriedId
+    const { matchesNothing, ...filters } = this.filters(body, onlyEntity !== undefined)
     const only = matchesNothing || onlyEntity === null ? [] : onlyEntity === undefined ? undefined : [onlyEntity]
     // The index adds the expansions (src/search/query-expansion.ts) on its thread.
-    const analyzed = analyzeQuery(body.query ?? '')
+    const analyzed = analyzeQuery(queriedId ? '' : (body.query ?? ''))
     let vector: Float32Array | null = null
     let semantic = 'used'
     if (analyzed.terms.length > 0) {
@@ -807,15 +810,21 @@ export class SearchService {
   /**
    * The request's filters (all combined with AND): kind and status as columns; category, tags and
    * developer as lists of slots; capabilities as a predicate. An unknown developer handle matches nothing.
+   * No type means every type, as the origin registry and the deployed clients have it (the spec's
+   * other variant defaults to agents). A lookup of one entity (`exact`: by FQAN or ID) finds it
+   * whatever its status unless a status is asked for.
    */
-  private filters(body: SearchFields): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId'> & {
+  private filters(
+    body: SearchFields,
+    exact: boolean
+  ): Pick<EngineQuery, 'type' | 'active' | 'category' | 'tags' | 'developerId'> & {
     capabilities: CapabilityFilter | null
     matchesNothing: boolean
   } {
-    const typeText = (body.type ?? body.entity_type ?? 'agent').toLowerCase()
+    const typeText = (body.type ?? body.entity_type ?? 'any').toLowerCase()
     if (typeText !== 'agent' && typeText !== 'service' && typeText !== 'any' && typeText !== 'all')
       throw invalidField('type', 'must be agent, service or any')
-    const status = (body.status ?? 'active').toLowerCase()
+    const status = (body.status ?? (exact ? 'any' : 'active')).toLowerCase()
     if (!['active', 'online', 'offline', 'inactive', 'any'].includes(status))
       throw invalidField('status', 'must be online, active, offline or any')
     const owner = body.developer_handle

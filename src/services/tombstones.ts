@@ -1,5 +1,5 @@
 import { RegistryError } from '../errors.js'
-import type { WriteTransaction } from '../store/registry-store.js'
+import type { SignatureReuse, WriteTransaction } from '../store/registry-store.js'
 import type { Operation, OperationKind, SubjectKind } from '../store/records.js'
 
 const REGISTRATIONS = new Set<OperationKind>(['entity.register', 'developer.register', 'developer.implicit'])
@@ -33,12 +33,13 @@ export function bury(
   subject: string,
   registrationSignatures: string[],
   op: Operation,
-  expiresAt: string
+  expiresAt: string,
+  reuse?: SignatureReuse
 ): void {
   if (kind === 'entity') tx.deleteEntity(subject)
   else tx.deleteDeveloper(subject)
   tx.dropOperations(subject, kept => REGISTRATIONS.has(kept.kind) && kept.accepted_at <= op.accepted_at)
-  tx.appendOperation(op)
+  tx.appendOperation(op, undefined, reuse)
   tx.putTombstone({
     subject,
     kind,

@@ -76,6 +76,17 @@ export class SignatureReplayed extends RegistryError {
   }
 }
 
+/**
+ * A deletion or release signed in a form whose bytes are the same every time it is made (the
+ * deployed clients sign only the ID): its signature, which verified for this very action, may
+ * remove again a later incarnation of its subject, one that began (was registered, claimed or
+ * bound) after the signature's first use.
+ */
+export interface SignatureReuse {
+  /** When the subject's current incarnation began. */
+  since: string
+}
+
 /** Where a client signature was first used. Writes of one request (a registration and the name it binds) share it. */
 export interface UsedSignature {
   kind: Operation['kind']
@@ -132,9 +143,10 @@ export interface WriteTransaction {
    * Appends an operation to the history of its subject, or of each of `subjects` (an operation
    * shared by several, a batch of status changes: stored once). Returns how many histories it was
    * added to: an operation already held throws DuplicateOperation, but a shared one is added to
-   * the histories of those of `subjects` it is not in yet (none: 0).
+   * the histories of those of `subjects` it is not in yet (none: 0). A client signature already
+   * used by another operation throws SignatureReplayed, unless `reuse` allows it (SignatureReuse).
    */
-  appendOperation(op: Operation, subjects?: readonly string[]): number
+  appendOperation(op: Operation, subjects?: readonly string[], reuse?: SignatureReuse): number
   /** Drops a subject's operation history (a tombstone supersedes it), but the operations `keep` accepts. */
   dropOperations(subject: string, keep?: (op: Operation) => boolean): void
   getHandle(handle: string): HandleRecord | undefined
@@ -576,14 +588,18 @@ export class RegistryStore {
     deleteTombstone: subject => {
       void this.tombstones.remove(subject)
     },
-    appendOperation: (op, subjects) => {
+    appendOperation: (op, subjects, reuse) => {
       const digest = sealDigest(op.node_signature)
       if (subjects !== undefined) return this.appendShared(op, subjects, digest)
       if (this.holds(op, digest)) throw new DuplicateOperation(op)
       if (op.auth.carrier !== 'node') {
         const key = signatureFingerprint(op.auth.signature)
         const first = this.usedSignatures.get(key)
-        if (first && (first.origin !== op.origin || first.accepted_at !== op.accepted_at))
+        if (
+          first &&
+          (first.origin !== op.origin || first.accepted_at !== op.accepted_at) &&
+          !(reuse && first.accepted_at < reuse.since)
+        )
           throw new SignatureReplayed(op, first)
         if (!first)
           void this.usedSignatures.put(key, {

@@ -42,6 +42,14 @@ export const Semver = Type.String({
   example: '0.1.0'
 })
 
+/** A version where deployed clients send "" for none (the Python SDK's register_name): "" means absent. */
+export const SemverOrEmpty = Type.String({
+  pattern: `^$|${SEMVER_PATTERN}`,
+  maxLength: 64,
+  errorMessage: 'must be a semantic version such as 1.2.3 (or "" for none)',
+  example: '0.1.0'
+})
+
 export const Url = Type.String({ maxLength: 2048, description: 'absolute URL (at most 2048 characters)' })
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
@@ -56,3 +64,10 @@ export const ErrorBody = Type.Object(
 )
 
 export const Message = Type.Object({ message: Type.String() }, { additionalProperties: true })
+
+/** What a PUT answers beside the updated record: the fields it changed (none: it sent nothing to change). */
+export const Changed = Type.Object({
+  changed: Type.Array(Type.String(), {
+    description: 'fields whose value this update changed; empty when the body changed nothing'
+  })
+})

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DeveloperId, Nullable, PublicKey, Signature, Timestamp, Url } from './common.js'
+import { DeveloperId, Nullable, PublicKey, Signature, Timestamp, Url, Changed } from './common.js'
 import { EntityRecordView } from './entities.js'
 
 export const DEVELOPER_LIMITS = { name: 100, github: 39 } as const
@@ -76,6 +76,8 @@ export const DeveloperRecordView = Type.Object(
   { $id: 'DeveloperRecord' }
 )
 export type DeveloperRecordView = Static<typeof DeveloperRecordView>
+
+export const DeveloperUpdateAnswer = Type.Composite([DeveloperRecordView, Changed], { $id: 'DeveloperUpdateAnswer' })
 
 export const DeveloperRegistrationResponse = Type.Object(
   {

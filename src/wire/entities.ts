@@ -1,5 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DeveloperId, EntityId, Nullable, PublicKey, Semver, Signature, Timestamp, Uint32, Url } from './common.js'
+import {
+  DeveloperId,
+  EntityId,
+  Nullable,
+  PublicKey,
+  Semver,
+  Signature,
+  Timestamp,
+  Uint32,
+  Url,
+  Changed
+} from './common.js'
 
 /** Field limits, enforced by the schemas and listed in the README. */
 export const ENTITY_LIMITS = {
@@ -41,11 +52,20 @@ export const DeveloperProofInput = Type.Object(
 )
 export type DeveloperProofInput = Static<typeof DeveloperProofInput>
 
+/** The deployed clients' spelling of the models: `per-request` for `per_request`, and so on. */
+const HYPHENATED_MODELS = PRICING_MODELS.map(m => m.replace('_', '-')).filter(m => !PRICING_MODELS.includes(m as never))
+
 export const PricingModel = Type.Object(
   {
-    model: Type.Union(
-      PRICING_MODELS.map(m => Type.Literal(m)),
-      { errorMessage: `must be one of ${PRICING_MODELS.join(', ')}` }
+    model: Type.Optional(
+      Type.Union(
+        [...PRICING_MODELS, ...HYPHENATED_MODELS].map(m => Type.Literal(m)),
+        {
+          errorMessage: `must be one of ${PRICING_MODELS.join(', ')} (or spelled with a hyphen)`,
+          description:
+            'absent: per_request when base_price_usd or rates gives a price, else free; per-request and the other hyphenated spellings are the same models'
+        }
+      )
     ),
     base_price_usd: Type.Optional(Type.Number({ minimum: 0 })),
     currency: Type.Optional(
@@ -64,6 +84,7 @@ export const PricingModel = Type.Object(
   },
   { $id: 'PricingModel' }
 )
+export type PricingModelInput = Static<typeof PricingModel>
 
 /** What records hold and return: the input rules, without re-asserting them on output. */
 const PricingModelView = Type.Object(
@@ -182,6 +203,8 @@ export const EntityRecordView = Type.Object(
   }
 )
 export type EntityRecordView = Static<typeof EntityRecordView>
+
+export const EntityUpdateAnswer = Type.Composite([EntityRecordView, Changed], { $id: 'EntityUpdateAnswer' })
 
 export const NameBindingOutcome = Type.Object(
   {

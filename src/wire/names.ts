@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { DeveloperId, EntityId, Nullable, PublicKey, Semver, Signature, Timestamp } from './common.js'
+import { DeveloperId, EntityId, Nullable, PublicKey, SemverOrEmpty, Signature, Timestamp } from './common.js'
 
 export const CAPABILITY_TAG_LIMITS = { tags: 20, tag: 50 } as const
 
@@ -75,7 +75,7 @@ export const NameBindRequest = Type.Object(
     entity_name: Type.String({ maxLength: 100 }),
     developer_handle: HandleText,
     signature: Signature,
-    version: Type.Optional(Nullable(Semver)),
+    version: Type.Optional(Nullable(SemverOrEmpty)),
     capability_tags: Type.Optional(Nullable(CapabilityTags))
   },
   {
@@ -88,7 +88,7 @@ export type NameBindRequest = Static<typeof NameBindRequest>
 
 export const NameUpdateRequest = Type.Object(
   {
-    version: Type.Optional(Nullable(Semver)),
+    version: Type.Optional(Nullable(SemverOrEmpty)),
     capability_tags: Type.Optional(Nullable(CapabilityTags)),
     developer_handle: Type.Optional(HandleOfPath),
     entity_name: Type.Optional(Type.String({ description: 'when sent, must be the name in the path' })),

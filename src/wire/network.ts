@@ -93,6 +93,16 @@ export const NetworkStatus = Type.Object(
       description: 'libp2p multiaddrs peers can dial (announce addresses when set)'
     }),
     uptime_seconds: Type.Integer(),
+    uptime: Type.String({ description: 'the uptime as the origin registry writes it (Go duration: 1h2m3.5s)' }),
+    peer_count: Type.Integer({
+      description: 'connected peers (mesh.peer_count, at the top level as the origin registry has it)'
+    }),
+    local_agents: Type.Integer({ description: 'entities this node holds, from every registry' }),
+    gossip_entries: Type.Integer({ description: 'entities this node holds from other registries' }),
+    cached_cards: Type.Integer({ description: 'entity cards in the card cache' }),
+    node_type: Type.Literal('full', {
+      description: 'every node holds every record (the origin registry also had light and gateway nodes)'
+    }),
     runtime: Runtime,
     mesh: Type.Object({
       enabled: Type.Boolean(),

@@ -25,10 +25,16 @@ export const SearchRequest = Type.Object(
     category: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
     tags: Type.Optional(Nullable(StringList)),
     type: Type.Optional(
-      Nullable(Type.String({ description: 'agent (default), service or any; also spelled entity_type' }))
+      Nullable(
+        Type.String({ description: 'agent, service or any (the default: every type); also spelled entity_type' })
+      )
     ),
     entity_type: Type.Optional(Nullable(Type.String())),
-    status: Type.Optional(Nullable(Type.String({ description: 'online or active (default), offline, any' }))),
+    status: Type.Optional(
+      Nullable(
+        Type.String({ description: 'online or active (default; any for a lookup by fqan or entity ID), offline, any' })
+      )
+    ),
     developer_id: Type.Optional(Nullable(DeveloperId)),
     developer_handle: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
     fqan: Type.Optional(Nullable(Type.String({ maxLength: 300, description: 'an FQAN, or an entity ID' }))),
@@ -170,3 +176,22 @@ export const CategoryCounts = Type.Array(Type.Object({ name: Type.String(), coun
   $id: 'CategoryCounts'
 })
 export const TagCounts = Type.Array(Type.Object({ tag: Type.String(), count: Type.Integer() }), { $id: 'TagCounts' })
+
+/** What the origin registry answers and deployed clients (the dashboard) read: the names, most used first. */
+export const CategoryNames = Type.Object({ categories: Type.Array(Type.String()) }, { $id: 'CategoryNames' })
+export const TagNames = Type.Object({ tags: Type.Array(Type.String()) }, { $id: 'TagNames' })
+
+export const CountsQuery = Type.Object({
+  counts: Type.Optional(
+    Type.Boolean({ description: 'true: each name with its count, as [{name, count}] or [{tag, count}]' })
+  )
+})
+
+export const CategoriesAnswer = Type.Union([CategoryNames, CategoryCounts], {
+  $id: 'CategoriesAnswer',
+  description: '{categories: [names]}; with ?counts=true [{name, count}]'
+})
+export const TagsAnswer = Type.Union([TagNames, TagCounts], {
+  $id: 'TagsAnswer',
+  description: '{tags: [names]}; with ?counts=true [{tag, count}]'
+})

@@ -13,7 +13,18 @@ export const HeartbeatFrame = Type.Object(
         description: 'the entity; required on /v1/heartbeat, optional on /v1/entities/{id}/ws'
       })
     ),
-    timestamp: Type.String({ maxLength: 64, description: 'ISO 8601, within max_clock_skew_seconds of the node clock' }),
+    type: Type.Optional(Type.Literal('heartbeat', { description: 'sent by clients that follow the ecosystem docs' })),
+    timestamp: Type.Union(
+      [
+        Type.String({ maxLength: 64, description: 'ISO 8601' }),
+        Type.Integer({ minimum: 0, maximum: 99_999_999_999, description: 'Unix seconds' })
+      ],
+      {
+        description:
+          'ISO 8601, or Unix seconds as a number, within max_clock_skew_seconds of the node clock; a number is signed as its decimal text',
+        errorMessage: 'must be an ISO 8601 string or Unix seconds'
+      }
+    ),
     signature: Type.String({
       maxLength: 200,
       description: 'ed25519:<base64> by the entity key over agent_id followed by timestamp, or over the timestamp alone'
@@ -27,7 +38,9 @@ export const HeartbeatAck = Type.Object(
   {
     type: Type.Literal('ack'),
     agent_id: Type.String(),
-    timestamp: Type.String({ description: 'the timestamp of the acknowledged frame, as sent' }),
+    timestamp: Type.Union([Type.String(), Type.Integer()], {
+      description: 'the timestamp of the acknowledged frame, as sent'
+    }),
     status: Type.Literal('active')
   },
   { $id: 'HeartbeatAck' }

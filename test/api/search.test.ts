@@ -109,12 +109,18 @@ test('a keyword query ranks the best text match first, with a full score breakdo
   )
 })
 
-test('synonyms and stemming bridge wording: "translator" finds the translation agent; no type means agents only', async t => {
-  const res = await search({ query: 'translator' })
+test('synonyms and stemming bridge wording: "translator" finds the translation agent; no type means every type', async t => {
+  const res = await search({ query: 'translator', type: 'agent' })
   t.true(res.body.results.some((r: { name: string }) => r.name === 'Doc Translator'))
   t.false(res.body.results.some((r: { type: string }) => r.type === 'service'))
   const any = await search({ query: 'translation', type: 'any' })
   t.true(any.body.results.some((r: { name: string }) => r.name === 'Translation API'))
+  const untyped = await search({ query: 'translation' })
+  t.deepEqual(
+    untyped.body.results.map((r: { name: string }) => r.name).sort(),
+    any.body.results.map((r: { name: string }) => r.name).sort(),
+    'as the origin registry and the deployed clients have it'
+  )
   const services = await search({ query: 'translation', entity_type: 'service' })
   t.deepEqual(
     services.body.results.map((r: { name: string }) => r.name),
@@ -123,7 +129,7 @@ test('synonyms and stemming bridge wording: "translator" finds the translation a
 })
 
 test('filters combine with AND; an empty query with filters lists by trust, availability and freshness', async t => {
-  const byCategory = await search({ category: 'Language' })
+  const byCategory = await search({ category: 'Language', type: 'agent' })
   t.deepEqual(
     byCategory.body.results.map((r: { name: string }) => r.name),
     ['Doc Translator']
@@ -216,15 +222,24 @@ test('updates and deregistrations reach the index', async t => {
   t.is((await search({ query: 'nebulae' })).body.total_found, 0)
 })
 
-test('GET /v1/categories and /v1/tags: counts, most used first', async t => {
-  const categories = await http(n.url, 'GET', '/v1/categories')
+test('GET /v1/categories and /v1/tags: names as the origin registry answers, counts with ?counts=true, most used first', async t => {
+  const categories = await http(n.url, 'GET', '/v1/categories?counts=true')
   t.deepEqual(
     categories.body.find((c: { name: string }) => c.name === 'language'),
     { name: 'language', count: 2 }
   )
-  const tags = await http(n.url, 'GET', '/v1/tags')
+  // The deployed clients read {categories: [names]} (other tests of this file register meanwhile).
+  const names = await http(n.url, 'GET', '/v1/categories')
+  t.deepEqual(Object.keys(names.body), ['categories'])
+  t.true(names.body.categories.every((c: unknown) => typeof c === 'string'))
+  t.true(names.body.categories.includes('language'))
+  const tags = await http(n.url, 'GET', '/v1/tags?counts=true')
   t.deepEqual(tags.body[0], { tag: 'translation', count: 2 })
   for (let i = 1; i < tags.body.length; i++) t.true(tags.body[i - 1].count >= tags.body[i].count)
+  const tagNames = (await http(n.url, 'GET', '/v1/tags')).body
+  t.deepEqual(Object.keys(tagNames), ['tags'])
+  t.is(tagNames.tags[0], 'translation')
+  t.is((await http(n.url, 'GET', '/v1/tags?counts=maybe')).body.error, 'invalid_query')
 })
 
 test('fusion: rrf ranks by reciprocal rank fusion on request; an unknown fusion is a 400', async t => {

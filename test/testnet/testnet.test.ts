@@ -407,7 +407,7 @@ test.serial(
 )
 
 test.serial(
-  'testnet library, process mode: a captured PUT and DELETE sent again later are refused 409 signature_replayed on every node',
+  'testnet library, process mode: a captured PUT is refused 409 signature_replayed on every node; a deployed-form DELETE removes a later re-registration on every node; a timestamped DELETE is good once',
   async t => {
     const net = new Testnet({ nodes: 3, topology: 'full', network: 'process' })
     t.teardown(() => net.stop())
@@ -449,24 +449,38 @@ test.serial(
       t.is(replay.body.error, 'signature_replayed')
     }
 
-    // A deregistration in the deployed form (a signature over the ID), captured; the entity comes back; the DELETE is sent again.
+    // A deregistration in the deployed form (a signature over the ID: the same bytes every time). The
+    // entity comes back; the same DELETE, the deployed clients' way to deregister it again (and what a
+    // captured one can do, SECURITY.md), removes it on every node, the replicas applying the reuse rule too.
     const deletion = { authorization: `Bearer ${sign(a.keyPair, a.agentId)}` }
     t.is((await send(0, 'DELETE', path, undefined, deletion)).status, 200)
     await onEvery('deregistered on every node', async i => (await send(i, 'GET', path, undefined)).status === 404)
-    t.is(
-      (await send(1, 'POST', '/v1/entities', JSON.stringify(specRegistration(dev, a, { summary: 'back again' }))))
-        .status,
-      201
+    const comeBack = async (summary: string) => {
+      t.is((await send(1, 'POST', '/v1/entities', JSON.stringify(specRegistration(dev, a, { summary })))).status, 201)
+      await summaryEverywhere(summary)
+    }
+    await comeBack('back again')
+    t.is((await send(2, 'DELETE', path, undefined, deletion)).status, 200, 'the same deployed-form DELETE again')
+    await onEvery('deregistered again on every node', async i => (await send(i, 'GET', path, undefined)).status === 404)
+
+    // A timestamped DELETE (the path with its timestamp query, signed) is good once, on every node.
+    await comeBack('back a second time')
+    const stamped = `${path}?timestamp=${new Date().toISOString().slice(0, 19)}Z`
+    const once = { authorization: `Bearer ${sign(a.keyPair, stamped)}` }
+    t.is((await send(0, 'DELETE', stamped, undefined, once)).status, 200)
+    await onEvery(
+      'deregistered by the timestamped DELETE',
+      async i => (await send(i, 'GET', path, undefined)).status === 404
     )
-    await summaryEverywhere('back again')
+    await comeBack('back a third time')
     for (const i of [0, 1, 2]) {
-      const replay = await send(i, 'DELETE', path, undefined, deletion)
-      t.is(replay.status, 409, `DELETE replayed on node ${i}`)
+      const replay = await send(i, 'DELETE', stamped, undefined, once)
+      t.is(replay.status, 409, `timestamped DELETE replayed on node ${i}`)
       t.is(replay.body.error, 'signature_replayed')
     }
     await sleep(1000)
     for (const i of [0, 1, 2])
-      t.is((await send(i, 'GET', path, undefined)).body.summary, 'back again', `still registered on node ${i}`)
+      t.is((await send(i, 'GET', path, undefined)).body.summary, 'back a third time', `still registered on node ${i}`)
   }
 )
 

@@ -639,6 +639,7 @@ function context(entityId: string): RequestContext {
     path: `/v1/entities/${encodeURIComponent(entityId)}/card`,
     params: { entity_id: entityId },
     query: new URLSearchParams(),
+    rawQuery: '',
     headers: {},
     ip: '127.0.0.1',
     raw: Buffer.alloc(0),

@@ -226,7 +226,13 @@ test('handle claim, name binding, release and deletion messages', async t => {
     'deployed'
   )
   t.is(
-    await verifyRelease('acme', dev.publicKey, parseSignature(sign(dev, 'release:acme'))!, inlineVerifier),
+    await verifyRelease(
+      'acme',
+      '/v1/handles/acme',
+      dev.publicKey,
+      parseSignature(sign(dev, 'release:acme'))!,
+      inlineVerifier
+    ),
     'release'
   )
   const id = 'zns:svc:ad4be8ca0a9c510018ea5d63f35989ed'

@@ -6,7 +6,8 @@ import {
   DeveloperRecordView,
   DeveloperRegistrationRequest,
   DeveloperRegistrationResponse,
-  DeveloperUpdateRequest
+  DeveloperUpdateRequest,
+  DeveloperUpdateAnswer
 } from '../../wire/developers.js'
 import { json, type RouteDefinition } from '../http.js'
 import { bodyPublicKey, bodySignedWrite, developerIdParam, intParam, signedDeletion, signedWrite } from './params.js'
@@ -73,19 +74,20 @@ export function developerRoutes(
       limit: 'write',
       writer: ctx => ctx.params.developer_id,
       body: DeveloperUpdateRequest,
-      responses: { 200: { description: 'the updated record', schema: DeveloperRecordView } },
+      responses: { 200: { description: 'the updated record and the fields changed', schema: DeveloperUpdateAnswer } },
       errors: [
         'invalid_id',
         'invalid_json',
         'validation_failed',
         'field_immutable',
+        'nothing_to_update',
         'signature_invalid',
         'authorization_required',
         'developer_not_found'
       ],
       handler: async ctx => {
         const record = await developers.update(developerIdParam(ctx), signedWrite(ctx))
-        return json(200, developers.view(record))
+        return json(200, { ...developers.view(record), changed: record.changed })
       }
     },
     {

@@ -7,7 +7,8 @@ import {
   EntityRecordView,
   RegistrationRequest,
   RegistrationResponse,
-  UpdateRequest
+  UpdateRequest,
+  EntityUpdateAnswer
 } from '../../wire/entities.js'
 import { json, jsonText, type RequestContext, type RouteDefinition } from '../http.js'
 import { bodyPublicKey, bodySignedWrite, entityIdParam, intParam, signedDeletion, signedWrite } from './params.js'
@@ -121,12 +122,13 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       limit: 'write',
       writer: ctx => ctx.params.entity_id,
       body: UpdateRequest,
-      responses: { 200: { description: 'the updated record', schema: EntityRecordView } },
+      responses: { 200: { description: 'the updated record and the fields changed', schema: EntityUpdateAnswer } },
       errors: [
         'invalid_id',
         'invalid_json',
         'validation_failed',
         'field_immutable',
+        'nothing_to_update',
         'signature_invalid',
         'authorization_required',
         'entity_not_found'
@@ -134,7 +136,7 @@ export function entityRoutes(entities: EntityService, options: EntityRouteOption
       handler: async ctx => {
         const id = entityIdParam(ctx)
         const record = await entities.update(id, signedWrite(ctx))
-        return json(200, entities.view(record))
+        return json(200, { ...entities.view(record), changed: record.changed })
       }
     },
     {

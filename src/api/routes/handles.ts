@@ -8,6 +8,23 @@ import { bodyPublicKey, bodySignedWrite, handleParam, signedDeletion, signedWrit
 
 export function handleRoutes(handles: HandleService, names: NameService): RouteDefinition[] {
   const tag = 'handles'
+  const bindings: Omit<RouteDefinition, 'path' | 'summary'> = {
+    method: 'GET',
+    tag,
+    limit: 'read',
+    responses: {
+      200: { description: 'the bindings (a JSON array, as deployed clients expect)', schema: Type.Array(NameView) }
+    },
+    errors: ['handle_invalid', 'handle_not_found'],
+    handler: ctx => {
+      const handle = handleParam(ctx)
+      handles.require(handle)
+      return json(
+        200,
+        names.ofHandle(handle).map(b => names.view(b))
+      )
+    }
+  }
   return [
     {
       method: 'POST',
@@ -58,24 +75,11 @@ export function handleRoutes(handles: HandleService, names: NameService): RouteD
       responses: { 200: { description: 'availability', schema: HandleAvailability } },
       handler: ctx => json(200, handles.availability((ctx.params.handle ?? '').toLowerCase()))
     },
+    { ...bindings, path: '/v1/handles/{handle}/entities', summary: 'Every name bound under a handle' },
     {
-      method: 'GET',
-      path: '/v1/handles/{handle}/entities',
-      summary: 'Every name bound under a handle',
-      tag,
-      limit: 'read',
-      responses: {
-        200: { description: 'the bindings (a JSON array, as deployed clients expect)', schema: Type.Array(NameView) }
-      },
-      errors: ['handle_invalid', 'handle_not_found'],
-      handler: ctx => {
-        const handle = handleParam(ctx)
-        handles.require(handle)
-        return json(
-          200,
-          names.ofHandle(handle).map(b => names.view(b))
-        )
-      }
+      ...bindings,
+      path: '/v1/handles/{handle}/agents',
+      summary: 'Every name bound under a handle (alias of /v1/handles/{handle}/entities, read by deployed clients)'
     },
     {
       method: 'POST',

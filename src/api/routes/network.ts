@@ -25,6 +25,8 @@ export interface NetworkRouteComponents {
   counts: () => { agents: number; services: number; developers: number }
   /** Entities whose home is this node (what peers report of themselves in their hellos). */
   homeCounts: () => { entities: number; agents: number; active: number }
+  /** Cards in the card cache. */
+  cachedCards: () => number
   /** Date.now() when the node started. */
   startedAt: number
   runtime: () => RuntimeInfo
@@ -84,6 +86,9 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
       handler: () => {
         const counts = c.counts()
         const home = c.homeCounts()
+        const uptimeMs = Date.now() - c.startedAt
+        const peerCount = c.mesh?.peers.connectedCount ?? 0
+        const held = counts.agents + counts.services
         return json(200, {
           registry_id: c.identity.registryId,
           name: c.name,
@@ -92,11 +97,18 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
           public_key: c.identity.publicKey,
           peer_id: c.mesh?.peerId ?? null,
           addresses: c.mesh?.addresses() ?? [],
-          uptime_seconds: Math.floor((Date.now() - c.startedAt) / 1000),
+          uptime_seconds: Math.floor(uptimeMs / 1000),
+          // The origin registry's flat fields, which deployed dashboards read.
+          uptime: goDuration(uptimeMs),
+          peer_count: peerCount,
+          local_agents: held,
+          gossip_entries: held - home.entities,
+          cached_cards: c.cachedCards(),
+          node_type: 'full',
           runtime: c.runtime(),
           mesh: {
             enabled: c.mesh !== null,
-            peer_count: c.mesh?.peers.connectedCount ?? 0,
+            peer_count: peerCount,
             known_peers: c.mesh?.peers.knownCount ?? 0,
             gossip_announcements_per_min: c.mesh?.gossip.perMinute() ?? 0,
             dht_mode: c.mesh?.dhtMode ?? null,
@@ -187,4 +199,13 @@ function gossipCounters(mesh: Mesh): NonNullable<NetworkStatus['mesh']['gossip']
     bytes_sent: n.bytesSent,
     bytes_received: n.bytesReceived
   }
+}
+
+/** A duration as Go's time.Duration.String() writes it (`1h2m3.5s`), which the origin registry's `uptime` is. */
+export function goDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`
+  const hours = Math.floor(ms / 3_600_000)
+  const minutes = Math.floor((ms % 3_600_000) / 60_000)
+  const seconds = ((ms % 60_000) / 1000).toFixed(3).replace(/\.?0+$/, '')
+  return `${hours > 0 ? `${hours}h` : ''}${hours > 0 || minutes > 0 ? `${minutes}m` : ''}${seconds}s`
 }

@@ -79,7 +79,12 @@ export function signedWrite(ctx: RequestContext): WriteRequest {
   return { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) }
 }
 
-/** A deletion or release: no body, signed in its headers over the path, the ID or the released name. */
+/**
+ * A deletion or release: no body, signed in its headers over the path, the ID or the released
+ * name, or (replay-proof) over the path with a `timestamp` query: the query then belongs to what
+ * was signed, and travels with the operation.
+ */
 export function signedDeletion(ctx: RequestContext): Omit<WriteRequest, 'raw' | 'body'> {
-  return { path: ctx.path, credentials: credentials(ctx) }
+  const path = ctx.query.has('timestamp') ? `${ctx.path}?${ctx.rawQuery}` : ctx.path
+  return { path, credentials: credentials(ctx) }
 }

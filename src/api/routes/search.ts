@@ -1,7 +1,8 @@
 import type { EntityCatalog } from '../../services/catalog.js'
 import type { SearchService } from '../../services/search.js'
-import { CategoryCounts, SearchRequest, SearchResponse, TagCounts } from '../../wire/search.js'
-import { json, type RouteDefinition } from '../http.js'
+import { RegistryError } from '../../errors.js'
+import { CategoriesAnswer, CountsQuery, SearchRequest, SearchResponse, TagsAnswer } from '../../wire/search.js'
+import { json, type RequestContext, type RouteDefinition } from '../http.js'
 
 export function searchRoutes(search: SearchService, catalog: EntityCatalog): RouteDefinition[] {
   const tag = 'search'
@@ -20,20 +21,41 @@ export function searchRoutes(search: SearchService, catalog: EntityCatalog): Rou
     {
       method: 'GET',
       path: '/v1/categories',
-      summary: 'Categories in use with counts, most used first',
+      summary: 'Categories in use, most used first: {categories: [names]}, or with ?counts=true [{name, count}]',
       tag,
       limit: 'read',
-      responses: { 200: { description: '[{name, count}]', schema: CategoryCounts } },
-      handler: () => json(200, catalog.categoryCounts())
+      query: CountsQuery,
+      responses: { 200: { description: '{categories} or [{name, count}]', schema: CategoriesAnswer } },
+      errors: ['invalid_query'],
+      handler: ctx => {
+        const counts = catalog.categoryCounts()
+        return json(200, wantsCounts(ctx) ? counts : { categories: counts.map(c => c.name) })
+      }
     },
     {
       method: 'GET',
       path: '/v1/tags',
-      summary: 'Tags in use with counts, most used first',
+      summary: 'Tags in use, most used first: {tags: [names]}, or with ?counts=true [{tag, count}]',
       tag,
       limit: 'read',
-      responses: { 200: { description: '[{tag, count}]', schema: TagCounts } },
-      handler: () => json(200, catalog.tagCounts())
+      query: CountsQuery,
+      responses: { 200: { description: '{tags} or [{tag, count}]', schema: TagsAnswer } },
+      errors: ['invalid_query'],
+      handler: ctx => {
+        const counts = catalog.tagCounts()
+        return json(200, wantsCounts(ctx) ? counts : { tags: counts.map(c => c.tag) })
+      }
     }
   ]
+}
+
+/**
+ * The spec allows either answer. Deployed clients read the origin registry's `{categories: [..]}`
+ * and `{tags: [..]}`, so that is the default; the counts stay one flag away.
+ */
+function wantsCounts(ctx: RequestContext): boolean {
+  const value = ctx.query.get('counts')
+  if (value === null || value === '' || value === 'false') return false
+  if (value === 'true') return true
+  throw new RegistryError('invalid_query', 'counts must be true or false.', 'counts')
 }
