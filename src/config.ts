@@ -729,7 +729,7 @@ const TABLE = [
     kind: 'boolean',
     default: false,
     flag: 'strict-replay',
-    doc: 'Refuse a deletion or release sent to this node whose signature was already used, even to remove a later re-registration (or re-claim, re-binding) of the same key. The deployed clients sign only the ID, the same bytes every time, so with this on they cannot deregister an entity twice; off, a captured deletion can remove later incarnations of its own subject (SECURITY.md). Timestamped deletions are single-use either way.'
+    doc: 'Refuse an update, deletion or release sent to this node whose signature was already used, even for a later re-registration (or re-claim, re-binding) of the same key. The deployed clients sign the same bytes every time (a deletion signs only the ID), so with this on they cannot deregister a re-registered entity; off, a captured write can be applied again to later incarnations of its own subject (SECURITY.md). Within one incarnation a signature is good once either way, and timestamped deletions always.'
   },
   {
     key: 'limits.max_list_limit',

@@ -7,7 +7,7 @@ import { formatKey, parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperRegistration } from '../identity/verifiers.js'
 import { isLater } from '../store/operation-order.js'
-import type { WriteTransaction } from '../store/registry-store.js'
+import { SignatureReplayed, type WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
@@ -255,11 +255,23 @@ export class DeveloperService {
         } else {
           updated = { ...patch(current, body), updated_at: now, signature: auth.signature }
         }
-        tx.appendOperation(op)
+        try {
+          tx.appendOperation(
+            op,
+            undefined,
+            deterministicReuse(auth, current.registered_at, !remote && this.c.settings.strictReplay)
+          )
+        } catch (err) {
+          // The same signed update sent again while it is in effect changes nothing (entities.ts update).
+          if (!remote && err instanceof SignatureReplayed && changedFields(current, updated).length === 0)
+            return { unchanged: current }
+          throw err
+        }
         tx.putDeveloper(updated)
         return updated
       })
     )
+    if ('unchanged' in next) return { ...(next.unchanged as DeveloperRecord), changed: [] }
     this.c.bus.publish('developer_updated', { developer_id: id, name: next.name })
     return { ...next, changed: changedFields(existing, next) }
   }

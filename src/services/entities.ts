@@ -8,6 +8,7 @@ import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
 import { compareOperations, isLater } from '../store/operation-order.js'
+import { SignatureReplayed } from '../store/registry-store.js'
 import {
   SCHEMA_VERSION,
   type EntityRecord,
@@ -398,11 +399,26 @@ export class EntityService {
           remote && now <= current.updated_at
             ? this.refold(current, [...this.c.store.operationsOf(id), op])
             : patch(current)
-        tx.appendOperation(op)
+        try {
+          // An update signed for an earlier registration of this entity may apply to this one too
+          // (a re-registered entity's runtime sends the same update again), as deletions may.
+          tx.appendOperation(
+            op,
+            undefined,
+            deterministicReuse(auth, current.registered_at, !remote && this.c.settings.strictReplay)
+          )
+        } catch (err) {
+          // The same signed update sent again while it is in effect (deployed clients sign the same
+          // bytes every time) changes nothing: it answers so, and is not written.
+          if (!remote && err instanceof SignatureReplayed && changedFields(current, updated).length === 0)
+            return { unchanged: current }
+          throw err
+        }
         tx.putEntity(updated)
         return updated
       })
     )
+    if ('unchanged' in next) return { ...(next.unchanged as EntityRecord), changed: [] }
     this.changed(id)
     this.c.catalog.upsert(next)
     this.c.bus.publish(

@@ -70,7 +70,7 @@ export class SignatureReplayed extends RegistryError {
   ) {
     super(
       'signature_replayed',
-      `This signature already authorized a write (${first.kind} of ${first.subject} at ${first.accepted_at}); a signature is good for one write. Sign again (the spec's timestamped forms never repeat).`,
+      `This signature already authorized a write (${first.kind} of ${first.subject} at ${first.accepted_at}); a signature is good for one write to each registration of its subject. Sign again (a timestamped deletion never repeats).`,
       'signature'
     )
   }

@@ -238,6 +238,36 @@ test('update: spec body signature, deployed Bearer over raw bytes, Bearer-Dev, f
   t.like(after.body, { name: 'Renamed', version: '2.0.0', summary: 'Now summarises too' })
 })
 
+test('update answers the fields it changed; the same update again is a no-op; a body of only its signature is refused', async t => {
+  const a = agent(dev, 9)
+  t.is((await http(base, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
+  const path = `/v1/entities/${enc(a.agentId)}`
+  const raw = JSON.stringify({ summary: 'Counts words', tags: ['words'] })
+  const headers = { authorization: `Bearer ${sign(a.keyPair, raw)}` }
+  const first = await http(base, 'PUT', path, { raw, headers })
+  t.is(first.status, 200, JSON.stringify(first.body))
+  t.deepEqual(first.body.changed.sort(), ['summary', 'tags'])
+  // The deployed clients sign the same bytes every time: sent again while in effect, it changes nothing.
+  const again = await http(base, 'PUT', path, { raw, headers })
+  t.like(again, { status: 200, body: { summary: 'Counts words', changed: [] } })
+  const other = JSON.stringify({ summary: 'Counts words and lines' })
+  t.is(
+    (await http(base, 'PUT', path, { raw: other, headers: { authorization: `Bearer ${sign(a.keyPair, other)}` } }))
+      .status,
+    200
+  )
+  t.like(
+    await http(base, 'PUT', path, { raw, headers }),
+    { status: 409, body: { error: 'signature_replayed' } },
+    'it would undo a later update'
+  )
+  // The MCP server's update_persona lost its fields on the way (it sends `updates`, its SDK reads `fields`).
+  t.like(await http(base, 'PUT', path, { body: signSpec(a.keyPair, {}) }), {
+    status: 400,
+    body: { error: 'nothing_to_update', field: 'body' }
+  })
+})
+
 test('deregistration leaves a tombstone; replays cannot resurrect; a new signed registration can', async t => {
   const a = agent(dev, 10)
   const body = specRegistration(dev, a)
@@ -269,6 +299,59 @@ test('deregistration leaves a tombstone; replays cannot resurrect; a new signed 
   })
   t.is(del2.status, 200, JSON.stringify(del2.body))
   t.is((await http(base, 'POST', '/v1/entities', { body })).body.error, 'entity_deregistered')
+})
+
+test('deregistering a re-registered entity: the deployed form again by default, never under strict_replay; the timestamped form once and only while fresh', async t => {
+  const strict = await startTestNode({ entities: { strict_replay: true } })
+  t.teardown(() => strict.stop())
+  for (const [url, mode] of [
+    [base, 'default'],
+    [strict.url, 'strict']
+  ] as const) {
+    const a = agent(dev, mode === 'default' ? 41 : 42)
+    const path = `/v1/entities/${enc(a.agentId)}`
+    const register = async (summary: string) =>
+      t.is(
+        (await http(url, 'POST', '/v1/entities', { body: specRegistration(dev, a, { summary }) })).status,
+        201,
+        `${mode}: register (${summary})`
+      )
+    // The deployed clients sign the bare ID: the same bytes every time.
+    const deployed = { authorization: `Bearer ${sign(a.keyPair, a.agentId)}` }
+    await register('first')
+    t.is((await http(url, 'DELETE', path, { headers: deployed })).status, 200)
+    await register('second')
+    const again = await http(url, 'DELETE', path, { headers: deployed })
+    if (mode === 'default') t.is(again.status, 200, 'the deployed form deregisters a later registration again')
+    else t.like(again, { status: 409, body: { error: 'signature_replayed' } }, 'strict: never a repeat')
+
+    // The replay-proof form: the path with its timestamp query, signed as sent.
+    if (mode === 'strict') {
+      const plain = `/v1/entities/${a.agentId}`
+      const now = Math.floor(Date.now() / 1000)
+      const stale = `${plain}?timestamp=${now - 3600}`
+      t.like(
+        await http(url, 'DELETE', stale, { headers: { authorization: `Bearer ${sign(a.keyPair, stale)}` } }),
+        { status: 400, body: { error: 'clock_skew', field: 'timestamp' } },
+        'an hour old'
+      )
+      const noTimestamp = `${plain}?nonce=1`
+      t.like(
+        await http(url, 'DELETE', noTimestamp, { headers: { 'x-signature': sign(a.keyPair, noTimestamp) } }),
+        { status: 401, body: { error: 'signature_invalid' } },
+        'a query other than timestamp is not signed over'
+      )
+      const stamped = `${plain}?timestamp=${new Date().toISOString()}`
+      const once = { authorization: `Bearer ${sign(a.keyPair, stamped)}` }
+      t.is((await http(url, 'DELETE', stamped, { headers: once })).status, 200, 'fresh and new')
+      await register('third')
+      t.like(await http(url, 'DELETE', stamped, { headers: once }), {
+        status: 409,
+        body: { error: 'signature_replayed' }
+      })
+      t.is((await http(url, 'GET', path)).body.summary, 'third')
+    }
+  }
 })
 
 test('listing: limit/offset/type/category and page/page_size/entity_type/developer_id', async t => {

@@ -127,6 +127,35 @@ test('per-entity socket: both frame forms are acknowledged', async t => {
   c.close()
 })
 
+test("the ecosystem docs' frame: {type, agent_id, timestamp: Unix seconds, signature over agent_id + timestamp}", async t => {
+  // zyndai/docs v2/build/agents/heartbeat.md: "The signature is over agent_id + timestamp", the timestamp a number.
+  const a = agent(dev, 2)
+  const seconds = Math.floor(Date.now() / 1000)
+  const frame = {
+    type: 'heartbeat',
+    agent_id: a.agentId,
+    timestamp: seconds,
+    signature: sign(a.keyPair, a.agentId + seconds)
+  }
+  for (const path of [`/v1/entities/${a.agentId}/ws`, '/v1/heartbeat']) {
+    const c = await Client.open(wsUrl(n, path))
+    t.deepEqual(await c.call(frame), { type: 'ack', agent_id: a.agentId, timestamp: seconds, status: 'active' }, path)
+    const alone = seconds + 1
+    t.like(await c.call({ timestamp: alone, agent_id: a.agentId, signature: sign(a.keyPair, String(alone)) }), {
+      type: 'ack'
+    })
+    t.like(
+      await c.call({ ...frame, timestamp: seconds - 3600, signature: sign(a.keyPair, a.agentId + (seconds - 3600)) }),
+      {
+        type: 'error',
+        error: 'clock_skew'
+      }
+    )
+    t.like(await c.call({ ...frame, timestamp: 1.5 }), { type: 'error', error: 'heartbeat_invalid' })
+    c.close()
+  }
+})
+
 test('per-entity socket: an unknown entity is refused at the upgrade with 404', async t => {
   const err = (await t.throwsAsync(
     Client.open(wsUrl(n, '/v1/entities/zns:0123456789abcdef0123456789abcdef/ws'))
