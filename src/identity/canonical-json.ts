@@ -74,7 +74,8 @@ export function withoutSignature<T extends Record<string, unknown>>(body: T): Om
   return rest
 }
 
-const NUMBER_MARK = '\u0000n:'
+/** A private-use character: JSON strings may hold it as it is (a control character they may not). */
+const NUMBER_MARK = '\ue000n:'
 
 /**
  * Parses JSON text keeping each number as it was written (`1.0` stays `1.0`, where JSON.parse
@@ -111,5 +112,5 @@ export function parseKeepingNumbers(text: string): unknown {
 
 /** Canonical JSON of a value from parseKeepingNumbers, its numbers written as they were. */
 export function numbersAsWritten(canonical: string): string {
-  return canonical.replace(/"\\u0000n:([0-9eE.+-]+)"/g, '$1')
+  return canonical.replace(/"\ue000n:([0-9eE.+-]+)"/g, '$1')
 }

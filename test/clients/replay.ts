@@ -71,7 +71,8 @@ function valuesAt(value: unknown, path: string): unknown[] {
     const each = part.endsWith('[]')
     const key = each ? part.slice(0, -2) : part
     current = current.flatMap(v => {
-      const inner = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined
+      const inner =
+        key === '' ? v : v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined
       return each ? (Array.isArray(inner) ? inner : []) : [inner]
     })
   }
