@@ -1,5 +1,10 @@
 import test from 'ava'
-import { canonicalJson, goEscapedJson } from '../../src/identity/canonical-json.js'
+import {
+  canonicalJson,
+  goEscapedJson,
+  numbersAsWritten,
+  parseKeepingNumbers
+} from '../../src/identity/canonical-json.js'
 import { formatKey, parsePublicKey, parseSignature } from '../../src/identity/encoding.js'
 import { deriveAgentKeyPair, deriveAgentSeed, developerProofMessage } from '../../src/identity/hd.js'
 import { deriveId } from '../../src/identity/ids.js'
@@ -296,4 +301,53 @@ test('Ed25519: RFC 8032 test 1; libsodium (when installed) and node:crypto agree
     t.is(verifyRaw(pair.publicKey, message, altered), cryptoVerify(null, message, pair.privateKeyObject, altered))
     t.false(verifyRaw(pair.publicKey, Buffer.from(`message ${i + 1}`), ours))
   }
+})
+
+test('deletions and releases: the timestamped path is a form of its own; without a query only the ID and path forms', async t => {
+  const id = 'zns:svc:ad4be8ca0a9c510018ea5d63f35989ed'
+  const stamped = `/v1/entities/${id}?timestamp=2026-11-29T10:00:00Z`
+  const check = (path: string, message: string) =>
+    verifyDeletion(id, path, agent.publicKey, parseSignature(sign(agent, message))!, inlineVerifier)
+  t.is(await check(stamped, stamped), 'timestamped')
+  t.is(await check(stamped.replaceAll(':', '%3A'), stamped), 'timestamped-decoded')
+  t.is(await check(stamped, id), 'id', 'the ID form is still the ID form, whatever the query')
+  t.is(await check(stamped, `/v1/entities/${id}`), null, 'a path signed without its query does not cover it')
+  t.is(await check(`/v1/entities/${id}`, stamped), null)
+  const release = (path: string, message: string) =>
+    verifyRelease('acme', path, dev.publicKey, parseSignature(sign(dev, message))!, inlineVerifier)
+  t.is(await release('/v1/handles/acme?timestamp=1764410400', '/v1/handles/acme?timestamp=1764410400'), 'timestamped')
+  t.is(await release('/v1/handles/acme?timestamp=1764410400', 'release:acme'), 'release')
+  t.is(await release('/v1/handles/acme', '/v1/handles/acme'), null, 'an untimestamped path is no release form')
+})
+
+test('a service without entity_url: the deployed form signs service_endpoint there, or "" as the Python SDK sends it', async t => {
+  const body = {
+    name: 'Weather',
+    category: 'data',
+    entity_type: 'service',
+    entity_url: '',
+    service_endpoint: 'https://svc.example.com',
+    summary: '',
+    tags: [],
+    public_key: AGENT_KEY
+  }
+  const signedAs = (signable: Record<string, unknown>) => parseSignature(sign(agent, canonicalJson(signable)))!
+  const substituted = deployedRegistrationSignable(body)
+  t.is(substituted.entity_url, 'https://svc.example.com')
+  t.is(await verifyEntityRegistration(body, agent.publicKey, signedAs(substituted), inlineVerifier), 'deployed')
+  const asSent = { ...substituted, entity_url: '' }
+  t.is(await verifyEntityRegistration(body, agent.publicKey, signedAs(asSent), inlineVerifier), 'deployed-empty-url')
+  const other = { ...substituted, entity_url: 'https://other.example.com' }
+  t.is(await verifyEntityRegistration(body, agent.publicKey, signedAs(other), inlineVerifier), null)
+})
+
+test('numbers as written: parsed with their text kept, canonical JSON writes them back as they were', t => {
+  const text = '{"b": [1.0, -2.50, 3e-05, 10], "a": "x 1.0 \\"2.0\\"", "c": {"n": 0.1}}'
+  const parsed = parseKeepingNumbers(text) as Record<string, unknown>
+  t.is(
+    numbersAsWritten(canonicalJson(parsed)),
+    '{"a":"x 1.0 \\"2.0\\"","b":[1.0,-2.50,3e-05,10],"c":{"n":0.1}}',
+    'numbers inside strings are text and stay so'
+  )
+  t.is(parseKeepingNumbers('{"a": 1'), null)
 })

@@ -31,6 +31,8 @@ test('FQAN parsing: host, zns:// prefix, @version, two-part form', t => {
     version: '1.2'
   })
   t.deepEqual(parseFqan('acme/doc@2.0.0-beta.1'), { host: null, handle: 'acme', name: 'doc', version: '2.0.0-beta.1' })
+  // The TypeScript SDK's CLI writes a name of the registry it talks to as @handle/name.
+  t.deepEqual(parseFqan('@acme/doc'), { host: null, handle: 'acme', name: 'doc', version: null })
   for (const bad of ['doc', 'a/b/c/d', 'host/ACME!/doc', 'host/acme/doc@', 'host/acme/doc@x', '/acme/doc'])
     t.is(parseFqan(bad), null, bad)
 })
