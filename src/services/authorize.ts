@@ -15,9 +15,10 @@ import {
   type SignedForm
 } from '../identity/verifiers.js'
 import type { SignatureVerifier } from '../identity/verify-pool.js'
-import type { OperationAuth } from '../store/records.js'
-import type { SignatureReuse } from '../store/registry-store.js'
+import type { Operation, OperationAuth } from '../store/records.js'
+import { SignatureReplayed, type SignatureReuse, type WriteTransaction } from '../store/registry-store.js'
 import type { WriteRequest } from './components.js'
+import { changedFields } from './validation.js'
 
 export interface Credentials {
   authorization?: string | undefined
@@ -229,9 +230,10 @@ function requireFreshTimestamp(form: SignedForm, path: string, clock: EdgeClock)
 }
 
 /**
- * Whether a deletion's or release's signature may remove again a later incarnation of its subject
- * (store/registry-store.ts SignatureReuse): only forms whose bytes never change (no timestamp), and
- * not on a node told to refuse that (`strict`, entities.strict_replay, for the writes its clients send).
+ * Whether an update's, deletion's or release's signature may act again on a later incarnation of
+ * its subject, one that began at `since` (store/registry-store.ts SignatureReuse): only forms whose
+ * bytes never change (no timestamp), and not on a node told to refuse that (`strict`,
+ * entities.strict_replay, for the writes its clients send).
  */
 export function deterministicReuse(auth: OperationAuth, since: string, strict: boolean): SignatureReuse | undefined {
   return strict || isTimestampedForm(auth.form) ? undefined : { since }
@@ -251,6 +253,28 @@ export function requireTarget(body: Record<string, unknown>, target: Record<stri
         field
       )
     }
+  }
+}
+
+/**
+ * Appends an update's operation inside its transaction, a signature of an earlier incarnation
+ * allowed (deterministicReuse). Returns false, having written nothing, when a client sent again
+ * an update already in effect: the deployed clients sign the same bytes every time, and such a
+ * repeat changes nothing.
+ */
+export function appendUpdate<T extends { registered_at: string }>(
+  tx: WriteTransaction,
+  op: Operation,
+  current: T,
+  updated: T,
+  o: { remote: boolean; strict: boolean }
+): boolean {
+  try {
+    tx.appendOperation(op, undefined, deterministicReuse(op.auth, current.registered_at, !o.remote && o.strict))
+    return true
+  } catch (err) {
+    if (!o.remote && err instanceof SignatureReplayed && changedFields(current, updated).length === 0) return false
+    throw err
   }
 }
 

@@ -16,7 +16,7 @@ export interface ServiceSettings {
   tombstoneRetentionMs: number
   /** Accept http:// entity URLs (entities.allow_http_url). */
   allowHttpEntityUrl: boolean
-  /** Refuse every repeat of a deletion or release signature sent to this node (entities.strict_replay). */
+  /** Refuse every repeat of an update, deletion or release signature sent to this node (entities.strict_replay). */
   strictReplay: boolean
   /** How far a signed timestamp may be from the node clock (liveness.max_clock_skew_seconds). */
   maxClockSkewMs: number

@@ -7,11 +7,12 @@ import { formatKey, parsePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperRegistration } from '../identity/verifiers.js'
 import { isLater } from '../store/operation-order.js'
-import { SignatureReplayed, type WriteTransaction } from '../store/registry-store.js'
+import type { WriteTransaction } from '../store/registry-store.js'
 import { SCHEMA_VERSION, type DeveloperRecord, type Operation } from '../store/records.js'
 import { DeveloperRegistrationRequest, DeveloperUpdateRequest, type DeveloperRecordView } from '../wire/developers.js'
 import { validate } from '../wire/validate.js'
 import {
+  appendUpdate,
   authorizeDeletion,
   authorizeDeveloperUpdate,
   deterministicReuse,
@@ -35,6 +36,8 @@ import { changedFields, checkUrl, requireSomethingToUpdate } from './validation.
 export interface DeveloperServiceComponents extends ServiceComponents {
   handles: HandleService
 }
+
+const UPDATABLE_FIELDS = Object.keys(DeveloperUpdateRequest.properties).filter(field => field !== 'signature')
 
 export class DeveloperService {
   private readonly now: () => Date
@@ -214,7 +217,7 @@ export class DeveloperService {
       }
     }
     const body = validate(DeveloperUpdateRequest, raw)
-    if (!remote) requireSomethingToUpdate(raw, ['name', 'github', 'profile_url'])
+    if (!remote) requireSomethingToUpdate(raw, UPDATABLE_FIELDS)
     if (body.profile_url) checkUrl('profile_url', body.profile_url, false)
     const auth = await authorizeDeveloperUpdate(req, raw, existing.public_key, this.c.verifier)
     const now = remote?.op.accepted_at ?? this.now().toISOString()
@@ -255,18 +258,8 @@ export class DeveloperService {
         } else {
           updated = { ...patch(current, body), updated_at: now, signature: auth.signature }
         }
-        try {
-          tx.appendOperation(
-            op,
-            undefined,
-            deterministicReuse(auth, current.registered_at, !remote && this.c.settings.strictReplay)
-          )
-        } catch (err) {
-          // The same signed update sent again while it is in effect changes nothing (entities.ts update).
-          if (!remote && err instanceof SignatureReplayed && changedFields(current, updated).length === 0)
-            return { unchanged: current }
-          throw err
-        }
+        if (!appendUpdate(tx, op, current, updated, { remote: !!remote, strict: this.c.settings.strictReplay }))
+          return { unchanged: current }
         tx.putDeveloper(updated)
         return updated
       })

@@ -8,7 +8,6 @@ import { parsePublicKey, parseSignature, formatKey } from '../identity/encoding.
 import { deriveId } from '../identity/ids.js'
 import { verifyDeveloperProof, verifyEntityRegistration } from '../identity/verifiers.js'
 import { compareOperations, isLater } from '../store/operation-order.js'
-import { SignatureReplayed } from '../store/registry-store.js'
 import {
   SCHEMA_VERSION,
   type EntityRecord,
@@ -26,7 +25,7 @@ import {
   type PricingModelInput
 } from '../wire/entities.js'
 import { StatusBatchBody } from '../wire/operations.js'
-import { authorizeDeletion, authorizeUpdate, deterministicReuse, edgeClock } from './authorize.js'
+import { appendUpdate, authorizeDeletion, authorizeUpdate, deterministicReuse, edgeClock } from './authorize.js'
 import {
   MissingDependency,
   NETWORK_LOOKUP_TIMEOUT_MS,
@@ -399,21 +398,9 @@ export class EntityService {
           remote && now <= current.updated_at
             ? this.refold(current, [...this.c.store.operationsOf(id), op])
             : patch(current)
-        try {
-          // An update signed for an earlier registration of this entity may apply to this one too
-          // (a re-registered entity's runtime sends the same update again), as deletions may.
-          tx.appendOperation(
-            op,
-            undefined,
-            deterministicReuse(auth, current.registered_at, !remote && this.c.settings.strictReplay)
-          )
-        } catch (err) {
-          // The same signed update sent again while it is in effect (deployed clients sign the same
-          // bytes every time) changes nothing: it answers so, and is not written.
-          if (!remote && err instanceof SignatureReplayed && changedFields(current, updated).length === 0)
-            return { unchanged: current }
-          throw err
-        }
+        // The same signed update sent again while it is in effect is answered, not written.
+        if (!appendUpdate(tx, op, current, updated, { remote: !!remote, strict: this.c.settings.strictReplay }))
+          return { unchanged: current }
         tx.putEntity(updated)
         return updated
       })
