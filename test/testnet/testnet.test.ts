@@ -365,7 +365,9 @@ test.serial(
     const probe = async (i: number) => {
       while (flooding) {
         const started = performance.now()
-        const res = await fetch(`${net.url(i)}/v1/entities?limit=5`)
+        const res = await fetch(`${net.url(i)}/v1/entities?limit=5`).catch((err: Error & { cause?: unknown }) => {
+          throw new Error(`node-${i} did not answer its probe: ${String(err.cause ?? err)}`)
+        })
         await res.arrayBuffer()
         latencies.push(performance.now() - started)
         await sleep(20)
