@@ -357,8 +357,11 @@ test.serial(
       nodeArgs: ['--max-entities-per-origin', String(QUOTA)]
     })
     t.teardown(() => net.stop())
-    await net.start()
+    // Signing the flood takes this process about 10 s: done before the nodes start, not between
+    // their start and the first probe, where it would leave fetch's pooled keep-alive connections to
+    // them idle past the server's idle timeout (the first probe then met a connection just closed).
     const junk = makeBodies(50_000, 2_000_000)
+    await net.start()
     // The other nodes' local API, probed throughout the flood.
     const latencies: number[] = []
     let flooding = true
@@ -366,7 +369,8 @@ test.serial(
       while (flooding) {
         const started = performance.now()
         const res = await fetch(`${net.url(i)}/v1/entities?limit=5`).catch((err: Error & { cause?: unknown }) => {
-          throw new Error(`node-${i} did not answer its probe: ${String(err.cause ?? err)}`)
+          const state = net.running().includes(i) ? 'still running' : 'not running'
+          throw new Error(`node-${i} (${state}) did not answer its probe: ${String(err.cause ?? err)}`)
         })
         await res.arrayBuffer()
         latencies.push(performance.now() - started)
