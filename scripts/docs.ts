@@ -1,7 +1,7 @@
 /**
- * Regenerates the README sections that mirror code tables (settings, error codes, field limits),
- * between `<!-- name:start -->` and `<!-- name:end -->` markers. `npm run docs`; a unit test fails
- * when the README is out of date.
+ * Regenerates the reference tables that mirror code tables (settings, error codes, field limits,
+ * activity events) in docs/reference/, between `<!-- name:start -->` and `<!-- name:end -->`
+ * markers. `npm run docs`; a unit test fails when a page is out of date.
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -13,7 +13,12 @@ import { MAX_JSON_DEPTH } from '../src/wire/json.js'
 import { ENTITY_LIMITS, PRICING_MODELS } from '../src/wire/entities.js'
 import { EVENT_PAYLOADS } from '../src/wire/sockets.js'
 
-const README = fileURLToPath(new URL('../README.md', import.meta.url))
+/** Where each generated table lives (paths from the repository root). */
+export const GENERATED_PAGES: Record<string, readonly string[]> = {
+  'docs/reference/configuration.md': ['config'],
+  'docs/reference/errors.md': ['errors'],
+  'docs/reference/http-api.md': ['limits', 'events']
+}
 
 const cell = (s: string) => s.replace(/\|/g, '\\|')
 
@@ -44,7 +49,7 @@ export function generatedSections(): Record<string, string> {
     '| `service_endpoint`, `openapi_url` | HTTP(S) URL, at most 2048 characters; a service needs `service_endpoint` or `entity_url` |',
     `| \`codebase_hash\` | at most ${ENTITY_LIMITS.codebaseHash} characters |`,
     `| \`capability_summary\` | JSON object of at most ${ENTITY_LIMITS.capabilitySummaryBytes} bytes |`,
-    `| \`pricing_model\` / \`entity_pricing\` | \`model\` one of ${PRICING_MODELS.join(', ')}; \`base_price_usd\` ≥ 0; \`currency\` \`USDC\`; at most ${ENTITY_LIMITS.paymentMethods} \`payment_methods\` and ${ENTITY_LIMITS.rates} \`rates\` (numbers ≥ 0) |`,
+    `| \`pricing_model\` / \`entity_pricing\` | \`model\` one of ${PRICING_MODELS.join(', ')} (or hyphenated: \`per-request\`; absent: \`per_request\` when a price is given, else \`free\`); \`base_price_usd\` ≥ 0; \`currency\` \`USDC\`; at most ${ENTITY_LIMITS.paymentMethods} \`payment_methods\` and ${ENTITY_LIMITS.rates} \`rates\` (numbers ≥ 0) |`,
     '| `ttl` | integer seconds, 60 to 31536000, default 86400 |',
     `| \`entity_name\` | at most ${ENTITY_LIMITS.entityName} characters (binding rules come with handles) |`,
     '| `developer_proof.index` | unsigned 32-bit; spelled `index`, `agent_index` or `entity_index`; never defaulted |',
@@ -64,18 +69,21 @@ export function generatedSections(): Record<string, string> {
   return { config, errors, limits, events }
 }
 
-export function applySections(readme: string, sections: Record<string, string>): string {
-  let out = readme
-  for (const [name, body] of Object.entries(sections)) {
+export function applySections(page: string, sections: Record<string, string>, names: readonly string[]): string {
+  let out = page
+  for (const name of names) {
     const pattern = new RegExp(`(<!-- ${name}:start -->\\n)[\\s\\S]*?(<!-- ${name}:end -->)`)
-    if (!pattern.test(out)) throw new Error(`README.md lacks the ${name} markers`)
-    out = out.replace(pattern, (_, a: string, b: string) => `${a}${body}\n${b}`)
+    if (!pattern.test(out)) throw new Error(`the page lacks the ${name} markers`)
+    out = out.replace(pattern, (_, a: string, b: string) => `${a}${sections[name]}\n${b}`)
   }
   return out
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const readme = await readFile(README, 'utf8')
-  await writeFile(README, applySections(readme, generatedSections()))
-  console.log('README.md sections regenerated')
+  const sections = generatedSections()
+  for (const [file, names] of Object.entries(GENERATED_PAGES)) {
+    const path = fileURLToPath(new URL(`../${file}`, import.meta.url))
+    await writeFile(path, applySections(await readFile(path, 'utf8'), sections, names))
+  }
+  console.log(`regenerated: ${Object.keys(GENERATED_PAGES).join(', ')}`)
 }

@@ -1,6 +1,6 @@
 /**
  * Node configuration. One table of settings drives the defaults, the config file (TOML),
- * environment variables, command-line flags, the commented file `init` writes and the README.
+ * environment variables, command-line flags, the commented file `init` writes and docs/reference/configuration.md.
  * Precedence: defaults < config file < environment < flags.
  */
 import { readFile } from 'node:fs/promises'
@@ -742,7 +742,7 @@ const TABLE = [
   }
 ] as const satisfies readonly Setting[]
 
-/** The settings, one row each, in the order the config file and the README list them. */
+/** The settings, one row each, in the order the config file and docs/reference/configuration.md list them. */
 export const SETTINGS: readonly Setting[] = TABLE
 
 /** The value type of one row: its choices as a union, else its kind's type. */

@@ -1,6 +1,6 @@
 /**
  * Every error the node (and an entity run by this package) answers with: one table of machine codes, HTTP statuses and default
- * messages (the README's error reference is generated from it). Bodies are `{error, message, field?}`.
+ * messages (docs/reference/errors.md is generated from it). Bodies are `{error, message, field?}`.
  */
 export const ERRORS = {
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },

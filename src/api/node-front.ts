@@ -1,6 +1,6 @@
 /**
  * The front on node:http and ws: the same exchanges and socket endpoints as uws-front.ts, on any
- * runtime. Slower per request than uWS (see the README's performance section), never different in
+ * runtime. Slower per request than uWS (docs/performance.md), never different in
  * what it answers.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'

@@ -165,7 +165,7 @@ capabilities = []
 # documentation = ""
 # source_code = ""
 
-# Charge for /webhook/sync with x402 (see the README's "Charge for an entity"): uncomment both
+# Charge for /webhook/sync with x402 (see docs/guide/payments.md): uncomment both
 # tables. Callers pay in USDC; /webhook, /health and the card stay free.
 # [pricing]
 # model = "per-request"

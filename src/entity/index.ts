@@ -1,6 +1,6 @@
 /**
  * registry-node/entity: run an agent or service that a registry mesh can find, trust and call,
- * and call others. See the README's "Run an entity".
+ * and call others. See docs/guide/entities.md.
  */
 export {
   createEntity,

@@ -4,7 +4,7 @@ import { Interner } from '../util/interner.js'
 /**
  * One entity's facets: one object and at most one string per entity, since a million of them stay
  * on the heap and every full collection marks each object (its pauses grow with their number,
- * README, *Query tails at 1M*). Values repeated across entities are shared: the type is one of two
+ * docs/decisions.md). Values repeated across entities are shared: the type is one of two
  * literals, category and developer are interned; the tags are one JSON string, read back only when
  * the entity changes or goes.
  */

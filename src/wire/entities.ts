@@ -12,7 +12,7 @@ import {
   Changed
 } from './common.js'
 
-/** Field limits, enforced by the schemas and listed in the README. */
+/** Field limits, enforced by the schemas and listed in docs/reference/http-api.md. */
 export const ENTITY_LIMITS = {
   name: 100,
   category: 64,

@@ -71,7 +71,7 @@ export const ActivityFrame = Type.Object(
   { $id: 'ActivityFrame' }
 )
 
-/** The payload of each event kind on the activity stream (the README's table is generated from it). */
+/** The payload of each event kind on the activity stream (docs/reference/http-api.md's table is generated from it). */
 export const EVENT_PAYLOADS: readonly { type: string; emittedBy: string; data: string }[] = [
   {
     type: 'hello',

@@ -18,7 +18,7 @@ async function cli(cwd: string, args: string[], input?: string): Promise<string>
   return (await child).stdout
 }
 
-test('the README walk-through: keys, signed bodies, register, read, update, deregister', async t => {
+test('the registry guide walk-through: keys, signed bodies, register, read, update, deregister', async t => {
   const dir = await mkdtemp(join(tmpdir(), 'registry-cli-'))
   const node = await startTestNode()
   try {

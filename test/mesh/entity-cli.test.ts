@@ -1,5 +1,5 @@
 /**
- * The README's "Run an entity" path with the real command line against a 3-node mesh: keys →
+ * The entity guide's path (docs/guide/entities.md) with the real command line against a 3-node mesh: keys →
  * entity init → entity serve --echo → found by search and active → call by FQAN → stopped, it
  * turns inactive on every node after the (shortened) threshold, and active again on restart; its
  * card, fetched through a node's card proxy, verifies.

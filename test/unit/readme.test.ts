@@ -1,10 +1,13 @@
 import { readFile } from 'node:fs/promises'
 import test from 'ava'
-import { applySections, generatedSections } from '../../scripts/docs.js'
+import { applySections, GENERATED_PAGES, generatedSections } from '../../scripts/docs.js'
 
-test('the README tables match the code (run npm run docs after changing settings, errors or limits)', async t => {
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8')
-  t.is(applySections(readme, generatedSections()), readme)
+test('the reference tables match the code (run npm run docs after changing settings, errors or limits)', async t => {
+  const sections = generatedSections()
+  for (const [file, names] of Object.entries(GENERATED_PAGES)) {
+    const page = await readFile(new URL(`../../${file}`, import.meta.url), 'utf8')
+    t.is(applySections(page, sections, names), page, file)
+  }
 })
 
 test('the README shows the two commands', async t => {

@@ -107,7 +107,7 @@ export function documentationRoutes(
   const doc = buildSwaggerDocument(all, {
     title: 'Registry node',
     description:
-      'A peer-to-peer registry node for AI agents and services. Errors are {error, message, field?}; see the README for every code.'
+      'A peer-to-peer registry node for AI agents and services. Errors are {error, message, field?}; docs/reference/errors.md lists every code.'
   })
   const assets = loadSwaggerAssets()
   const page =
