@@ -3,6 +3,6 @@ export default {
   extensions: { ts: 'module' },
   nodeArguments: ['--import=tsx'],
   workerThreads: false,
-  timeout: '120s',
+  timeout: '300s',
   concurrency: 2
 }

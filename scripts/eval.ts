@@ -31,7 +31,7 @@ import type { Fusion, RankingWeights } from '../src/search/ranking.js'
 import { defaultConfig } from '../src/config.js'
 import { searchSettings } from '../src/node-settings.js'
 import { SearchEngine } from '../src/search/search-engine.js'
-import { documentFields, searchDocument } from '../src/services/search.js'
+import { documentFields, searchDocument } from '../src/services/search/search.js'
 import type { EntityRecord } from '../src/store/records.js'
 import { wordVectors } from '../src/search/word-vectors.js'
 import { report } from './lib/report.js'
@@ -93,7 +93,7 @@ function record(e: FixtureEntity): EntityRecord {
   })
 }
 
-/** What the node embeds for an entity (mirrors embeddingText in src/services/search.ts). */
+/** What the node embeds for an entity (mirrors embeddingText in src/services/search/search.ts). */
 function embeddingText(r: EntityRecord): string {
   const skills = (r.capability_summary as { skills?: string[] } | null)?.skills ?? []
   return [r.name, r.category, r.tags.join(' '), r.summary, skills.join(' ')].join('. ')

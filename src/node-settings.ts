@@ -8,12 +8,12 @@ import type { CardFetchSettings } from './cards/card-fetcher.js'
 import type { NodeConfig } from './config.js'
 import type { VerifyPoolOptions } from './identity/verify-pool.js'
 import type { MeshOptions } from './mesh/mesh.js'
-import type { ServiceSettings } from './services/components.js'
-import type { LivenessSettings } from './services/liveness.js'
-import type { OnboardingSettings } from './services/onboarding.js'
-import type { OriginQuotaSettings } from './services/origin-quota.js'
-import type { VerificationSettings } from './services/ownership-verification.js'
-import type { SearchSettings } from './services/search.js'
+import type { ServiceSettings } from './services/registry/components.js'
+import type { LivenessSettings } from './services/liveness/liveness.js'
+import type { OnboardingSettings } from './services/registry/onboarding.js'
+import type { OriginQuotaSettings } from './services/replication/origin-quota.js'
+import type { VerificationSettings } from './services/registry/ownership-verification.js'
+import type { SearchSettings } from './services/search/search.js'
 
 const SECOND_MS = 1000
 const DAY_MS = 86_400_000

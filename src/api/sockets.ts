@@ -30,8 +30,8 @@ import { RegistryError } from '../errors.js'
 import { ID_PATTERNS } from '../identity/ids.js'
 import type { EventBus, RegistryEvent } from '../events/bus.js'
 import type { VerifyPriority } from '../identity/verify-pool.js'
-import type { LivenessService } from '../services/liveness.js'
-import type { SocketConnection, SocketEndpoint } from './front.js'
+import type { LivenessService } from '../services/liveness/liveness.js'
+import type { SocketConnection, SocketEndpoint } from '../http/front.js'
 import { parseJsonBytes } from '../wire/json.js'
 
 export interface HeartbeatSocketLimits {

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { ERRORS, type ErrorCode } from '../errors.js'
 import { ErrorBody } from '../wire/common.js'
-import type { RouteDefinition } from './http.js'
+import type { RouteDefinition } from '../http/http.js'
 
 type JsonSchema = Record<string, unknown>
 

@@ -6,10 +6,10 @@
  * the socket and the server, and deregisters when asked.
  */
 import { pino, type Logger } from 'pino'
-import { ClientIpResolver } from '../api/client-ip.js'
-import { Cors } from '../api/cors.js'
-import type { ServerChoice, ServerKind } from '../api/front.js'
-import { HttpServer } from '../api/server.js'
+import { ClientIpResolver } from '../http/client-ip.js'
+import { Cors } from '../http/cors.js'
+import type { ServerChoice, ServerKind } from '../http/front.js'
+import { HttpServer } from '../http/server.js'
 import { canonicalJson } from '../identity/canonical-json.js'
 import { formatKey } from '../identity/encoding.js'
 import { deriveAgentKeyPair } from '../identity/hd.js'

@@ -3,8 +3,8 @@
  * routes over the webhook and A2A services.
  */
 import { Type } from '@sinclair/typebox'
-import type { RouteDefinition } from '../api/http.js'
-import { json } from '../api/http.js'
+import type { RouteDefinition } from '../http/http.js'
+import { json } from '../http/http.js'
 import type { A2AService } from './a2a.js'
 import type { WebhookService } from './webhooks.js'
 import type { Paywall } from './x402/paywall.js'

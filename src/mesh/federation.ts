@@ -1,7 +1,7 @@
 /**
  * The mesh's half of federated search: the `/zns/search/1.0.0` protocol (answering peers, asking
  * them) and the `/zns/bloom/1.0.0` exchange of term filters, seen by the search service through its
- * port (`SearchFederationPort` in src/services/federated-search.ts, matched structurally: the mesh
+ * port (`SearchFederationPort` in src/services/search/federated-search.ts, matched structurally: the mesh
  * does not import services).
  */
 import type { IdentifyResult, PeerId } from '@libp2p/interface'

@@ -80,7 +80,7 @@ function traced(op: Operation): { kind: string; subject: string; subjects?: stri
 /** How one operation of a message counts for the message's verdict. */
 type Verdict = 'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'
 
-/** What applying an operation came to (services/replication.ts says what each means); errors (invalid operations) are thrown. */
+/** What applying an operation came to (services/replication/replication.ts says what each means); errors (invalid operations) are thrown. */
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
 export type GossipApply = (op: Operation) => Promise<ApplyOutcome>

@@ -3,7 +3,7 @@
  *   text relevance   BM25F score (+5.0 per exact quoted phrase) divided by the best score among
  *                    the matches of the query, so the best text match is 1
  *   semantic         cosine similarity of L2-normalised embeddings, negatives clamped to 0
- *   trust            the trust score (src/services/trust.ts), already in [0, 1]
+ *   trust            the trust score (src/services/registry/trust.ts), already in [0, 1]
  *   freshness        2^(−age / half-life), age since the later of updated_at and last_heartbeat
  *   availability     1 for active entities, 0 for inactive ones (the liveness state)
  *

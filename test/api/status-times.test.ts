@@ -7,7 +7,7 @@
 import test from 'ava'
 import { open } from 'lmdb'
 import { join } from 'node:path'
-import { statusOperation } from '../../src/services/operations.js'
+import { statusOperation } from '../../src/services/registry/operations.js'
 import type { EntityRecord } from '../../src/store/records.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode } from '../helpers/node.js'

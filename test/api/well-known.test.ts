@@ -1,7 +1,7 @@
 import test from 'ava'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { RequestContext } from '../../src/api/http.js'
+import type { RequestContext } from '../../src/http/http.js'
 import { wellKnownRoutes } from '../../src/api/routes/well-known.js'
 import { generateKeyPair } from '../../src/identity/keys.js'
 import { identityFromKeyPair } from '../../src/identity/node-identity.js'
@@ -11,7 +11,7 @@ import {
   verifyRegistryProof,
   type RegistryProof
 } from '../../src/identity/registry-proof.js'
-import { RegistryProofProvider } from '../../src/services/registry-proof-provider.js'
+import { RegistryProofProvider } from '../../src/services/registry/registry-proof-provider.js'
 import { formatReport, verifyRegistry } from '../../src/verify-registry.js'
 import { startHttpsServer } from '../helpers/https-server.js'
 import { startTestNode } from '../helpers/node.js'

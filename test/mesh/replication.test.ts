@@ -9,7 +9,7 @@ import type { RegistryEvent } from '../../src/events/bus.js'
 import { GOSSIP_TOPICS, topicOf } from '../../src/mesh/gossip.js'
 import { homeBucketKey } from '../../src/mesh/provider-keys.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
-import { sealOperation, statusBatchOperation, statusOperation } from '../../src/services/operations.js'
+import { sealOperation, statusBatchOperation, statusOperation } from '../../src/services/registry/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import {

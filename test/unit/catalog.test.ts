@@ -1,5 +1,5 @@
 import test from 'ava'
-import { EntityCatalog, ascendingOrder } from '../../src/services/catalog.js'
+import { EntityCatalog, ascendingOrder } from '../../src/services/registry/catalog.js'
 import type { EntityRecord } from '../../src/store/records.js'
 
 /** What a comparator sort gives: ascending times, equal ones in their given order. */

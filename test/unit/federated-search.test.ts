@@ -15,7 +15,7 @@ import {
   type FederatedHit,
   type FederationPeer,
   type SearchFederationPort
-} from '../../src/services/federated-search.js'
+} from '../../src/services/search/federated-search.js'
 import {
   TERM_FILTER_SCHEME,
   type PeerSearchRequest,

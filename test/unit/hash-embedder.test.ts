@@ -5,7 +5,12 @@ import { dot, l2normalize } from '../../src/search/embedders/embedder.js'
 import { hash32, HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
 import { WORD_VECTORS_URL, WordVectors, wordVectors } from '../../src/search/word-vectors.js'
 import { defaultConfig } from '../../src/config.js'
-import { type DocumentText, analyzeText, embeddingText, embeddingTokens } from '../../src/services/search-index.js'
+import {
+  type DocumentText,
+  analyzeText,
+  embeddingText,
+  embeddingTokens
+} from '../../src/services/search/search-index.js'
 
 /** The node's default dimension, and where its word part starts. */
 const DIMENSION = defaultConfig().search.dimension

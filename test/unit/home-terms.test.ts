@@ -1,6 +1,6 @@
 import test from 'ava'
 import { pino } from 'pino'
-import { HomeTermSummary } from '../../src/services/home-terms.js'
+import { HomeTermSummary } from '../../src/services/search/home-terms.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
 
 const fields = (words: string): FieldTokens => ({

@@ -1,9 +1,9 @@
 import test from 'ava'
-import { ClientIpResolver } from '../../src/api/client-ip.js'
-import { Cors } from '../../src/api/cors.js'
-import { json, type HttpMethod, type RouteDefinition } from '../../src/api/http.js'
-import { FixedWindowLimiter, rateLimitHeaders } from '../../src/api/rate-limit.js'
-import { Router } from '../../src/api/router.js'
+import { ClientIpResolver } from '../../src/http/client-ip.js'
+import { Cors } from '../../src/http/cors.js'
+import { json, type HttpMethod, type RouteDefinition } from '../../src/http/http.js'
+import { FixedWindowLimiter, rateLimitHeaders } from '../../src/http/rate-limit.js'
+import { Router } from '../../src/http/router.js'
 import { RegistryError } from '../../src/errors.js'
 
 function route(method: HttpMethod, path: string, tag = path): RouteDefinition {

@@ -6,8 +6,8 @@
  */
 import test from 'ava'
 import { EventBus } from '../../src/events/bus.js'
-import type { ServiceSettings } from '../../src/services/components.js'
-import { LivenessService } from '../../src/services/liveness.js'
+import type { ServiceSettings } from '../../src/services/registry/components.js'
+import { LivenessService } from '../../src/services/liveness/liveness.js'
 import type { EntityRecord, LivenessRecord } from '../../src/store/records.js'
 import type { RegistryStore } from '../../src/store/registry-store.js'
 import { agent, developer, nodeIdentity } from '../helpers/identities.js'

@@ -1,5 +1,5 @@
 import test from 'ava'
-import { LivenessTable } from '../../src/services/liveness-table.js'
+import { LivenessTable } from '../../src/services/liveness/liveness-table.js'
 import type { LivenessRecord } from '../../src/store/records.js'
 
 const record = (i: number, active = i % 2 === 0): LivenessRecord => ({

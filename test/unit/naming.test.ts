@@ -1,5 +1,11 @@
 import test from 'ava'
-import { compareSemver, handleProblem, isValidName, parseFqan, selectVersion } from '../../src/services/naming.js'
+import {
+  compareSemver,
+  handleProblem,
+  isValidName,
+  parseFqan,
+  selectVersion
+} from '../../src/services/registry/naming.js'
 import type { NameVersion } from '../../src/store/records.js'
 
 test('handle rules: 3-32 of [a-z0-9-], letter or digit at both ends, reserved words', t => {
@@ -72,7 +78,9 @@ test('version selection: exact, major and major.minor prefixes pick the highest 
 })
 
 test('fast trust equals the signal-by-signal trust score', async t => {
-  const { fastTrust, developerTrustPart, trustScore, trustSignals } = await import('../../src/services/trust.js')
+  const { fastTrust, developerTrustPart, trustScore, trustSignals } = await import(
+    '../../src/services/registry/trust.js'
+  )
   const now = Date.parse('2026-06-01T00:00:00Z')
   const developer = { implicit: false } as never
   const handle = { verified: true } as never

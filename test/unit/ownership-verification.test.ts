@@ -13,7 +13,7 @@ import {
   txtRecordHoldsKey,
   type TxtResolver,
   type VerificationSettings
-} from '../../src/services/ownership-verification.js'
+} from '../../src/services/registry/ownership-verification.js'
 import { startDnsServer, type TestDnsServer } from '../helpers/dns-server.js'
 import { json, startHttpsServer, type TestHttpsServer } from '../helpers/https-server.js'
 

@@ -13,7 +13,7 @@ import {
   verifyRegistryProof,
   type RegistryProof
 } from '../../src/identity/registry-proof.js'
-import { RegistryProofProvider } from '../../src/services/registry-proof-provider.js'
+import { RegistryProofProvider } from '../../src/services/registry/registry-proof-provider.js'
 
 const identity = identityFromKeyPair(keyPairFromSeed(Buffer.alloc(32, 3)))
 const other = identityFromKeyPair(keyPairFromSeed(Buffer.alloc(32, 4)))

@@ -7,15 +7,15 @@
 import { nodeIdentity } from '../helpers/identities.js'
 import test from 'ava'
 import { VerifyPool } from '../../src/identity/verify-pool.js'
-import { MissingDependency } from '../../src/services/components.js'
-import type { DeveloperService } from '../../src/services/developers.js'
-import type { EntityService } from '../../src/services/entities.js'
-import type { NameDirectory } from '../../src/services/name-directory.js'
-import { sealOperation } from '../../src/services/operations.js'
-import { ReplicationService } from '../../src/services/replication.js'
+import { MissingDependency } from '../../src/services/registry/writes.js'
+import type { DeveloperService } from '../../src/services/registry/developers.js'
+import type { EntityService } from '../../src/services/registry/entities.js'
+import type { NameDirectory } from '../../src/services/replication/name-directory.js'
+import { sealOperation } from '../../src/services/registry/operations.js'
+import { ReplicationService } from '../../src/services/replication/replication.js'
 import type { Operation } from '../../src/store/records.js'
 import type { RegistryStore } from '../../src/store/registry-store.js'
-import { OriginQuota } from '../../src/services/origin-quota.js'
+import { OriginQuota } from '../../src/services/replication/origin-quota.js'
 
 const gate = (): { opened: Promise<void>; open: () => void } => {
   let open = (): void => {}

@@ -11,8 +11,8 @@ import {
   LocalSearchIndex,
   type SearchIndex,
   embeddingText
-} from '../../src/services/search-index.js'
-import { WorkerSearchIndex } from '../../src/services/search-worker-index.js'
+} from '../../src/services/search/search-index.js'
+import { WorkerSearchIndex } from '../../src/services/search/search-worker-index.js'
 import type { TermFilterMessage } from '../../src/wire/federation.js'
 import { searchDoc as doc } from '../helpers/search-documents.js'
 

@@ -2,7 +2,7 @@ import test from 'ava'
 import { pino } from 'pino'
 import { analyze } from '../../src/search/analyzer.js'
 import { hashTerm, TermFilter, TERM_FILTER_SEED } from '../../src/search/term-filter.js'
-import { HomeTermSummary } from '../../src/services/home-terms.js'
+import { HomeTermSummary } from '../../src/services/search/home-terms.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
 import { sleep, until } from '../helpers/wait.js'
 

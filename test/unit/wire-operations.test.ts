@@ -6,7 +6,7 @@ import {
   sealOperation,
   statusBatchOperation,
   statusOperation
-} from '../../src/services/operations.js'
+} from '../../src/services/registry/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeOperation, fromWire, toWire } from '../../src/wire/operations.js'
 import { nodeIdentity } from '../helpers/identities.js'

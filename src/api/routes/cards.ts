@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { RegistryError } from '../../errors.js'
 import type { CardFetcher } from '../../cards/card-fetcher.js'
-import { JSON_CONTENT_TYPE, type RouteDefinition } from '../http.js'
+import { JSON_CONTENT_TYPE, type RouteDefinition } from '../../http/http.js'
 import { entityIdParam } from './params.js'
 
 /** What the card route needs of an entity record. */

@@ -1,5 +1,5 @@
-import type { DeveloperService } from '../../services/developers.js'
-import type { EntityService } from '../../services/entities.js'
+import type { DeveloperService } from '../../services/registry/developers.js'
+import type { EntityService } from '../../services/registry/entities.js'
 import { Message } from '../../wire/common.js'
 import {
   DeveloperEntities,
@@ -9,7 +9,7 @@ import {
   DeveloperUpdateRequest,
   DeveloperUpdateAnswer
 } from '../../wire/developers.js'
-import { json, type RouteDefinition } from '../http.js'
+import { json, type RouteDefinition } from '../../http/http.js'
 import { bodyPublicKey, bodySignedWrite, developerIdParam, intParam, signedDeletion, signedWrite } from './params.js'
 
 export function developerRoutes(

@@ -1,5 +1,5 @@
 import { RegistryError } from '../../errors.js'
-import type { EntityService } from '../../services/entities.js'
+import type { EntityService } from '../../services/registry/entities.js'
 import {
   DeregistrationResponse,
   EntityList,
@@ -10,7 +10,7 @@ import {
   UpdateRequest,
   EntityUpdateAnswer
 } from '../../wire/entities.js'
-import { json, jsonText, type RequestContext, type RouteDefinition } from '../http.js'
+import { json, jsonText, type RequestContext, type RouteDefinition } from '../../http/http.js'
 import { bodyPublicKey, bodySignedWrite, entityIdParam, intParam, signedDeletion, signedWrite } from './params.js'
 
 export interface EntityRouteOptions {

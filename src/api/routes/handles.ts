@@ -1,9 +1,9 @@
-import type { HandleService } from '../../services/handles.js'
-import type { NameService } from '../../services/names.js'
+import type { HandleService } from '../../services/registry/handles.js'
+import type { NameService } from '../../services/registry/names.js'
 import { Message } from '../../wire/common.js'
 import { HandleAvailability, HandleClaimRequest, HandleVerifyRequest, HandleView, NameView } from '../../wire/names.js'
 import { Type } from '@sinclair/typebox'
-import { createdOrExisting, json, type RouteDefinition } from '../http.js'
+import { createdOrExisting, json, type RouteDefinition } from '../../http/http.js'
 import { bodyPublicKey, bodySignedWrite, handleParam, signedDeletion, signedWrite } from './params.js'
 
 export function handleRoutes(handles: HandleService, names: NameService): RouteDefinition[] {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import type { NameService } from '../../services/names.js'
-import type { ResolutionService } from '../../services/resolution.js'
+import type { NameService } from '../../services/registry/names.js'
+import type { ResolutionService } from '../../services/registry/resolution.js'
 import { Message } from '../../wire/common.js'
 import {
   NameAvailability,
@@ -10,7 +10,7 @@ import {
   NameView,
   ResolveResponse
 } from '../../wire/names.js'
-import { createdOrExisting, json, type RequestContext, type RouteDefinition } from '../http.js'
+import { createdOrExisting, json, type RequestContext, type RouteDefinition } from '../../http/http.js'
 import { bodySignedWrite, entityIdParam, nameParams, signedDeletion, signedWrite } from './params.js'
 
 /** `?card=true` is accepted; the card proxy arrives with search, so the reply says so. */

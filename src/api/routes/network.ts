@@ -14,7 +14,7 @@ import {
 } from '../../wire/network.js'
 import type { RuntimeInfo } from '../../wire/node.js'
 import { validate } from '../../wire/validate.js'
-import { json, type RouteDefinition } from '../http.js'
+import { json, type RouteDefinition } from '../../http/http.js'
 
 export interface NetworkRouteComponents {
   /** Null when p2p.enabled is false. */

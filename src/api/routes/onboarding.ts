@@ -1,6 +1,6 @@
-import type { OnboardingService } from '../../services/onboarding.js'
+import type { OnboardingService } from '../../services/registry/onboarding.js'
 import { ApprovalRequest, ApprovalResponse } from '../../wire/names.js'
-import { json, type RequestContext, type RouteDefinition } from '../http.js'
+import { json, type RequestContext, type RouteDefinition } from '../../http/http.js'
 
 export function onboardingRoutes(onboarding: OnboardingService, publicUrl: string): RouteDefinition[] {
   const approve = async (ctx: RequestContext) => {

@@ -1,9 +1,9 @@
 import { RegistryError } from '../../errors.js'
 import { ID_PATTERNS } from '../../identity/ids.js'
 import { normalizePublicKey } from '../../identity/encoding.js'
-import type { WriteRequest } from '../../services/components.js'
-import { handleProblem, isValidName } from '../../services/naming.js'
-import type { RequestContext } from '../http.js'
+import type { WriteRequest } from '../../services/registry/writes.js'
+import { handleProblem, isValidName } from '../../services/registry/naming.js'
+import type { RequestContext } from '../../http/http.js'
 
 /**
  * An integer query parameter, the default when absent. Out of bounds it is clamped to them, as the

@@ -1,8 +1,8 @@
-import type { EntityCatalog } from '../../services/catalog.js'
-import type { SearchService } from '../../services/search.js'
+import type { EntityCatalog } from '../../services/registry/catalog.js'
+import type { SearchService } from '../../services/search/search.js'
 import { RegistryError } from '../../errors.js'
 import { CategoriesAnswer, CountsQuery, SearchRequest, SearchResponse, TagsAnswer } from '../../wire/search.js'
-import { json, type RequestContext, type RouteDefinition } from '../http.js'
+import { json, type RequestContext, type RouteDefinition } from '../../http/http.js'
 
 export function searchRoutes(search: SearchService, catalog: EntityCatalog): RouteDefinition[] {
   const tag = 'search'

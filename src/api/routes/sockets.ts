@@ -4,7 +4,7 @@
  */
 import { RegistryError } from '../../errors.js'
 import { ActivityFrame, HeartbeatAck, HeartbeatFrame, SocketError } from '../../wire/sockets.js'
-import type { RouteDefinition } from '../http.js'
+import type { RouteDefinition } from '../../http/http.js'
 
 const upgradeRequired = (): never => {
   throw new RegistryError('upgrade_required')

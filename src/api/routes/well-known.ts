@@ -1,7 +1,7 @@
 import { REGISTRY_PROOF_PATH } from '../../identity/registry-proof.js'
-import type { RegistryProofProvider } from '../../services/registry-proof-provider.js'
+import type { RegistryProofProvider } from '../../services/registry/registry-proof-provider.js'
 import { RegistryProofSchema } from '../../wire/registry-proof.js'
-import { json, type RouteDefinition } from '../http.js'
+import { json, type RouteDefinition } from '../../http/http.js'
 
 /** Caches may keep the proof at most this long, however far off its renewal is. */
 export const MAX_PROOF_CACHE_SECONDS = 3600

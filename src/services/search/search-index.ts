@@ -1,0 +1,364 @@
+/**
+ * Where the search engine runs, behind one interface: on the HTTP thread (`LocalSearchIndex`) or
+ * in a worker thread fed by the write stream (`WorkerSearchIndex`, src/services/search/search-worker-index.ts,
+ * the default). Changes are fire-and-forget and applied in the order they were made; a query is
+ * answered after every change made before it, so a search right after an acknowledged write sees it.
+ *
+ * What crosses the thread boundary is plain data (structured clone): documents and their text
+ * (analyzed on the index's side, where the query expander and the home term summary are fed too),
+ * vectors, queries whose trust formula and capability filter are named by data, not closures, and
+ * back, each build of the home term filter.
+ */
+import { analyze } from '../../search/analyzer.js'
+import { HashEmbedder } from '../../search/embedders/hash-embedder.js'
+import { QueryExpander } from '../../search/query-expansion.js'
+import type { ScoreBreakdown } from '../../search/ranking.js'
+import {
+  CAPABILITY_KEYS,
+  type CapabilityCondition,
+  type CapabilityKey,
+  type EngineQuery,
+  SearchEngine,
+  type SearchDocument
+} from '../../search/search-engine.js'
+import type { FieldTokens } from '../../search/text-index.js'
+import type { TermFilterMessage } from '../../wire/federation.js'
+import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-terms.js'
+import { fastTrust } from '../registry/trust.js'
+import { Interner } from '../../util/interner.js'
+
+export { CAPABILITY_KEYS, type CapabilityKey }
+export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
+
+/** A record's searchable text as stored: the index analyzes it, on its own thread. */
+export interface DocumentText {
+  name: string
+  tags: readonly string[]
+  category: string
+  summary: string
+  capabilities: readonly string[]
+}
+
+export function analyzeText(text: DocumentText): FieldTokens {
+  return {
+    name: analyze(text.name),
+    tags: text.tags.flatMap(analyze),
+    category: analyze(text.category),
+    summary: analyze(text.summary),
+    capabilities: text.capabilities.flatMap(analyze)
+  }
+}
+
+/** What the embedder reads of a record: the same text the index analyses, as one string. */
+export function embeddingText(t: DocumentText): string {
+  return [t.name, t.category, t.tags.join(' '), t.summary, t.capabilities.join(' ')].join('. ')
+}
+
+/**
+ * What analyze() makes of embeddingText(text), taken from the index's own analysis of the record
+ * instead of analyzing the text a second time (the separators are not word characters, so the
+ * tokens are the fields' tokens in that order).
+ */
+export function embeddingTokens(fields: FieldTokens): string[] {
+  return [...fields.name, ...fields.category, ...fields.tags, ...fields.summary, ...fields.capabilities]
+}
+
+/** What an index is built with, on whichever thread it runs. */
+export interface IndexOptions {
+  dimension: number
+  /**
+   * 'hash': the index embeds each record itself with the hash embedder (a pure function of the text
+   * it already analyzes), so no vector is made on the HTTP thread or copied to the worker; null:
+   * vectors arrive as 'vector' changes from the node's embedder.
+   */
+  embedding: 'hash' | null
+  /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
+  queryExpansion: boolean
+  /** The summary of home terms peers route by: what makes a record home, and how its filter is built. */
+  homeTerms: { registryId: string; host: string; falsePositiveRate: number; rebuildIntervalMs: number }
+}
+
+/** One change to the index, in the order the store committed it. */
+export type IndexChange =
+  | { op: 'upsert'; doc: SearchDocument; text: DocumentText; home: HomeFields }
+  | { op: 'vector'; entityId: string; vector: Float32Array }
+  | { op: 'developer'; developerId: string; part: number }
+  | { op: 'patch'; entityId: string; change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>> }
+  | { op: 'remove'; entityId: string }
+  /**
+   * A load of the whole store begins (at start, or after a lost worker): until 'home-filter',
+   * records are indexed for text and filters only; their vectors and home terms follow.
+   */
+  | { op: 'bulk-load' }
+  /**
+   * Build the home term filter (after the initial load, once its deferred work is done); later
+   * changes rebuild it on their own.
+   */
+  | { op: 'home-filter' }
+
+/**
+ * Capability filters: every wanted value must be held by the record's capability_summary or
+ * declared by the entity's card (`declared`: what fresh cached cards declare of the wanted values,
+ * by entity; the cards live on the HTTP thread).
+ */
+export interface CapabilityFilter {
+  wanted: CapabilityValues
+  declared: Record<string, CapabilityValues>
+}
+
+/** An engine query as data: trust is always the node's formula (fastTrust). */
+export interface IndexQuery extends Omit<EngineQuery, 'trust' | 'filter' | 'capabilityConditions'> {
+  capabilities: CapabilityFilter | null
+}
+
+export interface IndexHit {
+  entityId: string
+  active: boolean
+  score: number
+  breakdown: ScoreBreakdown
+}
+
+export interface IndexAnswer {
+  hits: IndexHit[]
+  total: number
+}
+
+export interface SearchIndex {
+  /** Fire-and-forget; each build of the home term filter is handed to the index's `onFilter`. */
+  apply(change: IndexChange): void
+  search(query: IndexQuery): Promise<IndexAnswer>
+  /** The number of documents, once every change made before the call is applied. */
+  settled(): Promise<number>
+  close(): Promise<void>
+}
+
+/** Whether `list` holds every one of `values` (a loop: this runs once per candidate document). */
+function holdsAll(list: readonly string[], values: readonly string[]): boolean {
+  for (let i = 0; i < values.length; i++) if (!list.includes(values[i] as string)) return false
+  return true
+}
+
+/**
+ * Records of a bulk load completed per turn of the index's thread: about 25 µs each at 1M, so a
+ * query waits at most about 12 ms behind them.
+ */
+const DEFERRED_PER_TURN = 500
+
+/**
+ * The engine and what belongs with it on its thread: the analysis of each record, the query
+ * expander and the home term summary (both fed by that analysis), one copy of each repeated
+ * string, the last weights seen.
+ */
+export class IndexedEngine {
+  readonly engine: SearchEngine
+  private readonly expander: QueryExpander | null
+  private readonly homeTerms: HomeTermSummary
+  /** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
+  private readonly interned = new Interner()
+  /**
+   * The engine caches trust and the static score part per weights object (by identity); a query
+   * that crossed threads carries a fresh copy, so equal weights are mapped back to the last object.
+   */
+  private weights: EngineQuery['weights'] | null = null
+  private readonly embedder: HashEmbedder | null
+  /** The vector of the record being indexed (the engine keeps a quantised copy). */
+  private readonly vector: Float32Array
+  /** While a bulk load runs ('bulk-load' until 'home-filter'). */
+  private bulk = false
+  /** Records of a bulk load still without their vector and home terms: entity → whether it is home. */
+  private readonly deferred = new Map<string, boolean>()
+  private completing: NodeJS.Immediate | null = null
+
+  constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
+    this.engine = new SearchEngine(options.dimension)
+    this.embedder = options.embedding === 'hash' ? new HashEmbedder(options.dimension) : null
+    this.vector = new Float32Array(this.embedder ? options.dimension : 0)
+    this.expander = options.queryExpansion ? new QueryExpander() : null
+    this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
+    this.homeTerms.subscribe(() => {
+      const message = this.homeTerms.current()
+      if (message) onFilter(message)
+    })
+  }
+
+  apply(change: IndexChange): void {
+    const { engine } = this
+    switch (change.op) {
+      case 'upsert': {
+        const fields = analyzeText(change.text)
+        this.expander?.addDocument(fields)
+        const doc = this.internDocument(change.doc)
+        if (this.bulk) {
+          engine.upsert(doc, fields, null)
+          this.deferred.set(doc.entityId, this.homeTerms.isHome(change.home))
+          return
+        }
+        if (this.deferred.size > 0) this.deferred.delete(doc.entityId)
+        engine.upsert(doc, fields, this.embedder?.embedTokens(embeddingTokens(fields), this.vector) ?? null)
+        this.homeTerms.update(change.home, fields)
+        return
+      }
+      case 'vector':
+        engine.setVector(change.entityId, change.vector)
+        return
+      case 'developer':
+        engine.setDeveloperPart(this.interned.intern(change.developerId), change.part)
+        return
+      case 'patch':
+        engine.patch(change.entityId, change.change)
+        return
+      case 'remove':
+        this.deferred.delete(change.entityId)
+        engine.remove(change.entityId)
+        this.homeTerms.remove(change.entityId)
+        return
+      case 'bulk-load':
+        this.bulk = true
+        return
+      case 'home-filter':
+        this.bulk = false
+        // A completion under way builds the filter when it ends.
+        if (!this.completing) this.completeDeferred()
+    }
+  }
+
+  /**
+   * Gives the records of a bulk load their vectors and home terms, DEFERRED_PER_TURN at a time with
+   * turns between for queries and changes, then builds the home term filter. Their fields are read
+   * back from the text index: analyzing the text again would cost as much as the work deferred.
+   */
+  private completeDeferred = (): void => {
+    this.completing = null
+    let done = 0
+    for (const [entityId, home] of this.deferred) {
+      this.deferred.delete(entityId)
+      const fields = this.engine.fieldsOf(entityId)
+      if (!fields) continue
+      if (this.embedder)
+        this.engine.setVector(entityId, this.embedder.embedTokens(embeddingTokens(fields), this.vector))
+      if (home) this.homeTerms.updateHome(entityId, fields)
+      if (++done === DEFERRED_PER_TURN) break
+    }
+    if (this.deferred.size > 0) this.completing = setImmediate(this.completeDeferred)
+    else this.homeTerms.rebuild()
+  }
+
+  search(query: IndexQuery): IndexAnswer {
+    const { capabilities, ...rest } = query
+    // Quotes ask for the exact words: a query with a quoted phrase is not expanded.
+    const terms =
+      this.expander && rest.phrases.length === 0
+        ? this.expander.expand({ terms: [...rest.terms], phrases: [], raw: '' }).terms
+        : rest.terms
+    const { hits, total } = this.engine.search({
+      ...rest,
+      terms,
+      weights: this.sameWeights(query.weights),
+      trust: fastTrust,
+      filter: capabilities ? capabilityPredicate(capabilities) : null,
+      ...(capabilities ? { capabilityConditions: capabilityConditions(capabilities) } : {})
+    })
+    return {
+      hits: hits.map(h => ({ entityId: h.doc.entityId, active: h.doc.active, score: h.score, breakdown: h.breakdown })),
+      total
+    }
+  }
+
+  close(): void {
+    if (this.completing) clearImmediate(this.completing)
+    this.homeTerms.stop()
+  }
+
+  private sameWeights(weights: EngineQuery['weights']): EngineQuery['weights'] {
+    const last = this.weights
+    if (
+      last !== null &&
+      last.text === weights.text &&
+      last.semantic === weights.semantic &&
+      last.trust === weights.trust &&
+      last.freshness === weights.freshness &&
+      last.availability === weights.availability
+    )
+      return last
+    this.weights = weights
+    return weights
+  }
+
+  private internDocument(doc: SearchDocument): SearchDocument {
+    const list = (values: readonly string[]): readonly string[] =>
+      values.length === 0 ? NOTHING : values.map(v => this.interned.intern(v))
+    const c = doc.capabilities
+    return {
+      ...doc,
+      category: this.interned.intern(doc.category),
+      tags: list(doc.tags),
+      developerId: doc.developerId === null ? null : this.interned.intern(doc.developerId),
+      capabilities: {
+        skills: list(c.skills),
+        protocols: list(c.protocols),
+        languages: list(c.languages),
+        models: list(c.models)
+      }
+    }
+  }
+}
+
+const NOTHING: readonly string[] = Object.freeze([])
+
+function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: SearchDocument) => boolean {
+  const checks = CAPABILITY_KEYS.flatMap(key => {
+    const values = wanted[key]
+    return values?.length ? [{ key, values }] : []
+  })
+  return doc => {
+    for (const { key, values } of checks) {
+      const own = doc.capabilities[key]
+      if (holdsAll(own, values)) continue
+      const card = declared[doc.entityId]?.[key]
+      if (!card) return false
+      for (const v of values) if (!own.includes(v) && !card.includes(v)) return false
+    }
+    return true
+  }
+}
+
+/** The capability filter as conditions the engine can visit by list: each wanted value, with the entities whose cards declare it. */
+function capabilityConditions({ wanted, declared }: CapabilityFilter): CapabilityCondition[] {
+  return CAPABILITY_KEYS.flatMap(key =>
+    (wanted[key] ?? []).map(value => ({
+      key,
+      value,
+      plus: Object.keys(declared).filter(entityId => declared[entityId]?.[key]?.includes(value))
+    }))
+  )
+}
+
+/** The engine on the calling thread: a query costs that thread its whole time. */
+export class LocalSearchIndex implements SearchIndex {
+  private readonly indexed: IndexedEngine
+
+  constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
+    this.indexed = new IndexedEngine(options, onFilter, logger)
+  }
+
+  apply(change: IndexChange): void {
+    this.indexed.apply(change)
+  }
+
+  async search(query: IndexQuery): Promise<IndexAnswer> {
+    return this.indexed.search(query)
+  }
+
+  /** The entity's vector as this index holds it (what a move to the worker copies instead of embedding again). */
+  vectorOf(entityId: string): Float32Array | null {
+    return this.indexed.engine.vectorOf(entityId)
+  }
+
+  async settled(): Promise<number> {
+    return this.indexed.engine.size
+  }
+
+  async close(): Promise<void> {
+    this.indexed.close()
+  }
+}
