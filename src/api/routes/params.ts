@@ -1,7 +1,8 @@
 import { RegistryError } from '../../errors.js'
 import { ID_PATTERNS } from '../../identity/ids.js'
-import { normalizePublicKey } from '../../identity/encoding.js'
-import type { WriteRequest } from '../../services/registry/writes.js'
+import { parseAuthorization } from '../../identity/authorization.js'
+import { normalizePublicKey, parseSignature } from '../../identity/encoding.js'
+import type { Credential, WriteRequest } from '../../services/registry/writes.js'
 import { handleProblem, isValidName } from '../../services/registry/naming.js'
 import type { RequestContext } from '../../http/http.js'
 
@@ -65,8 +66,24 @@ export function bodyPublicKey(ctx: RequestContext): string | undefined {
   return typeof key === 'string' ? (normalizePublicKey(key) ?? key) : undefined
 }
 
-export function credentials(ctx: RequestContext) {
-  return { authorization: ctx.headers.authorization, xSignature: ctx.headers['x-signature'] }
+/** The signature a request carries in a header, parsed here once: Authorization first, then (deletions) X-Signature. */
+function headerCredential(ctx: RequestContext, xSignature: boolean): Credential | null {
+  const authorization = ctx.headers.authorization
+  if (authorization) {
+    const auth = parseAuthorization(authorization)
+    return auth ? { carrier: 'authorization', ...auth } : { carrier: 'malformed', header: 'Authorization' }
+  }
+  const header = xSignature ? ctx.headers['x-signature'] : undefined
+  if (!header) return null
+  const text = header.replace(/^bearer\s+/i, '').trim()
+  const signature = parseSignature(text)
+  return signature ? { carrier: 'x-signature', signature, text } : { carrier: 'malformed', header: 'X-Signature' }
+}
+
+/** A body's own `signature` member, when it has one. */
+function bodyCredential(body: unknown): Credential | null {
+  const text = body !== null && typeof body === 'object' ? (body as { signature?: unknown }).signature : undefined
+  return typeof text === 'string' ? { carrier: 'body', signature: parseSignature(text), text } : null
 }
 
 /** A write signed in its own body (a registration, claim or binding), as the services take it. */
@@ -74,9 +91,10 @@ export function bodySignedWrite(ctx: RequestContext): WriteRequest {
   return { raw: ctx.raw, body: ctx.json(), path: ctx.path }
 }
 
-/** A write that may be signed in its headers (an update): its body, and the signature headers too. */
+/** An update: signed in its Authorization header, else by its body's own `signature`. */
 export function signedWrite(ctx: RequestContext): WriteRequest {
-  return { raw: ctx.raw, body: ctx.json(), path: ctx.path, credentials: credentials(ctx) }
+  const body = ctx.json()
+  return { raw: ctx.raw, body, path: ctx.path, credential: headerCredential(ctx, false) ?? bodyCredential(body) }
 }
 
 /**
@@ -86,5 +104,5 @@ export function signedWrite(ctx: RequestContext): WriteRequest {
  */
 export function signedDeletion(ctx: RequestContext): Omit<WriteRequest, 'raw' | 'body'> {
   const path = ctx.query.has('timestamp') ? `${ctx.path}?${ctx.rawQuery}` : ctx.path
-  return { path, credentials: credentials(ctx) }
+  return { path, credential: headerCredential(ctx, true) }
 }

@@ -4,7 +4,7 @@
  * and which form verified, which the operation keeps for re-verification.
  */
 import { RegistryError } from '../../errors.js'
-import { parseAuthorization, type SignerRole } from '../../identity/authorization.js'
+import type { SignerRole } from '../../identity/authorization.js'
 import { parsePublicKey, parseSignature } from '../../identity/encoding.js'
 import {
   isTimestampedForm,
@@ -17,7 +17,7 @@ import {
 import type { SignatureVerifier } from '../../identity/verify-pool.js'
 import type { Operation, OperationAuth } from '../../store/records.js'
 import { SignatureReplayed, type SignatureReuse, type WriteTransaction } from '../../store/registry-store.js'
-import type { Credentials, WriteRequest } from './writes.js'
+import type { Credential, WriteRequest } from './writes.js'
 import { changedFields } from './validation.js'
 
 /** The keys allowed to sign for a record: its own, and its owning developer's when it has one. */
@@ -47,15 +47,19 @@ function signers(keys: SignerKeys): [SignerRole, Buffer][] {
     : [['self', keys.self]]
 }
 
-function headerSignature(credentials: Credentials) {
-  const auth = parseAuthorization(credentials.authorization)
-  if (auth === undefined)
-    throw new RegistryError(
-      'signature_invalid',
-      'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>" or "Bearer-Dev ed25519:<base64 signature>".'
-    )
-  return auth
+const MALFORMED = {
+  Authorization:
+    'Malformed Authorization header: expected "Bearer ed25519:<base64 signature>" or "Bearer-Dev ed25519:<base64 signature>".',
+  'X-Signature': 'Malformed X-Signature header: expected ed25519:<base64 signature>.'
+} as const
+
+/** The credential, its malformed headers refused; nothing when none was sent. */
+function sent(credential: Credential | null | undefined): Exclude<Credential, { carrier: 'malformed' }> | null {
+  if (credential?.carrier === 'malformed') throw new RegistryError('signature_invalid', MALFORMED[credential.header])
+  return credential ?? null
 }
+
+const signatureText = (signature: Buffer) => `ed25519:${signature.toString('base64')}`
 
 /** A verifier of one kind of body-signed write (identity/verifiers.ts): the form that verified, or null. */
 export type BodySignatureCheck = (
@@ -87,24 +91,24 @@ export async function requireBodySignature(
  * the body's own signature, with the developer's key whichever role the header names.
  */
 export function authorizeDeveloperUpdate(
-  request: Pick<WriteRequest, 'raw' | 'credentials'>,
+  request: Pick<WriteRequest, 'raw' | 'credential'>,
   body: Record<string, unknown>,
   developerPublicKey: string,
   verifier: SignatureVerifier
 ): Promise<OperationAuth> {
-  return authorizeUpdate(request.credentials ?? {}, developerSigner(developerPublicKey), request.raw, body, verifier)
+  return authorizeUpdate(request.credential, developerSigner(developerPublicKey), request.raw, body, verifier)
 }
 
 /** Update: Authorization over the raw body, or the body's own `signature` over its canonical JSON. */
 export async function authorizeUpdate(
-  credentials: Credentials,
+  credential: Credential | null | undefined,
   keys: SignerKeys,
   rawBody: Uint8Array,
   body: Record<string, unknown>,
   verifier: SignatureVerifier
 ): Promise<OperationAuth> {
-  const auth = headerSignature(credentials)
-  if (auth) {
+  const auth = sent(credential)
+  if (auth?.carrier === 'authorization') {
     const key = keyFor(keys, auth.role)
     const form =
       (await verifyRawBody(rawBody, key, auth.signature, verifier)) ??
@@ -114,19 +118,13 @@ export async function authorizeUpdate(
         'signature_invalid',
         `The Authorization signature does not verify against the ${auth.role === 'self' ? "record's" : "owning developer's"} key over the request body.`
       )
-    return {
-      carrier: 'authorization',
-      signer: auth.role,
-      signature: `ed25519:${auth.signature.toString('base64')}`,
-      form
-    }
+    return { carrier: 'authorization', signer: auth.role, signature: signatureText(auth.signature), form }
   }
-  if (typeof body.signature === 'string') {
-    const signature = parseSignature(body.signature)
-    if (signature) {
+  if (auth?.carrier === 'body') {
+    if (auth.signature) {
       for (const [role, key] of signers(keys)) {
-        const form = await verifyBodySignedUpdate(body, key, signature, verifier)
-        if (form) return { carrier: 'body', signer: role, signature: body.signature, form }
+        const form = await verifyBodySignedUpdate(body, key, auth.signature, verifier)
+        if (form) return { carrier: 'body', signer: role, signature: auth.text, form }
       }
     }
     throw new RegistryError(
@@ -156,15 +154,15 @@ export function edgeClock(now: Date, settings: { maxClockSkewMs: number }): Edge
  * path with a `timestamp` query (replay-proof; its timestamp checked against `clock` when given).
  */
 export async function authorizeDeletion(
-  credentials: Credentials,
+  credential: Credential | null | undefined,
   keys: SignerKeys,
   id: string,
   path: string,
   verifier: SignatureVerifier,
   clock?: EdgeClock
 ): Promise<OperationAuth> {
-  const auth = headerSignature(credentials)
-  if (auth) {
+  const auth = sent(credential)
+  if (auth?.carrier === 'authorization') {
     const form = await verifyDeletion(id, path, keyFor(keys, auth.role), auth.signature, verifier)
     if (!form)
       throw new RegistryError(
@@ -172,23 +170,14 @@ export async function authorizeDeletion(
         `The Authorization signature does not verify over the ID or the path with the ${auth.role === 'self' ? "record's" : "owning developer's"} key.`
       )
     if (clock) requireFreshTimestamp(form, path, clock)
-    return {
-      carrier: 'authorization',
-      signer: auth.role,
-      signature: `ed25519:${auth.signature.toString('base64')}`,
-      form
-    }
+    return { carrier: 'authorization', signer: auth.role, signature: signatureText(auth.signature), form }
   }
-  if (credentials.xSignature) {
-    const text = credentials.xSignature.replace(/^bearer\s+/i, '').trim()
-    const signature = parseSignature(text)
-    if (!signature)
-      throw new RegistryError('signature_invalid', 'Malformed X-Signature header: expected ed25519:<base64 signature>.')
+  if (auth?.carrier === 'x-signature') {
     for (const [role, key] of signers(keys)) {
-      const form = await verifyDeletion(id, path, key, signature, verifier)
+      const form = await verifyDeletion(id, path, key, auth.signature, verifier)
       if (!form) continue
       if (clock) requireFreshTimestamp(form, path, clock)
-      return { carrier: 'x-signature', signer: role, signature: text, form }
+      return { carrier: 'x-signature', signer: role, signature: auth.text, form }
     }
     throw new RegistryError('signature_invalid', 'The X-Signature does not verify over the URL path or the ID.')
   }
@@ -278,7 +267,7 @@ export function appendUpdate<T extends { registered_at: string }>(
  * `release:<subject>`, or over the path with a `timestamp` query (replay-proof, checked against `clock`).
  */
 export async function authorizeRelease(
-  credentials: Credentials,
+  credential: Credential | null | undefined,
   subject: string,
   path: string,
   developerKey: string,
@@ -286,8 +275,8 @@ export async function authorizeRelease(
   verifier: SignatureVerifier,
   clock?: EdgeClock
 ): Promise<OperationAuth> {
-  const auth = headerSignature(credentials)
-  if (!auth)
+  const auth = sent(credential)
+  if (auth?.carrier !== 'authorization')
     throw new RegistryError(
       'authorization_required',
       `Releasing a ${what} needs Authorization: Bearer <signature over "release:${subject}"> by its developer.`
@@ -299,10 +288,5 @@ export async function authorizeRelease(
       `The signature does not verify over "release:${subject}" (or the path with its timestamp query) with the key of the ${what}'s developer.`
     )
   if (clock) requireFreshTimestamp(form, path, clock)
-  return {
-    carrier: 'authorization',
-    signer: 'developer',
-    signature: `ed25519:${auth.signature.toString('base64')}`,
-    form
-  }
+  return { carrier: 'authorization', signer: 'developer', signature: signatureText(auth.signature), form }
 }

@@ -276,7 +276,7 @@ export class DeveloperService {
   ): Promise<{ developer_id: string; message: string }> {
     const existing = this.requireFor(id, remote)
     const auth = await authorizeDeletion(
-      req.credentials ?? {},
+      req.credential,
       developerSigner(existing.public_key),
       id,
       req.path,

@@ -372,7 +372,7 @@ export class EntityService {
     rejectImmutable(existing, raw)
     const body = validate(UpdateRequest, raw)
     if (!remote) requireSomethingToUpdate(raw, UPDATABLE_FIELDS)
-    const auth = await authorizeUpdate(req.credentials ?? {}, this.signerKeys(existing), req.raw, raw, this.c.verifier)
+    const auth = await authorizeUpdate(req.credential, this.signerKeys(existing), req.raw, raw, this.c.verifier)
 
     if (body.capability_summary != null) checkCapabilitySummary(body.capability_summary)
     const now = remote?.op.accepted_at ?? this.now().toISOString()
@@ -416,7 +416,7 @@ export class EntityService {
   ): Promise<{ entity_id: string; message: string; tombstone: { deleted_at: string; expires_at: string } }> {
     const existing = this.requireFor(id, remote)
     const auth = await authorizeDeletion(
-      req.credentials ?? {},
+      req.credential,
       this.signerKeys(existing),
       id,
       req.path,

@@ -264,7 +264,7 @@ export class HandleService {
     const record = this.require(handle)
     const developer = this.developerOf(record)
     const auth = await authorizeRelease(
-      req.credentials ?? {},
+      req.credential,
       handle,
       req.path,
       developer.public_key,

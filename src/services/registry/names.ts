@@ -254,7 +254,7 @@ export class NameService {
     if (!developer) throw new RegistryError('developer_not_found')
     const fqan = this.fqan(handle, name)
     const auth = await authorizeRelease(
-      req.credentials ?? {},
+      req.credential,
       fqan,
       req.path,
       developer.public_key,

@@ -2,20 +2,28 @@
  * The write model of the services: a write as a client sent it, a write another node accepted and
  * the mesh replays here, and the two outcomes a replay may meet besides success.
  */
+import type { SignerRole } from '../../identity/authorization.js'
 import type { Operation } from '../../store/records.js'
 
-/** The signature headers of a write, as received. */
-export interface Credentials {
-  authorization?: string | undefined
-  xSignature?: string | undefined
-}
+/**
+ * How a write's signature came, parsed once: at the API edge from the request's headers and body,
+ * or from a replicated operation's `auth` as it is stored. `text` is the signature as it is kept in
+ * the operation. `malformed` is a header sent that holds no signature: it is refused as
+ * `signature_invalid` when the write is authorized, after its body was checked.
+ */
+export type Credential =
+  | { carrier: 'authorization'; role: SignerRole; signature: Buffer }
+  | { carrier: 'x-signature'; signature: Buffer; text: string }
+  | { carrier: 'body'; signature: Buffer | null; text: string }
+  | { carrier: 'malformed'; header: 'Authorization' | 'X-Signature' }
 
-/** A write as it arrived: the exact body bytes, the parsed body, the path and signature headers. */
+/** A write as it arrived: the exact body bytes, the parsed body, the path and its signature. */
 export interface WriteRequest {
   raw: Uint8Array
   body: unknown
   path: string
-  credentials?: Credentials
+  /** Absent: the write is signed in its body in a way its service checks itself (a registration). */
+  credential?: Credential | null
 }
 
 /**

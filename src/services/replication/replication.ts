@@ -20,13 +20,19 @@ import { deriveId } from '../../identity/ids.js'
 import { verifyDeveloperProof, verifyHandleClaim } from '../../identity/verifiers.js'
 import type { ApplyOutcome } from '../../mesh/gossip.js'
 import { compareOperations } from '../../store/operation-order.js'
-import type { EntityRecord, Operation } from '../../store/records.js'
+import type { EntityRecord, Operation, OperationAuth } from '../../store/records.js'
 import { DuplicateOperation, SignatureReplayed } from '../../store/registry-store.js'
 import { BoundedMap } from '../../util/bounded-map.js'
 import { DeveloperProofInput } from '../../wire/entities.js'
 import { validate } from '../../wire/validate.js'
 import type { ServiceComponents } from '../registry/components.js'
-import { MissingDependency, StaleOperation, type RemoteWrite, type WriteRequest } from '../registry/writes.js'
+import {
+  MissingDependency,
+  StaleOperation,
+  type Credential,
+  type RemoteWrite,
+  type WriteRequest
+} from '../registry/writes.js'
 import type { DeveloperService } from '../registry/developers.js'
 import type { EntityService } from '../registry/entities.js'
 import type { NameDirectory } from './name-directory.js'
@@ -272,16 +278,26 @@ function developerOf(op: Operation, body: unknown, heldDeveloper: string | null 
   return typeof named === 'string' ? named : undefined
 }
 
-/** The request an operation replays: its body bytes, path, and the signature where the client carried it. */
+/** The request an operation replays: its body bytes, path, and the signature as the operation carries it. */
 function requestOf(op: Operation): WriteRequest {
-  const raw = op.body ?? new Uint8Array(0)
-  const body = bodyOf(op)
-  const { carrier, signer, signature } = op.auth
-  const credentials =
-    carrier === 'authorization'
-      ? { authorization: `${signer === 'developer' ? 'Bearer-Dev' : 'Bearer'} ${signature}` }
-      : carrier === 'x-signature'
-        ? { xSignature: signature }
-        : {}
-  return { raw, body, path: op.path ?? '', credentials }
+  return { raw: op.body ?? new Uint8Array(0), body: bodyOf(op), path: op.path ?? '', credential: credentialOf(op.auth) }
+}
+
+/** An operation's client signature as a credential, taken as it is stored (no header text made again). */
+function credentialOf(auth: OperationAuth): Credential | null {
+  const signature = parseSignature(auth.signature)
+  switch (auth.carrier) {
+    case 'authorization':
+      return signature && auth.signer !== 'node'
+        ? { carrier: 'authorization', role: auth.signer, signature }
+        : { carrier: 'malformed', header: 'Authorization' }
+    case 'x-signature':
+      return signature
+        ? { carrier: 'x-signature', signature, text: auth.signature }
+        : { carrier: 'malformed', header: 'X-Signature' }
+    case 'body':
+      return { carrier: 'body', signature, text: auth.signature }
+    default:
+      return null
+  }
 }
