@@ -5,7 +5,8 @@
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
-import { envName, SETTINGS } from '../src/config.js'
+import { envName } from '../src/config/setting.js'
+import { SETTINGS } from '../src/config/settings.js'
 import { ERRORS } from '../src/errors.js'
 import { MAX_HEAD_BYTES, MAX_URL_BYTES } from '../src/http/http.js'
 import { DEVELOPER_LIMITS } from '../src/wire/developers.js'

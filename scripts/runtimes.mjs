@@ -90,6 +90,8 @@ function runAva(major, version, avaArgs, server) {
   const bin = binDir(major)
   const env = { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` }
   if (server) env.REGISTRY_NODE_HTTP_SERVER = server
+  // Tests that need to run once per CI, not per runtime (the docs' walk-throughs), read it.
+  env.REGISTRY_NODE_TEST_RUNTIME = String(major)
   console.log(
     `\n== node ${version}${server ? ` (REGISTRY_NODE_HTTP_SERVER=${server})` : ''}: ava ${avaArgs.join(' ') || '(whole suite)'}`
   )

@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino'
-import type { LogLevel } from './config.js'
+import type { LogLevel } from './config/settings.js'
 
 /** JSON logs to stdout, written asynchronously so request logging stays off the hot path. */
 export function createLogger(level: LogLevel): Logger {

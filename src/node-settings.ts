@@ -5,7 +5,7 @@
  */
 import type { HeartbeatSocketLimits } from './api/sockets.js'
 import type { CardFetchSettings } from './cards/card-fetcher.js'
-import type { NodeConfig } from './config.js'
+import type { NodeConfig } from './config/settings.js'
 import type { VerifyPoolOptions } from './identity/verify-pool.js'
 import type { MeshOptions } from './mesh/mesh.js'
 import type { ServiceSettings } from './services/registry/components.js'

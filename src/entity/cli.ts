@@ -57,7 +57,7 @@ function flags(argv: readonly string[]): {
 const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop', 'pay'])
 
 const registryOf = (f: ReturnType<typeof flags>): string =>
-  f.get('registry') ?? process.env.REGISTRY_NODE_URL ?? DEFAULT_REGISTRY
+  f.get('registry') ?? (process.env.REGISTRY_NODE_URL || DEFAULT_REGISTRY)
 
 function print(value: unknown): void {
   process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)

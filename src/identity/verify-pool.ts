@@ -37,8 +37,9 @@
  * tsx when running from the sources (tests, benchmarks, `npm run dev`).
  */
 import type { Worker } from 'node:worker_threads'
+import { DEFAULT_INLINE_MAX_RATE } from '../config/settings-node.js'
 import { spawnModuleWorker } from '../util/module-worker.js'
-import { ED25519_BACKEND, verifyRaw } from './keys.js'
+import { verifyRaw } from './keys.js'
 import {
   sharedViews,
   VERIFY_WORKER,
@@ -124,7 +125,6 @@ export interface VerifyPoolStats {
   broken: boolean
 }
 
-export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 2500 : 500
 /**
  * Jobs in one message to a worker. Small enough that a job arriving while a worker is busy waits
  * for little more than one batch (32 × ~0.06 ms); the message cost per job stays small.

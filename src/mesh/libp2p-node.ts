@@ -88,7 +88,7 @@ function listenAddresses(host: string, port: number): string[] {
  * lowering D alone changed nothing. Each mesh peer costs a node a copy or an IDONTWANT per operation
  * in each direction: in a 20-node mesh on one machine (bench:propagation, 5/s, docs/decisions.md) D 4
  * and D 3 used 126 and 123 % of a core against 137–158 % with gossipsub's bounds. Dout < Dlo and
- * Dout ≤ D / 2, as gossipsub requires; D is at least 2 (config.ts).
+ * Dout ≤ D / 2, as gossipsub requires; D is at least 2 (config/settings-mesh.ts).
  */
 function meshDegree(D: number): { D: number; Dlo: number; Dhi: number; Dout: number; Dlazy: number; Dscore: number } {
   const Dlo = D - 1

@@ -15,93 +15,36 @@
  *
  * Topologies hold because each node is started with `--allow-peer` for its neighbours only: the DHT
  * and gossipsub discover every node, but a node refuses connections outside its edges.
+ *
+ * This file is the orchestration and the library's entry; the node processes are node-process.ts,
+ * where each fault acts is fault-injection.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
-import { peerIdFromPrivateKey } from '@libp2p/peer-id'
-import { loadOrCreateNodeIdentity, NODE_KEY_FILE } from '../identity/node-identity.js'
 import type { EntityFactory } from './entity-factory.js'
 import { TestnetEntities } from './entities.js'
+import { FaultInjector } from './fault-injection.js'
 // Types only: netns.js itself is loaded in netns mode.
 import type { NetnsNetwork } from './netns.js'
+import { NodeLauncher, type NodeSlot, pauseProcess, resumeProcess, terminateProcess } from './node-process.js'
+import {
+  type LinkFaults,
+  type NetworkMode,
+  TestnetError,
+  type TestnetNode,
+  type TestnetOptions
+} from './testnet-types.js'
 import { buildTopology, neighbours, type Topology } from './topology.js'
 
-export type NetworkMode = 'netns' | 'process'
-
-export interface TestnetOptions {
-  nodes: number
-  /** full, ring, star or random:<degree> (default full). */
-  topology?: string
-  /** Fixes random topologies and seeded entities (default 1). */
-  seed?: number
-  /** netns, process, or auto: netns where the machine allows it (default auto). */
-  network?: NetworkMode | 'auto'
-  /** Parent of the nodes' data directories (default: a new temporary directory). */
-  dataRoot?: string
-  /** Keep the data directories after stop(). */
-  keep?: boolean
-  /** Write each node's gossip trace to <traceDir>/node-<i>.jsonl. */
-  traceDir?: string
-  /** Period of each node's sync rounds (default 10 s: testnets heal faster than the 60 s default). */
-  syncIntervalSeconds?: number
-  /** More `registry-node start` flags for every node. */
-  nodeArgs?: readonly string[]
-  /** Heartbeat period of the testnet's echo entities (default 10 s). */
-  entityHeartbeatSeconds?: number
-  /** Node.js flags for every node process, before the entry point (`--cpu-prof`, `--cpu-prof-dir=DIR`). */
-  runtimeArgs?: readonly string[]
-  logLevel?: string
-  /** Progress lines (the CLI prints them). */
-  log?: (line: string) => void
-}
-
-export interface TestnetNode {
-  index: number
-  name: string
-  dataDir: string
-  /** Base URL of the node's HTTP API. */
-  url: string
-  peerId: string
-  /** TCP multiaddr ending in /p2p/<peer id>. */
-  multiaddr: string
-  state: 'running' | 'paused' | 'stopped'
-  traceFile: string | null
-}
-
-interface NodeSlot extends TestnetNode {
-  args: string[]
-  child: ChildProcess | null
-  exited: Promise<number | null> | null
-  output: string
-}
-
-export interface LinkFaults {
-  /** Probability in [0, 1] that a packet (netns) or a gossip copy (process) is lost. */
-  loss?: number
-  /** Added latency per hop, ms. */
-  latencyMs?: number
-  /** Only these links (both directions); every link when absent. Needs netns mode. */
-  between?: [number, number][]
-}
-
-export class TestnetError extends Error {
-  override name = 'TestnetError'
-}
-
-const HERE = import.meta.url
-/** Run from the sources (tsx) or from dist/: children start the same way this process did. */
-const FROM_SOURCES = HERE.endsWith('.ts')
-const CLI = fileURLToPath(new URL(FROM_SOURCES ? '../cli.ts' : '../cli.js', HERE))
-const runtimeArgs = (): string[] => (FROM_SOURCES ? ['--import', import.meta.resolve('tsx')] : [])
-
-const NETNS_HTTP_PORT = 8080
-const NETNS_P2P_PORT = 4001
+export {
+  type LinkFaults,
+  type NetworkMode,
+  TestnetError,
+  type TestnetNode,
+  type TestnetOptions
+} from './testnet-types.js'
 
 export class Testnet {
   readonly topology: Topology
@@ -114,7 +57,14 @@ export class Testnet {
   private ownsRoot = false
   private modeChosen: NetworkMode = 'process'
   private readonly log: (line: string) => void
-  private readonly ports = new PortPicker()
+  private readonly launcher: NodeLauncher
+  private readonly faults = new FaultInjector({
+    netns: () => this.netns,
+    nodes: () => this.slots,
+    running: () => this.running(),
+    node: i => this.slot(i),
+    request: (i, method, path, body) => this.request(i, method, path, body)
+  })
   private readonly killAll = (): void => {
     for (const s of this.slots) s.child?.kill('SIGKILL')
   }
@@ -129,6 +79,12 @@ export class Testnet {
       host: () => this.netns?.hostAddress ?? '127.0.0.1',
       heartbeatSeconds: o.entityHeartbeatSeconds ?? 10,
       seed: String(o.seed ?? 1)
+    })
+    this.launcher = new NodeLauncher({
+      options: o,
+      adminSecret: this.adminSecret,
+      netns: () => this.netns,
+      log: this.log
     })
   }
 
@@ -159,13 +115,15 @@ export class Testnet {
         if (stale.removed.length > 0) this.log(`removed ${stale.removed.length} leftovers of crashed testnets`)
         this.netns = await createNetnsNetwork(this.o.nodes)
       }
-      this.slots = await Promise.all(Array.from({ length: this.o.nodes }, (_, i) => this.prepare(i)))
+      this.slots = await Promise.all(
+        Array.from({ length: this.o.nodes }, (_, i) => this.launcher.prepare(i, this.root))
+      )
       for (const slot of this.slots)
         slot.args.push(...neighbours(this.topology, slot.index).flatMap(j => ['--allow-peer', this.slots[j]!.peerId]))
       this.log(
         `starting ${this.o.nodes} nodes (${this.topology.name}, ${this.topology.edges.length} edges, network mode ${this.modeChosen})`
       )
-      await Promise.all(this.slots.map(s => this.spawnOnFreePorts(s)))
+      await Promise.all(this.slots.map(s => this.launcher.startOnFreePorts(s)))
       await this.wire()
       await this.waitForMesh(timeoutMs)
     } catch (err) {
@@ -177,7 +135,7 @@ export class Testnet {
   /** SIGTERM to every node (SIGKILL after 15 s), network namespaces removed, data removed unless `keep`. */
   async stop(): Promise<void> {
     await this.entities.stopAll()
-    await Promise.all(this.slots.map(s => this.terminate(s)))
+    await Promise.all(this.slots.map(s => terminateProcess(s)))
     await this.netns?.destroy()
     this.netns = null
     process.off('exit', this.killAll)
@@ -302,109 +260,48 @@ export class Testnet {
 
   /** Stops node i (SIGTERM); its data stays for restartNode. */
   async stopNode(i: number): Promise<void> {
-    await this.terminate(this.slot(i))
+    await terminateProcess(this.slot(i))
   }
 
   /** Starts node i again on its data directory and ports, and dials its edges. */
   async restartNode(i: number): Promise<void> {
     const slot = this.slot(i)
     if (slot.state !== 'stopped') throw new TestnetError(`${slot.name} is ${slot.state}, not stopped`)
-    await this.spawn(slot)
+    await this.launcher.start(slot)
     await this.wire(neighbours(this.topology, i).map(j => [Math.min(i, j), Math.max(i, j)] as const))
   }
 
   /** SIGSTOP: the process freezes with its connections open, like a hung host. */
   pauseNode(i: number): void {
-    const slot = this.slot(i)
-    if (slot.state !== 'running') throw new TestnetError(`${slot.name} is ${slot.state}, not running`)
-    slot.child?.kill('SIGSTOP')
-    slot.state = 'paused'
+    pauseProcess(this.slot(i))
   }
 
   resumeNode(i: number): void {
-    const slot = this.slot(i)
-    if (slot.state !== 'paused') throw new TestnetError(`${slot.name} is ${slot.state}, not paused`)
-    slot.child?.kill('SIGCONT')
-    slot.state = 'running'
+    resumeProcess(this.slot(i))
   }
 
   /**
    * Splits the mesh: nodes in different groups exchange nothing. Nodes left out of every group form
    * one more group. Returns the mode it ran in.
    */
-  async partition(groups: readonly (readonly number[])[]): Promise<NetworkMode> {
-    const listed = new Set(groups.flat())
-    const all = [...groups.map(g => [...g]), this.slots.map(s => s.index).filter(i => !listed.has(i))].filter(
-      g => g.length > 0
-    )
-    if (this.netns) {
-      await this.netns.partition(all)
-      return 'netns'
-    }
-    const groupOf = new Map(all.flatMap((g, k) => g.map(i => [i, k] as const)))
-    await Promise.all(
-      this.running().map(i =>
-        this.setProcessFaults(i, {
-          blocked_peers: this.slots.filter(s => groupOf.get(s.index) !== groupOf.get(i)).map(s => s.peerId)
-        })
-      )
-    )
-    return 'process'
+  partition(groups: readonly (readonly number[])[]): Promise<NetworkMode> {
+    return this.faults.partition(groups)
   }
 
   /** Ends a partition and dials the edges again. */
   async heal(): Promise<NetworkMode> {
-    if (this.netns) await this.netns.heal()
-    else await Promise.all(this.running().map(i => this.setProcessFaults(i, { blocked_peers: [] })))
+    await this.faults.heal()
     await this.wire()
     return this.netns ? 'netns' : 'process'
   }
 
   /** Loss and latency on every link (or the chosen ones); says where each acts (netns packets or process gossip). Replaces earlier link faults. */
-  async setLinkFaults(faults: LinkFaults): Promise<{ loss?: NetworkMode; latency?: NetworkMode }> {
-    const modes: { loss?: NetworkMode; latency?: NetworkMode } = {}
-    let processFaults: { loss?: number; delay_ms?: number } = {}
-    if (faults.between) {
-      // In-process faults act on every copy a node receives: they cannot single out one link.
-      if (!this.netns)
-        throw new TestnetError(
-          'faults on chosen links need netns mode (process-mode loss and latency apply to every link)'
-        )
-      for (const pair of faults.between) for (const i of pair) this.slot(i)
-    }
-    if (this.netns) {
-      const result = await this.netns.setLinkFaults({
-        ...(faults.loss ? { lossPercent: faults.loss * 100 } : {}),
-        ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {}),
-        ...(faults.between ? { between: faults.between } : {})
-      })
-      if (faults.between && result.unsupported.length > 0)
-        throw new TestnetError(`not possible on chosen links here: ${result.unsupported.join('; ')}`)
-      if (faults.loss) modes.loss = result.applied.some(a => a.startsWith('loss')) ? 'netns' : 'process'
-      if (faults.latencyMs) modes.latency = result.applied.some(a => a.startsWith('latency')) ? 'netns' : 'process'
-    } else {
-      if (faults.loss) modes.loss = 'process'
-      if (faults.latencyMs) modes.latency = 'process'
-    }
-    if (modes.loss === 'process') processFaults.loss = faults.loss
-    if (modes.latency === 'process') processFaults = { ...processFaults, delay_ms: Math.round(faults.latencyMs ?? 0) }
-    if (Object.keys(processFaults).length > 0)
-      await Promise.all(this.running().map(i => this.setProcessFaults(i, processFaults)))
-    return modes
+  setLinkFaults(faults: LinkFaults): Promise<{ loss?: NetworkMode; latency?: NetworkMode }> {
+    return this.faults.setLinkFaults(faults)
   }
 
-  async clearLinkFaults(): Promise<void> {
-    await this.netns?.clearLinkFaults()
-    await Promise.all(this.running().map(i => this.setProcessFaults(i, { loss: 0, delay_ms: 0 })))
-  }
-
-  private async setProcessFaults(
-    i: number,
-    faults: { blocked_peers?: string[]; loss?: number; delay_ms?: number }
-  ): Promise<void> {
-    const reply = await this.request(i, 'PUT', '/v1/admin/mesh/faults', faults)
-    if (reply.status !== 200)
-      throw new TestnetError(`faults on ${this.slot(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
+  clearLinkFaults(): Promise<void> {
+    return this.faults.clearLinkFaults()
   }
 
   /** Indexes of running nodes. */
@@ -430,135 +327,6 @@ export class Testnet {
       throw new TestnetError(`network namespaces are not available here: ${capabilities.reasons.join('; ')}`)
     this.log(`network namespaces unavailable (${capabilities.reasons.join('; ')}): process-level faults`)
     return 'process'
-  }
-
-  private async prepare(i: number): Promise<NodeSlot> {
-    const dataDir = join(this.root, `node-${i}`)
-    await mkdir(dataDir, { recursive: true })
-    const identity = await loadOrCreateNodeIdentity(join(dataDir, NODE_KEY_FILE))
-    const peerId = peerIdFromPrivateKey(await generateKeyPairFromSeed('Ed25519', identity.keyPair.seed)).toString()
-    const host = this.netns ? this.netns.address(i) : '127.0.0.1'
-    const [httpPort, p2pPort] = this.netns ? [NETNS_HTTP_PORT, NETNS_P2P_PORT] : await this.ports.take()
-    const name = `node-${i}`
-    const traceFile = this.o.traceDir ? join(resolve(this.o.traceDir), `${name}.jsonl`) : null
-    if (this.o.traceDir) await mkdir(resolve(this.o.traceDir), { recursive: true })
-    const args = [
-      'start',
-      '--data',
-      dataDir,
-      '--http-host',
-      host,
-      '--http-port',
-      String(httpPort),
-      '--p2p',
-      '--p2p-host',
-      host,
-      '--p2p-port',
-      String(p2pPort),
-      '--name',
-      name,
-      '--host',
-      `${name}.testnet.local`,
-      '--no-rate-limit',
-      '--log-level',
-      this.o.logLevel ?? 'warn',
-      '--webhook-secret',
-      this.adminSecret,
-      '--sync-interval-seconds',
-      String(this.o.syncIntervalSeconds ?? 10),
-      // Entities on this machine: http:// entity URLs, and cards fetched from private addresses.
-      '--allow-http-entity-url',
-      '--card-allow-private',
-      ...(traceFile ? ['--trace', traceFile] : []),
-      ...(this.o.nodeArgs ?? [])
-    ]
-    return {
-      index: i,
-      name,
-      dataDir,
-      url: `http://${host}:${httpPort}`,
-      peerId,
-      multiaddr: `/ip4/${host}/tcp/${p2pPort}/p2p/${peerId}`,
-      state: 'stopped',
-      traceFile,
-      args,
-      child: null,
-      exited: null,
-      output: ''
-    }
-  }
-
-  /**
-   * Starts a node for the first time. In process mode its ports were found free a moment before;
-   * when another process took one meanwhile (EADDRINUSE), fresh ports are picked and it starts again.
-   */
-  private async spawnOnFreePorts(slot: NodeSlot): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.spawn(slot)
-      } catch (err) {
-        if (this.netns || attempt >= 3 || !/EADDRINUSE/.test(slot.output)) throw err
-        const [httpPort, p2pPort] = await this.ports.take()
-        const set = (flag: string, value: number): void => {
-          slot.args[slot.args.indexOf(flag) + 1] = String(value)
-        }
-        set('--http-port', httpPort)
-        set('--p2p-port', p2pPort)
-        slot.url = `http://127.0.0.1:${httpPort}`
-        slot.multiaddr = `/ip4/127.0.0.1/tcp/${p2pPort}/p2p/${slot.peerId}`
-        this.log(`${slot.name}: a port was taken meanwhile; starting again on ${httpPort} and ${p2pPort}`)
-      }
-    }
-  }
-
-  private async spawn(slot: NodeSlot, timeoutMs = 120_000): Promise<void> {
-    const argv = [process.execPath, ...(this.o.runtimeArgs ?? []), ...runtimeArgs(), CLI, ...slot.args]
-    const [command, ...rest] = this.netns ? this.netns.wrap(slot.index, argv) : argv
-    // The tool's own config file is not the nodes': flags give them everything.
-    const { REGISTRY_NODE_CONFIG: _ignored, ...env } = process.env
-    const child = spawn(command as string, rest, { stdio: ['ignore', 'pipe', 'pipe'], env })
-    slot.child = child
-    slot.output = ''
-    const keep = (chunk: Buffer): void => {
-      slot.output = (slot.output + chunk.toString('utf8')).slice(-20_000)
-    }
-    child.stdout!.on('data', keep)
-    child.stderr!.on('data', keep)
-    slot.exited = new Promise(resolve =>
-      child.once('exit', code => {
-        slot.state = 'stopped'
-        resolve(code)
-      })
-    )
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new TestnetError(`${slot.name} did not start in ${timeoutMs} ms:\n${slot.output}`)),
-        timeoutMs
-      )
-      const check = (): void => {
-        if (!/listening on http/.test(slot.output)) return
-        clearTimeout(timer)
-        child.stdout!.off('data', check)
-        resolve()
-      }
-      child.stdout!.on('data', check)
-      void slot.exited!.then(code => {
-        clearTimeout(timer)
-        reject(new TestnetError(`${slot.name} exited with ${code}:\n${slot.output}`))
-      })
-    })
-    slot.state = 'running'
-  }
-
-  private async terminate(slot: NodeSlot): Promise<void> {
-    const child = slot.child
-    if (!child || slot.state === 'stopped') return
-    if (slot.state === 'paused') child.kill('SIGCONT')
-    child.kill('SIGTERM')
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
-    await slot.exited
-    clearTimeout(timer)
-    slot.child = null
   }
 
   /** Dials each edge (the higher node dials the lower one) through the admin API; the address stays pinned. */
@@ -603,44 +371,3 @@ export class Testnet {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms))
-
-/** Free ports on 127.0.0.1 for the nodes' HTTP (p) and libp2p (q, with q + 1 for WebSockets), never the same twice. */
-class PortPicker {
-  private readonly taken = new Set<number>()
-
-  async take(): Promise<[number, number]> {
-    const http = await this.next(1)
-    return [http, await this.next(2)]
-  }
-
-  private async next(span: number): Promise<number> {
-    for (let attempt = 0; attempt < 100; attempt++) {
-      const port = await freePort(0)
-      const range = Array.from({ length: span }, (_, k) => port + k)
-      if (port + span > 65535 || range.some(p => this.taken.has(p))) continue
-      if (
-        span > 1 &&
-        !(await freePort(port + 1).then(
-          () => true,
-          () => false
-        ))
-      )
-        continue
-      for (const p of range) this.taken.add(p)
-      return port
-    }
-    throw new TestnetError('found no free ports on 127.0.0.1')
-  }
-}
-
-/** Binds `port` (0: the kernel's pick) on 127.0.0.1, releases it and returns it. */
-function freePort(port: number): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(port, '127.0.0.1', () => {
-      const bound = (server.address() as { port: number }).port
-      server.close(() => resolvePort(bound))
-    })
-  })
-}

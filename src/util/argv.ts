@@ -1,5 +1,5 @@
 /**
- * The command-line grammar that the node's flags (config.ts) and the entity commands (entity/cli.ts)
+ * The command-line grammar that the node's flags (config/load.ts) and the entity commands (entity/cli.ts)
  * share: an argument that does not start with `--` is a positional; `--name=value` carries its value
  * inline; `--name value` takes the next argument, unless there is none or it is itself a flag. What a
  * flag means, and whether it takes a value at all, is left to the caller.

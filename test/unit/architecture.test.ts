@@ -1,9 +1,11 @@
 /**
  * docs/architecture.md stays true: every source path it names exists, and its module map names
- * every folder of src/.
+ * every folder of src/; and src/ has no import circle.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import test from 'ava'
+import { circles, sourceFiles } from '../../scripts/lib/import-graph.js'
 
 const root = new URL('../../', import.meta.url)
 const map = readFileSync(new URL('docs/architecture.md', root), 'utf8')
@@ -33,4 +35,10 @@ test('the module map of docs/architecture.md names every folder of src/', t => {
     [],
     'a folder of src/ without its row in the module map'
   )
+})
+
+test('no import circle in src/ (type-only imports count)', t => {
+  const files = sourceFiles(fileURLToPath(root))
+  t.true(files.length > 100)
+  t.deepEqual(circles(files), [])
 })

@@ -3,15 +3,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseToml } from 'smol-toml'
-import {
-  ConfigError,
-  configTemplate,
-  defaultConfig,
-  envName,
-  loadConfig,
-  parseFlags,
-  SETTINGS
-} from '../../src/config.js'
+import { ConfigError, configTemplate, defaultConfig, loadConfig, parseFlags } from '../../src/config/load.js'
+import { envName } from '../../src/config/setting.js'
+import { SETTINGS } from '../../src/config/settings.js'
 
 let dir = ''
 

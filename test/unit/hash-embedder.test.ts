@@ -4,7 +4,7 @@ import { ANALYZER_FINGERPRINT, analyze } from '../../src/search/analyzer.js'
 import { dot, l2normalize } from '../../src/search/embedders/embedder.js'
 import { hash32, HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
 import { WORD_VECTORS_URL, WordVectors, wordVectors } from '../../src/search/word-vectors.js'
-import { defaultConfig } from '../../src/config.js'
+import { defaultConfig } from '../../src/config/load.js'
 import {
   type DocumentText,
   analyzeText,

@@ -1,6 +1,6 @@
 import test from 'ava'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
-import { defaultConfig } from '../../src/config.js'
+import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'

@@ -1,6 +1,6 @@
 import test from 'ava'
 import { pino } from 'pino'
-import { defaultConfig } from '../../src/config.js'
+import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { HashEmbedder } from '../../src/search/embedders/hash-embedder.js'

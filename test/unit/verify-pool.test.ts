@@ -353,6 +353,7 @@ test('the worker also loads as compiled JavaScript beside the module (the dist/ 
   try {
     await writeFile(join(dir, 'package.json'), '{"type":"module"}')
     const modules = [
+      'config/settings-node',
       'identity/verify-pool',
       'identity/verify-worker',
       'identity/keys',

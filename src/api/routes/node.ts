@@ -1,4 +1,4 @@
-import type { NodeConfig } from '../../config.js'
+import type { NodeConfig } from '../../config/settings.js'
 import type { NodeIdentity } from '../../identity/node-identity.js'
 import type { EntityCatalog } from '../../services/registry/catalog.js'
 import type { DeveloperService } from '../../services/registry/developers.js'

@@ -1,4 +1,5 @@
-import { ConfigError, type NodeConfig } from '../../config.js'
+import { ConfigError } from '../../config/load.js'
+import type { NodeConfig } from '../../config/settings.js'
 import type { Embedder } from './embedder.js'
 import { HashEmbedder } from './hash-embedder.js'
 import { HttpEmbedder } from './http-embedder.js'

@@ -215,7 +215,7 @@ function requireFreshTimestamp(form: SignedForm, path: string, clock: EdgeClock)
 
 /**
  * Whether an update's, deletion's or release's signature may act again on a later incarnation of
- * its subject, one that began at `since` (store/registry-store.ts SignatureReuse): only forms whose
+ * its subject, one that began at `since` (store/signature-ledger.ts SignatureReuse): only forms whose
  * bytes never change (no timestamp), and not on a node told to refuse that (`strict`,
  * entities.strict_replay, for the writes its clients send).
  */

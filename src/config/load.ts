@@ -1,0 +1,173 @@
+/**
+ * Loading the configuration: defaults < config file (TOML) < environment < flags, each value
+ * checked against its row; and the commented file `init` writes. Apart from the table (settings.ts)
+ * so that the table stays data and only what reads configuration imports the parser.
+ */
+import { readFile } from 'node:fs/promises'
+import { parse as parseToml } from 'smol-toml'
+import { walkArgv } from '../util/argv.js'
+import { ENV_PREFIX, envName, type Setting } from './setting.js'
+import { type NodeConfig, SETTINGS } from './settings.js'
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+function coerce(setting: Setting, value: unknown, source: string): string | number | boolean | string[] {
+  const where = `${setting.key} (${source})`
+  switch (setting.kind) {
+    case 'string': {
+      if (typeof value !== 'string') throw new ConfigError(`${where}: expected a string`)
+      if (setting.choices && !setting.choices.includes(value))
+        throw new ConfigError(`${where}: expected one of ${setting.choices.join(', ')}`)
+      return value
+    }
+    case 'integer':
+    case 'number': {
+      const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value
+      if (typeof n !== 'number' || !Number.isFinite(n) || (setting.kind === 'integer' && !Number.isInteger(n)))
+        throw new ConfigError(`${where}: expected ${setting.kind === 'integer' ? 'an integer' : 'a number'}`)
+      if (setting.min !== undefined && n < setting.min)
+        throw new ConfigError(`${where}: must be at least ${setting.min}`)
+      if (setting.max !== undefined && n > setting.max)
+        throw new ConfigError(`${where}: must be at most ${setting.max}`)
+      return n
+    }
+    case 'boolean': {
+      if (typeof value === 'boolean') return value
+      if (typeof value === 'string' && /^(1|true|yes|on)$/i.test(value)) return true
+      if (typeof value === 'string' && /^(0|false|no|off)$/i.test(value)) return false
+      throw new ConfigError(`${where}: expected true or false`)
+    }
+    case 'list': {
+      if (typeof value === 'string')
+        return value
+          .split(',')
+          .map(s => s.trim())
+          .filter(Boolean)
+      if (Array.isArray(value) && value.every(v => typeof v === 'string')) return value as string[]
+      throw new ConfigError(`${where}: expected a list of strings`)
+    }
+  }
+}
+
+function setPath(target: Record<string, unknown>, key: string, value: unknown): void {
+  const parts = key.split('.')
+  let node = target
+  for (const part of parts.slice(0, -1)) node = (node[part] ??= {}) as Record<string, unknown>
+  node[parts[parts.length - 1] as string] = value
+}
+
+function getPath(source: Record<string, unknown>, key: string): unknown {
+  let node: unknown = source
+  for (const part of key.split('.')) {
+    if (node === null || typeof node !== 'object') return undefined
+    node = (node as Record<string, unknown>)[part]
+  }
+  return node
+}
+
+export function defaultConfig(): NodeConfig {
+  const config: Record<string, unknown> = {}
+  for (const s of SETTINGS) setPath(config, s.key, structuredClone(s.default))
+  return config as unknown as NodeConfig
+}
+
+export interface ParsedFlags {
+  values: Map<Setting, unknown>
+  configFile?: string
+  positionals: string[]
+}
+
+const FLAG_INDEX = new Map<string, Setting>(SETTINGS.map(s => [s.flag, s]))
+
+/** Parses `--flag value`, `--flag=value`, boolean `--flag`/`--no-flag`; list flags repeat or take commas. */
+export function parseFlags(argv: readonly string[]): ParsedFlags {
+  const values = new Map<Setting, unknown>()
+  let configFile: string | undefined
+  const positionals = walkArgv(
+    argv,
+    ({ name, inline, takeValue }) => {
+      if (name === 'config') {
+        configFile = takeValue()
+        return
+      }
+      const setting = FLAG_INDEX.get(name)
+      if (!setting && name.startsWith('no-')) {
+        const positive = FLAG_INDEX.get(name.slice(3))
+        if (positive?.kind === 'boolean') {
+          values.set(positive, false)
+          return
+        }
+      }
+      if (!setting) throw new ConfigError(`unknown flag --${name}`)
+      if (setting.kind === 'boolean') {
+        values.set(setting, inline === undefined ? true : coerce(setting, inline, `--${name}`))
+        return
+      }
+      const value = coerce(setting, takeValue(), `--${name}`)
+      if (setting.kind === 'list')
+        values.set(setting, [...((values.get(setting) as string[] | undefined) ?? []), ...(value as string[])])
+      else values.set(setting, value)
+    },
+    message => new ConfigError(message)
+  )
+  return configFile === undefined ? { values, positionals } : { values, positionals, configFile }
+}
+
+export interface LoadOptions {
+  argv?: readonly string[]
+  env?: NodeJS.ProcessEnv
+}
+
+/** Builds the configuration from defaults, the config file, the environment and flags, in that order. */
+export async function loadConfig({ argv = [], env = process.env }: LoadOptions = {}): Promise<NodeConfig> {
+  const flags = parseFlags(argv)
+  const config = defaultConfig() as unknown as Record<string, unknown>
+  const file = flags.configFile ?? env[`${ENV_PREFIX}CONFIG`]
+  if (file) {
+    let parsed: Record<string, unknown>
+    try {
+      parsed = parseToml(await readFile(file, 'utf8')) as Record<string, unknown>
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`)
+    }
+    for (const s of SETTINGS) {
+      const v = getPath(parsed, s.key)
+      if (v !== undefined) setPath(config, s.key, coerce(s, v, file))
+    }
+  }
+  for (const s of SETTINGS) {
+    const v = env[envName(s)]
+    if (v !== undefined && v !== '') setPath(config, s.key, coerce(s, v, envName(s)))
+  }
+  for (const [s, v] of flags.values) setPath(config, s.key, v)
+  return config as unknown as NodeConfig
+}
+
+function tomlValue(value: Setting['default']): string {
+  return JSON.stringify(value)
+}
+
+/** The commented config file `registry-node init` writes: every setting at its default. */
+export function configTemplate(overrides: Partial<Record<string, Setting['default']>> = {}): string {
+  const lines = [
+    '# registry-node configuration (TOML).',
+    '# Precedence: defaults < this file < environment (REGISTRY_NODE_<SECTION>_<KEY>) < command-line flags.',
+    ''
+  ]
+  let section = ''
+  for (const s of SETTINGS) {
+    const dot = s.key.lastIndexOf('.')
+    const sec = dot === -1 ? '' : s.key.slice(0, dot)
+    const leaf = dot === -1 ? s.key : s.key.slice(dot + 1)
+    if (sec !== section) {
+      lines.push('', `[${sec}]`)
+      section = sec
+    }
+    lines.push(`# ${s.doc} (flag --${s.flag}, env ${envName(s)})`)
+    const value = overrides[s.key] ?? s.default
+    lines.push(`${overrides[s.key] === undefined ? '# ' : ''}${leaf} = ${tomlValue(value)}`)
+  }
+  return `${lines.join('\n')}\n`
+}

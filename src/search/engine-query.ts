@@ -1,0 +1,77 @@
+/**
+ * What the search engine is given and gives back: the document it knows an entity as, the query
+ * it ranks (filters, ranking weights, paging) and its hits. Re-exported by search-engine.ts.
+ */
+import type { QueryTerm } from './analyzer.js'
+import type { Fusion, RankingWeights, ScoreBreakdown } from './ranking.js'
+
+export const CAPABILITY_KEYS = ['skills', 'protocols', 'languages', 'models'] as const
+export type CapabilityKey = (typeof CAPABILITY_KEYS)[number]
+
+/** Lowercased capability words (short lists: arrays cost far less memory than sets, per document). */
+export type CapabilitySets = Record<CapabilityKey, readonly string[]>
+
+/** What filters and ranking need of an entity, all lowercased where compared. */
+export interface SearchDocument {
+  entityId: string
+  type: 'agent' | 'service'
+  category: string
+  tags: readonly string[]
+  developerId: string | null
+  active: boolean
+  /** Registration time, ms (trust counts record age). */
+  registeredAt: number
+  /** Later of updated_at and last_heartbeat, ms. */
+  lastChange: number
+  /** Share of the observed time the entity was active, in [0, 1] (trust counts it). */
+  uptime: number
+  capabilities: CapabilitySets
+}
+
+/** The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's own. */
+export type TrustFormula = (developerPart: number, registeredAt: number, uptime: number, now: number) => number
+
+export interface EngineQuery {
+  terms: readonly QueryTerm[]
+  phrases: readonly (readonly string[])[]
+  vector: Float32Array | null
+  /** null: any kind. */
+  type: 'agent' | 'service' | null
+  /** true: active only, false: inactive only, null: both. */
+  active: boolean | null
+  /** Exact (lowercased) category, tags (all required) and developer; absent: any. */
+  category?: string | null
+  tags?: readonly string[]
+  developerId?: string | null
+  /** The other filters, or null when there are none. */
+  filter: ((doc: SearchDocument) => boolean) | null
+  trust: TrustFormula
+  minTrust: number
+  /** A document without a text match counts as a match when its similarity reaches this. */
+  minSemantic: number
+  weights: RankingWeights
+  fusion: Fusion
+  halfLifeDays: number
+  now: number
+  offset: number
+  limit: number
+  /** When the filters already name the only possible entities (an FQAN or ID), just these. */
+  only?: readonly string[]
+  /**
+   * What `filter` requires of capabilities, as lists the engine keeps: a match holds `value` under
+   * `key`, or is one of `plus` (entities whose cards declare it). The shortest can be the visit.
+   */
+  capabilityConditions?: readonly CapabilityCondition[]
+}
+
+export interface CapabilityCondition {
+  key: CapabilityKey
+  value: string
+  plus: readonly string[]
+}
+
+export interface EngineHit {
+  doc: SearchDocument
+  score: number
+  breakdown: ScoreBreakdown
+}

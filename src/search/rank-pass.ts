@@ -1,0 +1,228 @@
+/**
+ * The ranking of one query's candidates: a pass that admits the slots passing the filters and
+ * trust, scores them (text, similarity and the cached query-independent part) into a heap of the
+ * best `offset + limit` or lists them for reciprocal rank fusion, and the page of hits with their
+ * breakdowns.
+ */
+import { facetCheck, type Facet, withFilter } from './candidate-slots.js'
+import type { EngineHit, EngineQuery, SearchDocument } from './engine-query.js'
+import { combine, freshness, RRF_K, round4, type RankingWeights, type ScoreBreakdown } from './ranking.js'
+import { ACTIVE, LIVE, SERVICE, Signals, type SlotColumns } from './slot-columns.js'
+import type { TextBest } from './text-index.js'
+import { type Order, TopK } from './top-k.js'
+
+/** One pass of the ranking: what admits a slot as a match, and what scores the matches into the heap. */
+class RankPass {
+  /** Whether a match needs a text score or enough similarity (not so for a filter-only listing). */
+  readonly textQuery: boolean
+  /** The flags a slot must have under `flagMask` (live, and the kind and activity asked for). */
+  readonly flagMask: number
+  readonly flagWant: number
+  readonly minTrust: number
+  readonly minSemantic: number
+  readonly heap: TopK
+  readonly semanticWeight: number
+  /** The text weight divided by the best text score of a match. */
+  textWeight = 0
+  /** List the matches in the candidate buffer instead of scoring them. */
+  list = false
+
+  constructor(
+    q: EngineQuery,
+    readonly semantic: Float32Array | null,
+    readonly accept: ((doc: SearchDocument) => boolean) | null,
+    readonly signals: Signals,
+    order: Order
+  ) {
+    this.textQuery = q.terms.length > 0 || q.vector !== null
+    this.flagMask = LIVE | (q.type === null ? 0 : SERVICE) | (q.active === null ? 0 : ACTIVE)
+    this.flagWant = LIVE | (q.type === 'service' ? SERVICE : 0) | (q.active === true ? ACTIVE : 0)
+    this.minTrust = q.minTrust
+    this.minSemantic = q.minSemantic
+    this.heap = new TopK(q.offset + q.limit, order)
+    this.semanticWeight = semantic === null ? 0 : q.weights.semantic
+  }
+}
+
+/**
+ * Scores the slots that pass the filters and match the query (a text score, or similarity
+ * reaching minSemantic) into a heap of the best `offset + limit`, in one pass over the visit
+ * (every slot when it is null). The text relevance is divided by the best text score among the
+ * matches: the best text score of all (`best`) when its slot passes the filters, as it usually
+ * does, else the best among the visited text matches that pass.
+ */
+export function rank(
+  cols: SlotColumns,
+  q: EngineQuery,
+  best: TextBest,
+  textHits: ArrayLike<number>,
+  visit: ArrayLike<number> | null,
+  covered: Facet | null,
+  semantic: Float32Array | null
+): { hits: EngineHit[]; total: number } {
+  cols.refreshSignals(q)
+  const w = q.weights
+  const signals = new Signals(q)
+  const accept = withFilter(facetCheck(q, covered), q.filter)
+  const pass = new RankPass(q, semantic, accept, signals, { keys: cols.idKeys, docs: cols.docs })
+  let maxText = 0
+  if (q.terms.length > 0) {
+    // The best slot is checked against every filter, whatever list is visited (a query that names
+    // its entities visits only those).
+    const everyFilter = covered === null ? pass.accept : withFilter(facetCheck(q, null), q.filter)
+    maxText =
+      best.slot !== -1 && !q.only && admits(cols, pass, best.slot, everyFilter)
+        ? best.score
+        : bestAdmitted(cols, pass, visit ?? textHits)
+  }
+  const fused = q.fusion === 'rrf' && q.terms.length > 0 && semantic !== null
+  pass.textWeight = maxText > 0 ? w.text / maxText : 0
+  // Reciprocal rank fusion ranks all the matches first: they are listed instead of scored.
+  pass.list = fused
+  const total = visit === null ? everyCandidate(cols, pass) : listedCandidates(cols, pass, visit)
+  const { heap } = pass
+  if (fused) {
+    const slots = cols.candidateBuffer.subarray(0, total)
+    const relevance = fusedRelevance(slots, cols.textScores, semantic, w)
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as number
+      const score = (relevance[i] as number) + (cols.staticScore[slot] as number)
+      cols.scoreOf[slot] = score
+      if (score >= heap.floor) heap.offer(slot, score)
+    }
+  }
+  return { hits: page(cols, q, heap, maxText, semantic, fused), total }
+}
+
+/** The best text score among the listed slots that pass the filters. */
+function bestAdmitted(cols: SlotColumns, pass: RankPass, slots: ArrayLike<number>): number {
+  const textScores = cols.textScores
+  let max = 0
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as number
+    const t = textScores[slot] as number
+    if (t > max && admits(cols, pass, slot, pass.accept)) max = t
+  }
+  return max
+}
+
+/** Whether a slot with a text score passes the pass's flags and trust and `accept`. */
+function admits(
+  cols: SlotColumns,
+  { flagMask, flagWant, minTrust, signals }: RankPass,
+  slot: number,
+  accept: ((doc: SearchDocument) => boolean) | null
+): boolean {
+  if (((cols.flags[slot] as number) & flagMask) !== flagWant) return false
+  if (accept !== null && !accept(cols.docs[slot] as SearchDocument)) return false
+  let trust = cols.trustCache[slot] as number
+  if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
+  return trust >= minTrust
+}
+
+/**
+ * Every slot through the admission of `pass`, the matches scored into its heap (or listed);
+ * returns how many matched. Two loops, one per shape of visit, each in its own function: V8
+ * compiles each for its one shape, which at 1M documents made the pass over every slot about a
+ * quarter faster than one loop for both.
+ */
+function everyCandidate(cols: SlotColumns, pass: RankPass): number {
+  const { flags, textScores, trustCache, staticScore, docs } = cols
+  const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
+  const { minTrust, minSemantic, signals } = pass
+  // Reused between queries: the candidates are read before the next query starts.
+  const out = cols.candidateBuffer
+  let found = 0
+  for (let slot = 0; slot < docs.length; slot++) {
+    if (((flags[slot] as number) & flagMask) !== flagWant) continue
+    const t = textScores[slot] as number
+    const similarity = semantic === null ? 0 : (semantic[slot] as number)
+    if (textQuery && t === 0 && (semantic === null || similarity < minSemantic)) continue
+    if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
+    let trust = trustCache[slot] as number
+    if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
+    if (trust < minTrust) continue
+    if (list) out[found] = slot
+    found++
+    const score = textWeight * t + semanticWeight * Math.max(0, similarity) + (staticScore[slot] as number)
+    if (score >= heap.floor && !list) heap.offer(slot, score)
+  }
+  return found
+}
+
+/** The same as everyCandidate, over the listed slots only. */
+function listedCandidates(cols: SlotColumns, pass: RankPass, visit: ArrayLike<number>): number {
+  const { flags, textScores, trustCache, staticScore, docs } = cols
+  const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
+  const { minTrust, minSemantic, signals } = pass
+  const out = cols.candidateBuffer
+  let found = 0
+  for (let i = 0; i < visit.length; i++) {
+    const slot = visit[i] as number
+    if (((flags[slot] as number) & flagMask) !== flagWant) continue
+    const t = textScores[slot] as number
+    const similarity = semantic === null ? 0 : (semantic[slot] as number)
+    if (textQuery && t === 0 && (semantic === null || similarity < minSemantic)) continue
+    if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
+    let trust = trustCache[slot] as number
+    if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
+    if (trust < minTrust) continue
+    if (list) out[found] = slot
+    found++
+    const score = textWeight * t + semanticWeight * Math.max(0, similarity) + (staticScore[slot] as number)
+    if (score >= heap.floor && !list) heap.offer(slot, score)
+  }
+  return found
+}
+
+/** The heap's hits after the offset, each with its breakdown. */
+function page(
+  cols: SlotColumns,
+  q: EngineQuery,
+  heap: TopK,
+  maxText: number,
+  semantic: Float32Array | null,
+  fused: boolean
+): EngineHit[] {
+  const { textScores, trustCache, scoreOf } = cols
+  const w = q.weights
+  return heap
+    .sorted()
+    .slice(q.offset)
+    .map(slot => {
+      const doc = cols.docs[slot] as SearchDocument
+      const breakdown: ScoreBreakdown = {
+        text_relevance: round4(maxText > 0 ? (textScores[slot] as number) / maxText : 0),
+        semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
+        trust_score: round4(trustCache[slot] as number),
+        freshness: round4(freshness(cols.lastChange[slot] as number, q.now, q.halfLifeDays)),
+        availability: doc.active ? 1 : 0
+      }
+      return { doc, score: round4(fused ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
+    })
+}
+
+/**
+ * Reciprocal rank fusion of the text and semantic rankings of the candidates:
+ *   (w_text / (k + rank_text) + w_semantic / (k + rank_semantic)) / (1 / (k + 1)),   k = 60
+ * which is w_text + w_semantic for a document first in both. A document without a text match
+ * (or with similarity ≤ 0) takes no part in that ranking. Returned by candidate index.
+ */
+function fusedRelevance(
+  slots: Int32Array,
+  textScores: Float32Array,
+  semantic: Float32Array,
+  w: RankingWeights
+): Float32Array {
+  const fused = new Float32Array(slots.length)
+  const addRanks = (value: (slot: number) => number, weight: number): void => {
+    const order = Array.from(slots.keys()).filter(i => value(slots[i] as number) > 0)
+    order.sort((a, b) => value(slots[b] as number) - value(slots[a] as number))
+    order.forEach((i, rank) => {
+      fused[i] = (fused[i] as number) + (weight * (RRF_K + 1)) / (RRF_K + rank + 1)
+    })
+  }
+  addRanks(slot => textScores[slot] as number, w.text)
+  addRanks(slot => semantic[slot] as number, w.semantic)
+  return fused
+}

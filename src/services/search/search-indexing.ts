@@ -1,0 +1,192 @@
+/**
+ * The index fed from the store: every record read in at start (and after a lost worker), then the
+ * bus's changes as they are committed, and the vectors of an embedder other than the index's own
+ * embedded in batches after the write.
+ */
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import type { EntityRecord } from '../../store/records.js'
+import type { SearchComponents } from './search-components.js'
+import { developerChange, searchDocument, upsertChange } from './search-documents.js'
+import { embeddingText, type SearchIndex } from './search-index.js'
+import { IndexPlacement } from './search-placement.js'
+
+const EMBED_BATCH = 64
+/**
+ * Records read from the store per turn while the index is built at start (or rebuilt). At most two
+ * such chunks are on their way to a worker at a time: at a million entities the whole store sent at
+ * once sat about 450 MB deep in the worker's message queue, memory the process kept after.
+ */
+const BUILD_CHUNK = 5000
+
+export abstract class SearchIndexing extends IndexPlacement {
+  private readonly pending = new Map<string, string>()
+  private flushing: Promise<void> | null = null
+  private flushScheduled = false
+  /** Texts the embedder failed on (also logged); exported as a metric. */
+  embedFailures = 0
+  /** The index being filled from the store (at start, or after a lost worker); searches wait for it. */
+  private building: Promise<number> | null = null
+  protected stopped = false
+
+  constructor(c: SearchComponents) {
+    super(c)
+    c.bus.subscribe(event => {
+      const id = event.data.entity_id
+      const developerId = event.data.developer_id
+      if (typeof developerId === 'string' && (event.type.startsWith('developer_') || event.type.startsWith('handle_')))
+        this.refreshDeveloper(developerId)
+      if (typeof id !== 'string') return
+      if (event.type === 'agent_registered' || event.type === 'agent_updated') this.reindex(id, event.entity)
+      else if (event.type === 'agent_deregistered') this.unindex(id)
+      else if (
+        event.type === 'agent_heartbeat' ||
+        event.type === 'agent_became_active' ||
+        event.type === 'agent_became_inactive'
+      )
+        this.refreshLiveness(id)
+      // Another home's status change, applied to its record here (this node's own carry no record).
+      else if (event.type === 'agent_status' && event.entity) this.refreshStatus(event.entity)
+    })
+  }
+
+  /** Resolves once every queued embedding is done and the index holds every change (tests, benchmarks, shutdown). */
+  async idle(): Promise<void> {
+    await this.built()
+    while (this.flushing || this.pending.size > 0) await (this.flushing ?? this.flush())
+    await this.index.settled()
+  }
+
+  /** Resolves once no build runs; a build replaced by another (a lost worker) hands its waiters on to the next. */
+  protected async built(): Promise<void> {
+    while (this.building) await this.building.catch(() => 0)
+  }
+
+  protected startBuild(): Promise<number> {
+    const building: Promise<number> = this.build(this.index).finally(() => {
+      if (this.building === building) this.building = null
+    })
+    this.building = building
+    return building
+  }
+
+  /**
+   * Reads every stored record into `index` a chunk at a time. Writes that land meanwhile reach the
+   * index directly: a chunk read later holds the store's latest version, and an entity deregistered
+   * before its chunk is no longer there to read (as in the move to the worker). A first chunk, all a
+   * small store has, is read in the caller's turn.
+   */
+  private async build(index: SearchIndex): Promise<number> {
+    let after: string | null = null
+    let previous: Promise<number> | null = null
+    // Text and filters first: vectors and home terms follow the last chunk (a 1M store is searchable
+    // 25–40 s sooner; its semantic ranking is complete about 35 s after that).
+    index.apply({ op: 'bulk-load' })
+    for (;;) {
+      const records = this.c.store.entitiesAfter(after, BUILD_CHUNK)
+      for (const record of records) this.indexRecord(record)
+      if (records.length < BUILD_CHUNK) break
+      after = (records[records.length - 1] as EntityRecord).entity_id
+      const settled = index.settled()
+      // The chunk before this one is in the index: at most two on their way.
+      if (previous) await previous
+      previous = settled
+      await nextTurn()
+      // Replaced (its worker lost: a new build runs) or closing.
+      if (this.index !== index || this.stopped) return 0
+    }
+    this.apply({ op: 'home-filter' })
+    return index.settled()
+  }
+
+  private reindex(id: string, committed?: EntityRecord): void {
+    const record = committed ?? this.c.store.getEntity(id)
+    if (record) this.indexRecord(record)
+    else this.unindex(id)
+  }
+
+  private unindex(id: string): void {
+    this.apply({ op: 'remove', entityId: id })
+  }
+
+  private refreshLiveness(id: string): void {
+    const live = this.c.liveness?.current(id)
+    if (!live) return
+    this.apply({
+      op: 'patch',
+      entityId: id,
+      change: {
+        active: live.status === 'active',
+        uptime: live.uptime,
+        ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {})
+      }
+    })
+  }
+
+  private refreshStatus(record: EntityRecord): void {
+    const { active, uptime, lastChange } = searchDocument(record, this.c.liveness?.current(record.entity_id))
+    this.apply({ op: 'patch', entityId: record.entity_id, change: { active, uptime, lastChange } })
+  }
+
+  private indexRecord(record: EntityRecord): void {
+    // A developer's part changes only with developer and handle events, which refresh it.
+    if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
+      this.refreshDeveloper(record.developer_id)
+    const upsert = upsertChange(record, this.c.liveness?.current(record.entity_id))
+    this.apply(upsert)
+    this.moveToWorkerWhenGrown()
+    if (this.indexEmbeds) return
+    this.pending.set(record.entity_id, embeddingText(upsert.text))
+    if (!this.flushing && !this.flushScheduled) {
+      this.flushScheduled = true
+      setImmediate(() => {
+        this.flushScheduled = false
+        void this.flush()
+      })
+    }
+  }
+
+  private flush(): Promise<void> {
+    // Assigned before the drain can settle (and cleared by the settled promise), so `flushing`
+    // never outlives the work even when there is nothing to embed.
+    this.flushing ??= this.drainEmbeddings().finally(() => {
+      this.flushing = null
+    })
+    return this.flushing
+  }
+
+  private async drainEmbeddings(): Promise<void> {
+    while (this.pending.size > 0) {
+      const batch: [string, string][] = []
+      for (const entry of this.pending) {
+        batch.push(entry)
+        if (batch.length === EMBED_BATCH) break
+      }
+      for (const [id] of batch) this.pending.delete(id)
+      try {
+        const vectors = await this.c.embedder.embed(batch.map(([, text]) => text))
+        batch.forEach(([entityId], i) => {
+          this.apply({ op: 'vector', entityId, vector: vectors[i] as Float32Array })
+        })
+      } catch (err) {
+        this.embedFailures += batch.length
+        this.c.logger.error(
+          { err, embedder: this.c.embedder.id, entities: batch.length },
+          'embedding failed; these entities are searchable by text only until reindexed'
+        )
+      }
+      // An embedder may finish synchronously (hash): let requests in between batches.
+      await nextTurn()
+    }
+  }
+
+  /** Entities waiting for their vector (a metric: how far semantic search lags behind writes). */
+  get embeddingBacklog(): number {
+    return this.pending.size
+  }
+
+  /** Recomputes the developer's part of trust (verified handle, profile) for all their documents. */
+  private refreshDeveloper(developerId: string): void {
+    this.knownDevelopers.add(developerId)
+    this.apply(developerChange(this.c.store, developerId))
+  }
+}

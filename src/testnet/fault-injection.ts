@@ -1,0 +1,108 @@
+/**
+ * Partitions, packet loss and latency for a testnet, each routed to where it can act: the kernel
+ * (netns mode, via netns.ts) or the nodes' own fault switches (`PUT /v1/admin/mesh/faults`,
+ * mesh/faults.ts) in process mode, or where the kernel lacks what a fault needs.
+ */
+// Types only: netns.js itself is loaded in netns mode.
+import type { NetnsNetwork } from './netns.js'
+import { type LinkFaults, type NetworkMode, TestnetError, type TestnetNode } from './testnet-types.js'
+
+interface ProcessFaults {
+  blocked_peers?: string[]
+  loss?: number
+  delay_ms?: number
+}
+
+/** What fault injection needs of its testnet. */
+export interface FaultScope {
+  /** The testnet's namespaces; null in process mode. */
+  netns(): NetnsNetwork | null
+  nodes(): readonly TestnetNode[]
+  /** Indexes of running nodes. */
+  running(): number[]
+  /** Node i; throws a TestnetError when there is none. */
+  node(i: number): TestnetNode
+  request(i: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }>
+}
+
+export class FaultInjector {
+  constructor(private readonly scope: FaultScope) {}
+
+  /**
+   * Splits the mesh: nodes in different groups exchange nothing. Nodes left out of every group form
+   * one more group. Returns the mode it ran in.
+   */
+  async partition(groups: readonly (readonly number[])[]): Promise<NetworkMode> {
+    const nodes = this.scope.nodes()
+    const netns = this.scope.netns()
+    const listed = new Set(groups.flat())
+    const all = [...groups.map(g => [...g]), nodes.map(s => s.index).filter(i => !listed.has(i))].filter(
+      g => g.length > 0
+    )
+    if (netns) {
+      await netns.partition(all)
+      return 'netns'
+    }
+    const groupOf = new Map(all.flatMap((g, k) => g.map(i => [i, k] as const)))
+    await Promise.all(
+      this.scope.running().map(i =>
+        this.setProcessFaults(i, {
+          blocked_peers: nodes.filter(s => groupOf.get(s.index) !== groupOf.get(i)).map(s => s.peerId)
+        })
+      )
+    )
+    return 'process'
+  }
+
+  /** Ends a partition; dialling the edges again is the testnet's part. */
+  async heal(): Promise<void> {
+    const netns = this.scope.netns()
+    if (netns) await netns.heal()
+    else await Promise.all(this.scope.running().map(i => this.setProcessFaults(i, { blocked_peers: [] })))
+  }
+
+  /** Loss and latency on every link (or the chosen ones); says where each acts (netns packets or process gossip). Replaces earlier link faults. */
+  async setLinkFaults(faults: LinkFaults): Promise<{ loss?: NetworkMode; latency?: NetworkMode }> {
+    const netns = this.scope.netns()
+    const modes: { loss?: NetworkMode; latency?: NetworkMode } = {}
+    let processFaults: { loss?: number; delay_ms?: number } = {}
+    if (faults.between) {
+      // In-process faults act on every copy a node receives: they cannot single out one link.
+      if (!netns)
+        throw new TestnetError(
+          'faults on chosen links need netns mode (process-mode loss and latency apply to every link)'
+        )
+      for (const pair of faults.between) for (const i of pair) this.scope.node(i)
+    }
+    if (netns) {
+      const result = await netns.setLinkFaults({
+        ...(faults.loss ? { lossPercent: faults.loss * 100 } : {}),
+        ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {}),
+        ...(faults.between ? { between: faults.between } : {})
+      })
+      if (faults.between && result.unsupported.length > 0)
+        throw new TestnetError(`not possible on chosen links here: ${result.unsupported.join('; ')}`)
+      if (faults.loss) modes.loss = result.applied.some(a => a.startsWith('loss')) ? 'netns' : 'process'
+      if (faults.latencyMs) modes.latency = result.applied.some(a => a.startsWith('latency')) ? 'netns' : 'process'
+    } else {
+      if (faults.loss) modes.loss = 'process'
+      if (faults.latencyMs) modes.latency = 'process'
+    }
+    if (modes.loss === 'process') processFaults.loss = faults.loss
+    if (modes.latency === 'process') processFaults = { ...processFaults, delay_ms: Math.round(faults.latencyMs ?? 0) }
+    if (Object.keys(processFaults).length > 0)
+      await Promise.all(this.scope.running().map(i => this.setProcessFaults(i, processFaults)))
+    return modes
+  }
+
+  async clearLinkFaults(): Promise<void> {
+    await this.scope.netns()?.clearLinkFaults()
+    await Promise.all(this.scope.running().map(i => this.setProcessFaults(i, { loss: 0, delay_ms: 0 })))
+  }
+
+  private async setProcessFaults(i: number, faults: ProcessFaults): Promise<void> {
+    const reply = await this.scope.request(i, 'PUT', '/v1/admin/mesh/faults', faults)
+    if (reply.status !== 200)
+      throw new TestnetError(`faults on ${this.scope.node(i).name}: ${reply.status} ${JSON.stringify(reply.body)}`)
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * The testnet library's public shapes (options, the view of a node, link faults, network modes)
+ * and its error; testnet.ts re-exports them, and its parts share them without importing it.
+ */
+
+export type NetworkMode = 'netns' | 'process'
+
+export interface TestnetOptions {
+  nodes: number
+  /** full, ring, star or random:<degree> (default full). */
+  topology?: string
+  /** Fixes random topologies and seeded entities (default 1). */
+  seed?: number
+  /** netns, process, or auto: netns where the machine allows it (default auto). */
+  network?: NetworkMode | 'auto'
+  /** Parent of the nodes' data directories (default: a new temporary directory). */
+  dataRoot?: string
+  /** Keep the data directories after stop(). */
+  keep?: boolean
+  /** Write each node's gossip trace to <traceDir>/node-<i>.jsonl. */
+  traceDir?: string
+  /** Period of each node's sync rounds (default 10 s: testnets heal faster than the 60 s default). */
+  syncIntervalSeconds?: number
+  /** More `registry-node start` flags for every node. */
+  nodeArgs?: readonly string[]
+  /** Heartbeat period of the testnet's echo entities (default 10 s). */
+  entityHeartbeatSeconds?: number
+  /** Node.js flags for every node process, before the entry point (`--cpu-prof`, `--cpu-prof-dir=DIR`). */
+  runtimeArgs?: readonly string[]
+  logLevel?: string
+  /** Progress lines (the CLI prints them). */
+  log?: (line: string) => void
+}
+
+export interface TestnetNode {
+  index: number
+  name: string
+  dataDir: string
+  /** Base URL of the node's HTTP API. */
+  url: string
+  peerId: string
+  /** TCP multiaddr ending in /p2p/<peer id>. */
+  multiaddr: string
+  state: 'running' | 'paused' | 'stopped'
+  traceFile: string | null
+}
+
+export interface LinkFaults {
+  /** Probability in [0, 1] that a packet (netns) or a gossip copy (process) is lost. */
+  loss?: number
+  /** Added latency per hop, ms. */
+  latencyMs?: number
+  /** Only these links (both directions); every link when absent. Needs netns mode. */
+  between?: [number, number][]
+}
+
+export class TestnetError extends Error {
+  override name = 'TestnetError'
+}
