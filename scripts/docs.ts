@@ -1,10 +1,11 @@
 /**
  * Regenerates the reference tables that mirror code tables (settings, error codes, field limits,
- * activity events) in docs/reference/, between `<!-- name:start -->` and `<!-- name:end -->`
+ * activity events, commands) in docs/reference/, between `<!-- name:start -->` and `<!-- name:end -->`
  * markers. `npm run docs`; a unit test fails when a page is out of date.
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
+import { COMMANDS } from '../src/cli-help.js'
 import { envName } from '../src/config/setting.js'
 import { SETTINGS } from '../src/config/settings.js'
 import { ERRORS } from '../src/errors.js'
@@ -18,7 +19,8 @@ import { EVENT_PAYLOADS } from '../src/wire/sockets.js'
 export const GENERATED_PAGES: Record<string, readonly string[]> = {
   'docs/reference/configuration.md': ['config'],
   'docs/reference/errors.md': ['errors'],
-  'docs/reference/http-api.md': ['limits', 'events']
+  'docs/reference/http-api.md': ['limits', 'events'],
+  'docs/reference/cli.md': ['commands']
 }
 
 const cell = (s: string) => s.replace(/\|/g, '\\|')
@@ -67,7 +69,15 @@ export function generatedSections(): Record<string, string> {
     '|---|---|---|',
     ...EVENT_PAYLOADS.map(e => `| \`${e.type}\` | ${cell(e.emittedBy)} | ${cell(e.data)} |`)
   ].join('\n')
-  return { config, errors, limits, events }
+  const commands = [
+    '| command | what it does | flags |',
+    '|---|---|---|',
+    ...COMMANDS.map(
+      c =>
+        `| \`registry-node ${c.name} ${cell(c.args)}\` | ${cell(c.summary)} | ${c.flags.map(([f, d]) => `\`${cell(f)}\`: ${cell(d)}`).join('<br>')} |`
+    )
+  ].join('\n')
+  return { config, errors, limits, events, commands }
 }
 
 export function applySections(page: string, sections: Record<string, string>, names: readonly string[]): string {

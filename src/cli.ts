@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 /**
- * registry-node: start | init | keys. Run `registry-node help` for usage.
+ * registry-node: the command line of the node, the keys, the entity runtime and testnets. `registry-node --help`
+ * lists the commands (src/cli-help.ts); each command's own `--help` prints its flags.
  */
 import './polyfills.js'
 import { randomBytes } from 'node:crypto'
 import { access, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
+import { asksForHelp, commandHelp, commandOf, topLevelHelp } from './cli-help.js'
 import { ConfigError, configTemplate, loadConfig, parseFlags } from './config/load.js'
-import { SETTINGS } from './config/settings.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
 import { formatKey } from './identity/encoding.js'
 import { deriveId } from './identity/ids.js'
@@ -18,53 +19,6 @@ import { loadOrCreateNodeIdentity } from './identity/node-identity.js'
 import { NODE_KEY_FILE, startRegistryNode } from './node.js'
 import { formatReport, verifyRegistry } from './verify-registry.js'
 import { NODE_VERSION } from './version.js'
-
-const USAGE = `registry-node ${NODE_VERSION}: a peer-to-peer registry node for AI agents and services
-
-Usage:
-  registry-node start [flags]          run a node (npm start -- [flags])
-  registry-node init [flags] [--force]  create the node identity and a commented config file (--force overwrites it)
-  registry-node keys new [--out FILE]  create a developer key
-  registry-node keys derive --developer FILE --index N [--type agent|service] [--out FILE]
-                                       derive an HD entity key and its developer proof
-  registry-node keys show --key FILE   print the IDs and public key of a key file
-  registry-node keys sign --key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)
-                                       sign a JSON body (canonical, signature inserted), a text or a file's bytes
-  registry-node testnet --nodes N [--topology full|ring|star|random:D] [--seed-entities K] [--entities K] [--keep]
-        [--data DIR] [--network auto|netns|process] [--seed S] [--trace-dir DIR] [--node-arg=--FLAG=V …]
-                                       run N local nodes wired by a topology until Ctrl-C (npm run testnet -- …);
-                                       fault commands on standard input (help lists them)
-  registry-node experiment propagation --nodes N --messages M [--topology T[,T…]] [--loss PERCENT]
-        [--latency MS] [--rate PER_SECOND] [--out DIR] [--network …] [--seed S] [--node-arg=--FLAG=V …]
-                                       gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)
-  registry-node experiment convergence --nodes N [--topology T[,T…]] [--entities PER_SIDE] [--out DIR] [--network …]
-                                       time until a healed partition converges (CSV, JSON, SVG)
-  registry-node experiment liveness --nodes N --entities K --kill F [--topology T] [--inactive-after S] [--out DIR] [--network …]
-                                       stop a share F of K echo entities: time until every node shows each inactive,
-                                       then active again after restart (CSV, JSON, SVG)
-  registry-node entity init --developer KEYFILE --name NAME [--type agent|service] [--index N] [--out DIR] [--registry URL]
-                                       derive the entity key (next free index unless --index) and write DIR/entity.toml
-  registry-node entity serve --config FILE [--registry URL] [--port N] [--host ADDR] [--url PUBLIC_URL]
-        [--echo | --handler MODULE] [--auth-mode strict|permissive] [--heartbeat-seconds S] [--http-server auto|uws|node]
-                                       run the entity: register or update it, heartbeat, serve its endpoints
-  registry-node call TARGET TEXT [--registry URL] [--key FILE] [--async | --a2a] [--json]
-        [--pay --wallet FILE [--max-usd X]]
-                                       TARGET: an FQAN, an entity ID or a URL; prints the reply (over A2A
-                                       when asked, or when the entity has no /webhook/sync). --pay answers
-                                       an x402 quote up to X USD (default 1) from the wallet's USDC and
-                                       prints the receipt
-  registry-node search [QUERY] [--type T] [--category C] [--tag T …] [--status S] [--limit N] [--federated] [--registry URL] [--json]
-  registry-node resolve FQAN|ENTITY_ID [--registry URL] [--json]
-  (--registry defaults to REGISTRY_NODE_URL, else http://127.0.0.1:8080)
-  registry-node verify-registry URL [--ca FILE]
-                                       fetch and check a node's registry identity proof (signature, ID,
-                                       expiry, domain, and over https the served certificate's SPKI)
-
-Flags of start and init (also config file keys and REGISTRY_NODE_* environment variables;
-precedence: defaults < config file < environment < flags):
-  --config FILE                        TOML config file (env REGISTRY_NODE_CONFIG)
-${SETTINGS.map(s => `${`  --${s.kind === 'boolean' ? `[no-]${s.flag}` : `${s.flag} ${s.kind === 'integer' || s.kind === 'number' ? 'N' : s.kind === 'list' ? 'A,B' : 'VALUE'}`}`.padEnd(39)}${s.doc} Default: ${JSON.stringify(s.default)}.`).join('\n')}
-`
 
 function print(value: unknown): void {
   process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)
@@ -174,7 +128,7 @@ async function keys(argv: string[]): Promise<void> {
       return
     }
     default:
-      fail(`unknown keys subcommand ${sub ?? ''}; see registry-node help`)
+      fail(`unknown keys subcommand ${sub ?? ''}; see registry-node --help`)
   }
 }
 
@@ -279,6 +233,11 @@ async function verifyRegistryCommand(argv: string[]): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv
+  // Help is answered before anything else runs, so asking for it never acts.
+  if (asksForHelp(argv)) {
+    const known = commandOf(argv)
+    return print(known ? commandHelp(known) : topLevelHelp())
+  }
   switch (command) {
     case 'verify-registry':
       return verifyRegistryCommand(rest)
@@ -303,22 +262,27 @@ async function main(argv: string[]): Promise<void> {
     case 'resolve':
       return (await import('./entity/cli.js')).resolveCommand(rest)
     case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      return print(USAGE)
+      return print(topLevelHelp())
+    case 'help': {
+      const known = commandOf(rest)
+      return print(known ? commandHelp(known) : topLevelHelp())
+    }
     case '--version':
     case 'version':
       return print(NODE_VERSION)
     default:
-      fail(`unknown command ${command}; see registry-node help`)
+      fail(`unknown command ${command}; see registry-node --help`)
   }
 }
 
-main(process.argv.slice(2)).catch(async err => {
+// Failures a person can act on print one line; the stack of anything else only with --verbose.
+const verbose = process.argv.includes('--verbose')
+const REPORTED = new Set(['RegistryRequestError', 'EntityUnreachableError', 'PaymentClientError'])
+
+main(process.argv.slice(2).filter(arg => arg !== '--verbose')).catch(async err => {
   if (err instanceof ConfigError || err instanceof KeyFileError) fail(err.message)
   if (err instanceof Error && err.name === 'CliError') fail(err.message)
-  if (err instanceof Error && err.name === 'RegistryRequestError') {
+  if (err instanceof Error && REPORTED.has(err.name) && !verbose) {
     process.stderr.write(`registry-node: ${err.message}\n`)
     process.exit(1)
   }
@@ -327,6 +291,11 @@ main(process.argv.slice(2)).catch(async err => {
     (await import('./testnet/commands.js')).isUsageError(err)
   )
     fail((err as Error).message)
-  process.stderr.write(`registry-node: ${(err as Error).stack ?? String(err)}\n`)
+  const error = err instanceof Error ? err : new Error(String(err))
+  process.stderr.write(
+    verbose
+      ? `registry-node: ${error.stack ?? error.message}\n`
+      : `registry-node: ${error.message} (--verbose prints where)\n`
+  )
   process.exit(1)
 })

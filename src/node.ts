@@ -409,6 +409,7 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
     limiters: rl.enabled
       ? {
           reads: new FixedWindowLimiter(rl.reads_per_minute),
+          dashboardReads: new FixedWindowLimiter(rl.dashboard_reads_per_minute),
           writes: new FixedWindowLimiter(rl.writes_per_minute),
           writesPerIp: new FixedWindowLimiter(rl.writes_per_ip_per_minute)
         }

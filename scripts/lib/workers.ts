@@ -1,6 +1,6 @@
 /**
  * Worker threads for the benchmarks that sign in parallel (scripts/lib/entity-signing.ts,
- * scripts/bench/heartbeats.ts, scripts/bench/search-node.ts). The worker runs the benchmark's own
+ * scripts/bench/heartbeats/signing.ts, scripts/bench/search-node.ts). The worker runs the benchmark's own
  * module, whose top level answers messages when it is not the main thread.
  *
  * (The benchmarks' former fast key import now lives in src/identity/keys.ts `keyPairFromSeed`,

@@ -163,7 +163,7 @@ const setNote = (id, value) => { $(id).textContent = value || '' }
 const num = n => (typeof n === 'number' ? n.toLocaleString('en') : '–')
 const short = id => (id && id.length > 24 ? id.slice(0, 14) + '…' + id.slice(-6) : id)
 const time = ts => { const d = new Date(ts); return isNaN(d.getTime()) ? '' : d.toLocaleTimeString('en-GB') }
-const getJson = path => fetch(path, { headers: { accept: 'application/json' } })
+const getJson = path => fetch(path, { headers: { accept: 'application/json', 'x-registry-dashboard': '1' } })
   .then(r => (r.ok ? r.json() : Promise.reject(new Error(path + ': HTTP ' + r.status))))
 
 /** A DOM element (or an SVG one when ns is given) with attributes and text. */

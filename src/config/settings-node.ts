@@ -171,6 +171,14 @@ export const SERVICE_SETTINGS = [
     doc: 'Open reads (GET, search, resolve) per client IP per minute.'
   },
   {
+    key: 'rate_limit.dashboard_reads_per_minute',
+    kind: 'integer',
+    default: 120,
+    flag: 'dashboard-reads-per-minute',
+    min: 1,
+    doc: "Reads the node's own dashboard page makes (marked X-Registry-Dashboard) per client IP per minute, a budget apart from reads_per_minute: an open dashboard polls about 48 times a minute and would otherwise spend the reader's own reads."
+  },
+  {
     key: 'rate_limit.writes_per_minute',
     kind: 'integer',
     default: 10,

@@ -12,6 +12,7 @@ import { keyPairFromSeed, type KeyPair } from '../identity/keys.js'
 import { taskReplyText } from './a2a.js'
 import { signA2AMessage } from './a2a-auth.js'
 import { signAgentMessage } from './agent-message.js'
+import { networkCause } from './network-cause.js'
 import { RegistryClient, RegistryRequestError } from './registry-client.js'
 import type { PayingClient } from './x402/payer.js'
 
@@ -199,6 +200,11 @@ async function fetchCard(
   return null
 }
 
+/** The entity's URL did not answer (refused, no such host, reset, no answer in time). */
+export class EntityUnreachableError extends Error {
+  override name = 'EntityUnreachableError'
+}
+
 async function fetchJson(
   url: string,
   deadline: number,
@@ -210,9 +216,19 @@ async function fetchJson(
     headers: init.body ? { 'content-type': 'application/json' } : {},
     signal: AbortSignal.timeout(Math.max(1, deadline - Date.now()))
   }
-  const paid = payer ? await payer.fetch(url, request) : null
-  const res = paid?.response ?? (await fetch(url, request))
-  const text = await res.text()
+  let paid: Awaited<ReturnType<PayingClient['fetch']>> | null = null
+  let res: Response
+  let text: string
+  try {
+    paid = payer ? await payer.fetch(url, request) : null
+    res = paid?.response ?? (await fetch(url, request))
+    text = await res.text()
+  } catch (err) {
+    if (err instanceof Error && err.name === 'PaymentClientError') throw err
+    throw new EntityUnreachableError(
+      `cannot reach the entity at ${url} (${networkCause(err)}): it may be stopped or its URL out of date`
+    )
+  }
   let body: Record<string, unknown>
   try {
     body = JSON.parse(text) as Record<string, unknown>

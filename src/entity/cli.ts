@@ -177,8 +177,8 @@ capabilities = []
 # [payments]
 # facilitator = "local"            # verify and settle in process; or a facilitator URL, e.g. "https://x402.org/facilitator"
 # rpc_url = "http://127.0.0.1:8545"
-# settlement_key_file = "settlement-key.txt"   # 0x… key that pays settlement gas (or REGISTRY_NODE_SETTLEMENT_KEY)
-# pay_to = "0x…"                   # default: derived from the entity key, as the SDKs derive it
+# settlement_key_file = "../local-chain/settlement-key.txt"   # the key that pays settlement gas (npm run local-chain writes it; or REGISTRY_NODE_SETTLEMENT_KEY)
+# pay_to = ""                      # an 0x address; empty: derived from the entity key, as the SDKs derive it
 # data_dir = "data"                # used payments, kept across restarts
 `
 }
@@ -219,7 +219,7 @@ async function paymentsOf(config: EntityFile, configPath: string): Promise<Entit
     settlementKey = fromEnv
       ? ((fromEnv.startsWith('0x') ? fromEnv : `0x${fromEnv}`) as `0x${string}`)
       : p.settlement_key_file
-        ? await readWalletFile(here(p.settlement_key_file))
+        ? await readKey(here(p.settlement_key_file), `${configPath}: payments.settlement_key_file`)
         : usage(
             'payments.facilitator "local" needs settlement_key_file (or REGISTRY_NODE_SETTLEMENT_KEY): the key that pays settlement gas'
           )
@@ -231,6 +231,16 @@ async function paymentsOf(config: EntityFile, configPath: string): Promise<Entit
     ...(settlementKey ? { settlementKey } : {}),
     ...(p.pay_to ? { payTo: p.pay_to } : {}),
     ...(p.max_timeout_seconds ? { maxTimeoutSeconds: p.max_timeout_seconds } : {})
+  }
+}
+
+/** A secp256k1 key file, or one line saying which setting names a file that is missing or not a key. */
+async function readKey(path: string, setting: string): Promise<`0x${string}`> {
+  try {
+    return await readWalletFile(path)
+  } catch (err) {
+    const cause = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message
+    throw new CliError(`${setting} ${path}: ${cause}`)
   }
 }
 
@@ -281,7 +291,12 @@ async function entityServe(argv: string[]): Promise<void> {
     port,
     ...(f.has('url') ? { url: f.get('url') as string } : {}),
     httpServer: (f.get('http-server') ?? 'auto') as ServerChoice,
-    heartbeat: { intervalMs: heartbeatSeconds * 1000 }
+    heartbeat: { intervalMs: heartbeatSeconds * 1000 },
+    // A registry that is down at start is waited for, as the heartbeats wait for it once running.
+    retryUnreachable: {
+      onRetry: (err, waitMs) =>
+        process.stderr.write(`registry-node: ${err.message}; trying again in ${waitMs / 1000} s\n`)
+    }
   })
   const running = await entity.start()
   print(
@@ -333,7 +348,10 @@ async function call(argv: string[]): Promise<void> {
     : undefined
   if (f.has('pay') && !f.has('wallet')) usage('--pay needs --wallet FILE (a secp256k1 private key holding USDC)')
   const payer = f.has('pay')
-    ? new PayingClient({ privateKey: await readWalletFile(f.get('wallet') as string), maxUsd: f.get('max-usd') ?? 1 })
+    ? new PayingClient({
+        privateKey: await readKey(f.get('wallet') as string, '--wallet'),
+        maxUsd: f.get('max-usd') ?? 1
+      })
     : undefined
   let result: Awaited<ReturnType<typeof callEntity>>
   try {
@@ -445,7 +463,7 @@ export async function entityCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv
   if (sub === 'init') return entityInit(rest)
   if (sub === 'serve') return entityServe(rest)
-  usage(`unknown entity subcommand ${sub ?? ''}; see registry-node help`)
+  usage(`unknown entity subcommand ${sub ?? ''}; see registry-node --help`)
 }
 
 export { call as callCommand, search as searchCommand, resolveCommand }

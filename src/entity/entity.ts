@@ -56,6 +56,11 @@ export interface EntityOptions {
   url?: string
   httpServer?: ServerChoice
   heartbeat?: { intervalMs?: number; form?: HeartbeatForm }
+  /**
+   * While the registry cannot be reached at start, keep trying (1 s, doubling up to 30 s), calling
+   * `onRetry` before each wait; without it, `start` fails at once. A refusal (4xx) is never retried.
+   */
+  retryUnreachable?: { onRetry?: (error: RegistryRequestError, waitMs: number) => void }
   /** Handler time limit (default 30 s). */
   handlerTimeoutMs?: number
   /**
@@ -203,12 +208,8 @@ async function startEntity(
   let registration: RegistrationOutcome = { action: 'none', fqan: null }
   if (registry) {
     try {
-      registration = await upsert(
-        registry,
-        registrationBody(o, type, keyPair, baseUrl, payments?.pricing ?? null),
-        entityId,
-        keyPair
-      )
+      const body = registrationBody(o, type, keyPair, baseUrl, payments?.pricing ?? null)
+      registration = await untilReachable(() => upsert(registry, body, entityId, keyPair), o.retryUnreachable)
       heartbeats = new HeartbeatClient({
         registryUrl: registry.baseUrl,
         entityId,
@@ -360,6 +361,21 @@ const UPDATABLE = [
   'capability_summary',
   'pricing_model'
 ] as const
+
+const FIRST_RETRY_MS = 1_000
+const LAST_RETRY_MS = 30_000
+
+async function untilReachable<T>(attempt: () => Promise<T>, retry: EntityOptions['retryUnreachable']): Promise<T> {
+  for (let waitMs = FIRST_RETRY_MS; ; waitMs = Math.min(waitMs * 2, LAST_RETRY_MS)) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (!retry || !(err instanceof RegistryRequestError) || err.status !== 0) throw err
+      retry.onRetry?.(err, waitMs)
+      await new Promise(resolve => setTimeout(resolve, waitMs))
+    }
+  }
+}
 
 async function upsert(
   registry: RegistryClient,

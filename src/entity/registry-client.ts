@@ -5,6 +5,8 @@
  */
 import { sign, type KeyPair } from '../identity/keys.js'
 
+import { networkCause } from './network-cause.js'
+
 export class RegistryRequestError extends Error {
   override name = 'RegistryRequestError'
   constructor(
@@ -92,7 +94,7 @@ export class RegistryClient {
       throw new RegistryRequestError(
         0,
         'registry_unreachable',
-        `${method} ${this.baseUrl}${path}: ${(err as Error).message}`
+        `cannot reach the registry at ${this.baseUrl} (${method} ${path}: ${networkCause(err)}); is a node running there? Set --registry URL or REGISTRY_NODE_URL`
       )
     }
     const text = await res.text()

@@ -138,7 +138,7 @@ test('init creates the node identity and a commented TOML config that start read
     }
     t.is(again.registry_id, out.registry_id, 'the identity is kept')
     t.false(again.config_written, 'an existing config file is not overwritten')
-    const help = await cli(dir, ['help'])
+    const help = await cli(dir, ['start', '--help'])
     t.true(help.includes('--no-rate-limit'))
   } finally {
     await rm(dir, { recursive: true, force: true })

@@ -152,6 +152,19 @@ test('read rate limit: X-RateLimit-* headers, then 429 with Retry-After; /health
   for (let i = 0; i < 5; i++) t.is((await http(limited.url, 'GET', '/health')).status, 200)
 })
 
+test("the dashboard's reads have their own budget: with it open, a reader's 60 reads a minute stay theirs", async t => {
+  const node = await start({ rate_limit: { enabled: true, reads_per_minute: 60, dashboard_reads_per_minute: 120 } })
+  const dashboard = { 'x-registry-dashboard': '1' }
+  // A minute of the open dashboard (a poll of four reads every 5 s), then the reader's 60 reads.
+  for (let i = 0; i < 48; i++)
+    t.is((await http(node.url, 'GET', '/v1/network/status', { headers: dashboard })).status, 200)
+  for (let i = 0; i < 60; i++) t.is((await http(node.url, 'GET', '/v1/info')).status, 200)
+  t.is((await http(node.url, 'GET', '/v1/info')).status, 429, "the reader's 61st read")
+  const polled = await http(node.url, 'GET', '/v1/entities', { headers: dashboard })
+  t.is(polled.status, 200, 'the dashboard still reads')
+  t.is(polled.headers.get('x-ratelimit-limit'), '120')
+})
+
 test('write rate limit counts by the body public key, before verification', async t => {
   const limited = await start({ rate_limit: { enabled: true, reads_per_minute: 3, writes_per_minute: 2 } })
   const dev = developer(40)

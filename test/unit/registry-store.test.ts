@@ -66,8 +66,8 @@ const subjectsInLog = (store: RegistryStore) => [...store.allOperations()].map(o
 
 test('with a commit delay a lone commit begins at once, and commits within the delay share one transaction', t =>
   inDataDir(async dir => {
-    // Long enough that ten turns of a busy event loop (other tests run beside this one) fit in it.
-    const delayMs = 4000
+    // Long enough that a commit's flush and ten turns of a busy event loop fit in it on a loaded machine.
+    const delayMs = 10_000
     const store = await RegistryStore.open(dir, { commitDelayMs: delayMs })
     // The same environment, opened beside the store to read its last transaction ID.
     const raw = rawStore(dir)

@@ -87,6 +87,13 @@ interface Authorization {
   nonce: `0x${string}`
 }
 
+/** A payment that passed every check made without the chain. */
+interface CheckedPayment {
+  payload: PaymentPayload
+  requirements: PaymentRequirements
+  authorization: Authorization
+}
+
 /** x402 "exact" EVM failure reasons → this entity's codes. */
 const REASONS: ReadonlyArray<[RegExp, ErrorCode]> = [
   [/nonce_already_used/, 'payment_replayed'],
@@ -162,22 +169,10 @@ export class Paywall {
   ): Promise<Reply> {
     const header = ctx.headers['payment-signature'] ?? ctx.headers['x-payment']
     if (header === undefined || header === '') return this.required(resourceUrl, new PaymentRefusal('payment_required'))
-    let claimed: string[] = []
     try {
       const started = performance.now()
       const { payload, requirements, authorization } = this.check(header)
-      claimed = [
-        `quote:${String(requirements.extra.nonce)}`,
-        `auth:${requirements.network}:${authorization.from.toLowerCase()}:${authorization.nonce.toLowerCase()}`
-      ]
-      const expiresAt = Math.max(Number(authorization.validBefore) * 1000, Date.now() + this.ttlSeconds * 1000)
-      if (!(await this.o.ledger.reserve(claimed, expiresAt))) {
-        claimed = []
-        throw new PaymentRefusal(
-          'payment_replayed',
-          'This quote or this authorization was already used (or is in use by another request).'
-        )
-      }
+      const claimed = await this.claimOnce(requirements, authorization)
       await this.verifyOnChain(payload, requirements, claimed)
       const verified = performance.now()
 
@@ -191,7 +186,6 @@ export class Paywall {
         })
       } catch (err) {
         await this.o.ledger.release(claimed)
-        claimed = []
         throw err
       }
       const handled = performance.now()
@@ -223,49 +217,42 @@ export class Paywall {
     }
   }
 
-  /** Everything that can be checked without the chain; throws PaymentRefusal. */
-  private check(header: string): {
-    payload: PaymentPayload
-    requirements: PaymentRequirements
-    authorization: Authorization
-  } {
-    let payload: PaymentPayload
-    try {
-      payload = decodePaymentSignatureHeader(header)
-    } catch {
-      throw new PaymentRefusal('payment_invalid')
-    }
-    if (
-      payload?.x402Version !== 2 ||
-      typeof payload.accepted !== 'object' ||
-      payload.accepted === null ||
-      typeof payload.payload !== 'object' ||
-      payload.payload === null
-    ) {
+  /**
+   * Claims the quote's nonce and the authorization's `(chain, from, nonce)` in the ledger, each
+   * usable once; returns the claimed keys. Throws payment_replayed when either is taken.
+   */
+  private async claimOnce(requirements: PaymentRequirements, authorization: Authorization): Promise<string[]> {
+    const claimed = [
+      `quote:${String(requirements.extra.nonce)}`,
+      `auth:${requirements.network}:${authorization.from.toLowerCase()}:${authorization.nonce.toLowerCase()}`
+    ]
+    const expiresAt = Math.max(Number(authorization.validBefore) * 1000, Date.now() + this.ttlSeconds * 1000)
+    if (!(await this.o.ledger.reserve(claimed, expiresAt)))
       throw new PaymentRefusal(
-        'payment_invalid',
-        'Send an x402 v2 PaymentPayload: {x402Version: 2, accepted, payload: {authorization, signature}}.'
+        'payment_replayed',
+        'This quote or this authorization was already used (or is in use by another request).'
       )
-    }
-    const accepted = payload.accepted
+    return claimed
+  }
+
+  /** Everything that can be checked without the chain; throws PaymentRefusal. */
+  private check(header: string): CheckedPayment {
+    const payload = decodePayment(header)
+    const requirements = this.quotedRequirements(payload.accepted)
+    const authorization = authorizationOf(payload)
+    this.checkRecipientAndAmount(authorization)
+    this.checkValidityWindow(authorization)
+    return { payload, requirements, authorization }
+  }
+
+  /**
+   * The requirements of the quote `accepted` names: its terms must be the quote's, its nonce one
+   * this entity issued and still honours.
+   */
+  private quotedRequirements(accepted: PaymentRequirements): PaymentRequirements {
     const nonce = (accepted.extra as Record<string, unknown> | undefined)?.nonce
     const expected: PaymentRequirements = { ...this.base, extra: { ...this.base.extra, nonce } }
-    if (canonicalJson(accepted) !== canonicalJson(expected)) {
-      const differs = (['scheme', 'network', 'asset', 'payTo', 'amount', 'maxTimeoutSeconds'] as const).find(
-        k => canonicalJson(accepted[k]) !== canonicalJson(expected[k])
-      )
-      if (differs === 'amount')
-        throw new PaymentRefusal(
-          'payment_amount_mismatch',
-          `accepted.amount ${String(accepted.amount)} is not the quoted ${this.base.amount}.`,
-          'accepted.amount'
-        )
-      throw new PaymentRefusal(
-        'payment_requirements_mismatch',
-        `accepted${differs ? `.${differs}` : '.extra'} differs from the quote (${differs ? `quoted ${String(expected[differs])}` : 'the EIP-712 domain or other terms'}).`,
-        `accepted.${differs ?? 'extra'}`
-      )
-    }
+    if (canonicalJson(accepted) !== canonicalJson(expected)) throw this.termsMismatch(accepted, expected)
     const quote = this.quotes.check(nonce, this.base)
     if (!quote.ok) {
       if (quote.reason === 'expired')
@@ -276,30 +263,29 @@ export class Paywall {
         )
       throw new PaymentRefusal('payment_quote_unknown', undefined, 'accepted.extra.nonce')
     }
+    return expected
+  }
 
-    const inner = payload.payload as {
-      authorization?: Partial<Record<keyof Authorization, unknown>>
-      signature?: unknown
-    }
-    const a = inner.authorization
-    const fields = ['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce'] as const
-    if (
-      !a ||
-      typeof inner.signature !== 'string' ||
-      !/^0x[0-9a-fA-F]+$/.test(inner.signature) ||
-      fields.some(k => typeof a[k] !== 'string') ||
-      !isAddress(a.from as string, { strict: false }) ||
-      !isAddress(a.to as string, { strict: false }) ||
-      !/^0x[0-9a-fA-F]{64}$/.test(a.nonce as string) ||
-      !(['value', 'validAfter', 'validBefore'] as const).every(k => /^\d{1,78}$/.test(a[k] as string))
-    ) {
-      throw new PaymentRefusal(
-        'payment_invalid',
-        'payload must be {authorization: {from, to, value, validAfter, validBefore, nonce}, signature} (EIP-3009, strings).',
-        'payload'
+  /** The refusal naming the first term of `accepted` that differs from the quote (the amount has its own code). */
+  private termsMismatch(accepted: PaymentRequirements, expected: PaymentRequirements): PaymentRefusal {
+    const differs = (['scheme', 'network', 'asset', 'payTo', 'amount', 'maxTimeoutSeconds'] as const).find(
+      k => canonicalJson(accepted[k]) !== canonicalJson(expected[k])
+    )
+    if (differs === 'amount')
+      return new PaymentRefusal(
+        'payment_amount_mismatch',
+        `accepted.amount ${String(accepted.amount)} is not the quoted ${this.base.amount}.`,
+        'accepted.amount'
       )
-    }
-    const authorization = a as Authorization
+    return new PaymentRefusal(
+      'payment_requirements_mismatch',
+      `accepted${differs ? `.${differs}` : '.extra'} differs from the quote (${differs ? `quoted ${String(expected[differs])}` : 'the EIP-712 domain or other terms'}).`,
+      `accepted.${differs ?? 'extra'}`
+    )
+  }
+
+  /** The authorization must pay the quoted pay-to exactly the quoted amount. */
+  private checkRecipientAndAmount(authorization: Authorization): void {
     if (getAddress(authorization.to) !== getAddress(this.base.payTo))
       throw new PaymentRefusal(
         'payment_requirements_mismatch',
@@ -315,6 +301,10 @@ export class Paywall {
         'payload.authorization.value'
       )
     }
+  }
+
+  /** Valid now, still valid the margin the facilitator requires, and not valid for longer than the quote. */
+  private checkValidityWindow(authorization: Authorization): void {
     const now = Math.floor(Date.now() / 1000)
     if (BigInt(authorization.validAfter) > BigInt(now))
       throw new PaymentRefusal(
@@ -336,7 +326,6 @@ export class Paywall {
         'payload.authorization.validBefore'
       )
     }
-    return { payload, requirements: expected, authorization }
   }
 
   /**
@@ -456,6 +445,59 @@ export class Paywall {
       }
     )
   }
+}
+
+/** The header as an x402 v2 PaymentPayload; throws payment_invalid. */
+function decodePayment(header: string): PaymentPayload {
+  let payload: PaymentPayload
+  try {
+    payload = decodePaymentSignatureHeader(header)
+  } catch {
+    throw new PaymentRefusal('payment_invalid')
+  }
+  if (
+    payload?.x402Version !== 2 ||
+    typeof payload.accepted !== 'object' ||
+    payload.accepted === null ||
+    typeof payload.payload !== 'object' ||
+    payload.payload === null
+  ) {
+    throw new PaymentRefusal(
+      'payment_invalid',
+      'Send an x402 v2 PaymentPayload: {x402Version: 2, accepted, payload: {authorization, signature}}.'
+    )
+  }
+  return payload
+}
+
+/**
+ * The payload's EIP-3009 authorization, once its signature and every field have the right form;
+ * throws payment_invalid.
+ */
+function authorizationOf(payload: PaymentPayload): Authorization {
+  const inner = payload.payload as {
+    authorization?: Partial<Record<keyof Authorization, unknown>>
+    signature?: unknown
+  }
+  const a = inner.authorization
+  const fields = ['from', 'to', 'value', 'validAfter', 'validBefore', 'nonce'] as const
+  if (
+    !a ||
+    typeof inner.signature !== 'string' ||
+    !/^0x[0-9a-fA-F]+$/.test(inner.signature) ||
+    fields.some(k => typeof a[k] !== 'string') ||
+    !isAddress(a.from as string, { strict: false }) ||
+    !isAddress(a.to as string, { strict: false }) ||
+    !/^0x[0-9a-fA-F]{64}$/.test(a.nonce as string) ||
+    !(['value', 'validAfter', 'validBefore'] as const).every(k => /^\d{1,78}$/.test(a[k] as string))
+  ) {
+    throw new PaymentRefusal(
+      'payment_invalid',
+      'payload must be {authorization: {from, to, value, validAfter, validBefore, nonce}, signature} (EIP-3009, strings).',
+      'payload'
+    )
+  }
+  return a as Authorization
 }
 
 function refusalFor(reason: string | undefined, message: string | undefined): PaymentRefusal {

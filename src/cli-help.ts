@@ -1,0 +1,300 @@
+/**
+ * Help for every command of `registry-node`, from one table: the top-level help lists the commands,
+ * `registry-node <command> --help` (or `-h`, anywhere before `--`) prints that command's usage, flags
+ * and examples and does nothing else. docs/reference/cli.md is generated from the same table.
+ */
+import type { Setting } from './config/setting.js'
+import { SETTINGS } from './config/settings.js'
+import { NODE_VERSION } from './version.js'
+
+export interface CommandHelp {
+  /** The words that name it: `keys new`, `entity serve`. */
+  name: string
+  /** The arguments after the name, in usage notation. */
+  args: string
+  summary: string
+  /** `[flag, what it does]`; for `start` and `init` the settings table adds its flags by section. */
+  flags: readonly (readonly [string, string])[]
+  examples: readonly string[]
+}
+
+const REGISTRY_FLAG = [
+  '--registry URL',
+  'the node to use (default: REGISTRY_NODE_URL, else http://127.0.0.1:8080)'
+] as const
+
+export const COMMANDS: readonly CommandHelp[] = [
+  {
+    name: 'start',
+    args: '[flags]',
+    summary: 'run a node; stops cleanly on SIGINT/SIGTERM (in this repository: npm start -- [flags])',
+    flags: [['--config FILE', 'a TOML config file (REGISTRY_NODE_CONFIG); flags > environment > file > defaults']],
+    examples: [
+      'registry-node start',
+      'registry-node start --data ./data-b --http-port 8081 --p2p-port 4201 --bootstrap /ip4/…/tcp/4101/p2p/12D3KooW…',
+      'registry-node start --config registry-node.toml'
+    ]
+  },
+  {
+    name: 'init',
+    args: '[flags] [--force]',
+    summary: "create the node's identity (<data>/node-key.json) and a commented config file",
+    flags: [
+      ['--config FILE', 'the config file to write (default registry-node.toml)'],
+      ['--force', 'overwrite an existing config file']
+    ],
+    examples: ['registry-node init', 'registry-node init --mode restricted --auth-url https://example.org/approve']
+  },
+  {
+    name: 'verify-registry',
+    args: 'URL [--ca FILE]',
+    summary: "fetch and check a node's registry identity proof (signature, ID, expiry, domain, TLS key)",
+    flags: [['--ca FILE', 'a CA certificate to trust for https (PEM)']],
+    examples: ['registry-node verify-registry https://registry.example.org']
+  },
+  {
+    name: 'keys new',
+    args: '[--out FILE]',
+    summary: 'create a developer key file and print its ID and public key',
+    flags: [['--out FILE', 'where to write it (default keys/developer.json; an existing file is never overwritten)']],
+    examples: ['registry-node keys new --out keys/developer.json']
+  },
+  {
+    name: 'keys derive',
+    args: '--developer FILE --index N [--type agent|service] [--out FILE]',
+    summary: 'derive the HD entity key at index N and print its IDs, public key and developer proof',
+    flags: [
+      ['--developer FILE', 'the developer key file'],
+      ['--index N', 'the derivation index (0 … 2^32-1; never defaulted)'],
+      ['--type agent|service', 'which of its IDs is printed as entity_id (default agent)'],
+      ['--out FILE', 'also write the entity key file']
+    ],
+    examples: ['registry-node keys derive --developer keys/developer.json --index 0 --out keys/agent0.json']
+  },
+  {
+    name: 'keys show',
+    args: '--key FILE',
+    summary: 'print the IDs and public key of a key file',
+    flags: [['--key FILE', 'a developer or entity key file']],
+    examples: ['registry-node keys show --key keys/agent0.json']
+  },
+  {
+    name: 'keys sign',
+    args: '--key FILE (--body FILE|- [--with-proof] | --message TEXT | --raw FILE)',
+    summary: 'sign a JSON body (canonical JSON, signature inserted), a text, or a file as sent',
+    flags: [
+      ['--key FILE', 'the key to sign with'],
+      ['--body FILE|-', 'a JSON body: prints it with `signature` added'],
+      ['--with-proof', 'with --body and an entity key: also add developer_id and developer_proof'],
+      ['--message TEXT', 'prints the signature of TEXT (for Authorization: Bearer)'],
+      ['--raw FILE', "prints the signature of the file's bytes"]
+    ],
+    examples: [
+      'registry-node keys sign --key keys/agent0.json --body agent.json --with-proof',
+      'registry-node keys sign --key keys/agent0.json --message zns:…'
+    ]
+  },
+  {
+    name: 'entity init',
+    args: '--developer KEYFILE --name NAME [--type agent|service] [--index N] [--out DIR] [--registry URL]',
+    summary: 'derive an entity key (the next free index unless --index) and write DIR/entity.toml',
+    flags: [
+      ['--developer KEYFILE', 'the developer key file'],
+      ['--name NAME', "the entity's name; DIR defaults to its slug"],
+      ['--type agent|service', 'default agent'],
+      ['--index N', 'the derivation index (default: the next one not registered and not on disk)'],
+      ['--out DIR', 'the folder to write entity.toml and entity-key.json to'],
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node entity init --developer keys/developer.json --name "Echo Bot"']
+  },
+  {
+    name: 'entity serve',
+    args: '--config FILE [flags]',
+    summary: 'run an entity: register or update it, heartbeat, serve its webhook and A2A endpoints',
+    flags: [
+      ['--config FILE', 'its entity.toml'],
+      ['--echo | --handler MODULE', 'reply with the message, or run the default export of MODULE'],
+      ['--port N, --host ADDR', 'where to listen (default: a free port on 127.0.0.1)'],
+      ['--url PUBLIC_URL', 'the URL to register, when it differs from where it listens'],
+      ['--auth-mode strict|permissive', 'override the file: signed messages only, or unsigned ones too'],
+      ['--heartbeat-seconds S', 'heartbeat interval'],
+      ['--http-server auto|uws|node', 'the HTTP server to run on'],
+      ['--deregister-on-stop', 'deregister on SIGINT/SIGTERM'],
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node entity serve --config echo-bot/entity.toml --echo']
+  },
+  {
+    name: 'call',
+    args: 'TARGET TEXT [flags]',
+    summary: 'send a signed message to an entity (FQAN, entity ID or URL) and print its reply',
+    flags: [
+      ['--key FILE', 'sign as this key (default: a new key for each call)'],
+      ['--async', 'use /webhook and print the acknowledgement'],
+      ['--a2a', 'use A2A message/send'],
+      ['--json', 'print the whole answer as JSON'],
+      ['--pay --wallet FILE', 'answer an x402 quote from the wallet (a 0x… key file) and print the receipt'],
+      ['--max-usd X', 'the most to pay for one call (default 1)'],
+      REGISTRY_FLAG
+    ],
+    examples: [
+      'registry-node call localhost/alice/echo-bot "hello there"',
+      'registry-node call localhost/alice/echo-bot "hello" --pay --wallet local-chain/payer-wallet.txt --max-usd 0.05'
+    ]
+  },
+  {
+    name: 'search',
+    args: '[QUERY] [flags]',
+    summary: 'search a registry and print a table (or JSON)',
+    flags: [
+      ['--type agent|service', 'only this type'],
+      ['--category C, --tag T …', 'only these facets (--tag repeats)'],
+      ['--status S', 'active, inactive or any'],
+      ['--limit N', 'results (default 20, at most 100)'],
+      ['--federated', "ask the node's peers too"],
+      ['--json', 'print the answer as JSON'],
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node search echo', 'registry-node search translation --type agent --federated --json']
+  },
+  {
+    name: 'resolve',
+    args: 'FQAN|ENTITY_ID [--json]',
+    summary: "print an entity's record, found by name or ID",
+    flags: [['--json', 'print the record as JSON'], REGISTRY_FLAG],
+    examples: ['registry-node resolve localhost/alice/echo-bot']
+  },
+  {
+    name: 'testnet',
+    args: '--nodes N [flags]',
+    summary: 'run N local nodes wired by a topology until Ctrl-C or quit; fault commands on standard input',
+    flags: [
+      ['--nodes N', 'how many nodes'],
+      ['--topology full|ring|star|random:D', 'how they are wired (default full)'],
+      ['--seed-entities K', 'register K signed entities once the mesh forms'],
+      ['--entities K', 'run K echo entities with heartbeats'],
+      ['--network auto|netns|process', 'a network namespace per node where allowed, else processes on loopback'],
+      ['--data DIR, --keep', "where the nodes' data goes, and keep it afterwards"],
+      ['--seed S, --trace-dir DIR', 'the random seed; write gossip traces'],
+      ['--node-arg=--FLAG=V …', 'a flag for every node']
+    ],
+    examples: ['registry-node testnet --nodes 5 --topology ring --seed-entities 20']
+  },
+  {
+    name: 'experiment propagation',
+    args: '--nodes N --messages M [flags]',
+    summary: 'gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)',
+    flags: [
+      ['--topology T[,T…]', 'one testnet per topology'],
+      ['--loss PERCENT, --latency MS', 'faults on every link'],
+      ['--rate PER_SECOND', 'publishing rate (default 10)'],
+      ['--out DIR, --network …, --seed S, --node-arg=…', 'as for testnet; results go to DIR']
+    ],
+    examples: ['registry-node experiment propagation --nodes 4 --messages 20 --topology ring,full']
+  },
+  {
+    name: 'experiment convergence',
+    args: '--nodes N [--topology T[,T…]] [--entities PER_SIDE] [--out DIR] [--network …]',
+    summary: 'time until a healed partition converges (CSV, JSON, SVG)',
+    flags: [['--entities PER_SIDE', 'registered on each side of the partition']],
+    examples: ['registry-node experiment convergence --nodes 4 --topology ring --entities 10']
+  },
+  {
+    name: 'experiment liveness',
+    args: '--nodes N --entities K --kill F [--topology T] [--inactive-after S] [--out DIR] [--network …]',
+    summary: 'stop a share F of K echo entities: time until every node shows each inactive, then active again',
+    flags: [['--inactive-after S', 'silence before a node calls an entity inactive (default 6)']],
+    examples: ['registry-node experiment liveness --nodes 4 --entities 10 --kill 0.2']
+  }
+]
+
+/** The command the words of argv name (the longest match), or null. */
+export function commandOf(argv: readonly string[]): CommandHelp | null {
+  let best: CommandHelp | null = null
+  for (const command of COMMANDS) {
+    const words = command.name.split(' ')
+    if (words.every((word, i) => argv[i] === word) && words.length > (best?.name.split(' ').length ?? 0)) best = command
+  }
+  return best
+}
+
+/** Whether argv asks for help: `-h` or `--help` before any `--`. */
+export function asksForHelp(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--')
+  const own = end === -1 ? argv : argv.slice(0, end)
+  return own.includes('--help') || own.includes('-h')
+}
+
+export function topLevelHelp(): string {
+  const width = Math.max(...COMMANDS.map(c => c.name.length)) + 2
+  return `registry-node ${NODE_VERSION}: a peer-to-peer registry node for AI agents and services
+
+Usage: registry-node <command> [arguments]
+
+Commands:
+${COMMANDS.map(c => `  ${c.name.padEnd(width)}${c.summary}`).join('\n')}
+
+registry-node <command> --help prints a command's flags and examples.
+registry-node version prints the version. Docs: docs/reference/cli.md, docs/guide/.
+`
+}
+
+export function commandHelp(command: CommandHelp): string {
+  const flags = [...command.flags]
+  const width = Math.min(34, Math.max(...flags.map(([f]) => f.length), 10) + 2)
+  const rows = (list: readonly (readonly [string, string])[]): string =>
+    list
+      .map(([f, d]) => (f.length >= width ? `  ${f}\n  ${''.padEnd(width)}${d}` : `  ${f.padEnd(width)}${d}`))
+      .join('\n')
+  const settings = command.name === 'start' || command.name === 'init' ? `\n${settingsHelp()}` : ''
+  return `Usage: registry-node ${command.name} ${command.args}
+
+${command.summary[0]?.toUpperCase() ?? ''}${command.summary.slice(1)}.
+
+Flags:
+${rows(flags)}
+${settings}
+Examples:
+${command.examples.map(e => `  ${e}`).join('\n')}
+`
+}
+
+/** The settings as flags, grouped by section; each also a config key and an environment variable. */
+function settingsHelp(): string {
+  const sections = new Map<string, Setting[]>()
+  for (const setting of SETTINGS) {
+    const section = setting.key.includes('.') ? (setting.key.split('.')[0] ?? '') : 'node'
+    sections.set(section, [...(sections.get(section) ?? []), setting])
+  }
+  const lines = ['Settings (also config file keys and REGISTRY_NODE_* variables; docs/reference/configuration.md):']
+  for (const [section, settings] of sections) {
+    lines.push(`\n  [${section}]`)
+    for (const s of settings) {
+      const value =
+        s.kind === 'boolean'
+          ? ''
+          : s.kind === 'integer' || s.kind === 'number'
+            ? ' N'
+            : s.kind === 'list'
+              ? ' A,B'
+              : ' VALUE'
+      const name = s.kind === 'boolean' ? `--[no-]${s.flag}` : `--${s.flag}${value}`
+      lines.push(`  ${name.padEnd(34)}default ${JSON.stringify(s.default)}`, ...wrap(s.doc, 94).map(l => `      ${l}`))
+    }
+  }
+  return `${lines.join('\n')}\n`
+}
+
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(/\s+/)) {
+    if (line && line.length + word.length + 1 > width) {
+      lines.push(line)
+      line = word
+    } else line = line ? `${line} ${word}` : word
+  }
+  if (line) lines.push(line)
+  return lines
+}
