@@ -22,6 +22,15 @@ const REGISTRY_FLAG = [
   '--registry URL',
   'the node to use (default: REGISTRY_NODE_URL, else http://127.0.0.1:8080)'
 ] as const
+const FORM_FLAG = [
+  '--form spec|deployed',
+  "the spec's signed form (default), or the public network's clients'"
+] as const
+const DELETION_FORM_FLAG = [
+  '--form spec|deployed',
+  'spec (default): signed over the path with ?timestamp=, good once; deployed: over the ID or release:<name>'
+] as const
+const DEVELOPER_KEY = ['--key FILE', 'the developer key file (keys new)'] as const
 
 export const COMMANDS: readonly CommandHelp[] = [
   {
@@ -126,6 +135,48 @@ export const COMMANDS: readonly CommandHelp[] = [
     examples: ['registry-node entity serve --config echo-bot/entity.toml --echo']
   },
   {
+    name: 'entity register',
+    args: '--key FILE --body FILE|- [flags]',
+    summary: 'register an agent or service, signed by its key (with its developer proof)',
+    flags: [
+      ['--key FILE', 'the entity key file (keys derive --out)'],
+      ['--body FILE|-', 'the record as JSON: name, category, entity_url, …'],
+      FORM_FLAG,
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node entity register --key keys/agent0.json --body agent.json']
+  },
+  {
+    name: 'entity update',
+    args: 'ID --key FILE (--set FIELD=VALUE … | --body FILE|-) [flags]',
+    summary: "change an entity's fields, signed by its key or its developer's",
+    flags: [
+      ['--key FILE', "the entity's key file, or its developer's"],
+      ['--set FIELD=VALUE …', 'a field to change; VALUE as JSON when it parses (numbers, ["lists"]), else text'],
+      ['--body FILE|-', 'the changes as a JSON object'],
+      FORM_FLAG,
+      REGISTRY_FLAG
+    ],
+    examples: [
+      'registry-node entity update zns:… --key keys/agent0.json --set summary="Translates documents"',
+      'registry-node entity update zns:… --key keys/agent0.json --set \'tags=["translation","pdf"]\''
+    ]
+  },
+  {
+    name: 'entity deregister',
+    args: 'ID --key FILE [flags]',
+    summary: "deregister an entity (a tombstone stays behind), signed by its key or its developer's",
+    flags: [['--key FILE', "the entity's key file, or its developer's"], DELETION_FORM_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node entity deregister zns:… --key keys/agent0.json']
+  },
+  {
+    name: 'entity status',
+    args: 'ID [--registry URL]',
+    summary: "an entity's status, last heartbeat, FQAN and home registry",
+    flags: [REGISTRY_FLAG],
+    examples: ['registry-node entity status zns:…']
+  },
+  {
     name: 'call',
     args: 'TARGET TEXT [flags]',
     summary: 'send a signed message to an entity (FQAN, entity ID or URL) and print its reply',
@@ -164,6 +215,89 @@ export const COMMANDS: readonly CommandHelp[] = [
     summary: "print an entity's record, found by name or ID",
     flags: [['--json', 'print the record as JSON'], REGISTRY_FLAG],
     examples: ['registry-node resolve localhost/alice/echo-bot']
+  },
+  {
+    name: 'developer register',
+    args: '--key FILE --name NAME [--handle H] [--github G] [--profile-url U] [flags]',
+    summary: 'register the developer of a key file (open mode); with --handle, claim that handle in the same write',
+    flags: [
+      DEVELOPER_KEY,
+      ['--name NAME', 'the display name'],
+      ['--handle H', 'a handle to claim with it (all or nothing)'],
+      ['--github G, --profile-url U', 'the profile'],
+      FORM_FLAG,
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node developer register --key keys/developer.json --name "Alice the Builder" --handle alice']
+  },
+  {
+    name: 'handle claim',
+    args: 'HANDLE --key FILE [flags]',
+    summary: "claim a handle for the key file's developer (one per developer)",
+    flags: [DEVELOPER_KEY, FORM_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node handle claim alice --key keys/developer.json']
+  },
+  {
+    name: 'handle verify',
+    args: 'HANDLE --key FILE --method dns|github --proof DOMAIN|USER [flags]',
+    summary: "prove a handle's ownership by a DNS TXT record or a GitHub gist holding the developer key",
+    flags: [
+      DEVELOPER_KEY,
+      ['--method dns|github', 'dns: TXT _zns-verify.<domain>; github: a public gist of the user'],
+      ['--proof DOMAIN|USER', 'the domain, or the GitHub user name'],
+      FORM_FLAG,
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node handle verify alice --key keys/developer.json --method dns --proof example.com']
+  },
+  {
+    name: 'handle release',
+    args: 'HANDLE --key FILE [flags]',
+    summary: 'release a handle and every name bound under it',
+    flags: [DEVELOPER_KEY, DELETION_FORM_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node handle release alice --key keys/developer.json']
+  },
+  {
+    name: 'handle available',
+    args: 'HANDLE [--registry URL]',
+    summary: 'whether a handle can be claimed (and why not)',
+    flags: [REGISTRY_FLAG],
+    examples: ['registry-node handle available alice']
+  },
+  {
+    name: 'name bind',
+    args: 'NAME --entity ID --key FILE [--handle H] [--version V] [--tag T …] [flags]',
+    summary: "bind HANDLE/NAME to one of the developer's entities",
+    flags: [
+      ['--entity ID', 'the entity (it must belong to the developer)'],
+      DEVELOPER_KEY,
+      ['--handle H', "the handle (default: the developer's)"],
+      ['--version V, --tag T …', 'a semantic version, capability tags (--tag repeats)'],
+      FORM_FLAG,
+      REGISTRY_FLAG
+    ],
+    examples: ['registry-node name bind doc --entity zns:… --handle alice --key keys/developer.json --version 1.0.0']
+  },
+  {
+    name: 'name update',
+    args: 'HANDLE/NAME --key FILE [--version V] [--tag T …] [flags]',
+    summary: 'give a name a new version or capability tags (the history keeps the old ones)',
+    flags: [DEVELOPER_KEY, ['--version V, --tag T …', 'what changes'], FORM_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node name update alice/doc --key keys/developer.json --version 1.1.0']
+  },
+  {
+    name: 'name release',
+    args: 'HANDLE/NAME --key FILE [flags]',
+    summary: 'release a name',
+    flags: [DEVELOPER_KEY, DELETION_FORM_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node name release alice/doc --key keys/developer.json']
+  },
+  {
+    name: 'name versions',
+    args: 'HANDLE/NAME [--registry URL]',
+    summary: "a name's versions, newest first",
+    flags: [REGISTRY_FLAG],
+    examples: ['registry-node name versions alice/doc']
   },
   {
     name: 'testnet',

@@ -188,6 +188,11 @@ async function start(argv: string[]): Promise<void> {
   process.stdout.write(
     `registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, Ed25519 by ${ED25519_BACKEND}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`
   )
+  if (config.dev) {
+    process.stdout.write(
+      `registry-node: development mode (--dev): http:// entity URLs ${config.entities.allow_http_url ? 'accepted' : 'refused'}, private card addresses ${config.cards.allow_private_addresses ? 'accepted' : 'refused'}, rate limits ${config.rate_limit.enabled ? 'on' : 'off'}; not for a public mesh\n`
+    )
+  }
   // Testnets bootstrap other nodes from these addresses (--bootstrap <address>).
   process.stdout.write(
     node.mesh
@@ -261,6 +266,13 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./entity/cli.js')).searchCommand(rest)
     case 'resolve':
       return (await import('./entity/cli.js')).resolveCommand(rest)
+    // The signed writes of developers, handles and names, through the typed client.
+    case 'developer':
+      return (await import('./client/cli.js')).developerCommand(rest)
+    case 'handle':
+      return (await import('./client/cli.js')).handleCommand(rest)
+    case 'name':
+      return (await import('./client/cli.js')).nameCommand(rest)
     case undefined:
       return print(topLevelHelp())
     case 'help': {
@@ -277,7 +289,12 @@ async function main(argv: string[]): Promise<void> {
 
 // Failures a person can act on print one line; the stack of anything else only with --verbose.
 const verbose = process.argv.includes('--verbose')
-const REPORTED = new Set(['RegistryRequestError', 'EntityUnreachableError', 'PaymentClientError'])
+const REPORTED = new Set([
+  'RegistryRequestError',
+  'RegistryUnreachableError',
+  'EntityUnreachableError',
+  'PaymentClientError'
+])
 
 main(process.argv.slice(2).filter(arg => arg !== '--verbose')).catch(async err => {
   if (err instanceof ConfigError || err instanceof KeyFileError) fail(err.message)

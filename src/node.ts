@@ -402,7 +402,7 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
   ]
   const rl = config.rate_limit
   const http: HttpServer = new HttpServer({
-    routes: documentationRoutes(routes, metrics),
+    routes: documentationRoutes(routes, metrics, config.public_url),
     logger,
     cors: new Cors(config.http.cors_origins),
     clientIp: new ClientIpResolver(config.http.trusted_proxies),

@@ -1,15 +1,15 @@
 /**
  * The API description (Swagger 2.0, info.version 0.2.0), generated from the route table and the
- * same TypeBox schemas that validate requests, plus the explorer served from swagger-ui-dist.
+ * same TypeBox schemas that validate requests, plus the explorer served from swagger-ui-dist. The
+ * explorer opens the OpenAPI 3.1 document (openapi.ts) first, since 2.0 cannot show nullable or
+ * alternative shapes; this one stays selectable, and served, for the clients built on it.
  */
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import { ERRORS, type ErrorCode } from '../errors.js'
 import { ErrorBody } from '../wire/common.js'
 import type { RouteDefinition } from '../http/http.js'
-
-type JsonSchema = Record<string, unknown>
+import { type ApiMeta, describeRoutes, type JsonSchema } from './route-description.js'
 
 const SWAGGER_KEYS = new Set([
   'type',
@@ -86,31 +86,15 @@ export function toSwaggerSchema(schema: JsonSchema, definitions: Record<string, 
   return out
 }
 
-export function buildSwaggerDocument(
-  routes: readonly RouteDefinition[],
-  meta: { title: string; description: string }
-): JsonSchema {
+export function buildSwaggerDocument(routes: readonly RouteDefinition[], meta: ApiMeta): JsonSchema {
   const definitions: Record<string, JsonSchema> = {}
   const errorRef = toSwaggerSchema(ErrorBody as unknown as JsonSchema, definitions)
   const paths: Record<string, Record<string, JsonSchema>> = {}
-  const tags = new Set<string>()
-  for (const route of routes) {
-    if (route.hidden) continue
-    tags.add(route.tag)
-    const parameters: JsonSchema[] = []
-    for (const [, name] of route.path.matchAll(/\{(\w+)\}/g))
-      parameters.push({ name, in: 'path', required: true, type: 'string' })
-    if (route.query) {
-      const required = new Set((route.query.required as string[] | undefined) ?? [])
-      for (const [name, prop] of Object.entries(route.query.properties)) {
-        parameters.push({
-          name,
-          in: 'query',
-          required: required.has(name),
-          ...toSwaggerSchema(prop as unknown as JsonSchema, definitions)
-        })
-      }
-    }
+  const { tags, operations } = describeRoutes(routes)
+  for (const { route, method, operationId, pathParams, queryParams, errorStatuses } of operations) {
+    const parameters: JsonSchema[] = pathParams.map(name => ({ name, in: 'path', required: true, type: 'string' }))
+    for (const { name, required, schema } of queryParams)
+      parameters.push({ name, in: 'query', required, ...toSwaggerSchema(schema, definitions) })
     if (route.body)
       parameters.push({
         name: 'body',
@@ -124,16 +108,12 @@ export function buildSwaggerDocument(
         ? { description: r.description, schema: toSwaggerSchema(r.schema as unknown as JsonSchema, definitions) }
         : { description: r.description }
     }
-    const byStatus = new Map<number, ErrorCode[]>()
-    for (const code of route.errors ?? [])
-      byStatus.set(ERRORS[code].status, [...(byStatus.get(ERRORS[code].status) ?? []), code])
-    if (route.limit !== 'none') byStatus.set(429, ['rate_limited'])
-    for (const [status, codes] of byStatus)
+    for (const [status, codes] of errorStatuses)
       responses[String(status)] = { description: `error codes: ${codes.join(', ')}`, schema: errorRef }
-    ;(paths[route.path] ??= {})[route.method.toLowerCase()] = {
+    ;(paths[route.path] ??= {})[method] = {
       tags: [route.tag],
       summary: route.summary,
-      operationId: `${route.method.toLowerCase()}${route.path.replace(/\{(\w+)\}/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      operationId,
       parameters,
       responses
     }
@@ -145,7 +125,7 @@ export function buildSwaggerDocument(
     schemes: ['http', 'https'],
     consumes: ['application/json'],
     produces: ['application/json'],
-    tags: [...tags].map(name => ({ name })),
+    tags: tags.map(name => ({ name })),
     paths,
     definitions
   }
@@ -171,7 +151,9 @@ export const SWAGGER_INDEX_HTML = `<!doctype html>
   <script src="./swagger-ui-bundle.js"></script>
   <script src="./swagger-ui-standalone-preset.js"></script>
   <script>
-    window.ui = SwaggerUIBundle({ url: './doc.json', dom_id: '#swagger-ui', deepLinking: true,
+    window.ui = SwaggerUIBundle({ dom_id: '#swagger-ui', deepLinking: true,
+      urls: [{ url: '../openapi.json', name: 'OpenAPI 3.1' }, { url: './doc.json', name: 'Swagger 2.0' }],
+      'urls.primaryName': 'OpenAPI 3.1',
       presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset], layout: 'StandaloneLayout' })
   </script>
 </body>

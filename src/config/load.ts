@@ -120,10 +120,17 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv
 }
 
+/** What `dev` changes, just above the defaults: anything the file, environment or flags set wins. */
+export const DEV_PRESET: Readonly<Record<string, Setting['default']>> = {
+  'entities.allow_http_url': true,
+  'cards.allow_private_addresses': true,
+  'rate_limit.enabled': false
+}
+
 /** Builds the configuration from defaults, the config file, the environment and flags, in that order. */
 export async function loadConfig({ argv = [], env = process.env }: LoadOptions = {}): Promise<NodeConfig> {
   const flags = parseFlags(argv)
-  const config = defaultConfig() as unknown as Record<string, unknown>
+  const layers: [Setting, unknown][] = []
   const file = flags.configFile ?? env[`${ENV_PREFIX}CONFIG`]
   if (file) {
     let parsed: Record<string, unknown>
@@ -134,14 +141,18 @@ export async function loadConfig({ argv = [], env = process.env }: LoadOptions =
     }
     for (const s of SETTINGS) {
       const v = getPath(parsed, s.key)
-      if (v !== undefined) setPath(config, s.key, coerce(s, v, file))
+      if (v !== undefined) layers.push([s, coerce(s, v, file)])
     }
   }
   for (const s of SETTINGS) {
     const v = env[envName(s)]
-    if (v !== undefined && v !== '') setPath(config, s.key, coerce(s, v, envName(s)))
+    if (v !== undefined && v !== '') layers.push([s, coerce(s, v, envName(s))])
   }
-  for (const [s, v] of flags.values) setPath(config, s.key, v)
+  layers.push(...flags.values)
+  const config = defaultConfig() as unknown as Record<string, unknown>
+  const dev = layers.findLast(([s]) => s.key === 'dev')?.[1] === true
+  if (dev) for (const [key, value] of Object.entries(DEV_PRESET)) setPath(config, key, value)
+  for (const [s, v] of layers) setPath(config, s.key, v)
   return config as unknown as NodeConfig
 }
 

@@ -18,6 +18,13 @@ export const DEFAULT_INLINE_MAX_RATE = ED25519_BACKEND === 'libsodium' ? 2500 : 
 /** Identity, handle verification and the HTTP front. */
 export const NODE_SETTINGS = [
   {
+    key: 'dev',
+    kind: 'boolean',
+    default: false,
+    flag: 'dev',
+    doc: 'Development mode, for a node on one machine and never in a public mesh: http:// entity URLs and private card addresses are accepted and rate limits are off, unless the file, environment or flags set those settings; the node says so when it starts.'
+  },
+  {
     key: 'data_dir',
     kind: 'string',
     default: './data',

@@ -12,7 +12,7 @@ import { keyPairFromSeed, type KeyPair } from '../identity/keys.js'
 import { taskReplyText } from './a2a.js'
 import { signA2AMessage } from './a2a-auth.js'
 import { signAgentMessage } from './agent-message.js'
-import { networkCause } from './network-cause.js'
+import { networkCause } from '../client/network-cause.js'
 import { RegistryClient, RegistryRequestError } from './registry-client.js'
 import type { PayingClient } from './x402/payer.js'
 

@@ -2,6 +2,7 @@
  * The entity side of the `registry-node` command line:
  *   entity init    derive an entity key at the developer's next free index and write entity.toml
  *   entity serve   run an entity from its entity.toml (echo handler or a handler module)
+ *   entity register, update, deregister, status   signed writes and reads of a record (src/client/cli.ts)
  *   call           send a signed message to an entity and print the reply
  *   search         search a registry (a readable table, or --json)
  *   resolve        resolve an FQAN or entity ID (--json for scripts)
@@ -22,42 +23,16 @@ import { RegistryClient } from './registry-client.js'
 import type { EntityHandler } from './webhooks.js'
 import { PayingClient, PaymentClientError, readWalletFile } from './x402/payer.js'
 import type { PricingInput } from './x402/pricing.js'
-import { walkArgv } from '../util/argv.js'
+import { CliError, type CommandFlags, commandFlags } from '../util/argv.js'
+import { entityClientCommand, registryUrl } from '../client/cli.js'
 
-export class CliError extends Error {
-  override name = 'CliError'
-}
+export { CliError }
 
-const DEFAULT_REGISTRY = 'http://127.0.0.1:8080'
-
-/** `--name value`, `--name=value`; repeated flags in `all`. */
-function flags(argv: readonly string[]): {
-  get(name: string): string | undefined
-  all(name: string): string[]
-  has(name: string): boolean
-  positionals: string[]
-} {
-  const values = new Map<string, string[]>()
-  const positionals = walkArgv(
-    argv,
-    ({ name, inline, takeValue }) => {
-      const value = inline === undefined && BOOLEAN_FLAGS.has(name) ? 'true' : takeValue()
-      values.set(name, [...(values.get(name) ?? []), value])
-    },
-    message => new CliError(message)
-  )
-  return {
-    get: name => values.get(name)?.at(-1),
-    all: name => values.get(name) ?? [],
-    has: name => values.has(name),
-    positionals
-  }
-}
+const flags = (argv: readonly string[]): CommandFlags => commandFlags(argv, BOOLEAN_FLAGS)
 
 const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop', 'pay'])
 
-const registryOf = (f: ReturnType<typeof flags>): string =>
-  f.get('registry') ?? (process.env.REGISTRY_NODE_URL || DEFAULT_REGISTRY)
+const registryOf = registryUrl
 
 function print(value: unknown): void {
   process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)
@@ -463,6 +438,7 @@ export async function entityCommand(argv: string[]): Promise<void> {
   const [sub, ...rest] = argv
   if (sub === 'init') return entityInit(rest)
   if (sub === 'serve') return entityServe(rest)
+  if (await entityClientCommand(sub, rest)) return
   usage(`unknown entity subcommand ${sub ?? ''}; see registry-node --help`)
 }
 

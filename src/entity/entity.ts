@@ -122,11 +122,26 @@ const DEFAULTS = {
 
 export function createEntity(o: EntityOptions): Entity {
   const type = o.type ?? 'agent'
+  checkKeyPair(o.key, 'key')
+  checkKeyPair(o.developerKey, 'developerKey')
   const keyPair =
     o.key ?? (o.developerKey && o.index !== undefined ? deriveAgentKeyPair(o.developerKey.seed, o.index) : null)
   if (!keyPair) throw new TypeError('createEntity needs key, or developerKey and index')
   const entityId = deriveId(type, keyPair.publicKey)
   return { entityId, keyPair, start: () => startEntity(o, type, keyPair, entityId) }
+}
+
+/**
+ * A key file's parsed JSON passed as a KeyPair is the likely mistake from outside this package; it
+ * would fail deep in the ID derivation with a message about `buffer`, so it is named here instead.
+ */
+function checkKeyPair(value: KeyPair | undefined, option: string): void {
+  if (value === undefined) return
+  const { seed, publicKey } = value as Partial<KeyPair>
+  if (seed instanceof Uint8Array && seed.length === 32 && publicKey instanceof Uint8Array) return
+  throw new TypeError(
+    `createEntity: ${option} is not a KeyPair; pass the keyPair of readKeyFile(path) (a key file as \`registry-node keys\` writes it) or of generateKeyPair()`
+  )
 }
 
 async function startEntity(

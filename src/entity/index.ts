@@ -2,6 +2,18 @@
  * registry-node/entity: run an agent or service that a registry mesh can find, trust and call,
  * and call others. See docs/guide/entities.md.
  */
+// The key files are the command line's (`registry-node keys new`, `entity init`), so a program and the
+// CLI can share one developer key; createEntity takes the KeyPair that readKeyFile returns.
+export {
+  readKeyFile,
+  writeKeyFile,
+  developerKeyFile,
+  entityKeyFile,
+  KeyFileError,
+  type KeyFile,
+  type DeveloperProofFile
+} from '../identity/key-file.js'
+export { generateKeyPair, keyPairFromSeed, type KeyPair } from '../identity/keys.js'
 export {
   createEntity,
   type Entity,

@@ -130,13 +130,16 @@ export async function verifyDeveloperProof(
   return (await verifier.firstVerifying(developerKey, signature, [developerProofMessage(agentKey, index)])) === 0
 }
 
-/** register developer: spec = canonical(body without signature); deployed = {github, name, profile_url, public_key}. */
-export const verifyDeveloperRegistration: BodyVerifier = specThenDeployedVerifier(body => ({
+/** What the deployed clients sign of a developer registration: four fields, absent ones `""`. */
+export const deployedDeveloperSignable = (body: Body): Body => ({
   github: str(body.github),
   name: str(body.name),
   profile_url: str(body.profile_url),
   public_key: str(body.public_key)
-}))
+})
+
+/** register developer: spec = canonical(body without signature); deployed = {github, name, profile_url, public_key}. */
+export const verifyDeveloperRegistration: BodyVerifier = specThenDeployedVerifier(deployedDeveloperSignable)
 
 /**
  * update entity or developer: spec = body `signature` over canonical(body without signature);
@@ -210,21 +213,27 @@ export function isTimestampedForm(form: SignedForm): boolean {
   return form.startsWith('timestamped')
 }
 
-/** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
-export const verifyHandleClaim: BodyVerifier = specThenDeployedVerifier(body => ({
+/** What the deployed clients sign of a handle claim. */
+export const deployedHandleClaimSignable = (body: Body): Body => ({
   developer_id: str(body.developer_id),
   handle: str(body.handle),
   public_key: str(body.public_key)
-}))
+})
 
-/** bind name: spec = canonical(body without signature); deployed = the five binding fields. */
-export const verifyNameBinding: BodyVerifier = specThenDeployedVerifier(body => ({
+/** claim handle: spec = canonical(body without signature); deployed = {developer_id, handle, public_key}. */
+export const verifyHandleClaim: BodyVerifier = specThenDeployedVerifier(deployedHandleClaimSignable)
+
+/** What the deployed clients sign of a name binding: five fields, `capability_tags` absent = null, `version` absent = `""`. */
+export const deployedNameBindingSignable = (body: Body): Body => ({
   capability_tags: Array.isArray(body.capability_tags) ? body.capability_tags : null,
   developer_handle: str(body.developer_handle),
   entity_id: str(body.entity_id),
   entity_name: str(body.entity_name),
   version: str(body.version)
-}))
+})
+
+/** bind name: spec = canonical(body without signature); deployed = the five binding fields. */
+export const verifyNameBinding: BodyVerifier = specThenDeployedVerifier(deployedNameBindingSignable)
 
 /**
  * release handle or name: a signature over `release:` + handle or FQAN, or (replay-proof) over the

@@ -42,3 +42,39 @@ export function walkArgv(
   }
   return positionals
 }
+
+/** A usage error: src/cli.ts prints its message as one line and exits 2. */
+export class CliError extends Error {
+  override name = 'CliError'
+}
+
+export interface CommandFlags {
+  /** The last value given. */
+  get(name: string): string | undefined
+  /** Every value of a repeated flag, in order. */
+  all(name: string): string[]
+  has(name: string): boolean
+  positionals: string[]
+}
+
+/**
+ * A command's flags: `--name value`, `--name=value`, repeats kept; the flags in `booleans` take no
+ * value unless written `--name=value`. A missing value is a CliError.
+ */
+export function commandFlags(argv: readonly string[], booleans: ReadonlySet<string>): CommandFlags {
+  const values = new Map<string, string[]>()
+  const positionals = walkArgv(
+    argv,
+    ({ name, inline, takeValue }) => {
+      const value = inline === undefined && booleans.has(name) ? 'true' : takeValue()
+      values.set(name, [...(values.get(name) ?? []), value])
+    },
+    message => new CliError(message)
+  )
+  return {
+    get: name => values.get(name)?.at(-1),
+    all: name => values.get(name) ?? [],
+    has: name => values.has(name),
+    positionals
+  }
+}

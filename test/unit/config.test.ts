@@ -123,6 +123,27 @@ test('--no-rate-limit and other boolean flag forms', async t => {
   await t.throwsAsync(loadConfig({ argv: ['--metrics=maybe'], env: {} }), { instanceOf: ConfigError })
 })
 
+test('--dev: http entity URLs, private card addresses, no rate limits, each still set by the file, environment or flags', async t => {
+  const plain = await loadConfig({ argv: [], env: {} })
+  t.like(plain, { dev: false, entities: { allow_http_url: false }, rate_limit: { enabled: true } })
+  const dev = await loadConfig({ argv: ['--dev'], env: {} })
+  t.like(dev, {
+    dev: true,
+    entities: { allow_http_url: true },
+    cards: { allow_private_addresses: true },
+    rate_limit: { enabled: false }
+  })
+  t.true((await loadConfig({ argv: [], env: { REGISTRY_NODE_DEV: 'true' } })).rate_limit.enabled === false)
+  const file = await tomlFile('dev.toml', 'dev = true\n[rate_limit]\nenabled = true\n')
+  const fromFile = await loadConfig({ argv: ['--config', file], env: {} })
+  t.like(
+    fromFile,
+    { dev: true, entities: { allow_http_url: true }, rate_limit: { enabled: true } },
+    'the file sets rate limits back on'
+  )
+  t.true((await loadConfig({ argv: ['--dev', '--rate-limit'], env: {} })).rate_limit.enabled, 'a flag beats the preset')
+})
+
 test('list flags repeat and split on commas', async t => {
   const config = await loadConfig({
     argv: [

@@ -7,6 +7,8 @@ import { Health, NodeInfo, type RuntimeInfo } from '../../wire/node.js'
 import { json, type RouteDefinition } from '../../http/http.js'
 import type { NodeMetrics } from '../metrics.js'
 import { DASHBOARD_HTML } from '../dashboard-page.js'
+import { buildOpenApiDocument, openApiServers } from '../openapi.js'
+import type { ApiMeta } from '../route-description.js'
 import { buildSwaggerDocument, loadSwaggerAssets, SWAGGER_INDEX_HTML } from '../swagger.js'
 
 export interface NodeRouteComponents {
@@ -74,10 +76,14 @@ export function nodeRoutes(c: NodeRouteComponents): RouteDefinition[] {
   ]
 }
 
-/** Routes that describe the API itself; built last so the document covers every other route. */
+/**
+ * Routes that describe the API itself; built last so the documents cover every other route.
+ * `publicUrl` is the node's `public_url` setting, the OpenAPI document's server when set.
+ */
 export function documentationRoutes(
   routes: readonly RouteDefinition[],
-  metrics: NodeMetrics | null
+  metrics: NodeMetrics | null,
+  publicUrl: string
 ): RouteDefinition[] {
   const docRoute: RouteDefinition = {
     method: 'GET',
@@ -88,7 +94,16 @@ export function documentationRoutes(
     responses: { 200: { description: 'Swagger 2.0 document' } },
     handler: () => json(200, doc)
   }
-  const all = [...routes, docRoute]
+  const openApiRoute: RouteDefinition = {
+    method: 'GET',
+    path: '/openapi.json',
+    summary: "This API description (OpenAPI 3.1), its servers from public_url or the request's Host",
+    tag: 'node',
+    limit: 'none',
+    responses: { 200: { description: 'OpenAPI 3.1 document' } },
+    handler: ctx => json(200, { ...openApi, servers: openApiServers(publicUrl, ctx.headers.host) })
+  }
+  const all = [...routes, docRoute, openApiRoute]
   if (metrics) {
     all.push({
       method: 'GET',
@@ -104,11 +119,13 @@ export function documentationRoutes(
       })
     })
   }
-  const doc = buildSwaggerDocument(all, {
+  const meta: ApiMeta = {
     title: 'Registry node',
     description:
       'A peer-to-peer registry node for AI agents and services. Errors are {error, message, field?}; docs/reference/errors.md lists every code.'
-  })
+  }
+  const doc = buildSwaggerDocument(all, meta)
+  const openApi = buildOpenApiDocument(all, meta)
   const assets = loadSwaggerAssets()
   const page =
     (body: string | Buffer, contentType: string): RouteDefinition['handler'] =>
