@@ -32,8 +32,6 @@ const flags = (argv: readonly string[]): CommandFlags => commandFlags(argv, BOOL
 
 const BOOLEAN_FLAGS = new Set(['echo', 'async', 'a2a', 'json', 'federated', 'deregister-on-stop', 'pay'])
 
-const registryOf = registryUrl
-
 function print(value: unknown): void {
   process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`)
 }
@@ -63,7 +61,7 @@ async function entityInit(argv: string[]): Promise<void> {
     : await nextFreeIndex(
         developerFile.developer_id ?? '',
         out,
-        f.has('registry') || process.env.REGISTRY_NODE_URL ? registryOf(f) : null
+        f.has('registry') || process.env.REGISTRY_NODE_URL ? registryUrl(f) : null
       )
   const { file, keyPair } = entityKeyFile(developer, index)
   if (await exists(join(out, ENTITY_FILE))) usage(`${join(out, ENTITY_FILE)} exists; refusing to overwrite it`)
@@ -251,7 +249,7 @@ async function entityServe(argv: string[]): Promise<void> {
   const entity = createEntity({
     key: keyPair,
     type,
-    registry: registryOf(f),
+    registry: registryUrl(f),
     handler,
     authMode,
     card: {
@@ -275,7 +273,7 @@ async function entityServe(argv: string[]): Promise<void> {
   })
   const running = await entity.start()
   print(
-    `entity ${running.entityId} serving on ${running.url} (server ${running.httpServer}, ${running.registration.action} at ${registryOf(f)}${running.registration.fqan ? `, ${running.registration.fqan}` : ''}, auth_mode ${authMode})`
+    `entity ${running.entityId} serving on ${running.url} (server ${running.httpServer}, ${running.registration.action} at ${registryUrl(f)}${running.registration.fqan ? `, ${running.registration.fqan}` : ''}, auth_mode ${authMode})`
   )
   if (running.pricing)
     print(
@@ -331,7 +329,7 @@ async function call(argv: string[]): Promise<void> {
   let result: Awaited<ReturnType<typeof callEntity>>
   try {
     result = await callEntity(target, words.join(' '), {
-      registry: registryOf(f),
+      registry: registryUrl(f),
       async: f.has('async'),
       a2a: f.has('a2a'),
       ...(key ? { key: key.keyPair } : {}),
@@ -367,7 +365,7 @@ async function search(argv: string[]): Promise<void> {
   if (f.has('status')) request.status = f.get('status')
   if (f.has('limit')) request.max_results = Number(f.get('limit'))
   if (f.has('federated')) request.federated = true
-  const result = await new RegistryClient(registryOf(f)).search(request)
+  const result = await new RegistryClient(registryUrl(f)).search(request)
   if (f.has('json')) return print(result)
   const rows = (result.results as Array<Record<string, unknown>> | undefined) ?? []
   print(
@@ -388,7 +386,7 @@ async function search(argv: string[]): Promise<void> {
 async function resolveCommand(argv: string[]): Promise<void> {
   const f = flags(argv)
   const target = f.positionals[0] ?? usage('resolve needs an FQAN or an entity ID')
-  const registry = new RegistryClient(registryOf(f))
+  const registry = new RegistryClient(registryUrl(f))
   const record =
     target.startsWith('zns:') && !target.startsWith('zns://')
       ? await registry.resolveEntity(target)

@@ -7,22 +7,13 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { createServer, type AddressInfo } from 'node:net'
 import test from 'ava'
 import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
 import { startDnsServer } from '../helpers/dns-server.js'
 import { http, startTestNode } from '../helpers/node.js'
+import { closedPort } from '../helpers/shared.js'
 
 const exec = promisify(execFile)
-
-/** A loopback port nothing listens on: one the system just handed out and took back. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
 interface Run {
   code: number

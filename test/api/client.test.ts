@@ -2,24 +2,15 @@
  * registry-node/client against a real node: reads typed as the node answers them, every write in
  * the spec's form and the deployed clients' form, and refusals as typed codes.
  */
-import { createServer, type AddressInfo } from 'node:net'
 import test from 'ava'
 import { RegistryClient, RegistryRequestError, RegistryUnreachableError, type Signer } from '../../src/client/index.js'
 import { generateKeyPair } from '../../src/identity/keys.js'
 import { startDnsServer } from '../helpers/dns-server.js'
 import { agent, developer, type Agent, type Developer } from '../helpers/identities.js'
 import { http, testNodes } from '../helpers/node.js'
+import { closedPort } from '../helpers/shared.js'
 
 const nodes = testNodes()
-
-/** A loopback port nothing listens on: one the system just handed out and took back. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise(resolve => server.close(resolve))
-  return port
-}
 
 test.after.always(nodes.stopAll)
 

@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http'
 import { NODE_VERSION } from '../../src/version.js'
 import { http, startTestNode, testNodes, type TestNode } from '../helpers/node.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
+import { collectRefs } from '../helpers/shared.js'
 
 const { start, stopAll } = testNodes()
 
@@ -250,17 +251,6 @@ test('CORS: a configured origin list echoes allowed origins only', async t => {
   t.is(pre.headers.get('access-control-allow-origin'), null)
   t.is(pre.headers.get('access-control-allow-methods'), null)
 })
-
-function collectRefs(value: unknown, out: string[] = []): string[] {
-  if (Array.isArray(value)) for (const v of value) collectRefs(v, out)
-  else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k === '$ref' && typeof v === 'string') out.push(v)
-      else collectRefs(v, out)
-    }
-  }
-  return out
-}
 
 test('GET /swagger/doc.json is a Swagger 2.0 document of the API', async t => {
   const res = await http(plain.url, 'GET', '/swagger/doc.json')

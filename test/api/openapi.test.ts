@@ -3,6 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator'
 import { openApiServers } from '../../src/api/openapi.js'
 import { NODE_VERSION } from '../../src/version.js'
 import { http, testNodes, type TestNode } from '../helpers/node.js'
+import { collectRefs } from '../helpers/shared.js'
 
 const { start, stopAll } = testNodes()
 
@@ -37,17 +38,6 @@ const operationsUnderV1 = (paths: Paths): string[] =>
     .filter(([path]) => path.startsWith('/v1/'))
     .flatMap(([path, ops]) => Object.keys(ops).map(method => `${path} ${method}`))
     .sort()
-
-function collectRefs(value: unknown, out: string[] = []): string[] {
-  if (Array.isArray(value)) for (const v of value) collectRefs(v, out)
-  else if (value !== null && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k === '$ref' && typeof v === 'string') out.push(v)
-      else collectRefs(v, out)
-    }
-  }
-  return out
-}
 
 test('GET /openapi.json is a valid OpenAPI 3.1 document', async t => {
   const validator = new Validator()
