@@ -120,6 +120,47 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv
 }
 
+const KNOWN_KEYS: ReadonlySet<string> = new Set(SETTINGS.map(s => s.key))
+/** REGISTRY_NODE_* variables that are not settings: the config file, and what the CLI's other commands read. */
+const OTHER_ENV = ['CONFIG', 'URL', 'SETTLEMENT_KEY', 'CRYPTO', 'TEST_RUNTIME'].map(name => `${ENV_PREFIX}${name}`)
+const KNOWN_ENV: ReadonlySet<string> = new Set([...SETTINGS.map(envName), ...OTHER_ENV])
+
+/** Every key of a parsed TOML document that holds a value (arrays are values), dotted. */
+function leafKeys(table: Record<string, unknown>, prefix = ''): string[] {
+  return Object.entries(table).flatMap(([key, value]) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? leafKeys(value as Record<string, unknown>, `${prefix}${key}.`)
+      : [`${prefix}${key}`]
+  )
+}
+
+/** "; did you mean X?" for the known name nearest a mistyped one, when one is near enough. */
+function suggestion(name: string, known: ReadonlySet<string>): string {
+  let best = ''
+  let bestDistance = Number.POSITIVE_INFINITY
+  for (const candidate of known) {
+    const d = editDistance(name.toLowerCase(), candidate.toLowerCase())
+    if (d < bestDistance) {
+      best = candidate
+      bestDistance = d
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? `; did you mean ${best}?` : ''
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost)
+    }
+    previous = current
+  }
+  return previous[b.length] ?? 0
+}
+
 /** What `dev` changes, just above the defaults: anything the file, environment or flags set wins. */
 export const DEV_PRESET: Readonly<Record<string, Setting['default']>> = {
   'entities.allow_http_url': true,
@@ -139,10 +180,17 @@ export async function loadConfig({ argv = [], env = process.env }: LoadOptions =
     } catch (err) {
       throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`)
     }
+    for (const key of leafKeys(parsed)) {
+      if (!KNOWN_KEYS.has(key)) throw new ConfigError(`${file}: unknown setting ${key}${suggestion(key, KNOWN_KEYS)}`)
+    }
     for (const s of SETTINGS) {
       const v = getPath(parsed, s.key)
       if (v !== undefined) layers.push([s, coerce(s, v, file)])
     }
+  }
+  for (const name of Object.keys(env)) {
+    if (name.startsWith(ENV_PREFIX) && !KNOWN_ENV.has(name) && env[name] !== '')
+      throw new ConfigError(`unknown environment variable ${name}${suggestion(name, KNOWN_ENV)}`)
   }
   for (const s of SETTINGS) {
     const v = env[envName(s)]

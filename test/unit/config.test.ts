@@ -144,6 +144,26 @@ test('--dev: http entity URLs, private card addresses, no rate limits, each stil
   t.true((await loadConfig({ argv: ['--dev', '--rate-limit'], env: {} })).rate_limit.enabled, 'a flag beats the preset')
 })
 
+test('an unknown key in the file or a REGISTRY_NODE_* variable is an error naming the nearest known one', async t => {
+  const typo = await tomlFile('typo.toml', '[http]\nprot = 18090\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', typo], env: {} }), {
+    instanceOf: ConfigError,
+    message: /unknown setting http\.prot; did you mean http\.port\?/
+  })
+  const stray = await tomlFile('stray.toml', '[nonsense]\nwhatever = 1\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', stray], env: {} }), {
+    instanceOf: ConfigError,
+    message: /unknown setting nonsense\.whatever$/
+  })
+  await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_HTTP_PROT: '1' } }), {
+    instanceOf: ConfigError,
+    message: /unknown environment variable REGISTRY_NODE_HTTP_PROT; did you mean REGISTRY_NODE_HTTP_PORT\?/
+  })
+  // The variables of the other commands are known.
+  const other = { REGISTRY_NODE_URL: 'http://x', REGISTRY_NODE_CONFIG: '', REGISTRY_NODE_SETTLEMENT_KEY: '0x1' }
+  t.is((await loadConfig({ argv: [], env: other })).http.port, 8080)
+})
+
 test('list flags repeat and split on commas', async t => {
   const config = await loadConfig({
     argv: [
