@@ -9,7 +9,7 @@ import { access, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { asksForHelp, commandHelp, commandOf, topLevelHelp } from './cli-help.js'
-import { ConfigError, configTemplate, loadConfig, parseFlags } from './config/load.js'
+import { ConfigError, configTemplate, loadConfig, loadConfigWithSources, parseFlags } from './config/load.js'
 import type { NodeConfig } from './config/settings.js'
 import { PortInUse } from './http/port-in-use.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
@@ -258,6 +258,35 @@ async function start(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
 }
 
+/** `config check` and `config show`: the settings start would run with, without starting. */
+async function configCommand(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv
+  const json = rest.includes('--json')
+  const { config, sources } = await loadConfigWithSources({ argv: rest.filter(a => a !== '--json') })
+  if (sub === 'check') {
+    const from = new Set([...sources.values()].filter(s => s !== 'default'))
+    return print(
+      `ok: ${sources.size} settings valid${from.size ? ` (set by ${[...from].join(', ')})` : ' (all defaults)'}`
+    )
+  }
+  if (sub !== 'show') fail(`unknown config subcommand ${sub ?? ''}; see registry-node config show --help`)
+  const valueOf = (key: string): unknown =>
+    key.split('.').reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], config)
+  if (json) {
+    return print(Object.fromEntries([...sources].map(([key, source]) => [key, { value: valueOf(key), source }])))
+  }
+  const width = Math.max(...[...sources.keys()].map(k => k.length))
+  const secret = (key: string): boolean => /secret|token/.test(key)
+  print(
+    [...sources]
+      .map(([key, source]) => {
+        const value = secret(key) && valueOf(key) ? '"(set)"' : JSON.stringify(valueOf(key))
+        return `${key.padEnd(width)} = ${value}${source === 'default' ? '' : `   # ${source}`}`
+      })
+      .join('\n')
+  )
+}
+
 async function verifyRegistryCommand(argv: string[]): Promise<void> {
   const url =
     argv.find(a => !a.startsWith('--') && argv[argv.indexOf(a) - 1] !== '--ca') ?? fail('verify-registry needs a URL')
@@ -287,6 +316,8 @@ async function main(argv: string[]): Promise<void> {
       return start(rest)
     case 'init':
       return init(rest)
+    case 'config':
+      return configCommand(rest)
     // Loaded only when used, like the mesh.
     case 'testnet':
       return (await import('./testnet/commands.js')).testnetCommand(rest)

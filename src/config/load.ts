@@ -168,10 +168,21 @@ export const DEV_PRESET: Readonly<Record<string, Setting['default']>> = {
   'rate_limit.enabled': false
 }
 
+/** Where a setting's effective value came from: `default`, `--dev`, the file, a variable or a flag. */
+export type SettingSource = string
+
 /** Builds the configuration from defaults, the config file, the environment and flags, in that order. */
-export async function loadConfig({ argv = [], env = process.env }: LoadOptions = {}): Promise<NodeConfig> {
+export async function loadConfig(options: LoadOptions = {}): Promise<NodeConfig> {
+  return (await loadConfigWithSources(options)).config
+}
+
+/** The configuration, and for every setting where its value came from (`registry-node config show`). */
+export async function loadConfigWithSources({ argv = [], env = process.env }: LoadOptions = {}): Promise<{
+  config: NodeConfig
+  sources: ReadonlyMap<string, SettingSource>
+}> {
   const flags = parseFlags(argv)
-  const layers: [Setting, unknown][] = []
+  const layers: [Setting, unknown, SettingSource][] = []
   const file = flags.configFile ?? env[`${ENV_PREFIX}CONFIG`]
   if (file) {
     let parsed: Record<string, unknown>
@@ -185,7 +196,7 @@ export async function loadConfig({ argv = [], env = process.env }: LoadOptions =
     }
     for (const s of SETTINGS) {
       const v = getPath(parsed, s.key)
-      if (v !== undefined) layers.push([s, coerce(s, v, file)])
+      if (v !== undefined) layers.push([s, coerce(s, v, file), `file ${file}`])
     }
   }
   for (const name of Object.keys(env)) {
@@ -194,14 +205,23 @@ export async function loadConfig({ argv = [], env = process.env }: LoadOptions =
   }
   for (const s of SETTINGS) {
     const v = env[envName(s)]
-    if (v !== undefined && v !== '') layers.push([s, coerce(s, v, envName(s))])
+    if (v !== undefined && v !== '') layers.push([s, coerce(s, v, envName(s)), `environment ${envName(s)}`])
   }
-  layers.push(...flags.values)
+  for (const [s, v] of flags.values) layers.push([s, v, `flag --${s.flag}`])
   const config = defaultConfig() as unknown as Record<string, unknown>
+  const sources = new Map<string, SettingSource>(SETTINGS.map(s => [s.key, 'default']))
   const dev = layers.findLast(([s]) => s.key === 'dev')?.[1] === true
-  if (dev) for (const [key, value] of Object.entries(DEV_PRESET)) setPath(config, key, value)
-  for (const [s, v] of layers) setPath(config, s.key, v)
-  return config as unknown as NodeConfig
+  if (dev) {
+    for (const [key, value] of Object.entries(DEV_PRESET)) {
+      setPath(config, key, value)
+      sources.set(key, '--dev')
+    }
+  }
+  for (const [s, v, source] of layers) {
+    setPath(config, s.key, v)
+    sources.set(s.key, source)
+  }
+  return { config: config as unknown as NodeConfig, sources }
 }
 
 function tomlValue(value: Setting['default']): string {
