@@ -55,6 +55,26 @@ export const COMMANDS: readonly CommandHelp[] = [
     examples: ['registry-node init', 'registry-node init --mode restricted --auth-url https://example.org/approve']
   },
   {
+    name: 'config check',
+    args: '[flags]',
+    summary: 'check the configuration start would run with (file, environment, flags) without starting',
+    flags: [['--config FILE', 'the config file (REGISTRY_NODE_CONFIG)']],
+    examples: ['registry-node config check --config registry-node.toml']
+  },
+  {
+    name: 'config show',
+    args: '[flags] [--json]',
+    summary: 'print every effective setting and where it came from (default, --dev, file, environment, flag)',
+    flags: [
+      ['--config FILE', 'the config file (REGISTRY_NODE_CONFIG)'],
+      ['--json', 'print {key: {value, source}}']
+    ],
+    examples: [
+      'registry-node config show --config registry-node.toml',
+      'registry-node config show --dev --http-port 9000'
+    ]
+  },
+  {
     name: 'verify-registry',
     args: 'URL [--ca FILE]',
     summary: "fetch and check a node's registry identity proof (signature, ID, expiry, domain, TLS key)",

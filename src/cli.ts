@@ -9,7 +9,9 @@ import { access, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { asksForHelp, commandHelp, commandOf, topLevelHelp } from './cli-help.js'
-import { ConfigError, configTemplate, loadConfig, parseFlags } from './config/load.js'
+import { ConfigError, configTemplate, loadConfig, loadConfigWithSources, parseFlags } from './config/load.js'
+import type { NodeConfig } from './config/settings.js'
+import { PortInUse } from './http/port-in-use.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
 import { formatKey } from './identity/encoding.js'
 import { deriveId } from './identity/ids.js'
@@ -140,7 +142,11 @@ async function init(argv: string[]): Promise<void> {
   // --config names the file to create; it is read only when it already exists.
   const config = await loadConfig({ argv: written ? withoutConfigFlag(flags) : flags })
   const identity = await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))
-  const overrides: Record<string, string> = { data_dir: config.data_dir }
+  // What the command line says goes into the file, so `start --config` runs what `init` was told.
+  const overrides: Record<string, string | number | boolean | readonly string[]> = { data_dir: config.data_dir }
+  for (const [setting, value] of parseFlags(withoutConfigFlag(flags)).values) {
+    overrides[setting.key] = value as string | number | boolean | readonly string[]
+  }
   let webhookSecret: string | undefined
   if (config.onboarding.mode === 'restricted') {
     webhookSecret = config.onboarding.webhook_secret || `whsec_${randomBytes(32).toString('hex')}`
@@ -154,6 +160,9 @@ async function init(argv: string[]): Promise<void> {
     node_key: resolve(config.data_dir, NODE_KEY_FILE),
     config_file: resolve(configPath),
     config_written: written,
+    ...(!written && parseFlags(withoutConfigFlag(flags)).values.size > 0
+      ? { flags_not_written: `${configPath} exists and was left as it is; --force writes a new one with these flags` }
+      : {}),
     ...(webhookSecret && written
       ? {
           webhook_secret: webhookSecret,
@@ -178,16 +187,44 @@ function withoutConfigFlag(argv: string[]): string[] {
 
 const SHUTDOWN_DEADLINE_MS = 4_000
 
+/** A start that failed because a port is taken, as one line naming the setting to change; else null. */
+function portClash(err: unknown, config: NodeConfig): string | null {
+  if (err instanceof PortInUse) return `${err.message}; stop it or choose another --http-port (http.port)`
+  const text = errorText(err)
+  if (!/EADDRINUSE|address already in use/i.test(text)) return null
+  const p2p = config.p2p.port
+  const port = [p2p, p2p + 1].find(p => p !== 0 && text.includes(`:${p}`))
+  return port === undefined
+    ? `a p2p port is in use by another process; choose another --p2p-port (p2p.port): ${text.split('\n')[0]}`
+    : `p2p port ${port} is in use by another process; stop it or choose another --p2p-port (p2p.port; the WebSocket transport takes the next port)`
+}
+
+/** An error's message with its causes and, for an AggregateError, its parts. */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err)
+  const parts = err instanceof AggregateError ? err.errors.map(errorText) : []
+  return [err.message, ...(err.cause ? [errorText(err.cause)] : []), ...parts].join('\n')
+}
+
 async function start(argv: string[]): Promise<void> {
   // V8's memory reducer runs full collections whenever a heap looks idle, as a node between operations
   // at a low rate always does: in a 20-node mesh at 5 operations/s it cost about a tenth of the nodes'
   // CPU (docs/decisions.md). Process-wide, so the search worker is included.
   setFlagsFromString('--no-memory-reducer')
   const config = await loadConfig({ argv })
-  const node = await startRegistryNode(config)
+  const node = await startRegistryNode(config).catch((err: unknown) => {
+    const clash = portClash(err, config)
+    if (clash) fail(clash)
+    throw err
+  })
   process.stdout.write(
     `registry-node ${NODE_VERSION} listening on ${node.url} (server ${node.httpServer}, Node.js ${process.versions.node}, Ed25519 by ${ED25519_BACKEND}, registry ${node.identity.registryId}, data ${resolve(config.data_dir)})\n`
   )
+  if (node.mesh && config.host === 'localhost' && !config.dev) {
+    process.stderr.write(
+      'registry-node: warning: host is "localhost" with the mesh on: other nodes see this node\'s names as localhost/<handle>/<name> and cannot resolve them here; set --host to the name peers reach this node by\n'
+    )
+  }
   if (config.dev) {
     process.stdout.write(
       `registry-node: development mode (--dev): http:// entity URLs ${config.entities.allow_http_url ? 'accepted' : 'refused'}, private card addresses ${config.cards.allow_private_addresses ? 'accepted' : 'refused'}, rate limits ${config.rate_limit.enabled ? 'on' : 'off'}; not for a public mesh\n`
@@ -221,6 +258,35 @@ async function start(argv: string[]): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'))
 }
 
+/** `config check` and `config show`: the settings start would run with, without starting. */
+async function configCommand(argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv
+  const json = rest.includes('--json')
+  const { config, sources } = await loadConfigWithSources({ argv: rest.filter(a => a !== '--json') })
+  if (sub === 'check') {
+    const from = new Set([...sources.values()].filter(s => s !== 'default'))
+    return print(
+      `ok: ${sources.size} settings valid${from.size ? ` (set by ${[...from].join(', ')})` : ' (all defaults)'}`
+    )
+  }
+  if (sub !== 'show') fail(`unknown config subcommand ${sub ?? ''}; see registry-node config show --help`)
+  const valueOf = (key: string): unknown =>
+    key.split('.').reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], config)
+  if (json) {
+    return print(Object.fromEntries([...sources].map(([key, source]) => [key, { value: valueOf(key), source }])))
+  }
+  const width = Math.max(...[...sources.keys()].map(k => k.length))
+  const secret = (key: string): boolean => /secret|token/.test(key)
+  print(
+    [...sources]
+      .map(([key, source]) => {
+        const value = secret(key) && valueOf(key) ? '"(set)"' : JSON.stringify(valueOf(key))
+        return `${key.padEnd(width)} = ${value}${source === 'default' ? '' : `   # ${source}`}`
+      })
+      .join('\n')
+  )
+}
+
 async function verifyRegistryCommand(argv: string[]): Promise<void> {
   const url =
     argv.find(a => !a.startsWith('--') && argv[argv.indexOf(a) - 1] !== '--ca') ?? fail('verify-registry needs a URL')
@@ -250,6 +316,8 @@ async function main(argv: string[]): Promise<void> {
       return start(rest)
     case 'init':
       return init(rest)
+    case 'config':
+      return configCommand(rest)
     // Loaded only when used, like the mesh.
     case 'testnet':
       return (await import('./testnet/commands.js')).testnetCommand(rest)
@@ -290,6 +358,7 @@ async function main(argv: string[]): Promise<void> {
 // Failures a person can act on print one line; the stack of anything else only with --verbose.
 const verbose = process.argv.includes('--verbose')
 const REPORTED = new Set([
+  'DataDirInUse',
   'RegistryRequestError',
   'RegistryUnreachableError',
   'EntityUnreachableError',

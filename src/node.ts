@@ -34,6 +34,7 @@ import { loadOrCreateNodeIdentity, NODE_KEY_FILE, type NodeIdentity } from './id
 import { verifyHeartbeat } from './identity/verifiers.js'
 import { VerifyPool } from './identity/verify-pool.js'
 import { Lifecycle, type LifecycleHooks } from './lifecycle.js'
+import { DataDirLock } from './store/data-lock.js'
 import { createLogger } from './logger.js'
 import type { Mesh } from './mesh/mesh.js'
 import {
@@ -211,6 +212,11 @@ interface Core {
 }
 
 async function openCore(config: NodeConfig, logger: Logger, life: Lifecycle): Promise<Core> {
+  await life.start(
+    'data lock',
+    () => DataDirLock.acquire(config.data_dir),
+    lock => lock.release()
+  )
   const identity: NodeIdentity = await life.start('identity', async () => ({
     ...(await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))),
     host: config.host

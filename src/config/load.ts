@@ -120,6 +120,47 @@ export interface LoadOptions {
   env?: NodeJS.ProcessEnv
 }
 
+const KNOWN_KEYS: ReadonlySet<string> = new Set(SETTINGS.map(s => s.key))
+/** REGISTRY_NODE_* variables that are not settings: the config file, and what the CLI's other commands read. */
+const OTHER_ENV = ['CONFIG', 'URL', 'SETTLEMENT_KEY', 'CRYPTO', 'TEST_RUNTIME'].map(name => `${ENV_PREFIX}${name}`)
+const KNOWN_ENV: ReadonlySet<string> = new Set([...SETTINGS.map(envName), ...OTHER_ENV])
+
+/** Every key of a parsed TOML document that holds a value (arrays are values), dotted. */
+function leafKeys(table: Record<string, unknown>, prefix = ''): string[] {
+  return Object.entries(table).flatMap(([key, value]) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? leafKeys(value as Record<string, unknown>, `${prefix}${key}.`)
+      : [`${prefix}${key}`]
+  )
+}
+
+/** "; did you mean X?" for the known name nearest a mistyped one, when one is near enough. */
+function suggestion(name: string, known: ReadonlySet<string>): string {
+  let best = ''
+  let bestDistance = Number.POSITIVE_INFINITY
+  for (const candidate of known) {
+    const d = editDistance(name.toLowerCase(), candidate.toLowerCase())
+    if (d < bestDistance) {
+      best = candidate
+      bestDistance = d
+    }
+  }
+  return bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? `; did you mean ${best}?` : ''
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost)
+    }
+    previous = current
+  }
+  return previous[b.length] ?? 0
+}
+
 /** What `dev` changes, just above the defaults: anything the file, environment or flags set wins. */
 export const DEV_PRESET: Readonly<Record<string, Setting['default']>> = {
   'entities.allow_http_url': true,
@@ -127,10 +168,21 @@ export const DEV_PRESET: Readonly<Record<string, Setting['default']>> = {
   'rate_limit.enabled': false
 }
 
+/** Where a setting's effective value came from: `default`, `--dev`, the file, a variable or a flag. */
+export type SettingSource = string
+
 /** Builds the configuration from defaults, the config file, the environment and flags, in that order. */
-export async function loadConfig({ argv = [], env = process.env }: LoadOptions = {}): Promise<NodeConfig> {
+export async function loadConfig(options: LoadOptions = {}): Promise<NodeConfig> {
+  return (await loadConfigWithSources(options)).config
+}
+
+/** The configuration, and for every setting where its value came from (`registry-node config show`). */
+export async function loadConfigWithSources({ argv = [], env = process.env }: LoadOptions = {}): Promise<{
+  config: NodeConfig
+  sources: ReadonlyMap<string, SettingSource>
+}> {
   const flags = parseFlags(argv)
-  const layers: [Setting, unknown][] = []
+  const layers: [Setting, unknown, SettingSource][] = []
   const file = flags.configFile ?? env[`${ENV_PREFIX}CONFIG`]
   if (file) {
     let parsed: Record<string, unknown>
@@ -139,21 +191,37 @@ export async function loadConfig({ argv = [], env = process.env }: LoadOptions =
     } catch (err) {
       throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`)
     }
+    for (const key of leafKeys(parsed)) {
+      if (!KNOWN_KEYS.has(key)) throw new ConfigError(`${file}: unknown setting ${key}${suggestion(key, KNOWN_KEYS)}`)
+    }
     for (const s of SETTINGS) {
       const v = getPath(parsed, s.key)
-      if (v !== undefined) layers.push([s, coerce(s, v, file)])
+      if (v !== undefined) layers.push([s, coerce(s, v, file), `file ${file}`])
     }
+  }
+  for (const name of Object.keys(env)) {
+    if (name.startsWith(ENV_PREFIX) && !KNOWN_ENV.has(name) && env[name] !== '')
+      throw new ConfigError(`unknown environment variable ${name}${suggestion(name, KNOWN_ENV)}`)
   }
   for (const s of SETTINGS) {
     const v = env[envName(s)]
-    if (v !== undefined && v !== '') layers.push([s, coerce(s, v, envName(s))])
+    if (v !== undefined && v !== '') layers.push([s, coerce(s, v, envName(s)), `environment ${envName(s)}`])
   }
-  layers.push(...flags.values)
+  for (const [s, v] of flags.values) layers.push([s, v, `flag --${s.flag}`])
   const config = defaultConfig() as unknown as Record<string, unknown>
+  const sources = new Map<string, SettingSource>(SETTINGS.map(s => [s.key, 'default']))
   const dev = layers.findLast(([s]) => s.key === 'dev')?.[1] === true
-  if (dev) for (const [key, value] of Object.entries(DEV_PRESET)) setPath(config, key, value)
-  for (const [s, v] of layers) setPath(config, s.key, v)
-  return config as unknown as NodeConfig
+  if (dev) {
+    for (const [key, value] of Object.entries(DEV_PRESET)) {
+      setPath(config, key, value)
+      sources.set(key, '--dev')
+    }
+  }
+  for (const [s, v, source] of layers) {
+    setPath(config, s.key, v)
+    sources.set(s.key, source)
+  }
+  return { config: config as unknown as NodeConfig, sources }
 }
 
 function tomlValue(value: Setting['default']): string {

@@ -9,6 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import { RegistryError } from '../errors.js'
 import type { Front, FrontHandlers, HttpExchange, SocketConnection, SocketEndpoint } from './front.js'
 import { JSON_CONTENT_TYPE, MAX_HEAD_BYTES } from './http.js'
+import { PortInUse } from './port-in-use.js'
 
 const EMPTY = Buffer.alloc(0)
 /** uWS keeps an idle keep-alive connection 10 s; node's default of 5 s would close it sooner. */
@@ -122,7 +123,12 @@ export function createNodeFront(handlers: FrontHandlers): Front {
     kind: 'node',
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        const onError = (err: Error): void => reject(new Error(`cannot listen on ${host}:${port}: ${err.message}`))
+        const onError = (err: NodeJS.ErrnoException): void =>
+          reject(
+            err.code === 'EADDRINUSE'
+              ? new PortInUse(host, port)
+              : new Error(`cannot listen on ${host}:${port}: ${err.message}`)
+          )
         server.once('error', onError)
         server.listen(port, host, () => {
           server.off('error', onError)

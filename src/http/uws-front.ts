@@ -8,6 +8,7 @@ import { RegistryError } from '../errors.js'
 import type { Front, FrontHandlers, HttpExchange, SocketConnection, SocketEndpoint } from './front.js'
 import { JSON_CONTENT_TYPE } from './http.js'
 import type { UwsModule } from './uws-loader.js'
+import { assertPortFree } from './port-in-use.js'
 
 /** What uWS may buffer per socket before it drops sends; the protocol layer keeps far below it. */
 const MAX_BACKPRESSURE = 4 * 1024 * 1024
@@ -35,7 +36,8 @@ export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
   app.any('/*', (res, req) => handlers.http(exchange(res, req)))
   return {
     kind: 'uws',
-    listen(host, port) {
+    async listen(host, port) {
+      await assertPortFree(host, port)
       return new Promise((resolve, reject) => {
         app.listen(host, port, token => {
           if (!token) return reject(new Error(`cannot listen on ${host}:${port}`))

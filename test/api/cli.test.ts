@@ -1,12 +1,15 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { createServer } from 'node:net'
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import test from 'ava'
 import { parse as parseToml } from 'smol-toml'
 import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
 import { http, startTestNode } from '../helpers/node.js'
+import { until } from '../helpers/wait.js'
 
 const exec = promisify(execFile)
 
@@ -183,4 +186,181 @@ test('init --mode restricted writes a webhook secret; verify-registry checks a l
     await node.stop()
     await rm(dir, { recursive: true, force: true })
   }
+})
+
+test('init writes every setting it is given, and says when an existing file keeps its own', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'registry-cli-init-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const given = ['--host', 'node.example.org', '--http-port', '18090', '--p2p-port', '14101', '--name', 'n1']
+  const out = JSON.parse(await cli(dir, ['init', ...given])) as { config_written: boolean }
+  t.true(out.config_written)
+  const file = parseToml(await readFile(join(dir, 'registry-node.toml'), 'utf8')) as {
+    host: string
+    name: string
+    http: { port: number }
+    p2p: { port: number }
+  }
+  t.like(file, { host: 'node.example.org', name: 'n1', http: { port: 18090 }, p2p: { port: 14101 } })
+  const again = JSON.parse(await cli(dir, ['init', '--name', 'n2'])) as {
+    config_written: boolean
+    flags_not_written?: string
+  }
+  t.false(again.config_written)
+  t.regex(again.flags_not_written ?? '', /--force/)
+})
+
+test('start warns when the mesh is on and host is localhost, and not once a host is set', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'registry-cli-host-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const warning = /warning: host is "localhost" with the mesh on/
+  for (const [flags, warns] of [
+    [[], true],
+    [['--host', 'node.example.org'], false]
+  ] as const) {
+    const child = spawn(
+      process.execPath,
+      [
+        ...CLI_FROM_SOURCES,
+        'start',
+        '--data',
+        join(dir, `d${flags.length}`),
+        '--http-port',
+        '0',
+        '--p2p-port',
+        '0',
+        ...flags
+      ],
+      { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }
+    )
+    let out = ''
+    child.stdout.on('data', d => {
+      out += d
+    })
+    child.stderr.on('data', d => {
+      out += d
+    })
+    await until('the node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
+    const exited = new Promise(resolve => child.once('exit', resolve))
+    child.kill('SIGTERM')
+    await exited
+    t.is(warning.test(out), warns, out)
+  }
+})
+
+test('SIGTERM to the npm start process, as a supervisor sends it, stops the node', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'registry-cli-npm-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const data = join(dir, 'data')
+  const npm = spawn(
+    'npm',
+    ['start', '--', '--data', data, '--http-port', '0', '--p2p-port', '0', '--host', 'node.example.org'],
+    { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] }
+  )
+  let out = ''
+  npm.stdout.on('data', d => {
+    out += d
+  })
+  npm.stderr.on('data', d => {
+    out += d
+  })
+  await until('the node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
+  const nodePid = Number.parseInt(await readFile(join(data, 'registry-node.pid'), 'utf8'), 10)
+  const exited = new Promise(resolve => npm.once('exit', resolve))
+  npm.kill('SIGTERM')
+  await exited
+  await until(
+    'the node process is gone',
+    () => {
+      try {
+        process.kill(nodePid, 0)
+        return false
+      } catch {
+        return true
+      }
+    },
+    10_000
+  )
+  t.pass()
+})
+
+/** Holds a free loopback-and-any port the way another process would; returns it and how to let it go. */
+async function holdPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const server = createServer()
+  await new Promise<void>(resolve => server.listen({ host: '0.0.0.0', port: 0, exclusive: true }, resolve))
+  const port = (server.address() as { port: number }).port
+  return { port, release: () => new Promise(resolve => server.close(() => resolve())) }
+}
+
+async function startFails(dir: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  try {
+    await exec(process.execPath, [...CLI_FROM_SOURCES, 'start', '--data', join(dir, 'data'), ...args], {
+      cwd: dir,
+      timeout: 60_000
+    })
+    return { code: 0, stderr: '' }
+  } catch (err) {
+    const failed = err as { code: number | null; stderr: string }
+    return { code: failed.code, stderr: failed.stderr }
+  }
+}
+
+test('a taken port is one line naming the port and the setting, on both HTTP servers and for the mesh', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'registry-cli-ports-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const held = await holdPort()
+  t.teardown(held.release)
+  for (const server of ['uws', 'node']) {
+    const { code, stderr } = await startFails(dir, [
+      '--http-port',
+      String(held.port),
+      '--p2p-port',
+      '0',
+      '--http-server',
+      server === 'uws' ? 'auto' : 'node'
+    ])
+    t.is(code, 2, stderr)
+    t.is(stderr.trim().split('\n').length, 1, stderr)
+    t.regex(stderr, new RegExp(`port ${held.port} on 0\\.0\\.0\\.0 is in use.*--http-port`))
+  }
+  const { code, stderr } = await startFails(dir, ['--http-port', '0', '--p2p-port', String(held.port)])
+  t.is(code, 2, stderr)
+  t.is(stderr.trim().split('\n').length, 1, stderr)
+  t.regex(stderr, new RegExp(`p2p port ${held.port} is in use.*--p2p-port`))
+})
+
+test("a second node on a running node's data directory exits 1 naming the holder", async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'registry-cli-lock-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const first = spawn(
+    process.execPath,
+    [
+      ...CLI_FROM_SOURCES,
+      'start',
+      '--data',
+      join(dir, 'data'),
+      '--http-port',
+      '0',
+      '--p2p-port',
+      '0',
+      '--host',
+      'a.example'
+    ],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }
+  )
+  let out = ''
+  first.stdout.on('data', d => {
+    out += d
+  })
+  await until('the first node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
+  const { code, stderr } = await startFails(dir, ['--http-port', '0', '--p2p-port', '0'])
+  t.is(code, 1, stderr)
+  t.regex(
+    stderr,
+    new RegExp(
+      `^registry-node: data directory .*data is in use by process ${first.pid}; stop it or choose another --data\\n$`
+    )
+  )
+  const exited = new Promise(resolve => first.once('exit', resolve))
+  first.kill('SIGTERM')
+  await exited
 })

@@ -3,7 +3,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parse as parseToml } from 'smol-toml'
-import { ConfigError, configTemplate, defaultConfig, loadConfig, parseFlags } from '../../src/config/load.js'
+import {
+  ConfigError,
+  configTemplate,
+  defaultConfig,
+  loadConfig,
+  loadConfigWithSources,
+  parseFlags
+} from '../../src/config/load.js'
 import { envName } from '../../src/config/setting.js'
 import { SETTINGS } from '../../src/config/settings.js'
 
@@ -142,6 +149,41 @@ test('--dev: http entity URLs, private card addresses, no rate limits, each stil
     'the file sets rate limits back on'
   )
   t.true((await loadConfig({ argv: ['--dev', '--rate-limit'], env: {} })).rate_limit.enabled, 'a flag beats the preset')
+})
+
+test('an unknown key in the file or a REGISTRY_NODE_* variable is an error naming the nearest known one', async t => {
+  const typo = await tomlFile('typo.toml', '[http]\nprot = 18090\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', typo], env: {} }), {
+    instanceOf: ConfigError,
+    message: /unknown setting http\.prot; did you mean http\.port\?/
+  })
+  const stray = await tomlFile('stray.toml', '[nonsense]\nwhatever = 1\n')
+  await t.throwsAsync(loadConfig({ argv: ['--config', stray], env: {} }), {
+    instanceOf: ConfigError,
+    message: /unknown setting nonsense\.whatever$/
+  })
+  await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_HTTP_PROT: '1' } }), {
+    instanceOf: ConfigError,
+    message: /unknown environment variable REGISTRY_NODE_HTTP_PROT; did you mean REGISTRY_NODE_HTTP_PORT\?/
+  })
+  // The variables of the other commands are known.
+  const other = { REGISTRY_NODE_URL: 'http://x', REGISTRY_NODE_CONFIG: '', REGISTRY_NODE_SETTLEMENT_KEY: '0x1' }
+  t.is((await loadConfig({ argv: [], env: other })).http.port, 8080)
+})
+
+test('every effective setting says where it came from: default, --dev, the file, a variable or a flag', async t => {
+  const file = await tomlFile('sources.toml', '[http]\nport = 9001\n')
+  const { config, sources } = await loadConfigWithSources({
+    argv: ['--config', file, '--dev', '--p2p-port', '4111'],
+    env: { REGISTRY_NODE_NAME: 'from-env' }
+  })
+  t.is(config.http.port, 9001)
+  t.is(sources.get('http.port'), `file ${file}`)
+  t.is(sources.get('name'), 'environment REGISTRY_NODE_NAME')
+  t.is(sources.get('p2p.port'), 'flag --p2p-port')
+  t.is(sources.get('rate_limit.enabled'), '--dev')
+  t.is(sources.get('log.level'), 'default')
+  t.is(sources.size, SETTINGS.length)
 })
 
 test('list flags repeat and split on commas', async t => {
