@@ -17,8 +17,7 @@ import { formatKey } from './identity/encoding.js'
 import { deriveId } from './identity/ids.js'
 import { ED25519_BACKEND, generateKeyPair, sign } from './identity/keys.js'
 import { developerKeyFile, entityKeyFile, KeyFileError, readKeyFile, writeKeyFile } from './identity/key-file.js'
-import { loadOrCreateNodeIdentity } from './identity/node-identity.js'
-import { NODE_KEY_FILE, startRegistryNode } from './node.js'
+import { loadOrCreateNodeIdentity, NODE_KEY_FILE } from './identity/node-identity.js'
 import { formatReport, verifyRegistry } from './verify-registry.js'
 import { NODE_VERSION } from './version.js'
 
@@ -212,6 +211,9 @@ async function start(argv: string[]): Promise<void> {
   // CPU (docs/decisions.md). Process-wide, so the search worker is included.
   setFlagsFromString('--no-memory-reducer')
   const config = await loadConfig({ argv })
+  // Loaded here, not at the top: the node's parts (libp2p, LMDB, the search index) are most of a
+  // CLI start, and every other command does without them.
+  const { startRegistryNode } = await import('./node.js')
   const node = await startRegistryNode(config).catch((err: unknown) => {
     const clash = portClash(err, config)
     if (clash) fail(clash)
@@ -270,17 +272,17 @@ async function configCommand(argv: string[]): Promise<void> {
     )
   }
   if (sub !== 'show') fail(`unknown config subcommand ${sub ?? ''}; see registry-node config show --help`)
-  const valueOf = (key: string): unknown =>
+  const effectiveValue = (key: string): unknown =>
     key.split('.').reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], config)
   if (json) {
-    return print(Object.fromEntries([...sources].map(([key, source]) => [key, { value: valueOf(key), source }])))
+    return print(Object.fromEntries([...sources].map(([key, source]) => [key, { value: effectiveValue(key), source }])))
   }
   const width = Math.max(...[...sources.keys()].map(k => k.length))
   const secret = (key: string): boolean => /secret|token/.test(key)
   print(
     [...sources]
       .map(([key, source]) => {
-        const value = secret(key) && valueOf(key) ? '"(set)"' : JSON.stringify(valueOf(key))
+        const value = secret(key) && effectiveValue(key) ? '"(set)"' : JSON.stringify(effectiveValue(key))
         return `${key.padEnd(width)} = ${value}${source === 'default' ? '' : `   # ${source}`}`
       })
       .join('\n')

@@ -3,7 +3,7 @@
  * sources as a child process, and a process's CPU and memory read from /proc (Linux).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, readdirSync, statSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 
@@ -16,6 +16,21 @@ export const TSX_IMPORT = import.meta.resolve('tsx')
 export const CLI_FROM_SOURCES = ['--import', TSX_IMPORT, `${REPO}src/cli.ts`]
 /** Node arguments that run the built CLI (`npm run build` first), as `npm start` does. */
 export const CLI_BUILT = [`${REPO}dist/cli.js`]
+
+/** Whether dist/ was built after the last change to src/ (npm install builds it; an edit since makes it stale). */
+function builtIsCurrent(): boolean {
+  const built = statSync(`${REPO}dist/cli.js`, { throwIfNoEntry: false })
+  if (!built) return false
+  const sources = readdirSync(`${REPO}src`, { recursive: true, encoding: 'utf8' })
+  return sources.every(file => statSync(`${REPO}src/${file}`).mtimeMs <= built.mtimeMs)
+}
+
+/**
+ * The CLI the tests spawn: the built one when it is current, since a start from the sources spends
+ * about two seconds compiling them (dozens of CLI starts per run); the sources otherwise, so a test
+ * never runs code older than the checkout.
+ */
+export const CLI_FOR_TESTS = builtIsCurrent() ? CLI_BUILT : CLI_FROM_SOURCES
 
 /** Resident and peak resident memory of a process, MiB, and the resident part's anonymous and file-backed shares (Linux /proc). */
 export async function memoryMiB(pid: number): Promise<{ rss: number; hwm: number; anon: number; file: number }> {

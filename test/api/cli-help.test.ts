@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { COMMANDS } from '../../src/cli-help.js'
 
 const exec = promisify(execFile)
@@ -16,7 +16,7 @@ const exec = promisify(execFile)
 async function run(args: string[]): Promise<{ stdout: string; files: string[] }> {
   const cwd = await mkdtemp(join(tmpdir(), 'cli-help-'))
   try {
-    const { stdout } = await exec(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd, timeout: 60_000 })
+    const { stdout } = await exec(process.execPath, [...CLI_FOR_TESTS, ...args], { cwd, timeout: 60_000 })
     return { stdout, files: await readdir(cwd) }
   } finally {
     await rm(cwd, { recursive: true, force: true })

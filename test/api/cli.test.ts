@@ -7,14 +7,14 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import test from 'ava'
 import { parse as parseToml } from 'smol-toml'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { http, startTestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
 const exec = promisify(execFile)
 
 async function cli(cwd: string, args: string[], input?: string): Promise<string> {
-  const child = exec(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd })
+  const child = exec(process.execPath, [...CLI_FOR_TESTS, ...args], { cwd })
   if (input !== undefined) {
     child.child.stdin!.end(input)
   }
@@ -220,7 +220,7 @@ test('start warns when the mesh is on and host is localhost, and not once a host
     const child = spawn(
       process.execPath,
       [
-        ...CLI_FROM_SOURCES,
+        ...CLI_FOR_TESTS,
         'start',
         '--data',
         join(dir, `d${flags.length}`),
@@ -293,7 +293,7 @@ async function holdPort(): Promise<{ port: number; release: () => Promise<void> 
 
 async function startFails(dir: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
   try {
-    await exec(process.execPath, [...CLI_FROM_SOURCES, 'start', '--data', join(dir, 'data'), ...args], {
+    await exec(process.execPath, [...CLI_FOR_TESTS, 'start', '--data', join(dir, 'data'), ...args], {
       cwd: dir,
       timeout: 60_000
     })
@@ -334,7 +334,7 @@ test("a second node on a running node's data directory exits 1 naming the holder
   const first = spawn(
     process.execPath,
     [
-      ...CLI_FROM_SOURCES,
+      ...CLI_FOR_TESTS,
       'start',
       '--data',
       join(dir, 'data'),

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { startDnsServer } from '../helpers/dns-server.js'
 import { http, startTestNode } from '../helpers/node.js'
 import { closedPort } from '../helpers/shared.js'
@@ -23,7 +23,7 @@ interface Run {
 
 /** The CLI with REGISTRY_NODE_URL set to the node, so that the default registry is exercised too. */
 async function cli(cwd: string, registry: string, args: string[], input?: string): Promise<Run> {
-  const child = exec(process.execPath, [...CLI_FROM_SOURCES, ...args], {
+  const child = exec(process.execPath, [...CLI_FOR_TESTS, ...args], {
     cwd,
     env: { ...process.env, REGISTRY_NODE_URL: registry },
     timeout: 60_000

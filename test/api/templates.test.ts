@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { startTestNode } from '../helpers/node.js'
 
 const exec = promisify(execFile)
@@ -19,12 +19,12 @@ const SETTLEMENT_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d
 const uncommentAll = (toml: string): string => toml.replace(/^# (\[[a-z_.]+\]|[a-z_]+ = )/gm, '$1')
 
 async function cli(cwd: string, args: string[]): Promise<string> {
-  return (await exec(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd })).stdout
+  return (await exec(process.execPath, [...CLI_FOR_TESTS, ...args], { cwd })).stdout
 }
 
 /** Runs a long-lived command until its output matches `ready`; resolves with the output. */
 function runUntil(cwd: string, args: string[], ready: RegExp): Promise<{ child: ChildProcess; out: string }> {
-  const child = spawn(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...CLI_FOR_TESTS, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`not ready in 60 s:\n${out}`)), 60_000)

@@ -32,7 +32,7 @@ import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { createFacilitator } from '../../src/entity/x402/facilitator.js'
 import { paymentNetwork } from '../../src/entity/x402/networks.js'
 import { entityKeyFile, writeKeyFile } from '../../src/identity/key-file.js'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { anvilBinary, startLocalChain, type LocalChain } from '../helpers/anvil.js'
 import { developer } from '../helpers/identities.js'
 import { startTestNode } from '../helpers/node.js'
@@ -395,16 +395,7 @@ if ('missing' in binary) {
         )
         serve = spawn(
           process.execPath,
-          [
-            ...CLI_FROM_SOURCES,
-            'entity',
-            'serve',
-            '--config',
-            join(dir, 'entity.toml'),
-            '--registry',
-            node.url,
-            '--echo'
-          ],
+          [...CLI_FOR_TESTS, 'entity', 'serve', '--config', join(dir, 'entity.toml'), '--registry', node.url, '--echo'],
           { stdio: ['ignore', 'pipe', 'pipe'] }
         )
         let out = ''
@@ -424,7 +415,7 @@ if ('missing' in binary) {
         const paid = JSON.parse(
           (
             await run(process.execPath, [
-              ...CLI_FROM_SOURCES,
+              ...CLI_FOR_TESTS,
               'call',
               url,
               'pay me',
@@ -439,7 +430,7 @@ if ('missing' in binary) {
         t.is(await chain.transactionStatus(paid.payment.transaction), 'success')
         t.is(await chain.balanceOf(chain.payer), before - 2n * PRICE)
         const refused = await run(process.execPath, [
-          ...CLI_FROM_SOURCES,
+          ...CLI_FOR_TESTS,
           'call',
           url,
           'too dear',
@@ -454,7 +445,7 @@ if ('missing' in binary) {
         )
         t.is(refused?.code, 1)
         t.regex(refused?.stderr ?? '', /MAX_PAYMENT_EXCEEDED/)
-        const unpaid = await run(process.execPath, [...CLI_FROM_SOURCES, 'call', url, 'free?']).then(
+        const unpaid = await run(process.execPath, [...CLI_FOR_TESTS, 'call', url, 'free?']).then(
           () => null,
           (err: { code: number; stderr: string }) => err
         )

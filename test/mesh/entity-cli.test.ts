@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { formatKey } from '../../src/identity/encoding.js'
 import { deriveId } from '../../src/identity/ids.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
@@ -27,14 +27,14 @@ let nodes: TestNode[] = []
 let dir: string
 
 async function cli(args: string[]): Promise<string> {
-  return (await exec(process.execPath, [...CLI_FROM_SOURCES, ...args], { cwd: dir })).stdout
+  return (await exec(process.execPath, [...CLI_FOR_TESTS, ...args], { cwd: dir })).stdout
 }
 
 function serve(registry: string): Promise<{ child: ChildProcess; line: string }> {
   const child = spawn(
     process.execPath,
     [
-      ...CLI_FROM_SOURCES,
+      ...CLI_FOR_TESTS,
       'entity',
       'serve',
       '--config',

@@ -6,7 +6,6 @@ import { spawn } from 'node:child_process'
 import { access, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
 import { setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import test from 'ava'
 import { EntityFactory } from '../../src/testnet/entity-factory.js'
 import type { PropagationSummary } from '../../src/testnet/experiments/propagation.js'
@@ -19,17 +18,17 @@ import { until } from '../helpers/wait.js'
 import { callEntity } from '../../src/entity/call.js'
 import { agent, developer, sign, specRegistration } from '../helpers/identities.js'
 import { makeBodies } from '../../scripts/lib/registration-bodies.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
 // Probed before any test is declared (ava wants declarations synchronous).
 const netns = await probeNetns()
 
-/** Runs the CLI from the sources; resolves with its exit code and output. */
+/** Runs the CLI (built, or from the sources); resolves with its exit code and output. */
 function cli(
   args: string[],
   input?: (write: (line: string) => void, output: () => string) => Promise<void>
 ): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...CLI_FOR_TESTS, ...args], { stdio: ['pipe', 'pipe', 'pipe'] })
   let output = ''
   child.stdout.on('data', d => {
     output += d
