@@ -22,7 +22,7 @@ const PAGES: Page[] = [
   { path: 'README.md' },
   { path: 'docs/guide/entities.md' },
   { path: 'docs/guide/registry.md', after: { command: 'npm start' } },
-  { path: 'docs/guide/operator.md' },
+  { path: 'docs/operator.md' },
   { path: 'docs/guide/payments.md', after: { page: 'docs/guide/entities.md' } },
   { path: 'docs/guide/testnets.md' }
 ]
