@@ -232,6 +232,11 @@ async function start(argv: string[]): Promise<void> {
       `registry-node: development mode (--dev): http:// entity URLs ${config.entities.allow_http_url ? 'accepted' : 'refused'}, private card addresses ${config.cards.allow_private_addresses ? 'accepted' : 'refused'}, rate limits ${config.rate_limit.enabled ? 'on' : 'off'}; not for a public mesh\n`
     )
   }
+  if (config.replica_of) {
+    process.stdout.write(
+      `registry-node: read-only replica of ${config.replica_of} (host ${config.host}): writes, onboarding and heartbeats answer 503 read_only_replica${node.mesh ? '' : '; with the mesh off it never learns anything'}\n`
+    )
+  }
   // Testnets bootstrap other nodes from these addresses (--bootstrap <address>).
   process.stdout.write(
     node.mesh

@@ -95,6 +95,11 @@ export const ERRORS = {
   url_too_long: { status: 414, message: 'The request URL (path and query) is longer than 8 KiB.' },
   headers_too_large: { status: 431, message: 'The request line and headers together exceed 64 KiB.' },
   upgrade_required: { status: 426, message: 'This path is a WebSocket endpoint: connect with a WebSocket upgrade.' },
+  read_only_replica: {
+    status: 503,
+    message:
+      'This node is a read-only replica: send writes, onboarding and heartbeats to the registry it replicates (primary_url).'
+  },
   not_home_registry: {
     status: 421,
     message: "This node is not the entity's home registry; send its heartbeats to the home registry."

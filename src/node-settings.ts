@@ -26,7 +26,8 @@ export function serviceSettings(config: NodeConfig): ServiceSettings {
     tombstoneRetentionMs: config.tombstones.retention_days * DAY_MS,
     allowHttpEntityUrl: config.entities.allow_http_url,
     strictReplay: config.entities.strict_replay,
-    maxClockSkewMs: config.liveness.max_clock_skew_seconds * SECOND_MS
+    maxClockSkewMs: config.liveness.max_clock_skew_seconds * SECOND_MS,
+    replica: config.replica_of !== ''
   }
 }
 

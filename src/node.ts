@@ -25,6 +25,7 @@ import { searchRoutes } from './api/routes/search.js'
 import { socketRoutes } from './api/routes/sockets.js'
 import { wellKnownRoutes } from './api/routes/well-known.js'
 import { HttpServer } from './http/server.js'
+import { readOnlyReplica } from './api/read-only-replica.js'
 import { Sockets } from './api/sockets.js'
 import { requireUws } from './http/uws-loader.js'
 import { CardFetcher } from './cards/card-fetcher.js'
@@ -408,7 +409,11 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
   ]
   const rl = config.rate_limit
   const http: HttpServer = new HttpServer({
-    routes: documentationRoutes(routes, metrics, config.public_url),
+    routes: documentationRoutes(
+      config.replica_of ? readOnlyReplica(routes, config.replica_of) : routes,
+      metrics,
+      config.public_url
+    ),
     logger,
     cors: new Cors(config.http.cors_origins),
     clientIp: new ClientIpResolver(config.http.trusted_proxies),

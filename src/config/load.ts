@@ -20,6 +20,8 @@ function coerce(setting: Setting, value: unknown, source: string): string | numb
       if (typeof value !== 'string') throw new ConfigError(`${where}: expected a string`)
       if (setting.choices && !setting.choices.includes(value))
         throw new ConfigError(`${where}: expected one of ${setting.choices.join(', ')}`)
+      if (setting.url && value !== '' && !/^https?:\/\/[^/\s]+/.test(value))
+        throw new ConfigError(`${where}: expected an http:// or https:// URL`)
       return value
     }
     case 'integer':

@@ -15,6 +15,8 @@ export interface Setting {
   /** Long flag without dashes; booleans also take `--no-<flag>`. */
   flag: string
   choices?: readonly string[]
+  /** A string that, when set, must be an http(s) URL. */
+  url?: true
   min?: number
   max?: number
 }

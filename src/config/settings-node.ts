@@ -50,7 +50,16 @@ export const NODE_SETTINGS = [
     kind: 'string',
     default: '',
     flag: 'public-url',
+    url: true,
     doc: 'Public base URL of this node (registry_url in onboarding redirects); empty: http://<Host header of the request>.'
+  },
+  {
+    key: 'replica_of',
+    kind: 'string',
+    default: '',
+    flag: 'replica-of',
+    url: true,
+    doc: "Public URL of the registry this node is a read-only replica of (set host to that registry's host and bootstrap from its node): writes, onboarding and heartbeats are refused with 503 read_only_replica naming the URL, and this host's names are served from what the mesh brings. Empty: a registry of its own."
   },
   {
     key: 'tls.cert_file',

@@ -259,6 +259,14 @@ test('unknown flags, missing values, bad integers and bad choices are ConfigErro
     message: /open, restricted/
   })
   await t.throwsAsync(loadConfig({ argv: ['--log-level', 'loud'], env: {} }), { instanceOf: ConfigError })
+  await t.throwsAsync(loadConfig({ argv: ['--replica-of', 'registry.example.com'], env: {} }), {
+    instanceOf: ConfigError,
+    message: /replica_of \(--replica-of\): expected an http:\/\/ or https:\/\/ URL/
+  })
+  t.is(
+    (await loadConfig({ argv: ['--replica-of', 'https://registry.example.com'], env: {} })).replica_of,
+    'https://registry.example.com'
+  )
   await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_HTTP_PORT: 'x' } }), {
     instanceOf: ConfigError,
     message: /REGISTRY_NODE_HTTP_PORT/

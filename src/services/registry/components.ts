@@ -19,6 +19,8 @@ export interface ServiceSettings {
   strictReplay: boolean
   /** How far a signed timestamp may be from the node clock (liveness.max_clock_skew_seconds). */
   maxClockSkewMs: number
+  /** A read-only replica (replica_of): this host's handles and names are the ones the mesh brings, not its own. */
+  replica?: boolean
 }
 
 /** What every registry service is built from (the node's composition root provides them). */

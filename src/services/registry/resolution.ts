@@ -41,8 +41,11 @@ export class ResolutionService {
         `"${text}" is not an FQAN: expected [zns://]<host>/<handle>/<entity-name>[@<version>].`,
         'fqan'
       )
-    if (parsed.host !== null && parsed.host !== this.c.settings.host.toLowerCase()) {
-      const { host, handle, name } = parsed
+    const ownHost = this.c.settings.host.toLowerCase()
+    // A replica holds no names of its own: its host's are those its registry's node gossiped.
+    if ((parsed.host !== null && parsed.host !== ownHost) || this.c.settings.replica) {
+      const { handle, name } = parsed
+      const host = parsed.host ?? ownHost
       if (!this.c.directory?.name(host, handle, name) && this.network.lookup)
         await this.network.lookup.fetch(`fqan:${formatFqan(host, handle, name)}`, NETWORK_LOOKUP_TIMEOUT_MS)
       return this.resolveRemote(text, host, handle, name, parsed.version)
@@ -112,6 +115,11 @@ export class ResolutionService {
   resolveEntity(entityId: string) {
     const entity = this.c.store.getEntity(entityId)
     if (!entity) throw new RegistryError('entity_not_found', `No entity ${entityId} is registered on this node.`)
+    const replicated = this.c.settings.replica ? this.c.directory?.primaryOf(entityId) : undefined
+    if (replicated) {
+      const { host, handle, entity_name } = replicated
+      return this.resolveRemote(formatFqan(host, handle, entity_name), host, handle, entity_name, null)
+    }
     return this.view(entity, this.c.names.primaryOf(entityId) ?? null, null)
   }
 
