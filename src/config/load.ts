@@ -82,6 +82,7 @@ export interface ParsedFlags {
 }
 
 const FLAG_INDEX = new Map<string, Setting>(SETTINGS.map(s => [s.flag, s]))
+const KNOWN_FLAGS: ReadonlySet<string> = new Set(FLAG_INDEX.keys())
 
 /** Parses `--flag value`, `--flag=value`, boolean `--flag`/`--no-flag`; list flags repeat or take commas. */
 export function parseFlags(argv: readonly string[]): ParsedFlags {
@@ -102,7 +103,7 @@ export function parseFlags(argv: readonly string[]): ParsedFlags {
           return
         }
       }
-      if (!setting) throw new ConfigError(`unknown flag --${name}`)
+      if (!setting) throw new ConfigError(`unknown flag --${name}${suggestion(name, KNOWN_FLAGS, '--')}`)
       if (setting.kind === 'boolean') {
         values.set(setting, inline === undefined ? true : coerce(setting, inline, `--${name}`))
         return
@@ -137,7 +138,7 @@ function leafKeys(table: Record<string, unknown>, prefix = ''): string[] {
 }
 
 /** "; did you mean X?" for the known name nearest a mistyped one, when one is near enough. */
-function suggestion(name: string, known: ReadonlySet<string>): string {
+function suggestion(name: string, known: ReadonlySet<string>, prefix = ''): string {
   let best = ''
   let bestDistance = Number.POSITIVE_INFINITY
   for (const candidate of known) {
@@ -147,7 +148,7 @@ function suggestion(name: string, known: ReadonlySet<string>): string {
       bestDistance = d
     }
   }
-  return bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? `; did you mean ${best}?` : ''
+  return bestDistance <= Math.max(2, Math.floor(name.length / 4)) ? `; did you mean ${prefix}${best}?` : ''
 }
 
 function editDistance(a: string, b: string): number {

@@ -58,8 +58,10 @@ function assertRan(t: ExecutionContext, outcome: Outcome, path: string): void {
   const where = `${path}:${command.line}: ${command.text}`
   // A page is a sequence: what follows a failed command would fail for that reason, so stop here.
   // A command may fail where the page shows the error it prints.
-  const shownError = command.expect.some(piece => piece.includes('error')) && matches(output, command.expect)
+  const shownError =
+    (command.fails || command.expect.some(piece => piece.includes('error'))) && matches(output, command.expect)
   if (exitCode !== 0 && !shownError) throw new Error(`${where}\nexited ${exitCode}:\n${output}`)
+  if (command.fails && exitCode === 0) throw new Error(`${where}\nthe page says it fails; it exited 0:\n${output}`)
   // curl -s exits 0 on an error answer: an error body the page does not show is a failure too.
   if (command.expect.length === 0 && /^\s*\{"error":/m.test(output)) {
     throw new Error(`${where}\nanswered an error:\n${output}`)

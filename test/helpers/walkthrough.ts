@@ -6,6 +6,7 @@
  *   # → TEXT              the command's output holds TEXT (`…` stands for anything; spaces and case are loose)
  *   # prints: TEXT        the same, for a command that keeps running (a server)
  *   # once it prints: …   the same, for a command started with `&`
+ *   # fails: TEXT         the command exits non-zero, and its output holds TEXT
  *
  * A command that keeps running (a node, an entity, the local chain, a testnet) goes to the background
  * and the next command waits until it is ready; it is stopped when its block ends, as a reader would
@@ -43,6 +44,8 @@ export interface Command {
   text: string
   /** Expected output, as pieces that must appear in order. */
   expect: string[]
+  /** The page shows the command failing (`# fails:`). */
+  fails?: boolean
   background: boolean
 }
 
@@ -70,7 +73,7 @@ function completeShell(text: string): boolean {
   return spawnSync('bash', ['-n'], { input: text }).status === 0
 }
 
-const EXPECTATION = /^#\s*(→|prints:|once it prints:)\s?(.*)$/
+const EXPECTATION = /^#\s*(→|prints:|once it prints:|fails:)\s?(.*)$/
 
 export function commandsOf(block: Block): Command[] {
   const commands: Command[] = []
@@ -85,6 +88,7 @@ export function commandsOf(block: Block): Command[] {
       if (expectation) {
         const last = commands.at(-1)
         if (last) last.expect.push(...pieces(expectation[2] ?? ''))
+        if (last && expectation[1] === 'fails:') last.fails = true
         continue
       }
       if (trimmed === '' || trimmed.startsWith('#')) continue

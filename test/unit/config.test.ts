@@ -226,6 +226,10 @@ test('unknown flags, missing values, bad integers and bad choices are ConfigErro
     instanceOf: ConfigError,
     message: /unknown flag --frobnicate/
   })
+  await t.throwsAsync(loadConfig({ argv: ['--http-prot', '9000'], env: {} }), {
+    instanceOf: ConfigError,
+    message: 'unknown flag --http-prot; did you mean --http-port?'
+  })
   await t.throwsAsync(loadConfig({ argv: ['--no-http-port'], env: {} }), {
     instanceOf: ConfigError,
     message: /unknown flag/
