@@ -200,7 +200,7 @@ export class Walkthrough {
     const text = command.text.replace(/^npm install && /, '')
     const out = join(this.dir, `.out-${n}`)
     const marker = `__walkthrough_done_${n}`
-    const server = command.background || SERVERS.some(s => s.pattern.test(text))
+    const server = !command.fails && (command.background || SERVERS.some(s => s.pattern.test(text)))
     const script = server
       ? `{\n${text}\n} > ${out} 2>&1 < /dev/null &\necho "${marker} $!"\n`
       : `{\n${text}\n} > ${out} 2>&1 < /dev/null\necho "${marker} $?"\n`
