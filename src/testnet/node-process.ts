@@ -131,7 +131,8 @@ export class NodeLauncher {
   /** Spawns the node and resolves once it listens on HTTP; rejects if it exits or times out first. */
   async start(slot: NodeSlot, timeoutMs = 120_000): Promise<void> {
     const netns = this.setup.netns()
-    const argv = [process.execPath, ...(this.setup.options.runtimeArgs ?? []), ...runtimeArgs(), CLI, ...slot.args]
+    const cli = this.setup.options.cli ?? [...runtimeArgs(), CLI]
+    const argv = [process.execPath, ...(this.setup.options.runtimeArgs ?? []), ...cli, ...slot.args]
     const [command, ...rest] = netns ? netns.wrap(slot.index, argv) : argv
     // The tool's own config file is not the nodes': flags give them everything.
     const { REGISTRY_NODE_CONFIG: _ignored, ...env } = process.env

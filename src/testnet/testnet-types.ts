@@ -27,6 +27,8 @@ export interface TestnetOptions {
   entityHeartbeatSeconds?: number
   /** Node.js flags for every node process, before the entry point (`--cpu-prof`, `--cpu-prof-dir=DIR`). */
   runtimeArgs?: readonly string[]
+  /** Node arguments that run the CLI (`['dist/cli.js']`); default: the way this process runs (the sources through tsx, or dist/). */
+  cli?: readonly string[]
   logLevel?: string
   /** Progress lines (the CLI prints them). */
   log?: (line: string) => void

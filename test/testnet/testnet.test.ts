@@ -273,7 +273,7 @@ test.serial('registry-node testnet: prints the table, takes fault commands on st
 })
 
 async function partitionAndHeal(t: import('ava').ExecutionContext, network: NetworkMode): Promise<void> {
-  const net = new Testnet({ nodes: 5, topology: 'ring', network })
+  const net = new Testnet({ nodes: 5, topology: 'ring', network, cli: CLI_FOR_TESTS })
   t.teardown(() => net.stop())
   await net.start()
   t.is(net.mode, network)
@@ -353,7 +353,8 @@ test.serial(
       topology: 'full',
       network: 'process',
       syncIntervalSeconds: 5,
-      nodeArgs: ['--max-entities-per-origin', String(QUOTA)]
+      nodeArgs: ['--max-entities-per-origin', String(QUOTA)],
+      cli: CLI_FOR_TESTS
     })
     t.teardown(() => net.stop())
     // Signing the flood takes this process about 10 s: done before the nodes start, not between
@@ -414,7 +415,7 @@ test.serial(
 test.serial(
   'testnet library, process mode: a captured PUT is refused 409 signature_replayed on every node; a deployed-form DELETE removes a later re-registration on every node; a timestamped DELETE is good once',
   async t => {
-    const net = new Testnet({ nodes: 3, topology: 'full', network: 'process' })
+    const net = new Testnet({ nodes: 3, topology: 'full', network: 'process', cli: CLI_FOR_TESTS })
     t.teardown(() => net.stop())
     await net.start()
     const dev = developer(0x44)
