@@ -62,8 +62,8 @@ export const NODE_METRICS: readonly MetricDefinition<NodeMetricSources>[] = [
     read: s => s.embeddingBacklog()
   },
   {
-    name: 'registry_embedding_failures',
-    type: 'gauge',
+    name: 'registry_embedding_failures_total',
+    type: 'counter',
     help: 'Texts the embedder failed on since start (searchable by text only)',
     read: s => s.embeddingFailures()
   },
