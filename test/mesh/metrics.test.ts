@@ -6,6 +6,9 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import test from 'ava'
 import { GOSSIP_TOPICS } from '../../src/mesh/gossip.js'
+import { sealOperation } from '../../src/services/registry/operations.js'
+import type { Operation } from '../../src/store/records.js'
+import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
 import { scrape, type Scrape } from '../helpers/metrics.js'
 import { http, tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
@@ -66,6 +69,37 @@ test.serial(
     t.is(onA.value('registry_gossip_operations_received_total', { outcome: 'invalid' }), 0)
   }
 )
+
+test.serial('a forged operation and a duplicate relayed by A count as rejected, invalid and stale on B', async t => {
+  const registered = agent(dev, 0)
+  const original = a.node.store.operationsOf(registered.agentId).find(op => op.kind === 'entity.register') as Operation
+  const body = JSON.parse(Buffer.from(original.body as Uint8Array).toString('utf8')) as Record<string, unknown>
+  // Sealed by A as its own, but the owner's signature is over another key: B must refuse it.
+  const other = agent(dev, 1)
+  const forged = sealOperation(a.node.identity, {
+    ...original,
+    subject: other.agentId,
+    body: Buffer.from(JSON.stringify({ ...body, public_key: other.publicKey })),
+    accepted_at: new Date().toISOString()
+  })
+  const before = await scrape(b.url)
+  const count = (s: Scrape) => ({
+    rejected: s.value('registry_gossip_messages_received_total', { outcome: 'rejected' }),
+    invalid: s.value('registry_replication_operations_total', { outcome: 'invalid' }),
+    duplicate: s.value('registry_replication_stale_operations_total', { reason: 'duplicate' })
+  })
+  const was = count(before)
+  // One message: the registration B already holds, and the forgery.
+  await a.node.mesh!.libp2p.services.pubsub.publish(
+    GOSSIP_TOPICS.entities,
+    encodeBatch([original, forged].map(encodeOperation))
+  )
+  const after = await scrapeUntil(b, 'the message was rejected', s => count(s).rejected > was.rejected)
+  const now = count(after)
+  t.is(now.invalid - was.invalid, 1, 'the forgery is invalid')
+  t.is(now.duplicate - was.duplicate, 1, 'the registration was a duplicate')
+  t.is((await http(b.url, 'GET', `/v1/entities/${encodeURIComponent(other.agentId)}`)).status, 404)
+})
 
 test.serial('sync sessions and DHT lookups are counted', async t => {
   // The side with the lower peer ID opens a session when the connection opens; either side counts it.
