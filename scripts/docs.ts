@@ -5,6 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
+import { METRICS, PROCESS_METRICS } from '../src/api/metrics.js'
 import { COMMANDS } from '../src/cli-help.js'
 import { envName } from '../src/config/setting.js'
 import { SETTINGS } from '../src/config/settings.js'
@@ -20,7 +21,8 @@ export const GENERATED_PAGES: Record<string, readonly string[]> = {
   'docs/reference/configuration.md': ['config'],
   'docs/reference/errors.md': ['errors'],
   'docs/reference/http-api.md': ['limits', 'events'],
-  'docs/reference/cli.md': ['commands']
+  'docs/reference/cli.md': ['commands'],
+  'docs/reference/metrics.md': ['metrics']
 }
 
 const cell = (s: string) => s.replace(/\|/g, '\\|')
@@ -77,7 +79,16 @@ export function generatedSections(): Record<string, string> {
         `| \`registry-node ${c.name} ${cell(c.args)}\` | ${cell(c.summary)} | ${c.flags.map(([f, d]) => `\`${cell(f)}\`: ${cell(d)}`).join('<br>')} |`
     )
   ].join('\n')
-  return { config, errors, limits, events, commands }
+  const metrics = [
+    '| metric | type | labels | meaning |',
+    '|---|---|---|---|',
+    ...METRICS.map(
+      m =>
+        `| \`${m.name}\` | ${m.type} | ${(m.labels ?? []).map(l => `\`${l}\``).join(', ')}${m.values ? `: ${cell(m.values)}` : ''} | ${cell(m.help)} |`
+    ),
+    `| ${PROCESS_METRICS.map(name => `\`${name}\``).join(', ')}, … | | | the process: CPU, memory, file descriptors, event-loop lag, heap, garbage collection (prom-client's default metrics) |`
+  ].join('\n')
+  return { config, errors, limits, events, commands, metrics }
 }
 
 export function applySections(page: string, sections: Record<string, string>, names: readonly string[]): string {

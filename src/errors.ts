@@ -55,6 +55,11 @@ export const ERRORS = {
   handle_not_found: { status: 404, message: 'No developer has claimed this handle on this node.' },
   name_not_found: { status: 404, message: 'No entity is bound to this name on this node.' },
   route_not_found: { status: 404, message: 'No route matches this path.' },
+  metrics_disabled: {
+    status: 404,
+    message:
+      'This node does not serve metrics: set metrics.enabled = true in the config file (or start with --metrics, or REGISTRY_NODE_METRICS_ENABLED=true) and restart.'
+  },
   entity_not_found: { status: 404, message: 'No entity with this ID is registered on this node.' },
   developer_not_found: { status: 404, message: 'No developer with this ID is registered on this node.' },
   method_not_allowed: { status: 405, message: 'This route does not accept this method.' },

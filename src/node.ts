@@ -354,15 +354,34 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
   const { identity, catalog, developers, liveness, mesh } = p
   // The server kind is known once the front is built, before the first request.
   const runtime = (): RuntimeInfo => ({ node: process.versions.node, http_server: http.kind })
+  const sockets = new Sockets({
+    liveness,
+    bus: p.bus,
+    logger,
+    limits: heartbeatSocketLimits(config),
+    greeting: () => ({
+      registry_id: identity.registryId,
+      name: config.name,
+      host: config.host,
+      public_key: identity.publicKey,
+      version: NODE_VERSION
+    }),
+    activityQueueLimit: config.activity.queue_size,
+    closed: (): boolean => http.closed
+  })
   const metrics = config.metrics.enabled
     ? new NodeMetrics({
-        quotaRefusals: () => p.quota.refused,
         entities: t => catalog.count(t),
         developers: () => developers.count,
         embeddingFailures: () => p.search.embedFailures,
         embeddingBacklog: () => p.search.embeddingBacklog,
         storeCommits: () => p.store.commitStats(),
-        runtime: () => ({ version: NODE_VERSION, ...runtime() })
+        runtime: () => ({ version: NODE_VERSION, ...runtime() }),
+        mesh: () => mesh,
+        replication: () => p.replication,
+        quotaRefusals: () => p.quota.refused,
+        sockets: () => sockets,
+        liveness: () => liveness.counts
       })
     : null
   if (config.onboarding.mode === 'restricted' && !config.onboarding.webhook_secret) {
@@ -428,21 +447,7 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
     metrics,
     bodyLimitBytes: config.http.body_limit_bytes,
     server: config.http.server,
-    sockets: new Sockets({
-      liveness,
-      bus: p.bus,
-      logger,
-      limits: heartbeatSocketLimits(config),
-      greeting: () => ({
-        registry_id: identity.registryId,
-        name: config.name,
-        host: config.host,
-        public_key: identity.publicKey,
-        version: NODE_VERSION
-      }),
-      activityQueueLimit: config.activity.queue_size,
-      closed: (): boolean => http.closed
-    })
+    sockets
   })
   return http
 }

@@ -1,132 +1,56 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import type { StoreCommitStats } from '../store/registry-store.js'
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
+import { registerRead, type MetricDefinition } from './metric-definition.js'
+import { LIVENESS_METRICS, type LivenessMetricSources } from './metrics-liveness.js'
+import { MESH_METRICS, type MeshMetricSources } from './metrics-mesh.js'
+import { HTTP_DURATION, HTTP_REQUESTS, NODE_METRICS, type NodeMetricSources, WRITE_REJECTIONS } from './metrics-node.js'
 
-export interface GaugeSources {
-  entities(type: 'agent' | 'service'): number
-  developers(): number
-  embeddingFailures(): number
-  embeddingBacklog(): number
-  /** Operations from other registries refused by quota since start, by reason. */
-  quotaRefusals(): Record<string, number>
-  storeCommits(): StoreCommitStats
-  /** Labels of the constant registry_node_info gauge. */
-  runtime(): { version: string; node: string; http_server: string }
+/** What the metrics read at scrape time: the node's, the mesh's and liveness counters. */
+export interface MetricSources extends NodeMetricSources, MeshMetricSources, LivenessMetricSources {}
+
+/** Every metric the node declares (prom-client's process metrics come on top). */
+export const METRICS: readonly MetricDefinition<MetricSources>[] = [
+  ...NODE_METRICS,
+  ...MESH_METRICS,
+  ...LIVENESS_METRICS
+]
+
+/** Some of prom-client's process metrics (collectDefaultMetrics), which the reference and the dashboard name. */
+export const PROCESS_METRICS = [
+  'process_cpu_seconds_total',
+  'process_resident_memory_bytes',
+  'process_open_fds',
+  'nodejs_eventloop_lag_p99_seconds',
+  'nodejs_heap_size_used_bytes',
+  'nodejs_gc_duration_seconds'
+] as const
+
+const definition = (name: string): MetricDefinition<MetricSources> => {
+  const def = METRICS.find(m => m.name === name)
+  if (!def) throw new Error(`no metric ${name}`)
+  return def
 }
 
-/** Prometheus metrics (served at /metrics when metrics.enabled): requests, latencies, counts, rejections. */
+/** Prometheus metrics (served at /metrics when metrics.enabled): requests, latencies, the mesh, liveness, the store. */
 export class NodeMetrics {
   readonly registry = new Registry()
   private readonly requests: Counter<'route' | 'method' | 'status'>
   private readonly latency: Histogram<'route' | 'method'>
   private readonly rejections: Counter<'code'>
 
-  constructor(sources: GaugeSources) {
+  constructor(sources: MetricSources) {
     // Process metrics: event-loop lag, GC, heap, CPU, file descriptors.
     collectDefaultMetrics({ register: this.registry })
-    this.requests = new Counter({
-      name: 'registry_http_requests_total',
-      help: 'HTTP requests by route template, method and status',
-      labelNames: ['route', 'method', 'status'],
-      registers: [this.registry]
-    })
+    const recorded = <L extends string>(name: string) => {
+      const def = definition(name)
+      return { name, help: def.help, labelNames: (def.labels ?? []) as L[], registers: [this.registry] }
+    }
+    this.requests = new Counter(recorded<'route' | 'method' | 'status'>(HTTP_REQUESTS))
     this.latency = new Histogram({
-      name: 'registry_http_request_duration_seconds',
-      help: 'HTTP request latency by route template',
-      labelNames: ['route', 'method'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [this.registry]
+      ...recorded<'route' | 'method'>(HTTP_DURATION),
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
     })
-    this.rejections = new Counter({
-      name: 'registry_write_rejections_total',
-      help: 'Rejected writes by error code',
-      labelNames: ['code'],
-      registers: [this.registry]
-    })
-    new Gauge({
-      name: 'registry_entities',
-      help: 'Entities registered on this node by type',
-      labelNames: ['type'],
-      registers: [this.registry],
-      collect() {
-        this.set({ type: 'agent' }, sources.entities('agent'))
-        this.set({ type: 'service' }, sources.entities('service'))
-      }
-    })
-    new Gauge({
-      name: 'registry_node_info',
-      help: 'Always 1; the labels say what runs this node',
-      labelNames: ['version', 'node', 'http_server'],
-      registers: [this.registry],
-      collect() {
-        this.reset()
-        this.set(sources.runtime(), 1)
-      }
-    })
-    new Gauge({
-      name: 'registry_developers',
-      help: 'Developers registered on this node',
-      registers: [this.registry],
-      collect() {
-        this.set(sources.developers())
-      }
-    })
-    new Gauge({
-      name: 'registry_mesh_quota_refusals',
-      help: "Operations from other registries refused since start: over their origin's or developer's rate (taken later by sync) or their origin's total of entities",
-      labelNames: ['reason'],
-      registers: [this.registry],
-      collect() {
-        for (const [reason, n] of Object.entries(sources.quotaRefusals())) this.set({ reason }, n)
-      }
-    })
-    new Gauge({
-      name: 'registry_embedding_backlog',
-      help: 'Entities waiting for their embedding (searchable by text until it is done)',
-      registers: [this.registry],
-      collect() {
-        this.set(sources.embeddingBacklog())
-      }
-    })
-    const storeCounts: [name: string, help: string, count: (s: StoreCommitStats) => number][] = [
-      [
-        'registry_store_commits_total',
-        'LMDB transactions committed since start (concurrent writes share one)',
-        s => s.commits
-      ],
-      ['registry_store_pages_written_total', 'LMDB pages written by commits since start', s => s.pagesWritten]
-    ]
-    for (const [name, help, count] of storeCounts)
-      new Counter({
-        name,
-        help,
-        registers: [this.registry],
-        collect() {
-          this.reset()
-          this.inc(count(sources.storeCommits()))
-        }
-      })
-    new Counter({
-      name: 'registry_store_commit_seconds_total',
-      help: 'Time of LMDB commits by phase: open (start to commit), waiting_for_callbacks (part of open: the writer waiting for the event loop to run the writes), page_writes, sync (overlaps the next transaction)',
-      labelNames: ['phase'],
-      registers: [this.registry],
-      collect() {
-        const { seconds } = sources.storeCommits()
-        this.reset()
-        this.inc({ phase: 'open' }, seconds.open)
-        this.inc({ phase: 'waiting_for_callbacks' }, seconds.waitingForCallbacks)
-        this.inc({ phase: 'page_writes' }, seconds.pageWrites)
-        this.inc({ phase: 'sync' }, seconds.sync)
-      }
-    })
-    new Gauge({
-      name: 'registry_embedding_failures',
-      help: 'Texts the embedder failed on since start (searchable by text only)',
-      registers: [this.registry],
-      collect() {
-        this.set(sources.embeddingFailures())
-      }
-    })
+    this.rejections = new Counter(recorded<'code'>(WRITE_REJECTIONS))
+    for (const def of METRICS) if (def.read) registerRead(this.registry, def, sources)
   }
 
   observe(route: string, method: string, status: number, seconds: number): void {

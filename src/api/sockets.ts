@@ -115,6 +115,8 @@ export class Sockets {
   private readonly probationByAddress = new Map<string, number>()
   private unsubscribe: (() => void) | null = null
   droppedEvents = 0
+  /** Heartbeat frames since start by outcome: `accepted`, or the error code they were answered. */
+  readonly heartbeats = new Map<string, number>()
 
   constructor(private readonly c: SocketComponents) {}
 
@@ -232,6 +234,7 @@ export class Sockets {
     try {
       parsed = parseJsonBytes(message)
     } catch (err) {
+      this.tally('heartbeat_invalid')
       this.reply(ws, {
         type: 'error',
         ...new RegistryError('heartbeat_invalid', `The frame is not valid JSON: ${(err as Error).message}.`).toBody()
@@ -256,6 +259,7 @@ export class Sockets {
       return true
     }
     conn.warnings++
+    this.tally('rate_limited')
     if (conn.warnings > MAX_WARNINGS) {
       conn.closed = true
       ws.end(1008, 'heartbeat rate exceeded')
@@ -271,6 +275,7 @@ export class Sockets {
   /** Handles one heartbeat; false when the node is overloaded and the rest of the frame is dropped. */
   private handleFrame(ws: HeartbeatSocket, conn: HeartbeatConnection, frame: unknown): boolean {
     if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) {
+      this.tally('heartbeat_invalid')
       this.reply(ws, { type: 'error', ...new RegistryError('heartbeat_invalid').toBody() })
       return true
     }
@@ -283,6 +288,7 @@ export class Sockets {
           : {}
     if (conn.entityId === undefined && typeof agentId === 'string' && !conn.entities.has(agentId)) {
       if (conn.entities.size >= this.c.limits.maxEntitiesPerConnection) {
+        this.tally('too_many_entities')
         this.reply(ws, {
           type: 'error',
           ...new RegistryError(
@@ -297,6 +303,7 @@ export class Sockets {
     }
     const admission = this.admit(conn)
     if (!admission) {
+      this.tally('overloaded')
       this.reply(ws, { type: 'error', ...OVERLOADED, ...named })
       return false
     }
@@ -307,12 +314,14 @@ export class Sockets {
         if (conn.entityId === undefined) conn.entities.add(ack.agent_id)
         conn.failures = 0
         conn.accepted++
+        this.tally('accepted')
         this.reply(ws, ack)
       },
       (err: unknown) => {
         settled()
         const error = err instanceof RegistryError ? err : new RegistryError('internal_error')
         if (!(err instanceof RegistryError)) this.c.logger.error({ err }, 'heartbeat failed')
+        this.tally(error.code)
         this.reply(ws, { type: 'error', ...error.toBody(), ...named })
         conn.rejectedAt = performance.now()
         // Every rejected signature cost a verification: a connection that sends only those goes.
@@ -362,6 +371,10 @@ export class Sockets {
       else this.probationByAddress.set(conn.address, left)
     }
     return { settled, priority: 'low' }
+  }
+
+  private tally(outcome: string): void {
+    this.heartbeats.set(outcome, (this.heartbeats.get(outcome) ?? 0) + 1)
   }
 
   private reply(ws: HeartbeatSocket, body: object): void {

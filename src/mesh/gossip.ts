@@ -103,6 +103,8 @@ export interface GossipStats {
   /** Operations published, and the messages that carried them. */
   published: number
   messages_published: number
+  /** Messages received (first copies) by the validator's verdict: accepted (forwarded), ignored, rejected (the relay loses score). */
+  messages: { accepted: number; ignored: number; rejected: number }
   received: Record<ApplyOutcome | 'invalid' | 'too_old' | 'rate_limited' | 'storage_full', number>
 }
 
@@ -110,6 +112,7 @@ export class OperationGossip {
   readonly stats: GossipStats = {
     published: 0,
     messages_published: 0,
+    messages: { accepted: 0, ignored: 0, rejected: 0 },
     received: {
       applied: 0,
       stale: 0,
@@ -239,9 +242,18 @@ export class OperationGossip {
   }
 
   private async validate(peer: string, message: Message): Promise<TopicValidatorResult> {
-    const { received } = this.stats
     if (this.o.tap.isLost(message)) return TopicValidatorResult.Ignore
     this.o.tap.counters.first++
+    const verdict = await this.check(peer, message)
+    const { messages } = this.stats
+    if (verdict === TopicValidatorResult.Accept) messages.accepted++
+    else if (verdict === TopicValidatorResult.Reject) messages.rejected++
+    else messages.ignored++
+    return verdict
+  }
+
+  private async check(peer: string, message: Message): Promise<TopicValidatorResult> {
+    const { received } = this.stats
     if (!this.takeToken(peer)) {
       received.rate_limited++
       return TopicValidatorResult.Ignore

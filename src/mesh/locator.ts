@@ -73,7 +73,8 @@ export class Locator {
   private lookups = 0
   private readonly misses = new BoundedMap<string, number>(MAX_MISSES)
   private stopped = false
-  readonly stats = { announced: 0, announceFailures: 0, lookups: 0, found: 0 }
+  /** `skipped`: fetches not looked up (too many running, or the key was missed a moment ago). */
+  readonly stats = { announced: 0, announceFailures: 0, lookups: 0, found: 0, skipped: 0 }
 
   constructor(private readonly o: LocatorOptions) {}
 
@@ -158,8 +159,10 @@ export class Locator {
    */
   async fetch(key: string, timeoutMs: number): Promise<number> {
     const missed = this.misses.get(key)
-    if (this.stopped || this.lookups >= MAX_LOOKUPS || (missed !== undefined && Date.now() - missed < MISS_TTL_MS))
+    if (this.stopped || this.lookups >= MAX_LOOKUPS || (missed !== undefined && Date.now() - missed < MISS_TTL_MS)) {
+      this.stats.skipped++
       return 0
+    }
     this.lookups++
     try {
       const applied = await this.lookup(key, timeoutMs)

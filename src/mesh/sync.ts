@@ -26,7 +26,7 @@ import { sealDigest } from '../store/registry-store.js'
 import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
 import { parseJsonBytes } from '../wire/json.js'
 import { fromWire, isShared, toWire } from '../wire/operations.js'
-import type { GossipApply } from './gossip.js'
+import type { ApplyOutcome, GossipApply } from './gossip.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 
 export const SYNC_PROTOCOL = '/zns/sync/1.0.0'
@@ -88,6 +88,17 @@ export class SyncService {
   }
   /** `corrected`: subject digests found stale and recomputed (should stay 0). */
   readonly totals = { sessions: 0, failed: 0, busy: 0, sent: 0, received: 0, applied: 0, corrected: 0 }
+  /** Operations received by sync, by what applying them came to (`refused` also counts the rest of a declined subject's). */
+  readonly outcomes: Record<ApplyOutcome | 'invalid' | 'storage_full', number> = {
+    applied: 0,
+    stale: 0,
+    deferred: 0,
+    unsupported: 0,
+    throttled: 0,
+    refused: 0,
+    invalid: 0,
+    storage_full: 0
+  }
 
   constructor(private readonly o: SyncOptions) {}
 
@@ -312,19 +323,26 @@ export class SyncService {
     let remoteDone = false
     let sawFinish = false
     let reading: Promise<Frame> | null = null
+    const { outcomes } = this
     const applyGroup = async (ops: Operation[]): Promise<void> => {
-      for (const op of ops) {
+      for (const [i, op] of ops.entries()) {
         try {
           const outcome = await this.o.apply(op)
+          outcomes[outcome]++
           if (outcome === 'applied') applied++
           // Refused for good (over its origin's quota): not offered to this node again.
           if (outcome === 'refused') {
+            outcomes.refused += ops.length - i - 1
             this.o.digests.decline(op.subject, ops)
             break
           }
         } catch (err) {
           // A full disk ends the session: the operations are not invalid, and the next session brings them.
-          if (err instanceof RegistryError && err.code === 'storage_full') throw err
+          if (err instanceof RegistryError && err.code === 'storage_full') {
+            outcomes.storage_full++
+            throw err
+          }
+          outcomes.invalid++
           invalid++
         }
       }
@@ -356,6 +374,7 @@ export class SyncService {
         try {
           op = fromWire(wire)
         } catch {
+          this.outcomes.invalid++
           invalid++
           continue
         }

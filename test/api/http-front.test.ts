@@ -315,7 +315,7 @@ test("the dashboard is one self-contained page on the node's own API (no CDN)", 
   t.false(/(src|href)="https?:/.test(html), 'nothing is loaded from elsewhere')
 })
 
-test('metrics: served as Prometheus text when enabled, 404 by default', async t => {
+test('metrics: served as Prometheus text when enabled, 404 metrics_disabled by default', async t => {
   const metered = await start({ metrics: { enabled: true } })
   await http(metered.url, 'GET', '/health')
   const res = await fetch(`${metered.url}/metrics`)
@@ -330,7 +330,8 @@ test('metrics: served as Prometheus text when enabled, 404 by default', async t 
   t.regex(text, /^registry_store_pages_written_total [1-9]/m)
   t.regex(text, /^registry_store_commit_seconds_total\{phase="sync"\} [0-9.e-]+$/m)
   const off = await http(plain.url, 'GET', '/metrics')
-  t.like(off, { status: 404, body: { error: 'route_not_found' } })
+  t.like(off, { status: 404, body: { error: 'metrics_disabled' } })
+  t.regex(off.body.message, /metrics\.enabled/)
 })
 
 test('after stop, requests on connections still open get 503 shutting_down', async t => {

@@ -1,4 +1,5 @@
 import type { NodeConfig } from '../../config/settings.js'
+import { RegistryError } from '../../errors.js'
 import type { NodeIdentity } from '../../identity/node-identity.js'
 import type { EntityCatalog } from '../../services/registry/catalog.js'
 import type { DeveloperService } from '../../services/registry/developers.js'
@@ -103,22 +104,21 @@ export function documentationRoutes(
     responses: { 200: { description: 'OpenAPI 3.1 document' } },
     handler: ctx => json(200, { ...openApi, servers: openApiServers(publicUrl, ctx.headers.host) })
   }
-  const all = [...routes, docRoute, openApiRoute]
-  if (metrics) {
-    all.push({
-      method: 'GET',
-      path: '/metrics',
-      summary: 'Prometheus metrics (when metrics.enabled)',
-      tag: 'node',
-      limit: 'none',
-      responses: { 200: { description: 'Prometheus text exposition' } },
-      handler: async () => ({
-        status: 200,
-        body: await metrics.registry.metrics(),
-        contentType: metrics.registry.contentType
-      })
-    })
+  const metricsRoute: RouteDefinition = {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Prometheus metrics (docs/reference/metrics.md); 404 metrics_disabled unless metrics.enabled',
+    tag: 'node',
+    limit: 'none',
+    responses: { 200: { description: 'Prometheus text exposition' } },
+    errors: ['metrics_disabled'],
+    handler: async () => {
+      // Answered, not left to route_not_found, so that a scraper's operator learns which setting to turn on.
+      if (!metrics) throw new RegistryError('metrics_disabled')
+      return { status: 200, body: await metrics.registry.metrics(), contentType: metrics.registry.contentType }
+    }
   }
+  const all = [...routes, docRoute, openApiRoute, metricsRoute]
   const meta: ApiMeta = {
     title: 'Registry node',
     description:

@@ -119,6 +119,8 @@ export class LivenessService implements LivenessView {
   private readonly transitions = new Map<string, Promise<void>>()
   accepted = 0
   rejected = 0
+  /** Since start: sweeps run and their time, and status changes written (either way). */
+  readonly counts = { sweeps: 0, sweepSeconds: 0, activated: 0, deactivated: 0 }
 
   constructor(private readonly c: LivenessComponents) {
     this.now = c.now ?? (() => new Date())
@@ -303,8 +305,12 @@ export class LivenessService implements LivenessView {
    * asked for while one runs shares it.
    */
   sweep(): Promise<number> {
-    this.sweeping ??= this.sweepInBatches().finally(() => {
+    if (this.sweeping) return this.sweeping
+    const started = performance.now()
+    this.sweeping = this.sweepInBatches().finally(() => {
       this.sweeping = null
+      this.counts.sweeps++
+      this.counts.sweepSeconds += (performance.now() - started) / 1000
     })
     return this.sweeping
   }
@@ -473,6 +479,7 @@ export class LivenessService implements LivenessView {
       state.set(next)
       state.last_seen = lastSeen
       applied++
+      this.counts[next.active ? 'activated' : 'deactivated']++
       this.c.bus.publish(next.active ? 'agent_became_active' : 'agent_became_inactive', event)
       // What the mesh announces as agent_status (the signed operation is in the store's log).
       this.c.bus.publish('agent_status', event)

@@ -46,6 +46,8 @@ export interface ReplicationComponents extends Pick<ServiceComponents, 'identity
   quota: OriginQuota
 }
 
+export type StaleReason = 'duplicate' | 'superseded' | 'replayed' | 'own'
+
 /** Deferred operations kept for a retry when what they build on arrives (beyond, sync repairs). */
 const MAX_DEFERRED_SUBJECTS = 10_000
 const MAX_DEFERRED_PER_SUBJECT = 16
@@ -60,6 +62,8 @@ export class ReplicationService {
     refused: 0,
     invalid: 0
   }
+  /** Why operations were stale: already held, lost to a later write, a client signature used before, or this node's own. */
+  readonly staleReasons: Record<StaleReason, number> = { duplicate: 0, superseded: 0, replayed: 0, own: 0 }
   /** Operations that arrived before the record they change (gossip takes many paths), by subject. */
   private readonly deferred = new BoundedMap<string, Operation[]>(MAX_DEFERRED_SUBJECTS)
   /** When each recently applied subject was applied (a sequence number), newest last. */
@@ -99,9 +103,18 @@ export class ReplicationService {
       } catch (err) {
         const waitingFor = err instanceof MissingDependency ? err.subject : null
         // A replayed signature from the mesh: refused like any stale write, not held against the peer that relayed it.
-        if (err instanceof StaleOperation || err instanceof DuplicateOperation || err instanceof SignatureReplayed)
+        const stale =
+          err instanceof StaleOperation
+            ? 'superseded'
+            : err instanceof DuplicateOperation
+              ? 'duplicate'
+              : err instanceof SignatureReplayed
+                ? 'replayed'
+                : null
+        if (stale) {
           outcome = 'stale'
-        else if (waitingFor !== null) {
+          this.staleReasons[stale]++
+        } else if (waitingFor !== null) {
           // What it waits for may have been applied while this one was being checked (gossip
           // handles messages concurrently); deferring it then would leave it waiting for sync.
           if (attempt < 3 && (this.appliedAt.get(waitingFor) ?? -1) > startedAt) continue
@@ -125,10 +138,16 @@ export class ReplicationService {
   }
 
   private async applyChecked(op: Operation): Promise<ApplyOutcome> {
-    if (op.origin === this.c.identity.registryId) return 'stale'
+    if (op.origin === this.c.identity.registryId) {
+      this.staleReasons.own++
+      return 'stale'
+    }
     if (this.c.quota.exhausted(op.origin)) return 'throttled'
     await this.checkSeal(op)
-    if (this.c.store.holds(op)) return 'stale'
+    if (this.c.store.holds(op)) {
+      this.staleReasons.duplicate++
+      return 'stale'
+    }
     const remote: RemoteWrite = { op, home: op.origin_host ?? op.origin }
     const req = requestOf(op)
     // Quotas before the owner's signatures are checked or anything is stored: a flood costs one seal check per operation.
