@@ -75,6 +75,68 @@ export const COMMANDS: readonly CommandHelp[] = [
     ]
   },
   {
+    name: 'export',
+    args: '[--data DIR | --config FILE] [--after SEQ | --resume] [--out FILE]',
+    summary:
+      "write the node's signed operation log as JSON Lines, one operation a line with its seq; reads the data directory beside the node, running or not",
+    flags: [
+      ['--data DIR', 'the data directory (default: data_dir of --config, REGISTRY_NODE_DATA_DIR, ./data)'],
+      ['--config FILE', 'the config file naming data_dir'],
+      ['--after SEQ', 'only the operations after this seq (the seq of the last line already written)'],
+      ['--out FILE', 'write to FILE (a new file) instead of standard output'],
+      ['--resume', 'with --out: continue the file after its last complete line']
+    ],
+    examples: [
+      'registry-node export --data ./data > ops.jsonl',
+      'registry-node export --data ./data --out ops.jsonl --resume',
+      'registry-node export --data ./data --after 1200 >> ops.jsonl'
+    ]
+  },
+  {
+    name: 'import',
+    args: 'FILE|- [--registry URL --admin-token SECRET | --data DIR]',
+    summary:
+      'apply an export: every operation checked (seal, signature, ownership, replay) and applied as one from a peer; held ones count as present; exit 1 if any line was refused',
+    flags: [
+      REGISTRY_FLAG,
+      [
+        '--admin-token SECRET',
+        "the node's onboarding.webhook_secret (default: the one --config or REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET gives)"
+      ],
+      ['--data DIR', 'import into a stopped node: its data directory (refused while a node runs there)'],
+      ['--config FILE', 'the config file of that node']
+    ],
+    examples: [
+      'registry-node import ops.jsonl --registry http://127.0.0.1:8080 --admin-token whsec_…',
+      'registry-node import ops.jsonl --data ./data-new',
+      'registry-node export --data ./data-a | registry-node import - --data ./data-b'
+    ]
+  },
+  {
+    name: 'backup',
+    args: '--to DIR [--data DIR | --config FILE] [--compact]',
+    summary:
+      "copy a node's data directory, running or not: LMDB's snapshot copy of the store, the node key and the rest of its state, and a manifest",
+    flags: [
+      ['--to DIR', 'a new or empty directory'],
+      ['--data DIR', 'the data directory (default: data_dir of --config, REGISTRY_NODE_DATA_DIR, ./data)'],
+      ['--config FILE', 'the config file naming data_dir'],
+      ['--compact', 'leave out free pages (slower, smaller)']
+    ],
+    examples: ['registry-node backup --data ./data --to backups/2024-06-01']
+  },
+  {
+    name: 'restore',
+    args: '--from DIR --data DIR [--force]',
+    summary: 'bring a backup back into an empty data directory; refused while a node runs there',
+    flags: [
+      ['--from DIR', 'a backup (registry-node backup --to)'],
+      ['--data DIR', 'where to restore (or --config FILE naming data_dir)'],
+      ['--force', 'delete what the data directory holds first']
+    ],
+    examples: ['registry-node restore --from backups/2024-06-01 --data ./data']
+  },
+  {
     name: 'verify-registry',
     args: 'URL [--ca FILE]',
     summary: "fetch and check a node's registry identity proof (signature, ID, expiry, domain, TLS key)",

@@ -332,6 +332,15 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./testnet/commands.js')).experimentCommand(rest)
     case 'keys':
       return keys(rest)
+    // The operator's data: the signed log out and in, backups of the data directory.
+    case 'export':
+      return (await import('./data-commands.js')).exportCommand(rest)
+    case 'import':
+      return (await import('./data-commands.js')).importCommand(rest)
+    case 'backup':
+      return (await import('./data-commands.js')).backupCommand(rest)
+    case 'restore':
+      return (await import('./data-commands.js')).restoreCommand(rest)
     // The entity runtime and its client commands, loaded only when used.
     case 'entity':
       return (await import('./entity/cli.js')).entityCommand(rest)
@@ -366,6 +375,8 @@ async function main(argv: string[]): Promise<void> {
 const verbose = process.argv.includes('--verbose')
 const REPORTED = new Set([
   'DataDirInUse',
+  'BackupError',
+  'NoStore',
   'RegistryRequestError',
   'RegistryUnreachableError',
   'EntityUnreachableError',

@@ -13,6 +13,7 @@ import type { ServerKind } from './http/front.js'
 import type { RouteDefinition } from './http/http.js'
 import { NodeMetrics } from './api/metrics.js'
 import { FixedWindowLimiter } from './http/rate-limit.js'
+import { adminOperationRoutes } from './api/routes/admin-operations.js'
 import { cardRoutes } from './api/routes/cards.js'
 import { developerRoutes } from './api/routes/developers.js'
 import { entityRoutes } from './api/routes/entities.js'
@@ -60,6 +61,7 @@ import { LivenessService } from './services/liveness/liveness.js'
 import { NameDirectory } from './services/replication/name-directory.js'
 import { NameService } from './services/registry/names.js'
 import { OnboardingService } from './services/registry/onboarding.js'
+import { OperationImport } from './services/replication/operation-import.js'
 import { OriginQuota } from './services/replication/origin-quota.js'
 import { OwnershipVerifier, type TxtResolver } from './services/registry/ownership-verification.js'
 import { ProvidedKeys } from './services/replication/provided-keys.js'
@@ -424,7 +426,11 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
     ...cardRoutes(p.entities, p.cards),
     ...onboardingRoutes(p.onboarding, config.public_url),
     ...wellKnownRoutes(new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })),
-    ...socketRoutes()
+    ...socketRoutes(),
+    ...adminOperationRoutes({
+      imports: new OperationImport({ replication: p.replication, store: p.store, registryId: identity.registryId }),
+      checkAdmin: adminBearerCheck(config.onboarding.webhook_secret)
+    })
   ]
   const rl = config.rate_limit
   const http: HttpServer = new HttpServer({

@@ -41,6 +41,8 @@ export interface RouteDefinition {
   /** For writes: the signer the per-key write limit counts against (a public key or a record ID). */
   writer?: (ctx: RequestContext) => string | undefined
   body?: TSchema
+  /** The largest body this route takes, when it is not http.body_limit_bytes (an admin's bulk import). */
+  bodyLimitBytes?: number
   query?: TObject
   responses: Record<number, { description: string; schema?: TSchema }>
   /** Error codes this route can answer with (documented in the API description). */

@@ -227,14 +227,15 @@ export class HttpServer {
       this.runRoute(req, route, ctx)
       return
     }
-    if (this.bodyRefused(req, length)) return
+    if (this.bodyRefused(req, route, length)) return
     this.readBodyThenRun(req, route, ctx)
   }
 
   /** An announced length over the cap (413, connection closed) or a body that is not JSON or text (415). */
-  private bodyRefused(req: InFlightRequest, length: string | undefined): boolean {
-    if (length !== undefined && Number(length) > this.c.bodyLimitBytes) {
-      this.answerError(req, tooLarge(this.c.bodyLimitBytes), true)
+  private bodyRefused(req: InFlightRequest, route: RouteDefinition, length: string | undefined): boolean {
+    const limit = route.bodyLimitBytes ?? this.c.bodyLimitBytes
+    if (length !== undefined && Number(length) > limit) {
+      this.answerError(req, tooLarge(limit), true)
       return true
     }
     const contentType = (req.exchange.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase()
@@ -259,12 +260,13 @@ export class HttpServer {
   /** Collects the body up to the cap (a chunked body can only be measured as it arrives), then runs the route. */
   private readBodyThenRun(req: InFlightRequest, route: RouteDefinition, ctx: RequestContext): void {
     const chunks: Buffer[] = []
+    const limit = route.bodyLimitBytes ?? this.c.bodyLimitBytes
     let received = 0
     req.exchange.onData((chunk, isLast) => {
       if (req.done) return
       received += chunk.byteLength
-      if (received > this.c.bodyLimitBytes) {
-        this.answerError(req, tooLarge(this.c.bodyLimitBytes), true)
+      if (received > limit) {
+        this.answerError(req, tooLarge(limit), true)
         return
       }
       if (chunk.byteLength > 0) chunks.push(chunk)

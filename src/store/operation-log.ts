@@ -109,6 +109,11 @@ export class OperationLog {
     return false
   }
 
+  /** Whether the log holds an operation with this seal digest as a shared one, under any subject. */
+  holdsShared(digest: Buffer): boolean {
+    return this.sharedOperations.doesExist(digest)
+  }
+
   /** See RegistryStore.sealDigests. */
   *sealDigests(): Iterable<[subject: string, digest: Uint8Array]> {
     for (const { key, value } of this.subjectOperations.getRange()) {

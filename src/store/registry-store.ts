@@ -184,6 +184,15 @@ export class RegistryStore {
   }
 
   /**
+   * Whether the log holds this operation under its subject or, a shared one (a batch of status
+   * changes, indexed under each of its entities), under any subject: an import's "already here".
+   */
+  holdsAnywhere(op: Operation): boolean {
+    const digest = sealDigest(op.node_signature)
+    return this.log.holds(op, digest) || this.log.holdsShared(digest)
+  }
+
+  /**
    * Every subject with the seal digests of its operations, in subject order, from the subject
    * index alone (an operation written before digests were kept there is decoded). A digest is
    * valid only until the iteration moves on.

@@ -60,12 +60,16 @@ export class OriginQuota {
    * Whether an operation from another registry may be applied now: null, or why not. `developerId`
    * is the developer its record belongs to, when it names one. Admitted, it takes its tokens, and a
    * new entity its place in the origin's total (give it back with `count(origin, -1)` when the
-   * operation is not applied after all).
+   * operation is not applied after all). With `rates` false only the entity total is checked.
    */
-  admit(op: Operation, developerId: string | undefined, isNewEntity: boolean): QuotaRefusal | null {
+  admit(op: Operation, developerId: string | undefined, isNewEntity: boolean, rates = true): QuotaRefusal | null {
     const { opsPerSecondPerOrigin, opsPerSecondPerDeveloper, maxEntitiesPerOrigin } = this.settings
     if (isNewEntity && maxEntitiesPerOrigin > 0 && this.entitiesOf(op.origin) >= maxEntitiesPerOrigin)
       return this.refuse('origin_entities')
+    if (!rates) {
+      if (isNewEntity) this.count(op.origin, 1)
+      return null
+    }
     const origin = this.bucket(this.origins, op.origin, opsPerSecondPerOrigin)
     const developer =
       developerId === undefined ? null : this.bucket(this.developers, developerId, opsPerSecondPerDeveloper)

@@ -48,6 +48,11 @@ export interface ReplicationComponents extends Pick<ServiceComponents, 'identity
 
 export type StaleReason = 'duplicate' | 'superseded' | 'replayed' | 'own'
 
+export interface ApplyOptions {
+  /** Whether the per-origin and per-developer rates apply (default true; an operator's import: false). */
+  rates?: boolean
+}
+
 /** Deferred operations kept for a retry when what they build on arrives (beyond, sync repairs). */
 const MAX_DEFERRED_SUBJECTS = 10_000
 const MAX_DEFERRED_PER_SUBJECT = 16
@@ -72,9 +77,13 @@ export class ReplicationService {
 
   constructor(private readonly c: ReplicationComponents) {}
 
-  /** Applies an operation; once it has, retries the operations that were waiting for its subject. */
-  async apply(op: Operation): Promise<ApplyOutcome> {
-    const outcome = await this.applyOne(op)
+  /**
+   * Applies an operation; once it has, retries the operations that were waiting for its subject.
+   * `rates: false` (an operator's import) leaves out the per-origin and per-developer rates, which
+   * pace peers; the signatures, ownership, replay and the entity total per origin still hold.
+   */
+  async apply(op: Operation, options: ApplyOptions = {}): Promise<ApplyOutcome> {
+    const outcome = await this.applyOne(op, options.rates ?? true)
     if (outcome === 'applied') {
       const waiting = this.deferred.get(op.subject)
       if (waiting) {
@@ -94,12 +103,12 @@ export class ReplicationService {
     this.deferred.set(waitingFor, [op])
   }
 
-  private async applyOne(op: Operation): Promise<ApplyOutcome> {
+  private async applyOne(op: Operation, rates: boolean): Promise<ApplyOutcome> {
     for (let attempt = 1; ; attempt++) {
       const startedAt = this.appliedSeq
       let outcome: ApplyOutcome
       try {
-        outcome = await this.applyChecked(op)
+        outcome = await this.applyChecked(op, rates)
       } catch (err) {
         const waitingFor = err instanceof MissingDependency ? err.subject : null
         // A replayed signature from the mesh: refused like any stale write, not held against the peer that relayed it.
@@ -137,12 +146,12 @@ export class ReplicationService {
     this.appliedAt.set(subject, ++this.appliedSeq)
   }
 
-  private async applyChecked(op: Operation): Promise<ApplyOutcome> {
+  private async applyChecked(op: Operation, rates: boolean): Promise<ApplyOutcome> {
     if (op.origin === this.c.identity.registryId) {
       this.staleReasons.own++
       return 'stale'
     }
-    if (this.c.quota.exhausted(op.origin)) return 'throttled'
+    if (rates && this.c.quota.exhausted(op.origin)) return 'throttled'
     await this.checkSeal(op)
     if (this.c.store.holds(op)) {
       this.staleReasons.duplicate++
@@ -153,7 +162,7 @@ export class ReplicationService {
     // Quotas before the owner's signatures are checked or anything is stored: a flood costs one seal check per operation.
     const held = op.kind.startsWith('entity.') ? this.c.store.getEntity(op.subject) : undefined
     const isNewEntity = op.kind === 'entity.register' && !held
-    const refusal = this.c.quota.admit(op, developerOf(op, req.body, held?.developer_id), isNewEntity)
+    const refusal = this.c.quota.admit(op, developerOf(op, req.body, held?.developer_id), isNewEntity, rates)
     if (refusal) return refusal === 'origin_entities' ? 'refused' : 'throttled'
     let supported: boolean
     try {

@@ -1,0 +1,73 @@
+/**
+ * A second process's read-only view of a node's store: the operation log in sequence order and
+ * LMDB's own copy of the environment. LMDB lets readers in other processes share an environment
+ * with its one writer, so this opens the data directory without its PID lock, whether the node
+ * runs or not; a reader's transaction sees one committed state and never blocks the node's writes.
+ */
+import './unsliced-strings.js'
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { type Database, open, type RootDatabase } from 'lmdb'
+import type { Operation } from './records.js'
+import { structureOptions } from './shared-structures.js'
+import { compressionOptions } from './value-compression.js'
+
+export const STORE_FILE = 'registry.lmdb'
+
+/** A data directory with no store in it (never started, or the wrong path). */
+export class NoStore extends Error {
+  override name = 'NoStore'
+}
+
+export class StoreReader {
+  private constructor(
+    private readonly root: RootDatabase,
+    private readonly operations: Database<Operation, number>
+  ) {}
+
+  static open(dataDir: string): StoreReader {
+    const path = join(dataDir, STORE_FILE)
+    if (!existsSync(path)) throw new NoStore(`${dataDir} holds no registry store (${STORE_FILE}); check --data`)
+    const root = open({ path, readOnly: true, maxDbs: 16, mapSize: 2 ** 34, compression: false })
+    try {
+      const meta = root.openDB<unknown, string>({ name: 'meta' })
+      // The stored format decides how the log's values decode, as in openStoreDatabases.
+      const stored = meta.get('value_compression')
+      const compression = stored === undefined ? false : compressionOptions(String(stored))
+      const records = structureOptions(meta.get('value_structures'))
+      if (compression === null || records === null)
+        throw new Error(`${dataDir}: a store format this version of registry-node cannot read`)
+      const operations = root.openDB<Operation, number>({ name: 'oplog', ...records, compression })
+      return new StoreReader(root, operations)
+    } catch (err) {
+      void root.close()
+      throw err
+    }
+  }
+
+  /** The sequence number of the log's last operation (0: empty). */
+  lastSeq(): number {
+    const [last] = [...this.operations.getKeys({ reverse: true, limit: 1 })] as number[]
+    return last ?? 0
+  }
+
+  /** Up to `limit` operations after sequence number `after`, in log order, each with its sequence number. */
+  operationsAfter(after: number, limit: number): [seq: number, op: Operation][] {
+    const out: [number, Operation][] = []
+    for (const { key, value } of this.operations.getRange({ start: after + 1, limit })) out.push([key, value])
+    return out
+  }
+
+  /**
+   * LMDB's copy of the environment (mdb_env_copy2) into the file `path`: one read transaction's
+   * snapshot, so every commit made before it began is in the copy and none made during it.
+   * `compact` leaves out free pages (slower, smaller).
+   */
+  backup(path: string, compact: boolean): Promise<void> {
+    return this.root.backup(path, compact)
+  }
+
+  async close(): Promise<void> {
+    await this.root.close()
+  }
+}
