@@ -17,6 +17,8 @@ export interface Setting {
   choices?: readonly string[]
   min?: number
   max?: number
+  /** Applied to the running node on SIGHUP; any other setting takes a restart to change. */
+  reloadable?: true
 }
 
 export const ENV_PREFIX = 'REGISTRY_NODE_'
