@@ -66,7 +66,11 @@ export interface HttpsAnswer {
 }
 
 /** One HTTPS request trusting `ca` (a new connection each time), the body parsed as JSON. */
-export function httpsGet(url: string, ca: string, options: { localAddress?: string } = {}): Promise<HttpsAnswer> {
+export function httpsGet(
+  url: string,
+  ca: string,
+  options: { localAddress?: string; headers?: Record<string, string> } = {}
+): Promise<HttpsAnswer> {
   return new Promise((resolve, reject) => {
     const req = request(url, { ca, agent: false, ...options }, res => {
       let text = ''
