@@ -65,12 +65,15 @@ export async function reloadNode(t: ReloadTargets, next: NodeConfig): Promise<Re
     // HTTPS on or off changes the listener and every URL the node gave out.
     for (const key of ['tls.cert_file', 'tls.key_file']) if (apply.delete(key)) restart.push(key)
   }
-  const proofCertificate = credentials !== null || apply.has('tls.cert_file')
+  // Read again even when its path did not change: a renewal replaces the file in place.
+  const proofCertificate = credentials !== null || apply.has('tls.cert_file') || next.tls.cert_file !== ''
   const requestSettings = perRequestSettings(next, apply)
   const bootstrap = t.mesh && apply.has('p2p.bootstrap') ? await checkedBootstrap(next.p2p.bootstrap) : null
 
-  // Applied from here on; only the listener of a new certificate can still fail, so it goes first.
+  // Applied from here on. Only the first step can still fail: the listener of a new certificate,
+  // or, on a node without TLS, reading the certificate the proof names.
   const report: ReloadReport = { applied: [], restart }
+  if (proofCertificate && !credentials) t.proof.useCertificate(next.tls.cert_file)
   if (credentials) {
     await t.http.useTls(credentials)
     report.certificate = {
@@ -81,7 +84,8 @@ export async function reloadNode(t: ReloadTargets, next: NodeConfig): Promise<Re
     }
     t.tls.current = credentials
   }
-  if (proofCertificate) t.proof.useCertificate(next.tls.cert_file)
+  // The files were read and checked just now.
+  if (credentials) t.proof.useCertificate(next.tls.cert_file)
   // Logged under whichever of the two levels says more, so a reload that quietens the log still reports itself.
   const newLevel = next.log.level
   const louder = t.logger.levels.values[newLevel]! < t.logger.levels.values[t.config.log.level]!

@@ -11,6 +11,7 @@ import test from 'ava'
 import { defaultConfig } from '../../src/config/load.js'
 import { readTlsCredentials, tlsFiles } from '../../src/http/tls.js'
 import { loadUws } from '../../src/http/uws-loader.js'
+import { REGISTRY_PROOF_PATH, spkiFingerprint } from '../../src/identity/registry-proof.js'
 import { verifyRegistry } from '../../src/verify-registry.js'
 import { spawnNode } from '../../scripts/lib/node-process.js'
 import { testNodes } from '../helpers/node.js'
@@ -67,6 +68,27 @@ for (const kind of kinds) {
     t.is((await verifyRegistry(url, { ca: second.certPem })).tls, 'matched')
   })
 }
+
+test('a certificate without a key: plain HTTP, the certificate pinned in the registry proof and read again on reload', async t => {
+  const dir = await tempDir(t)
+  const [first, second] = await Promise.all([makeCertificate('first'), makeCertificate('second')])
+  const { certFile } = await writeCertificate(dir, 'proxy', first)
+  const { node, url } = await nodes.start({ tls: { cert_file: certFile } })
+  t.regex(url, /^http:\/\//)
+  const pinned = async (): Promise<unknown> =>
+    ((await (await fetch(`${url}${REGISTRY_PROOF_PATH}`)).json()) as { tls_spki_fingerprint?: string })
+      .tls_spki_fingerprint
+  t.is(await pinned(), spkiFingerprint(first.certPem))
+  await writeCertificate(dir, 'proxy', second)
+  const report = await node.reload(structuredClone(node.config))
+  t.deepEqual([report.applied, report.restart, report.certificate], [[], [], undefined])
+  t.is(await pinned(), spkiFingerprint(second.certPem))
+  // Turning HTTPS on is not done in place.
+  const keyed = structuredClone(node.config)
+  keyed.tls.key_file = (await writeCertificate(dir, 'proxy', second)).keyFile
+  t.deepEqual((await node.reload(keyed)).restart, ['tls.key_file'])
+  t.regex(node.url, /^http:\/\//)
+})
 
 test('a pair that cannot be served is one line naming the setting and the file', async t => {
   const dir = await tempDir(t)
