@@ -43,7 +43,7 @@ for (const kind of kinds) {
     t.deepEqual([health.status, health.body], [200, { status: 'ok' }])
     t.is(await servedFingerprint(url, first.certPem), first.fingerprint)
     // Plain HTTP is not served on the TLS port.
-    await t.throwsAsync(fetch(url.replace('https:', 'http:') + '/health', { signal: AbortSignal.timeout(3000) }))
+    await t.throwsAsync(fetch(`${url.replace('https:', 'http:')}/health`, { signal: AbortSignal.timeout(3000) }))
 
     const { ws, first: hello } = await wssFirstMessage(`${url.replace('https:', 'wss:')}/v1/ws/activity`, first.certPem)
     t.is(hello.type, 'hello')
