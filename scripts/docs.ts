@@ -29,11 +29,11 @@ const cell = (s: string) => s.replace(/\|/g, '\\|')
 
 export function generatedSections(): Record<string, string> {
   const config = [
-    '| config key | flag | environment | default | meaning |',
-    '|---|---|---|---|---|',
+    '| config key | flag | environment | default | on SIGHUP | meaning |',
+    '|---|---|---|---|---|---|',
     ...SETTINGS.map(
       s =>
-        `| \`${s.key}\` | \`--${s.kind === 'boolean' ? `[no-]${s.flag}` : s.flag}\` | \`${envName(s)}\` | \`${JSON.stringify(s.default)}\` | ${cell(s.doc)}${s.choices ? ` One of ${s.choices.join(', ')}.` : ''} |`
+        `| \`${s.key}\` | \`--${s.kind === 'boolean' ? `[no-]${s.flag}` : s.flag}\` | \`${envName(s)}\` | \`${JSON.stringify(s.default)}\` | ${s.reloadable ? 'applied' : 'restart'} | ${cell(s.doc)}${s.choices ? ` One of ${s.choices.join(', ')}.` : ''} |`
     )
   ].join('\n')
   const errors = [

@@ -36,12 +36,14 @@ export const COMMANDS: readonly CommandHelp[] = [
   {
     name: 'start',
     args: '[flags]',
-    summary: 'run a node; stops cleanly on SIGINT/SIGTERM (in this repository: npm start -- [flags])',
+    summary:
+      'run a node; stops cleanly on SIGINT/SIGTERM, and on SIGHUP reads its config file again and applies the settings that can change at run time (in this repository: npm start -- [flags])',
     flags: [['--config FILE', 'a TOML config file (REGISTRY_NODE_CONFIG); flags > environment > file > defaults']],
     examples: [
       'registry-node start',
       'registry-node start --data ./data-b --http-port 8081 --p2p-port 4201 --bootstrap /ip4/…/tcp/4101/p2p/12D3KooW…',
-      'registry-node start --config registry-node.toml'
+      'registry-node start --config registry-node.toml',
+      'registry-node start --config registry-node.toml --tls-cert-file fullchain.pem --tls-key-file privkey.pem'
     ]
   },
   {

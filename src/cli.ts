@@ -18,6 +18,8 @@ import { deriveId } from './identity/ids.js'
 import { ED25519_BACKEND, generateKeyPair, sign } from './identity/keys.js'
 import { developerKeyFile, entityKeyFile, KeyFileError, readKeyFile, writeKeyFile } from './identity/key-file.js'
 import { loadOrCreateNodeIdentity, NODE_KEY_FILE } from './identity/node-identity.js'
+import type { RegistryNode } from './node.js'
+import { TlsFileError } from './http/tls.js'
 import { formatReport, verifyRegistry } from './verify-registry.js'
 import { NODE_VERSION } from './version.js'
 
@@ -211,6 +213,10 @@ async function start(argv: string[]): Promise<void> {
   // CPU (docs/decisions.md). Process-wide, so the search worker is included.
   setFlagsFromString('--no-memory-reducer')
   const config = await loadConfig({ argv })
+  // Taken from the start (a SIGHUP would otherwise end the process); one during start is applied once it has started.
+  let hangUp: (() => void) | null = null
+  let hungUpDuringStart = false
+  process.on('SIGHUP', () => (hangUp ? hangUp() : (hungUpDuringStart = true)))
   // Loaded here, not at the top: the node's parts (libp2p, LMDB, the search index) are most of a
   // CLI start, and every other command does without them.
   const { startRegistryNode } = await import('./node.js')
@@ -263,6 +269,27 @@ async function start(argv: string[]): Promise<void> {
   }
   process.on('SIGINT', () => shutdown('SIGINT'))
   process.on('SIGTERM', () => shutdown('SIGTERM'))
+  hangUp = () => {
+    if (signals > 0) return
+    void reloadConfig(node, argv)
+  }
+  if (hungUpDuringStart) hangUp()
+}
+
+/**
+ * SIGHUP: the configuration read again as start read it (the file, the environment, the same flags,
+ * which still win) and handed to the node, which logs what it applied and what needs a restart. A
+ * configuration that does not load or cannot be served is one error line; the node keeps running on
+ * what it had.
+ */
+async function reloadConfig(node: RegistryNode, argv: string[]): Promise<void> {
+  node.logger.info({ signal: 'SIGHUP' }, 'reloading the configuration')
+  try {
+    await node.reload(await loadConfig({ argv }))
+  } catch (err) {
+    const message = errorText(err).split('\n')[0]
+    node.logger.error({ error: message }, `reload refused, still running on the previous configuration: ${message}`)
+  }
 }
 
 /** `config check` and `config show`: the settings start would run with, without starting. */
@@ -384,7 +411,7 @@ const REPORTED = new Set([
 ])
 
 main(process.argv.slice(2).filter(arg => arg !== '--verbose')).catch(async err => {
-  if (err instanceof ConfigError || err instanceof KeyFileError) fail(err.message)
+  if (err instanceof ConfigError || err instanceof KeyFileError || err instanceof TlsFileError) fail(err.message)
   if (err instanceof Error && err.name === 'CliError') fail(err.message)
   if (err instanceof Error && REPORTED.has(err.name) && !verbose) {
     process.stderr.write(`registry-node: ${err.message}\n`)

@@ -27,6 +27,7 @@ import { socketRoutes } from './api/routes/sockets.js'
 import { wellKnownRoutes } from './api/routes/well-known.js'
 import { HttpServer } from './http/server.js'
 import { readOnlyReplica } from './api/read-only-replica.js'
+import { readTlsCredentials, type TlsCredentials, tlsFiles } from './http/tls.js'
 import { Sockets } from './api/sockets.js'
 import { requireUws } from './http/uws-loader.js'
 import { CardFetcher } from './cards/card-fetcher.js'
@@ -38,6 +39,7 @@ import { VerifyPool } from './identity/verify-pool.js'
 import { Lifecycle, type LifecycleHooks } from './lifecycle.js'
 import { DataDirLock } from './store/data-lock.js'
 import { createLogger } from './logger.js'
+import { type ReloadReport, type ReloadTargets, reloadNode } from './node-reload.js'
 import type { Mesh } from './mesh/mesh.js'
 import {
   cardFetchSettings,
@@ -102,6 +104,12 @@ export interface RegistryNode {
   /** The server under the API. */
   readonly httpServer: ServerKind
   readonly url: string
+  /**
+   * Applies a new configuration's reloadable settings (SIGHUP) and logs what it applied and what
+   * needs a restart; throws, changing nothing, when the new configuration cannot be served.
+   * Reloads run one at a time.
+   */
+  reload(next: NodeConfig): Promise<ReloadReport>
   stop(): Promise<void>
 }
 
@@ -120,11 +128,13 @@ export interface NodeOptions {
  */
 export async function startRegistryNode(config: NodeConfig, options: NodeOptions = {}): Promise<RegistryNode> {
   const logger = options.logger ?? createLogger(config.log.level)
-  // A forced uWS that cannot load fails before anything is opened.
+  // A forced uWS that cannot load, or a certificate that cannot be served, fails before anything is opened.
   if (config.http.server === 'uws') requireUws()
+  const files = tlsFiles(config.tls.cert_file, config.tls.key_file)
+  const tls = files ? readTlsCredentials(files) : null
   const life = new Lifecycle(logger, options.lifecycle)
   try {
-    return await assemble(config, options, logger, life)
+    return await assemble(config, options, logger, life, tls)
   } catch (err) {
     await life.stop()
     throw err
@@ -135,7 +145,8 @@ async function assemble(
   config: NodeConfig,
   options: NodeOptions,
   logger: Logger,
-  life: Lifecycle
+  life: Lifecycle,
+  tls: TlsCredentials | null
 ): Promise<RegistryNode> {
   const startedAt = Date.now()
   // Connections close last, so replies to requests in flight go out once their writes are done.
@@ -146,7 +157,13 @@ async function assemble(
   await life.start('index', () => loadViews(core.store, services, logger))
   const digests = new SubjectDigests(core.store)
   const mesh = config.p2p.enabled ? await startMesh(config, life, { ...core, ...services, digests, logger }) : null
-  const http = buildHttpServer(config, logger, { ...core, ...services, mesh, startedAt })
+  const reloadable = {
+    proof: new RegistryProofProvider(core.identity, { domain: config.host, certFile: config.tls.cert_file }),
+    socketLimits: heartbeatSocketLimits(config),
+    listLimits: { maxListLimit: config.limits.max_list_limit },
+    tls: { current: tls }
+  }
+  const http = buildHttpServer(config, logger, { ...core, ...services, ...reloadable, mesh, startedAt })
   connections = http
   await life.start(
     'tombstone purge',
@@ -163,7 +180,7 @@ async function assemble(
   )
 
   const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
-  const url = `http://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
+  const url = `${tls ? 'https' : 'http'}://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
   logger.info(
     {
       url,
@@ -180,6 +197,8 @@ async function assemble(
 
   const { identity, store } = core
   const { bus, entities, developers, handles, names, search, liveness, replication } = services
+  const targets: ReloadTargets = { config, logger, http, mesh, ...reloadable }
+  let reloading: Promise<unknown> = Promise.resolve()
   return {
     config,
     identity,
@@ -198,6 +217,11 @@ async function assemble(
     httpPort: port,
     httpServer: http.kind,
     url,
+    reload(next) {
+      const done = reloading.then(() => reloadNode(targets, next))
+      reloading = done.catch(() => {})
+      return done
+    },
     async stop() {
       await life.stop()
       logger.info('node stopped')
@@ -346,7 +370,7 @@ function loadViews(store: RegistryStore, views: Services, logger: Logger): void 
   )
 }
 
-interface HttpParts extends Core, Services {
+interface HttpParts extends Core, Services, Omit<ReloadTargets, 'config' | 'logger' | 'http' | 'mesh'> {
   mesh: Mesh | null
   startedAt: number
 }
@@ -360,7 +384,7 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
     liveness,
     bus: p.bus,
     logger,
-    limits: heartbeatSocketLimits(config),
+    limits: p.socketLimits,
     greeting: () => ({
       registry_id: identity.registryId,
       name: config.name,
@@ -391,7 +415,8 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
       'restricted mode without onboarding.webhook_secret: nobody can approve developers (registry-node init --mode restricted makes one)'
     )
   }
-  const maxListLimit = { maxListLimit: config.limits.max_list_limit }
+  // Read by the list routes at each request, so a reload can change it.
+  const maxListLimit = p.listLimits
   const routes: RouteDefinition[] = [
     ...nodeRoutes({
       config,
@@ -424,8 +449,8 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
     ...nameRoutes(p.names, p.resolution),
     ...searchRoutes(p.search, catalog),
     ...cardRoutes(p.entities, p.cards),
-    ...onboardingRoutes(p.onboarding, config.public_url),
-    ...wellKnownRoutes(new RegistryProofProvider(identity, { domain: config.host, certFile: config.tls.cert_file })),
+    ...onboardingRoutes(p.onboarding, config.public_url, p.tls.current ? 'https' : 'http'),
+    ...wellKnownRoutes(p.proof),
     ...socketRoutes(),
     ...adminOperationRoutes({
       imports: new OperationImport({ replication: p.replication, store: p.store, registryId: identity.registryId }),
@@ -453,6 +478,7 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
     metrics,
     bodyLimitBytes: config.http.body_limit_bytes,
     server: config.http.server,
+    tls: p.tls.current,
     sockets
   })
   return http

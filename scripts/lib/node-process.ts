@@ -82,7 +82,14 @@ export interface NodeProcess {
 /** Starts `registry-node start` (from the sources by default) as a child process and waits for its URL. */
 export async function spawnNode(
   args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; entry?: string[]; startTimeoutMs?: number } = {}
+  options: {
+    cwd?: string
+    env?: NodeJS.ProcessEnv
+    entry?: string[]
+    startTimeoutMs?: number
+    /** The --log-level flag given (default warn); null gives none, so the config file's level applies. */
+    logLevel?: string | null
+  } = {}
 ): Promise<NodeProcess> {
   // BENCH_NODE_BUILT=1: the node under test from dist/ (as `npm start` runs it): a worker thread
   // started from the sources loads tsx and compiles its modules, three times the CPU of a built one.
@@ -92,7 +99,15 @@ export async function spawnNode(
   const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   const child = spawn(
     process.execPath,
-    [...flags, ...entry, 'start', '--http-host', '127.0.0.1', '--log-level', 'warn', ...args],
+    [
+      ...flags,
+      ...entry,
+      'start',
+      '--http-host',
+      '127.0.0.1',
+      ...(options.logLevel === null ? [] : ['--log-level', options.logLevel ?? 'warn']),
+      ...args
+    ],
     {
       cwd: options.cwd ?? REPO,
       // The mesh on loopback and ephemeral ports, so nodes never collide on 4001 (flags still override).
@@ -127,7 +142,7 @@ export async function spawnNode(
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start:\n${out}`)), options.startTimeoutMs ?? 30_000)
     const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(out)
+      const m = /listening on (https?:\/\/\S+)/.exec(out)
       if (m) {
         clearTimeout(timer)
         resolve(m[1] as string)

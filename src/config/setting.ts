@@ -19,6 +19,8 @@ export interface Setting {
   url?: true
   min?: number
   max?: number
+  /** Applied to the running node on SIGHUP; any other setting takes a restart to change. */
+  reloadable?: true
 }
 
 export const ENV_PREFIX = 'REGISTRY_NODE_'

@@ -34,6 +34,7 @@ export const P2P_SETTINGS = [
     kind: 'list',
     default: [],
     flag: 'bootstrap',
+    reloadable: true,
     doc: "Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected (repeatable); end them in /p2p/<peer-id> to pin the peer's key."
   },
   {
@@ -176,6 +177,7 @@ export const LIVENESS_SETTINGS = [
     kind: 'number',
     default: 1,
     flag: 'heartbeat-rate',
+    reloadable: true,
     min: 0.01,
     doc: 'Heartbeat frames per second one connection may send per entity it may carry (bursts of 10 × this); a connection that keeps exceeding it is closed.'
   },
@@ -193,6 +195,7 @@ export const LIVENESS_SETTINGS = [
     kind: 'number',
     default: 10,
     flag: 'heartbeat-probation-seconds',
+    reloadable: true,
     min: 0,
     doc: 'A heartbeat connection is on probation until its first accepted heartbeat and for this long after any rejected one; proven connections are served first.'
   },
@@ -201,6 +204,7 @@ export const LIVENESS_SETTINGS = [
     kind: 'integer',
     default: 128,
     flag: 'heartbeat-probation-in-flight',
+    reloadable: true,
     min: 1,
     max: 100_000,
     doc: "Heartbeats of connections on probation awaiting verification, node-wide; beyond it they are answered overloaded before any signature work (128: about 17 ms of one worker, the most a flood adds to a proven heartbeat's wait)."
@@ -210,6 +214,7 @@ export const LIVENESS_SETTINGS = [
     kind: 'integer',
     default: 32,
     flag: 'heartbeat-probation-in-flight-per-address',
+    reloadable: true,
     min: 1,
     max: 100_000,
     doc: 'The share of liveness.probation_in_flight one remote address may hold.'

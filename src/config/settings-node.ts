@@ -51,7 +51,7 @@ export const NODE_SETTINGS = [
     default: '',
     flag: 'public-url',
     url: true,
-    doc: 'Public base URL of this node (registry_url in onboarding redirects); empty: http://<Host header of the request>.'
+    doc: 'Public base URL of this node (registry_url in onboarding redirects); empty: http://<Host header of the request> (https:// when the node serves TLS itself).'
   },
   {
     key: 'replica_of',
@@ -66,7 +66,16 @@ export const NODE_SETTINGS = [
     kind: 'string',
     default: '',
     flag: 'tls-cert-file',
-    doc: "PEM certificate served for this host (by the node's TLS terminator); its SPKI fingerprint goes into the registry identity proof."
+    reloadable: true,
+    doc: 'PEM certificate (with its chain) of this host. With tls.key_file the node serves HTTPS and WSS itself; alone it names the certificate a proxy in front serves. Either way its SPKI fingerprint goes into the registry identity proof. Re-read on SIGHUP.'
+  },
+  {
+    key: 'tls.key_file',
+    kind: 'string',
+    default: '',
+    flag: 'tls-key-file',
+    reloadable: true,
+    doc: 'PEM private key (unencrypted) of tls.cert_file. Set both to serve HTTPS and WSS on http.port; empty: plain HTTP. Re-read on SIGHUP (turning TLS on or off takes a restart).'
   },
   {
     key: 'verification.dns_servers',
@@ -127,6 +136,7 @@ export const NODE_SETTINGS = [
     kind: 'integer',
     default: 65536,
     flag: 'body-limit',
+    reloadable: true,
     min: 1024,
     max: 16 * 1024 * 1024,
     doc: 'Largest accepted request body; larger bodies get 413 body_too_large.'
@@ -136,6 +146,7 @@ export const NODE_SETTINGS = [
     kind: 'list',
     default: ['*'],
     flag: 'cors-origins',
+    reloadable: true,
     doc: 'Origins allowed by CORS ("*" for any).'
   },
   {
@@ -143,6 +154,7 @@ export const NODE_SETTINGS = [
     kind: 'list',
     default: [],
     flag: 'trusted-proxies',
+    reloadable: true,
     doc: 'Proxy addresses or CIDRs whose X-Forwarded-For is believed; otherwise the socket address is the client.'
   }
 ] as const satisfies readonly Setting[]
@@ -176,6 +188,7 @@ export const SERVICE_SETTINGS = [
     kind: 'boolean',
     default: true,
     flag: 'rate-limit',
+    reloadable: true,
     doc: 'Enforce rate limits (--no-rate-limit for benchmarks and testnets).'
   },
   {
@@ -183,6 +196,7 @@ export const SERVICE_SETTINGS = [
     kind: 'integer',
     default: 60,
     flag: 'reads-per-minute',
+    reloadable: true,
     min: 1,
     doc: 'Open reads (GET, search, resolve) per client IP per minute.'
   },
@@ -191,6 +205,7 @@ export const SERVICE_SETTINGS = [
     kind: 'integer',
     default: 120,
     flag: 'dashboard-reads-per-minute',
+    reloadable: true,
     min: 1,
     doc: "Reads the node's own dashboard page makes (marked X-Registry-Dashboard) per client IP per minute, a budget apart from reads_per_minute: an open dashboard polls about 48 times a minute and would otherwise spend the reader's own reads."
   },
@@ -199,6 +214,7 @@ export const SERVICE_SETTINGS = [
     kind: 'integer',
     default: 10,
     flag: 'writes-per-minute',
+    reloadable: true,
     min: 1,
     doc: 'Signed writes per public key per minute.'
   },
@@ -207,6 +223,7 @@ export const SERVICE_SETTINGS = [
     kind: 'integer',
     default: 300,
     flag: 'writes-per-ip-per-minute',
+    reloadable: true,
     min: 1,
     doc: 'Signed writes per client IP per minute, whatever the key (bounds floods of fresh keys).'
   },
@@ -215,6 +232,7 @@ export const SERVICE_SETTINGS = [
     kind: 'string',
     default: 'info',
     flag: 'log-level',
+    reloadable: true,
     choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'],
     doc: 'Log level (request logs are at info).'
   },
@@ -332,6 +350,7 @@ export const ENTITY_SETTINGS = [
     kind: 'integer',
     default: 200,
     flag: 'max-list-limit',
+    reloadable: true,
     min: 1,
     max: 10_000,
     doc: 'Largest page size of GET /v1/entities and /v1/developers/{id}/entities; a larger ?limit or ?page_size is clamped to it (the reply says what applied).'

@@ -3,6 +3,8 @@
  * protocols live above it (server.ts, sockets.ts) and see only these interfaces, so the same API
  * runs on uWebSockets.js where a native build of it loads, and on node:http + ws everywhere else.
  */
+import type { TlsCredentials } from './tls.js'
+
 /** `auto` takes uWebSockets.js when a native build loads for this runtime, else node:http. */
 export type ServerKind = 'uws' | 'node'
 export type ServerChoice = ServerKind | 'auto'
@@ -73,10 +75,17 @@ export interface FrontHandlers {
 
 export interface Front {
   readonly kind: ServerKind
+  /** Serving HTTPS and WSS (the front was created with a certificate). */
+  readonly secure: boolean
   /** Resolves with the bound port. */
   listen(host: string, port: number): Promise<number>
   /** Stops accepting connections; open ones stay until closeConnections. */
   close(): void
   /** Ends every connection still open (keep-alive HTTP included). */
   closeConnections(): void
+  /**
+   * Serves another certificate to new connections; open ones keep theirs. Only on a secure front
+   * (HTTPS cannot be turned on or off while listening).
+   */
+  useTls(tls: TlsCredentials): Promise<void>
 }

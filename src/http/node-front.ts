@@ -4,12 +4,14 @@
  * what it answers.
  */
 import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { Socket } from 'node:net'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { RegistryError } from '../errors.js'
 import type { Front, FrontHandlers, HttpExchange, SocketConnection, SocketEndpoint } from './front.js'
 import { JSON_CONTENT_TYPE, MAX_HEAD_BYTES } from './http.js'
 import { PortInUse } from './port-in-use.js'
+import type { TlsCredentials } from './tls.js'
 
 const EMPTY = Buffer.alloc(0)
 /** uWS keeps an idle keep-alive connection 10 s; node's default of 5 s would close it sooner. */
@@ -21,10 +23,12 @@ interface Tracked {
   idleMs: number
 }
 
-export function createNodeFront(handlers: FrontHandlers): Front {
-  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEAD_BYTES }, (req, res) =>
-    handlers.http(exchange(req, res))
-  )
+/** node:http, or node:https when `tls` is given (the WebSocket upgrades ride on either). */
+export function createNodeFront(handlers: FrontHandlers, tls?: TlsCredentials): Front {
+  const options = { keepAliveTimeout: KEEP_ALIVE_MS, maxHeaderSize: MAX_HEAD_BYTES }
+  const serve = (req: IncomingMessage, res: ServerResponse): void => handlers.http(exchange(req, res))
+  const secure = tls ? createHttpsServer({ ...options, cert: tls.cert, key: tls.key }, serve) : null
+  const server = secure ?? createServer(options, serve)
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) =>
     answerUnparsed(err, socket)
   )
@@ -121,6 +125,12 @@ export function createNodeFront(handlers: FrontHandlers): Front {
 
   return {
     kind: 'node',
+    secure: secure !== null,
+    async useTls(next) {
+      if (!secure) throw new Error('this front serves plain HTTP; HTTPS takes a restart')
+      // New handshakes use the new context; connections already open keep the one they started with.
+      secure.setSecureContext({ cert: next.cert, key: next.key })
+    },
     listen(host, port) {
       return new Promise((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException): void =>

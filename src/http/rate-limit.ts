@@ -14,7 +14,8 @@ export class FixedWindowLimiter {
   private readonly windows = new Map<string, { start: number; count: number }>()
 
   constructor(
-    readonly limit: number,
+    /** Requests per window; a reload may change it, and the counts so far stay. */
+    public limit: number,
     private readonly windowMs = 60_000,
     private readonly now: () => number = Date.now
   ) {}

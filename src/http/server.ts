@@ -8,6 +8,7 @@ import { RegistryError } from '../errors.js'
 import type { ClientIpResolver } from './client-ip.js'
 import type { Cors } from './cors.js'
 import type { Front, HttpExchange, ServerChoice, ServerKind, SocketEndpoint } from './front.js'
+import type { TlsCredentials } from './tls.js'
 import { JSON_CONTENT_TYPE, MAX_URL_BYTES, type Reply, type RequestContext, type RouteDefinition } from './http.js'
 import { createNodeFront } from './node-front.js'
 import { rateLimitHeaders, type FixedWindowLimiter, type RateDecision } from './rate-limit.js'
@@ -48,6 +49,8 @@ export interface HttpServerComponents {
   bodyLimitBytes: number
   /** Which server carries the API (`auto`: uWebSockets.js where a build loads, else node:http). */
   server: ServerChoice
+  /** Serve HTTPS and WSS with this certificate; absent: plain HTTP. */
+  tls?: TlsCredentials | null
   /** WebSocket endpoints, served ahead of the HTTP routes. */
   sockets?: { endpoints(): ReadonlyArray<SocketEndpoint<unknown>>; close(): void }
 }
@@ -56,15 +59,19 @@ export interface HttpServerComponents {
 export function createFront(
   choice: ServerChoice,
   handlers: Parameters<typeof createNodeFront>[0],
-  logger: Logger
+  logger: Logger,
+  tls?: TlsCredentials
 ): Front {
-  if (choice === 'node') return createNodeFront(handlers)
-  if (choice === 'uws') return createUwsFront(requireUws(), handlers)
+  if (choice === 'node') return createNodeFront(handlers, tls)
+  if (choice === 'uws') return createUwsFront(requireUws(), handlers, tls)
   const uws = loadUws()
-  if (uws.module) return createUwsFront(uws.module, handlers)
+  if (uws.module) return createUwsFront(uws.module, handlers, tls)
   logger.info({ reason: uws.detail }, 'serving HTTP with node:http (uWebSockets.js unavailable)')
-  return createNodeFront(handlers)
+  return createNodeFront(handlers, tls)
 }
+
+/** What each request reads from the server's settings, and so what a reload may replace. */
+export type PerRequestSettings = Pick<HttpServerComponents, 'cors' | 'clientIp' | 'limiters' | 'bodyLimitBytes'>
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'DELETE', 'PATCH'])
 
@@ -72,15 +79,19 @@ export class HttpServer {
   private readonly router = new Router()
   private readonly front: Front
   private sweepTimer: NodeJS.Timeout | null = null
+  private readonly c: HttpServerComponents
   closed = false
   port = 0
 
-  constructor(private readonly c: HttpServerComponents) {
-    for (const route of c.routes) this.router.add(route)
+  constructor(components: HttpServerComponents) {
+    // A copy: reconfigure replaces its per-request settings, never the caller's object.
+    this.c = { ...components }
+    for (const route of this.c.routes) this.router.add(route)
     this.front = createFront(
-      c.server,
-      { http: exchange => this.handle(exchange), sockets: c.sockets?.endpoints() ?? [] },
-      c.logger
+      this.c.server,
+      { http: exchange => this.handle(exchange), sockets: this.c.sockets?.endpoints() ?? [] },
+      this.c.logger,
+      this.c.tls ?? undefined
     )
   }
 
@@ -89,15 +100,33 @@ export class HttpServer {
     return this.front.kind
   }
 
+  /** The rate limiters in force (null: limits off). */
+  get limiters(): RateLimiters | null {
+    return this.c.limiters
+  }
+
+  /** Serving HTTPS and WSS. */
+  get secure(): boolean {
+    return this.front.secure
+  }
+
   async listen(host: string, port: number): Promise<number> {
     this.port = await this.front.listen(host, port)
-    if (this.c.limiters) {
-      const limiters = Object.values(this.c.limiters)
-      this.sweepTimer = setInterval(() => {
-        for (const limiter of limiters) limiter.sweep()
-      }, 60_000).unref()
-    }
+    // Reads the limiters at each sweep: a reload may have replaced them.
+    this.sweepTimer = setInterval(() => {
+      for (const limiter of Object.values(this.c.limiters ?? {})) limiter.sweep()
+    }, 60_000).unref()
     return this.port
+  }
+
+  /** Replaces what requests read from here on; requests already routed finish with what they had. */
+  reconfigure(next: Partial<PerRequestSettings>): void {
+    Object.assign(this.c, next)
+  }
+
+  /** New connections get this certificate (a secure server only). */
+  useTls(tls: TlsCredentials): Promise<void> {
+    return this.front.useTls(tls)
   }
 
   /** Stops accepting connections; requests on connections still open get 503 shutting_down. */

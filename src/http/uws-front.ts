@@ -3,12 +3,14 @@
  * the exchange copies what it needs first; writes after an await go through `res.cork`.
  */
 import { STATUS_CODES } from 'node:http'
+import { createServer } from 'node:net'
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js'
 import { RegistryError } from '../errors.js'
 import type { Front, FrontHandlers, HttpExchange, SocketConnection, SocketEndpoint } from './front.js'
 import { JSON_CONTENT_TYPE } from './http.js'
 import type { UwsModule } from './uws-loader.js'
 import { assertPortFree } from './port-in-use.js'
+import type { TlsCredentials } from './tls.js'
 
 /** What uWS may buffer per socket before it drops sends; the protocol layer keeps far below it. */
 const MAX_BACKPRESSURE = 4 * 1024 * 1024
@@ -27,36 +29,80 @@ interface Slot<T> {
   address: string
 }
 
-export function createUwsFront(uws: UwsModule, handlers: FrontHandlers): Front {
-  const app: TemplatedApp = uws.App()
+/**
+ * With `tls`, an SSLApp serving that certificate. uWS fixes an app's certificate when it builds the
+ * app and has no call to replace it, so `useTls` builds a second app with the same routes, listens
+ * on the same port (uWS sets SO_REUSEPORT on a non-zero port), then closes the first app's listener:
+ * new connections get the new certificate, open ones stay on the app they came to.
+ */
+export function createUwsFront(uws: UwsModule, handlers: FrontHandlers, tls?: TlsCredentials): Front {
   const sockets = new Set<WebSocket<Slot<unknown>>>()
+  const apps: TemplatedApp[] = []
+  const build = (credentials: TlsCredentials | undefined): TemplatedApp => {
+    const app = credentials
+      ? uws.SSLApp({ cert_file_name: credentials.certFile, key_file_name: credentials.keyFile })
+      : uws.App()
+    // Registered ahead of the catch-all: a plain (non-upgrade) request on a socket path falls through to it.
+    for (const endpoint of handlers.sockets) serveSocket(uws, app, endpoint, sockets)
+    app.any('/*', (res, req) => handlers.http(exchange(res, req)))
+    apps.push(app)
+    return app
+  }
+  const listenOn = (app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> =>
+    new Promise((resolve, reject) => {
+      app.listen(host, port, token => (token ? resolve(token) : reject(new Error(`cannot listen on ${host}:${port}`))))
+    })
   let listenSocket: us_listen_socket | null = null
-  // Registered ahead of the catch-all: a plain (non-upgrade) request on a socket path falls through to it.
-  for (const endpoint of handlers.sockets) serveSocket(uws, app, endpoint, sockets)
-  app.any('/*', (res, req) => handlers.http(exchange(res, req)))
+  let bound: { host: string; port: number } | null = null
+  build(tls)
   return {
     kind: 'uws',
+    secure: tls !== undefined,
     async listen(host, port) {
       await assertPortFree(host, port)
-      return new Promise((resolve, reject) => {
-        app.listen(host, port, token => {
-          if (!token) return reject(new Error(`cannot listen on ${host}:${port}`))
-          listenSocket = token
-          resolve(uws.us_socket_local_port(token))
-        })
-      })
+      // uWS sets SO_REUSEPORT only on a port it is given, and the second app of a certificate
+      // reload must share the port: a secure front picks its free port before it binds.
+      const chosen = tls && port === 0 ? await freePort(host) : port
+      listenSocket = await listenOn(apps[0] as TemplatedApp, host, chosen)
+      bound = { host, port: uws.us_socket_local_port(listenSocket) }
+      return bound.port
+    },
+    async useTls(next) {
+      if (!tls) throw new Error('this front serves plain HTTP; HTTPS takes a restart')
+      const app = build(next)
+      if (!bound || !listenSocket) return
+      let token: us_listen_socket
+      try {
+        token = await listenOn(app, bound.host, bound.port)
+      } catch (err) {
+        apps.pop()
+        throw err
+      }
+      uws.us_listen_socket_close(listenSocket)
+      listenSocket = token
     },
     close() {
       if (listenSocket) uws.us_listen_socket_close(listenSocket)
       listenSocket = null
     },
     closeConnections() {
-      for (const ws of sockets)
-        ws.close()
-        // Builds from 20.44 on end the app's HTTP connections too; older ones leave them to the process exit.
-      ;(app as TemplatedApp & { close?: () => void }).close?.()
+      for (const ws of sockets) ws.close()
+      // Builds from 20.44 on end the app's HTTP connections too; older ones leave them to the process exit.
+      for (const app of apps) (app as TemplatedApp & { close?: () => void }).close?.()
     }
   }
+}
+
+/** A port nothing holds on `host` now, from the kernel's ephemeral range. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', reject)
+    probe.listen({ host, port: 0, exclusive: true }, () => {
+      const address = probe.address()
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
 }
 
 function exchange(res: HttpResponse, req: HttpRequest): HttpExchange {

@@ -85,6 +85,8 @@ export class Mesh {
   /** `/zns/search/1.0.0` and the term filter exchange; null when the node gave no federation hooks. */
   readonly federation: MeshFederation | null
   private readonly pinned = new Set<string>()
+  /** The bootstrap list in force (a configuration reload replaces it). */
+  private bootstrap: readonly string[]
   /** The peer each pinned address without /p2p/ turned out to be. */
   private readonly learned = new Map<string, string>()
   private redialTimer: NodeJS.Timeout | null = null
@@ -108,6 +110,7 @@ export class Mesh {
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
+    this.bootstrap = o.bootstrap
     for (const address of o.bootstrap) this.pinned.add(address)
     this.gossip = new OperationGossip({
       pubsub: libp2p.services.pubsub,
@@ -195,7 +198,7 @@ export class Mesh {
     } catch (err) {
       throw new RegistryError('peer_unreachable', `Could not connect to ${ma.toString()}: ${(err as Error).message}`)
     }
-    if (this.pinned.size < this.o.bootstrap.length + MAX_PINNED) {
+    if (this.pinned.size < this.bootstrap.length + MAX_PINNED) {
       this.pinned.add(ma.toString())
       this.learned.set(ma.toString(), connection.remotePeer.toString())
     }
@@ -207,6 +210,22 @@ export class Mesh {
         `Connected to ${ma.toString()}, but the peer went away: ${(err as Error).message}`
       )
     }
+  }
+
+  /**
+   * The bootstrap list of a reloaded configuration: addresses new to it are dialled now and then
+   * re-dialled like the others; addresses it no longer names are no longer re-dialled (a connection
+   * to them stays until either side drops it). Returns the addresses added.
+   */
+  useBootstrap(addresses: readonly string[]): string[] {
+    const before = new Set(this.bootstrap)
+    const added = addresses.filter(address => !before.has(address))
+    const kept = new Set(addresses)
+    for (const address of before) if (!kept.has(address)) this.pinned.delete(address)
+    for (const address of added) this.pinned.add(address)
+    this.bootstrap = [...addresses]
+    if (added.length > 0) void this.redial()
+    return added
   }
 
   private dial(ma: Multiaddr): Promise<Connection> {

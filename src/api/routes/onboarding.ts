@@ -2,7 +2,12 @@ import type { OnboardingService } from '../../services/registry/onboarding.js'
 import { ApprovalRequest, ApprovalResponse } from '../../wire/names.js'
 import { json, type RequestContext, type RouteDefinition } from '../../http/http.js'
 
-export function onboardingRoutes(onboarding: OnboardingService, publicUrl: string): RouteDefinition[] {
+/** `scheme`: how this node is reached when `publicUrl` is empty (https when it serves TLS itself). */
+export function onboardingRoutes(
+  onboarding: OnboardingService,
+  publicUrl: string,
+  scheme: 'http' | 'https' = 'http'
+): RouteDefinition[] {
   const approve = async (ctx: RequestContext) => {
     onboarding.checkAdmin(ctx.headers.authorization)
     return json(201, await onboarding.approve(ctx.json(), ctx.path))
@@ -49,7 +54,7 @@ export function onboardingRoutes(onboarding: OnboardingService, publicUrl: strin
       handler: ctx => {
         const params: Record<string, unknown> = Object.fromEntries(ctx.query)
         if (ctx.raw.length > 0) Object.assign(params, ctx.json())
-        const registryUrl = publicUrl || `http://${ctx.headers.host ?? 'localhost'}`
+        const registryUrl = publicUrl || `${scheme}://${ctx.headers.host ?? 'localhost'}`
         const location = onboarding.redirectUrl(params, registryUrl)
         return { status: 303, body: { location }, headers: { Location: location } }
       }

@@ -22,14 +22,15 @@ export interface RegistryProofProviderOptions {
 }
 
 /**
- * Keeps the node's signed registry identity proof. The certificate is read once, at construction
- * (a replaced certificate takes a restart); the proof is cached and reissued near expiry.
+ * Keeps the node's signed registry identity proof. The certificate is read at construction and again
+ * when the node reloads its configuration; the proof is cached, and reissued near expiry or when the
+ * certificate changed.
  */
 export class RegistryProofProvider {
   readonly domain: string
   /** The certificate's SPKI fingerprint, when a certificate was configured. */
-  readonly tlsSpkiFingerprint: string | undefined
-  private readonly certPem: string | undefined
+  tlsSpkiFingerprint: string | undefined
+  private certPem: string | undefined
   private readonly validityMs: number
   private readonly renewBeforeMs: number
   private readonly now: () => Date
@@ -48,24 +49,37 @@ export class RegistryProofProvider {
     if (!Number.isFinite(this.renewBeforeMs) || this.renewBeforeMs < 0 || this.renewBeforeMs >= this.validityMs) {
       throw new RangeError('registry proof renewBeforeMs must be at least 0 and less than the validity')
     }
-    if (options.certFile) {
-      const file = options.certFile
-      let pem: string
-      try {
-        pem = readFileSync(file, 'utf8')
-      } catch (err) {
-        throw new Error(`TLS certificate file ${file} cannot be read: ${(err as Error).message}`, { cause: err })
-      }
-      try {
-        this.tlsSpkiFingerprint = spkiFingerprint(pem)
-      } catch (err) {
-        throw new Error(`TLS certificate file ${file} does not hold a PEM certificate: ${(err as Error).message}`, {
-          cause: err
-        })
-      }
-      this.certPem = pem
-    }
+    if (options.certFile) this.readCertificate(options.certFile)
     this.current() // fail at startup rather than on the first request (e.g. an empty domain)
+  }
+
+  /** Takes the certificate in `certFile` ('' for none); the next proof carries its fingerprint. Throws, changing nothing, when it cannot be read. */
+  useCertificate(certFile: string): void {
+    if (certFile) this.readCertificate(certFile)
+    else {
+      this.certPem = undefined
+      this.tlsSpkiFingerprint = undefined
+    }
+    this.cached = null
+  }
+
+  private readCertificate(file: string): void {
+    let pem: string
+    try {
+      pem = readFileSync(file, 'utf8')
+    } catch (err) {
+      throw new Error(`TLS certificate file ${file} cannot be read: ${(err as Error).message}`, { cause: err })
+    }
+    let fingerprint: string
+    try {
+      fingerprint = spkiFingerprint(pem)
+    } catch (err) {
+      throw new Error(`TLS certificate file ${file} does not hold a PEM certificate: ${(err as Error).message}`, {
+        cause: err
+      })
+    }
+    this.certPem = pem
+    this.tlsSpkiFingerprint = fingerprint
   }
 
   /** The proof to serve now: the cached one, or a fresh one once the cached one is near expiry. */
