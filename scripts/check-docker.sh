@@ -19,10 +19,10 @@
 #     where this machine's glibc allows (>= 2.38; else step 5 shows it); dev dependencies are absent;
 #     SIGTERM stops it cleanly within docker stop's 10 s.
 #  4. mesh: the compose services run as processes with the environment compose gives them (ports
-#     moved to free local ones, binds to 127.0.0.1, bootstrap service names -> localhost, started in
-#     depends_on order without waiting, like compose); every bootstrap edge must show up in
-#     GET /v1/network/peers (the full mesh is reported); then the bootstrap target restarts on its
-#     data and must keep its PeerId and get its peers back (restart: unless-stopped).
+#     moved to free local ones, binds to 127.0.0.1, service names in bootstrap and announced addresses
+#     -> localhost, started in depends_on order without waiting, like compose); every bootstrap edge
+#     must show up in GET /v1/network/peers (the full mesh is reported); then the bootstrap target
+#     restarts on its data and must keep its PeerId and get its peers back (restart: unless-stopped).
 #  5. uWS in a trixie root: scripts/check-uws-trixie.sh runs the pruned app of step 2 with
 #     --http-server uws in a debootstrapped Debian 13 root (glibc 2.41, like node:24-trixie-slim) under
 #     chroot with the same Node, and the HTTP front test files there on uws. Needs root and
@@ -448,9 +448,16 @@ async function mesh(final, { app, argv, rt }) {
       if (mapped === 1) console.log(`   note: ${name} bootstraps from port ${port} of ${target}, which listens on ${local[target].containerP2p} (TCP) and ${local[target].containerP2p + 1} (WebSockets)`)
       return address.startsWith('/') ? `/dns4/localhost/tcp/${mapped}${m[3]}` : `localhost:${mapped}`
     })
+    // Announced addresses name the service as its peers reach it: here, its local ports.
+    local[name].announce = (local[name].env.REGISTRY_NODE_P2P_ANNOUNCE ?? '').split(',').map(s => s.trim()).filter(Boolean).map(address => {
+      const m = /^\/dns[46]?\/([^/]+)\/tcp\/(\d+)(.*)$/.exec(address)
+      if (!m || !local[m[1]]) return address
+      const port = Number(m[2]) === local[m[1]].containerP2p ? local[m[1]].p2p : Number(m[2]) === local[m[1]].containerP2p + 1 ? local[m[1]].p2p + 1 : 1
+      return `/ip4/127.0.0.1/tcp/${port}${m[3]}`
+    })
     const { ports: published = [] } = services[name]
     const httpPublished = published.some(p => Number(p.target ?? String(p).split(':').pop()) === Number(local[name].env.REGISTRY_NODE_HTTP_PORT ?? 8080))
-    console.log(`   ${name}: HTTP ${local[name].env.REGISTRY_NODE_HTTP_PORT ?? 8080} -> 127.0.0.1:${local[name].http}${httpPublished ? ' (published)' : ''}, p2p ${local[name].containerP2p} -> ${local[name].p2p}; bootstrap ${local[name].bootstrap.join(' ') || '-'}`)
+    console.log(`   ${name}: HTTP ${local[name].env.REGISTRY_NODE_HTTP_PORT ?? 8080} -> 127.0.0.1:${local[name].http}${httpPublished ? ' (published)' : ''}, p2p ${local[name].containerP2p} -> ${local[name].p2p}; bootstrap ${local[name].bootstrap.join(' ') || '-'}; announce ${local[name].announce.join(' ') || '-'}`)
   }
   // depends_on order; like compose's default condition (service_started) nothing waits for readiness.
   const order = []
@@ -471,7 +478,8 @@ async function mesh(final, { app, argv, rt }) {
       ...Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, volumes[v] ?? v])),
       REGISTRY_NODE_HTTP_PORT: String(local[name].http), REGISTRY_NODE_P2P_PORT: String(local[name].p2p),
       REGISTRY_NODE_HTTP_HOST: '127.0.0.1', REGISTRY_NODE_P2P_HOST: '127.0.0.1',
-      REGISTRY_NODE_P2P_BOOTSTRAP: local[name].bootstrap.join(',')
+      REGISTRY_NODE_P2P_BOOTSTRAP: local[name].bootstrap.join(','),
+      REGISTRY_NODE_P2P_ANNOUNCE: local[name].announce.join(',')
     })
   }
   const logs = []
