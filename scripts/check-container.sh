@@ -20,6 +20,11 @@
 #     only its announced addresses; node-b bootstraps from node-a by service name and each lists the
 #     other; libp2p answers on the published TCP and WebSocket ports; `podman stop` (SIGTERM) ends
 #     node-a with exit code 0.
+#  4. compose: docker/compose.yml up with docker-compose or `docker compose`, against podman's
+#     Docker-compatible API (podman system service on a socket of this run), host ports moved to free
+#     ones: all three nodes form a full mesh (node-b and node-c find each other through node-a by the
+#     addresses they announce) and each reports its announced /dns4/<service> addresses; down -v.
+#     Skipped, with the reason, without a compose tool or podman's bridge network.
 #
 # Needs root (the stand-in base is made from a debootstrapped root). Without root, buildah or podman,
 # or where they cannot make or run a container, it prints "SKIPPED: <reason>" and exits 0;
@@ -56,10 +61,10 @@ STORE=${CONTAINER_STORAGE:-${XDG_CACHE_HOME:-$HOME/.cache}/registry-node/contain
 mkdir -p "$STORE"
 store() { S=(--root "$STORE/storage-$1" --runroot "$STORE/run-$1" --storage-driver "$1"); }
 IMAGE=localhost/registry-node:check
-CONTAINERS=()
+NETWORK_MADE=0
 cleanup() {
-  local c
-  for c in "${CONTAINERS[@]}"; do podman "${S[@]}" rm -f -t 0 "$c" >/dev/null 2>&1 || true; done
+  # The network lives in the machine's podman configuration, not in this script's store.
+  [ "$NETWORK_MADE" = 1 ] && podman network rm -f registry-node-check >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -151,6 +156,7 @@ fi
 buildah "${S[@]}" bud --isolation chroot --format docker --pull=never --layers=false "${BUILD_MOUNTS[@]}" \
   -f docker/Dockerfile -t "$IMAGE" . > "$STORE/build.log" 2>&1 \
   || { tail -30 "$STORE/build.log" >&2; fail "buildah bud failed (log: $STORE/build.log)"; }
+buildah "${S[@]}" rmi --prune >/dev/null 2>&1 || true   # the previous build's image, now untagged
 SIZE=$(buildah "${S[@]}" images --format '{{.Size}}' "$IMAGE" | head -1)
 ok "image $IMAGE built in $(since "$t") ($SIZE)"
 fi
@@ -197,7 +203,8 @@ ok "the image runs: registry-node $out"
 
 NETWORK=${CHECK_CONTAINER_NETWORK:-}
 if [ "$NETWORK" != host ]; then
-  "${PODMAN[@]}" network exists registry-node-check 2>/dev/null || "${PODMAN[@]}" network create registry-node-check >/dev/null 2>&1 || true
+  "${PODMAN[@]}" network exists registry-node-check 2>/dev/null \
+    || { "${PODMAN[@]}" network create registry-node-check >/dev/null 2>&1 && NETWORK_MADE=1; } || true
   if "${PODMAN[@]}" run --rm "${RUN_OPTS[@]}" --network registry-node-check -p 127.0.0.1::8080 "$IMAGE" --version >/dev/null 2>"$STORE/network.log"; then
     NETWORK=bridge
   else
@@ -372,4 +379,90 @@ cleanup()
 JS
 node "$STORE/run.mjs" "$IMAGE" "$NETWORK" "$(node -p 'JSON.stringify(process.argv.slice(1))' -- "${PODMAN[@]}")" "$(node -p 'JSON.stringify(process.argv.slice(1))' -- "${RUN_OPTS[@]}")" \
   || fail "the image in containers"
+
+# --- 4. compose -------------------------------------------------------------------------------------
+# docker-compose (Debian: apt-get install docker-compose) or the docker CLI's compose plugin, talking
+# to podman's Docker-compatible API on a socket of this run, with podman set up as step 3 found it
+# must be (runtime, limits). The file as written, but for its host ports (free ones of this machine).
+COMPOSE=()
+if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose)
+elif command -v docker-compose >/dev/null; then COMPOSE=(docker-compose)
+fi
+if [ ${#COMPOSE[@]} = 0 ]; then
+  echo "-- compose: SKIPPED: neither 'docker compose' nor 'docker-compose' is installed (Debian: apt-get install docker-compose)"
+elif [ "$NETWORK" = host ]; then
+  echo "-- compose: SKIPPED: podman's bridge network does not work here, and compose needs it"
+else
+  echo "-- docker/compose.yml up with ${COMPOSE[*]}, through podman's Docker API"
+  t=$(date +%s)
+  PROJECT=registry-node-check-$$
+  SOCK=$STORE/run-$DRIVER/podman-$$.sock
+  runtime=
+  for ((i = 0; i < ${#PODMAN[@]}; i++)); do [ "${PODMAN[$i]}" = --runtime ] && runtime=${PODMAN[$((i + 1))]}; done
+  ulimits=$(for ((i = 0; i < ${#RUN_OPTS[@]}; i++)); do [ "${RUN_OPTS[$i]}" = --ulimit ] && printf '"%s",' "${RUN_OPTS[$((i + 1))]}"; done | sed 's/,$//' || true)
+  {
+    echo '[containers]'
+    [ -n "$ulimits" ] && echo "default_ulimits = [$ulimits]"
+    echo '[engine]'
+    [ -n "$runtime" ] && echo "runtime = \"$runtime\""
+    true
+  } > "$STORE/containers-$$.conf"
+  CONTAINERS_CONF=$STORE/containers-$$.conf podman "${S[@]}" system service --time=0 "unix://$SOCK" > "$STORE/service.log" 2>&1 &
+  SERVICE_PID=$!
+  compose_down() {
+    DOCKER_HOST=unix://$SOCK timeout 120 "${COMPOSE[@]}" -p "$PROJECT" -f "$STORE/compose-$$.json" down -v >/dev/null 2>&1 || true
+    kill "$SERVICE_PID" 2>/dev/null || true
+    rm -f "$STORE/compose-$$.json" "$STORE/containers-$$.conf" "$SOCK"
+  }
+  trap 'compose_down; cleanup' EXIT
+  for _ in $(seq 1 50); do [ -S "$SOCK" ] && break; sleep 0.2; done
+  [ -S "$SOCK" ] || fail "podman system service did not open $SOCK: $(tail -1 "$STORE/service.log")"
+  podman "${S[@]}" tag "$IMAGE" registry-node:local
+  # The resolved file (JSON is YAML) with free host ports, and the build left out: the image is made.
+  node -e '
+    const { parse } = require(process.cwd() + "/node_modules/yaml")
+    const net = require("node:net")
+    const free = () => new Promise(r => { const s = net.createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => r(port)) }) })
+    const c = parse(require("node:fs").readFileSync("docker/compose.yml", "utf8"), { merge: true })
+    ;(async () => {
+      const http = {}
+      for (const [name, s] of Object.entries(c.services)) {
+        delete s.build
+        s.ports = await Promise.all(s.ports.map(async p => { const port = await free(); const target = String(p).split(":").pop(); if (target === "8080") http[name] = port; return `127.0.0.1:${port}:${target}` }))
+      }
+      for (const k of Object.keys(c)) if (k.startsWith("x-")) delete c[k]
+      require("node:fs").writeFileSync(process.argv[1], JSON.stringify(c, null, 1))
+      console.log(Object.entries(http).map(([n, p]) => `${n}=${p}`).join(" "))
+    })()
+  ' "$STORE/compose-$$.json" > "$STORE/compose-ports"
+  DOCKER_HOST=unix://$SOCK timeout 300 "${COMPOSE[@]}" -p "$PROJECT" -f "$STORE/compose-$$.json" up -d > "$STORE/compose.log" 2>&1 \
+    || { tail -20 "$STORE/compose.log" >&2; fail "compose up failed (log: $STORE/compose.log)"; }
+  ok "compose up: $(tr ' ' '\n' < "$STORE/compose-ports" | sed 's/=/ HTTP on /' | paste -sd, - | sed 's/,/, /g')"
+  node --input-type=module -e '
+    const ports = Object.fromEntries(process.argv[1].trim().split(" ").map(x => x.split("=")))
+    const get = async (port, path) => (await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5000) })).json()
+    const names = Object.keys(ports)
+    const end = Date.now() + 120_000
+    let status = {}
+    let peers = {}
+    for (;;) {
+      try {
+        for (const n of names) status[n] = await get(ports[n], "/v1/network/status")
+        const nameOf = Object.fromEntries(names.map(n => [status[n].peer_id, n]))
+        for (const n of names) peers[n] = (await get(ports[n], "/v1/network/peers")).peers.filter(p => p.connected).map(p => nameOf[p.peer_id] ?? p.peer_id)
+        if (names.every(n => peers[n].length === names.length - 1)) break
+      } catch {}
+      if (Date.now() > end) { console.error(`FAIL: no full mesh within 120 s: ${JSON.stringify(peers)}`); process.exit(1) }
+      await new Promise(r => setTimeout(r, 1000))
+    }
+    for (const n of names) {
+      const own = status[n].addresses.map(a => a.split("/p2p/")[0]).sort().join(" ")
+      if (own !== `/dns4/${n}/tcp/4001 /dns4/${n}/tcp/4002/ws`) { console.error(`FAIL: ${n} reports addresses ${own}`); process.exit(1) }
+    }
+    console.log(`ok: full mesh (${names.map(n => `${n}: ${peers[n].join(" ")}`).join("; ")}); each reports its announced /dns4/<service> addresses`)
+  ' "$(cat "$STORE/compose-ports")" || { DOCKER_HOST=unix://$SOCK "${COMPOSE[@]}" -p "$PROJECT" -f "$STORE/compose-$$.json" logs --tail 20 >&2 || true; fail "compose mesh"; }
+  compose_down
+  trap cleanup EXIT
+  ok "compose down -v ($(since "$t"))"
+fi
 echo "check-container: all passed in $(since "$T0")"

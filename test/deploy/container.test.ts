@@ -1,6 +1,7 @@
 /**
  * The container image built and run: scripts/check-container.sh (buildah builds docker/Dockerfile,
- * podman runs two nodes of docker/compose.yml with their ports and --announce). It takes minutes
+ * podman runs two nodes of docker/compose.yml with their ports and --announce, and compose runs the
+ * whole file through podman's Docker API where docker-compose is installed). It takes minutes
  * (npm ci in the build) and needs root, buildah and podman, so it runs only when asked:
  * CHECK_CONTAINER=1 npx ava test/deploy/container.test.ts; skipped with the reason otherwise.
  */
@@ -13,7 +14,7 @@ const has = (tool: string): boolean => !spawnSync(tool, ['--version']).error
 
 const missing =
   process.env.CHECK_CONTAINER !== '1'
-    ? 'set CHECK_CONTAINER=1 to build and run the image (about 10 min; needs root, buildah and podman)'
+    ? 'set CHECK_CONTAINER=1 to build and run the image (about 5 min; needs root, buildah and podman)'
     : process.platform !== 'linux'
       ? 'needs Linux'
       : process.getuid?.() !== 0
