@@ -30,7 +30,8 @@
 #
 # Not checked (needs an engine): pulling node:24-trixie-slim, the build in it (its exact npm, glibc
 # and CPU architecture), file ownership and the /data volume inside the image, HEALTHCHECK
-# scheduling, Docker DNS names and the port publishing of compose.
+# scheduling, Docker DNS names and the port publishing of compose. scripts/check-container.sh
+# builds and runs the image with buildah and podman where they are installed.
 #
 # Environment: CHECK_DOCKER_DIR (scratch folder, kept; default a new one under /tmp, removed), IMAGE_NPM_VERSION
 # (npm used for the build stage's RUNs; default the npm bundled with the Node release installed for
@@ -343,8 +344,14 @@ async function smoke(final) {
   if (!rt.healthcheck) fail('no HEALTHCHECK')
   if (rt.user === 'root' || rt.user === '0') fail('the final stage runs as root')
   console.log(`   user ${rt.user} (here: ${IS_ROOT ? `uid ${UID}` : 'this user'}); volumes ${rt.volumes.join(' ')}; expose ${rt.expose.join(' ')}; command ${argv.join(' ')}`)
+  // The lock file says which packages only development needs ("dev"); one that a production
+  // dependency also takes as an optional peer ("devOptional": typescript, for viem) stays after
+  // npm prune --omit=dev, as npm means it to.
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')).packages
   for (const dev of ['typescript', 'ava', 'tsx', 'playwright-core', 'autocannon', '@types/node']) {
-    if (existsSync(join(app, 'node_modules', dev))) fail(`dev dependency ${dev} is in the image's node_modules`)
+    if (!existsSync(join(app, 'node_modules', dev))) continue
+    if (lock[`node_modules/${dev}`]?.devOptional) console.log(`   ${dev} stays: a production dependency takes it as an optional peer`)
+    else fail(`dev dependency ${dev} is in the image's node_modules`)
   }
   ok('no dev dependencies in node_modules')
   for (const f of ['dist/cli.js', 'dist/identity/verify-worker.js', 'dist/search/embedders/onnx-worker.js', 'package.json']) {
@@ -551,4 +558,5 @@ echo "all checks passed"
 echo
 echo "Not checked here (needs a container engine): pulling node:24-trixie-slim and building in it,"
 echo "file ownership and the /data volume inside the image, HEALTHCHECK scheduling by the engine,"
-echo "compose's network (service-name DNS) and port publishing."
+echo "compose's network (service-name DNS) and port publishing: scripts/check-container.sh checks those"
+echo "where buildah and podman are installed."
