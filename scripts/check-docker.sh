@@ -19,10 +19,10 @@
 #     where this machine's glibc allows (>= 2.38; else step 5 shows it); dev dependencies are absent;
 #     SIGTERM stops it cleanly within docker stop's 10 s.
 #  4. mesh: the compose services run as processes with the environment compose gives them (ports
-#     moved to free local ones, binds to 127.0.0.1, bootstrap service names -> localhost, started in
-#     depends_on order without waiting, like compose); every bootstrap edge must show up in
-#     GET /v1/network/peers (the full mesh is reported); then the bootstrap target restarts on its
-#     data and must keep its PeerId and get its peers back (restart: unless-stopped).
+#     moved to free local ones, binds to 127.0.0.1, service names in bootstrap and announced addresses
+#     -> localhost, started in depends_on order without waiting, like compose); every bootstrap edge
+#     must show up in GET /v1/network/peers (the full mesh is reported); then the bootstrap target
+#     restarts on its data and must keep its PeerId and get its peers back (restart: unless-stopped).
 #  5. uWS in a trixie root: scripts/check-uws-trixie.sh runs the pruned app of step 2 with
 #     --http-server uws in a debootstrapped Debian 13 root (glibc 2.41, like node:24-trixie-slim) under
 #     chroot with the same Node, and the HTTP front test files there on uws. Needs root and
@@ -30,7 +30,8 @@
 #
 # Not checked (needs an engine): pulling node:24-trixie-slim, the build in it (its exact npm, glibc
 # and CPU architecture), file ownership and the /data volume inside the image, HEALTHCHECK
-# scheduling, Docker DNS names and the port publishing of compose.
+# scheduling, Docker DNS names and the port publishing of compose. scripts/check-container.sh
+# builds and runs the image with buildah and podman where they are installed.
 #
 # Environment: CHECK_DOCKER_DIR (scratch folder, kept; default a new one under /tmp, removed), IMAGE_NPM_VERSION
 # (npm used for the build stage's RUNs; default the npm bundled with the Node release installed for
@@ -343,8 +344,14 @@ async function smoke(final) {
   if (!rt.healthcheck) fail('no HEALTHCHECK')
   if (rt.user === 'root' || rt.user === '0') fail('the final stage runs as root')
   console.log(`   user ${rt.user} (here: ${IS_ROOT ? `uid ${UID}` : 'this user'}); volumes ${rt.volumes.join(' ')}; expose ${rt.expose.join(' ')}; command ${argv.join(' ')}`)
+  // The lock file says which packages only development needs ("dev"); one that a production
+  // dependency also takes as an optional peer ("devOptional": typescript, for viem) stays after
+  // npm prune --omit=dev, as npm means it to.
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')).packages
   for (const dev of ['typescript', 'ava', 'tsx', 'playwright-core', 'autocannon', '@types/node']) {
-    if (existsSync(join(app, 'node_modules', dev))) fail(`dev dependency ${dev} is in the image's node_modules`)
+    if (!existsSync(join(app, 'node_modules', dev))) continue
+    if (lock[`node_modules/${dev}`]?.devOptional) console.log(`   ${dev} stays: a production dependency takes it as an optional peer`)
+    else fail(`dev dependency ${dev} is in the image's node_modules`)
   }
   ok('no dev dependencies in node_modules')
   for (const f of ['dist/cli.js', 'dist/identity/verify-worker.js', 'dist/search/embedders/onnx-worker.js', 'package.json']) {
@@ -448,9 +455,16 @@ async function mesh(final, { app, argv, rt }) {
       if (mapped === 1) console.log(`   note: ${name} bootstraps from port ${port} of ${target}, which listens on ${local[target].containerP2p} (TCP) and ${local[target].containerP2p + 1} (WebSockets)`)
       return address.startsWith('/') ? `/dns4/localhost/tcp/${mapped}${m[3]}` : `localhost:${mapped}`
     })
+    // Announced addresses name the service as its peers reach it: here, its local ports.
+    local[name].announce = (local[name].env.REGISTRY_NODE_P2P_ANNOUNCE ?? '').split(',').map(s => s.trim()).filter(Boolean).map(address => {
+      const m = /^\/dns[46]?\/([^/]+)\/tcp\/(\d+)(.*)$/.exec(address)
+      if (!m || !local[m[1]]) return address
+      const port = Number(m[2]) === local[m[1]].containerP2p ? local[m[1]].p2p : Number(m[2]) === local[m[1]].containerP2p + 1 ? local[m[1]].p2p + 1 : 1
+      return `/ip4/127.0.0.1/tcp/${port}${m[3]}`
+    })
     const { ports: published = [] } = services[name]
     const httpPublished = published.some(p => Number(p.target ?? String(p).split(':').pop()) === Number(local[name].env.REGISTRY_NODE_HTTP_PORT ?? 8080))
-    console.log(`   ${name}: HTTP ${local[name].env.REGISTRY_NODE_HTTP_PORT ?? 8080} -> 127.0.0.1:${local[name].http}${httpPublished ? ' (published)' : ''}, p2p ${local[name].containerP2p} -> ${local[name].p2p}; bootstrap ${local[name].bootstrap.join(' ') || '-'}`)
+    console.log(`   ${name}: HTTP ${local[name].env.REGISTRY_NODE_HTTP_PORT ?? 8080} -> 127.0.0.1:${local[name].http}${httpPublished ? ' (published)' : ''}, p2p ${local[name].containerP2p} -> ${local[name].p2p}; bootstrap ${local[name].bootstrap.join(' ') || '-'}; announce ${local[name].announce.join(' ') || '-'}`)
   }
   // depends_on order; like compose's default condition (service_started) nothing waits for readiness.
   const order = []
@@ -471,7 +485,8 @@ async function mesh(final, { app, argv, rt }) {
       ...Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, volumes[v] ?? v])),
       REGISTRY_NODE_HTTP_PORT: String(local[name].http), REGISTRY_NODE_P2P_PORT: String(local[name].p2p),
       REGISTRY_NODE_HTTP_HOST: '127.0.0.1', REGISTRY_NODE_P2P_HOST: '127.0.0.1',
-      REGISTRY_NODE_P2P_BOOTSTRAP: local[name].bootstrap.join(',')
+      REGISTRY_NODE_P2P_BOOTSTRAP: local[name].bootstrap.join(','),
+      REGISTRY_NODE_P2P_ANNOUNCE: local[name].announce.join(',')
     })
   }
   const logs = []
@@ -543,4 +558,5 @@ echo "all checks passed"
 echo
 echo "Not checked here (needs a container engine): pulling node:24-trixie-slim and building in it,"
 echo "file ownership and the /data volume inside the image, HEALTHCHECK scheduling by the engine,"
-echo "compose's network (service-name DNS) and port publishing."
+echo "compose's network (service-name DNS) and port publishing: scripts/check-container.sh checks those"
+echo "where buildah and podman are installed."

@@ -33,8 +33,6 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bash scripts/check-uws-trixie.sh [--app DIR] [--no-tests]" >&2; exit 2 ;;
   esac
 done
-CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/registry-node
-ROOTFS=$CACHE/trixie-root
 T0=$(date +%s)
 skip() { echo "SKIPPED: $*"; exit 0; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -46,35 +44,9 @@ since() { echo "$(( $(date +%s) - $1 )) s"; }
 [ "$(uname -s)" = Linux ] || skip "needs Linux"
 [ -f "$APP/dist/cli.js" ] || fail "$APP/dist/cli.js is missing (npm run build)"
 
-# --- the trixie root (cached) ----------------------------------------------------------------------
-if [ ! -f "$ROOTFS/.registry-node-root" ]; then
-  if ! command -v debootstrap >/dev/null; then
-    command -v apt-get >/dev/null || skip "debootstrap is not installed and there is no apt-get"
-    echo "installing debootstrap (apt-get)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >/dev/null 2>&1 \
-      || { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >/dev/null 2>&1; } \
-      || skip "debootstrap is not installed and apt-get install debootstrap failed"
-  fi
-  [ -e /usr/share/debootstrap/scripts/trixie ] || skip "this debootstrap ($(dpkg-query -W -f '${Version}' debootstrap 2>/dev/null)) does not know trixie"
-  if [ -z "${DEBIAN_MIRROR:-}" ]; then
-    # one-line (deb [opts] URI suite ...) and deb822 (URIs: ...) sources; the first .../debian archive.
-    DEBIAN_MIRROR=$( { awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/) { print $i; break } }' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-                      awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }' /etc/apt/sources.list.d/*.sources 2>/dev/null; } \
-                    | grep -E '/debian/?$' | head -1 || true)
-    [ -n "$DEBIAN_MIRROR" ] || skip "no Debian mirror in /etc/apt/sources.list{,.d/*} (set DEBIAN_MIRROR)"
-  fi
-  echo "debootstrap --variant=minbase trixie $ROOTFS $DEBIAN_MIRROR (once; cached)"
-  t=$(date +%s)
-  rm -rf "$ROOTFS.partial"
-  mkdir -p "$CACHE"
-  debootstrap --variant=minbase trixie "$ROOTFS.partial" "$DEBIAN_MIRROR" > "$CACHE/trixie-debootstrap.log" 2>&1 \
-    || { tail -20 "$CACHE/trixie-debootstrap.log" >&2; fail "debootstrap failed (log: $CACHE/trixie-debootstrap.log)"; }
-  # minbase has no /etc/hosts (netbase): `localhost` must resolve in the chroot.
-  [ -f "$ROOTFS.partial/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$ROOTFS.partial/etc/hosts"
-  touch "$ROOTFS.partial/.registry-node-root"
-  rm -rf "$ROOTFS" && mv "$ROOTFS.partial" "$ROOTFS"
-  ok "trixie root made in $(since "$t")"
-fi
+# --- the trixie root (cached; scripts/lib/trixie-root.sh) -------------------------------------------
+. scripts/lib/trixie-root.sh
+trixie_root
 echo "trixie root: $ROOTFS (Debian $(cat "$ROOTFS/etc/debian_version"), $(chroot "$ROOTFS" getconf GNU_LIBC_VERSION); this machine: $(getconf GNU_LIBC_VERSION))"
 
 # --- Node 24 from the npm registry (scripts/runtimes.mjs cache) -------------------------------------
