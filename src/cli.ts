@@ -359,6 +359,7 @@ async function main(argv: string[]): Promise<void> {
 const verbose = process.argv.includes('--verbose')
 const REPORTED = new Set([
   'DataDirInUse',
+  'StoreFormatError',
   'RegistryRequestError',
   'RegistryUnreachableError',
   'EntityUnreachableError',

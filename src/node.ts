@@ -226,7 +226,12 @@ async function openCore(config: NodeConfig, logger: Logger, life: Lifecycle): Pr
     () =>
       RegistryStore.open(config.data_dir, {
         commitDelayMs: config.store.commit_delay_ms,
-        minFreeBytes: config.store.min_free_bytes
+        minFreeBytes: config.store.min_free_bytes,
+        migrated: m =>
+          logger.info(
+            { from: m.from, to: m.to, ...m.counts, ms: m.ms },
+            `store migrated from format ${m.from} to ${m.to}: ${m.description}`
+          )
       }),
     s => s.close()
   )
