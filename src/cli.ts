@@ -341,6 +341,9 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./client/cli.js')).handleCommand(rest)
     case 'name':
       return (await import('./client/cli.js')).nameCommand(rest)
+    // A running node's peers, through its admin routes.
+    case 'peers':
+      return (await import('./client/peers-cli.js')).peersCommand(rest)
     case undefined:
       return print(topLevelHelp())
     case 'help': {

@@ -492,6 +492,11 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
         ...meshSettings(config, identity.keyPair.seed),
         apply: op => p.replication.apply(op),
         digests,
+        banStore: {
+          list: () => p.store.peerBans(),
+          put: ban => p.store.putPeerBan(ban),
+          remove: peerId => p.store.removePeerBan(peerId)
+        },
         operationsFor: key => provided.operationsFor(key),
         federation: { answer: request => p.search.answerPeer(request), filter: p.search.homeTerms },
         bus: p.bus,

@@ -26,6 +26,7 @@ import {
   keyFits,
   type OpenedStore,
   openStoreDatabases,
+  type PeerBan,
   PURGE_CHUNK,
   scanInTurns,
   type StoreDatabases,
@@ -50,6 +51,7 @@ export {
 } from './signature-ledger.js'
 export type { WriteTransaction } from './write-transaction.js'
 export type { AppliedMigration } from './migrations.js'
+export type { PeerBan } from './store-databases.js'
 export { CURRENT_FORMAT, StoreFormatError } from './store-format.js'
 
 export class RegistryStore {
@@ -134,6 +136,27 @@ export class RegistryStore {
   /** A binding's history, newest first. */
   nameHistory(handle: string, name: string): NameVersion[] {
     return this.names.history(handle, name)
+  }
+
+  /** The peers an operator banned, by PeerId. */
+  peerBans(): PeerBan[] {
+    return [...this.db.peerBans.getRange()].map(({ value }) => value)
+  }
+
+  /** Records a ban (replacing one of the same peer); resolves once durable. */
+  async putPeerBan(ban: PeerBan): Promise<void> {
+    await this.commit(() => {
+      void this.db.peerBans.put(ban.peer_id, ban)
+    })
+  }
+
+  /** Forgets a ban; whether there was one. */
+  removePeerBan(peerId: string): Promise<boolean> {
+    return this.commit(() => {
+      if (!keyFits(peerId) || !this.db.peerBans.doesExist(peerId)) return false
+      void this.db.peerBans.remove(peerId)
+      return true
+    })
   }
 
   /** What the store's commits have cost since it opened (LMDB's own counters). */
