@@ -47,7 +47,9 @@ export const MIGRATIONS: readonly Migration[] = [
         counts.seal_digests++
       }
       // Entity records of stores made before they carried the time of their last status change:
-      // without it each status change from a peer read the entity's whole history.
+      // without it each status change from a peer read the entity's whole history. Home entities
+      // get it too, unread (their status comes from liveness): the migration need not know whose
+      // node this is.
       if (db.meta.get(STATUS_TIMES_MARKER) === undefined) {
         const timed: EntityRecord[] = []
         for (const { value: record } of db.entities.getRange()) {
