@@ -4,10 +4,14 @@
  * are refused, this node never dials it, and the ban survives a restart of the banning node (kept
  * in its store); unbanning lets it back.
  */
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import test from 'ava'
+import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
 import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
+const exec = promisify(execFile)
 const SECRET = 'whsec_bans_test'
 const admin = { authorization: `Bearer ${SECRET}` }
 const MESH = { enabled: true }
@@ -114,4 +118,40 @@ test('a banned peer is hung up on and kept out, across a restart of the banning 
   t.like(await dial(b, a), { status: 201, body: { peer_id: a.node.mesh!.peerId, connected: true } })
   await until('A sees B again', () => connectedTo(a, peerB))
   t.like(await http(a.url, 'GET', '/v1/network/bans', { headers: admin }), { body: { count: 0, bans: [] } })
+})
+
+test('registry-node peers ban, bans, unban and remove drive the admin routes; a missing secret is one line', async t => {
+  const a = await startTestNode({ name: 'node-a', p2p: MESH, onboarding: { webhook_secret: SECRET } })
+  const b = await startTestNode({ name: 'node-b', p2p: MESH })
+  t.teardown(() => Promise.all([a.stop(), b.stop()]))
+  const peerB = b.node.mesh!.peerId
+  const cli = async (...args: string[]) => {
+    const env = { ...process.env, REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET: SECRET }
+    const { stdout } = await exec(process.execPath, [...CLI_FROM_SOURCES, 'peers', ...args, '--registry', a.url], {
+      env
+    })
+    return JSON.parse(stdout)
+  }
+  t.like(await cli('add', tcpAddress(b)), { peer_id: peerB, connected: true })
+  t.like(await cli('ban', peerB, '--reason', 'from the CLI'), { peer_id: peerB, reason: 'from the CLI' })
+  t.like(await cli('bans'), { count: 1, bans: [{ peer_id: peerB }] })
+  t.like(await cli('unban', peerB), { peer_id: peerB, unbanned: true })
+  t.like(await cli('remove', peerB), { peer_id: peerB })
+
+  const env = { ...process.env, REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET: '' }
+  const failed = await exec(process.execPath, [...CLI_FROM_SOURCES, 'peers', 'bans', '--registry', a.url], {
+    env
+  }).catch((err: { code: number; stderr: string }) => err)
+  t.like(failed, {
+    code: 2,
+    stderr:
+      "registry-node: peers bans needs the node's admin secret: --secret SECRET or REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET\n"
+  })
+  const refused = await exec(
+    process.execPath,
+    [...CLI_FROM_SOURCES, 'peers', 'unban', peerB, '--secret', SECRET, '--registry', a.url],
+    { env }
+  ).catch((err: { code: number; stderr: string }) => err)
+  t.like(refused, { code: 1 })
+  t.regex((refused as { stderr: string }).stderr, /^registry-node: .*not banned.*\n$/)
 })
