@@ -31,6 +31,11 @@ const DELETION_FORM_FLAG = [
   'spec (default): signed over the path with ?timestamp=, good once; deployed: over the ID or release:<name>'
 ] as const
 const DEVELOPER_KEY = ['--key FILE', 'the developer key file (keys new)'] as const
+const ADMIN_SECRET_FLAG = [
+  '--secret S',
+  "the node's admin secret, onboarding.webhook_secret (default: REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET)"
+] as const
+const ADDRESS_ARG = ['ADDRESS', 'a multiaddr (ending in /p2p/<peer-id> to pin its key) or host:port'] as const
 
 export const COMMANDS: readonly CommandHelp[] = [
   {
@@ -382,6 +387,49 @@ export const COMMANDS: readonly CommandHelp[] = [
     summary: "a name's versions, newest first",
     flags: [REGISTRY_FLAG],
     examples: ['registry-node name versions alice/doc']
+  },
+  {
+    name: 'peers list',
+    args: '[--all] [--registry URL]',
+    summary: "a running node's connected peers (--all: also the known ones that disconnected)",
+    flags: [['--all', 'also list known peers that are no longer connected'], REGISTRY_FLAG],
+    examples: ['registry-node peers list --registry http://127.0.0.1:8080']
+  },
+  {
+    name: 'peers add',
+    args: 'ADDRESS [--secret S] [--registry URL]',
+    summary: 'connect a running node to a peer now; the address is re-dialled while the node runs',
+    flags: [ADDRESS_ARG, ADMIN_SECRET_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node peers add /ip4/203.0.113.7/tcp/4001/p2p/12D3KooW… --secret "$SECRET"']
+  },
+  {
+    name: 'peers remove',
+    args: 'PEER_ID [--secret S] [--registry URL]',
+    summary:
+      'hang up on a peer and stop re-dialling its added or bootstrap addresses (it may come back: ban it to keep it out)',
+    flags: [ADMIN_SECRET_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node peers remove 12D3KooW… --secret "$SECRET"']
+  },
+  {
+    name: 'peers ban',
+    args: 'PEER_ID [--reason TEXT] [--secret S] [--registry URL]',
+    summary: 'ban a peer: hung up on, refused both ways, never dialled; kept in the store across restarts',
+    flags: [['--reason TEXT', 'a note shown in the ban list'], ADMIN_SECRET_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node peers ban 12D3KooW… --reason "floods gossip" --secret "$SECRET"']
+  },
+  {
+    name: 'peers unban',
+    args: 'PEER_ID [--secret S] [--registry URL]',
+    summary: 'lift a ban: the peer may connect again',
+    flags: [ADMIN_SECRET_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node peers unban 12D3KooW… --secret "$SECRET"']
+  },
+  {
+    name: 'peers bans',
+    args: '[--secret S] [--registry URL]',
+    summary: "a running node's banned peers, oldest first",
+    flags: [ADMIN_SECRET_FLAG, REGISTRY_FLAG],
+    examples: ['registry-node peers bans --secret "$SECRET"']
   },
   {
     name: 'testnet',

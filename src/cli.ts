@@ -384,6 +384,9 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./client/cli.js')).handleCommand(rest)
     case 'name':
       return (await import('./client/cli.js')).nameCommand(rest)
+    // A running node's peers, through its admin routes.
+    case 'peers':
+      return (await import('./client/peers-cli.js')).peersCommand(rest)
     case undefined:
       return print(topLevelHelp())
     case 'help': {
@@ -404,6 +407,7 @@ const REPORTED = new Set([
   'DataDirInUse',
   'BackupError',
   'NoStore',
+  'StoreFormatError',
   'RegistryRequestError',
   'RegistryUnreachableError',
   'EntityUnreachableError',

@@ -62,6 +62,11 @@ export const ERRORS = {
   },
   entity_not_found: { status: 404, message: 'No entity with this ID is registered on this node.' },
   developer_not_found: { status: 404, message: 'No developer with this ID is registered on this node.' },
+  peer_not_found: {
+    status: 404,
+    message: 'No peer with this PeerId is connected to, known to, or added on this node.'
+  },
+  peer_not_banned: { status: 404, message: 'This peer is not banned on this node.' },
   method_not_allowed: { status: 405, message: 'This route does not accept this method.' },
   entity_exists: { status: 409, message: 'An entity with this ID is already registered.' },
   entity_deregistered: {
@@ -90,6 +95,10 @@ export const ERRORS = {
   signature_replayed: {
     status: 409,
     message: 'This signature already authorized a write; a signature is good for one write.'
+  },
+  peer_banned: {
+    status: 409,
+    message: 'This peer is banned on this node; lift the ban first (DELETE /v1/network/bans/{peer_id}).'
   },
   approval_exists: { status: 409, message: 'This approval state was already used.' },
   storage_full: {

@@ -253,7 +253,12 @@ async function openCore(config: NodeConfig, logger: Logger, life: Lifecycle): Pr
     () =>
       RegistryStore.open(config.data_dir, {
         commitDelayMs: config.store.commit_delay_ms,
-        minFreeBytes: config.store.min_free_bytes
+        minFreeBytes: config.store.min_free_bytes,
+        migrated: m =>
+          logger.info(
+            { from: m.from, to: m.to, ...m.counts, ms: m.ms },
+            `store migrated from format ${m.from} to ${m.to}: ${m.description}`
+          )
       }),
     s => s.close()
   )
@@ -529,6 +534,11 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
         ...meshSettings(config, identity.keyPair.seed),
         apply: op => p.replication.apply(op),
         digests,
+        banStore: {
+          list: () => p.store.peerBans(),
+          put: ban => p.store.putPeerBan(ban),
+          remove: peerId => p.store.removePeerBan(peerId)
+        },
         operationsFor: key => provided.operationsFor(key),
         federation: { answer: request => p.search.answerPeer(request), filter: p.search.homeTerms },
         bus: p.bus,

@@ -60,8 +60,12 @@ import type {
   NetworkStatusAnswer,
   NodeInfoAnswer,
   Peer,
+  PeerBan,
+  PeerBanList,
   PeerList,
+  PeerUnbanned,
   RegistryProof,
+  RemovedPeer,
   Resolution,
   Search,
   SearchAnswer
@@ -367,6 +371,29 @@ export class RegistryClient {
   /** Admin (the webhook secret): dials a peer now. */
   addPeer(address: string, adminSecret: string): Promise<Peer> {
     return this.send('POST', '/v1/network/peers', { body: { address }, headers: admin(adminSecret) })
+  }
+
+  /** Admin: hangs up on a peer and stops re-dialling its addresses (it may come back unless banned). */
+  removePeer(peerId: string, adminSecret: string): Promise<RemovedPeer> {
+    return this.send('DELETE', `/v1/network/peers/${enc(peerId)}`, { headers: admin(adminSecret) })
+  }
+
+  /** Admin: the banned peers. */
+  peerBans(adminSecret: string): Promise<PeerBanList> {
+    return this.send('GET', '/v1/network/bans', { headers: admin(adminSecret) })
+  }
+
+  /** Admin: bans a peer by PeerId (kept across restarts); banning again replaces the reason. */
+  banPeer(peerId: string, adminSecret: string, o: { reason?: string } = {}): Promise<PeerBan> {
+    return this.send('POST', '/v1/network/bans', {
+      body: { peer_id: peerId, ...(o.reason !== undefined ? { reason: o.reason } : {}) },
+      headers: admin(adminSecret)
+    })
+  }
+
+  /** Admin: lifts a ban. */
+  unbanPeer(peerId: string, adminSecret: string): Promise<PeerUnbanned> {
+    return this.send('DELETE', `/v1/network/bans/${enc(peerId)}`, { headers: admin(adminSecret) })
   }
 
   /** Admin: the mesh faults injected in this node (testnets). */

@@ -31,7 +31,16 @@ import type {
   NameView,
   ResolveResponse
 } from '../wire/names.js'
-import type { MeshFaultsRequest, MeshFaultsView, NetworkStats, NetworkStatus, PeerView } from '../wire/network.js'
+import type {
+  MeshFaultsRequest,
+  MeshFaultsView,
+  NetworkStats,
+  NetworkStatus,
+  PeerBan as PeerBanSchema,
+  PeerUnbanned as PeerUnbannedSchema,
+  PeerView,
+  RemovedPeer as RemovedPeerSchema
+} from '../wire/network.js'
 import type { NodeInfo } from '../wire/node.js'
 import type { RegistryProofSchema } from '../wire/registry-proof.js'
 import type { SearchRequest, SearchResponse } from '../wire/search.js'
@@ -97,6 +106,10 @@ export type NodeInfoAnswer = Answer<typeof NodeInfo>
 export type RegistryProof = Answer<typeof RegistryProofSchema>
 export type Peer = Answer<typeof PeerView>
 export type PeerList = { peers: Peer[]; count: number }
+export type RemovedPeer = Answer<typeof RemovedPeerSchema>
+export type PeerBan = Answer<typeof PeerBanSchema>
+export type PeerBanList = { bans: PeerBan[]; count: number }
+export type PeerUnbanned = Answer<typeof PeerUnbannedSchema>
 export type NetworkStatusAnswer = Answer<typeof NetworkStatus>
 export type NetworkStatsAnswer = Answer<typeof NetworkStats>
 export type MeshFaults = Answer<typeof MeshFaultsView>

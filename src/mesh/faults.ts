@@ -1,6 +1,7 @@
 /**
  * Which peers this node may talk to, and the process-level faults a testnet injects
- * (`PUT /v1/admin/mesh/faults`, src/testnet/). Three levers:
+ * (`PUT /v1/admin/mesh/faults`, src/testnet/). Besides the peers an operator banned (peer-bans.ts),
+ * three levers:
  *
  * - an allow list (`p2p.allow_peers`): when non-empty, the only peers connected either way, so a
  *   testnet's ring or star stays a ring or a star although the DHT and gossipsub discover everyone;
@@ -29,6 +30,8 @@ export class MeshFaults {
   private blocked = new Set<string>()
   loss = 0
   delayMs = 0
+  /** Whether an operator banned the peer (peer-bans.ts; set by the Mesh): refused like a blocked one. */
+  banned: (peerId: string) => boolean = () => false
   /** Closes this node's connections to a peer (set by the Mesh once libp2p exists). */
   hangUp: (peerId: string) => Promise<void> = async () => {}
 
@@ -39,9 +42,9 @@ export class MeshFaults {
     this.allowed = new Set(allowPeers)
   }
 
-  /** Whether this node may connect to `peerId` (allow list and blocked peers). */
+  /** Whether this node may connect to `peerId` (allow list, blocked and banned peers). */
   permits(peerId: string): boolean {
-    return !this.blocked.has(peerId) && (this.allowed.size === 0 || this.allowed.has(peerId))
+    return !this.blocked.has(peerId) && !this.banned(peerId) && (this.allowed.size === 0 || this.allowed.has(peerId))
   }
 
   /** libp2p's gater: refuses dials to, and secured connections from, peers not permitted. */

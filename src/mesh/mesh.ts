@@ -10,12 +10,13 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { Logger } from 'pino'
 import { invalidField, RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
-import type { HelloMessage, PeerView } from '../wire/network.js'
+import type { HelloMessage, PeerBan, PeerView, RemovedPeer } from '../wire/network.js'
 import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { MeshFaults } from './faults.js'
+import { type BanStore, checkedPeerId, memoryBanStore, PeerBans } from './peer-bans.js'
 import { OperationGossip, type GossipApply } from './gossip.js'
 import { GossipTap } from './gossip-tap.js'
 import { PeerBook } from './peers.js'
@@ -53,6 +54,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   allowPeers?: readonly string[]
   /** JSON-lines propagation trace (p2p.trace_file); none when empty. */
   traceFile?: string
+  /** Where peer bans are kept (the node's store); in memory when absent. */
+  banStore?: BanStore
 }
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
@@ -77,6 +80,9 @@ export function parsePeerAddress(address: string): Multiaddr {
   return multiaddr(`/${proto}/${host}/tcp/${port}`)
 }
 
+/** The PeerId an address ends in (/p2p/…), if any. */
+const peerOf = (ma: Multiaddr): string | undefined => ma.getComponents().findLast(c => c.name === 'p2p')?.value
+
 export class Mesh {
   readonly peers: PeerBook
   readonly gossip: OperationGossip
@@ -96,7 +102,8 @@ export class Mesh {
     readonly libp2p: MeshLibp2p,
     private readonly o: MeshOptions,
     readonly faults: MeshFaults,
-    readonly tap: GossipTap
+    readonly tap: GossipTap,
+    readonly bans: PeerBans
   ) {
     this.log = o.logger
     faults.hangUp = async peer => {
@@ -142,8 +149,10 @@ export class Mesh {
 
   static async create(options: MeshOptions): Promise<Mesh> {
     const faults = new MeshFaults(options.allowPeers)
+    const bans = new PeerBans(options.banStore ?? memoryBanStore())
+    faults.banned = peerId => bans.has(peerId)
     const tap = new GossipTap(faults, options.traceFile)
-    return new Mesh(await createLibp2pNode(options, { gater: faults.gater(), tap }), options, faults, tap)
+    return new Mesh(await createLibp2pNode(options, { gater: faults.gater(), tap }), options, faults, tap, bans)
   }
 
   async start(): Promise<void> {
@@ -192,6 +201,13 @@ export class Mesh {
    */
   async addPeer(address: string): Promise<PeerView> {
     const ma = parsePeerAddress(address)
+    const named = peerOf(ma)
+    if (named && this.bans.has(named))
+      throw new RegistryError(
+        'peer_banned',
+        `${named} is banned on this node; lift the ban first (DELETE /v1/network/bans/${named}).`,
+        'address'
+      )
     let connection: Connection
     try {
       connection = await this.dial(ma)
@@ -202,14 +218,82 @@ export class Mesh {
       this.pinned.add(ma.toString())
       this.learned.set(ma.toString(), connection.remotePeer.toString())
     }
+    let view: PeerView
     try {
-      return await this.peers.admit(connection)
+      view = await this.peers.admit(connection)
     } catch (err) {
       throw new RegistryError(
         'peer_unreachable',
         `Connected to ${ma.toString()}, but the peer went away: ${(err as Error).message}`
       )
     }
+    // A peer that refuses this node (a ban, an allow list) closes the connection once noise has
+    // told it who dialled: the dial itself succeeded.
+    if (!view.connected || connection.status !== 'open')
+      throw new RegistryError(
+        'peer_unreachable',
+        `Connected to ${ma.toString()}, but the peer closed the connection at once: it may refuse this node (a ban or an allow list).`
+      )
+    return view
+  }
+
+  /**
+   * Hangs up on a peer and stops re-dialling its added (or bootstrap) addresses. It may come back:
+   * by dialling this node, or found again through the DHT; a ban keeps it out.
+   * Throws `peer_not_found` when the peer is neither connected, known nor added.
+   */
+  async removePeer(peerIdText: string): Promise<RemovedPeer> {
+    const peerId = checkedPeerId(peerIdText)
+    const connected = this.libp2p.getConnections(peerIdFromString(peerId)).length > 0
+    const dropped = this.unpin(peerId)
+    if (!connected && dropped.length === 0 && !this.peers.get(peerId))
+      throw new RegistryError('peer_not_found', `No peer ${peerId} is connected to, known to, or added on this node.`)
+    await this.libp2p.hangUp(peerIdFromString(peerId))
+    this.log.info({ peer_id: peerId, was_connected: connected, addresses_dropped: dropped }, 'peer removed')
+    return {
+      peer_id: peerId,
+      disconnected: connected,
+      addresses_dropped: dropped,
+      message: `${connected ? 'Hung up on' : 'Not connected to'} ${peerId}; ${dropped.length === 0 ? 'no added address to forget' : `no longer re-dialling ${dropped.length} address${dropped.length === 1 ? '' : 'es'}`}. It may connect again unless banned.`
+    }
+  }
+
+  /**
+   * Bans a peer: kept in the store, refused both ways by the gater from now on (its added and
+   * bootstrap addresses are skipped while it is banned), and any connection to it closed.
+   * `created`: it was not banned before.
+   */
+  async banPeer(peerIdText: string, reason: string | null): Promise<{ ban: PeerBan; created: boolean }> {
+    const peerId = checkedPeerId(peerIdText)
+    if (peerId === this.peerId) throw invalidField('peer_id', 'this is the PeerId of this node itself')
+    const result = await this.bans.add(peerId, reason)
+    await this.libp2p.hangUp(peerIdFromString(peerId))
+    this.log.warn({ peer_id: peerId, reason }, 'peer banned')
+    return result
+  }
+
+  /**
+   * Lifts a ban: the peer may connect again, and its added or bootstrap addresses are re-dialled
+   * again. Throws `peer_not_banned`.
+   */
+  async unbanPeer(peerIdText: string): Promise<string> {
+    const peerId = checkedPeerId(peerIdText)
+    if (!(await this.bans.remove(peerId)))
+      throw new RegistryError('peer_not_banned', `${peerId} is not banned on this node.`)
+    this.log.info({ peer_id: peerId }, 'peer unbanned')
+    return peerId
+  }
+
+  /** Forgets the re-dialled addresses that lead to `peerId`; those it forgot. */
+  private unpin(peerId: string): string[] {
+    const dropped: string[] = []
+    for (const address of this.pinned) {
+      if ((peerOf(multiaddr(address)) ?? this.learned.get(address)) !== peerId) continue
+      this.pinned.delete(address)
+      this.learned.delete(address)
+      dropped.push(address)
+    }
+    return dropped
   }
 
   /**
@@ -238,8 +322,8 @@ export class Mesh {
     await Promise.allSettled(
       [...this.pinned].map(async address => {
         const ma = multiaddr(address)
-        const peerId = ma.getComponents().findLast(c => c.name === 'p2p')?.value ?? this.learned.get(address)
-        if (peerId && connected.has(peerId)) return
+        const peerId = peerOf(ma) ?? this.learned.get(address)
+        if (peerId && (connected.has(peerId) || this.bans.has(peerId))) return
         try {
           const connection = await this.dial(ma)
           this.learned.set(address, connection.remotePeer.toString())

@@ -63,7 +63,8 @@ export class OperationLog {
 
   constructor(
     private readonly operations: Database<Operation, number>,
-    private readonly subjectOperations: Database<Uint8Array | null, SubjectOperationKey>,
+    /** Every entry holds its seal digest (a store indexed before they were kept is migrated). */
+    private readonly subjectOperations: Database<Uint8Array, SubjectOperationKey>,
     private readonly sharedOperations: Database<[seq: number, holders: number], Buffer>,
     private lastSeq: number
   ) {}
@@ -81,7 +82,7 @@ export class OperationLog {
   operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
     const ops: Operation[] = []
     for (const { key, value } of this.subjectEntries(subject)) {
-      if (skip?.size && value !== null && skip.has(Buffer.from(value).toString('hex'))) continue
+      if (skip?.size && skip.has(Buffer.from(value).toString('hex'))) continue
       const op = this.operations.get(key[1])
       if (op) ops.push(op)
     }
@@ -102,8 +103,8 @@ export class OperationLog {
       start: [op.subject, 0],
       end: [op.subject, MAX_SEQ]
     })) {
-      // Only a matching digest (or none: written before they were kept) is worth decoding.
-      if (value !== null && Buffer.compare(value, digest) !== 0) continue
+      // Only a matching digest is worth decoding.
+      if (Buffer.compare(value, digest) !== 0) continue
       if (this.operations.get(key[1])?.node_signature === op.node_signature) return true
     }
     return false
@@ -116,14 +117,7 @@ export class OperationLog {
 
   /** See RegistryStore.sealDigests. */
   *sealDigests(): Iterable<[subject: string, digest: Uint8Array]> {
-    for (const { key, value } of this.subjectOperations.getRange()) {
-      const [subject, seq] = key as SubjectOperationKey
-      if (value !== null) yield [subject, value]
-      else {
-        const op = this.operations.get(seq)
-        if (op) yield [subject, sealDigest(op.node_signature)]
-      }
-    }
+    for (const { key, value } of this.subjectOperations.getRange()) yield [(key as SubjectOperationKey)[0], value]
   }
 
   /** Every operation in the log, oldest first. */
@@ -155,27 +149,24 @@ export class OperationLog {
     this.changes?.subjects.add(subject)
     for (const { key, value } of this.subjectEntries(subject)) {
       // The index holds each operation's seal digest: an operation is decoded only for `keep`.
-      const op = keep || !value ? this.operations.get(key[1]) : undefined
+      const op = keep ? this.operations.get(key[1]) : undefined
       if (op && keep?.(op)) continue
-      const stored = value ?? (op ? sealDigest(op.node_signature) : undefined)
       void this.subjectOperations.remove(key)
-      if (stored) {
-        const digest = Buffer.from(stored)
-        this.changes?.unindexed.push([subject, digest])
-        // A shared operation stays while another subject's history holds it.
-        const shared = this.sharedOperations.get(digest)
-        if (shared && shared[1] > 1) {
-          void this.sharedOperations.put(digest, [shared[0], shared[1] - 1])
-          continue
-        }
-        if (shared) void this.sharedOperations.remove(digest)
+      const digest = Buffer.from(value)
+      this.changes?.unindexed.push([subject, digest])
+      // A shared operation stays while another subject's history holds it.
+      const shared = this.sharedOperations.get(digest)
+      if (shared && shared[1] > 1) {
+        void this.sharedOperations.put(digest, [shared[0], shared[1] - 1])
+        continue
       }
+      if (shared) void this.sharedOperations.remove(digest)
       void this.operations.remove(key[1])
     }
   }
 
   /** A subject's index entries (its operations' keys and seal digests), read in full before any is removed. */
-  private subjectEntries(subject: string): { key: SubjectOperationKey; value: Uint8Array | null }[] {
+  private subjectEntries(subject: string): { key: SubjectOperationKey; value: Uint8Array }[] {
     return [...this.subjectOperations.getRange({ start: [subject, 0], end: [subject, MAX_SEQ] })]
   }
 

@@ -5,6 +5,7 @@
  * their own modules (store-databases, operation-log, signature-ledger, name-tables,
  * write-transaction, commit-queue); this class composes them behind one surface.
  */
+import type { Database } from 'lmdb'
 import { CommitQueue, type StoreCommitStats } from './commit-queue.js'
 import { NameTables } from './name-tables.js'
 import { type CommittedOperations, OperationLog, sealDigest } from './operation-log.js'
@@ -18,16 +19,20 @@ import type {
   Operation,
   Tombstone
 } from './records.js'
+import { type AppliedMigration, migrate } from './migrations.js'
 import { STRUCTURES_KEY } from './shared-structures.js'
 import { SignatureLedger } from './signature-ledger.js'
 import {
   keyFits,
   type OpenedStore,
   openStoreDatabases,
+  type PeerBan,
   PURGE_CHUNK,
   scanInTurns,
-  type StoreDatabases
+  type StoreDatabases,
+  type SubjectOperationKey
 } from './store-databases.js'
+import { FORMAT_VERSION_KEY } from './store-format.js'
 import { type WriteTransaction, writeTransaction } from './write-transaction.js'
 
 export type { StoreCommitStats } from './commit-queue.js'
@@ -45,11 +50,13 @@ export {
   type UsedSignature
 } from './signature-ledger.js'
 export type { WriteTransaction } from './write-transaction.js'
+export type { AppliedMigration } from './migrations.js'
+export type { PeerBan } from './store-databases.js'
+export { CURRENT_FORMAT, StoreFormatError } from './store-format.js'
 
 export class RegistryStore {
   private readonly db: StoreDatabases
   private readonly sharingStructures: readonly object[]
-  private readonly statusTimes: boolean
   private readonly log: OperationLog
   private readonly signatures: SignatureLedger
   private readonly names: NameTables
@@ -59,8 +66,9 @@ export class RegistryStore {
     const { databases: db } = opened
     this.db = db
     this.sharingStructures = opened.sharingStructures
-    this.statusTimes = opened.keepsStatusTimes
-    this.log = new OperationLog(db.operations, db.subjectOperations, db.sharedOperations, opened.lastSeq)
+    // Entries without a seal digest exist only until the migration (run before any other use) fills them.
+    const index = db.subjectOperations as Database<Uint8Array, SubjectOperationKey>
+    this.log = new OperationLog(db.operations, index, db.sharedOperations, opened.lastSeq)
     this.signatures = new SignatureLedger(db.usedSignatures)
     this.names = new NameTables(db.names, db.nameVersions, db.entityNames)
     this.commits = new CommitQueue({
@@ -80,21 +88,26 @@ export class RegistryStore {
    */
   static async open(
     dataDir: string,
-    options: { commitDelayMs?: number; minFreeBytes?: number } = {}
+    options: { commitDelayMs?: number; minFreeBytes?: number; migrated?: (m: AppliedMigration) => void } = {}
   ): Promise<RegistryStore> {
     const opened = await openStoreDatabases(dataDir, options.minFreeBytes ?? 0)
     const store = new RegistryStore(opened, options.commitDelayMs ?? 0)
-    if (store.db.meta.get('used_signatures') === undefined) await store.indexUsedSignatures()
+    try {
+      await migrate(
+        { databases: store.db, log: store.log, signatures: store.signatures },
+        opened.formatVersion,
+        options.migrated ?? (() => {})
+      )
+    } catch (err) {
+      await store.db.root.close()
+      throw err
+    }
     return store
   }
 
-  /**
-   * Whether every entity record here carries `status_changed_at` once a status operation changed
-   * it: true for stores created since it was kept. In an older store a record without it may
-   * still have a status history, which only the subject's operations tell.
-   */
-  get keepsStatusTimes(): boolean {
-    return this.statusTimes
+  /** The store's format version (store-format.ts); always the current one once open. */
+  get formatVersion(): number {
+    return Number(this.db.meta.get(FORMAT_VERSION_KEY))
   }
 
   // Reads by a key no record can have (too long to be one) find nothing, rather than fail in LMDB.
@@ -123,6 +136,27 @@ export class RegistryStore {
   /** A binding's history, newest first. */
   nameHistory(handle: string, name: string): NameVersion[] {
     return this.names.history(handle, name)
+  }
+
+  /** The peers an operator banned, by PeerId. */
+  peerBans(): PeerBan[] {
+    return [...this.db.peerBans.getRange()].map(({ value }) => value)
+  }
+
+  /** Records a ban (replacing one of the same peer); resolves once durable. */
+  async putPeerBan(ban: PeerBan): Promise<void> {
+    await this.commit(() => {
+      void this.db.peerBans.put(ban.peer_id, ban)
+    })
+  }
+
+  /** Forgets a ban; whether there was one. */
+  removePeerBan(peerId: string): Promise<boolean> {
+    return this.commit(() => {
+      if (!keyFits(peerId) || !this.db.peerBans.doesExist(peerId)) return false
+      void this.db.peerBans.remove(peerId)
+      return true
+    })
   }
 
   /** What the store's commits have cost since it opened (LMDB's own counters). */
@@ -246,14 +280,6 @@ export class RegistryStore {
       await this.commit(tx => {
         for (const item of items.slice(i, i + PURGE_CHUNK)) write(tx, item)
       })
-  }
-
-  /** Remembers the client signatures of a log written before signatures were single-use (once per store). */
-  private async indexUsedSignatures(): Promise<void> {
-    await this.db.root.transaction(() => {
-      for (const op of this.log.allOperations()) this.signatures.rememberLogged(op)
-      void this.db.meta.put('used_signatures', 1)
-    })
   }
 
   async close(): Promise<void> {

@@ -22,6 +22,7 @@ import type {
 } from './records.js'
 import { structureOptions, VALUE_STRUCTURES } from './shared-structures.js'
 import { StorageGuard } from './storage-guard.js'
+import { CURRENT_FORMAT, checkFormatVersion, FORMAT_VERSION_KEY, storedFormatVersion } from './store-format.js'
 import { compressionOptions, VALUE_COMPRESSION } from './value-compression.js'
 
 /** Index entry: a subject's operation, by sequence number. */
@@ -51,9 +52,6 @@ export const keyFits = (...parts: string[]): boolean => parts.reduce((n, p) => n
 /** Rows a purge reads per turn of the event loop, and deletes per commit: a few milliseconds of the HTTP thread. */
 export const PURGE_CHUNK = 2_000
 
-/** Whether entity records carry `status_changed_at` (see RegistryStore.keepsStatusTimes). */
-const STATUS_TIMES_KEY = 'status_changed_at'
-
 export interface StoreDatabases {
   root: RootDatabase
   meta: Database<unknown, string>
@@ -71,6 +69,15 @@ export interface StoreDatabases {
   usedSignatures: Database<UsedSignature, string>
   /** Shared operations (on several subjects), by seal digest: their sequence number and how many subjects hold them. */
   sharedOperations: Database<[seq: number, holders: number], Buffer>
+  /** Peers an operator banned, by PeerId. */
+  peerBans: Database<PeerBan, string>
+}
+
+/** A banned peer (the mesh refuses it both ways). */
+export interface PeerBan {
+  peer_id: string
+  banned_at: string
+  reason: string | null
 }
 
 /** An opened environment and what its files say about it. */
@@ -81,12 +88,14 @@ export interface OpenedStore {
   sharingStructures: readonly object[]
   /** The sequence number of the log's last operation (0: an empty log). */
   lastSeq: number
-  keepsStatusTimes: boolean
+  /** The store's format version as found (CURRENT_FORMAT for a store created now); migrations.ts brings it up. */
+  formatVersion: number
 }
 
 /**
  * Opens (creating if need be) the store in `dataDir`. A store whose stored format this version
- * cannot read is closed again and refused.
+ * cannot read (a newer format version, unknown compression or structures) is closed again and
+ * refused before anything is written to it.
  */
 export async function openStoreDatabases(dataDir: string, minFreeBytes: number): Promise<OpenedStore> {
   await mkdir(dataDir, { recursive: true })
@@ -102,6 +111,14 @@ export async function openStoreDatabases(dataDir: string, minFreeBytes: number):
     ...({ trackMetrics: true } as object)
   })
   const meta = root.openDB<unknown, string>({ name: 'meta' })
+  const created = meta.get('created_at') === undefined
+  const formatVersion = created ? CURRENT_FORMAT : storedFormatVersion(meta)
+  try {
+    checkFormatVersion(dataDir, formatVersion)
+  } catch (err) {
+    await root.close()
+    throw err
+  }
   const { compression, records } = await storedFormat(dataDir, root, meta)
   // A database of records (objects): its structures are shared where the store says so.
   const sharingStructures: object[] = []
@@ -129,19 +146,15 @@ export async function openStoreDatabases(dataDir: string, minFreeBytes: number):
     approvals: recordDb<Approval, string>('approvals'),
     liveness: recordDb<LivenessRecord, string>('liveness'),
     usedSignatures: recordDb<UsedSignature, string>('used_signatures'),
-    sharedOperations: root.openDB<[number, number], Buffer>({ name: 'oplog_shared', keyEncoding: 'binary' })
+    sharedOperations: root.openDB<[number, number], Buffer>({ name: 'oplog_shared', keyEncoding: 'binary' }),
+    peerBans: root.openDB<PeerBan, string>({ name: 'peer_bans' })
   }
-  if (meta.get('created_at') === undefined) {
-    await meta.put('created_at', new Date().toISOString())
-    await meta.put(STATUS_TIMES_KEY, 1)
-  }
-  return {
-    databases,
-    guard,
-    sharingStructures,
-    lastSeq: lastSeq ?? 0,
-    keepsStatusTimes: meta.get(STATUS_TIMES_KEY) !== undefined
-  }
+  if (created)
+    await root.transaction(() => {
+      void meta.put('created_at', new Date().toISOString())
+      void meta.put(FORMAT_VERSION_KEY, CURRENT_FORMAT)
+    })
+  return { databases, guard, sharingStructures, lastSeq: lastSeq ?? 0, formatVersion }
 }
 
 /**

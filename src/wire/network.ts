@@ -77,6 +77,57 @@ export type PeerView = Static<typeof PeerView>
 
 export const PeerList = Type.Object({ peers: Type.Array(PeerView), count: Type.Integer() }, { $id: 'PeerList' })
 
+const PeerIdText = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  description: "libp2p PeerId (12D3KooW…), as /v1/network/peers and the node's start line show it",
+  example: '12D3KooWLrbV4uahCbi7oKp1VhGNx5mMaKuMDT7WmAKX8LbQu2Dt'
+})
+
+export const RemovedPeer = Type.Object(
+  {
+    peer_id: Type.String(),
+    disconnected: Type.Boolean({ description: 'whether it was connected (and is now hung up on)' }),
+    addresses_dropped: Type.Array(Type.String(), {
+      description:
+        'added or bootstrap addresses of this peer no longer re-dialled (bootstrap ones come back at the next start)'
+    }),
+    message: Type.String()
+  },
+  { $id: 'RemovedPeer' }
+)
+export type RemovedPeer = Static<typeof RemovedPeer>
+
+export const PeerBanRequest = Type.Object(
+  {
+    peer_id: PeerIdText,
+    reason: Type.Optional(Type.String({ maxLength: 500, description: 'a note for operators, shown in the ban list' }))
+  },
+  { $id: 'PeerBanRequest' }
+)
+export type PeerBanRequest = Static<typeof PeerBanRequest>
+
+export const PeerBan = Type.Object(
+  {
+    peer_id: Type.String(),
+    banned_at: Timestamp,
+    reason: Nullable(Type.String())
+  },
+  {
+    $id: 'PeerBan',
+    description:
+      'A banned peer: hung up on, its connections refused both ways, never dialled; kept in the store across restarts.'
+  }
+)
+export type PeerBan = Static<typeof PeerBan>
+
+export const PeerBanList = Type.Object({ bans: Type.Array(PeerBan), count: Type.Integer() }, { $id: 'PeerBanList' })
+
+export const PeerUnbanned = Type.Object(
+  { peer_id: Type.String(), unbanned: Type.Literal(true), message: Type.String() },
+  { $id: 'PeerUnbanned' }
+)
+
 export const PeerListQuery = Type.Object({
   all: Type.Optional(Type.String({ description: 'true: also list known peers that are no longer connected' }))
 })

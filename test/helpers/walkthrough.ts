@@ -15,6 +15,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, readFile, rm, symlink, writeFile, mkdir, chmod } from 'node:fs/promises'
+import { get as httpsGet } from 'node:https'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -146,12 +147,19 @@ function portOf(command: string): number {
   return flag ? Number(flag[1]) : 8080
 }
 
+/** `/health` answers on the port, over HTTP or (a node serving TLS, whatever its certificate) HTTPS. */
 async function healthy(port: number): Promise<boolean> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/health`)
     return res.ok
   } catch {
-    return false
+    return new Promise(resolve => {
+      const req = httpsGet({ host: '127.0.0.1', port, path: '/health', rejectUnauthorized: false }, res => {
+        res.resume()
+        resolve(res.statusCode === 200)
+      })
+      req.on('error', () => resolve(false))
+    })
   }
 }
 

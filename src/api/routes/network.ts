@@ -8,9 +8,14 @@ import {
   MeshFaultsView,
   NetworkStats,
   NetworkStatus,
+  PeerBan,
+  PeerBanList,
+  PeerBanRequest,
   PeerList,
   PeerListQuery,
-  PeerView
+  PeerUnbanned,
+  PeerView,
+  RemovedPeer
 } from '../../wire/network.js'
 import type { RuntimeInfo } from '../../wire/node.js'
 import { validate } from '../../wire/validate.js'
@@ -74,6 +79,86 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
         c.checkAdmin(ctx.headers.authorization)
         const body = validate(AddPeerRequest, ctx.json())
         return json(201, await mesh().addPeer(body.address))
+      }
+    },
+    {
+      method: 'DELETE',
+      path: '/v1/network/peers/{peer_id}',
+      summary:
+        'Hang up on a peer and stop re-dialling its added or bootstrap addresses (admin); it may come back unless banned',
+      tag: 'network',
+      limit: 'read',
+      responses: { 200: { description: 'what was done', schema: RemovedPeer } },
+      errors: ['admin_unavailable', 'admin_unauthorized', 'validation_failed', 'peer_not_found', 'mesh_disabled'],
+      handler: async ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        return json(200, await mesh().removePeer(ctx.params.peer_id ?? ''))
+      }
+    },
+    {
+      method: 'GET',
+      path: '/v1/network/bans',
+      summary: 'Banned peers, oldest ban first (admin: Authorization: Bearer <webhook secret>)',
+      tag: 'network',
+      limit: 'read',
+      responses: { 200: { description: 'the bans', schema: PeerBanList } },
+      errors: ['admin_unavailable', 'admin_unauthorized', 'mesh_disabled'],
+      handler: ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        const bans = mesh().bans.list()
+        return json(200, { bans, count: bans.length })
+      }
+    },
+    {
+      method: 'POST',
+      path: '/v1/network/bans',
+      summary:
+        'Ban a peer by PeerId (admin): hung up on, its connections refused both ways, never dialled; kept across restarts',
+      tag: 'network',
+      limit: 'read',
+      body: PeerBanRequest,
+      responses: {
+        201: { description: 'banned', schema: PeerBan },
+        200: { description: 'banned already: the reason replaced, the first time kept', schema: PeerBan }
+      },
+      errors: [
+        'admin_unavailable',
+        'admin_unauthorized',
+        'invalid_json',
+        'validation_failed',
+        'storage_full',
+        'mesh_disabled'
+      ],
+      handler: async ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        const body = validate(PeerBanRequest, ctx.json())
+        const { ban, created } = await mesh().banPeer(body.peer_id, body.reason ?? null)
+        return json(created ? 201 : 200, ban)
+      }
+    },
+    {
+      method: 'DELETE',
+      path: '/v1/network/bans/{peer_id}',
+      summary: 'Lift a ban (admin): the peer may connect again and its added or bootstrap addresses are re-dialled',
+      tag: 'network',
+      limit: 'read',
+      responses: { 200: { description: 'unbanned', schema: PeerUnbanned } },
+      errors: [
+        'admin_unavailable',
+        'admin_unauthorized',
+        'validation_failed',
+        'peer_not_banned',
+        'storage_full',
+        'mesh_disabled'
+      ],
+      handler: async ctx => {
+        c.checkAdmin(ctx.headers.authorization)
+        const peerId = await mesh().unbanPeer(ctx.params.peer_id ?? '')
+        return json(200, {
+          peer_id: peerId,
+          unbanned: true,
+          message: `${peerId} may connect again.`
+        })
       }
     },
     {

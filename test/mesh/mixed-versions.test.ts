@@ -1,0 +1,122 @@
+/**
+ * A mixed-version mesh: the previous release and this code, two real processes meshed on loopback,
+ * see each other's registrations (gossip and sync speak the same /1.0.0 protocols and topics).
+ * The previous release must be a built checkout named by PREVIOUS_RELEASE_DIR
+ * (git worktree add DIR <commit>; node_modules linked; npm run build); without it the test is skipped.
+ * (Not a REGISTRY_NODE_* name: the nodes refuse variables of that prefix they do not know.)
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import test from 'ava'
+import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { RegistryClient } from '../../src/client/registry-client.js'
+import { entityKeyFile } from '../../src/identity/key-file.js'
+import { keyPairFromSeed } from '../../src/identity/keys.js'
+import { NODE_VERSION } from '../../src/version.js'
+import { until } from '../helpers/wait.js'
+
+const previous = process.env.PREVIOUS_RELEASE_DIR
+
+interface Running {
+  process: ChildProcess
+  url: string
+  p2p: string
+  version: string
+}
+
+/** `registry-node start` from `cli` (node arguments) on a fresh data directory; its URL and TCP address. */
+async function startProcess(cli: string[], dir: string, bootstrap?: string): Promise<Running> {
+  const child = spawn(
+    process.execPath,
+    [
+      ...cli,
+      'start',
+      '--dev',
+      '--data',
+      dir,
+      '--http-port',
+      '0',
+      '--p2p-host',
+      '127.0.0.1',
+      '--p2p-port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      ...(bootstrap ? ['--bootstrap', bootstrap] : [])
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] }
+  )
+  let out = ''
+  child.stdout!.on('data', (chunk: Buffer) => {
+    out += chunk.toString()
+  })
+  let exited: number | null = null
+  child.once('exit', code => {
+    exited = code
+  })
+  const lines = await until(
+    'the node prints its p2p line',
+    () => {
+      if (exited !== null) throw new Error(`${cli.at(-1)} exited (${exited}) before listening`)
+      return /registry-node (\S+) listening on (\S+)[\s\S]*registry-node p2p \S+ at (\S+)/.exec(out) ?? undefined
+    },
+    60_000
+  )
+  return { process: child, version: lines[1]!, url: lines[2]!, p2p: lines[3]! }
+}
+
+const stop = (r: Running): Promise<unknown> => {
+  const exited = new Promise(resolve => r.process.once('exit', resolve))
+  r.process.kill('SIGTERM')
+  return exited
+}
+
+/** An HD entity of a fixed developer, registered on `url`; its ID. */
+async function register(url: string, index: number, name: string): Promise<string> {
+  const developer = keyPairFromSeed(Buffer.alloc(32, 9))
+  const { file, keyPair } = entityKeyFile(developer, index)
+  const signer = { keyPair, developerId: file.developer_id!, developerProof: file.developer_proof! }
+  await new RegistryClient(url).registerEntity(
+    { name, type: 'agent', category: 'tools', summary: name, tags: ['mixed'], entity_url: `https://${index}.example` },
+    signer
+  )
+  return file.entity_ids!.agent
+}
+
+const holds = async (url: string, id: string): Promise<boolean> =>
+  (await fetch(`${url}/v1/entities/${encodeURIComponent(id)}`)).status === 200
+
+;(previous ? test : test.skip)(
+  'a node of the previous release and one of this version mesh and see each other’s registrations',
+  async t => {
+    const release = previous as string
+    const oldVersion = (JSON.parse(await readFile(join(release, 'package.json'), 'utf8')) as { version: string })
+      .version
+    const dir = await mkdtemp(join(tmpdir(), 'mixed-versions-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const old = await startProcess([join(release, 'dist/cli.js')], join(dir, 'old'))
+    t.teardown(() => stop(old))
+    const current = await startProcess(CLI_FROM_SOURCES, join(dir, 'new'), old.p2p)
+    t.teardown(() => stop(current))
+    t.is(old.version, oldVersion)
+    t.is(current.version, NODE_VERSION)
+    t.not(old.version, current.version)
+
+    // Each tells the other its version in its hello.
+    const peerVersions = async (url: string) =>
+      ((await (await fetch(`${url}/v1/network/peers`)).json()) as { peers: { version: string | null }[] }).peers.map(
+        p => p.version
+      )
+    await until('the nodes are connected and have said hello', async () => {
+      const [ofOld, ofNew] = await Promise.all([peerVersions(old.url), peerVersions(current.url)])
+      return ofOld[0] === NODE_VERSION && ofNew[0] === oldVersion
+    })
+    const fromOld = await register(old.url, 0, 'Registered on the old node')
+    const fromNew = await register(current.url, 1, 'Registered on the new node')
+    await until('the new node holds what the old one registered', () => holds(current.url, fromOld))
+    await until('the old node holds what the new one registered', () => holds(old.url, fromNew))
+    t.pass()
+  }
+)
