@@ -11,6 +11,7 @@ import { type Database, open, type RootDatabase } from 'lmdb'
 import type { Operation } from './records.js'
 import { structureOptions } from './shared-structures.js'
 import { compressionOptions } from './value-compression.js'
+import { checkFormatVersion, storedFormatVersion } from './store-format.js'
 
 export const STORE_FILE = 'registry.lmdb'
 
@@ -31,6 +32,8 @@ export class StoreReader {
     const root = open({ path, readOnly: true, maxDbs: 16, mapSize: 2 ** 34, compression: false })
     try {
       const meta = root.openDB<unknown, string>({ name: 'meta' })
+      // A newer format may keep the log otherwise; an older one's log reads as is (migrations add, never rewrite it).
+      checkFormatVersion(dataDir, storedFormatVersion(meta))
       // The stored format decides how the log's values decode, as in openStoreDatabases.
       const stored = meta.get('value_compression')
       const compression = stored === undefined ? false : compressionOptions(String(stored))
