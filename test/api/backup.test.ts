@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
 import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
-import { RegistryClient, type Signer } from '../../src/client/index.js'
+import { RegistryClient } from '../../src/client/index.js'
 import { SubjectDigests } from '../../src/store/subject-digests.js'
-import { agent, developer, type Agent, type Developer } from '../helpers/identities.js'
+import { agent, developer } from '../helpers/identities.js'
+import { developerSigner, entitySigner, registration } from '../helpers/client-signers.js'
 import { heartbeatOnce, http, type TestNode, testNodes } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
@@ -44,21 +45,6 @@ async function tempDir(t: import('ava').ExecutionContext): Promise<string> {
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   return dir
 }
-
-const entitySigner = (dev: Developer, a: Agent): Signer => ({
-  keyPair: a.keyPair,
-  developerId: dev.id,
-  developerProof: a.proof
-})
-const developerSigner = (dev: Developer): Signer => ({ keyPair: dev.keyPair, role: 'developer', developerId: dev.id })
-const registration = (name: string) => ({
-  name,
-  type: 'agent' as const,
-  category: 'tools',
-  summary: 'Translates documents',
-  tags: ['translation'],
-  entity_url: `https://${name.toLowerCase().replace(/\W+/g, '-')}.example.com`
-})
 
 /** The sync digests a node's log gives (what the mesh compares). */
 function digestsOf(n: TestNode): string[] {

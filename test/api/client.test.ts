@@ -3,32 +3,17 @@
  * the spec's form and the deployed clients' form, and refusals as typed codes.
  */
 import test from 'ava'
-import { RegistryClient, RegistryRequestError, RegistryUnreachableError, type Signer } from '../../src/client/index.js'
+import { RegistryClient, RegistryRequestError, RegistryUnreachableError } from '../../src/client/index.js'
 import { generateKeyPair } from '../../src/identity/keys.js'
 import { startDnsServer } from '../helpers/dns-server.js'
-import { agent, developer, type Agent, type Developer } from '../helpers/identities.js'
+import { agent, developer } from '../helpers/identities.js'
+import { developerSigner, entitySigner, registration } from '../helpers/client-signers.js'
 import { http, testNodes } from '../helpers/node.js'
 import { closedPort } from '../helpers/shared.js'
 
 const nodes = testNodes()
 
 test.after.always(nodes.stopAll)
-
-const entitySigner = (dev: Developer, a: Agent): Signer => ({
-  keyPair: a.keyPair,
-  developerId: dev.id,
-  developerProof: a.proof
-})
-const developerSigner = (dev: Developer): Signer => ({ keyPair: dev.keyPair, role: 'developer', developerId: dev.id })
-
-const registration = (name: string) => ({
-  name,
-  type: 'agent' as const,
-  category: 'tools',
-  summary: 'Translates documents',
-  tags: ['translation'],
-  entity_url: `https://${name.toLowerCase().replace(/\W+/g, '-')}.example.com`
-})
 
 /** The refusal a call ends in. */
 async function refusal(t: import('ava').ExecutionContext, call: Promise<unknown>): Promise<RegistryRequestError> {
