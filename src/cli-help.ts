@@ -441,11 +441,15 @@ export const COMMANDS: readonly CommandHelp[] = [
       ['--seed-entities K', 'register K signed entities once the mesh forms'],
       ['--entities K', 'run K echo entities with heartbeats'],
       ['--network auto|netns|process', 'a network namespace per node where allowed, else processes on loopback'],
+      ['--private I[,J…]', 'put these nodes behind a stateful filter that refuses inbound connections (netns)'],
       ['--data DIR, --keep', "where the nodes' data goes, and keep it afterwards"],
       ['--seed S, --trace-dir DIR', 'the random seed; write gossip traces'],
       ['--node-arg=--FLAG=V …', 'a flag for every node']
     ],
-    examples: ['registry-node testnet --nodes 5 --topology ring --seed-entities 20']
+    examples: [
+      'registry-node testnet --nodes 5 --topology ring --seed-entities 20',
+      'registry-node testnet --nodes 3 --private 1,2'
+    ]
   },
   {
     name: 'experiment propagation',

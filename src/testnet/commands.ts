@@ -32,6 +32,17 @@ function integer(name: string, text: string | undefined, fallback: number | unde
   return value
 }
 
+/** A comma-separated list of node indexes ("1,2"). */
+function nodeList(name: string, text: string | undefined): number[] {
+  if (text === undefined) return []
+  return text.split(',').map(part => {
+    const value = Number(part.trim())
+    if (part.trim() === '' || !Number.isInteger(value) || value < 0)
+      throw new UsageError(`--${name} takes node indexes separated by commas (e.g. 1,2)`)
+    return value
+  })
+}
+
 /** A loss given as a percentage ("5" or "5%") → a probability. */
 function lossOf(text: string | undefined): number | undefined {
   if (text === undefined) return undefined
@@ -74,10 +85,12 @@ export async function testnetCommand(argv: string[]): Promise<void> {
       'log-level': { type: 'string' },
       'node-arg': { type: 'string', multiple: true },
       entities: { type: 'string' },
-      'entity-heartbeat-seconds': { type: 'string' }
+      'entity-heartbeat-seconds': { type: 'string' },
+      private: { type: 'string' }
     }
   })
   const nodes = integer('nodes', values.nodes, undefined, 1)
+  const privateNodes = nodeList('private', values.private)
   const seed = integer('seed', values.seed, 1)
   const net = new Testnet({
     nodes,
@@ -89,6 +102,7 @@ export async function testnetCommand(argv: string[]): Promise<void> {
     ...(values['trace-dir'] ? { traceDir: values['trace-dir'] } : {}),
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
     nodeArgs: values['node-arg'] ?? [],
+    ...(privateNodes.length > 0 ? { private: privateNodes } : {}),
     log: print,
     entityHeartbeatSeconds: integer('entity-heartbeat-seconds', values['entity-heartbeat-seconds'], 10, 1)
   })

@@ -1,12 +1,12 @@
 /**
  * Linux network namespaces for local testnets, so partitions and packet loss act on real packets
  * (existing TCP connections included) instead of on the application's own fault switches.
- * Needs root and iproute2 (`ip`, `tc`); nothing else (no iptables, nft or sysctl changes in the
- * root namespace).
+ * Needs root and iproute2 (`ip`, `tc`); nftables (`nft`) only for refuseInbound(). Nothing changes
+ * in the root namespace (no iptables, nft or sysctl changes there).
  *
  * ```ts
  * probeNetns(): Promise<NetnsCapabilities>        // never throws; creates and deletes a throwaway namespace
- *   { namespaces, loss, latency, partitionMethod: 'tc-drop' | 'blackhole-route' | 'none', reasons }
+ *   { namespaces, loss, latency, firewall, partitionMethod: 'tc-drop' | 'blackhole-route' | 'none', reasons }
  * createNetnsNetwork(count, { subnet? }): Promise<NetnsNetwork>   // 1..253 nodes
  *   .prefix              'rn7a3f-': random per testnet; every namespace and root-namespace link starts with it
  *   .subnet              '10.211.X.0/24', a /24 of 10.211.0.0/16 not in use (ip addr, ip route, other testnets)
@@ -18,6 +18,9 @@
  *   .heal()              undoes partition()
  *   .setLinkFaults({ lossPercent?, latencyMs?, between? }) -> { applied, unsupported }
  *   .clearLinkFaults()
+ *   .refuseInbound(nodes) a stateful nftables filter in each node's namespace: replies and the host pass,
+ *                        new connections from other nodes are dropped (needs capabilities.firewall)
+ *   .refusedPackets(i)   packets node i's filter dropped, or null
  *   .destroy()           deletes everything; idempotent
  * cleanupStaleNetns(prefixPattern = /^rn[0-9a-f]{4}-/): removes what crashed runs left behind
  * ```

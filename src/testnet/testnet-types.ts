@@ -13,6 +13,11 @@ export interface TestnetOptions {
   seed?: number
   /** netns, process, or auto: netns where the machine allows it (default auto). */
   network?: NetworkMode | 'auto'
+  /**
+   * Nodes behind a stateful packet filter that refuses inbound connections from other nodes (netns
+   * mode, where the kernel has nftables): they dial out, nobody dials them, as behind a home NAT.
+   */
+  private?: readonly number[]
   /** Parent of the nodes' data directories (default: a new temporary directory). */
   dataRoot?: string
   /** Keep the data directories after stop(). */

@@ -53,6 +53,8 @@ export class Testnet {
   readonly entities: TestnetEntities
   private slots: NodeSlot[] = []
   private netns: NetnsNetwork | null = null
+  /** Nodes behind a filter that refuses inbound connections (TestnetOptions.private). */
+  private readonly privateNodes: ReadonlySet<number>
   private root = ''
   private ownsRoot = false
   private modeChosen: NetworkMode = 'process'
@@ -73,6 +75,12 @@ export class Testnet {
     if (!Number.isInteger(o.nodes) || o.nodes < 1 || o.nodes > 200)
       throw new TestnetError('--nodes must be an integer from 1 to 200')
     this.topology = buildTopology(o.topology ?? 'full', o.nodes, o.seed ?? 1)
+    for (const i of o.private ?? [])
+      if (!Number.isInteger(i) || i < 0 || i >= o.nodes)
+        throw new TestnetError(`private node ${i}: expected 0..${o.nodes - 1}`)
+    this.privateNodes = new Set(o.private ?? [])
+    if (this.privateNodes.size > 0 && this.privateNodes.size >= o.nodes)
+      throw new TestnetError('at least one node must accept inbound connections (a relay for the private ones)')
     this.log = o.log ?? (() => {})
     this.entities = new TestnetEntities({
       nodeUrls: () => this.slots.map(s => s.url),
@@ -114,6 +122,12 @@ export class Testnet {
         const stale = await cleanupStaleNetns().catch(() => ({ removed: [] as string[] }))
         if (stale.removed.length > 0) this.log(`removed ${stale.removed.length} leftovers of crashed testnets`)
         this.netns = await createNetnsNetwork(this.o.nodes)
+        if (this.privateNodes.size > 0) {
+          await this.netns.refuseInbound([...this.privateNodes])
+          this.log(`nodes ${[...this.privateNodes].join(', ')} refuse inbound connections (stateful filter)`)
+        }
+      } else if (this.privateNodes.size > 0) {
+        throw new TestnetError('private nodes (behind a filter that refuses inbound connections) need netns mode')
       }
       this.slots = await Promise.all(
         Array.from({ length: this.o.nodes }, (_, i) => this.launcher.prepare(i, this.root))
@@ -329,12 +343,18 @@ export class Testnet {
     return 'process'
   }
 
-  /** Dials each edge (the higher node dials the lower one) through the admin API; the address stays pinned. */
+  /**
+   * Dials each edge (the higher node dials the lower one, a private node always dials) through the
+   * admin API; the address stays pinned. Two private nodes cannot dial each other: they meet through
+   * a relay, once they hold reservations.
+   */
   private async wire(edges: readonly (readonly [number, number])[] = this.topology.edges): Promise<void> {
     const up = new Set(this.running())
+    const priv = this.privateNodes
     await Promise.all(
       edges
-        .filter(([a, b]) => up.has(a) && up.has(b))
+        .filter(([a, b]) => up.has(a) && up.has(b) && !(priv.has(a) && priv.has(b)))
+        .map(([a, b]) => (priv.has(a) ? ([b, a] as const) : ([a, b] as const)))
         .map(async ([a, b]) => {
           const reply = await this.request(b, 'POST', '/v1/network/peers', { address: this.slot(a).multiaddr })
           if (reply.status !== 201)
@@ -355,6 +375,7 @@ export class Testnet {
         up.map(async i => {
           const connected = new Set(await this.connectedPeers(i))
           for (const j of neighbours(this.topology, i)) {
+            if (this.privateNodes.has(i) && this.privateNodes.has(j)) continue
             if (up.includes(j) && !connected.has(this.slot(j).peerId))
               missing.push(`${this.slot(i).name}–${this.slot(j).name}`)
           }

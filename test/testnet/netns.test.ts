@@ -1,7 +1,8 @@
 /**
  * Network namespaces for testnets (src/testnet/netns.ts), on real packets: a 3-node network with a
  * TCP echo server in every node namespace; reachability from the root namespace and between nodes,
- * a partition (new connections and an established one), heal, 100 % loss on one link, stale
+ * a partition (new connections and an established one), heal, 100 % loss on one link, a node
+ * behind a stateful filter that refuses inbound connections, stale
  * cleanup and destroy. Skipped, with the probe's reasons, where namespaces are unavailable (not
  * root, not Linux, no iproute2).
  */
@@ -182,6 +183,19 @@ if (!caps.namespaces && process.env.CI) {
       await reachable(net, 0, 1, 'faults cleared: node 0 -> node 1')
     } else {
       t.log(`loss not supported here: ${caps.reasons.join('; ')}`)
+    }
+
+    if (caps.firewall) {
+      // Node 2 behind a stateful filter: it dials out, the host reaches it, other nodes cannot.
+      await net.refuseInbound([2])
+      await reachable(net, 2, 0, 'behind the filter, node 2 dials out to node 0')
+      await reachable(net, 'host', 2, 'the root namespace still reaches node 2')
+      t.false(await reaches(net, 0, 2), 'the filter refuses node 0 -> node 2')
+      t.true(((await net.refusedPackets(2)) ?? 0) > 0, 'the refused SYNs are counted')
+      t.is(await net.refusedPackets(1), null)
+    } else {
+      t.log(`no firewall here: ${caps.reasons.join('; ')}`)
+      await t.throwsAsync(net.refuseInbound([2]), { message: /refuseInbound/ })
     }
 
     // Leftovers of a crashed run (no owner file) go; this live network stays.

@@ -23,7 +23,7 @@ export interface CommandResult {
 
 const binaries = new Map<string, string>()
 /** Looked up in the usual directories first: /usr/sbin and /sbin are often not on PATH. */
-export function bin(name: 'ip' | 'tc' | 'sysctl'): string {
+export function bin(name: 'ip' | 'tc' | 'sysctl' | 'nft'): string {
   let found = binaries.get(name)
   if (found === undefined) {
     found = ['/usr/sbin', '/sbin', '/usr/bin', '/bin'].map(d => join(d, name)).find(p => existsSync(p)) ?? name

@@ -5,6 +5,7 @@
 import { ipToInt } from './addresses.js'
 import { buildBridge } from './bridge.js'
 import { lossThreshold } from './drop-program.js'
+import { droppedPackets, installFirewall } from './firewall.js'
 import { bin, listNamespaces, listRootLinks, mapLimit, PARALLEL } from './iproute.js'
 import { releaseFiles } from './ownership.js'
 import {
@@ -186,6 +187,19 @@ export class Network implements NetnsNetwork {
     })
     this.lossOn = false
     this.latencyOn = false
+  }
+
+  async refuseInbound(nodes: readonly number[]): Promise<void> {
+    this.alive()
+    for (const i of nodes) this.index(i)
+    if (nodes.length === 0) return
+    if (!this.capabilities.firewall)
+      throw new NetnsError(`refuseInbound: ${this.reason(/^no firewall/) ?? 'no packet filter here'}`)
+    await mapLimit([...new Set(nodes)], PARALLEL, i => installFirewall(this.namespace(i), this.hostAddress))
+  }
+
+  refusedPackets(i: number): Promise<number | null> {
+    return droppedPackets(this.namespace(this.index(i)))
   }
 
   async destroy(): Promise<void> {

@@ -4,6 +4,7 @@
  */
 import { ipToInt } from './addresses.js'
 import { dropProgram, lossThreshold } from './drop-program.js'
+import { installFirewall } from './firewall.js'
 import { bin, type CommandResult, firstLine, run } from './iproute.js'
 import { releaseFiles, reservePrefix } from './ownership.js'
 import { LOSS_PRIO } from './shaping.js'
@@ -14,7 +15,14 @@ let capabilitiesPromise: Promise<NetnsCapabilities> | undefined
 /** What this machine supports. Creates and deletes a throwaway namespace; never throws. */
 export async function probeNetns(): Promise<NetnsCapabilities> {
   const reasons: string[] = []
-  const caps: NetnsCapabilities = { namespaces: false, loss: false, latency: false, partitionMethod: 'none', reasons }
+  const caps: NetnsCapabilities = {
+    namespaces: false,
+    loss: false,
+    latency: false,
+    firewall: false,
+    partitionMethod: 'none',
+    reasons
+  }
   try {
     if (process.platform !== 'linux') {
       reasons.push(`network namespaces need Linux (this is ${process.platform})`)
@@ -53,6 +61,12 @@ export async function probeNetns(): Promise<NetnsCapabilities> {
       }
       caps.namespaces = true
       caps.partitionMethod = 'blackhole-route'
+      try {
+        await installFirewall(ns, '10.211.255.254')
+        caps.firewall = true
+      } catch (err) {
+        reasons.push(`no firewall (refuseInbound): ${err instanceof Error ? err.message : String(err)}`)
+      }
       const tcVersion = await run([bin('tc'), '-V'])
       if (tcVersion.code !== 0) {
         reasons.push(`no packet loss, no latency: iproute2's tc is not usable (${firstLine(tcVersion.stderr)})`)

@@ -10,6 +10,8 @@ export interface NetnsCapabilities {
   loss: boolean
   /** Added delay (needs the netem qdisc, and htb): setLinkFaults({ latencyMs }). */
   latency: boolean
+  /** nftables with connection tracking works inside a namespace: refuseInbound() works. */
+  firewall: boolean
   /** How partition() drops packets: tc filters where loss works, else blackhole routes. */
   partitionMethod: 'tc-drop' | 'blackhole-route' | 'none'
   /** Why something above is false, from the kernel's or the tool's own error messages. */
@@ -38,6 +40,10 @@ export interface NetnsNetwork {
   heal(): Promise<void>
   setLinkFaults(faults: LinkFaults): Promise<{ applied: string[]; unsupported: string[] }>
   clearLinkFaults(): Promise<void>
+  /** Puts these nodes behind a stateful filter: they dial out, but nodes cannot dial them (the host can). */
+  refuseInbound(nodes: readonly number[]): Promise<void>
+  /** Packets each node's filter dropped (null: the node has none). */
+  refusedPackets(i: number): Promise<number | null>
   destroy(): Promise<void>
 }
 
