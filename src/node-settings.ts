@@ -8,6 +8,7 @@ import type { CardFetchSettings } from './cards/card-fetcher.js'
 import type { NodeConfig } from './config/settings.js'
 import type { VerifyPoolOptions } from './identity/verify-pool.js'
 import type { MeshOptions } from './mesh/mesh.js'
+import type { RelayClientMode } from './mesh/reachability.js'
 import type { ServiceSettings } from './services/registry/components.js'
 import type { LivenessSettings } from './services/liveness/liveness.js'
 import type { OnboardingSettings } from './services/registry/onboarding.js'
@@ -123,6 +124,8 @@ export type MeshSettings = Pick<
   | 'gossipMeshDegree'
   | 'allowPeers'
   | 'traceFile'
+  | 'reach'
+  | 'relayClient'
 >
 
 export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSettings {
@@ -138,6 +141,25 @@ export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSetting
     gossipPerPeerPerSecond: p2p.gossip_max_per_peer_per_second,
     gossipMeshDegree: p2p.gossip_mesh_degree,
     allowPeers: p2p.allow_peers,
-    traceFile: p2p.trace_file
+    traceFile: p2p.trace_file,
+    reach: {
+      autonat: p2p.reachability_check,
+      relayServer: p2p.relay_server
+        ? {
+            maxReservations: p2p.relay_max_reservations,
+            durationLimitMs: p2p.relay_duration_limit_seconds * SECOND_MS,
+            dataLimitBytes: p2p.relay_data_limit_bytes
+          }
+        : null,
+      holePunching: p2p.hole_punching,
+      upnp: p2p.upnp
+    },
+    // An operator who announces addresses has said how peers reach the node: no relay needed.
+    relayClient: relayClientMode(p2p.relay_client, p2p.announce.length > 0)
   }
+}
+
+function relayClientMode(setting: string, announced: boolean): RelayClientMode {
+  if (setting === 'always' || setting === 'off') return setting
+  return announced ? 'off' : 'auto'
 }

@@ -14,6 +14,7 @@ export interface MeshMetricSource {
     getConnections(): readonly { direction: string; remoteAddr: { getComponents(): readonly { name: string }[] } }[]
   }
   readonly dhtMode: 'client' | 'server'
+  reach: { readonly state: 'public' | 'private' | 'unknown' }
   gossip: { readonly stats: GossipStats }
   tap: { readonly counters: GossipCounters }
   sync: {
@@ -87,6 +88,17 @@ export const MESH_METRICS: readonly MetricDefinition<MeshMetricSources>[] = [
         counts.set(key, [labels, n + 1])
       }
       return [...counts.values()]
+    })
+  },
+  {
+    name: 'registry_mesh_reachability',
+    type: 'gauge',
+    help: 'Whether peers can dial this node: 1 for the current state, 0 for the others',
+    labels: ['state'],
+    values: '`public`, `private`, `unknown`',
+    read: ofMesh(m => {
+      const state = m.reach.state
+      return byKey('state', { public: 0, private: 0, unknown: 0, [state]: 1 })
     })
   },
   {

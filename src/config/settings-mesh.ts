@@ -54,6 +54,69 @@ export const P2P_SETTINGS = [
     doc: 'libp2p connections kept open; beyond it the least valuable are closed.'
   },
   {
+    key: 'p2p.reachability_check',
+    kind: 'boolean',
+    default: true,
+    flag: 'reachability-check',
+    doc: 'Learn whether this node is publicly reachable: connected peers are asked to dial its addresses back (AutoNAT, and /zns/reach/1.0.0 for private ranges), and their requests are answered; the answer shows in /v1/network/status.'
+  },
+  {
+    key: 'p2p.relay_server',
+    kind: 'boolean',
+    default: true,
+    flag: 'relay-server',
+    doc: 'Serve circuit relay v2: peers that cannot be dialled reserve a slot here and are reached through this node, within the limits below.'
+  },
+  {
+    key: 'p2p.relay_max_reservations',
+    kind: 'integer',
+    default: 15,
+    flag: 'relay-max-reservations',
+    min: 1,
+    max: 1024,
+    doc: 'Relay slots this node grants at once (p2p.relay_server).'
+  },
+  {
+    key: 'p2p.relay_duration_limit_seconds',
+    kind: 'integer',
+    default: 120,
+    flag: 'relay-duration-limit-seconds',
+    min: 1,
+    max: 86_400,
+    doc: 'How long one relayed connection may stay open; hole punching (p2p.hole_punching) replaces it with a direct one before then where it can.'
+  },
+  {
+    key: 'p2p.relay_data_limit_bytes',
+    kind: 'integer',
+    default: 1_048_576,
+    flag: 'relay-data-limit-bytes',
+    min: 1024,
+    max: 1_073_741_824,
+    doc: 'Bytes one relayed connection may carry in each direction before the relay closes it.'
+  },
+  {
+    key: 'p2p.relay_client',
+    kind: 'string',
+    default: 'auto',
+    flag: 'relay-client',
+    choices: ['auto', 'always', 'off'],
+    doc: 'Reserve a slot on a relay so peers can reach this node: auto does so unless p2p.announce names the addresses to dial, always does so regardless, off never.'
+  },
+  {
+    key: 'p2p.hole_punching',
+    kind: 'boolean',
+    default: true,
+    flag: 'hole-punching',
+    doc: 'Upgrade relayed connections to direct ones by simultaneous dials (DCUtR) where the NATs or firewalls on both sides let it through.'
+  },
+  {
+    key: 'p2p.upnp',
+    kind: 'boolean',
+    default: false,
+    flag: 'upnp',
+    doc: 'Ask the local router (UPnP IGD or NAT-PMP) to forward the libp2p port to this node, and announce the mapped public address.'
+  },
+  {
     key: 'p2p.dht_announce_interval_seconds',
     kind: 'number',
     default: 30,

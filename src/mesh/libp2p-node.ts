@@ -11,11 +11,15 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPairFromSeed } from '@libp2p/crypto/keys'
 import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
+import { autoNAT } from '@libp2p/autonat'
+import { circuitRelayServer, circuitRelayTransport } from '@libp2p/circuit-relay-v2'
+import { dcutr } from '@libp2p/dcutr'
 import { identify, type Identify } from '@libp2p/identify'
 import type { ConnectionGater, Libp2p } from '@libp2p/interface'
 import { kadDHT, passthroughMapper, type KadDHT } from '@libp2p/kad-dht'
 import { ping, type Ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
+import { uPnPNAT } from '@libp2p/upnp-nat'
 import { webSockets } from '@libp2p/websockets'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p } from 'libp2p'
@@ -69,6 +73,24 @@ export interface Libp2pNodeOptions {
   gossipMeshDegree: number
   /** kad-dht protocol id. */
   dhtProtocol?: string
+  /** NAT traversal (p2p.reachability_check, p2p.relay_*, p2p.hole_punching, p2p.upnp); DEFAULT_REACH when absent. */
+  reach?: ReachOptions
+}
+
+export interface ReachOptions {
+  autonat: boolean
+  /** Serve circuit relay v2 with these limits; null: no relay service. */
+  relayServer: { maxReservations: number; durationLimitMs: number; dataLimitBytes: number } | null
+  holePunching: boolean
+  upnp: boolean
+}
+
+/** The settings table's defaults (config/settings-mesh.ts). */
+export const DEFAULT_REACH: ReachOptions = {
+  autonat: true,
+  relayServer: { maxReservations: 15, durationLimitMs: 120_000, dataLimitBytes: 1_048_576 },
+  holePunching: true,
+  upnp: false
 }
 
 /** What the Mesh hooks into libp2p: who may connect (faults.ts) and gossipsub's message IDs and byte counts (gossip-tap.ts). */
@@ -119,6 +141,21 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
   checkMultiaddrs('p2p.announce', options.announce)
   installLazyWindowUpdates()
   installQuietLengthPrefixReads()
+  const reach = options.reach ?? DEFAULT_REACH
+  // Optional services by name; MeshServices names only the ones the mesh calls.
+  const extra: Record<string, (components: never) => unknown> = {}
+  if (reach.autonat) extra.autonat = autoNAT()
+  if (reach.relayServer) {
+    extra.relay = circuitRelayServer({
+      reservations: {
+        maxReservations: reach.relayServer.maxReservations,
+        defaultDurationLimit: reach.relayServer.durationLimitMs,
+        defaultDataLimit: BigInt(reach.relayServer.dataLimitBytes)
+      }
+    })
+  }
+  if (reach.holePunching) extra.dcutr = dcutr()
+  if (reach.upnp) extra.upnp = uPnPNAT()
   return createLibp2p<MeshServices>({
     start: false,
     privateKey: await generateKeyPairFromSeed('Ed25519', options.seed),
@@ -127,7 +164,9 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
       listen: listenAddresses(options.host, options.port),
       ...(options.announce.length > 0 ? { announce: [...options.announce] } : {})
     },
-    transports: [tcp(), webSockets()],
+    // The relay transport dials /p2p-circuit addresses always; it reserves a slot only once the node
+    // listens on /p2p-circuit (reachability.ts decides when).
+    transports: [tcp(), webSockets(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionManager: { maxConnections: options.maxConnections },
@@ -138,6 +177,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
     connectionMonitor: { enabled: false },
     connectionGater: hooks.gater,
     services: {
+      ...(extra as object),
       identify: identify(),
       // Our peer book, kad-dht and libp2p's connection monitor all ping: the default of one outbound
       // ping stream per connection makes them fail each other.

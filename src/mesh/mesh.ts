@@ -11,7 +11,8 @@ import type { Logger } from 'pino'
 import { invalidField, RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { HelloMessage, PeerBan, PeerView, RemovedPeer } from '../wire/network.js'
-import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
+import { ReachabilityCheck, type RelayClientMode } from './reachability.js'
+import { createLibp2pNode, DEFAULT_REACH, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { peerIdFromString } from '@libp2p/peer-id'
@@ -56,6 +57,10 @@ export interface MeshOptions extends Libp2pNodeOptions {
   traceFile?: string
   /** Where peer bans are kept (the node's store); in memory when absent. */
   banStore?: BanStore
+  /** When to reserve a relay slot (p2p.relay_client; default auto). */
+  relayClient?: RelayClientMode
+  /** Pause between reachability rounds while the answer is unknown (default 5 s). */
+  reachabilityIntervalMs?: number
 }
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
@@ -90,6 +95,8 @@ export class Mesh {
   readonly locator: Locator
   /** `/zns/search/1.0.0` and the term filter exchange; null when the node gave no federation hooks. */
   readonly federation: MeshFederation | null
+  /** Public, private or unknown, and the relay reservation a private node makes (reachability.ts). */
+  readonly reach: ReachabilityCheck
   private readonly pinned = new Set<string>()
   /** The bootstrap list in force (a configuration reload replaces it). */
   private bootstrap: readonly string[]
@@ -145,6 +152,13 @@ export class Mesh {
     this.federation = o.federation
       ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation })
       : null
+    this.reach = new ReachabilityCheck({
+      libp2p,
+      logger: o.logger,
+      enabled: (o.reach ?? DEFAULT_REACH).autonat,
+      relayClient: o.relayClient ?? 'auto',
+      ...(o.reachabilityIntervalMs ? { intervalMs: o.reachabilityIntervalMs } : {})
+    })
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
@@ -159,7 +173,9 @@ export class Mesh {
     await this.peers.start()
     // Handlers and identify listeners go in before libp2p starts, so no peer's identify is missed.
     await this.federation?.start()
+    await this.reach.register()
     await this.libp2p.start()
+    this.reach.start()
     this.gossip.start()
     await this.sync.start()
     await this.locator.start()
@@ -177,6 +193,7 @@ export class Mesh {
     await this.sync.stop()
     this.gossip.stop()
     await this.federation?.stop()
+    await this.reach.stop()
     await this.peers.stop()
     await this.libp2p.stop()
     await this.tap.close()

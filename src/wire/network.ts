@@ -163,6 +163,17 @@ export const NetworkStatus = Type.Object(
         description: 'operations gossiped in the last minute, published and received'
       }),
       dht_mode: Nullable(Type.String()),
+      reachability: Type.Union([Type.Literal('public'), Type.Literal('private'), Type.Literal('unknown')], {
+        description:
+          'whether peers can dial this node: public (a peer dialled it back, or AutoNAT confirmed an address), private (every peer asked failed to), unknown (not asked yet, or the mesh is disabled)'
+      }),
+      connections: Type.Object(
+        {
+          direct: Type.Integer({ description: 'libp2p connections over TCP or WebSockets' }),
+          relayed: Type.Integer({ description: 'connections through a circuit relay (limited in time and bytes)' })
+        },
+        { description: 'open libp2p connections by kind' }
+      ),
       gossip: Type.Optional(
         Type.Object(
           {

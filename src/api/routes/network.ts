@@ -197,6 +197,8 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             known_peers: c.mesh?.peers.knownCount ?? 0,
             gossip_announcements_per_min: c.mesh?.gossip.perMinute() ?? 0,
             dht_mode: c.mesh?.dhtMode ?? null,
+            reachability: c.mesh?.reach.state ?? 'unknown',
+            connections: c.mesh?.reach.connectionCounts() ?? { direct: 0, relayed: 0 },
             ...(c.mesh ? { gossip: gossipCounters(c.mesh) } : {})
           },
           entities: counts,
