@@ -2,7 +2,9 @@
  * Mixed reachability on real packets: a netns testnet of one public node and two behind a stateful
  * filter that refuses inbound connections (--private). The private nodes learn they are private,
  * the public one that it is public; the private ones reserve a relay slot on the public node and
- * announce a /p2p-circuit address; registrations made on either side reach every node. Skipped,
+ * announce a /p2p-circuit address; registrations made on either side reach every node; one private
+ * node dials the other through the relay. Hole punching is not asserted: libp2p's DCUtR only tries
+ * public addresses, and the testnet's are in 10/8. Skipped,
  * with the probe's reasons, where namespaces or nftables are unavailable (failed on CI).
  */
 import test from 'ava'
@@ -66,6 +68,23 @@ if (caps.namespaces && caps.firewall) {
     await net.seedEntities(factory, 2, 4, [2])
     const ms = await net.waitForEntities(6, 60_000)
     t.log(`six registrations held everywhere ${ms} ms after the last`)
+
+    // The two private nodes cannot dial each other directly; through the public node's relay they can.
+    const circuit = `${net.nodes[0]?.multiaddr}/p2p-circuit/p2p/${net.nodes[2]?.peerId}`
+    const replies: unknown[] = []
+    await until(
+      'node 1 connects to node 2 through the relay',
+      async () => {
+        const dialled = await net.request(1, 'POST', '/v1/network/peers', { address: circuit })
+        replies.push(dialled.body)
+        return dialled.status === 201
+      },
+      { timeoutMs: 60_000, intervalMs: 1000, detail: () => replies }
+    )
+    t.log(`relayed dial: ${replies.length} attempt(s)`)
+    await until('node 1 counts a relayed connection', async () => (await status(net, 1)).mesh.connections.relayed > 0, {
+      timeoutMs: 10_000
+    })
     for (const i of [0, 1, 2]) t.log(`node ${i}: ${JSON.stringify((await status(net, i)).mesh)}`)
   })
 } else if (process.env.CI) {
