@@ -199,7 +199,7 @@ async function refreshStatus() {
   const mesh = s.mesh || {}
   setText('count-peers', num(mesh.peer_count || 0)); setText('count-known-peers', num(mesh.known_peers || 0))
   setText('gossip-rate', num(mesh.gossip_announcements_per_min || 0))
-  setNote('mesh-note', mesh.enabled ? 'DHT ' + (mesh.dht_mode || 'off') + ', connectivity ' + (stats ? Math.round(stats.mesh_connectivity * 100) + ' %' : '–') : 'mesh disabled on this node')
+  setNote('mesh-note', mesh.enabled ? 'DHT ' + (mesh.dht_mode || 'off') + ', reachability ' + (mesh.reachability || 'unknown') + (mesh.connections && mesh.connections.relayed ? ', ' + num(mesh.connections.relayed) + ' relayed' : '') + ', connectivity ' + (stats ? Math.round(stats.mesh_connectivity * 100) + ' %' : '–') : 'mesh disabled on this node')
   if (stats) { setText('est-registries', num(stats.estimated_registries)); setText('est-entities', num(stats.estimated_entities)) }
 }
 
