@@ -169,7 +169,10 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
     transports: [tcp(), webSockets(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    connectionManager: { maxConnections: options.maxConnections },
+    // A node behind a firewall still lists its direct addresses, whose dials hang until a timeout:
+    // at libp2p's 6 s per address, its TCP and WebSocket addresses used up the whole 10 s dial before
+    // its relayed address was tried. 3 s each leaves the relay its turn; a live address answers in far less.
+    connectionManager: { maxConnections: options.maxConnections, addressDialTimeout: 3_000 },
     // libp2p's monitor pings every connection in the same instant (every 10 s by default: half of an
     // idle node's CPU in a 10-node testnet; at 60 s, bursts of streams that delayed gossip in a 20-node
     // one). Our peer book pings each peer every 30 s at its own moment and closes the connections of
