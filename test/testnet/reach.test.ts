@@ -26,6 +26,13 @@ async function status(net: Testnet, i: number): Promise<Status> {
   return reply.body
 }
 
+test('private nodes: indexes in range, one node left public, netns mode only', async t => {
+  t.throws(() => new Testnet({ nodes: 2, private: [5] }), { message: 'private node 5: expected 0..1' })
+  t.throws(() => new Testnet({ nodes: 2, private: [0, 1] }), { message: /at least one node must accept/ })
+  const net = new Testnet({ nodes: 2, private: [1], network: 'process', cli: CLI_FOR_TESTS })
+  await t.throwsAsync(net.start(), { message: /need netns mode/ })
+})
+
 const title = 'one public node, two behind a firewall: they learn it, reserve a relay, and registrations flow both ways'
 
 if (caps.namespaces && caps.firewall) {
