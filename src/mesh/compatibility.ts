@@ -117,3 +117,22 @@ export function offers(theirs: Partial<MeshOffer>, capability: string): boolean 
   const capabilities = theirs.capabilities ?? (theirs.protocols ? [] : LEGACY_OFFER.capabilities)
   return capabilities.includes(capability)
 }
+
+/**
+ * From identify's list of handled protocols: a peer that handles a required protocol only in
+ * versions this node does not speak (so no hello of ours could reach it). Null when nothing is
+ * wrong, or when it handles none of the family: not a registry node, and nothing to judge.
+ */
+export function identifyMismatch(ours: MeshOffer, handled: readonly string[]): Assessment | null {
+  const required: string[] = []
+  const offered: string[] = []
+  for (const id of ours.protocols) {
+    const { family } = split(id)
+    if (!(REQUIRED_FAMILIES as readonly string[]).includes(family)) continue
+    const theirs = handled.filter(t => split(t).family === family)
+    if (theirs.length === 0 || speaks(theirs, id)) continue
+    required.push(wanted(id))
+    offered.push(...theirs)
+  }
+  return required.length > 0 ? { compatibility: 'incompatible', missing: required, required, offered } : null
+}

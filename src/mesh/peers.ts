@@ -22,7 +22,7 @@ import type { EventBus } from '../events/bus.js'
 import { formatKey, normalizePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { HELLO_LIMITS, HelloMessage, type PeerView } from '../wire/network.js'
-import { type Assessment, assess, type MeshOffer, offers } from './compatibility.js'
+import { type Assessment, assess, identifyMismatch, type MeshOffer, offers } from './compatibility.js'
 import { decodeJson } from './frames.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 import { listenTo } from './listen.js'
@@ -255,8 +255,8 @@ export class PeerBook {
       version: hello?.version ?? null,
       protocols: hello?.protocols ? [...hello.protocols] : null,
       capabilities: hello?.capabilities ? [...hello.capabilities] : null,
-      compatibility: (hello && e.assessment?.compatibility) || 'unknown',
-      missing: hello && e.assessment ? e.assessment.missing : [],
+      compatibility: e.assessment?.compatibility ?? 'unknown',
+      missing: e.assessment?.missing ?? [],
       agent_count: hello?.agent_count ?? null,
       entity_count: hello?.entity_count ?? null,
       latency_ms: e.latencyMs,
@@ -330,6 +330,9 @@ export class PeerBook {
   private identified(result: IdentifyResult): void {
     const e = this.entries.get(result.peerId.toString())
     if (!e) return
+    // A peer that handles only other majors of hello or sync never exchanges a hello with us.
+    const mismatch = identifyMismatch(this.o.offer, result.protocols)
+    if (mismatch) this.judge(e, result.agentVersion ?? 'unknown', mismatch)
     e.addresses = result.listenAddrs.slice(0, MAX_ADDRESSES).map(ma => withPeerId(ma, result.peerId))
     if (e.direction === 'outbound') return
     // For an inbound peer pick the listen address on the host it connected from, TCP first.
@@ -393,36 +396,36 @@ export class PeerBook {
       )
       e.hello = null
       e.tier = 'unverified'
+      e.assessment = null
       return
     }
     e.hello = hello
     e.tier = 'peer-id'
     e.lastSeen = Date.now()
-    this.judge(e, hello)
+    this.judge(e, hello.version, assess(this.o.offer, hello))
   }
 
   /** Compares the peer's offer with ours: logs what it lacks once, and hangs up on an incompatible peer. */
-  private judge(e: PeerEntry, hello: HelloMessage): void {
-    const a = assess(this.o.offer, hello)
+  private judge(e: PeerEntry, version: string, a: Assessment): void {
     e.assessment = a
     const peerId = e.peerId.toString()
-    const said = `${hello.version}|${a.compatibility}|${a.missing.join(',')}`
+    const said = `${version}|${a.compatibility}|${a.missing.join(',')}`
     const fresh = e.logged !== said
     e.logged = said
-    const fields = { peer_id: peerId, version: hello.version, missing: a.missing }
+    const fields = { peer_id: peerId, version, missing: a.missing }
     if (a.compatibility === 'incompatible') {
       e.refusedAt = Date.now()
       if (fresh)
         this.log.warn(
           { ...fields, offered: a.offered },
-          `peer ${peerId} (version ${hello.version}) is incompatible: it lacks ${a.required.join(', ')}${a.offered.length > 0 ? ` (it speaks ${a.offered.join(', ')})` : ''}; refusing it`
+          `peer ${peerId} (version ${version}) is incompatible: it lacks ${a.required.join(', ')}${a.offered.length > 0 ? ` (it speaks ${a.offered.join(', ')})` : ''}; refusing it`
         )
       if (!this.stopped) void this.o.libp2p.hangUp(e.peerId).catch(() => {})
       return
     }
     e.refusedAt = null
     if (a.compatibility === 'partial' && fresh)
-      this.log.info(fields, `peer ${peerId} (version ${hello.version}) lacks ${a.missing.join(', ')}: not used with it`)
+      this.log.info(fields, `peer ${peerId} (version ${version}) lacks ${a.missing.join(', ')}: not used with it`)
   }
 
   private async ping(peerId: PeerId): Promise<void> {

@@ -9,7 +9,7 @@ import type { ServiceMap } from '@libp2p/interface'
 import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p'
 
 export const bareLibp2p = <S extends ServiceMap = ServiceMap>(
-  options: Pick<Libp2pOptions<S>, 'privateKey' | 'services'> = {}
+  options: Pick<Libp2pOptions<S>, 'privateKey' | 'services' | 'nodeInfo'> = {}
 ): Promise<Libp2p<S>> =>
   createLibp2p({
     ...options,

@@ -145,6 +145,33 @@ test.serial(
   }
 )
 
+test.serial('a peer whose identify lists only newer majors of hello and sync is refused without a hello', async t => {
+  const peer = await bareLibp2p({
+    privateKey: await generateKeyPairFromSeed('Ed25519', new Uint8Array(32).fill(24)),
+    services: { identify: identify() },
+    nodeInfo: { name: 'registry-node', version: '4.0.0', userAgent: 'registry-node/4.0.0' }
+  })
+  stand.push(peer)
+  let hellos = 0
+  for (const id of ['/zns/hello/2.0.0', '/zns/sync/2.0.0'])
+    await peer.handle(id, async stream => {
+      hellos++
+      stream.abort(new Error('not expected'))
+    })
+  await peer.dial(multiaddr(address()))
+  const id = peer.peerId.toString()
+  await until('the node refuses the peer', () => lines.some(l => l.peer_id === id && l.level === 40))
+  t.deepEqual(
+    lines.filter(l => l.peer_id === id && l.level === 40).map(l => l.msg),
+    [
+      `peer ${id} (version registry-node/4.0.0) is incompatible: it lacks /zns/hello/1.x, /zns/sync/1.x (it speaks /zns/hello/2.0.0, /zns/sync/2.0.0); refusing it`
+    ]
+  )
+  await until('the node hangs up', () => peer.getConnections().length === 0)
+  t.like(await viewOf(peer), { compatibility: 'incompatible', missing: ['/zns/hello/1.x', '/zns/sync/1.x'] })
+  t.is(hellos, 0, 'the node opened neither of the versions it does not speak')
+})
+
 test.serial('a peer lacking federated search is kept but not asked; one offering it is asked', async t => {
   const all = ours()
   const without = await standIn(22, {
