@@ -64,8 +64,11 @@ export interface MeshOptions extends Libp2pNodeOptions {
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
 const MAX_PINNED = 100
 
-/** The protocol versions and capabilities this node states in its hello (compatibility.ts). */
-export function meshOffer(federation: boolean): MeshOffer {
+/**
+ * The protocol versions and capabilities this node states in its hello (compatibility.ts): what
+ * it runs, so a service that can be off (federated search) is listed only when on.
+ */
+export function meshOffer({ federation }: { federation: boolean }): MeshOffer {
   return {
     protocols: [
       HELLO_PROTOCOL,
@@ -136,7 +139,7 @@ export class Mesh {
       bus: o.bus,
       logger: o.logger,
       info: o.info,
-      offer: meshOffer(Boolean(o.federation)),
+      offer: meshOffer({ federation: Boolean(o.federation) }),
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })

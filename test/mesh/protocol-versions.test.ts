@@ -91,7 +91,7 @@ async function viewOf(peer: Libp2p): Promise<PeerView | undefined> {
   return body.peers.find(p => p.peer_id === peer.peerId.toString())
 }
 
-const ours = () => meshOffer(true)
+const ours = () => meshOffer({ federation: true })
 
 test('offers compare by protocol major and exact topic; a hello without lists stands for 0.2.0', t => {
   t.is(assess(ours(), {}).compatibility, 'full', 'a 0.2.0 hello (no lists) is fully compatible today')
