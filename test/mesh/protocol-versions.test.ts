@@ -16,7 +16,7 @@ import test from 'ava'
 import { pino } from 'pino'
 import { assess, LEGACY_OFFER } from '../../src/mesh/compatibility.js'
 import { meshOffer } from '../../src/mesh/mesh.js'
-import { encodeHello, HELLO_PROTOCOL, registryKeyOf } from '../../src/mesh/peers.js'
+import { decodeHello, encodeHello, HELLO_PROTOCOL, registryKeyOf } from '../../src/mesh/peers.js'
 import { SEARCH_PROTOCOL } from '../../src/mesh/search-protocol.js'
 import { startRegistryNode, type RegistryNode } from '../../src/node.js'
 import type { PeerView } from '../../src/wire/network.js'
@@ -113,6 +113,26 @@ test('offers compare by protocol major and exact topic; a hello without lists st
     ours().capabilities,
     'lists without capabilities offer none'
   )
+})
+
+test('the hello’s lists are optional and bounded', t => {
+  const hello = {
+    registry_id: `zns:registry:${'a'.repeat(32)}`,
+    name: 'n',
+    host: 'h',
+    public_key: `ed25519:${'A'.repeat(43)}=`,
+    version: '0.3.0',
+    entity_count: 0,
+    agent_count: 0
+  }
+  t.deepEqual(decodeHello(encodeHello(hello)), hello, 'a 0.2.0 hello, without lists')
+  const lists = { protocols: [...ours().protocols], capabilities: [...ours().capabilities] }
+  t.deepEqual(decodeHello(encodeHello({ ...hello, ...lists })), { ...hello, ...lists })
+  t.throws(() => decodeHello(encodeHello({ ...hello, protocols: Array(65).fill('/zns/x/1.0.0') })), {
+    message: /protocols/
+  })
+  t.throws(() => decodeHello(encodeHello({ ...hello, capabilities: ['x'.repeat(65)] })), { message: /capabilities/ })
+  t.throws(() => decodeHello(encodeHello({ ...hello, protocols: 'all' } as never)), { message: /protocols/ })
 })
 
 test.serial(
