@@ -143,7 +143,6 @@ export class PeerBook {
     ).unref()
   }
 
-  /** Stops timers and listening; the node's own shutdown then closes connections without events. */
   /**
    * Whether to use `capability` with a peer: what its verified hello offers (a hello without lists:
    * what 0.2.0 offered). Before any verified hello, true: callers also go by identify, which lists
@@ -161,6 +160,7 @@ export class PeerBook {
     return at != null && Date.now() - at < REFUSED_REDIAL_MS
   }
 
+  /** Stops timers and listening; the node's own shutdown then closes connections without events. */
   async stop(): Promise<void> {
     this.stopped = true
     this.shutdown.abort()
@@ -332,7 +332,7 @@ export class PeerBook {
     if (!e) return
     // A peer that handles only other majors of hello or sync never exchanges a hello with us.
     const mismatch = identifyMismatch(this.o.offer, result.protocols)
-    if (mismatch) this.judge(e, result.agentVersion ?? 'unknown', mismatch)
+    if (mismatch) this.judge(e, (result.agentVersion ?? 'unknown').slice(0, HELLO_LIMITS.version), mismatch)
     e.addresses = result.listenAddrs.slice(0, MAX_ADDRESSES).map(ma => withPeerId(ma, result.peerId))
     if (e.direction === 'outbound') return
     // For an inbound peer pick the listen address on the host it connected from, TCP first.
