@@ -8,6 +8,7 @@ import type { IdentifyResult, PeerId } from '@libp2p/interface'
 import type { Logger } from 'pino'
 import type { PeerSearchRequest, PeerSearchResponse, TermFilterMessage } from '../wire/federation.js'
 import { BloomExchange, type LocalTermFilter } from './bloom-exchange.js'
+import { CAPABILITIES } from './compatibility.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 import { listenTo } from './listen.js'
 import { registryKeyOf, type PeerBook } from './peers.js'
@@ -72,6 +73,8 @@ export class MeshFederation {
     const out: SearchPeer[] = []
     for (const [key, peerId] of this.searchable) {
       if (!this.o.libp2p.getConnections(peerId).some(c => c.status === 'open')) continue
+      // Identify lists the handler; the hello says whether the peer answers searches with it.
+      if (!this.o.peers.offers(key, CAPABILITIES.federatedSearch)) continue
       const view = this.o.peers.get(key)
       out.push({
         peerId: key,

@@ -12,17 +12,26 @@ import { invalidField, RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { HelloMessage, PeerBan, PeerView, RemovedPeer } from '../wire/network.js'
 import { ReachabilityCheck, type RelayClientMode } from './reachability.js'
-import { createLibp2pNode, DEFAULT_REACH, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
+import { BLOOM_PROTOCOL } from './bloom-exchange.js'
+import { CAPABILITIES, type MeshOffer } from './compatibility.js'
+import {
+  createLibp2pNode,
+  DEFAULT_REACH,
+  DHT_PROTOCOL,
+  type Libp2pNodeOptions,
+  type MeshLibp2p
+} from './libp2p-node.js'
+import { SEARCH_PROTOCOL } from './search-protocol.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { MeshFaults } from './faults.js'
 import { type BanStore, checkedPeerId, memoryBanStore, PeerBans } from './peer-bans.js'
-import { OperationGossip, type GossipApply } from './gossip.js'
+import { GOSSIP_TOPICS, OperationGossip, type GossipApply } from './gossip.js'
 import { GossipTap } from './gossip-tap.js'
-import { PeerBook } from './peers.js'
-import { Locator } from './locator.js'
-import { SyncService } from './sync.js'
+import { HELLO_PROTOCOL, PeerBook } from './peers.js'
+import { FETCH_PROTOCOL, Locator } from './locator.js'
+import { SYNC_PROTOCOL, SyncService } from './sync.js'
 import type { Operation } from '../store/records.js'
 
 export interface MeshOptions extends Libp2pNodeOptions {
@@ -65,6 +74,28 @@ export interface MeshOptions extends Libp2pNodeOptions {
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
 const MAX_PINNED = 100
+
+/**
+ * The protocol versions and capabilities this node states in its hello (compatibility.ts): what
+ * it runs, so a service that can be off (federated search) is listed only when on.
+ */
+export function meshOffer({ federation }: { federation: boolean }): MeshOffer {
+  return {
+    protocols: [
+      HELLO_PROTOCOL,
+      SYNC_PROTOCOL,
+      FETCH_PROTOCOL,
+      DHT_PROTOCOL,
+      ...(federation ? [SEARCH_PROTOCOL, BLOOM_PROTOCOL] : []),
+      ...Object.values(GOSSIP_TOPICS)
+    ],
+    capabilities: [
+      CAPABILITIES.fetch,
+      CAPABILITIES.statusBatches,
+      ...(federation ? [CAPABILITIES.federatedSearch, CAPABILITIES.termFilters] : [])
+    ]
+  }
+}
 
 /** `host:port` (the spec's form) or a multiaddr → a multiaddr. */
 export function parsePeerAddress(address: string): Multiaddr {
@@ -121,6 +152,7 @@ export class Mesh {
       bus: o.bus,
       logger: o.logger,
       info: o.info,
+      offer: meshOffer({ federation: Boolean(o.federation) }),
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
@@ -340,7 +372,7 @@ export class Mesh {
       [...this.pinned].map(async address => {
         const ma = multiaddr(address)
         const peerId = peerOf(ma) ?? this.learned.get(address)
-        if (peerId && (connected.has(peerId) || this.bans.has(peerId))) return
+        if (peerId && (connected.has(peerId) || this.bans.has(peerId) || this.peers.refusedRecently(peerId))) return
         try {
           const connection = await this.dial(ma)
           this.learned.set(address, connection.remotePeer.toString())

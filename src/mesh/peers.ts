@@ -8,6 +8,11 @@
  * so the registry ID and public key a peer must present follow from its PeerId. A hello that states
  * them correctly puts the peer in tier `peer-id`; the name and host it states remain claims until the
  * registry-proof tier (the peer's /.well-known/node-registry.json checked against its host) exists.
+ *
+ * Versions: each hello also lists the protocol versions and capabilities of its sender
+ * (compatibility.ts). A peer that lacks a version of hello or sync this node speaks is refused: one
+ * warning line names it, its version and what it lacks, and this node hangs up on it (and does not
+ * re-dial it for a while). A peer lacking something else stays, and what it lacks is not used with it.
  */
 import type { Connection, IdentifyResult, PeerId, Stream } from '@libp2p/interface'
 import { lpStream } from '@libp2p/utils'
@@ -17,6 +22,7 @@ import type { EventBus } from '../events/bus.js'
 import { formatKey, normalizePublicKey } from '../identity/encoding.js'
 import { deriveId } from '../identity/ids.js'
 import { HELLO_LIMITS, HelloMessage, type PeerView } from '../wire/network.js'
+import { type Assessment, assess, identifyMismatch, type MeshOffer, offers } from './compatibility.js'
 import { decodeJson } from './frames.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 import { listenTo } from './listen.js'
@@ -31,6 +37,8 @@ const REQUEST_TIMEOUT_MS = 5000
 /** A ping round tries twice before calling a connected peer degraded. */
 const PING_ATTEMPTS = 2
 const PING_RETRY_DELAY_MS = 250
+/** An incompatible peer's bootstrap or added address is not re-dialled for this long (it may upgrade). */
+const REFUSED_REDIAL_MS = 10 * 60 * 1000
 
 const isTimeout = (err: unknown): boolean =>
   err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')
@@ -49,6 +57,12 @@ interface PeerEntry {
   pingFailed: boolean
   hello: HelloMessage | null
   tier: VerificationTier
+  /** Its offer compared with this node's, from its last verified hello. */
+  assessment: Assessment | null
+  /** What was last logged about its compatibility, so a peer that keeps coming back is logged once. */
+  logged: string | null
+  /** When this node last refused it as incompatible. */
+  refusedAt: number | null
 }
 
 export interface PeerBookOptions {
@@ -57,6 +71,8 @@ export interface PeerBookOptions {
   logger: Logger
   /** What this node says about itself in its hello. */
   info: () => HelloMessage
+  /** The protocol versions and capabilities this node offers, added to its hello. */
+  offer: MeshOffer
   pingIntervalMs: number
   helloIntervalMs: number
 }
@@ -127,6 +143,23 @@ export class PeerBook {
     ).unref()
   }
 
+  /**
+   * Whether to use `capability` with a peer: what its verified hello offers (a hello without lists:
+   * what 0.2.0 offered). Before any verified hello, true: callers also go by identify, which lists
+   * only protocols the peer handles.
+   */
+  offers(peerId: PeerId | string, capability: string): boolean {
+    const e = this.entries.get(peerId.toString())
+    if (!e?.hello || e.tier !== 'peer-id') return true
+    return offers(e.hello, capability)
+  }
+
+  /** Whether this node refused the peer as incompatible recently (its addresses are not re-dialled). */
+  refusedRecently(peerId: string): boolean {
+    const at = this.entries.get(peerId)?.refusedAt
+    return at != null && Date.now() - at < REFUSED_REDIAL_MS
+  }
+
   /** Stops timers and listening; the node's own shutdown then closes connections without events. */
   async stop(): Promise<void> {
     this.stopped = true
@@ -188,18 +221,24 @@ export class PeerBook {
     return view
   }
 
-  /** Hello then ping; concurrent calls for one peer share the work. */
-  refresh(peerId: PeerId): Promise<void> {
+  /**
+   * Hello then ping (none for a peer the hello refused); concurrent calls for one peer share the
+   * work. `again`: a new connection, which needs its own hello even while the last one's runs.
+   */
+  refresh(peerId: PeerId, again = false): Promise<void> {
     const key = peerId.toString()
-    let running = this.refreshing.get(key)
-    if (!running) {
-      running = (async () => {
-        await this.sayHello(peerId)
-        await this.ping(peerId)
-      })().finally(() => this.refreshing.delete(key))
-      this.refreshing.set(key, running)
+    const running = this.refreshing.get(key)
+    if (running && !again) return running
+    const work = async () => {
+      await running?.catch(() => {})
+      await this.sayHello(peerId)
+      if (this.entries.get(key)?.assessment?.compatibility !== 'incompatible') await this.ping(peerId)
     }
-    return running
+    const next: Promise<void> = work().finally(() => {
+      if (this.refreshing.get(key) === next) this.refreshing.delete(key)
+    })
+    this.refreshing.set(key, next)
+    return next
   }
 
   private view(e: PeerEntry): PeerView {
@@ -214,6 +253,10 @@ export class PeerBook {
       registry_id: key?.registryId ?? null,
       public_key: key?.publicKey ?? null,
       version: hello?.version ?? null,
+      protocols: hello?.protocols ? [...hello.protocols] : null,
+      capabilities: hello?.capabilities ? [...hello.capabilities] : null,
+      compatibility: e.assessment?.compatibility ?? 'unknown',
+      missing: e.assessment?.missing ?? [],
       agent_count: hello?.agent_count ?? null,
       entity_count: hello?.entity_count ?? null,
       latency_ms: e.latencyMs,
@@ -245,7 +288,10 @@ export class PeerBook {
         latencyMs: null,
         pingFailed: false,
         hello: null,
-        tier: 'unverified'
+        tier: 'unverified',
+        assessment: null,
+        logged: null,
+        refusedAt: null
       }
       this.entries.set(key, e)
     }
@@ -267,7 +313,7 @@ export class PeerBook {
       peer_id: key,
       address: connection ? withPeerId(connection.remoteAddr, peerId) : e.address
     })
-    void this.refresh(peerId).catch(() => {})
+    void this.refresh(peerId, true).catch(() => {})
   }
 
   private disconnected(peerId: PeerId): void {
@@ -284,6 +330,9 @@ export class PeerBook {
   private identified(result: IdentifyResult): void {
     const e = this.entries.get(result.peerId.toString())
     if (!e) return
+    // A peer that handles only other majors of hello or sync never exchanges a hello with us.
+    const mismatch = identifyMismatch(this.o.offer, result.protocols)
+    if (mismatch) this.judge(e, (result.agentVersion ?? 'unknown').slice(0, HELLO_LIMITS.version), mismatch)
     e.addresses = result.listenAddrs.slice(0, MAX_ADDRESSES).map(ma => withPeerId(ma, result.peerId))
     if (e.direction === 'outbound') return
     // For an inbound peer pick the listen address on the host it connected from, TCP first.
@@ -299,7 +348,7 @@ export class PeerBook {
     try {
       const lp = lpStream(stream, { maxDataLength: HELLO_LIMITS.messageBytes })
       const theirs = decodeHello((await lp.read({ signal })).subarray())
-      await lp.write(encodeHello(this.o.info()), { signal })
+      await lp.write(encodeHello(this.ownHello()), { signal })
       await stream.close({ signal })
       this.recordHello(connection.remotePeer, theirs)
     } catch (err) {
@@ -316,13 +365,21 @@ export class PeerBook {
     try {
       stream = await connection.newStream(HELLO_PROTOCOL, { signal })
       const lp = lpStream(stream, { maxDataLength: HELLO_LIMITS.messageBytes })
-      await lp.write(encodeHello(this.o.info()), { signal })
+      await lp.write(encodeHello(this.ownHello()), { signal })
       const theirs = decodeHello((await lp.read({ signal })).subarray())
       await stream.close({ signal })
       this.recordHello(peerId, theirs)
     } catch (err) {
       this.log.debug({ err, peer_id: peerId.toString() }, 'hello to peer failed')
       stream?.abort(err as Error)
+    }
+  }
+
+  private ownHello(): HelloMessage {
+    return {
+      ...this.o.info(),
+      protocols: [...this.o.offer.protocols],
+      capabilities: [...this.o.offer.capabilities]
     }
   }
 
@@ -339,11 +396,36 @@ export class PeerBook {
       )
       e.hello = null
       e.tier = 'unverified'
+      e.assessment = null
       return
     }
     e.hello = hello
     e.tier = 'peer-id'
     e.lastSeen = Date.now()
+    this.judge(e, hello.version, assess(this.o.offer, hello))
+  }
+
+  /** Compares the peer's offer with ours: logs what it lacks once, and hangs up on an incompatible peer. */
+  private judge(e: PeerEntry, version: string, a: Assessment): void {
+    e.assessment = a
+    const peerId = e.peerId.toString()
+    const said = `${version}|${a.compatibility}|${a.missing.join(',')}`
+    const fresh = e.logged !== said
+    e.logged = said
+    const fields = { peer_id: peerId, version, missing: a.missing }
+    if (a.compatibility === 'incompatible') {
+      e.refusedAt = Date.now()
+      if (fresh)
+        this.log.warn(
+          { ...fields, offered: a.offered },
+          `peer ${peerId} (version ${version}) is incompatible: it lacks ${a.required.join(', ')}${a.offered.length > 0 ? ` (it speaks ${a.offered.join(', ')})` : ''}; refusing it`
+        )
+      if (!this.stopped) void this.o.libp2p.hangUp(e.peerId).catch(() => {})
+      return
+    }
+    e.refusedAt = null
+    if (a.compatibility === 'partial' && fresh)
+      this.log.info(fields, `peer ${peerId} (version ${version}) lacks ${a.missing.join(', ')}: not used with it`)
   }
 
   private async ping(peerId: PeerId): Promise<void> {

@@ -5,7 +5,16 @@ import { Runtime } from './node.js'
 const RegistryId = Type.String({ pattern: '^zns:registry:[0-9a-f]{32}$', description: 'zns:registry:<32 hex>' })
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
 
-export const HELLO_LIMITS = { name: 128, host: 253, version: 64, messageBytes: 8192 } as const
+export const HELLO_LIMITS = {
+  name: 128,
+  host: 253,
+  version: 64,
+  messageBytes: 8192,
+  protocols: 64,
+  protocolId: 128,
+  capabilities: 32,
+  capability: 64
+} as const
 
 /**
  * The message of `/zns/hello/1.0.0` (protocols/README.md): what each side tells the other about itself.
@@ -19,7 +28,14 @@ export const HelloMessage = Type.Object(
     public_key: PublicKey,
     version: Type.String({ maxLength: HELLO_LIMITS.version }),
     entity_count: Count,
-    agent_count: Count
+    agent_count: Count,
+    /** Absent from nodes before these lists (0.2.0): receivers then assume what that release spoke. */
+    protocols: Type.Optional(
+      Type.Array(Type.String({ maxLength: HELLO_LIMITS.protocolId }), { maxItems: HELLO_LIMITS.protocols })
+    ),
+    capabilities: Type.Optional(
+      Type.Array(Type.String({ maxLength: HELLO_LIMITS.capability }), { maxItems: HELLO_LIMITS.capabilities })
+    )
   },
   { $id: 'HelloMessage' }
 )
@@ -55,6 +71,28 @@ export const PeerView = Type.Object(
     registry_id: Nullable(RegistryId),
     public_key: Nullable(PublicKey),
     version: Nullable(Type.String()),
+    protocols: Nullable(
+      Type.Array(Type.String(), {
+        description:
+          'protocol IDs the peer serves and gossip topics it joins, from its hello; null before its hello or when its hello has no list (then what the 0.2.0 release spoke is assumed)'
+      })
+    ),
+    capabilities: Nullable(
+      Type.Array(Type.String(), {
+        description: 'named features the peer offers (federated-search, term-filters, status-batches, fetch, …)'
+      })
+    ),
+    compatibility: Type.Union(
+      [Type.Literal('unknown'), Type.Literal('full'), Type.Literal('partial'), Type.Literal('incompatible')],
+      {
+        description:
+          'full: it speaks every protocol version and offers every capability this node does; partial: it lacks some (not used with it); incompatible: it lacks a version of hello or sync this node speaks, so this node hangs up on it; unknown: no verified hello yet'
+      }
+    ),
+    missing: Type.Array(Type.String(), {
+      description:
+        "what of this node's it lacks: protocols as family and major (/zns/search/1.x), topics, capability names"
+    }),
     agent_count: Nullable(Count),
     entity_count: Nullable(Count),
     latency_ms: Nullable(Type.Number({ description: 'last ping round trip' })),

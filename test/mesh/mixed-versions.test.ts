@@ -1,6 +1,7 @@
 /**
  * A mixed-version mesh: the previous release and this code, two real processes meshed on loopback,
- * see each other's registrations (gossip and sync speak the same /1.0.0 protocols and topics).
+ * see each other's registrations (gossip and sync speak the same /1.0.0 protocols and topics), and
+ * the new node, reading the old hello (which lists no protocols), finds it fully compatible.
  * The previous release must be a built checkout named by PREVIOUS_RELEASE_DIR
  * (git worktree add DIR <commit>; node_modules linked; npm run build); without it the test is skipped.
  * (Not a REGISTRY_NODE_* name: the nodes refuse variables of that prefix they do not know.)
@@ -113,6 +114,14 @@ const holds = async (url: string, id: string): Promise<boolean> =>
       const [ofOld, ofNew] = await Promise.all([peerVersions(old.url), peerVersions(current.url)])
       return ofOld[0] === NODE_VERSION && ofNew[0] === oldVersion
     })
+    // The old hello carries no protocol lists: the new node takes it for what that release spoke,
+    // finds nothing missing, and keeps it. The old node ignores the new hello's lists.
+    const [oldSeenByNew] = (
+      (await (await fetch(`${current.url}/v1/network/peers`)).json()) as {
+        peers: Record<string, unknown>[]
+      }
+    ).peers
+    t.like(oldSeenByNew, { version: oldVersion, protocols: null, compatibility: 'full', missing: [], connected: true })
     const fromOld = await register(old.url, 0, 'Registered on the old node')
     const fromNew = await register(current.url, 1, 'Registered on the new node')
     await until('the new node holds what the old one registered', () => holds(current.url, fromOld))
