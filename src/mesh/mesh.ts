@@ -20,6 +20,7 @@ import { type BanStore, checkedPeerId, memoryBanStore, PeerBans } from './peer-b
 import { OperationGossip, type GossipApply } from './gossip.js'
 import { GossipTap } from './gossip-tap.js'
 import { PeerBook } from './peers.js'
+import { PeerPenalties, ScoreGuard, scoreOf } from './scoring.js'
 import { Locator } from './locator.js'
 import { SyncService } from './sync.js'
 import type { Operation } from '../store/records.js'
@@ -38,6 +39,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   announceIntervalMs: number
   /** Gossip messages accepted per second from one peer (p2p.gossip_max_per_peer_per_second). */
   gossipPerPeerPerSecond: number
+  /** Sync sessions one peer may open per minute (p2p.sync_max_per_peer_per_minute). */
+  syncPerPeerPerMinute: number
   /** The operations behind a key this node provides through the DHT (Locator). */
   operationsFor: (key: string) => Operation[]
   /** Federated search: answering peers' searches and exchanging term filters (off when absent). */
@@ -90,6 +93,8 @@ export class Mesh {
   readonly locator: Locator
   /** `/zns/search/1.0.0` and the term filter exchange; null when the node gave no federation hooks. */
   readonly federation: MeshFederation | null
+  /** Disconnects and refuses peers graylisted by their gossip score. */
+  readonly scoreGuard: ScoreGuard
   private readonly pinned = new Set<string>()
   /** The bootstrap list in force (a configuration reload replaces it). */
   private bootstrap: readonly string[]
@@ -103,12 +108,20 @@ export class Mesh {
     private readonly o: MeshOptions,
     readonly faults: MeshFaults,
     readonly tap: GossipTap,
-    readonly bans: PeerBans
+    readonly bans: PeerBans,
+    penalties: PeerPenalties
   ) {
     this.log = o.logger
     faults.hangUp = async peer => {
       await libp2p.hangUp(peerIdFromString(peer))
     }
+    this.scoreGuard = new ScoreGuard({
+      score: scoreOf(libp2p.services.pubsub),
+      peers: () => libp2p.getPeers().map(peer => peer.toString()),
+      hangUp: faults.hangUp,
+      logger: o.logger
+    })
+    faults.graylisted = peerId => this.scoreGuard.refuses(peerId)
     this.peers = new PeerBook({
       libp2p,
       bus: o.bus,
@@ -125,7 +138,8 @@ export class Mesh {
       tap,
       bus: o.bus,
       logger: o.logger,
-      maxPerPeerPerSecond: o.gossipPerPeerPerSecond
+      maxPerPeerPerSecond: o.gossipPerPeerPerSecond,
+      ...(o.gossipScoring ? { penalties } : {})
     })
     this.locator = new Locator({
       libp2p,
@@ -140,7 +154,8 @@ export class Mesh {
       apply: o.apply,
       bus: o.bus,
       logger: o.logger,
-      intervalMs: o.syncIntervalMs
+      intervalMs: o.syncIntervalMs,
+      maxPerPeerPerMinute: o.syncPerPeerPerMinute
     })
     this.federation = o.federation
       ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation })
@@ -152,7 +167,9 @@ export class Mesh {
     const bans = new PeerBans(options.banStore ?? memoryBanStore())
     faults.banned = peerId => bans.has(peerId)
     const tap = new GossipTap(faults, options.traceFile)
-    return new Mesh(await createLibp2pNode(options, { gater: faults.gater(), tap }), options, faults, tap, bans)
+    const penalties = new PeerPenalties()
+    const libp2p = await createLibp2pNode(options, { gater: faults.gater(), tap, penalties })
+    return new Mesh(libp2p, options, faults, tap, bans, penalties)
   }
 
   async start(): Promise<void> {
@@ -161,6 +178,7 @@ export class Mesh {
     await this.federation?.start()
     await this.libp2p.start()
     this.gossip.start()
+    if (this.o.gossipScoring) this.scoreGuard.start()
     await this.sync.start()
     await this.locator.start()
     // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
@@ -175,6 +193,7 @@ export class Mesh {
     this.redialTimer = null
     await this.locator.stop()
     await this.sync.stop()
+    this.scoreGuard.stop()
     this.gossip.stop()
     await this.federation?.stop()
     await this.peers.stop()
@@ -232,7 +251,7 @@ export class Mesh {
     if (!view.connected || connection.status !== 'open')
       throw new RegistryError(
         'peer_unreachable',
-        `Connected to ${ma.toString()}, but the peer closed the connection at once: it may refuse this node (a ban or an allow list).`
+        `Connected to ${ma.toString()}, but the peer closed the connection at once: it may refuse this node (a ban, an allow list, or a gossip score below its graylist).`
       )
     return view
   }
