@@ -11,6 +11,7 @@ import { sealOperation } from '../../src/services/registry/operations.js'
 import type { Operation } from '../../src/store/records.js'
 import { encodeBatch, encodeOperation } from '../../src/wire/operations.js'
 import { agent, developer, sign, specRegistration } from '../helpers/identities.js'
+import { scrape } from '../helpers/metrics.js'
 import { http, tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 
@@ -25,7 +26,7 @@ const served = async (n: TestNode, id: string): Promise<boolean> =>
 test('a node publishing replayed, over-quota and forged operations is graylisted and disconnected; honest gossip goes on', async t => {
   // A and B keep at most 3 entities homed at another registry: C's 4th and 5th are over its total.
   const honest = { ...MESH, max_entities_per_origin: 3 }
-  const a = await nodes.start({ name: 'node-a', host: 'a.registry.test', p2p: honest })
+  const a = await nodes.start({ name: 'node-a', host: 'a.registry.test', metrics: { enabled: true }, p2p: honest })
   const b = await nodes.start({
     name: 'node-b',
     host: 'b.registry.test',
@@ -149,6 +150,10 @@ test('a node publishing replayed, over-quota and forged operations is graylisted
   // The score is recomputed each heartbeat (1 s) and checked each second: about 2 s, 15 s on a loaded machine.
   t.true(Math.max(...disconnectedAt) < 15_000)
 
+  const metrics = await scrape(a.url)
+  t.is(metrics.value('registry_gossip_graylisted_peers'), 1)
+  t.true((metrics.value('registry_gossip_graylist_disconnects_total') as number) >= 1)
+
   // C cannot come back while its score has not recovered.
   const again = await c.node.mesh!.addPeer(tcpAddress(a)).then(
     () => 'connected',
@@ -176,7 +181,11 @@ test('a node publishing replayed, over-quota and forged operations is graylisted
 })
 
 test('sync sessions beyond the per-peer limit are answered busy', async t => {
-  const a = await nodes.start({ name: 'sync-a', p2p: { ...MESH, sync_max_per_peer_per_minute: 2 } })
+  const a = await nodes.start({
+    name: 'sync-a',
+    metrics: { enabled: true },
+    p2p: { ...MESH, sync_max_per_peer_per_minute: 2 }
+  })
   const b = await nodes.start({ name: 'sync-b', p2p: { ...MESH, bootstrap: [tcpAddress(a)] } })
   const aId = a.node.mesh!.libp2p.peerId
   await until('B is connected to A', () => b.node.mesh!.libp2p.getConnections(aId).length > 0)
@@ -191,6 +200,7 @@ test('sync sessions beyond the per-peer limit are answered busy', async t => {
   t.true(results.filter(r => r === 'completed').length <= 2)
   t.is(results.at(-1), 'refused')
   t.true(sync.totals.over_limit >= 2)
+  t.is((await scrape(a.url)).value('registry_sync_sessions_total', { outcome: 'over_limit' }), sync.totals.over_limit)
   // A's own sessions with B are not limited by its limit on B.
   t.truthy(await sync.syncWith(b.node.mesh!.libp2p.peerId))
 })
