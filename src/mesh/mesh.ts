@@ -127,6 +127,7 @@ export class Mesh {
       bus: o.bus,
       logger: o.logger,
       info: o.info,
+      ...(o.gossipScoring ? { gossipScore: scoreOf(libp2p.services.pubsub) } : {}),
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })

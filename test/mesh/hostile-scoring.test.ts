@@ -178,6 +178,12 @@ test('a node publishing replayed, over-quota and forged operations is graylisted
   ]
   t.log(`honest scores: B on A ${honestScores[0]?.toFixed(2)}, A on B ${honestScores[1]?.toFixed(2)}`)
   for (const s of honestScores) t.true((s as number) >= 0)
+  const listed = (await http(a.url, 'GET', '/v1/network/peers')).body as {
+    peers: { peer_id: string; gossip_score: number | null }[]
+  }
+  const bOnA = listed.peers.find(p => p.peer_id === b.node.mesh!.peerId)
+  t.is(typeof bOnA?.gossip_score, 'number', "A's peer list shows its score of B")
+  t.log(`GET /v1/network/peers on A: B's gossip_score ${bOnA?.gossip_score}`)
 })
 
 test('sync sessions beyond the per-peer limit are answered busy', async t => {
