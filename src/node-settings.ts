@@ -122,6 +122,7 @@ export type MeshSettings = Pick<
   | 'gossipPerPeerPerSecond'
   | 'syncPerPeerPerMinute'
   | 'gossipScoring'
+  | 'gossipColocationWhitelist'
   | 'gossipMeshDegree'
   | 'allowPeers'
   | 'traceFile'
@@ -140,6 +141,7 @@ export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSetting
     gossipPerPeerPerSecond: p2p.gossip_max_per_peer_per_second,
     syncPerPeerPerMinute: p2p.sync_max_per_peer_per_minute,
     gossipScoring: p2p.gossip_scoring,
+    gossipColocationWhitelist: p2p.gossip_colocation_whitelist,
     gossipMeshDegree: p2p.gossip_mesh_degree,
     allowPeers: p2p.allow_peers,
     traceFile: p2p.trace_file

@@ -97,6 +97,13 @@ export const P2P_SETTINGS = [
     doc: "Score gossip peers with this node's parameters (invalid and over-quota messages and replays cost score; docs/decisions.md) and hang up on and refuse a peer below the graylist threshold until its score recovers. --no-gossip-scoring: gossipsub's default scoring, under which invalid messages cost nothing; for tests that publish invalid operations on purpose."
   },
   {
+    key: 'p2p.gossip_colocation_whitelist',
+    kind: 'list',
+    default: ['127.0.0.1', '::1'],
+    flag: 'gossip-colocation-whitelist',
+    doc: 'IP addresses whose peers gossip scoring does not charge for sharing an address (more than 3 peers on one address cost each −10 × surplus², and 6 or more are graylisted): loopback for testnets on one machine; add the public address of several nodes of yours behind one NAT (repeatable).'
+  },
+  {
     key: 'p2p.sync_max_per_peer_per_minute',
     kind: 'integer',
     default: 60,

@@ -68,6 +68,8 @@ export interface Libp2pNodeOptions {
   maxConnections: number
   /** Our peer scoring parameters (scoring.ts), else gossipsub's defaults (p2p.gossip_scoring). */
   gossipScoring: boolean
+  /** Addresses exempt from the IP-colocation charge (p2p.gossip_colocation_whitelist). */
+  gossipColocationWhitelist: readonly string[]
   /** gossipsub's D (p2p.gossip_mesh_degree). */
   gossipMeshDegree: number
   /** kad-dht protocol id. */
@@ -178,13 +180,18 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
         maxInboundStreams: 4,
         maxOutboundStreams: 4,
         // Our topics' weights and thresholds (scoring.ts). Loopback is exempt from the IP-colocation
-        // charge either way: 20 nodes of a testnet on one machine graylisted each other (bench:propagation).
+        // charge by default, either way: 20 nodes of a testnet on one machine graylisted each other
+        // (bench:propagation).
         ...(options.gossipScoring
           ? {
-              scoreParams: peerScoreParams(Object.values(GOSSIP_TOPICS), peer => hooks.penalties.score(peer)),
+              scoreParams: peerScoreParams(
+                Object.values(GOSSIP_TOPICS),
+                peer => hooks.penalties.score(peer),
+                options.gossipColocationWhitelist
+              ),
               scoreThresholds: SCORE_THRESHOLDS
             }
-          : { scoreParams: { IPColocationFactorWhitelist: new Set(['127.0.0.1', '::1']) } })
+          : { scoreParams: { IPColocationFactorWhitelist: new Set(options.gossipColocationWhitelist) } })
       })
     }
   })

@@ -19,8 +19,9 @@
  * node) are ignored, not rejected, since an honest relay that missed the original cannot tell;
  * each costs the relaying peer a count here, decaying like P4, and the score −2 × (count)²:
  * a few by accident stay above the gossip threshold, a stream of them reaches the graylist.
- * P6 IP colocation: more than 3 peers from one IP cost −10 × (surplus)² each, except loopback
- * (every node of a testnet on one machine shares it).
+ * P6 IP colocation: more than 3 peers from one IP cost −10 × (surplus)² each (6 or more are
+ * graylisted), except addresses whitelisted (p2p.gossip_colocation_whitelist): loopback by default,
+ * which every node of a testnet on one machine shares.
  * P7 behaviour (re-grafting during a backoff, ignoring our IWANTs): gossipsub's default weight.
  *
  * Thresholds: below −20 no gossip (IHAVE/IWANT) with the peer, below −40 none of our own messages
@@ -104,8 +105,12 @@ export class PeerPenalties {
   }
 }
 
-/** Gossipsub's peer score parameters for `topics`; `appScore` is P5. */
-export function peerScoreParams(topics: readonly string[], appScore: (peer: string) => number): PeerScoreParams {
+/** Gossipsub's peer score parameters for `topics`; `appScore` is P5; `colocationWhitelist`: addresses P6 spares. */
+export function peerScoreParams(
+  topics: readonly string[],
+  appScore: (peer: string) => number,
+  colocationWhitelist: readonly string[] = ['127.0.0.1', '::1']
+): PeerScoreParams {
   return createPeerScoreParams({
     topics: Object.fromEntries(topics.map(topic => [topic, TOPIC_SCORE])),
     topicScoreCap: 10,
@@ -113,7 +118,7 @@ export function peerScoreParams(topics: readonly string[], appScore: (peer: stri
     appSpecificWeight: 1,
     IPColocationFactorWeight: -10,
     IPColocationFactorThreshold: IP_COLOCATION_THRESHOLD,
-    IPColocationFactorWhitelist: new Set(['127.0.0.1', '::1']),
+    IPColocationFactorWhitelist: new Set(colocationWhitelist),
     decayInterval: DECAY_INTERVAL_MS,
     decayToZero: 0.1,
     retainScore: 3_600_000

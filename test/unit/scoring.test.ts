@@ -11,6 +11,13 @@ test('the parameters pass gossipsub checks, and three invalid messages reach the
   t.true(10 + invalid(2) > SCORE_THRESHOLDS.graylistThreshold)
   t.true(10 + invalid(1) > SCORE_THRESHOLDS.gossipThreshold)
   t.true(invalid(3) < SCORE_THRESHOLDS.graylistThreshold)
+  // Six peers on one address are graylisted, five are not; whitelisted addresses are spared.
+  const params = peerScoreParams(['/t/1'], () => 0, ['203.0.113.7'])
+  const colocation = (peers: number) =>
+    (peers - params.IPColocationFactorThreshold) ** 2 * params.IPColocationFactorWeight
+  t.true(colocation(5) > SCORE_THRESHOLDS.graylistThreshold)
+  t.true(colocation(6) < SCORE_THRESHOLDS.graylistThreshold)
+  t.deepEqual([...params.IPColocationFactorWhitelist], ['203.0.113.7'])
 })
 
 test('replays cost −2 × count², the count decaying by 0.5 % a second', t => {
