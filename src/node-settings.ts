@@ -121,6 +121,9 @@ export type MeshSettings = Pick<
   | 'syncIntervalMs'
   | 'announceIntervalMs'
   | 'gossipPerPeerPerSecond'
+  | 'syncPerPeerPerMinute'
+  | 'gossipScoring'
+  | 'gossipColocationWhitelist'
   | 'gossipMeshDegree'
   | 'allowPeers'
   | 'traceFile'
@@ -139,6 +142,9 @@ export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSetting
     syncIntervalMs: p2p.sync_interval_seconds * SECOND_MS,
     announceIntervalMs: p2p.dht_announce_interval_seconds * SECOND_MS,
     gossipPerPeerPerSecond: p2p.gossip_max_per_peer_per_second,
+    syncPerPeerPerMinute: p2p.sync_max_per_peer_per_minute,
+    gossipScoring: p2p.gossip_scoring,
+    gossipColocationWhitelist: p2p.gossip_colocation_whitelist,
     gossipMeshDegree: p2p.gossip_mesh_degree,
     allowPeers: p2p.allow_peers,
     traceFile: p2p.trace_file,

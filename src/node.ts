@@ -532,7 +532,7 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
     async () => {
       const m = await Mesh.create({
         ...meshSettings(config, identity.keyPair.seed),
-        apply: op => p.replication.apply(op),
+        apply: (op, hints) => p.replication.apply(op, { onStale: hints?.onStale }),
         digests,
         banStore: {
           list: () => p.store.peerBans(),

@@ -18,9 +18,17 @@ export interface MeshMetricSource {
   gossip: { readonly stats: GossipStats }
   tap: { readonly counters: GossipCounters }
   sync: {
-    readonly totals: { sessions: number; failed: number; busy: number; sent: number; corrected: number }
+    readonly totals: {
+      sessions: number
+      failed: number
+      busy: number
+      sent: number
+      corrected: number
+      over_limit: number
+    }
     readonly outcomes: Readonly<Record<string, number>>
   }
+  scoreGuard: { readonly disconnected: number; graylisted(): readonly unknown[] }
   locator: {
     readonly stats: { announced: number; announceFailures: number; lookups: number; found: number; skipped: number }
   }
@@ -155,14 +163,27 @@ export const MESH_METRICS: readonly MetricDefinition<MeshMetricSources>[] = [
   {
     name: 'registry_sync_sessions_total',
     type: 'counter',
-    help: 'Sync sessions with peers, either side starting them, by outcome (busy: both started one at once, the other stands)',
+    help: 'Sync sessions with peers, either side starting them, by outcome (busy: both started one at once, the other stands, or this side was answered busy; over_limit: a peer opened more than p2p.sync_max_per_peer_per_minute and was answered busy)',
     labels: ['outcome'],
-    values: '`completed`, `failed`, `busy`',
+    values: '`completed`, `failed`, `busy`, `over_limit`',
     read: ofMesh(m => [
       [{ outcome: 'completed' }, m.sync.totals.sessions],
       [{ outcome: 'failed' }, m.sync.totals.failed],
-      [{ outcome: 'busy' }, m.sync.totals.busy]
+      [{ outcome: 'busy' }, m.sync.totals.busy],
+      [{ outcome: 'over_limit' }, m.sync.totals.over_limit]
     ])
+  },
+  {
+    name: 'registry_gossip_graylisted_peers',
+    type: 'gauge',
+    help: 'Peers refused now because their gossip score fell below the graylist threshold (p2p.gossip_scoring)',
+    read: ofMesh(m => m.scoreGuard.graylisted().length)
+  },
+  {
+    name: 'registry_gossip_graylist_disconnects_total',
+    type: 'counter',
+    help: 'Times this node hung up on a peer whose gossip score fell below the graylist threshold',
+    read: ofMesh(m => m.scoreGuard.disconnected)
   },
   {
     name: 'registry_sync_operations_sent_total',

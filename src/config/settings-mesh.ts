@@ -153,6 +153,29 @@ export const P2P_SETTINGS = [
     doc: "Gossip messages accepted per second from one peer (the spec's 100); beyond it they are ignored and left to sync."
   },
   {
+    key: 'p2p.gossip_scoring',
+    kind: 'boolean',
+    default: true,
+    flag: 'gossip-scoring',
+    doc: "Score gossip peers with this node's parameters (invalid and over-quota messages and replays cost score; docs/decisions.md) and hang up on and refuse a peer below the graylist threshold until its score recovers. --no-gossip-scoring: gossipsub's default scoring, under which invalid messages cost nothing; for tests that publish invalid operations on purpose."
+  },
+  {
+    key: 'p2p.gossip_colocation_whitelist',
+    kind: 'list',
+    default: ['127.0.0.1', '::1'],
+    flag: 'gossip-colocation-whitelist',
+    doc: 'IP addresses whose peers gossip scoring does not charge for sharing an address (more than 3 peers on one address cost each −10 × surplus², and 6 or more are graylisted): loopback for testnets on one machine; add the public address of several nodes of yours behind one NAT (repeatable).'
+  },
+  {
+    key: 'p2p.sync_max_per_peer_per_minute',
+    kind: 'integer',
+    default: 60,
+    flag: 'sync-max-per-peer-per-minute',
+    min: 1,
+    max: 10_000,
+    doc: 'Sync sessions one peer may open with this node per minute; beyond, they are answered busy for the rest of the minute and a warning is logged (once a minute per peer). An honest peer opens one when it connects, one per sync interval, and at most one every 2 s while news spreads.'
+  },
+  {
     key: 'p2p.origin_ops_per_second',
     kind: 'number',
     default: 1_000,

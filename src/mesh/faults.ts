@@ -32,6 +32,8 @@ export class MeshFaults {
   delayMs = 0
   /** Whether an operator banned the peer (peer-bans.ts; set by the Mesh): refused like a blocked one. */
   banned: (peerId: string) => boolean = () => false
+  /** Whether the peer is graylisted for its gossip score (scoring.ts; set by the Mesh): refused until it recovers. */
+  graylisted: (peerId: string) => boolean = () => false
   /** Closes this node's connections to a peer (set by the Mesh once libp2p exists). */
   hangUp: (peerId: string) => Promise<void> = async () => {}
 
@@ -42,9 +44,14 @@ export class MeshFaults {
     this.allowed = new Set(allowPeers)
   }
 
-  /** Whether this node may connect to `peerId` (allow list, blocked and banned peers). */
+  /** Whether this node may connect to `peerId` (allow list, blocked, banned and graylisted peers). */
   permits(peerId: string): boolean {
-    return !this.blocked.has(peerId) && !this.banned(peerId) && (this.allowed.size === 0 || this.allowed.has(peerId))
+    return (
+      !this.blocked.has(peerId) &&
+      !this.banned(peerId) &&
+      !this.graylisted(peerId) &&
+      (this.allowed.size === 0 || this.allowed.has(peerId))
+    )
   }
 
   /** libp2p's gater: refuses dials to, and secured connections from, peers not permitted. */

@@ -19,7 +19,9 @@
  * - then `apply`, for every operation: the origin's seal and the owner's signature are verified,
  *   and the operation is applied (last writer wins); operations of one subject in order, others
  *   concurrently. If one is invalid the message is rejected, which gossipsub's peer scoring charges
- *   to the peer that forwarded it (the valid ones stand: each is checked on its own).
+ *   to the peer that forwarded it (the valid ones stand: each is checked on its own). One that
+ *   replays a client signature already used gets the message ignored (not forwarded) and costs
+ *   the forwarding peer a smaller penalty of our own (scoring.ts).
  */
 import { TopicValidatorResult, type GossipSub, type Message } from '@libp2p/gossipsub'
 import type { Logger } from 'pino'
@@ -36,6 +38,7 @@ import {
   OPERATION_LIMITS
 } from '../wire/operations.js'
 import { contentId, type GossipTap } from './gossip-tap.js'
+import type { PeerPenalties } from './scoring.js'
 
 const hexId = (data: Uint8Array): string => Buffer.from(contentId(data)).toString('hex')
 
@@ -78,12 +81,20 @@ function traced(op: Operation): { kind: string; subject: string; subjects?: stri
 }
 
 /** How one operation of a message counts for the message's verdict. */
-type Verdict = 'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused'
+type Verdict = 'ok' | 'invalid' | 'unstored' | 'throttled' | 'refused' | 'replayed'
 
 /** What applying an operation came to (services/replication/replication.ts says what each means); errors (invalid operations) are thrown. */
 export type ApplyOutcome = 'applied' | 'stale' | 'deferred' | 'unsupported' | 'throttled' | 'refused'
 
-export type GossipApply = (op: Operation) => Promise<ApplyOutcome>
+/** Why a `stale` operation was (services/replication/replication.ts). */
+export type StaleReason = 'duplicate' | 'superseded' | 'replayed' | 'own'
+
+export interface ApplyHints {
+  /** Called when the outcome is `stale`, with why. */
+  onStale?: (reason: StaleReason) => void
+}
+
+export type GossipApply = (op: Operation, hints?: ApplyHints) => Promise<ApplyOutcome>
 
 export interface GossipOptions {
   pubsub: GossipSub
@@ -97,6 +108,8 @@ export interface GossipOptions {
   now?: () => number
   /** Copies, bytes and the trace (gossip-tap.ts). */
   tap: GossipTap
+  /** Where replays are charged to the forwarding peer (absent: not charged). */
+  penalties?: PeerPenalties
 }
 
 export interface GossipStats {
@@ -293,17 +306,24 @@ export class OperationGossip {
     // Over a rate (throttled), or not storable here (the disk is full): ignored, not forwarded from
     // here, and no penalty. Token buckets on different nodes drift apart, so an honest origin or relay
     // near the rate would otherwise lose score and end up graylisted; sync brings the operations later.
-    return outcomes.has('invalid') || outcomes.has('refused')
-      ? TopicValidatorResult.Reject
-      : outcomes.has('unstored') || outcomes.has('throttled')
-        ? TopicValidatorResult.Ignore
-        : TopicValidatorResult.Accept
+    // A replayed client signature: ignored (it travels no further), and charged to the peer by our
+    // own smaller penalty, since an honest relay that never saw the original could not tell.
+    if (outcomes.has('invalid') || outcomes.has('refused')) return TopicValidatorResult.Reject
+    if (outcomes.has('replayed')) this.o.penalties?.replayed(peer)
+    return outcomes.has('unstored') || outcomes.has('throttled') || outcomes.has('replayed')
+      ? TopicValidatorResult.Ignore
+      : TopicValidatorResult.Accept
   }
 
   private async applyOne(peer: string, message: Message, op: Operation): Promise<Verdict> {
     const { received } = this.stats
+    let replayed = false
     try {
-      const outcome = await this.o.apply(op)
+      const outcome = await this.o.apply(op, {
+        onStale: reason => {
+          replayed = reason === 'replayed'
+        }
+      })
       received[outcome]++
       this.count()
       this.o.bus.publish('gossip_incoming', {
@@ -324,7 +344,7 @@ export class OperationGossip {
           outcome
         })
       }
-      return outcome === 'throttled' || outcome === 'refused' ? outcome : 'ok'
+      return outcome === 'throttled' || outcome === 'refused' ? outcome : replayed ? 'replayed' : 'ok'
     } catch (err) {
       if (err instanceof RegistryError && err.code === 'storage_full') {
         received.storage_full++

@@ -29,6 +29,7 @@ import { OPERATION_LIMITS } from '../wire/operations.js'
 import { GOSSIP_TOPICS } from './gossip.js'
 import type { GossipTap } from './gossip-tap.js'
 import { installQuietLengthPrefixReads } from './length-prefix-reads.js'
+import { peerScoreParams, SCORE_THRESHOLDS, type PeerPenalties } from './scoring.js'
 import { installLazyWindowUpdates } from './yamux-window.js'
 
 // Node 20 has no global WebSocket; @libp2p/websockets needs one to dial /ws addresses (docs/compatibility.md).
@@ -69,6 +70,10 @@ export interface Libp2pNodeOptions {
   /** Multiaddrs announced instead of the listen addresses (a public address behind NAT). */
   announce: readonly string[]
   maxConnections: number
+  /** Our peer scoring parameters (scoring.ts), else gossipsub's defaults (p2p.gossip_scoring). */
+  gossipScoring: boolean
+  /** Addresses exempt from the IP-colocation charge (p2p.gossip_colocation_whitelist). */
+  gossipColocationWhitelist: readonly string[]
   /** gossipsub's D (p2p.gossip_mesh_degree). */
   gossipMeshDegree: number
   /** kad-dht protocol id. */
@@ -93,10 +98,11 @@ export const DEFAULT_REACH: ReachOptions = {
   upnp: false
 }
 
-/** What the Mesh hooks into libp2p: who may connect (faults.ts) and gossipsub's message IDs and byte counts (gossip-tap.ts). */
+/** What the Mesh hooks into libp2p: who may connect (faults.ts), gossipsub's message IDs and byte counts (gossip-tap.ts) and our part of its peer scores (scoring.ts). */
 export interface Libp2pHooks {
   gater: ConnectionGater
   tap: GossipTap
+  penalties: PeerPenalties
 }
 
 function listenAddresses(host: string, port: number): string[] {
@@ -212,10 +218,23 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
         metricsTopicStrToLabel: new Map(Object.values(GOSSIP_TOPICS).map(topic => [topic, topic])),
         // One gossip message (a batch of operations) and the RPC framing around it.
         maxInboundDataLength: OPERATION_LIMITS.batchBytes + 64 * 1024,
-        // Scoring charges many peers behind one IP (a Sybil defence). Every node of a local testnet
-        // is 127.0.0.1: without this, 20 nodes on one machine graylist each other and gossip
-        // reached 25 % of them (bench:propagation).
-        scoreParams: { IPColocationFactorWhitelist: new Set(['127.0.0.1', '::1']) }
+        // Gossipsub keeps one long-lived stream each way per peer; libp2p's default allows 32
+        // inbound. A few more than one leave room for a stream replaced while the old one closes.
+        maxInboundStreams: 4,
+        maxOutboundStreams: 4,
+        // Our topics' weights and thresholds (scoring.ts). Loopback is exempt from the IP-colocation
+        // charge by default, either way: 20 nodes of a testnet on one machine graylisted each other
+        // (bench:propagation).
+        ...(options.gossipScoring
+          ? {
+              scoreParams: peerScoreParams(
+                Object.values(GOSSIP_TOPICS),
+                peer => hooks.penalties.score(peer),
+                options.gossipColocationWhitelist
+              ),
+              scoreThresholds: SCORE_THRESHOLDS
+            }
+          : { scoreParams: { IPColocationFactorWhitelist: new Set(options.gossipColocationWhitelist) } })
       })
     }
   })

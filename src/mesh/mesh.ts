@@ -30,6 +30,7 @@ import { type BanStore, checkedPeerId, memoryBanStore, PeerBans } from './peer-b
 import { GOSSIP_TOPICS, OperationGossip, type GossipApply } from './gossip.js'
 import { GossipTap } from './gossip-tap.js'
 import { HELLO_PROTOCOL, PeerBook } from './peers.js'
+import { PeerPenalties, ScoreGuard, scoreOf } from './scoring.js'
 import { FETCH_PROTOCOL, Locator } from './locator.js'
 import { SYNC_PROTOCOL, SyncService } from './sync.js'
 import type { Operation } from '../store/records.js'
@@ -48,6 +49,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   announceIntervalMs: number
   /** Gossip messages accepted per second from one peer (p2p.gossip_max_per_peer_per_second). */
   gossipPerPeerPerSecond: number
+  /** Sync sessions one peer may open per minute (p2p.sync_max_per_peer_per_minute). */
+  syncPerPeerPerMinute: number
   /** The operations behind a key this node provides through the DHT (Locator). */
   operationsFor: (key: string) => Operation[]
   /** Federated search: answering peers' searches and exchanging term filters (off when absent). */
@@ -128,6 +131,8 @@ export class Mesh {
   readonly federation: MeshFederation | null
   /** Public, private or unknown, and the relay reservation a private node makes (reachability.ts). */
   readonly reach: ReachabilityCheck
+  /** Disconnects and refuses peers graylisted by their gossip score. */
+  readonly scoreGuard: ScoreGuard
   private readonly pinned = new Set<string>()
   /** The bootstrap list in force (a configuration reload replaces it). */
   private bootstrap: readonly string[]
@@ -141,18 +146,27 @@ export class Mesh {
     private readonly o: MeshOptions,
     readonly faults: MeshFaults,
     readonly tap: GossipTap,
-    readonly bans: PeerBans
+    readonly bans: PeerBans,
+    penalties: PeerPenalties
   ) {
     this.log = o.logger
     faults.hangUp = async peer => {
       await libp2p.hangUp(peerIdFromString(peer))
     }
+    this.scoreGuard = new ScoreGuard({
+      score: scoreOf(libp2p.services.pubsub),
+      peers: () => libp2p.getPeers().map(peer => peer.toString()),
+      hangUp: faults.hangUp,
+      logger: o.logger
+    })
+    faults.graylisted = peerId => this.scoreGuard.refuses(peerId)
     this.peers = new PeerBook({
       libp2p,
       bus: o.bus,
       logger: o.logger,
       info: o.info,
       offer: meshOffer({ federation: Boolean(o.federation) }),
+      ...(o.gossipScoring ? { gossipScore: scoreOf(libp2p.services.pubsub) } : {}),
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
@@ -164,7 +178,8 @@ export class Mesh {
       tap,
       bus: o.bus,
       logger: o.logger,
-      maxPerPeerPerSecond: o.gossipPerPeerPerSecond
+      maxPerPeerPerSecond: o.gossipPerPeerPerSecond,
+      ...(o.gossipScoring ? { penalties } : {})
     })
     this.locator = new Locator({
       libp2p,
@@ -179,7 +194,8 @@ export class Mesh {
       apply: o.apply,
       bus: o.bus,
       logger: o.logger,
-      intervalMs: o.syncIntervalMs
+      intervalMs: o.syncIntervalMs,
+      maxPerPeerPerMinute: o.syncPerPeerPerMinute
     })
     this.federation = o.federation
       ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation })
@@ -198,7 +214,9 @@ export class Mesh {
     const bans = new PeerBans(options.banStore ?? memoryBanStore())
     faults.banned = peerId => bans.has(peerId)
     const tap = new GossipTap(faults, options.traceFile)
-    return new Mesh(await createLibp2pNode(options, { gater: faults.gater(), tap }), options, faults, tap, bans)
+    const penalties = new PeerPenalties()
+    const libp2p = await createLibp2pNode(options, { gater: faults.gater(), tap, penalties })
+    return new Mesh(libp2p, options, faults, tap, bans, penalties)
   }
 
   async start(): Promise<void> {
@@ -209,6 +227,7 @@ export class Mesh {
     await this.libp2p.start()
     this.reach.start()
     this.gossip.start()
+    if (this.o.gossipScoring) this.scoreGuard.start()
     await this.sync.start()
     await this.locator.start()
     // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
@@ -223,6 +242,7 @@ export class Mesh {
     this.redialTimer = null
     await this.locator.stop()
     await this.sync.stop()
+    this.scoreGuard.stop()
     this.gossip.stop()
     await this.federation?.stop()
     await this.reach.stop()
@@ -281,7 +301,7 @@ export class Mesh {
     if (!view.connected || connection.status !== 'open')
       throw new RegistryError(
         'peer_unreachable',
-        `Connected to ${ma.toString()}, but the peer closed the connection at once: it may refuse this node (a ban or an allow list).`
+        `Connected to ${ma.toString()}, but the peer closed the connection at once: it may refuse this node (a ban, an allow list, or a gossip score below its graylist).`
       )
     return view
   }

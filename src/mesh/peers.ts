@@ -75,6 +75,8 @@ export interface PeerBookOptions {
   offer: MeshOffer
   pingIntervalMs: number
   helloIntervalMs: number
+  /** This node's gossip score of a peer (scoring.ts), if it scores peers. */
+  gossipScore?: (peer: string) => number
 }
 
 /** The registry ID and public key a PeerId stands for (Ed25519 PeerIds embed the key). */
@@ -241,6 +243,11 @@ export class PeerBook {
     return next
   }
 
+  private gossipScore(peer: string): number | null {
+    const score = this.o.gossipScore?.(peer)
+    return score === undefined || !Number.isFinite(score) ? null : Math.round(score * 100) / 100
+  }
+
   private view(e: PeerEntry): PeerView {
     const key = registryKeyOf(e.peerId)
     const hello = e.tier === 'peer-id' ? e.hello : null
@@ -260,6 +267,7 @@ export class PeerBook {
       agent_count: hello?.agent_count ?? null,
       entity_count: hello?.entity_count ?? null,
       latency_ms: e.latencyMs,
+      gossip_score: this.gossipScore(e.peerId.toString()),
       health: !e.connected ? 'disconnected' : e.latencyMs === null || e.pingFailed ? 'degraded' : 'healthy',
       connected: e.connected,
       direction: e.direction,

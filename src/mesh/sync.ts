@@ -8,7 +8,8 @@
  *
  * A session, each frame a JSON object with an unsigned-varint length prefix:
  *   initiator → {t:"buckets", digests:[256 hex]}         responder → {t:"buckets", digests}
- *          (or {t:"busy"}: it runs its own session with the initiator, and has the lower peer ID)
+ *          (or {t:"busy"}: it runs its own session with the initiator, and has the lower peer ID;
+ *          or the initiator opened more than `maxPerPeerPerMinute` sessions in the last minute)
  *   both → {t:"subjects", entries:[[subject, digest hex]…], more?} for the buckets whose digests
  *          differ and are empty on neither side (frames of 20,000 entries, `more` on all but the last)
  *   both → {t:"ops", ops:[WireOperation…]}… then {t:"done"}: every operation of each subject the
@@ -24,6 +25,7 @@ import type { EventBus } from '../events/bus.js'
 import type { Operation } from '../store/records.js'
 import { sealDigest } from '../store/registry-store.js'
 import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
+import { BoundedMap } from '../util/bounded-map.js'
 import { parseJsonBytes } from '../wire/json.js'
 import { fromWire, isShared, toWire } from '../wire/operations.js'
 import type { ApplyOutcome, GossipApply } from './gossip.js'
@@ -53,6 +55,8 @@ export interface SyncOptions {
   intervalMs: number
   /** Time limit of one session. */
   timeoutMs?: number
+  /** Sessions one peer may open with this node per minute (p2p.sync_max_per_peer_per_minute); beyond, answered busy. */
+  maxPerPeerPerMinute: number
 }
 
 export interface SyncResult {
@@ -73,7 +77,14 @@ type Frame =
   | { t: 'done' }
   | { t: 'busy' }
 
+/** Peers whose session starts are counted at once; beyond, the longest tracked is forgotten. */
+const MAX_COUNTED_PEERS = 10_000
+
 export class SyncService {
+  /** Start times of the sessions each peer opened with this node in the last minute. */
+  private readonly opened = new BoundedMap<string, number[]>(MAX_COUNTED_PEERS)
+  /** When the refusal of each peer was last logged (once a minute per peer). */
+  private readonly loggedOver = new BoundedMap<string, number>(MAX_COUNTED_PEERS)
   private timer: NodeJS.Timeout | null = null
   private readonly running = new Map<string, Promise<SyncResult | null>>()
   /** When a session with each peer was last started to spread news. */
@@ -86,8 +97,17 @@ export class SyncService {
         void this.syncWith(evt.detail)
       }, 200).unref()
   }
-  /** `corrected`: subject digests found stale and recomputed (should stay 0). */
-  readonly totals = { sessions: 0, failed: 0, busy: 0, sent: 0, received: 0, applied: 0, corrected: 0 }
+  /** `corrected`: subject digests found stale and recomputed (should stay 0); `over_limit`: sessions refused to a peer over its per-minute limit. */
+  readonly totals = {
+    sessions: 0,
+    failed: 0,
+    busy: 0,
+    sent: 0,
+    received: 0,
+    applied: 0,
+    corrected: 0,
+    over_limit: 0
+  }
   /** Operations received by sync, by what applying them came to (`refused` also counts the rest of a declined subject's). */
   readonly outcomes: Record<ApplyOutcome | 'invalid' | 'storage_full', number> = {
     applied: 0,
@@ -194,6 +214,11 @@ export class SyncService {
       // Both sides opened a session at once: the one the lower peer ID opened stands, the other is
       // answered busy (two sessions of one pair would send the same operations twice).
       const remote = connection.remotePeer.toString()
+      if (!this.admit(remote)) {
+        await write(lp, { t: 'busy' }, signal)
+        await stream.close({ signal })
+        return
+      }
       if (this.running.has(remote) && this.o.libp2p.peerId.toString() < remote) {
         this.totals.busy++
         await write(lp, { t: 'busy' }, signal)
@@ -209,6 +234,31 @@ export class SyncService {
       this.o.logger.debug({ err, peer_id: connection.remotePeer.toString() }, 'sync from peer failed')
       stream.abort(err as Error)
     }
+  }
+
+  /**
+   * Whether `peer` may open one more session now. An honest peer opens one per connection, one per
+   * sync interval at most, and one per 2 s at most while news spreads (SPREAD_COOLDOWN_MS); a full
+   * session costs this node a digest comparison and a read of each differing subject's log.
+   */
+  private admit(peer: string): boolean {
+    const now = Date.now()
+    const recent = (this.opened.get(peer) ?? []).filter(at => now - at < 60_000)
+    if (recent.length >= this.o.maxPerPeerPerMinute) {
+      this.opened.set(peer, recent)
+      this.totals.over_limit++
+      if (now - (this.loggedOver.get(peer) ?? 0) >= 60_000) {
+        this.loggedOver.set(peer, now)
+        this.o.logger.warn(
+          { peer_id: peer, sessions_last_minute: recent.length, limit: this.o.maxPerPeerPerMinute },
+          'sync sessions from peer over p2p.sync_max_per_peer_per_minute: answered busy for the rest of the minute'
+        )
+      }
+      return false
+    }
+    recent.push(now)
+    this.opened.set(peer, recent)
+    return true
   }
 
   /** Both sides, once the bucket digests are exchanged: subjects of the differing buckets, then operations both ways. */

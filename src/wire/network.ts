@@ -96,6 +96,12 @@ export const PeerView = Type.Object(
     agent_count: Nullable(Count),
     entity_count: Nullable(Count),
     latency_ms: Nullable(Type.Number({ description: 'last ping round trip' })),
+    gossip_score: Nullable(
+      Type.Number({
+        description:
+          "this node's gossipsub score of the peer: below −20 no gossip metadata is exchanged, below −40 none of this node's messages go to it, below −80 it is graylisted, hung up on and refused until the score recovers (p2p.gossip_scoring); null when the peer has no score here"
+      })
+    ),
     health: Type.Union([Type.Literal('healthy'), Type.Literal('degraded'), Type.Literal('disconnected')], {
       description:
         'healthy: connected and the last ping answered; degraded: connected but the last ping failed or none answered yet; disconnected: no open connection'

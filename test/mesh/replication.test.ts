@@ -25,7 +25,9 @@ import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.
 import { until } from '../helpers/wait.js'
 
 // Sync every 5 s: what gossip drops on a loaded machine is repaired within the tests' waits (the default is 60 s).
-const MESH = { enabled: true, sync_interval_seconds: 5, dht_announce_interval_seconds: 0.05 }
+// Scoring off: C publishes forged and malformed operations to test the validator, and scoring
+// would graylist it for the tests after (test/mesh/hostile-scoring.test.ts tests scoring).
+const MESH = { enabled: true, sync_interval_seconds: 5, dht_announce_interval_seconds: 0.05, gossip_scoring: false }
 const dev = developer(31)
 const first = agent(dev, 0)
 const second = agent(dev, 1)

@@ -51,6 +51,8 @@ export type StaleReason = 'duplicate' | 'superseded' | 'replayed' | 'own'
 export interface ApplyOptions {
   /** Whether the per-origin and per-developer rates apply (default true; an operator's import: false). */
   rates?: boolean
+  /** Told why a write was found `stale` (superseded, a duplicate, a replayed signature): gossip charges replays to the relaying peer. */
+  onStale?: (reason: StaleReason) => void
 }
 
 /** Deferred operations kept for a retry when what they build on arrives (beyond, sync repairs). */
@@ -83,7 +85,7 @@ export class ReplicationService {
    * pace peers; the signatures, ownership, replay and the entity total per origin still hold.
    */
   async apply(op: Operation, options: ApplyOptions = {}): Promise<ApplyOutcome> {
-    const outcome = await this.applyOne(op, options.rates ?? true)
+    const outcome = await this.applyOne(op, options.rates ?? true, options.onStale)
     if (outcome === 'applied') {
       const waiting = this.deferred.get(op.subject)
       if (waiting) {
@@ -103,7 +105,11 @@ export class ReplicationService {
     this.deferred.set(waitingFor, [op])
   }
 
-  private async applyOne(op: Operation, rates: boolean): Promise<ApplyOutcome> {
+  private async applyOne(
+    op: Operation,
+    rates: boolean,
+    onStale?: (reason: StaleReason) => void
+  ): Promise<ApplyOutcome> {
     for (let attempt = 1; ; attempt++) {
       const startedAt = this.appliedSeq
       let outcome: ApplyOutcome
@@ -123,6 +129,7 @@ export class ReplicationService {
         if (stale) {
           outcome = 'stale'
           this.staleReasons[stale]++
+          onStale?.(stale)
         } else if (waitingFor !== null) {
           // What it waits for may have been applied while this one was being checked (gossip
           // handles messages concurrently); deferring it then would leave it waiting for sync.
