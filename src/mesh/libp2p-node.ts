@@ -3,7 +3,7 @@
  * so `registry_id` and the PeerId name the same key. Transports: TCP on `port` and WebSockets on
  * `port + 1` (both ephemeral when `port` is 0); noise; yamux; identify; ping; kad-dht in server mode
  * under our own protocol; gossipsub without message signatures (StrictNoSign; topics: gossip.ts). Bootstrap
- * addresses are dialled by the Mesh.
+ * addresses are dialled by the Mesh; peers beyond them are found by discovery.ts.
  * The factory creates the node stopped; `start()`/`stop()` are libp2p's own.
  */
 import '../polyfills.js'
@@ -17,6 +17,7 @@ import { kadDHT, passthroughMapper, type KadDHT } from '@libp2p/kad-dht'
 import { ping, type Ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
 import { webSockets } from '@libp2p/websockets'
+import type { DNS } from '@multiformats/dns'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p } from 'libp2p'
 import { WebSocket as WsWebSocket } from 'ws'
@@ -65,6 +66,10 @@ export interface Libp2pNodeOptions {
   /** Multiaddrs announced instead of the listen addresses (a public address behind NAT). */
   announce: readonly string[]
   maxConnections: number
+  /** Connected peers discovery looks for beyond the bootstrap list (p2p.target_peers); at most maxConnections. */
+  targetPeers: number
+  /** DNS servers /dnsaddr/ entries are resolved with (p2p.dns_servers); empty: the system's. */
+  dnsServers: readonly string[]
   /** gossipsub's D (p2p.gossip_mesh_degree). */
   gossipMeshDegree: number
   /** kad-dht protocol id. */
@@ -75,6 +80,8 @@ export interface Libp2pNodeOptions {
 export interface Libp2pHooks {
   gater: ConnectionGater
   tap: GossipTap
+  /** The DNS libp2p resolves /dnsaddr/ addresses with (dnsaddr.ts). */
+  dns: DNS
 }
 
 function listenAddresses(host: string, port: number): string[] {
@@ -117,6 +124,10 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
   if (options.port > 65534) throw new Error('p2p.port must leave port + 1 free for WebSockets (at most 65534)')
   checkMultiaddrs('p2p.bootstrap', options.bootstrap)
   checkMultiaddrs('p2p.announce', options.announce)
+  if (options.targetPeers > options.maxConnections)
+    throw new Error(
+      `p2p.target_peers (${options.targetPeers}) must not exceed p2p.max_connections (${options.maxConnections})`
+    )
   installLazyWindowUpdates()
   installQuietLengthPrefixReads()
   return createLibp2p<MeshServices>({
@@ -130,6 +141,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
     transports: [tcp(), webSockets()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
+    dns: hooks.dns,
     connectionManager: { maxConnections: options.maxConnections },
     // libp2p's monitor pings every connection in the same instant (every 10 s by default: half of an
     // idle node's CPU in a 10-node testnet; at 60 s, bursts of streams that delayed gossip in a 20-node

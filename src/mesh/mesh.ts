@@ -1,6 +1,7 @@
 /**
- * The mesh door of a node: the libp2p node, peer bookkeeping, and the dialler that keeps the
- * bootstrap peers (and peers an operator added) connected; it builds and starts gossip of
+ * The mesh door of a node: the libp2p node, peer bookkeeping, the dialler that keeps the
+ * bootstrap peers (and peers an operator added; /dnsaddr/ entries resolved at each round) connected,
+ * and discovery of further peers up to the target count (discovery.ts); it builds and starts gossip of
  * operations (gossip.ts), sync (sync.ts), DHT announcements and fetch (locator.ts) and federated
  * search (federation.ts), and stops them in reverse.
  */
@@ -11,7 +12,10 @@ import type { Logger } from 'pino'
 import { invalidField, RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { HelloMessage, PeerBan, PeerView, RemovedPeer } from '../wire/network.js'
-import { createLibp2pNode, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
+import { createLibp2pNode, DHT_PROTOCOL, type Libp2pNodeOptions, type MeshLibp2p } from './libp2p-node.js'
+import type { DNS } from '@multiformats/dns'
+import { PeerDiscovery } from './discovery.js'
+import { expandDnsaddr, isDnsaddr, meshDns } from './dnsaddr.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { peerIdFromString } from '@libp2p/peer-id'
@@ -56,6 +60,8 @@ export interface MeshOptions extends Libp2pNodeOptions {
   traceFile?: string
   /** Where peer bans are kept (the node's store); in memory when absent. */
   banStore?: BanStore
+  /** Pause between two discovery rounds while below targetPeers (p2p.discovery_interval_seconds; default 30 s). */
+  discoveryIntervalMs?: number
 }
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
@@ -90,6 +96,7 @@ export class Mesh {
   readonly locator: Locator
   /** `/zns/search/1.0.0` and the term filter exchange; null when the node gave no federation hooks. */
   readonly federation: MeshFederation | null
+  readonly discovery: PeerDiscovery
   private readonly pinned = new Set<string>()
   /** The bootstrap list in force (a configuration reload replaces it). */
   private bootstrap: readonly string[]
@@ -97,13 +104,16 @@ export class Mesh {
   private readonly learned = new Map<string, string>()
   private redialTimer: NodeJS.Timeout | null = null
   private readonly log: Logger
+  /** The last outcome of each /dnsaddr/ entry's resolution: logged when it changes, not every round. */
+  private readonly dnsaddrOutcome = new Map<string, string>()
 
   private constructor(
     readonly libp2p: MeshLibp2p,
     private readonly o: MeshOptions,
     readonly faults: MeshFaults,
     readonly tap: GossipTap,
-    readonly bans: PeerBans
+    readonly bans: PeerBans,
+    private readonly dns: DNS
   ) {
     this.log = o.logger
     faults.hangUp = async peer => {
@@ -145,6 +155,15 @@ export class Mesh {
     this.federation = o.federation
       ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation })
       : null
+    this.discovery = new PeerDiscovery({
+      libp2p,
+      logger: o.logger,
+      targetPeers: o.targetPeers,
+      intervalMs: o.discoveryIntervalMs ?? 30_000,
+      dialTimeoutMs: o.dialTimeoutMs ?? 10_000,
+      dhtProtocol: o.dhtProtocol ?? DHT_PROTOCOL,
+      banned: peerId => bans.has(peerId)
+    })
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
@@ -152,7 +171,9 @@ export class Mesh {
     const bans = new PeerBans(options.banStore ?? memoryBanStore())
     faults.banned = peerId => bans.has(peerId)
     const tap = new GossipTap(faults, options.traceFile)
-    return new Mesh(await createLibp2pNode(options, { gater: faults.gater(), tap }), options, faults, tap, bans)
+    const dns = meshDns(options.dnsServers)
+    const libp2p = await createLibp2pNode(options, { gater: faults.gater(), tap, dns })
+    return new Mesh(libp2p, options, faults, tap, bans, dns)
   }
 
   async start(): Promise<void> {
@@ -168,11 +189,13 @@ export class Mesh {
     this.redialTimer = setInterval(() => {
       void this.redial()
     }, this.o.redialIntervalMs ?? 30_000).unref()
+    this.discovery.start()
   }
 
   async stop(): Promise<void> {
     if (this.redialTimer) clearInterval(this.redialTimer)
     this.redialTimer = null
+    await this.discovery.stop()
     await this.locator.stop()
     await this.sync.stop()
     this.gossip.stop()
@@ -305,7 +328,11 @@ export class Mesh {
     const before = new Set(this.bootstrap)
     const added = addresses.filter(address => !before.has(address))
     const kept = new Set(addresses)
-    for (const address of before) if (!kept.has(address)) this.pinned.delete(address)
+    for (const address of before)
+      if (!kept.has(address)) {
+        this.pinned.delete(address)
+        this.dnsaddrOutcome.delete(address)
+      }
     for (const address of added) this.pinned.add(address)
     this.bootstrap = [...addresses]
     if (added.length > 0) void this.redial()
@@ -316,11 +343,12 @@ export class Mesh {
     return this.libp2p.dial(ma, { signal: AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000) })
   }
 
-  /** Dials each bootstrap or operator-added address whose peer is not connected. */
+  /** Dials each bootstrap or operator-added address (/dnsaddr/ entries resolved anew) whose peer is not connected. */
   private async redial(): Promise<void> {
+    const targets = await this.dialTargets()
     const connected = new Set(this.libp2p.getConnections().map(c => c.remotePeer.toString()))
     await Promise.allSettled(
-      [...this.pinned].map(async address => {
+      targets.map(async address => {
         const ma = multiaddr(address)
         const peerId = peerOf(ma) ?? this.learned.get(address)
         if (peerId && (connected.has(peerId) || this.bans.has(peerId))) return
@@ -332,5 +360,38 @@ export class Mesh {
         }
       })
     )
+  }
+
+  /** The pinned addresses, each /dnsaddr/ entry replaced by the addresses it names now. */
+  private async dialTargets(): Promise<string[]> {
+    const out = new Set<string>()
+    await Promise.all(
+      [...this.pinned].map(async address => {
+        const ma = multiaddr(address)
+        if (!isDnsaddr(ma)) {
+          out.add(address)
+          return
+        }
+        try {
+          const signal = AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)
+          const resolved = await expandDnsaddr(
+            ma,
+            this.dns,
+            this.libp2p.logger.forComponent('registry:dnsaddr'),
+            signal
+          )
+          const list = resolved.map(one => one.toString())
+          for (const one of list) out.add(one)
+          if (this.dnsaddrOutcome.get(address) !== list.join(' '))
+            this.log.info({ address, resolved: list }, 'dnsaddr bootstrap entry resolved')
+          this.dnsaddrOutcome.set(address, list.join(' '))
+        } catch (err) {
+          if (this.dnsaddrOutcome.get(address) !== 'error')
+            this.log.warn({ err, address }, 'dnsaddr bootstrap entry did not resolve')
+          this.dnsaddrOutcome.set(address, 'error')
+        }
+      })
+    )
+    return [...out]
   }
 }

@@ -1,0 +1,82 @@
+import test from 'ava'
+import { startDnsServer } from '../helpers/dns-server.js'
+import { tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
+import { until } from '../helpers/wait.js'
+
+const nodes = testNodes()
+test.after.always(nodes.stopAll)
+
+const connectedPeers = (n: TestNode): Set<string> =>
+  new Set(n.node.mesh!.libp2p.getConnections().map(c => c.remotePeer.toString()))
+
+test('a /dnsaddr/ bootstrap entry is resolved through the configured DNS server, nested entries followed', async t => {
+  const a = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })
+  const b = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })
+  const dns = await startDnsServer({
+    '_dnsaddr.bootstrap.registry.test': [['dnsaddr=/dnsaddr/more.registry.test'], [`dnsaddr=${tcpAddress(a)}`]],
+    '_dnsaddr.more.registry.test': [[`dnsaddr=${tcpAddress(b)}`]]
+  })
+  t.teardown(() => dns.close())
+  const joiner = await nodes.start({
+    p2p: {
+      enabled: true,
+      target_peers: 0,
+      bootstrap: ['/dnsaddr/bootstrap.registry.test'],
+      dns_servers: [dns.address]
+    }
+  })
+  await until('the joiner connected to both listed peers', () => {
+    const peers = connectedPeers(joiner)
+    return peers.has(a.node.mesh!.peerId) && peers.has(b.node.mesh!.peerId)
+  })
+  t.pass()
+})
+
+test('a /dnsaddr/ entry that does not resolve leaves the node running and its other bootstrap peers connected', async t => {
+  const a = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })
+  const dns = await startDnsServer({})
+  t.teardown(() => dns.close())
+  const joiner = await nodes.start({
+    p2p: {
+      enabled: true,
+      target_peers: 0,
+      bootstrap: ['/dnsaddr/nowhere.registry.test', tcpAddress(a)],
+      dns_servers: [dns.address]
+    }
+  })
+  await until('the joiner connected to its literal bootstrap peer', () =>
+    connectedPeers(joiner).has(a.node.mesh!.peerId)
+  )
+  t.is(connectedPeers(joiner).size, 1)
+})
+
+test('nodes bootstrapped only to node 0 connect to their target peer count; one that loses them finds them again', async t => {
+  const target = 4
+  // DHT announcements off, so what connects nodes after start is the DHT's self-lookup and discovery.
+  const base = { enabled: true, discovery_interval_seconds: 0.5, dht_announce_interval_seconds: 3600 }
+  const first = await nodes.start({ p2p: { ...base, target_peers: target } })
+  const others: TestNode[] = []
+  for (let i = 1; i < 5; i++)
+    others.push(await nodes.start({ p2p: { ...base, target_peers: target, bootstrap: [tcpAddress(first)] } }))
+  const seeker = await nodes.start({ p2p: { ...base, target_peers: target, bootstrap: [tcpAddress(first)] } })
+  const all = [first, ...others, seeker]
+  const started = Date.now()
+  await until('every node reached the target', () => all.every(n => connectedPeers(n).size >= target), {
+    timeoutMs: 60_000,
+    detail: () => all.map(n => connectedPeers(n).size)
+  })
+  t.log(`peer counts ${all.map(n => connectedPeers(n).size).join(', ')} after ${Date.now() - started} ms`)
+
+  // The seeker loses every peer but node 0. (libp2p also re-dials the DHT's closest peers, which in
+  // a mesh this small are all of them: the two race; the count is what must come back.)
+  const firstId = first.node.mesh!.peerId
+  for (const connection of seeker.node.mesh!.libp2p.getConnections())
+    if (connection.remotePeer.toString() !== firstId) await connection.close()
+  const lost = Date.now()
+  await until('the seeker is back at the target', () => connectedPeers(seeker).size >= target, {
+    timeoutMs: 30_000,
+    detail: () => connectedPeers(seeker).size
+  })
+  t.log(`the seeker had ${connectedPeers(seeker).size} peers again after ${Date.now() - lost} ms`)
+  t.true(seeker.node.mesh!.discovery.stats.rounds > 0)
+})
