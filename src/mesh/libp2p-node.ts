@@ -66,10 +66,6 @@ export interface Libp2pNodeOptions {
   /** Multiaddrs announced instead of the listen addresses (a public address behind NAT). */
   announce: readonly string[]
   maxConnections: number
-  /** Connected peers discovery looks for beyond the bootstrap list (p2p.target_peers); at most maxConnections. */
-  targetPeers: number
-  /** DNS servers /dnsaddr/ entries are resolved with (p2p.dns_servers); empty: the system's. */
-  dnsServers: readonly string[]
   /** gossipsub's D (p2p.gossip_mesh_degree). */
   gossipMeshDegree: number
   /** kad-dht protocol id. */
@@ -124,10 +120,6 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
   if (options.port > 65534) throw new Error('p2p.port must leave port + 1 free for WebSockets (at most 65534)')
   checkMultiaddrs('p2p.bootstrap', options.bootstrap)
   checkMultiaddrs('p2p.announce', options.announce)
-  if (options.targetPeers > options.maxConnections)
-    throw new Error(
-      `p2p.target_peers (${options.targetPeers}) must not exceed p2p.max_connections (${options.maxConnections})`
-    )
   installLazyWindowUpdates()
   installQuietLengthPrefixReads()
   return createLibp2p<MeshServices>({

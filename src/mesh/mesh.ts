@@ -60,6 +60,10 @@ export interface MeshOptions extends Libp2pNodeOptions {
   traceFile?: string
   /** Where peer bans are kept (the node's store); in memory when absent. */
   banStore?: BanStore
+  /** Connected peers discovery looks for beyond the bootstrap list (p2p.target_peers; above maxConnections it counts as that). */
+  targetPeers: number
+  /** DNS servers /dnsaddr/ entries are resolved with (p2p.dns_servers); empty: the system's. */
+  dnsServers: readonly string[]
   /** Pause between two discovery rounds while below targetPeers (p2p.discovery_interval_seconds; default 30 s). */
   discoveryIntervalMs?: number
 }
@@ -158,7 +162,8 @@ export class Mesh {
     this.discovery = new PeerDiscovery({
       libp2p,
       logger: o.logger,
-      targetPeers: o.targetPeers,
+      // A target above the high watermark would have rounds dial peers libp2p then prunes.
+      targetPeers: Math.min(o.targetPeers, o.maxConnections),
       intervalMs: o.discoveryIntervalMs ?? 30_000,
       dialTimeoutMs: o.dialTimeoutMs ?? 10_000,
       dhtProtocol: o.dhtProtocol ?? DHT_PROTOCOL,
