@@ -60,7 +60,7 @@ export const P2P_SETTINGS = [
     flag: 'target-peers',
     min: 0,
     max: 10_000,
-    doc: 'Connected peers this node looks for beyond its bootstrap list (the low watermark; p2p.max_connections is the high one): while it has fewer, it dials peers it has heard of and walks the DHT for more every p2p.discovery_interval_seconds. A value above p2p.max_connections counts as that. 0: only the bootstrap list and peers that dial in.'
+    doc: 'Connected peers this node looks for beyond its bootstrap list (the low watermark; p2p.max_connections is the high one): while it has fewer, it dials peers it has heard of and walks the DHT for more every p2p.discovery_interval_seconds. A value above p2p.max_connections counts as that, and with p2p.allow_peers as the number of other peers it names. 0: only the bootstrap list and peers that dial in.'
   },
   {
     key: 'p2p.discovery_interval_seconds',

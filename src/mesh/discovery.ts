@@ -23,8 +23,8 @@ export interface DiscoveryOptions {
   dialTimeoutMs: number
   /** The DHT protocol: a known peer is a candidate when it speaks it (or its protocols are not known yet). */
   dhtProtocol: string
-  /** Banned peers are never dialled. */
-  banned: (peerId: string) => boolean
+  /** Whether this node may connect to a peer (bans, the allow list, a testnet's blocks): others are never dialled. */
+  permits: (peerId: string) => boolean
 }
 
 /** A walk that has not finished by then is ended: the next round starts another. */
@@ -87,7 +87,7 @@ export class PeerDiscovery {
   }
 
   private dialable(peer: string): boolean {
-    if (peer === this.o.libp2p.peerId.toString() || this.o.banned(peer)) return false
+    if (peer === this.o.libp2p.peerId.toString() || !this.o.permits(peer)) return false
     if (this.o.libp2p.getConnections().some(c => c.remotePeer.toString() === peer)) return false
     return (this.failedUntil.get(peer) ?? 0) <= Date.now()
   }

@@ -90,6 +90,16 @@ export function parsePeerAddress(address: string): Multiaddr {
   return multiaddr(`/${proto}/${host}/tcp/${port}`)
 }
 
+/**
+ * The peer count discovery aims at: above the high watermark rounds would dial peers libp2p then
+ * prunes, and with an allow list no more peers than it names can ever connect (a testnet's ring
+ * would walk the DHT forever).
+ */
+function discoveryTarget(o: MeshOptions, self: string): number {
+  const allowed = o.allowPeers?.filter(peer => peer !== self).length ?? 0
+  return Math.min(o.targetPeers, o.maxConnections, allowed > 0 ? allowed : Number.POSITIVE_INFINITY)
+}
+
 /** The PeerId an address ends in (/p2p/…), if any. */
 const peerOf = (ma: Multiaddr): string | undefined => ma.getComponents().findLast(c => c.name === 'p2p')?.value
 
@@ -162,12 +172,11 @@ export class Mesh {
     this.discovery = new PeerDiscovery({
       libp2p,
       logger: o.logger,
-      // A target above the high watermark would have rounds dial peers libp2p then prunes.
-      targetPeers: Math.min(o.targetPeers, o.maxConnections),
+      targetPeers: discoveryTarget(o, libp2p.peerId.toString()),
       intervalMs: o.discoveryIntervalMs ?? 30_000,
       dialTimeoutMs: o.dialTimeoutMs ?? 10_000,
       dhtProtocol: o.dhtProtocol ?? DHT_PROTOCOL,
-      banned: peerId => bans.has(peerId)
+      permits: peerId => faults.permits(peerId)
     })
   }
 

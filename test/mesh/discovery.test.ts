@@ -1,7 +1,7 @@
 import test from 'ava'
 import { startDnsServer } from '../helpers/dns-server.js'
 import { tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
-import { until } from '../helpers/wait.js'
+import { sleep, until } from '../helpers/wait.js'
 
 const nodes = testNodes()
 test.after.always(nodes.stopAll)
@@ -79,4 +79,22 @@ test('nodes bootstrapped only to node 0 connect to their target peer count; one 
   })
   t.log(`the seeker had ${connectedPeers(seeker).size} peers again after ${Date.now() - lost} ms`)
   t.true(seeker.node.mesh!.discovery.stats.rounds > 0)
+})
+
+test('with an allow list the target counts as the peers it names: no rounds once they are connected', async t => {
+  const base = { enabled: true, discovery_interval_seconds: 0.2, dht_announce_interval_seconds: 3600 }
+  const first = await nodes.start({ p2p: { ...base, target_peers: 0 } })
+  const other = await nodes.start({ p2p: { ...base, target_peers: 0, bootstrap: [tcpAddress(first)] } })
+  const fenced = await nodes.start({
+    p2p: { ...base, target_peers: 8, bootstrap: [tcpAddress(first)], allow_peers: [first.node.mesh!.peerId] }
+  })
+  await until('the fenced node is connected to the one peer it allows', () =>
+    connectedPeers(fenced).has(first.node.mesh!.peerId)
+  )
+  const rounds = fenced.node.mesh!.discovery.stats.rounds
+  // Bounded negative check: ten intervals without a round, and no peer but the allowed one.
+  await sleep(2000)
+  t.is(fenced.node.mesh!.discovery.stats.rounds, rounds)
+  t.deepEqual([...connectedPeers(fenced)], [first.node.mesh!.peerId])
+  t.false(connectedPeers(other).has(fenced.node.mesh!.peerId))
 })
