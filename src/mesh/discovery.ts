@@ -5,7 +5,7 @@
  * random key: the peers that answer and the closest peers they name are registry nodes (our DHT
  * protocol is ours alone), and the walk's own queries connect to some of them. The high watermark is
  * libp2p's (p2p.max_connections): above it the least valuable connections are closed. libp2p itself
- * no longer dials towards a minimum, hence this loop.
+ * dials towards no minimum, hence this loop.
  */
 import { randomBytes } from '@libp2p/crypto'
 import type { PeerId } from '@libp2p/interface'
@@ -38,7 +38,7 @@ export class PeerDiscovery {
   private readonly shutdown = new AbortController()
   /** Peer → time before which it is not dialled again (its last dial failed). */
   private readonly failedUntil = new Map<string, number>()
-  /** Rounds run and peers this node connected to through them, for the status page and tests. */
+  /** Rounds run, DHT walks and peers connected through them (tests and diagnostics read them). */
   readonly stats = { rounds: 0, walks: 0, dialled: 0 }
 
   constructor(private readonly o: DiscoveryOptions) {}
