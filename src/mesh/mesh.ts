@@ -247,13 +247,14 @@ export class Mesh {
       )
     let connection: Connection
     try {
-      connection = await this.dial(ma)
+      connection = isDnsaddr(ma) ? await this.dialList(ma) : await this.dial(ma)
     } catch (err) {
       throw new RegistryError('peer_unreachable', `Could not connect to ${ma.toString()}: ${(err as Error).message}`)
     }
     if (this.pinned.size < this.bootstrap.length + MAX_PINNED) {
       this.pinned.add(ma.toString())
-      this.learned.set(ma.toString(), connection.remotePeer.toString())
+      // A /dnsaddr/ list stands for several peers, resolved anew at each re-dial: it is not one peer's address.
+      if (!isDnsaddr(ma)) this.learned.set(ma.toString(), connection.remotePeer.toString())
     }
     let view: PeerView
     try {
@@ -351,6 +352,16 @@ export class Mesh {
     this.bootstrap = [...addresses]
     if (added.length > 0) void this.redial()
     return added
+  }
+
+  /** Dials every address a /dnsaddr/ list names; the first connection that opens, or the first error. */
+  private async dialList(ma: Multiaddr): Promise<Connection> {
+    const signal = AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)
+    const addresses = await expandDnsaddr(ma, this.dns, this.libp2p.logger.forComponent('registry:dnsaddr'), signal)
+    if (addresses.length === 0) throw new Error('its DNS records name no address')
+    return Promise.any(addresses.map(address => this.dial(address))).catch((err: AggregateError) => {
+      throw err.errors[0] as Error
+    })
   }
 
   private dial(ma: Multiaddr): Promise<Connection> {

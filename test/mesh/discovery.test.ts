@@ -32,6 +32,22 @@ test('a /dnsaddr/ bootstrap entry is resolved through the configured DNS server,
   t.pass()
 })
 
+test('a peer added by a /dnsaddr/ name connects every peer the name lists; a name with no records is unreachable', async t => {
+  const a = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })
+  const b = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })
+  const dns = await startDnsServer({
+    '_dnsaddr.added.registry.test': [[`dnsaddr=${tcpAddress(a)}`], [`dnsaddr=${tcpAddress(b)}`]]
+  })
+  t.teardown(() => dns.close())
+  const joiner = await nodes.start({ p2p: { enabled: true, target_peers: 0, dns_servers: [dns.address] } })
+  const view = await joiner.node.mesh!.addPeer('/dnsaddr/added.registry.test')
+  t.true([a.node.mesh!.peerId, b.node.mesh!.peerId].includes(view.peer_id))
+  await until('the joiner connected to both listed peers', () => connectedPeers(joiner).size === 2)
+  const missing = await t.throwsAsync(joiner.node.mesh!.addPeer('/dnsaddr/missing.registry.test'))
+  t.like(missing, { code: 'peer_unreachable' })
+  t.regex(missing!.message, /name no address/)
+})
+
 test('a /dnsaddr/ entry that does not resolve leaves the node running and its other bootstrap peers connected', async t => {
   const a = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })
   const dns = await startDnsServer({})
