@@ -118,6 +118,9 @@ export type MeshSettings = Pick<
   | 'bootstrap'
   | 'announce'
   | 'maxConnections'
+  | 'targetPeers'
+  | 'discoveryIntervalMs'
+  | 'dnsServers'
   | 'syncIntervalMs'
   | 'announceIntervalMs'
   | 'gossipPerPeerPerSecond'
@@ -139,6 +142,9 @@ export function meshSettings({ p2p }: NodeConfig, seed: Uint8Array): MeshSetting
     bootstrap: p2p.bootstrap,
     announce: p2p.announce,
     maxConnections: p2p.max_connections,
+    targetPeers: p2p.target_peers,
+    discoveryIntervalMs: p2p.discovery_interval_seconds * SECOND_MS,
+    dnsServers: p2p.dns_servers,
     syncIntervalMs: p2p.sync_interval_seconds * SECOND_MS,
     announceIntervalMs: p2p.dht_announce_interval_seconds * SECOND_MS,
     gossipPerPeerPerSecond: p2p.gossip_max_per_peer_per_second,

@@ -35,7 +35,7 @@ export const P2P_SETTINGS = [
     default: [],
     flag: 'bootstrap',
     reloadable: true,
-    doc: "Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected (repeatable); end them in /p2p/<peer-id> to pin the peer's key."
+    doc: "Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected (repeatable); end them in /p2p/<peer-id> to pin the peer's key. A /dnsaddr/<name> entry stands for the addresses the TXT records dnsaddr=<multiaddr> of _dnsaddr.<name> list, resolved anew at each re-dial (p2p.dns_servers)."
   },
   {
     key: 'p2p.announce',
@@ -115,6 +115,31 @@ export const P2P_SETTINGS = [
     default: false,
     flag: 'upnp',
     doc: 'Ask the local router (UPnP IGD or NAT-PMP) to forward the libp2p port to this node, and announce the mapped public address.'
+  },
+  {
+    key: 'p2p.target_peers',
+    kind: 'integer',
+    default: 8,
+    flag: 'target-peers',
+    min: 0,
+    max: 10_000,
+    doc: 'Connected peers this node looks for beyond its bootstrap list (the low watermark; p2p.max_connections is the high one): while it has fewer, it dials peers it has heard of and walks the DHT for more every p2p.discovery_interval_seconds. A value above p2p.max_connections counts as that, and with p2p.allow_peers as the number of other peers it names. 0: only the bootstrap list and peers that dial in.'
+  },
+  {
+    key: 'p2p.discovery_interval_seconds',
+    kind: 'number',
+    default: 30,
+    flag: 'discovery-interval-seconds',
+    min: 0.1,
+    max: 3600,
+    doc: 'Pause between two peer discovery rounds while the node has fewer connected peers than p2p.target_peers.'
+  },
+  {
+    key: 'p2p.dns_servers',
+    kind: 'list',
+    default: [],
+    flag: 'p2p-dns-servers',
+    doc: 'DNS servers (ip or ip:port) that /dnsaddr/ bootstrap entries are resolved with; empty: the system resolvers.'
   },
   {
     key: 'p2p.dht_announce_interval_seconds',

@@ -3,7 +3,7 @@
  * so `registry_id` and the PeerId name the same key. Transports: TCP on `port` and WebSockets on
  * `port + 1` (both ephemeral when `port` is 0); noise; yamux; identify; ping; kad-dht in server mode
  * under our own protocol; gossipsub without message signatures (StrictNoSign; topics: gossip.ts). Bootstrap
- * addresses are dialled by the Mesh.
+ * addresses are dialled by the Mesh; peers beyond them are found by discovery.ts.
  * The factory creates the node stopped; `start()`/`stop()` are libp2p's own.
  */
 import '../polyfills.js'
@@ -21,6 +21,7 @@ import { ping, type Ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
 import { uPnPNAT } from '@libp2p/upnp-nat'
 import { webSockets } from '@libp2p/websockets'
+import type { DNS } from '@multiformats/dns'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p } from 'libp2p'
 import { WebSocket as WsWebSocket } from 'ws'
@@ -103,6 +104,8 @@ export interface Libp2pHooks {
   gater: ConnectionGater
   tap: GossipTap
   penalties: PeerPenalties
+  /** The DNS libp2p resolves /dnsaddr/ addresses with (dnsaddr.ts). */
+  dns: DNS
 }
 
 function listenAddresses(host: string, port: number): string[] {
@@ -178,6 +181,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
     // A node behind a firewall still lists its direct addresses, whose dials hang until a timeout:
     // at libp2p's 6 s per address, its TCP and WebSocket addresses used up the whole 10 s dial before
     // its relayed address was tried. 3 s each leaves the relay its turn; a live address answers in far less.
+    dns: hooks.dns,
     connectionManager: { maxConnections: options.maxConnections, addressDialTimeout: 3_000 },
     // libp2p's monitor pings every connection in the same instant (every 10 s by default: half of an
     // idle node's CPU in a 10-node testnet; at 60 s, bursts of streams that delayed gossip in a 20-node

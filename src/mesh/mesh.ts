@@ -1,6 +1,7 @@
 /**
- * The mesh door of a node: the libp2p node, peer bookkeeping, and the dialler that keeps the
- * bootstrap peers (and peers an operator added) connected; it builds and starts gossip of
+ * The mesh door of a node: the libp2p node, peer bookkeeping, the dialler that keeps the
+ * bootstrap peers (and peers an operator added; /dnsaddr/ entries resolved at each round) connected,
+ * and discovery of further peers up to the target count (discovery.ts); it builds and starts gossip of
  * operations (gossip.ts), sync (sync.ts), DHT announcements and fetch (locator.ts) and federated
  * search (federation.ts), and stops them in reverse.
  */
@@ -22,6 +23,9 @@ import {
   type MeshLibp2p
 } from './libp2p-node.js'
 import { SEARCH_PROTOCOL } from './search-protocol.js'
+import type { DNS } from '@multiformats/dns'
+import { PeerDiscovery } from './discovery.js'
+import { expandDnsaddr, isDnsaddr, meshDns } from './dnsaddr.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { peerIdFromString } from '@libp2p/peer-id'
@@ -73,6 +77,12 @@ export interface MeshOptions extends Libp2pNodeOptions {
   relayClient?: RelayClientMode
   /** Pause between reachability rounds while the answer is unknown (default 5 s). */
   reachabilityIntervalMs?: number
+  /** Connected peers discovery looks for beyond the bootstrap list (p2p.target_peers; above maxConnections it counts as that). */
+  targetPeers: number
+  /** DNS servers /dnsaddr/ entries are resolved with (p2p.dns_servers); empty: the system's. */
+  dnsServers: readonly string[]
+  /** Pause between two discovery rounds while below targetPeers (p2p.discovery_interval_seconds; default 30 s). */
+  discoveryIntervalMs?: number
 }
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
@@ -119,6 +129,16 @@ export function parsePeerAddress(address: string): Multiaddr {
   return multiaddr(`/${proto}/${host}/tcp/${port}`)
 }
 
+/**
+ * The peer count discovery aims at: above the high watermark rounds would dial peers libp2p then
+ * prunes, and with an allow list no more peers than it names can ever connect (a testnet's ring
+ * would walk the DHT forever).
+ */
+function discoveryTarget(o: MeshOptions, self: string): number {
+  const allowed = o.allowPeers?.filter(peer => peer !== self).length ?? 0
+  return Math.min(o.targetPeers, o.maxConnections, allowed > 0 ? allowed : Number.POSITIVE_INFINITY)
+}
+
 /** The PeerId an address ends in (/p2p/…), if any. */
 const peerOf = (ma: Multiaddr): string | undefined => ma.getComponents().findLast(c => c.name === 'p2p')?.value
 
@@ -133,6 +153,7 @@ export class Mesh {
   readonly reach: ReachabilityCheck
   /** Disconnects and refuses peers graylisted by their gossip score. */
   readonly scoreGuard: ScoreGuard
+  readonly discovery: PeerDiscovery
   private readonly pinned = new Set<string>()
   /** The bootstrap list in force (a configuration reload replaces it). */
   private bootstrap: readonly string[]
@@ -140,6 +161,8 @@ export class Mesh {
   private readonly learned = new Map<string, string>()
   private redialTimer: NodeJS.Timeout | null = null
   private readonly log: Logger
+  /** The last outcome of each /dnsaddr/ entry's resolution: logged when it changes, not every round. */
+  private readonly dnsaddrOutcome = new Map<string, string>()
 
   private constructor(
     readonly libp2p: MeshLibp2p,
@@ -147,7 +170,8 @@ export class Mesh {
     readonly faults: MeshFaults,
     readonly tap: GossipTap,
     readonly bans: PeerBans,
-    penalties: PeerPenalties
+    penalties: PeerPenalties,
+    private readonly dns: DNS
   ) {
     this.log = o.logger
     faults.hangUp = async peer => {
@@ -207,6 +231,15 @@ export class Mesh {
       relayClient: o.relayClient ?? 'auto',
       ...(o.reachabilityIntervalMs ? { intervalMs: o.reachabilityIntervalMs } : {})
     })
+    this.discovery = new PeerDiscovery({
+      libp2p,
+      logger: o.logger,
+      targetPeers: discoveryTarget(o, libp2p.peerId.toString()),
+      intervalMs: o.discoveryIntervalMs ?? 30_000,
+      dialTimeoutMs: o.dialTimeoutMs ?? 10_000,
+      dhtProtocol: o.dhtProtocol ?? DHT_PROTOCOL,
+      permits: peerId => faults.permits(peerId)
+    })
   }
 
   static async create(options: MeshOptions): Promise<Mesh> {
@@ -215,8 +248,9 @@ export class Mesh {
     faults.banned = peerId => bans.has(peerId)
     const tap = new GossipTap(faults, options.traceFile)
     const penalties = new PeerPenalties()
-    const libp2p = await createLibp2pNode(options, { gater: faults.gater(), tap, penalties })
-    return new Mesh(libp2p, options, faults, tap, bans, penalties)
+    const dns = meshDns(options.dnsServers)
+    const libp2p = await createLibp2pNode(options, { gater: faults.gater(), tap, penalties, dns })
+    return new Mesh(libp2p, options, faults, tap, bans, penalties, dns)
   }
 
   async start(): Promise<void> {
@@ -235,11 +269,13 @@ export class Mesh {
     this.redialTimer = setInterval(() => {
       void this.redial()
     }, this.o.redialIntervalMs ?? 30_000).unref()
+    this.discovery.start()
   }
 
   async stop(): Promise<void> {
     if (this.redialTimer) clearInterval(this.redialTimer)
     this.redialTimer = null
+    await this.discovery.stop()
     await this.locator.stop()
     await this.sync.stop()
     this.scoreGuard.stop()
@@ -279,13 +315,14 @@ export class Mesh {
       )
     let connection: Connection
     try {
-      connection = await this.dial(ma)
+      connection = isDnsaddr(ma) ? await this.dialList(ma) : await this.dial(ma)
     } catch (err) {
       throw new RegistryError('peer_unreachable', `Could not connect to ${ma.toString()}: ${(err as Error).message}`)
     }
     if (this.pinned.size < this.bootstrap.length + MAX_PINNED) {
       this.pinned.add(ma.toString())
-      this.learned.set(ma.toString(), connection.remotePeer.toString())
+      // A /dnsaddr/ list stands for several peers, resolved anew at each re-dial: it is not one peer's address.
+      if (!isDnsaddr(ma)) this.learned.set(ma.toString(), connection.remotePeer.toString())
     }
     let view: PeerView
     try {
@@ -374,22 +411,37 @@ export class Mesh {
     const before = new Set(this.bootstrap)
     const added = addresses.filter(address => !before.has(address))
     const kept = new Set(addresses)
-    for (const address of before) if (!kept.has(address)) this.pinned.delete(address)
+    for (const address of before)
+      if (!kept.has(address)) {
+        this.pinned.delete(address)
+        this.dnsaddrOutcome.delete(address)
+      }
     for (const address of added) this.pinned.add(address)
     this.bootstrap = [...addresses]
     if (added.length > 0) void this.redial()
     return added
   }
 
+  /** Dials every address a /dnsaddr/ list names; the first connection that opens, or the first error. */
+  private async dialList(ma: Multiaddr): Promise<Connection> {
+    const signal = AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)
+    const addresses = await expandDnsaddr(ma, this.dns, this.libp2p.logger.forComponent('registry:dnsaddr'), signal)
+    if (addresses.length === 0) throw new Error('its DNS records name no address')
+    return Promise.any(addresses.map(address => this.dial(address))).catch((err: AggregateError) => {
+      throw err.errors[0] as Error
+    })
+  }
+
   private dial(ma: Multiaddr): Promise<Connection> {
     return this.libp2p.dial(ma, { signal: AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000) })
   }
 
-  /** Dials each bootstrap or operator-added address whose peer is not connected. */
+  /** Dials each bootstrap or operator-added address (/dnsaddr/ entries resolved anew) whose peer is not connected. */
   private async redial(): Promise<void> {
+    const targets = await this.dialTargets()
     const connected = new Set(this.libp2p.getConnections().map(c => c.remotePeer.toString()))
     await Promise.allSettled(
-      [...this.pinned].map(async address => {
+      targets.map(async address => {
         const ma = multiaddr(address)
         const peerId = peerOf(ma) ?? this.learned.get(address)
         if (peerId && (connected.has(peerId) || this.bans.has(peerId) || this.peers.refusedRecently(peerId))) return
@@ -401,5 +453,38 @@ export class Mesh {
         }
       })
     )
+  }
+
+  /** The pinned addresses, each /dnsaddr/ entry replaced by the addresses it names now. */
+  private async dialTargets(): Promise<string[]> {
+    const out = new Set<string>()
+    await Promise.all(
+      [...this.pinned].map(async address => {
+        const ma = multiaddr(address)
+        if (!isDnsaddr(ma)) {
+          out.add(address)
+          return
+        }
+        try {
+          const signal = AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)
+          const resolved = await expandDnsaddr(
+            ma,
+            this.dns,
+            this.libp2p.logger.forComponent('registry:dnsaddr'),
+            signal
+          )
+          const list = resolved.map(one => one.toString())
+          for (const one of list) out.add(one)
+          if (this.dnsaddrOutcome.get(address) !== list.join(' '))
+            this.log.info({ address, resolved: list }, 'dnsaddr bootstrap entry resolved')
+          this.dnsaddrOutcome.set(address, list.join(' '))
+        } catch (err) {
+          if (this.dnsaddrOutcome.get(address) !== 'error')
+            this.log.warn({ err, address }, 'dnsaddr bootstrap entry did not resolve')
+          this.dnsaddrOutcome.set(address, 'error')
+        }
+      })
+    )
+    return [...out]
   }
 }
