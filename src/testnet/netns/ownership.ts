@@ -4,7 +4,7 @@
  * crashed run left behind from a testnet that is still alive.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, readdir, unlink, writeFile } from 'node:fs/promises'
+import { link, mkdir, readFile, readdir, unlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { listNamespaces, listRootLinks } from './iproute.js'
@@ -78,12 +78,18 @@ export async function reservePrefix(): Promise<{ prefix: string; dir: string }> 
     const names = [...(await listNamespaces()), ...(await listRootLinks())]
     if (names.some(n => n.startsWith(prefix))) continue
     const record: OwnerRecord = { pid: process.pid, start, created: new Date().toISOString() }
+    // Written whole under a private name, then linked into place: a sweep in another process never
+    // reads a half-written owner file and takes a live prefix for a crashed one.
+    const draft = `${ownerFile(dir, prefix)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+    await writeFile(draft, JSON.stringify(record))
     try {
-      await writeFile(ownerFile(dir, prefix), JSON.stringify(record), { flag: 'wx' })
+      await link(draft, ownerFile(dir, prefix))
       return { prefix, dir }
     } catch (err) {
       if (isExists(err)) continue
       throw err
+    } finally {
+      await removeFile(draft)
     }
   }
   throw new NetnsError('could not find a free testnet prefix')
