@@ -15,6 +15,7 @@ export interface MeshMetricSource {
   }
   readonly dhtMode: 'client' | 'server'
   reach: { readonly state: 'public' | 'private' | 'unknown' }
+  holePunch: { readonly stats: { succeeded: number; failed: number } }
   gossip: { readonly stats: GossipStats }
   tap: { readonly counters: GossipCounters }
   sync: {
@@ -108,6 +109,14 @@ export const MESH_METRICS: readonly MetricDefinition<MeshMetricSources>[] = [
       const state = m.reach.state
       return byKey('state', { public: 0, private: 0, unknown: 0, [state]: 1 })
     })
+  },
+  {
+    name: 'registry_mesh_hole_punches_total',
+    type: 'counter',
+    help: 'Hole punches this node started over relayed connections, by outcome',
+    labels: ['outcome'],
+    values: '`succeeded`, `failed`',
+    read: ofMesh(m => byKey('outcome', { succeeded: m.holePunch.stats.succeeded, failed: m.holePunch.stats.failed }))
   },
   {
     name: 'registry_mesh_dht_server',

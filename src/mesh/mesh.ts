@@ -12,6 +12,7 @@ import type { Logger } from 'pino'
 import { invalidField, RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { HelloMessage, PeerBan, PeerView, RemovedPeer } from '../wire/network.js'
+import { HolePunch } from './hole-punch.js'
 import { ReachabilityCheck, type RelayClientMode } from './reachability.js'
 import { BLOOM_PROTOCOL } from './bloom-exchange.js'
 import { CAPABILITIES, type MeshOffer } from './compatibility.js'
@@ -151,6 +152,8 @@ export class Mesh {
   readonly federation: MeshFederation | null
   /** Public, private or unknown, and the relay reservation a private node makes (reachability.ts). */
   readonly reach: ReachabilityCheck
+  /** Direct connections punched between nodes that reach each other only through a relay (hole-punch.ts). */
+  readonly holePunch: HolePunch
   /** Disconnects and refuses peers graylisted by their gossip score. */
   readonly scoreGuard: ScoreGuard
   readonly discovery: PeerDiscovery
@@ -231,6 +234,12 @@ export class Mesh {
       relayClient: o.relayClient ?? 'auto',
       ...(o.reachabilityIntervalMs ? { intervalMs: o.reachabilityIntervalMs } : {})
     })
+    this.holePunch = new HolePunch({
+      libp2p,
+      logger: o.logger,
+      enabled: (o.reach ?? DEFAULT_REACH).holePunching,
+      observedHosts: () => this.reach.observedHosts()
+    })
     this.discovery = new PeerDiscovery({
       libp2p,
       logger: o.logger,
@@ -258,6 +267,7 @@ export class Mesh {
     // Handlers and identify listeners go in before libp2p starts, so no peer's identify is missed.
     await this.federation?.start()
     await this.reach.register()
+    await this.holePunch.register()
     await this.libp2p.start()
     this.reach.start()
     this.gossip.start()
@@ -282,6 +292,7 @@ export class Mesh {
     this.gossip.stop()
     await this.federation?.stop()
     await this.reach.stop()
+    await this.holePunch.stop()
     await this.peers.stop()
     await this.libp2p.stop()
     await this.tap.close()

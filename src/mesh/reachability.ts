@@ -10,6 +10,7 @@
  * /p2p-circuit: circuit-relay-v2's transport then reserves a slot on a connected relay and
  * announces the relayed address.
  */
+import { isIP } from 'node:net'
 import type { Connection, Stream } from '@libp2p/interface'
 import { isPrivate, lpStream } from '@libp2p/utils'
 import { type Multiaddr, multiaddr } from '@multiformats/multiaddr'
@@ -21,6 +22,7 @@ export type Reachability = 'public' | 'private' | 'unknown'
 export type RelayClientMode = 'auto' | 'always' | 'off'
 
 const MAX_FRAME_BYTES = 4096
+const MAX_OBSERVED = 4
 /** Peers asked per round; a private verdict needs this many failures (or every direct peer's). */
 const PEERS_PER_ROUND = 3
 const DIAL_BACK_TIMEOUT_MS = 5_000
@@ -58,6 +60,8 @@ export class ReachabilityCheck {
   private running = false
   private relayListening = false
   private readonly log: Logger
+  /** This node's hosts as the peers that answered saw them: behind a NAT, its public address. */
+  private readonly observed = new Set<string>()
 
   constructor(private readonly o: ReachabilityOptions) {
     this.log = o.logger
@@ -86,6 +90,11 @@ export class ReachabilityCheck {
             isPrivate(a.multiaddr) === false
         ) ?? false
     )
+  }
+
+  /** Hosts peers saw this node connect from, most recent last (hole-punch.ts offers them first). */
+  observedHosts(): string[] {
+    return [...this.observed]
   }
 
   connectionCounts(): ConnectionCounts {
@@ -171,8 +180,12 @@ export class ReachabilityCheck {
       stream = await connection.newStream(REACH_PROTOCOL, { signal })
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
       await lp.write(new TextEncoder().encode(JSON.stringify({ addresses })), { signal })
-      const reply = JSON.parse(new TextDecoder().decode((await lp.read({ signal })).subarray())) as { ok?: unknown }
+      const reply = JSON.parse(new TextDecoder().decode((await lp.read({ signal })).subarray())) as {
+        ok?: unknown
+        observed?: unknown
+      }
       await stream.close({ signal }).catch(() => {})
+      if (typeof reply.observed === 'string' && isIP(reply.observed) !== 0) this.remember(reply.observed)
       return typeof reply.ok === 'boolean' ? reply.ok : null
     } catch (err) {
       stream?.abort(err as Error)
@@ -209,11 +222,17 @@ export class ReachabilityCheck {
           ok = false
         }
       }
-      await lp.write(new TextEncoder().encode(JSON.stringify({ ok })), { signal })
+      await lp.write(new TextEncoder().encode(JSON.stringify({ ok, observed })), { signal })
       await stream.close({ signal }).catch(() => {})
     } catch (err) {
       stream.abort(err as Error)
     }
+  }
+
+  private remember(host: string): void {
+    this.observed.delete(host)
+    this.observed.add(host)
+    if (this.observed.size > MAX_OBSERVED) this.observed.delete(this.observed.values().next().value as string)
   }
 
   /** Listens on /p2p-circuit once: circuit-relay-v2 reserves a slot on a connected relay. */

@@ -218,6 +218,14 @@ export const NetworkStatus = Type.Object(
         },
         { description: 'open libp2p connections by kind' }
       ),
+      hole_punches: Type.Object(
+        {
+          attempted: Type.Integer({ description: 'punches this node started over a relayed connection' }),
+          succeeded: Type.Integer({ description: 'punches that replaced the relayed connection with a direct one' }),
+          failed: Type.Integer({ description: 'punches that timed out or were refused; the relay stays' })
+        },
+        { description: 'hole punching between nodes that reach each other only through a relay' }
+      ),
       gossip: Type.Optional(
         Type.Object(
           {

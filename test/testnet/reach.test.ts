@@ -3,22 +3,33 @@
  * filter that refuses inbound connections (--private). The private nodes learn they are private,
  * the public one that it is public; the private ones reserve a relay slot on the public node and
  * announce a /p2p-circuit address; registrations made on either side reach every node; one private
- * node dials the other through the relay. Hole punching is not asserted: libp2p's DCUtR only tries
- * public addresses, and the testnet's are in 10/8. Skipped,
- * with the probe's reasons, where namespaces or nftables are unavailable (failed on CI).
+ * node dials the other through the relay, and a hole punch (hole-punch.ts) replaces that relayed
+ * connection with a direct one; federated search and name resolution on the public node reach the
+ * private nodes. Skipped, with the probe's reasons, where namespaces or nftables are unavailable
+ * (failed on CI).
  */
 import test from 'ava'
 import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { EntityFactory } from '../../src/testnet/entity-factory.js'
 import { probeNetns } from '../../src/testnet/netns.js'
 import { Testnet } from '../../src/testnet/testnet.js'
+import { agent, developer, developerRegistration, signSpec, specRegistration } from '../helpers/identities.js'
 import { until } from '../helpers/wait.js'
 
 const caps = await probeNetns()
 
 interface Status {
   addresses: string[]
-  mesh: { reachability: string; connections: { direct: number; relayed: number } }
+  mesh: {
+    reachability: string
+    connections: { direct: number; relayed: number }
+    hole_punches: { attempted: number; succeeded: number; failed: number }
+  }
+}
+
+interface SearchReply {
+  results: { entity_id: string; source_registry_id?: string }[]
+  search_stats: { peers_answered?: number; peers: { peer_id: string; results?: number }[] }
 }
 
 async function status(net: Testnet, i: number): Promise<Status> {
@@ -89,9 +100,59 @@ if (caps.namespaces && caps.firewall) {
       { timeoutMs: 60_000, intervalMs: 1000, detail: () => replies }
     )
     t.log(`relayed dial: ${replies.length} attempt(s)`)
-    await until('node 1 counts a relayed connection', async () => (await status(net, 1)).mesh.connections.relayed > 0, {
-      timeoutMs: 10_000
-    })
+    const dialled = Date.now()
+
+    // Node 2, reached through the relay, punches a direct connection through both filters.
+    await until(
+      'a punched direct connection replaces the relayed one between the private nodes',
+      async () => {
+        seen = await Promise.all([0, 1, 2].map(i => status(net, i)))
+        const [one, two] = [seen[1]?.mesh, seen[2]?.mesh]
+        return (
+          (two?.hole_punches.succeeded ?? 0) > 0 &&
+          one?.connections.relayed === 0 &&
+          two?.connections.relayed === 0 &&
+          one.connections.direct === 2 &&
+          two.connections.direct === 2
+        )
+      },
+      { timeoutMs: 45_000, intervalMs: 500, detail }
+    )
+    t.log(`direct connection punched ${Date.now() - dialled} ms after the relayed dial`)
+    const one = await net.request<{ peers: { peer_id: string; address: string | null }[] }>(
+      1,
+      'GET',
+      '/v1/network/peers'
+    )
+    const two = one.body.peers.find(p => p.peer_id === net.nodes[2]?.peerId)
+    t.truthy(two, 'node 1 is connected to node 2')
+
+    // Federated search on the public node asks both private nodes over their connections to it.
+    const onPrivate = factory.registration(2)
+    const { name } = JSON.parse(onPrivate.body) as { name: string }
+    const found = await net.request<SearchReply>(0, 'POST', '/v1/search', { query: name, federated: true })
+    t.is(found.status, 200)
+    const answered = found.body.search_stats.peers.map(p => p.peer_id).sort()
+    t.deepEqual(answered, [net.nodes[1]?.peerId, net.nodes[2]?.peerId].sort(), JSON.stringify(found.body.search_stats))
+    t.true(found.body.results.some(r => r.entity_id === onPrivate.id))
+
+    // A name registered on a private node resolves on the public one.
+    const owner = developer(91)
+    const bot = agent(owner, 0)
+    t.is((await net.request(2, 'POST', '/v1/developers', developerRegistration(owner))).status, 201)
+    const claim = signSpec(owner.keyPair, { developer_id: owner.id, handle: 'reach', public_key: owner.publicKey })
+    t.is((await net.request(2, 'POST', '/v1/handles', claim)).status, 201)
+    const named = specRegistration(owner, bot, { entity_name: 'punchcard', summary: 'behind a firewall' })
+    t.is((await net.request(2, 'POST', '/v1/entities', named)).status, 201)
+    const resolved = await until(
+      'the public node resolves a name registered on a private node',
+      async () => {
+        const r = await net.request<{ entity_id: string }>(0, 'GET', '/v1/resolve/reach/punchcard')
+        return r.status === 200 ? r.body : undefined
+      },
+      { timeoutMs: 30_000, intervalMs: 250 }
+    )
+    t.is(resolved.entity_id, bot.agentId)
     for (const i of [0, 1, 2]) t.log(`node ${i}: ${JSON.stringify((await status(net, i)).mesh)}`)
   })
 } else if (process.env.CI) {
