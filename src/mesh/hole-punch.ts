@@ -40,6 +40,7 @@ const REFUSED_PAUSE_MS = 250
 /** Identify has to run on the relayed connection first, to know the peer speaks the protocol. */
 const START_DELAY_MS = 1_500
 const ATTEMPTS = 3
+const DIRECT_DIAL_TIMEOUT_MS = 4_000
 const RETRY_DELAY_MS = 10_000
 
 export interface HolePunchStats {
@@ -215,29 +216,39 @@ export class HolePunch {
 
   /**
    * This node's hosts the peer can try: those peers saw it connect from first (a NAT's public
-   * address), then its own, public before private; never loopback or relayed addresses.
+   * address), then its own, public before private before loopback; never relayed addresses.
    */
   private hosts(): string[] {
-    const found = new Map<string, boolean>()
-    for (const host of this.o.observedHosts().reverse()) if (!host.startsWith('127.')) found.set(host, false)
+    const rank = new Map<string, number>()
+    for (const host of this.o.observedHosts().reverse()) rank.set(host, host.startsWith('127.') ? 2 : 0)
     for (const ma of this.o.libp2p.getMultiaddrs()) {
       const text = ma.toString()
       const [, family, host] = text.split('/')
-      if (family !== 'ip4' || host === undefined || text.includes('/p2p-circuit') || host.startsWith('127.')) continue
-      if (!found.has(host)) found.set(host, isPrivate(ma) === true)
+      if (family !== 'ip4' || host === undefined || text.includes('/p2p-circuit') || rank.has(host)) continue
+      rank.set(host, host.startsWith('127.') ? 2 : isPrivate(ma) === true ? 1 : 0)
     }
-    return [...found].sort((a, b) => Number(a[1]) - Number(b[1])).map(([host]) => host)
+    return [...rank].sort((a, b) => a[1] - b[1]).map(([host]) => host)
   }
 
   /** true when there is nothing left to do: punched, already direct, gone, or the peer cannot punch. */
   private async initiate(peer: PeerId): Promise<boolean> {
     const { relayed, direct } = this.connections(peer)
-    if (!this.running || relayed === undefined || direct) return true
+    if (!this.running || relayed === undefined) return true
+    if (direct) {
+      // A direct dial got through after all (the peer is reachable, or libp2p upgraded a limited
+      // connection itself): the relayed one only holds a slot on the relay.
+      await relayed.close().catch(() => {})
+      return true
+    }
     const protocols = await this.o.libp2p.peerStore
       .get(peer)
       .then(p => p.protocols)
       .catch(() => [] as string[])
     if (!protocols.includes(PUNCH_PROTOCOL)) return protocols.length > 0
+    if (await this.dialDirect(peer)) {
+      await relayed.close().catch(() => {})
+      return true
+    }
     this.stats.attempted++
     const signal = AbortSignal.timeout(EXCHANGE_TIMEOUT_MS)
     let stream: Stream | undefined
@@ -268,6 +279,30 @@ export class HolePunch {
       stream?.abort(err as Error)
       this.stats.failed++
       this.o.logger.debug({ peer: peer.toString(), err: (err as Error).message }, 'hole punch failed')
+      return false
+    }
+  }
+
+  /**
+   * A peer that dialled through the relay may itself be reachable (it did not know we are not): a
+   * plain dial to its addresses settles that before a punch, which needs both sides' SYNs in flight
+   * at once and so fails where the other side answers an early one with a reset.
+   */
+  private async dialDirect(peer: PeerId): Promise<boolean> {
+    const addresses = await this.o.libp2p.peerStore
+      .get(peer)
+      .then(p =>
+        p.addresses
+          .map(a => a.multiaddr)
+          .filter(ma => !ma.toString().includes('/p2p-circuit'))
+          .map(ma => ma.encapsulate(`/p2p/${peer.toString()}`))
+      )
+      .catch(() => [] as Multiaddr[])
+    if (addresses.length === 0) return false
+    try {
+      const connection = await this.o.libp2p.dial(addresses, { signal: AbortSignal.timeout(DIRECT_DIAL_TIMEOUT_MS) })
+      return !isRelayed(connection)
+    } catch {
       return false
     }
   }

@@ -48,7 +48,15 @@ const title = 'one public node, two behind a firewall: they learn it, reserve a 
 
 if (caps.namespaces && caps.firewall) {
   test.serial(title, async t => {
-    const net = new Testnet({ nodes: 3, topology: 'full', network: 'netns', private: [1, 2], cli: CLI_FOR_TESTS })
+    const net = new Testnet({
+      nodes: 3,
+      topology: 'full',
+      network: 'netns',
+      private: [1, 2],
+      cli: CLI_FOR_TESTS,
+      // Term filters pushed within a second of a registration, for the federated search below.
+      nodeArgs: ['--bloom-rebuild-interval-ms', '1000']
+    })
     t.teardown(() => net.stop())
     const began = Date.now()
     await net.start()
@@ -130,27 +138,53 @@ if (caps.namespaces && caps.firewall) {
     // Federated search on the public node asks both private nodes over their connections to it.
     const onPrivate = factory.registration(2)
     const { name } = JSON.parse(onPrivate.body) as { name: string }
-    const found = await net.request<SearchReply>(0, 'POST', '/v1/search', { query: name, federated: true })
-    t.is(found.status, 200)
-    const answered = found.body.search_stats.peers.map(p => p.peer_id).sort()
-    t.deepEqual(answered, [net.nodes[1]?.peerId, net.nodes[2]?.peerId].sort(), JSON.stringify(found.body.search_stats))
-    t.true(found.body.results.some(r => r.entity_id === onPrivate.id))
+    // Its term filter (pushed after the registration) routes the query to node 1.
+    let stats: unknown
+    const found = await until(
+      'a federated search on the public node is answered by the private node holding the entity',
+      async () => {
+        const reply = await net.request<SearchReply>(0, 'POST', '/v1/search', { query: name, federated: true })
+        stats = reply.body.search_stats
+        const answered = reply.body.search_stats.peers.map(p => p.peer_id)
+        return answered.includes(net.nodes[1]?.peerId ?? '') ? reply.body : undefined
+      },
+      { timeoutMs: 30_000, intervalMs: 1000, detail: () => stats }
+    )
+    t.true(found.results.some(r => r.entity_id === onPrivate.id))
 
     // A name registered on a private node resolves on the public one.
     const owner = developer(91)
     const bot = agent(owner, 0)
-    t.is((await net.request(2, 'POST', '/v1/developers', developerRegistration(owner))).status, 201)
-    const claim = signSpec(owner.keyPair, { developer_id: owner.id, handle: 'reach', public_key: owner.publicKey })
-    t.is((await net.request(2, 'POST', '/v1/handles', claim)).status, 201)
-    const named = specRegistration(owner, bot, { entity_name: 'punchcard', summary: 'behind a firewall' })
-    t.is((await net.request(2, 'POST', '/v1/entities', named)).status, 201)
+    const created = [
+      await net.request(2, 'POST', '/v1/developers', developerRegistration(owner)),
+      await net.request(
+        2,
+        'POST',
+        '/v1/handles',
+        signSpec(owner.keyPair, { developer_id: owner.id, handle: 'reach', public_key: owner.publicKey })
+      ),
+      await net.request(
+        2,
+        'POST',
+        '/v1/entities',
+        specRegistration(owner, bot, { entity_name: 'punchcard', summary: 'behind a firewall' })
+      )
+    ]
+    t.deepEqual(
+      created.map(r => r.status),
+      [201, 201, 201],
+      JSON.stringify(created.map(r => r.body))
+    )
+    const fqan = `${net.nodes[2]?.name}.testnet.local/reach/punchcard`
+    let last: unknown
     const resolved = await until(
       'the public node resolves a name registered on a private node',
       async () => {
-        const r = await net.request<{ entity_id: string }>(0, 'GET', '/v1/resolve/reach/punchcard')
+        const r = await net.request<{ entity_id: string }>(0, 'GET', `/v1/resolve?fqan=${encodeURIComponent(fqan)}`)
+        last = r.body
         return r.status === 200 ? r.body : undefined
       },
-      { timeoutMs: 30_000, intervalMs: 250 }
+      { timeoutMs: 30_000, intervalMs: 250, detail: () => last }
     )
     t.is(resolved.entity_id, bot.agentId)
     for (const i of [0, 1, 2]) t.log(`node ${i}: ${JSON.stringify((await status(net, i)).mesh)}`)
