@@ -2,23 +2,59 @@
  * A mixed-version mesh: the previous release and this code, two real processes meshed on loopback,
  * see each other's registrations (gossip and sync speak the same /1.0.0 protocols and topics), and
  * the new node, reading the old hello (which lists no protocols), finds it fully compatible.
- * The previous release must be a built checkout named by PREVIOUS_RELEASE_DIR
- * (git worktree add DIR <commit>; node_modules linked; npm run build); without it the test is skipped.
+ * The previous release is PREVIOUS_RELEASE_DIR (a built checkout) when set, else the git tag
+ * PREVIOUS_RELEASE checked out beside this repository (a worktree, node_modules linked) and run from
+ * its sources; without either (no git history here) the test is skipped, saying why.
  * (Not a REGISTRY_NODE_* name: the nodes refuse variables of that prefix they do not know.)
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FROM_SOURCES, TSX_IMPORT } from '../../scripts/lib/node-process.js'
 import { RegistryClient } from '../../src/client/registry-client.js'
 import { entityKeyFile } from '../../src/identity/key-file.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { NODE_VERSION } from '../../src/version.js'
 import { until } from '../helpers/wait.js'
 
-const previous = process.env.PREVIOUS_RELEASE_DIR
+const PREVIOUS_RELEASE = 'v0.3.0'
+const REPO = new URL('../..', import.meta.url).pathname
+const git = (...args: string[]) => promisify(execFile)('git', ['-C', REPO, ...args])
+
+interface Release {
+  dir: string
+  /** Node arguments that run its CLI. */
+  cli: string[]
+  remove(): Promise<void>
+}
+
+/** The previous release to run, or why there is none. */
+async function previousRelease(): Promise<Release | string> {
+  const given = process.env.PREVIOUS_RELEASE_DIR
+  if (given) return { dir: given, cli: [join(given, 'dist/cli.js')], remove: async () => {} }
+  try {
+    await git('rev-parse', '--verify', '--quiet', `${PREVIOUS_RELEASE}^{commit}`)
+  } catch {
+    return `no git tag ${PREVIOUS_RELEASE} in ${REPO} and no PREVIOUS_RELEASE_DIR`
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'previous-release-'))
+  await git('worktree', 'add', '--detach', dir, PREVIOUS_RELEASE)
+  await symlink(join(REPO, 'node_modules'), join(dir, 'node_modules'))
+  return {
+    dir,
+    cli: ['--import', TSX_IMPORT, join(dir, 'src/cli.ts')],
+    remove: async () => {
+      await git('worktree', 'remove', '--force', dir).catch(() => rm(dir, { recursive: true, force: true }))
+    }
+  }
+}
+
+const previous = await previousRelease()
+test.after.always(() => (typeof previous === 'string' ? undefined : previous.remove()))
+if (typeof previous === 'string') console.log(`mixed-version test skipped: ${previous}`)
 
 interface Running {
   process: ChildProcess
@@ -89,15 +125,15 @@ async function register(url: string, index: number, name: string): Promise<strin
 const holds = async (url: string, id: string): Promise<boolean> =>
   (await fetch(`${url}/v1/entities/${encodeURIComponent(id)}`)).status === 200
 
-;(previous ? test : test.skip)(
+;(typeof previous === 'string' ? test.skip : test)(
   'a node of the previous release and one of this version mesh and see each other’s registrations',
   async t => {
-    const release = previous as string
-    const oldVersion = (JSON.parse(await readFile(join(release, 'package.json'), 'utf8')) as { version: string })
+    const release = previous as Release
+    const oldVersion = (JSON.parse(await readFile(join(release.dir, 'package.json'), 'utf8')) as { version: string })
       .version
     const dir = await mkdtemp(join(tmpdir(), 'mixed-versions-'))
     t.teardown(() => rm(dir, { recursive: true, force: true }))
-    const old = await startProcess([join(release, 'dist/cli.js')], join(dir, 'old'))
+    const old = await startProcess(release.cli, join(dir, 'old'))
     t.teardown(() => stop(old))
     const current = await startProcess(CLI_FROM_SOURCES, join(dir, 'new'), old.p2p)
     t.teardown(() => stop(current))
