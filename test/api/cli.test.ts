@@ -10,6 +10,7 @@ import { parse as parseToml } from 'smol-toml'
 import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { http, startTestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
+import { outputOf } from '../helpers/shared.js'
 
 const exec = promisify(execFile)
 
@@ -232,18 +233,12 @@ test('start warns when the mesh is on and host is localhost, and not once a host
       ],
       { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }
     )
-    let out = ''
-    child.stdout.on('data', d => {
-      out += d
-    })
-    child.stderr.on('data', d => {
-      out += d
-    })
-    await until('the node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
+    const output = outputOf(child)
+    await until('the node prints its p2p line', () => /registry-node p2p /.test(output()) || undefined, 60_000)
     const exited = new Promise(resolve => child.once('exit', resolve))
     child.kill('SIGTERM')
     await exited
-    t.is(warning.test(out), warns, out)
+    t.is(warning.test(output()), warns, output())
   }
 })
 
@@ -256,14 +251,8 @@ test('SIGTERM to the npm start process, as a supervisor sends it, stops the node
     ['start', '--', '--data', data, '--http-port', '0', '--p2p-port', '0', '--host', 'node.example.org'],
     { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] }
   )
-  let out = ''
-  npm.stdout.on('data', d => {
-    out += d
-  })
-  npm.stderr.on('data', d => {
-    out += d
-  })
-  await until('the node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
+  const output = outputOf(npm)
+  await until('the node prints its p2p line', () => /registry-node p2p /.test(output()) || undefined, 60_000)
   const nodePid = Number.parseInt(await readFile(join(data, 'registry-node.pid'), 'utf8'), 10)
   const exited = new Promise(resolve => npm.once('exit', resolve))
   npm.kill('SIGTERM')

@@ -1,8 +1,20 @@
 /**
- * Small helpers several test files share: a port nothing listens on, and the `$ref`s of a schema
- * document.
+ * Small helpers several test files share: a port nothing listens on, the `$ref`s of a schema
+ * document, and what a child process prints.
  */
+import type { ChildProcess } from 'node:child_process'
 import { type AddressInfo, createServer } from 'node:net'
+
+/** Everything `child` writes to standard output and error so far, read when called. */
+export function outputOf(child: ChildProcess): () => string {
+  let out = ''
+  const add = (chunk: Buffer | string) => {
+    out += chunk
+  }
+  child.stdout?.on('data', add)
+  child.stderr?.on('data', add)
+  return () => out
+}
 
 /** A loopback port nothing listens on: one the system just handed out and took back. */
 export async function closedPort(): Promise<number> {
