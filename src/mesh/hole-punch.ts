@@ -41,6 +41,8 @@ const REFUSED_PAUSE_MS = 250
 const START_DELAY_MS = 1_500
 const ATTEMPTS = 3
 const DIRECT_DIAL_TIMEOUT_MS = 4_000
+/** A responder punches for one peer at most this often (each punch connects to an address the peer names). */
+const RESPOND_WINDOW_MS = 5_000
 const RETRY_DELAY_MS = 10_000
 
 export interface HolePunchStats {
@@ -155,6 +157,8 @@ export class HolePunch {
   readonly stats: HolePunchStats = { attempted: 0, succeeded: 0, failed: 0 }
   private adapter: SocketToConnection | null = null
   private readonly pending = new Set<string>()
+  /** When each peer last asked this node to punch: a peer names the address we connect to, so at most one a window. */
+  private readonly answered = new Map<string, number>()
   private readonly timers = new Set<NodeJS.Timeout>()
   private running = false
 
@@ -311,6 +315,11 @@ export class HolePunch {
     const signal = AbortSignal.timeout(EXCHANGE_TIMEOUT_MS)
     try {
       if (!isRelayed(connection) || this.adapter === null) throw new Error('punch requested off a relayed connection')
+      const peer = connection.remotePeer.toString()
+      const now = Date.now()
+      if (now - (this.answered.get(peer) ?? 0) < RESPOND_WINDOW_MS) throw new Error('punch requested too soon again')
+      this.answered.set(peer, now)
+      for (const [id, at] of this.answered) if (now - at >= RESPOND_WINDOW_MS) this.answered.delete(id)
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
       const theirs = parseOffer((await lp.read({ signal })).subarray())
       const host = theirs.hosts[0]
