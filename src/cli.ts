@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { asksForHelp, commandHelp, commandOf, topLevelHelp } from './cli-help.js'
 import { ConfigError, configTemplate, loadConfig, loadConfigWithSources, parseFlags } from './config/load.js'
+import { profileWarnings } from './config/profiles.js'
 import type { NodeConfig } from './config/settings.js'
 import { PortInUse } from './http/port-in-use.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
@@ -233,6 +234,7 @@ async function start(argv: string[]): Promise<void> {
       'registry-node: warning: host is "localhost" with the mesh on: other nodes see this node\'s names as localhost/<handle>/<name> and cannot resolve them here; set --host to the name peers reach this node by\n'
     )
   }
+  for (const warning of profileWarnings(config)) process.stderr.write(`registry-node: warning: ${warning}\n`)
   if (config.dev) {
     process.stdout.write(
       `registry-node: development mode (--dev): http:// entity URLs ${config.entities.allow_http_url ? 'accepted' : 'refused'}, private card addresses ${config.cards.allow_private_addresses ? 'accepted' : 'refused'}, rate limits ${config.rate_limit.enabled ? 'on' : 'off'}; not for a public mesh\n`
