@@ -136,6 +136,15 @@ async function keys(argv: string[]): Promise<void> {
   }
 }
 
+/** The libp2p PeerId of an Ed25519 public key (loaded here: only init needs libp2p's key encoding). */
+async function peerIdOf(publicKey: Uint8Array): Promise<string> {
+  const [{ publicKeyFromRaw }, { peerIdFromPublicKey }] = await Promise.all([
+    import('@libp2p/crypto/keys'),
+    import('@libp2p/peer-id')
+  ])
+  return peerIdFromPublicKey(publicKeyFromRaw(publicKey)).toString()
+}
+
 async function init(argv: string[]): Promise<void> {
   const force = argv.includes('--force')
   const flags = argv.filter(a => a !== '--force')
@@ -159,6 +168,8 @@ async function init(argv: string[]): Promise<void> {
   print({
     registry_id: identity.registryId,
     public_key: identity.publicKey,
+    // What peers name this node by in p2p.allow_peers and /p2p/ addresses: known before it first starts.
+    peer_id: await peerIdOf(identity.keyPair.publicKey),
     node_key: resolve(config.data_dir, NODE_KEY_FILE),
     config_file: resolve(configPath),
     config_written: written,

@@ -78,9 +78,12 @@ test('a mistyped profile, a private one without an allow list and public with --
   }
 })
 
-test('a public node listening on loopback without an announced address is warned at start', async t => {
+test('a public node listening on loopback without an announced address is warned at start; init told its PeerId', async t => {
   const dir = await mkdtemp(join(tmpdir(), 'registry-profile-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const init = await cli(['init', '--config', join(dir, 'node.toml'), '--data', join(dir, 'data')])
+  const { peer_id } = JSON.parse(init.stdout) as { peer_id: string }
+  t.regex(peer_id, /^12D3KooW/)
   const child = spawn(
     process.execPath,
     [
@@ -114,6 +117,7 @@ test('a public node listening on loopback without an announced address is warned
     await exited
   })
   await until('the node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
+  t.true(out.includes(`registry-node p2p ${peer_id} at `), out)
   t.regex(
     out,
     /registry-node: warning: profile public with p2p\.host 127\.0\.0\.1, a private address, and no p2p\.announce/
