@@ -7,6 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { METRICS, PROCESS_METRICS } from '../src/api/metrics.js'
 import { COMMANDS } from '../src/cli-help.js'
+import { PROFILES } from '../src/config/profiles.js'
 import { envName } from '../src/config/setting.js'
 import { SETTINGS } from '../src/config/settings.js'
 import { ERRORS } from '../src/errors.js'
@@ -18,7 +19,7 @@ import { EVENT_PAYLOADS } from '../src/wire/sockets.js'
 
 /** Where each generated table lives (paths from the repository root). */
 export const GENERATED_PAGES: Record<string, readonly string[]> = {
-  'docs/reference/configuration.md': ['config'],
+  'docs/reference/configuration.md': ['config', 'profiles'],
   'docs/reference/errors.md': ['errors'],
   'docs/reference/http-api.md': ['limits', 'events'],
   'docs/reference/cli.md': ['commands'],
@@ -34,6 +35,18 @@ export function generatedSections(): Record<string, string> {
     ...SETTINGS.map(
       s =>
         `| \`${s.key}\` | \`--${s.kind === 'boolean' ? `[no-]${s.flag}` : s.flag}\` | \`${envName(s)}\` | \`${JSON.stringify(s.default)}\` | ${s.reloadable ? 'applied' : 'restart'} | ${cell(s.doc)}${s.choices ? ` One of ${s.choices.join(', ')}.` : ''} |`
+    )
+  ].join('\n')
+  const profileNames = Object.keys(PROFILES) as (keyof typeof PROFILES)[]
+  const preset = (name: keyof typeof PROFILES, key: string) => {
+    const value = PROFILES[name][key]
+    return value === undefined ? '—' : `\`${JSON.stringify(value)}\``
+  }
+  const profiles = [
+    `| config key | ${profileNames.join(' | ')} |`,
+    `|---|${profileNames.map(() => '---|').join('')}`,
+    ...SETTINGS.filter(s => profileNames.some(name => s.key in PROFILES[name])).map(
+      s => `| \`${s.key}\` | ${profileNames.map(name => preset(name, s.key)).join(' | ')} |`
     )
   ].join('\n')
   const errors = [
@@ -88,7 +101,7 @@ export function generatedSections(): Record<string, string> {
     ),
     `| ${PROCESS_METRICS.map(name => `\`${name}\``).join(', ')}, … | | | the process: CPU, memory, file descriptors, event-loop lag, heap, garbage collection (prom-client's default metrics) |`
   ].join('\n')
-  return { config, errors, limits, events, commands, metrics }
+  return { config, profiles, errors, limits, events, commands, metrics }
 }
 
 export function applySections(page: string, sections: Record<string, string>, names: readonly string[]): string {

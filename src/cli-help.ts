@@ -43,12 +43,15 @@ export const COMMANDS: readonly CommandHelp[] = [
     args: '[flags]',
     summary:
       'run a node; stops cleanly on SIGINT/SIGTERM, and on SIGHUP reads its config file again and applies the settings that can change at run time (in this repository: npm start -- [flags])',
-    flags: [['--config FILE', 'a TOML config file (REGISTRY_NODE_CONFIG); flags > environment > file > defaults']],
+    flags: [
+      ['--config FILE', 'a TOML config file (REGISTRY_NODE_CONFIG); flags > environment > file > profile > defaults']
+    ],
     examples: [
       'registry-node start',
       'registry-node start --data ./data-b --http-port 8081 --p2p-port 4201 --bootstrap /ip4/…/tcp/4101/p2p/12D3KooW…',
       'registry-node start --config registry-node.toml',
-      'registry-node start --config registry-node.toml --tls-cert-file fullchain.pem --tls-key-file privkey.pem'
+      'registry-node start --config registry-node.toml --tls-cert-file fullchain.pem --tls-key-file privkey.pem',
+      'registry-node start --profile public --host registry.example.org --bootstrap /dnsaddr/bootstrap.example.org'
     ]
   },
   {
@@ -71,14 +74,15 @@ export const COMMANDS: readonly CommandHelp[] = [
   {
     name: 'config show',
     args: '[flags] [--json]',
-    summary: 'print every effective setting and where it came from (default, --dev, file, environment, flag)',
+    summary: 'print every effective setting and where it came from (default, --dev, profile, file, environment, flag)',
     flags: [
       ['--config FILE', 'the config file (REGISTRY_NODE_CONFIG)'],
       ['--json', 'print {key: {value, source}}']
     ],
     examples: [
       'registry-node config show --config registry-node.toml',
-      'registry-node config show --dev --http-port 9000'
+      'registry-node config show --dev --http-port 9000',
+      'registry-node config show --profile private --allow-peer 12D3KooW…'
     ]
   },
   {

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path'
 import { setFlagsFromString } from 'node:v8'
 import { asksForHelp, commandHelp, commandOf, topLevelHelp } from './cli-help.js'
 import { ConfigError, configTemplate, loadConfig, loadConfigWithSources, parseFlags } from './config/load.js'
+import { profileWarnings } from './config/profiles.js'
 import type { NodeConfig } from './config/settings.js'
 import { PortInUse } from './http/port-in-use.js'
 import { canonicalJson, withoutSignature } from './identity/canonical-json.js'
@@ -135,6 +136,15 @@ async function keys(argv: string[]): Promise<void> {
   }
 }
 
+/** The libp2p PeerId of an Ed25519 public key (loaded here: only init needs libp2p's key encoding). */
+async function peerIdOf(publicKey: Uint8Array): Promise<string> {
+  const [{ publicKeyFromRaw }, { peerIdFromPublicKey }] = await Promise.all([
+    import('@libp2p/crypto/keys'),
+    import('@libp2p/peer-id')
+  ])
+  return peerIdFromPublicKey(publicKeyFromRaw(publicKey)).toString()
+}
+
 async function init(argv: string[]): Promise<void> {
   const force = argv.includes('--force')
   const flags = argv.filter(a => a !== '--force')
@@ -158,6 +168,8 @@ async function init(argv: string[]): Promise<void> {
   print({
     registry_id: identity.registryId,
     public_key: identity.publicKey,
+    // What peers name this node by in p2p.allow_peers and /p2p/ addresses: known before it first starts.
+    peer_id: await peerIdOf(identity.keyPair.publicKey),
     node_key: resolve(config.data_dir, NODE_KEY_FILE),
     config_file: resolve(configPath),
     config_written: written,
@@ -233,6 +245,7 @@ async function start(argv: string[]): Promise<void> {
       'registry-node: warning: host is "localhost" with the mesh on: other nodes see this node\'s names as localhost/<handle>/<name> and cannot resolve them here; set --host to the name peers reach this node by\n'
     )
   }
+  for (const warning of profileWarnings(config)) process.stderr.write(`registry-node: warning: ${warning}\n`)
   if (config.dev) {
     process.stdout.write(
       `registry-node: development mode (--dev): http:// entity URLs ${config.entities.allow_http_url ? 'accepted' : 'refused'}, private card addresses ${config.cards.allow_private_addresses ? 'accepted' : 'refused'}, rate limits ${config.rate_limit.enabled ? 'on' : 'off'}; not for a public mesh\n`

@@ -1,11 +1,12 @@
 /**
- * Loading the configuration: defaults < config file (TOML) < environment < flags, each value
+ * Loading the configuration: defaults < `--dev` < profile < config file (TOML) < environment < flags, each value
  * checked against its row; and the commented file `init` writes. Apart from the table (settings.ts)
  * so that the table stays data and only what reads configuration imports the parser.
  */
 import { readFile } from 'node:fs/promises'
 import { parse as parseToml } from 'smol-toml'
 import { walkArgv } from '../util/argv.js'
+import { PROFILES, profileProblem } from './profiles.js'
 import { ENV_PREFIX, envName, type Setting } from './setting.js'
 import { type NodeConfig, SETTINGS } from './settings.js'
 
@@ -19,7 +20,9 @@ function coerce(setting: Setting, value: unknown, source: string): string | numb
     case 'string': {
       if (typeof value !== 'string') throw new ConfigError(`${where}: expected a string`)
       if (setting.choices && !setting.choices.includes(value))
-        throw new ConfigError(`${where}: expected one of ${setting.choices.join(', ')}`)
+        throw new ConfigError(
+          `${where}: expected one of ${setting.choices.join(', ')}${suggestion(value, new Set(setting.choices))}`
+        )
       if (setting.url && value !== '' && !/^https?:\/\/[^/\s]+/.test(value))
         throw new ConfigError(`${where}: expected an http:// or https:// URL`)
       return value
@@ -171,10 +174,10 @@ export const DEV_PRESET: Readonly<Record<string, Setting['default']>> = {
   'rate_limit.enabled': false
 }
 
-/** Where a setting's effective value came from: `default`, `--dev`, the file, a variable or a flag. */
+/** Where a setting's effective value came from: `default`, `--dev`, `profile <name>`, the file, a variable or a flag. */
 export type SettingSource = string
 
-/** Builds the configuration from defaults, the config file, the environment and flags, in that order. */
+/** Builds the configuration from defaults, `--dev`, the profile, the config file, the environment and flags, in that order. */
 export async function loadConfig(options: LoadOptions = {}): Promise<NodeConfig> {
   return (await loadConfigWithSources(options)).config
 }
@@ -220,10 +223,19 @@ export async function loadConfigWithSources({ argv = [], env = process.env }: Lo
       sources.set(key, '--dev')
     }
   }
+  const profile = layers.findLast(([s]) => s.key === 'profile')?.[1]
+  if (profile === 'public' || profile === 'private') {
+    for (const [key, value] of Object.entries(PROFILES[profile])) {
+      setPath(config, key, value)
+      sources.set(key, `profile ${profile}`)
+    }
+  }
   for (const [s, v, source] of layers) {
     setPath(config, s.key, v)
     sources.set(s.key, source)
   }
+  const problem = profileProblem(config as unknown as NodeConfig)
+  if (problem) throw new ConfigError(problem)
   return { config: config as unknown as NodeConfig, sources }
 }
 
@@ -235,7 +247,7 @@ function tomlValue(value: Setting['default']): string {
 export function configTemplate(overrides: Partial<Record<string, Setting['default']>> = {}): string {
   const lines = [
     '# registry-node configuration (TOML).',
-    '# Precedence: defaults < this file < environment (REGISTRY_NODE_<SECTION>_<KEY>) < command-line flags.',
+    '# Precedence: defaults < profile < this file < environment (REGISTRY_NODE_<SECTION>_<KEY>) < command-line flags.',
     ''
   ]
   let section = ''

@@ -25,6 +25,14 @@ export const NODE_SETTINGS = [
     doc: 'Development mode, for a node on one machine and never in a public mesh: http:// entity URLs and private card addresses are accepted and rate limits are off, unless the file, environment or flags set those settings; the node says so when it starts.'
   },
   {
+    key: 'profile',
+    kind: 'string',
+    default: 'none',
+    flag: 'profile',
+    choices: ['none', 'public', 'private'],
+    doc: 'A preset of the mesh settings, below the file, environment and flags (docs/operator.md, Profiles). public: a node of the public mesh, reachability check, relay server, hole punching, gossip scoring, discovery and per-peer limits on; it warns at start when peers elsewhere could not dial it. private: a closed mesh of the peers p2p.allow_peers names (required), relay, reachability check, hole punching and UPnP off. none: the built-in defaults alone.'
+  },
+  {
     key: 'data_dir',
     kind: 'string',
     default: './data',

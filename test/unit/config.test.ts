@@ -11,6 +11,7 @@ import {
   loadConfigWithSources,
   parseFlags
 } from '../../src/config/load.js'
+import { PROFILES, isPrivateAddress, profileWarnings } from '../../src/config/profiles.js'
 import { envName } from '../../src/config/setting.js'
 import { SETTINGS } from '../../src/config/settings.js'
 
@@ -333,4 +334,112 @@ test('configTemplate escapes strings so they survive TOML', t => {
   const tricky = 'C:\\data "quoted"\tand\u00e9'
   const parsed = parseToml(configTemplate({ name: tricky })) as Record<string, unknown>
   t.is(parsed.name, tricky)
+})
+
+test('a profile presets mesh settings above the defaults and names itself as their source', async t => {
+  const { config, sources } = await loadConfigWithSources({
+    argv: ['--profile', 'private', '--allow-peer', '12D3KooWPeerA'],
+    env: {}
+  })
+  t.like(config.p2p, { relay_server: false, relay_client: 'off', reachability_check: false, hole_punching: false })
+  t.is(sources.get('p2p.relay_server'), 'profile private')
+  t.is(sources.get('p2p.upnp'), 'profile private')
+  t.is(sources.get('profile'), 'flag --profile')
+  t.is(sources.get('p2p.target_peers'), 'default', 'what the profile leaves alone stays at its default')
+  const pub = await loadConfigWithSources({ argv: [], env: { REGISTRY_NODE_PROFILE: 'public' } })
+  t.is(pub.config.p2p.relay_server, true)
+  t.is(pub.sources.get('p2p.relay_server'), 'profile public')
+  t.is(pub.sources.get('profile'), 'environment REGISTRY_NODE_PROFILE')
+  const none = await loadConfigWithSources({ argv: [], env: {} })
+  t.is(none.config.profile, 'none')
+  t.false([...none.sources.values()].some(source => source.startsWith('profile')))
+})
+
+test('the file, environment and flags each win over the profile', async t => {
+  const file = await tomlFile(
+    'profile.toml',
+    'profile = "private"\n[p2p]\nallow_peers = ["12D3KooWPeerA"]\nrelay_server = true\n'
+  )
+  const { config, sources } = await loadConfigWithSources({
+    argv: ['--config', file, '--hole-punching'],
+    env: { REGISTRY_NODE_P2P_RELAY_CLIENT: 'always' }
+  })
+  t.is(config.profile, 'private')
+  t.is(sources.get('profile'), `file ${file}`)
+  t.true(config.p2p.relay_server)
+  t.is(sources.get('p2p.relay_server'), `file ${file}`)
+  t.is(config.p2p.relay_client, 'always')
+  t.is(sources.get('p2p.relay_client'), 'environment REGISTRY_NODE_P2P_RELAY_CLIENT')
+  t.true(config.p2p.hole_punching)
+  t.is(sources.get('p2p.hole_punching'), 'flag --hole-punching')
+  t.false(config.p2p.reachability_check)
+  t.is(sources.get('p2p.reachability_check'), 'profile private')
+  const flagWins = await loadConfig({ argv: ['--config', file, '--profile', 'public'], env: {} })
+  t.is(flagWins.profile, 'public', 'the flag picks the profile over the file')
+  t.is(flagWins.p2p.reachability_check, true)
+})
+
+test('an unknown profile, a private one without an allow list and public with --dev are one line each', async t => {
+  const unknown = await t.throwsAsync(loadConfig({ argv: ['--profile', 'pubilc'], env: {} }), {
+    instanceOf: ConfigError
+  })
+  t.is(unknown?.message, 'profile (--profile): expected one of none, public, private; did you mean public?')
+  const env = await t.throwsAsync(loadConfig({ argv: [], env: { REGISTRY_NODE_PROFILE: 'privat' } }))
+  t.regex(env?.message ?? '', /REGISTRY_NODE_PROFILE.*did you mean private\?$/)
+  const far = await t.throwsAsync(loadConfig({ argv: ['--profile', 'open-mesh'], env: {} }))
+  t.is(far?.message, 'profile (--profile): expected one of none, public, private')
+  const closed = await t.throwsAsync(loadConfig({ argv: ['--profile', 'private'], env: {} }), {
+    instanceOf: ConfigError
+  })
+  t.regex(closed?.message ?? '', /^profile private needs p2p\.allow_peers \(--allow-peer/)
+  t.false(closed?.message.includes('\n'))
+  await t.notThrowsAsync(
+    loadConfig({ argv: ['--profile', 'private', '--no-p2p'], env: {} }),
+    'no mesh, no allow list needed'
+  )
+  const dev = await t.throwsAsync(loadConfig({ argv: ['--profile', 'public', '--dev'], env: {} }))
+  t.regex(dev?.message ?? '', /^profile public and --dev \(dev\) contradict/)
+})
+
+test('every profile presets real settings with values their rows accept', async t => {
+  const keys = new Map(SETTINGS.map(s => [s.key, s]))
+  for (const [name, preset] of Object.entries(PROFILES)) {
+    for (const [key, value] of Object.entries(preset)) {
+      const setting = keys.get(key)
+      t.truthy(setting, `${name}: ${key} is a setting`)
+      const file = await tomlFile(`preset-${name}.toml`, '')
+      const flag =
+        setting!.kind === 'boolean'
+          ? [value ? `--${setting!.flag}` : `--no-${setting!.flag}`]
+          : [`--${setting!.flag}`, String(value)]
+      const loaded = await loadConfig({ argv: ['--config', file, ...flag, '--allow-peer', 'x'], env: {} })
+      t.deepEqual(
+        key.split('.').reduce<unknown>((at, part) => (at as Record<string, unknown>)[part], loaded),
+        value
+      )
+    }
+  }
+})
+
+test('a public node listening on a private address without announcing one is warned at start', t => {
+  const base = defaultConfig()
+  const at = (profile: 'none' | 'public', host: string, announce: string[] = []) =>
+    profileWarnings({ ...base, profile, p2p: { ...base.p2p, host, announce } })
+  t.deepEqual(at('public', '0.0.0.0'), [])
+  t.is(at('public', '192.168.1.20').length, 1)
+  t.regex(at('public', '127.0.0.1')[0] ?? '', /p2p\.host 127\.0\.0\.1, a private address, and no p2p\.announce/)
+  t.deepEqual(at('public', '10.0.0.5', ['/ip4/203.0.113.7/tcp/4001']), [])
+  t.deepEqual(at('none', '127.0.0.1'), [])
+  for (const ip of [
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '100.64.0.1',
+    '169.254.1.1',
+    '::1',
+    'fd00::1',
+    'fe80::1'
+  ])
+    t.true(isPrivateAddress(ip), ip)
+  for (const ip of ['172.32.0.1', '203.0.113.7', '8.8.8.8', '2001:db8::1', '0.0.0.0']) t.false(isPrivateAddress(ip), ip)
 })
