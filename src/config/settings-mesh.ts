@@ -107,7 +107,7 @@ export const P2P_SETTINGS = [
     kind: 'boolean',
     default: true,
     flag: 'hole-punching',
-    doc: 'Upgrade relayed connections to direct ones by simultaneous dials (DCUtR) where the NATs or firewalls on both sides let it through.'
+    doc: 'Replace relayed connections with direct ones: a dial back, else a TCP simultaneous open from agreed ports (/zns/punch/1.0.0; DCUtR for other implementations) where the firewalls or NATs on both sides let it through.'
   },
   {
     key: 'p2p.upnp',
