@@ -49,6 +49,8 @@ export interface HolePunchStats {
   attempted: number
   succeeded: number
   failed: number
+  /** Why the latest failed punch failed, for an operator wondering why the relay stays. */
+  last_failure: string | null
 }
 
 export interface HolePunchOptions {
@@ -154,7 +156,7 @@ function parseOffer(bytes: Uint8Array): Offer {
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value))
 
 export class HolePunch {
-  readonly stats: HolePunchStats = { attempted: 0, succeeded: 0, failed: 0 }
+  readonly stats: HolePunchStats = { attempted: 0, succeeded: 0, failed: 0, last_failure: null }
   private adapter: SocketToConnection | null = null
   private readonly pending = new Set<string>()
   /** When each peer last asked this node to punch: a peer names the address we connect to, so at most one a window. */
@@ -213,9 +215,19 @@ export class HolePunch {
     this.timers.add(timer)
   }
 
-  private connections(peer: PeerId): { relayed?: Connection; direct: boolean } {
+  private connections(peer: PeerId): { relayed?: Connection; direct: boolean; dialledToo: boolean } {
     const open = this.o.libp2p.getConnections(peer).filter(c => c.status === 'open')
-    return { relayed: open.find(isRelayed), direct: open.some(c => !isRelayed(c)) }
+    return {
+      relayed: open.find(isRelayed),
+      direct: open.some(c => !isRelayed(c)),
+      dialledToo: open.some(c => isRelayed(c) && c.direction === 'outbound')
+    }
+  }
+
+  /** Once a direct connection exists, the relayed ones only hold slots on relays. */
+  private async closeRelayed(peer: PeerId): Promise<void> {
+    const relayed = this.o.libp2p.getConnections(peer).filter(isRelayed)
+    await Promise.all(relayed.map(c => c.close().catch(() => {})))
   }
 
   /**
@@ -236,12 +248,15 @@ export class HolePunch {
 
   /** true when there is nothing left to do: punched, already direct, gone, or the peer cannot punch. */
   private async initiate(peer: PeerId): Promise<boolean> {
-    const { relayed, direct } = this.connections(peer)
+    const { relayed, direct, dialledToo } = this.connections(peer)
     if (!this.running || relayed === undefined) return true
+    // Both dialled through the relay: each side was reached, and the lower peer ID alone punches, so
+    // two punches do not cross.
+    if (dialledToo && !direct && this.o.libp2p.peerId.toString() > peer.toString()) return true
     if (direct) {
       // A direct dial got through after all (the peer is reachable, or libp2p upgraded a limited
       // connection itself): the relayed one only holds a slot on the relay.
-      await relayed.close().catch(() => {})
+      await this.closeRelayed(peer)
       return true
     }
     const protocols = await this.o.libp2p.peerStore
@@ -250,15 +265,18 @@ export class HolePunch {
       .catch(() => [] as string[])
     if (!protocols.includes(PUNCH_PROTOCOL)) return protocols.length > 0
     if (await this.dialDirect(peer)) {
-      await relayed.close().catch(() => {})
+      await this.closeRelayed(peer)
       return true
     }
+    // The relayed connection may have been replaced during the dial (the peer dialled through the relay too).
+    const through = this.connections(peer).relayed
+    if (through === undefined) return false
     this.stats.attempted++
     const signal = AbortSignal.timeout(EXCHANGE_TIMEOUT_MS)
     let stream: Stream | undefined
     try {
       const localPort = await freePort()
-      stream = await relayed.newStream(PUNCH_PROTOCOL, { signal, runOnLimitedConnection: true })
+      stream = await through.newStream(PUNCH_PROTOCOL, { signal, runOnLimitedConnection: true })
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
       const sent = performance.now()
       await lp.write(encode({ hosts: this.hosts(), port: localPort }), { signal })
@@ -277,11 +295,14 @@ export class HolePunch {
         { peer: peer.toString(), address: `${host}:${theirs.port}` },
         'hole punched: direct connection'
       )
-      await relayed.close().catch(() => {})
+      await this.closeRelayed(peer)
       return true
     } catch (err) {
       stream?.abort(err as Error)
+      // The peer's own punch (or a dial) won meanwhile and closed the relayed connection under ours.
+      if (this.connections(peer).direct) return true
       this.stats.failed++
+      this.stats.last_failure = (err as Error).message
       this.o.logger.debug({ peer: peer.toString(), err: (err as Error).message }, 'hole punch failed')
       return false
     }

@@ -222,7 +222,10 @@ export const NetworkStatus = Type.Object(
         {
           attempted: Type.Integer({ description: 'punches this node started over a relayed connection' }),
           succeeded: Type.Integer({ description: 'punches that replaced the relayed connection with a direct one' }),
-          failed: Type.Integer({ description: 'punches that timed out or were refused; the relay stays' })
+          failed: Type.Integer({
+            description: 'punches that timed out or were refused while no direct connection appeared; the relay stays'
+          }),
+          last_failure: Nullable(Type.String({ description: 'why the latest failed punch failed' }))
         },
         { description: 'hole punching between nodes that reach each other only through a relay' }
       ),

@@ -199,7 +199,9 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             dht_mode: c.mesh?.dhtMode ?? null,
             reachability: c.mesh?.reach.state ?? 'unknown',
             connections: c.mesh?.reach.connectionCounts() ?? { direct: 0, relayed: 0 },
-            hole_punches: c.mesh ? { ...c.mesh.holePunch.stats } : { attempted: 0, succeeded: 0, failed: 0 },
+            hole_punches: c.mesh
+              ? { ...c.mesh.holePunch.stats }
+              : { attempted: 0, succeeded: 0, failed: 0, last_failure: null },
             ...(c.mesh ? { gossip: gossipCounters(c.mesh) } : {})
           },
           entities: counts,
