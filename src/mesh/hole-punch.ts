@@ -300,7 +300,10 @@ export class HolePunch {
     } catch (err) {
       stream?.abort(err as Error)
       // The peer's own punch (or a dial) won meanwhile and closed the relayed connection under ours.
-      if (this.connections(peer).direct) return true
+      if (this.connections(peer).direct) {
+        await this.closeRelayed(peer)
+        return true
+      }
       this.stats.failed++
       this.stats.last_failure = (err as Error).message
       this.o.logger.debug({ peer: peer.toString(), err: (err as Error).message }, 'hole punch failed')
