@@ -30,11 +30,10 @@
  * publishing. A node emits `agent_registered` / `agent_deregistered` when it applies the
  * operation (the home node when it commits, the others when gossip or sync applied it), stamped
  * with its own clock (ISO, millisecond resolution; all nodes share this machine's clock).
- *   publish = the moment the bench received the 201/200 reply (the operation was published to
- *   gossip at its commit, just before the reply, so a fast peer may apply it before the reply: its
- *   delay is then negative, and it counts as it is).
- *   publish_to_node: event time on each node other than the home node − publish, over all pairs.
- *   publish_to_last_node: per operation, the latest of those (only when every node got it).
+ *   post = the moment the bench sent the request (POST or DELETE), as a client's clock starts;
+ *   the HTTP round trip is reported on its own (http_reply_p50).
+ *   post_to_node: event time on each node other than the home node − post, over all pairs.
+ *   post_to_last_node: per operation, the latest of those (only when every node got it).
  *   home_to_node: event time on each other node − the home node's own event time (node clocks
  *   only: leaves out the HTTP reply and the bench's reading of it).
  *   delivery ratio: (operation, non-home node) pairs delivered within `--drain` s after the last
@@ -54,7 +53,7 @@
  * --profile-dir writes a V8 CPU profile of every node process there (node --cpu-prof, on exit);
  * --profile-nodes K profiles only the last K nodes (profiling all 20 saturates the machine).
  * --dump PREFIX writes PREFIX-registration.json and PREFIX-tombstone.json: per operation, when the
- * bench read its reply, its home node, the reply's latency and each node's publish → apply delay
+ * bench sent and read it, its home node, the reply's latency and each node's post → apply delay
  * (to see whether slow deliveries cluster in time or on some nodes).
  *
  * Prints one `name: value unit` line per figure (progress goes to stderr). Never fails on timing.
@@ -488,21 +487,22 @@ function reportDelivery(
       }
       delivered++
       const at = times[0]!
-      toNode.push(at - p.repliedAt)
+      toNode.push(at - p.sentAt)
       if (homeAt !== undefined) homeToNode.push(at - homeAt)
       last = Math.max(last, at)
       const g = seen[j]!.gossip.get(`${gossipKind}|${p.entity.id}`)
       if (!g?.outcomes.includes('applied')) bySync++
     }
-    if (complete) toLast.push(last - p.repliedAt)
+    if (complete) toLast.push(last - p.sentAt)
     dumpRows.push({
+      sent_at: p.sentAt,
       replied_at: p.repliedAt,
       home: p.home,
       http_ms: p.httpMs,
       // null: not delivered within --drain
-      publish_to_node_ms: Array.from({ length: N }, (_, j) => {
+      post_to_node_ms: Array.from({ length: N }, (_, j) => {
         const at = seen[j]![kind].get(p.entity.id)?.[0]
-        return at === undefined ? null : at - p.repliedAt
+        return at === undefined ? null : at - p.sentAt
       })
     })
   }
@@ -516,16 +516,12 @@ function reportDelivery(
     ((100 * delivered) / Math.max(1, pairs)).toFixed(2),
     `% (${delivered} of ${pairs} operation × other-node pairs)`
   )
-  report(`${label}_publish_to_node_p50`, ms1(a.p50), 'ms')
-  report(`${label}_publish_to_node_p99`, ms1(a.p99), 'ms')
-  report(
-    `${label}_publish_to_node_max`,
-    ms1(a.max),
-    `ms (min ${ms1(a.min)} ms: negative when a peer applied it before the bench read the reply)`
-  )
-  report(`${label}_publish_to_last_node_p50`, ms1(b.p50), `ms (${b.n} operations that reached every node)`)
-  report(`${label}_publish_to_last_node_p99`, ms1(b.p99), 'ms')
-  report(`${label}_publish_to_last_node_max`, ms1(b.max), 'ms')
+  report(`${label}_post_to_node_p50`, ms1(a.p50), 'ms')
+  report(`${label}_post_to_node_p99`, ms1(a.p99), 'ms')
+  report(`${label}_post_to_node_max`, ms1(a.max), `ms (min ${ms1(a.min)} ms)`)
+  report(`${label}_post_to_last_node_p50`, ms1(b.p50), `ms (${b.n} operations that reached every node)`)
+  report(`${label}_post_to_last_node_p99`, ms1(b.p99), 'ms')
+  report(`${label}_post_to_last_node_max`, ms1(b.max), 'ms')
   report(`${label}_home_to_node_p50`, ms1(c.p50), 'ms (node clocks only: home node event to other node event)')
   report(`${label}_home_to_node_p99`, ms1(c.p99), 'ms')
   report(`${label}_http_reply_p50`, ms1(h.p50), `ms (p99 ${ms1(h.p99)} ms: request to reply at the home node)`)
@@ -663,7 +659,11 @@ async function main(): Promise<void> {
   process.setMaxListeners(4 * N + 20)
 
   const machine = await reportMachine()
-  report('node_sources', args['node-src'] ?? `${REPO}src`, '')
+  report(
+    'node_sources',
+    args['node-src'] ?? (process.env.BENCH_NODE_BUILT ? `${REPO}dist (BENCH_NODE_BUILT)` : `${REPO}src`),
+    ''
+  )
   report('node_extra_args', args['node-arg'].join(' ') || 'none', '')
 
   // 1. Signed registrations; 2. nodes.

@@ -8,7 +8,15 @@ import { Agent, request } from 'node:http'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import WebSocket from 'ws'
-import { CLI_FROM_SOURCES, cpuSeconds, REPO, spawnNode, TSX_IMPORT, type NodeProcess } from './node-process.js'
+import {
+  CLI_BUILT,
+  CLI_FROM_SOURCES,
+  cpuSeconds,
+  REPO,
+  spawnNode,
+  TSX_IMPORT,
+  type NodeProcess
+} from './node-process.js'
 import { percentile, report } from './report.js'
 
 /** Progress, on stderr (stdout holds only the figures). */
@@ -212,9 +220,13 @@ export interface MeshNodeOptions {
   runtimeArgs?: readonly string[]
 }
 
-/** Node arguments that run the CLI of `nodeSrc` (or the working tree's src/). */
+/**
+ * Node arguments that run the CLI of `nodeSrc`, else the built one when BENCH_NODE_BUILT is set (as
+ * `npm start` runs it: no tsx compiling modules in every node), else the working tree's src/.
+ */
 export function cliEntry(nodeSrc?: string): string[] {
-  return nodeSrc ? ['--import', TSX_IMPORT, join(nodeSrc, 'cli.ts')] : CLI_FROM_SOURCES
+  if (nodeSrc) return ['--import', TSX_IMPORT, join(nodeSrc, 'cli.ts')]
+  return process.env.BENCH_NODE_BUILT ? CLI_BUILT : CLI_FROM_SOURCES
 }
 
 /** Starts a node with the mesh on 127.0.0.1 (ephemeral TCP and WebSocket ports) and an ephemeral HTTP port. */
