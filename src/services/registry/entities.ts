@@ -63,6 +63,8 @@ export class EntityService {
   /** Rendered JSON, with the liveness it shows (heartbeats change it without a write). */
   private readonly rendered = new BoundedMap<string, { text: string; live: string }>(RENDERED_CACHE_SIZE)
   private readonly statuses: EntityStatusChanges
+  /** Reads of unknown entities waiting on a network lookup, by entity ID: each is told when the entity is registered here. */
+  private readonly awaited = new Map<string, Set<() => void>>()
 
   constructor(private readonly c: EntityServiceComponents) {
     this.now = c.now ?? (() => new Date())
@@ -70,7 +72,10 @@ export class EntityService {
     if (c.directory) c.directory.onEntityChanged = id => this.changed(id)
     // A record's rendering shows its FQAN, so name changes invalidate it too.
     c.bus.subscribe(event => {
-      if (BINDING_EVENTS.has(event.type) && typeof event.data.entity_id === 'string') this.changed(event.data.entity_id)
+      if (typeof event.data.entity_id !== 'string') return
+      if (BINDING_EVENTS.has(event.type)) this.changed(event.data.entity_id)
+      if (event.type === 'agent_registered')
+        for (const arrived of this.awaited.get(event.data.entity_id) ?? []) arrived()
     })
   }
 
@@ -107,12 +112,34 @@ export class EntityService {
   /**
    * An entity this node does not hold and has no tombstone of, found through the mesh: its
    * operations are fetched from its home node and applied (verified) here. Null when not found.
+   * A registration usually arrives by gossip while the lookup still waits on the DHT, so its
+   * arrival answers at once rather than when the lookup ends (the lookup goes on in the background).
    */
   async fromNetwork(id: string): Promise<string | null> {
     if (!this.network || this.c.store.getEntity(id) || this.c.store.getTombstone(id)) return null
-    await this.network.fetch(`entity:${id}`, NETWORK_LOOKUP_TIMEOUT_MS)
+    let gossiped = false
+    let stopWaiting = (): void => {}
+    const arrival = new Promise<void>(resolve => {
+      const arrived = (): void => {
+        gossiped = true
+        resolve()
+      }
+      const waiting = this.awaited.get(id) ?? new Set<() => void>()
+      waiting.add(arrived)
+      this.awaited.set(id, waiting)
+      stopWaiting = () => {
+        waiting.delete(arrived)
+        if (waiting.size === 0) this.awaited.delete(id)
+      }
+    })
+    try {
+      await Promise.race([this.network.fetch(`entity:${id}`, NETWORK_LOOKUP_TIMEOUT_MS), arrival])
+    } finally {
+      stopWaiting()
+    }
     const record = this.c.store.getEntity(id)
-    return record ? JSON.stringify({ ...this.view(record), source: 'network' }) : null
+    if (!record) return null
+    return gossiped ? this.viewJson(id) : JSON.stringify({ ...this.view(record), source: 'network' })
   }
 
   /** The record as JSON text, rendered once and served from memory until it changes. */

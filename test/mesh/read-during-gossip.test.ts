@@ -1,0 +1,37 @@
+/**
+ * A read of an entity this node does not hold yet starts a network lookup; when the registration
+ * arrives by gossip meanwhile, the read answers at its arrival, not when the lookup ends.
+ */
+import test from 'ava'
+import { agent, developer, developerRegistration, specRegistration } from '../helpers/identities.js'
+import { http, tcpAddress, testNodes } from '../helpers/node.js'
+import { until } from '../helpers/wait.js'
+
+const nodes = testNodes()
+test.after.always(nodes.stopAll)
+
+test('a read waiting on a network lookup answers as soon as gossip brings the entity', async t => {
+  const mesh = { enabled: true, target_peers: 0, dht_announce_interval_seconds: 3600 }
+  const a = await nodes.start({ host: 'a.registry.test', p2p: mesh })
+  const b = await nodes.start({ host: 'b.registry.test', p2p: { ...mesh, bootstrap: [tcpAddress(a)] } })
+  const c = await nodes.start({ host: 'c.registry.test', p2p: { ...mesh, bootstrap: [tcpAddress(a)] } })
+  const owner = developer(57)
+  t.is((await http(a.url, 'POST', '/v1/developers', { body: developerRegistration(owner) })).status, 201)
+  await until('the developer reached B and C', async () =>
+    (await Promise.all([b, c].map(n => http(n.url, 'GET', `/v1/developers/${owner.id}`)))).every(r => r.status === 200)
+  )
+
+  const bot = agent(owner, 0)
+  const started = performance.now()
+  const read = http(b.url, 'GET', `/v1/entities/${bot.agentId}`).then(r => ({ ...r, at: performance.now() }))
+  await new Promise(resolve => setTimeout(resolve, 30))
+  const posted = performance.now()
+  t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, bot) })).status, 201)
+  const reply = await read
+  t.log(
+    `read sent ${Math.round(posted - started)} ms before the POST; answered ${Math.round(reply.at - posted)} ms after it`
+  )
+  t.is(reply.status, 200, JSON.stringify(reply.body))
+  t.is(reply.body.entity_id, bot.agentId)
+  t.is(reply.body.source, undefined, 'the record came by gossip, not by the lookup')
+})
