@@ -117,13 +117,9 @@ export class EntityService {
    */
   async fromNetwork(id: string): Promise<string | null> {
     if (!this.network || this.c.store.getEntity(id) || this.c.store.getTombstone(id)) return null
-    let gossiped = false
     let stopWaiting = (): void => {}
     const arrival = new Promise<void>(resolve => {
-      const arrived = (): void => {
-        gossiped = true
-        resolve()
-      }
+      const arrived = (): void => resolve()
       const waiting = this.awaited.get(id) ?? new Set<() => void>()
       waiting.add(arrived)
       this.awaited.set(id, waiting)
@@ -138,8 +134,7 @@ export class EntityService {
       stopWaiting()
     }
     const record = this.c.store.getEntity(id)
-    if (!record) return null
-    return gossiped ? this.viewJson(id) : JSON.stringify({ ...this.view(record), source: 'network' })
+    return record ? JSON.stringify({ ...this.view(record), source: 'network' }) : null
   }
 
   /** The record as JSON text, rendered once and served from memory until it changes. */
