@@ -72,6 +72,8 @@ export class Locator {
   private reannounceTimer: NodeJS.Timeout | null = null
   private lookups = 0
   private readonly misses = new BoundedMap<string, number>(MAX_MISSES)
+  /** Lookups under way, by key. */
+  private readonly inflight = new Map<string, Promise<number>>()
   private stopped = false
   /** `skipped`: fetches not looked up (too many running, or the key was missed a moment ago). */
   readonly stats = { announced: 0, announceFailures: 0, lookups: 0, found: 0, skipped: 0 }
@@ -157,7 +159,17 @@ export class Locator {
    * Finds providers of `key` and fetches its operations from the first that has them; resolves
    * to the number of operations applied (0: nobody had it within the time limit).
    */
-  async fetch(key: string, timeoutMs: number): Promise<number> {
+  fetch(key: string, timeoutMs: number): Promise<number> {
+    // Readers polling an ID before it arrives (a client waiting for its registration to spread) would
+    // each start a lookup of their own: one at a time per key, and every reader waits on it.
+    const running = this.inflight.get(key)
+    if (running) return running
+    const lookup = this.fetchOnce(key, timeoutMs).finally(() => this.inflight.delete(key))
+    this.inflight.set(key, lookup)
+    return lookup
+  }
+
+  private async fetchOnce(key: string, timeoutMs: number): Promise<number> {
     const missed = this.misses.get(key)
     if (this.stopped || this.lookups >= MAX_LOOKUPS || (missed !== undefined && Date.now() - missed < MISS_TTL_MS)) {
       this.stats.skipped++

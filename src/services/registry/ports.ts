@@ -16,6 +16,8 @@ export interface NetworkLookup {
 
 /** How long a read waits for the mesh to find what this node lacks. */
 export const NETWORK_LOOKUP_TIMEOUT_MS = 3_000
+/** How long a read of an unknown ID waits for gossip to bring it before asking the mesh (entities.ts). */
+export const NETWORK_LOOKUP_GRACE_MS = 250
 
 export interface LiveView {
   status: 'active' | 'inactive'
