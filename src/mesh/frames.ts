@@ -1,6 +1,7 @@
 /**
  * One-frame JSON messages on libp2p streams (length-prefixed with `lpStream`): encoding, and decoding
- * with a schema check, for the request/response protocols of federated search.
+ * with a schema check, for the request/response protocols between nodes (federated search, reachability,
+ * hole punching).
  */
 import type { Static, TSchema } from '@sinclair/typebox'
 import { JsonDepthError, MAX_JSON_DEPTH, nestsDeeperThan } from '../wire/json.js'

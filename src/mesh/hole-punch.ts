@@ -24,6 +24,7 @@ import type { Connection, Logger as Libp2pLogger, MultiaddrConnection, PeerId, S
 import { isPrivate, lpStream } from '@libp2p/utils'
 import { type Multiaddr, multiaddr } from '@multiformats/multiaddr'
 import type { Logger } from 'pino'
+import { encodeJson, parseJson } from './frames.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 import { isRelayed } from './reachability.js'
 
@@ -144,7 +145,7 @@ async function punch(host: string, port: number, localPort: number): Promise<Soc
 }
 
 function parseOffer(bytes: Uint8Array): Offer {
-  const value = JSON.parse(new TextDecoder().decode(bytes)) as { hosts?: unknown; port?: unknown }
+  const value = parseJson(bytes, 'punch offer') as { hosts?: unknown; port?: unknown }
   const hosts = Array.isArray(value.hosts)
     ? value.hosts.filter((h): h is string => typeof h === 'string' && h.length <= 64).slice(0, MAX_HOSTS)
     : []
@@ -152,8 +153,6 @@ function parseOffer(bytes: Uint8Array): Offer {
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) throw new Error('bad punch port')
   return { hosts, port }
 }
-
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(JSON.stringify(value))
 
 export class HolePunch {
   readonly stats: HolePunchStats = { attempted: 0, succeeded: 0, failed: 0, last_failure: null }
@@ -279,12 +278,12 @@ export class HolePunch {
       stream = await through.newStream(PUNCH_PROTOCOL, { signal, runOnLimitedConnection: true })
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
       const sent = performance.now()
-      await lp.write(encode({ hosts: this.hosts(), port: localPort }), { signal })
+      await lp.write(encodeJson({ hosts: this.hosts(), port: localPort }), { signal })
       const theirs = parseOffer((await lp.read({ signal })).subarray())
       const roundTrip = performance.now() - sent
       const host = theirs.hosts[0]
       if (host === undefined) throw new Error('the peer offered no address')
-      await lp.write(encode({ go: true }), { signal })
+      await lp.write(encodeJson({ go: true }), { signal })
       // The go frame reaches the responder half a round trip from now, and it dials at once.
       await delay(roundTrip / 2)
       const socket = await punch(host, theirs.port, localPort)
@@ -349,8 +348,8 @@ export class HolePunch {
       const host = theirs.hosts[0]
       if (host === undefined) throw new Error('the peer offered no address')
       const localPort = await freePort()
-      await lp.write(encode({ hosts: this.hosts(), port: localPort }), { signal })
-      const go = JSON.parse(new TextDecoder().decode((await lp.read({ signal })).subarray())) as { go?: unknown }
+      await lp.write(encodeJson({ hosts: this.hosts(), port: localPort }), { signal })
+      const go = parseJson((await lp.read({ signal })).subarray(), 'punch go') as { go?: unknown }
       if (go.go !== true) throw new Error('no go frame')
       const socket = await punch(host, theirs.port, localPort)
       await stream.close().catch(() => {})

@@ -15,6 +15,7 @@ import type { Connection, Stream } from '@libp2p/interface'
 import { isPrivate, lpStream } from '@libp2p/utils'
 import { type Multiaddr, multiaddr } from '@multiformats/multiaddr'
 import type { Logger } from 'pino'
+import { encodeJson, parseJson } from './frames.js'
 import type { MeshLibp2p } from './libp2p-node.js'
 
 export const REACH_PROTOCOL = '/zns/reach/1.0.0'
@@ -179,8 +180,8 @@ export class ReachabilityCheck {
     try {
       stream = await connection.newStream(REACH_PROTOCOL, { signal })
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
-      await lp.write(new TextEncoder().encode(JSON.stringify({ addresses })), { signal })
-      const reply = JSON.parse(new TextDecoder().decode((await lp.read({ signal })).subarray())) as {
+      await lp.write(encodeJson({ addresses }), { signal })
+      const reply = parseJson((await lp.read({ signal })).subarray(), 'reach reply') as {
         ok?: unknown
         observed?: unknown
       }
@@ -201,7 +202,7 @@ export class ReachabilityCheck {
     const signal = AbortSignal.timeout(STREAM_TIMEOUT_MS)
     try {
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
-      const request = JSON.parse(new TextDecoder().decode((await lp.read({ signal })).subarray())) as {
+      const request = parseJson((await lp.read({ signal })).subarray(), 'reach request') as {
         addresses?: unknown
       }
       const observed = hostOf(connection.remoteAddr.toString())
@@ -222,7 +223,7 @@ export class ReachabilityCheck {
           ok = false
         }
       }
-      await lp.write(new TextEncoder().encode(JSON.stringify({ ok, observed })), { signal })
+      await lp.write(encodeJson({ ok, observed }), { signal })
       await stream.close({ signal }).catch(() => {})
     } catch (err) {
       stream.abort(err as Error)

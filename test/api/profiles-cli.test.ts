@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import test from 'ava'
 import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
+import { outputOf } from '../helpers/shared.js'
 import { until } from '../helpers/wait.js'
 
 const exec = promisify(execFile)
@@ -104,22 +105,16 @@ test('a public node listening on loopback without an announced address is warned
     ],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }
   )
-  let out = ''
-  child.stdout.on('data', d => {
-    out += d
-  })
-  child.stderr.on('data', d => {
-    out += d
-  })
+  const out = outputOf(child)
   const exited = new Promise(resolve => child.once('exit', resolve))
   t.teardown(async () => {
     child.kill('SIGTERM')
     await exited
   })
-  await until('the node prints its p2p line', () => /registry-node p2p /.test(out) || undefined, 60_000)
-  t.true(out.includes(`registry-node p2p ${peer_id} at `), out)
+  await until('the node prints its p2p line', () => /registry-node p2p /.test(out()) || undefined, 60_000)
+  t.true(out().includes(`registry-node p2p ${peer_id} at `), out())
   t.regex(
-    out,
+    out(),
     /registry-node: warning: profile public with p2p\.host 127\.0\.0\.1, a private address, and no p2p\.announce/
   )
 })

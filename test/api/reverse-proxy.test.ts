@@ -16,6 +16,7 @@ import test from 'ava'
 import { pino } from 'pino'
 import { startRegistryNode } from '../../src/node.js'
 import { testConfig } from '../helpers/node.js'
+import { outputOf } from '../helpers/shared.js'
 import { httpsGet, makeCertificate, writeCertificate, wssFirstMessage } from '../helpers/tls.js'
 
 const EXAMPLE = new URL('../../docs/examples/nginx.conf', import.meta.url)
@@ -76,7 +77,6 @@ else
       join(dir, 'nginx.conf'),
       `pid ${join(dir, 'nginx.pid')};\nworker_processes 1;\nevents { worker_connections 64; }\nhttp {\n  access_log off;\n${temp}\n  include ${join(dir, 'registry-node.conf')};\n}\n`
     )
-    let output = ''
     const proxy = spawn(
       nginx,
       ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', 'daemon off;'],
@@ -84,12 +84,7 @@ else
         stdio: ['ignore', 'pipe', 'pipe']
       }
     )
-    proxy.stdout.on('data', d => {
-      output += d
-    })
-    proxy.stderr.on('data', d => {
-      output += d
-    })
+    const output = outputOf(proxy)
     const exited = new Promise(resolve => proxy.once('exit', resolve))
     t.teardown(async () => {
       proxy.kill('SIGTERM')
@@ -104,7 +99,7 @@ else
       } catch (err) {
         if (i === 100 || proxy.exitCode !== null)
           throw new Error(
-            `nginx did not start: ${(err as Error).message}\n${output}${await readFile(join(dir, 'error.log'), 'utf8').catch(() => '')}`
+            `nginx did not start: ${(err as Error).message}\n${output()}${await readFile(join(dir, 'error.log'), 'utf8').catch(() => '')}`
           )
         await new Promise(resolve => setTimeout(resolve, 100))
       }
