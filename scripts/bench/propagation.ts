@@ -10,7 +10,7 @@
  *
  *   npm run bench:propagation -- [--nodes 20] [--registrations 200] [--tombstones 50] [--rate 20]
  *       [--warmup 5] [--topology tree|star] [--developers 20] [--workers 2] [--drain 30] [--settle 5] [--node-src DIR]
- *       [--node-arg=--flag ...] [--seed propagation] [--profile-dir DIR] [--profile-nodes K] [--dump PREFIX]
+ *       [--node-arg=--flag ...] [--seed propagation] [--profile-dir DIR] [--profile-nodes K] [--dump PREFIX] [--poll]
  *
  * `--topology star` bootstraps every node from node 0 instead (the issue 16 check); `--warmup 0`
  * measures from `--settle` s after the mesh is ready, with no warm-up (a freshly formed mesh).
@@ -55,6 +55,13 @@
  * --dump PREFIX writes PREFIX-registration.json and PREFIX-tombstone.json: per operation, when the
  * bench sent and read it, its home node, the reply's latency and each node's post → apply delay
  * (to see whether slow deliveries cluster in time or on some nodes).
+ *
+ * --poll measures as a client reading the API does, instead of publishing at --rate: operations one
+ * at a time, each POSTed to a random node (deregistrations at the home node), and from the moment
+ * the request is sent, `GET /v1/entities/{id}` is polled every 20 ms on every node until it answers
+ * the record (a deregistration: until it no longer does); the next operation starts when every
+ * node answered (at most --drain s). Reports `*_poll_to_every_node_*` (from the send to the
+ * slowest node's first answer) and the ratio of registrations to tombstones at p50.
  *
  * Prints one `name: value unit` line per figure (progress goes to stderr). Never fails on timing.
  */
@@ -129,6 +136,7 @@ function parseOptions() {
       'profile-dir': { type: 'string' },
       'profile-nodes': { type: 'string' },
       dump: { type: 'string' },
+      poll: { type: 'boolean', default: false },
       'node-arg': { type: 'string', multiple: true, default: [] }
     }
   }).values
@@ -449,6 +457,73 @@ async function publish(run: Run, R: number, T: number, measured: readonly Signed
 }
 
 // ---------------------------------------------------------------------------------------------
+// Poll mode: one operation at a time, read back on every node by polling from the send
+
+const POLL_INTERVAL_MS = 20
+
+/** From now until every node's GET of `id` satisfies `done` (polled every 20 ms); Infinity past --drain. */
+async function pollEveryNode(run: Run, id: string, done: (status: number) => boolean): Promise<number> {
+  const started = performance.now()
+  const path = `/v1/entities/${encodeURIComponent(id)}`
+  const one = async (node: MeshNode): Promise<number> => {
+    while (performance.now() - started < run.drainMs) {
+      const reply = await call(run.statusAgent, node.base, 'GET', path, undefined, {}, 5000)
+      if (done(reply.status)) return performance.now() - started
+      await sleep(POLL_INTERVAL_MS)
+    }
+    return Infinity
+  }
+  return Math.max(...(await Promise.all(run.nodes.map(one))))
+}
+
+/** Polls each operation to every node; the acknowledged registrations and deregistrations, for the event figures. */
+async function pollPhase(
+  run: Run,
+  R: number,
+  T: number,
+  measured: readonly SignedEntity[]
+): Promise<{ regsOk: Published[]; delsOk: Published[] }> {
+  const { N, random } = run
+  const regs: number[] = []
+  const homes: Published[] = []
+  log(`poll mode: ${R} registrations, then ${T} deregistrations, one at a time`)
+  for (const entity of measured.slice(0, R)) {
+    const home = Math.floor(random() * N)
+    const reply = post(run, entity, home)
+    regs.push(await pollEveryNode(run, entity.id, status => status === 200))
+    const p = await reply
+    if (p.status === 201) homes.push(p)
+  }
+  const dels: number[] = []
+  const delsOk: Published[] = []
+  for (const p of homes.slice(0, T)) {
+    const reply = deregister(run, p)
+    dels.push(await pollEveryNode(run, p.entity.id, status => status !== 200))
+    const d = await reply
+    if (d.status === 200) delsOk.push(d)
+  }
+  for (const [label, times] of [
+    ['registration', regs],
+    ['tombstone', dels]
+  ] as const) {
+    const within = times.filter(Number.isFinite)
+    const s = summarize(within)
+    report(
+      `${label}_poll_to_every_node_p50`,
+      ms1(s.p50),
+      `ms (${within.length} of ${times.length} read on every node within --drain)`
+    )
+    report(`${label}_poll_to_every_node_p99`, ms1(s.p99), `ms (max ${ms1(s.max)} ms)`)
+  }
+  report(
+    'registration_to_tombstone_p50_ratio',
+    (summarize(regs.filter(Number.isFinite)).p50 / summarize(dels.filter(Number.isFinite)).p50).toFixed(2),
+    '(poll to every node; the goal is ≤ 1.5)'
+  )
+  return { regsOk: homes, delsOk }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Figures
 
 /** Delivery figures of one kind of operation: ratio, latencies, how it arrived. */
@@ -697,37 +772,43 @@ async function main(): Promise<void> {
     await warmUp(run, warmupMax, warmupPool)
     await reportIdleCpu(run)
 
-    // 7. Publish registrations at the rate, then tombstones.
-    const phase = await publish(run, R, T, measured)
-    const rss = await Promise.all(nodes.map(n => rssMiB(n.proc.child.pid!)))
+    if (args.poll) {
+      const { regsOk, delsOk } = await pollPhase(run, R, T, measured)
+      reportDelivery(run, 'registration', regsOk, 'registered', 'entity.register')
+      reportDelivery(run, 'tombstone', delsOk, 'deregistered', 'entity.deregister')
+    } else {
+      // 7. Publish registrations at the rate, then tombstones.
+      const phase = await publish(run, R, T, measured)
+      const rss = await Promise.all(nodes.map(n => rssMiB(n.proc.child.pid!)))
 
-    // 8. Figures.
-    report(
-      'registrations_published',
-      `${phase.regsOk.length} of ${R}`,
-      `acknowledged (201), at ${run.rate}/s to random nodes`
-    )
-    report(
-      'tombstones_published',
-      `${phase.delsOk.length} of ${phase.chosen.length}`,
-      'acknowledged (200), at their home nodes'
-    )
-    report(
-      'registrations_all_delivered_after',
-      phase.regDrain === Infinity ? `not within ${args.drain}` : (phase.regDrain / 1000).toFixed(2),
-      's after the last reply'
-    )
-    report(
-      'tombstones_all_delivered_after',
-      phase.delDrain === Infinity ? `not within ${args.drain}` : (phase.delDrain / 1000).toFixed(2),
-      's after the last reply'
-    )
-    reportDelivery(run, 'registration', phase.regsOk, 'registered', 'entity.register')
-    reportDelivery(run, 'tombstone', phase.delsOk, 'deregistered', 'entity.deregister')
-    reportGossip(run, phase, taps)
-    reportCost(run, phase, rss)
-    const endShape = await meshShape(run.statusAgent, nodes)
-    report('degree_at_end', degreeLine(endShape), `(per node: ${endShape.degrees.join(' ')})`)
+      // 8. Figures.
+      report(
+        'registrations_published',
+        `${phase.regsOk.length} of ${R}`,
+        `acknowledged (201), at ${run.rate}/s to random nodes`
+      )
+      report(
+        'tombstones_published',
+        `${phase.delsOk.length} of ${phase.chosen.length}`,
+        'acknowledged (200), at their home nodes'
+      )
+      report(
+        'registrations_all_delivered_after',
+        phase.regDrain === Infinity ? `not within ${args.drain}` : (phase.regDrain / 1000).toFixed(2),
+        's after the last reply'
+      )
+      report(
+        'tombstones_all_delivered_after',
+        phase.delDrain === Infinity ? `not within ${args.drain}` : (phase.delDrain / 1000).toFixed(2),
+        's after the last reply'
+      )
+      reportDelivery(run, 'registration', phase.regsOk, 'registered', 'entity.register')
+      reportDelivery(run, 'tombstone', phase.delsOk, 'deregistered', 'entity.deregister')
+      reportGossip(run, phase, taps)
+      reportCost(run, phase, rss)
+      const endShape = await meshShape(run.statusAgent, nodes)
+      report('degree_at_end', degreeLine(endShape), `(per node: ${endShape.degrees.join(' ')})`)
+    }
     machine.after()
     for (const t of taps) t.close()
   } finally {
