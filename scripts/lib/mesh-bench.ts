@@ -221,10 +221,11 @@ export interface MeshNodeOptions {
 }
 
 /**
- * Node arguments that run the CLI of `nodeSrc`, else the built one when BENCH_NODE_BUILT is set (as
+ * Node arguments that run the CLI of `nodeSrc` (a src/ directory, or a built cli.js), else the built one when BENCH_NODE_BUILT is set (as
  * `npm start` runs it: no tsx compiling modules in every node), else the working tree's src/.
  */
 export function cliEntry(nodeSrc?: string): string[] {
+  if (nodeSrc?.endsWith('.js')) return [nodeSrc]
   if (nodeSrc) return ['--import', TSX_IMPORT, join(nodeSrc, 'cli.ts')]
   return process.env.BENCH_NODE_BUILT ? CLI_BUILT : CLI_FROM_SOURCES
 }
