@@ -17,6 +17,8 @@ import {
   TSX_IMPORT,
   type NodeProcess
 } from './node-process.js'
+import { parseSignature } from '../../src/identity/encoding.js'
+import { generateKeyPair, sign, verifyRaw } from '../../src/identity/keys.js'
 import { percentile, report } from './report.js'
 
 /** Progress, on stderr (stdout holds only the figures). */
@@ -70,8 +72,27 @@ export async function otherBenchmarks(): Promise<string[]> {
  * this one runs (every `everyMs`); `after()` reports the load at the end and every benchmark seen
  * meanwhile, so a run disturbed by another says so.
  */
+/**
+ * Microseconds per Ed25519 verification in a loop (the node's own backend): a reference for the machine's speed,
+ * which varies over time on a shared host, so that figures taken apart can be compared.
+ */
+export function verifyMicroseconds(rounds = 2000): number {
+  const keys = generateKeyPair()
+  const message = Buffer.from('x'.repeat(600))
+  const signature = parseSignature(sign(keys, message))!
+  for (let i = 0; i < 200; i++) verifyRaw(keys.publicKey, message, signature)
+  const started = performance.now()
+  for (let i = 0; i < rounds; i++) verifyRaw(keys.publicKey, message, signature)
+  return ((performance.now() - started) * 1000) / rounds
+}
+
 export async function reportMachine(everyMs = 5000): Promise<{ after: () => void }> {
   report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages; 2 cores)')
+  report(
+    'machine_ed25519_verify',
+    verifyMicroseconds().toFixed(1),
+    "µs (in a loop: the machine's speed, to compare runs taken apart)"
+  )
   const others = await otherBenchmarks()
   report('other_benchmarks_running', others.length, others.length ? `(${others.join(' | ')})` : '')
   const found = new Map<string, string>()
