@@ -25,7 +25,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { machineLoad, sleep, verifyMicroseconds } from '../lib/mesh-bench.js'
+import { machineLoad, reportMachineSpeed, sleep } from '../lib/mesh-bench.js'
 import {
   cpuSeconds,
   cpuSecondsByThread,
@@ -54,11 +54,7 @@ const rates = args.rates.split(',').map(Number)
 const seconds = Number(args.seconds)
 
 report('machine_load_before', machineLoad(), `(${cpus().length} cores)`)
-report(
-  'machine_ed25519_verify',
-  verifyMicroseconds().toFixed(1),
-  "µs (in a loop: the machine's speed, to compare runs taken apart)"
-)
+reportMachineSpeed()
 let offset = 0
 const take = (n: number) => {
   const out = makeBodies(n, offset)

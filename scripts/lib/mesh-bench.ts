@@ -72,27 +72,9 @@ export async function otherBenchmarks(): Promise<string[]> {
  * this one runs (every `everyMs`); `after()` reports the load at the end and every benchmark seen
  * meanwhile, so a run disturbed by another says so.
  */
-/**
- * Microseconds per Ed25519 verification in a loop (the node's own backend): a reference for the machine's speed,
- * which varies over time on a shared host, so that figures taken apart can be compared.
- */
-export function verifyMicroseconds(rounds = 2000): number {
-  const keys = generateKeyPair()
-  const message = Buffer.from('x'.repeat(600))
-  const signature = parseSignature(sign(keys, message))!
-  for (let i = 0; i < 200; i++) verifyRaw(keys.publicKey, message, signature)
-  const started = performance.now()
-  for (let i = 0; i < rounds; i++) verifyRaw(keys.publicKey, message, signature)
-  return ((performance.now() - started) * 1000) / rounds
-}
-
 export async function reportMachine(everyMs = 5000): Promise<{ after: () => void }> {
   report('machine_load_before', machineLoad(), '(1, 5, 15-minute load averages; 2 cores)')
-  report(
-    'machine_ed25519_verify',
-    verifyMicroseconds().toFixed(1),
-    "µs (in a loop: the machine's speed, to compare runs taken apart)"
-  )
+  reportMachineSpeed()
   const others = await otherBenchmarks()
   report('other_benchmarks_running', others.length, others.length ? `(${others.join(' | ')})` : '')
   const found = new Map<string, string>()
@@ -242,13 +224,34 @@ export interface MeshNodeOptions {
 }
 
 /**
- * Node arguments that run the CLI of `nodeSrc` (a src/ directory, or a built cli.js), else the built one when BENCH_NODE_BUILT is set (as
- * `npm start` runs it: no tsx compiling modules in every node), else the working tree's src/.
+ * Node arguments that run the CLI of `nodeSrc` (a src/ directory, or a built cli.js), else the built
+ * one when BENCH_NODE_BUILT is set (as `npm start` runs it: no tsx compiling modules in every node),
+ * else the working tree's src/.
  */
 export function cliEntry(nodeSrc?: string): string[] {
   if (nodeSrc?.endsWith('.js')) return [nodeSrc]
   if (nodeSrc) return ['--import', TSX_IMPORT, join(nodeSrc, 'cli.ts')]
   return process.env.BENCH_NODE_BUILT ? CLI_BUILT : CLI_FROM_SOURCES
+}
+
+/**
+ * Prints `machine_ed25519_verify`: microseconds per Ed25519 verification in a loop (the node's own
+ * backend), a reference for the machine's speed, which varies over time on a shared host, so that
+ * figures taken apart can be compared.
+ */
+export function reportMachineSpeed(rounds = 2000): void {
+  const keys = generateKeyPair()
+  const message = Buffer.from('x'.repeat(600))
+  const signature = parseSignature(sign(keys, message))!
+  for (let i = 0; i < 200; i++) verifyRaw(keys.publicKey, message, signature)
+  const started = performance.now()
+  for (let i = 0; i < rounds; i++) verifyRaw(keys.publicKey, message, signature)
+  const microseconds = ((performance.now() - started) * 1000) / rounds
+  report(
+    'machine_ed25519_verify',
+    microseconds.toFixed(1),
+    "µs (in a loop: the machine's speed, to compare runs taken apart)"
+  )
 }
 
 /** Starts a node with the mesh on 127.0.0.1 (ephemeral TCP and WebSocket ports) and an ephemeral HTTP port. */

@@ -1,6 +1,7 @@
 /**
- * A read of an entity this node does not hold yet starts a network lookup; when the registration
- * arrives by gossip meanwhile, the read answers at its arrival, not when the lookup ends.
+ * A read of an entity this node does not hold yet waits for gossip, then looks it up in the mesh;
+ * when the registration arrives by gossip meanwhile, the read answers at its arrival, not when the
+ * lookup ends.
  */
 import test from 'ava'
 import { agent, developer, developerRegistration, specRegistration } from '../helpers/identities.js'
@@ -28,7 +29,7 @@ test('a read waiting on a network lookup answers as soon as gossip brings the en
     const bot = agent(owner, index)
     const foundBefore = locator.stats.found
     const read = http(b.url, 'GET', `/v1/entities/${bot.agentId}`).then(r => ({ ...r, at: performance.now() }))
-    // Time for B to handle the read and start its lookup before the entity exists anywhere.
+    // Time for B to handle the read and start waiting before the entity exists anywhere.
     await new Promise(resolve => setTimeout(resolve, 30))
     const posted = performance.now()
     t.is((await http(a.url, 'POST', '/v1/entities', { body: specRegistration(owner, bot) })).status, 201)

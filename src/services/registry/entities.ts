@@ -80,7 +80,7 @@ export class EntityService {
     c.bus.subscribe(event => {
       if (typeof event.data.entity_id !== 'string') return
       if (BINDING_EVENTS.has(event.type)) this.changed(event.data.entity_id)
-      if (event.type === 'agent_registered')
+      if (event.type === 'agent_registered' && this.awaited.size > 0)
         for (const arrived of this.awaited.get(event.data.entity_id) ?? []) arrived()
     })
   }
@@ -123,28 +123,28 @@ export class EntityService {
    */
   async fromNetwork(id: string): Promise<string | null> {
     if (!this.network || this.c.store.getEntity(id) || this.c.store.getTombstone(id)) return null
-    let stopWaiting = (): void => {}
+    let arrived = (): void => {}
     const arrival = new Promise<void>(resolve => {
-      const arrived = (): void => resolve()
-      const waiting = this.awaited.get(id) ?? new Set<() => void>()
-      waiting.add(arrived)
-      this.awaited.set(id, waiting)
-      stopWaiting = () => {
-        waiting.delete(arrived)
-        if (waiting.size === 0) this.awaited.delete(id)
-      }
+      arrived = resolve
     })
+    const waiting = this.awaited.get(id) ?? new Set<() => void>()
+    waiting.add(arrived)
+    this.awaited.set(id, waiting)
+    let grace: NodeJS.Timeout | undefined
     try {
       // Most reads of an unknown ID come from a client waiting for a registration it just made to
       // spread, which gossip brings within tens of milliseconds: a DHT lookup started by every such
       // poll on every node loaded the whole mesh (5 nodes polled every 20 ms: POST replies went from
       // 34 to 170–375 ms). The lookup starts only if the entity has not arrived within the grace.
-      const network = this.network
-      const late = new Promise<'late'>(resolve => setTimeout(() => resolve('late'), NETWORK_LOOKUP_GRACE_MS).unref())
+      const late = new Promise<'late'>(resolve => {
+        grace = setTimeout(() => resolve('late'), NETWORK_LOOKUP_GRACE_MS)
+      })
       if ((await Promise.race([arrival, late])) === 'late')
-        await Promise.race([network.fetch(`entity:${id}`, NETWORK_LOOKUP_TIMEOUT_MS), arrival])
+        await Promise.race([this.network.fetch(`entity:${id}`, NETWORK_LOOKUP_TIMEOUT_MS), arrival])
     } finally {
-      stopWaiting()
+      clearTimeout(grace)
+      waiting.delete(arrived)
+      if (waiting.size === 0) this.awaited.delete(id)
     }
     const record = this.c.store.getEntity(id)
     return record ? JSON.stringify({ ...this.view(record), source: 'network' }) : null
