@@ -132,7 +132,24 @@ function runAva(major, version, avaArgs, server) {
       })
         .filter(([, n]) => n > 0)
         .map(([label, n]) => `${n} ${label}`)
-      resolve({ version, passed, failed, extra, code: code ?? signal, seconds: (Date.now() - started) / 1000 })
+      // The titles of failed tests, so that the summary at the end names them.
+      const failures = [
+        ...new Set(
+          out
+            .split('\n')
+            .filter(l => /^\s*✘/.test(l) && !/ remaining in /.test(l))
+            .map(l => l.trim())
+        )
+      ]
+      resolve({
+        version,
+        passed,
+        failed,
+        extra,
+        failures,
+        code: code ?? signal,
+        seconds: (Date.now() - started) / 1000
+      })
     })
   })
 }
@@ -190,6 +207,7 @@ async function main() {
     console.log(
       `node ${r.version}: ${r.passed} passed, ${r.failed} failed${notes.length ? ` (${notes.join(', ')})` : ''} in ${r.seconds.toFixed(0)} s`
     )
+    for (const failure of r.failures) console.log(`  ${failure}`)
   }
   return failedAny ? 1 : 0
 }

@@ -5,18 +5,11 @@
  */
 import type { Setting } from './config/setting.js'
 import { SETTINGS } from './config/settings.js'
+import { RESEARCH_COMMANDS } from './cli-help-research.js'
+import type { CommandHelp } from './command-help.js'
 import { NODE_VERSION } from './version.js'
 
-export interface CommandHelp {
-  /** The words that name it: `keys new`, `entity serve`. */
-  name: string
-  /** The arguments after the name, in usage notation. */
-  args: string
-  summary: string
-  /** `[flag, what it does]`; for `start` and `init` the settings table adds its flags by section. */
-  flags: readonly (readonly [string, string])[]
-  examples: readonly string[]
-}
+export type { CommandHelp }
 
 const REGISTRY_FLAG = [
   '--registry URL',
@@ -280,6 +273,7 @@ export const COMMANDS: readonly CommandHelp[] = [
       ['--json', 'print the whole answer as JSON'],
       ['--pay --wallet FILE', 'answer an x402 quote from the wallet (a 0x… key file) and print the receipt'],
       ['--max-usd X', 'the most to pay for one call (default 1)'],
+      ['--attest', 'afterwards, state how the call went as a signed attestation (needs --key of a registered entity)'],
       REGISTRY_FLAG
     ],
     examples: [
@@ -435,52 +429,7 @@ export const COMMANDS: readonly CommandHelp[] = [
     flags: [ADMIN_SECRET_FLAG, REGISTRY_FLAG],
     examples: ['registry-node peers bans --secret "$SECRET"']
   },
-  {
-    name: 'testnet',
-    args: '--nodes N [flags]',
-    summary: 'run N local nodes wired by a topology until Ctrl-C or quit; fault commands on standard input',
-    flags: [
-      ['--nodes N', 'how many nodes'],
-      ['--topology full|ring|star|random:D', 'how they are wired (default full)'],
-      ['--seed-entities K', 'register K signed entities once the mesh forms'],
-      ['--entities K', 'run K echo entities with heartbeats'],
-      ['--network auto|netns|process', 'a network namespace per node where allowed, else processes on loopback'],
-      ['--private I[,J…]', 'put these nodes behind a stateful filter that refuses inbound connections (netns)'],
-      ['--data DIR, --keep', "where the nodes' data goes, and keep it afterwards"],
-      ['--seed S, --trace-dir DIR', 'the random seed; write gossip traces'],
-      ['--node-arg=--FLAG=V …', 'a flag for every node']
-    ],
-    examples: [
-      'registry-node testnet --nodes 5 --topology ring --seed-entities 20',
-      'registry-node testnet --nodes 3 --private 1,2'
-    ]
-  },
-  {
-    name: 'experiment propagation',
-    args: '--nodes N --messages M [flags]',
-    summary: 'gossip latency, delivery, duplicates and bytes per topology (CSV, JSON, SVG)',
-    flags: [
-      ['--topology T[,T…]', 'one testnet per topology'],
-      ['--loss PERCENT, --latency MS', 'faults on every link'],
-      ['--rate PER_SECOND', 'publishing rate (default 10)'],
-      ['--out DIR, --network …, --seed S, --node-arg=…', 'as for testnet; results go to DIR']
-    ],
-    examples: ['registry-node experiment propagation --nodes 4 --messages 20 --topology ring,full']
-  },
-  {
-    name: 'experiment convergence',
-    args: '--nodes N [--topology T[,T…]] [--entities PER_SIDE] [--out DIR] [--network …]',
-    summary: 'time until a healed partition converges (CSV, JSON, SVG)',
-    flags: [['--entities PER_SIDE', 'registered on each side of the partition']],
-    examples: ['registry-node experiment convergence --nodes 4 --topology ring --entities 10']
-  },
-  {
-    name: 'experiment liveness',
-    args: '--nodes N --entities K --kill F [--topology T] [--inactive-after S] [--out DIR] [--network …]',
-    summary: 'stop a share F of K echo entities: time until every node shows each inactive, then active again',
-    flags: [['--inactive-after S', 'silence before a node calls an entity inactive (default 6)']],
-    examples: ['registry-node experiment liveness --nodes 4 --entities 10 --kill 0.2']
-  }
+  ...RESEARCH_COMMANDS
 ]
 
 /** The command the words of argv name (the longest match), or null. */

@@ -369,7 +369,7 @@ async function main(argv: string[]): Promise<void> {
     case 'testnet':
       return (await import('./testnet/commands.js')).testnetCommand(rest)
     case 'experiment':
-      return (await import('./testnet/commands.js')).experimentCommand(rest)
+      return (await import('./testnet/experiment-command.js')).experimentCommand(rest)
     case 'keys':
       return keys(rest)
     // The operator's data: the signed log out and in, backups of the data directory.

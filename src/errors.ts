@@ -62,6 +62,20 @@ export const ERRORS = {
   },
   entity_not_found: { status: 404, message: 'No entity with this ID is registered on this node.' },
   developer_not_found: { status: 404, message: 'No developer with this ID is registered on this node.' },
+  issuer_not_found: {
+    status: 404,
+    message: "The attestation's issuer is not an entity or developer registered on this node."
+  },
+  attestation_not_found: { status: 404, message: 'No attestation with this ID is held on this node.' },
+  self_attestation: {
+    status: 400,
+    message: 'An identity cannot attest itself, its own developer, or an entity of its own developer.'
+  },
+  attestation_quota: {
+    status: 429,
+    message:
+      'This issuer has made as many attestations as the node accepts in this period (of everyone, or of this subject).'
+  },
   peer_not_found: {
     status: 404,
     message: 'No peer with this PeerId is connected to, known to, or added on this node.'

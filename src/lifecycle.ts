@@ -11,6 +11,8 @@ export interface LifecycleHooks {
   starting?(step: string): void
   /** Told when a part that will need stopping has started (or a stop was registered). */
   started?(step: string): void
+  /** Told as a started part begins to stop, with its stop in flight (a simulation waits for real work in it). */
+  stopping?(step: string, stop: Promise<unknown>): void
   /** Told once a started part has stopped. */
   stopped?(step: string): void
 }
@@ -48,7 +50,9 @@ export class Lifecycle {
     this.stopping ??= (async () => {
       for (let part = this.started.pop(); part; part = this.started.pop()) {
         try {
-          await part.stop()
+          const stop = Promise.resolve(part.stop())
+          this.hooks.stopping?.(part.step, stop)
+          await stop
         } catch (err) {
           this.logger.error({ err, step: part.step }, 'a part of the node failed to stop')
         }

@@ -4,7 +4,6 @@
  * dir and port 0.
  */
 import './polyfills.js'
-import { join } from 'node:path'
 import type { Logger } from 'pino'
 import { adminBearerCheck } from './api/admin-auth.js'
 import { ClientIpResolver } from './http/client-ip.js'
@@ -17,6 +16,7 @@ import { adminOperationRoutes } from './api/routes/admin-operations.js'
 import { cardRoutes } from './api/routes/cards.js'
 import { developerRoutes } from './api/routes/developers.js'
 import { entityRoutes } from './api/routes/entities.js'
+import { attestationRoutes } from './api/routes/attestations.js'
 import { handleRoutes } from './api/routes/handles.js'
 import { nameRoutes } from './api/routes/names.js'
 import { networkRoutes } from './api/routes/network.js'
@@ -30,56 +30,35 @@ import { readOnlyReplica } from './api/read-only-replica.js'
 import { readTlsCredentials, type TlsCredentials, tlsFiles } from './http/tls.js'
 import { Sockets } from './api/sockets.js'
 import { requireUws } from './http/uws-loader.js'
-import { CardFetcher } from './cards/card-fetcher.js'
 import type { NodeConfig } from './config/settings.js'
-import { EventBus } from './events/bus.js'
-import { loadOrCreateNodeIdentity, NODE_KEY_FILE, type NodeIdentity } from './identity/node-identity.js'
-import { verifyHeartbeat } from './identity/verifiers.js'
-import { VerifyPool } from './identity/verify-pool.js'
+import type { EventBus } from './events/bus.js'
+import type { NodeIdentity } from './identity/node-identity.js'
 import { Lifecycle, type LifecycleHooks } from './lifecycle.js'
-import { DataDirLock } from './store/data-lock.js'
 import { createLogger } from './logger.js'
+import { startTombstonePurge } from './services/registry/tombstone-purge.js'
 import { type ReloadReport, type ReloadTargets, reloadNode } from './node-reload.js'
 import type { Mesh } from './mesh/mesh.js'
-import {
-  cardFetchSettings,
-  heartbeatSocketLimits,
-  livenessSettings,
-  meshSettings,
-  onboardingSettings,
-  originQuotaSettings,
-  searchSettings,
-  serviceSettings,
-  verificationSettings,
-  verifyPoolSettings
-} from './node-settings.js'
-import { createEmbedder } from './search/embedders/create.js'
-import type { Embedder } from './search/embedders/embedder.js'
-import { EntityCatalog } from './services/registry/catalog.js'
-import { DeveloperService } from './services/registry/developers.js'
-import { EntityService } from './services/registry/entities.js'
-import { HandleService } from './services/registry/handles.js'
-import { LivenessService } from './services/liveness/liveness.js'
-import { NameDirectory } from './services/replication/name-directory.js'
-import { NameService } from './services/registry/names.js'
-import { OnboardingService } from './services/registry/onboarding.js'
+import { buildServices, type Core, type Services, loadViews, openCore } from './node-services.js'
+import type { Libp2pTransportOverride } from './mesh/libp2p-node.js'
+import type { TraceEvent } from './mesh/gossip-tap.js'
+import { heartbeatSocketLimits, meshSettings } from './node-settings.js'
+import type { DeveloperService } from './services/registry/developers.js'
+import type { EntityService } from './services/registry/entities.js'
+import type { HandleService } from './services/registry/handles.js'
+import type { LivenessService } from './services/liveness/liveness.js'
+import type { NameService } from './services/registry/names.js'
 import { OperationImport } from './services/replication/operation-import.js'
-import { OriginQuota } from './services/replication/origin-quota.js'
-import { OwnershipVerifier, type TxtResolver } from './services/registry/ownership-verification.js'
+import type { TxtResolver } from './services/registry/ownership-verification.js'
 import { ProvidedKeys } from './services/replication/provided-keys.js'
 import { RegistryProofProvider } from './services/registry/registry-proof-provider.js'
-import { ReplicationService } from './services/replication/replication.js'
-import { ResolutionService } from './services/registry/resolution.js'
-import { SearchService } from './services/search/search.js'
-import { WriteTracker } from './services/registry/write-tracker.js'
-import { RegistryStore } from './store/registry-store.js'
+import type { ReplicationService } from './services/replication/replication.js'
+import type { SearchService } from './services/search/search.js'
+import type { RegistryStore } from './store/registry-store.js'
 import { SubjectDigests } from './store/subject-digests.js'
 import { NODE_VERSION } from './version.js'
 import type { RuntimeInfo } from './wire/node.js'
 
 export { NODE_KEY_FILE } from './identity/node-identity.js'
-const TOMBSTONE_PURGE_INTERVAL_MS = 60 * 60 * 1000
-const FIRST_TOMBSTONE_PURGE_AFTER_MS = 60 * 1000
 
 export interface RegistryNode {
   readonly config: NodeConfig
@@ -101,8 +80,8 @@ export interface RegistryNode {
   readonly mesh: Mesh | null
   /** The bound HTTP port (useful with port 0). */
   readonly httpPort: number
-  /** The server under the API. */
-  readonly httpServer: ServerKind
+  /** The server under the API; null without one (`http: false`). */
+  readonly httpServer: ServerKind | null
   readonly url: string
   /**
    * Applies a new configuration's reloadable settings (SIGHUP) and logs what it applied and what
@@ -120,6 +99,18 @@ export interface NodeOptions {
   txtResolver?: TxtResolver
   /** Observes the start and stop steps (tests inject a failure at a step with it). */
   lifecycle?: LifecycleHooks
+  /** Serves the API (default true); without it `url` is '' and `httpPort` 0 (a simulation's nodes). */
+  http?: boolean
+  /** Commits written synchronously and not synced to disk: a simulation on virtual time waits for no disk. */
+  synchronousStore?: boolean
+  /** libp2p's transports and listen addresses instead of TCP and WebSockets (a simulation's network). */
+  libp2pTransport?: Libp2pTransportOverride
+  /** Transitive trust computed in its worker thread (default true). */
+  transitiveTrust?: boolean
+  /** Given each gossip trace event (a simulation's collector), instead of `p2p.trace_file`. */
+  gossipTrace?: (event: TraceEvent) => void
+  /** Virtual time a simulation's node spends on each operation received by gossip before forwarding it. */
+  gossipProcessingMs?: () => number
 }
 
 /**
@@ -152,39 +143,48 @@ async function assemble(
   // Connections close last, so replies to requests in flight go out once their writes are done.
   let connections: HttpServer | undefined
   life.onStop('http connections', () => connections?.closeConnections())
-  const core = await openCore(config, logger, life)
+  const core = await openCore(config, options, logger, life)
   const services = buildServices(config, options, logger, life, core)
-  await life.start('index', () => loadViews(core.store, services, logger))
+  await life.start('index', () => loadViews(core.store, services, logger, options.transitiveTrust !== false))
   const digests = new SubjectDigests(core.store)
-  const mesh = config.p2p.enabled ? await startMesh(config, life, { ...core, ...services, digests, logger }) : null
+  const mesh = config.p2p.enabled
+    ? await startMesh(config, life, { ...core, ...services, digests, logger, options })
+    : null
   const reloadable = {
     proof: new RegistryProofProvider(core.identity, { domain: config.host, certFile: config.tls.cert_file }),
     socketLimits: heartbeatSocketLimits(config),
     listLimits: { maxListLimit: config.limits.max_list_limit },
     tls: { current: tls }
   }
-  const http = buildHttpServer(config, logger, { ...core, ...services, ...reloadable, mesh, startedAt })
-  connections = http
+  const http =
+    options.http === false
+      ? null
+      : buildHttpServer(config, logger, { ...core, ...services, ...reloadable, mesh, digests, startedAt })
+  connections = http ?? undefined
   await life.start(
     'tombstone purge',
-    () => startTombstonePurge(config, core.store, logger),
+    () => startTombstonePurge(config.tombstones.retention_days, core.store, logger),
     timers => {
       for (const timer of timers) clearTimeout(timer)
     }
   )
   await life.start('liveness', () => services.liveness.start())
-  const port = await life.start(
-    'http',
-    () => http.listen(config.http.host, config.http.port),
-    () => http.close()
-  )
+  const port = http
+    ? await life.start(
+        'http',
+        () => http.listen(config.http.host, config.http.port),
+        () => http.close()
+      )
+    : 0
 
   const displayHost = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host
-  const url = `${tls ? 'https' : 'http'}://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
+  const url = http
+    ? `${tls ? 'https' : 'http'}://${displayHost.includes(':') ? `[${displayHost}]` : displayHost}:${port}`
+    : ''
   logger.info(
     {
       url,
-      http_server: http.kind,
+      http_server: http?.kind ?? null,
       node: process.versions.node,
       registry_id: core.identity.registryId,
       peer_id: mesh?.peerId,
@@ -197,7 +197,7 @@ async function assemble(
 
   const { identity, store } = core
   const { bus, entities, developers, handles, names, search, liveness, replication } = services
-  const targets: ReloadTargets = { config, logger, http, mesh, ...reloadable }
+  const targets: ReloadTargets | null = http ? { config, logger, http, mesh, ...reloadable } : null
   let reloading: Promise<unknown> = Promise.resolve()
   return {
     config,
@@ -215,9 +215,10 @@ async function assemble(
     digests,
     mesh,
     httpPort: port,
-    httpServer: http.kind,
+    httpServer: http?.kind ?? null,
     url,
     reload(next) {
+      if (!targets) return Promise.reject(new Error('a node without its HTTP front does not reload'))
       const done = reloading.then(() => reloadNode(targets, next))
       reloading = done.catch(() => {})
       return done
@@ -230,153 +231,9 @@ async function assemble(
   }
 }
 
-/** What the services are built on: the node's identity, its store, the signature verifiers, the embedder. */
-interface Core {
-  identity: NodeIdentity
-  store: RegistryStore
-  verifier: VerifyPool
-  embedder: Embedder
-}
-
-async function openCore(config: NodeConfig, logger: Logger, life: Lifecycle): Promise<Core> {
-  await life.start(
-    'data lock',
-    () => DataDirLock.acquire(config.data_dir),
-    lock => lock.release()
-  )
-  const identity: NodeIdentity = await life.start('identity', async () => ({
-    ...(await loadOrCreateNodeIdentity(join(config.data_dir, NODE_KEY_FILE))),
-    host: config.host
-  }))
-  const store = await life.start(
-    'store',
-    () =>
-      RegistryStore.open(config.data_dir, {
-        commitDelayMs: config.store.commit_delay_ms,
-        minFreeBytes: config.store.min_free_bytes,
-        migrated: m =>
-          logger.info(
-            { from: m.from, to: m.to, ...m.counts, ms: m.ms },
-            `store migrated from format ${m.from} to ${m.to}: ${m.description}`
-          )
-      }),
-    s => s.close()
-  )
-  const verifier = await life.start(
-    'verify pool',
-    () =>
-      new VerifyPool({
-        ...verifyPoolSettings(config),
-        prestart: true,
-        onWorkerError: err => logger.error({ err }, 'signature verification worker failed')
-      }),
-    pool => pool.close()
-  )
-  const embedder = await life.start(
-    'embedder',
-    () => createEmbedder(config.search),
-    e => e.close?.()
-  )
-  return { identity, store, verifier, embedder }
-}
-
-type Services = ReturnType<typeof buildServices>
-
-/** The registry's services, wired to each other; their stops are registered in the order they must run. */
-function buildServices(config: NodeConfig, options: NodeOptions, logger: Logger, life: Lifecycle, core: Core) {
-  const { store, identity, verifier, embedder } = core
-  const bus = new EventBus()
-  const catalog = new EntityCatalog()
-  const writes = new WriteTracker()
-  const base = {
-    store,
-    identity,
-    bus,
-    catalog,
-    writes,
-    settings: serviceSettings(config),
-    verifier,
-    ...(options.now ? { now: options.now } : {})
-  }
-  const ownership = new OwnershipVerifier(verificationSettings(config), options.txtResolver)
-  const liveness = new LivenessService({
-    ...base,
-    logger,
-    liveness: livenessSettings(config),
-    verifyHeartbeat: (agentId, timestamp, publicKey, signature, priority) =>
-      verifyHeartbeat(agentId, timestamp, publicKey, signature, verifier, priority)
-  })
-  const handles = new HandleService({ ...base, ownership })
-  const names = new NameService(base)
-  const developers = new DeveloperService({ ...base, handles })
-  const directory = new NameDirectory(base)
-  directory.load()
-  const entities = new EntityService({ ...base, developers, names, liveness, directory })
-  const resolution = new ResolutionService({ ...base, names, directory, liveness })
-  const onboarding = new OnboardingService({ ...base, handles, onboarding: onboardingSettings(config) })
-  const cards = new CardFetcher(cardFetchSettings(config))
-  bus.subscribe(event => {
-    if (
-      (event.type === 'agent_updated' || event.type === 'agent_deregistered') &&
-      typeof event.data.entity_id === 'string'
-    )
-      cards.forget(event.data.entity_id)
-  })
-  const search = new SearchService({
-    ...base,
-    names,
-    logger,
-    cards,
-    liveness,
-    embedder,
-    search: searchSettings(config)
-  })
-  life.onStop('search', () => search.close())
-  life.onStop('liveness', () => liveness.stop())
-  // Writes in flight (from the API or the mesh) finish before search, liveness and the store stop.
-  life.onStop('writes', () => writes.drain())
-  const quota = new OriginQuota(originQuotaSettings(config))
-  const replication = new ReplicationService({ ...base, entities, developers, directory, quota })
-  return {
-    bus,
-    catalog,
-    liveness,
-    handles,
-    names,
-    developers,
-    entities,
-    resolution,
-    onboarding,
-    cards,
-    search,
-    quota,
-    replication
-  }
-}
-
-/**
- * The stored entities are read once (each read decodes every record) and feed the in-memory views
- * the node needs before it listens; search, which ranks by liveness, reads them again afterwards, a
- * chunk per turn, so that its worker is never sent the whole store at once.
- */
-function loadViews(store: RegistryStore, views: Services, logger: Logger): void {
-  const began = performance.now()
-  for (const record of store.allEntities()) {
-    views.catalog.loadRecord(record)
-    views.liveness.loadRecord(record)
-    views.quota.loadRecord(record)
-  }
-  views.catalog.loaded()
-  views.liveness.loaded()
-  // Search reads the store again, a chunk per turn, after this returns; a query waits until it has every record.
-  views.search.loaded().then(
-    entities => logger.info({ entities, ms: Math.round(performance.now() - began) }, 'search index built'),
-    (err: unknown) => logger.error({ err }, 'search index not built')
-  )
-}
-
 interface HttpParts extends Core, Services, Omit<ReloadTargets, 'config' | 'logger' | 'http' | 'mesh'> {
   mesh: Mesh | null
+  digests: SubjectDigests
   startedAt: number
 }
 
@@ -446,11 +303,14 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
         developers: developers.count
       }),
       homeCounts: () => liveness.homeCounts(),
-      cachedCards: () => p.cards.size
+      cachedCards: () => p.cards.size,
+      // The digests follow the log only while the mesh runs.
+      sync: () => (mesh ? p.digests.summary() : null)
     }),
     ...entityRoutes(p.entities, maxListLimit),
     ...developerRoutes(developers, p.entities, maxListLimit),
     ...handleRoutes(p.handles, p.names),
+    ...attestationRoutes(p.attestations, maxListLimit),
     ...nameRoutes(p.names, p.resolution),
     ...searchRoutes(p.search, catalog),
     ...cardRoutes(p.entities, p.cards),
@@ -489,37 +349,26 @@ function buildHttpServer(config: NodeConfig, logger: Logger, p: HttpParts): Http
   return http
 }
 
-/**
- * Purges tombstones past retention a minute after start and every hour after; returns the timers.
- * Not on the way to listening: a purge reads every used signature (seconds at a million entities,
- * spread over turns of the event loop).
- */
-function startTombstonePurge(config: NodeConfig, store: RegistryStore, logger: Logger): NodeJS.Timeout[] {
-  const purge = async (): Promise<void> => {
-    try {
-      const now = new Date()
-      const signaturesBefore = new Date(now.getTime() - config.tombstones.retention_days * 86_400_000)
-      const purged = await store.purgeExpiredTombstones(now, signaturesBefore)
-      if (purged > 0) logger.info({ purged }, 'expired tombstones purged')
-    } catch (err) {
-      logger.error({ err }, 'tombstone purge failed')
-    }
-  }
-  return [
-    setTimeout(() => void purge(), FIRST_TOMBSTONE_PURGE_AFTER_MS).unref(),
-    setInterval(() => void purge(), TOMBSTONE_PURGE_INTERVAL_MS).unref()
-  ]
-}
-
 interface MeshParts extends Core, Services {
   digests: SubjectDigests
   logger: Logger
+  options: NodeOptions
+}
+
+let meshModule: Promise<typeof import('./mesh/mesh.js')> | null = null
+
+/**
+ * The mesh's modules, loaded once, when first used: libp2p's ~700 modules take a second or two to
+ * import. A simulation loads them before its clock starts (every later call is a settled promise).
+ */
+export function loadMeshModule(): Promise<typeof import('./mesh/mesh.js')> {
+  meshModule ??= import('./mesh/mesh.js')
+  return meshModule
 }
 
 /** Joins the mesh: digests for sync, libp2p, gossip of what this node accepts, DHT announcements. */
 async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Promise<Mesh> {
-  // Loaded only when used: libp2p's ~700 modules take a second or two to import.
-  const { Mesh } = await import('./mesh/mesh.js')
+  const { Mesh } = await loadMeshModule()
   const { digests, identity } = p
   await life.start(
     'digests',
@@ -532,6 +381,9 @@ async function startMesh(config: NodeConfig, life: Lifecycle, p: MeshParts): Pro
     async () => {
       const m = await Mesh.create({
         ...meshSettings(config, identity.keyPair.seed),
+        ...(p.options.libp2pTransport ? { transport: p.options.libp2pTransport } : {}),
+        ...(p.options.gossipTrace ? { traceSink: p.options.gossipTrace } : {}),
+        ...(p.options.gossipProcessingMs ? { processingMs: p.options.gossipProcessingMs } : {}),
         apply: (op, hints) => p.replication.apply(op, { onStale: hints?.onStale }),
         digests,
         banStore: {

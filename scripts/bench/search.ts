@@ -4,11 +4,13 @@
  * them with the same document builders the node uses, and measures keyword, semantic and hybrid
  * (with filters) query latency, plus build time and memory.
  *
- *   npm run bench:search -- [--entities 100000] [--queries 200]
+ *   npm run bench:search:engine -- [--entities 100000] [--queries 200] [--transitive 0.3]
  *
  * This is the engine alone; `npm run bench:search` measures the same through a node's HTTP write
  * and search paths. Semantic similarity is computed on int8-quantised vectors, so this bench also
- * measures recall@10 of semantic queries against an exact float32 scan.
+ * measures recall@10 of semantic queries against an exact float32 scan. `--transitive S` gives a
+ * share S of the entities a transitive trust score (uniform on (0, 1], from its own seeded generator,
+ * so the corpus and queries stay the same): the ranking with the signal on, to compare with S = 0.
  */
 import { parseArgs } from 'node:util'
 import { analyzeQuery } from '../../src/search/analyzer.js'
@@ -19,16 +21,23 @@ import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.j
 import { documentFields, searchDocument } from '../../src/services/search/search-documents.js'
 import { fastTrust } from '../../src/services/registry/trust.js'
 import type { EntityRecord } from '../../src/store/records.js'
+import { seededRandom } from '../lib/random.js'
 import { percentile, report } from '../lib/report.js'
 import { CATEGORIES, DOMAIN, VOCABULARY, zipfCorpus } from '../lib/corpus.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
 const { values: args } = parseArgs({
-  options: { entities: { type: 'string', default: '100000' }, queries: { type: 'string', default: '200' } }
+  options: {
+    entities: { type: 'string', default: '100000' },
+    queries: { type: 'string', default: '200' },
+    transitive: { type: 'string', default: '0' }
+  }
 })
 const N = Number(args.entities)
 const Q = Number(args.queries)
+const transitiveShare = Number(args.transitive)
+const transitiveRandom = seededRandom(58)
 
 const { random, word, words } = zipfCorpus(42)
 
@@ -68,6 +77,7 @@ function entity(i: number): EntityRecord {
 const embedder = new HashEmbedder(256)
 const engine = new SearchEngine(embedder.dimension)
 report('simd', new SearchEngine(8).simd ? 'yes' : 'no', '')
+report('transitive_share', transitiveShare, '(entities with a transitive trust score)')
 const exact = new Float32Array(N * embedder.dimension)
 const summaries: string[] = []
 const tagsOf: string[][] = []
@@ -76,7 +86,8 @@ const t0 = performance.now()
 for (let i = 0; i < N; i++) {
   const r = entity(i)
   const vector = embedder.embedOne([r.name, r.category, r.tags.join(' '), r.summary].join('. '))
-  engine.upsert(searchDocument(r), documentFields(r), vector)
+  const transitive = transitiveRandom() < transitiveShare ? 1 - transitiveRandom() : 0
+  engine.upsert(searchDocument(r, undefined, transitive), documentFields(r), vector)
   summaries.push(r.summary)
   tagsOf.push(r.tags)
   exact.set(vector, i * embedder.dimension)

@@ -3,6 +3,7 @@
  * checked against its row; and the commented file `init` writes. Apart from the table (settings.ts)
  * so that the table stays data and only what reads configuration imports the parser.
  */
+import { parsePaymentRpcs } from './payment-rpcs.js'
 import { readFile } from 'node:fs/promises'
 import { parse as parseToml } from 'smol-toml'
 import { walkArgv } from '../util/argv.js'
@@ -236,6 +237,11 @@ export async function loadConfigWithSources({ argv = [], env = process.env }: Lo
   }
   const problem = profileProblem(config as unknown as NodeConfig)
   if (problem) throw new ConfigError(problem)
+  try {
+    parsePaymentRpcs((config as unknown as NodeConfig).trust.payment_rpc)
+  } catch (err) {
+    throw new ConfigError((err as Error).message)
+  }
   return { config: config as unknown as NodeConfig, sources }
 }
 

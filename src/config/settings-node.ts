@@ -245,6 +245,20 @@ export const SERVICE_SETTINGS = [
     doc: 'Log level (request logs are at info).'
   },
   {
+    key: 'trust.seeds',
+    kind: 'list',
+    default: [],
+    flag: 'trust-seed',
+    doc: 'Developer or entity IDs trusted from the start (repeatable), beside every developer with a verified handle: transitive trust flows from them through attestations.'
+  },
+  {
+    key: 'trust.payment_rpc',
+    kind: 'list',
+    default: [],
+    flag: 'trust-payment-rpc',
+    doc: 'JSON-RPC endpoints that check payment evidence, as <network>=<url> (repeatable; e.g. eip155:8453=https://mainnet.base.org): an attestation whose payment settled on chain weighs most, one that reverted nothing. Evidence of other networks stays unchecked.'
+  },
+  {
     key: 'metrics.enabled',
     kind: 'boolean',
     default: false,

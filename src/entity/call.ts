@@ -32,6 +32,12 @@ export interface CallOptions {
   timeoutMs?: number
   /** Pays an x402-priced /webhook/sync within its cap (a refused or over-cap payment throws PaymentClientError). */
   payer?: PayingClient
+  /**
+   * After the call, the caller states how it went as a signed attestation (`POST /v1/attestations`
+   * on `registry`), with the call's message ID and a paid call's settlement as evidence. Opt-in; needs
+   * `key` and `senderId` of a registered entity, and a target the registry knows.
+   */
+  attest?: boolean
 }
 
 export interface CallResult {
@@ -47,11 +53,40 @@ export interface CallResult {
   response: string | null
   /** The settlement receipt of a paid call (transaction, network, payer). */
   payment?: Record<string, unknown>
+  /** The attestation recorded after the call (`attest`). */
+  attestation_id?: string
 }
 
 const CARD_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json']
 
 export async function callEntity(target: string, content: string, o: CallOptions = {}): Promise<CallResult> {
+  if (o.attest && !(o.key && o.senderId && o.registry))
+    throw new Error(
+      'attest needs key and senderId of a registered entity, and registry: the caller signs the attestation'
+    )
+  const result = await send(target, content, o)
+  if (!o.attest || result.entity_id === null) return result
+  return { ...result, attestation_id: await attestCall(result, o) }
+}
+
+/** The caller's statement of how a call went: its message ID (and a paid call's settlement) as evidence. */
+async function attestCall(result: CallResult, o: CallOptions): Promise<string> {
+  const payment = result.payment
+  const settled =
+    payment && typeof payment.transaction === 'string' && typeof payment.network === 'string'
+      ? { network: payment.network, transaction: payment.transaction }
+      : undefined
+  const attested = await new RegistryClient(o.registry as string).attest(o.key as KeyPair, {
+    issuer: o.senderId as string,
+    subject: result.entity_id as string,
+    outcome: result.response === null ? 'failure' : 'success',
+    messageId: result.message_id,
+    ...(settled ? { payment: settled } : {})
+  })
+  return String(attested.attestation_id)
+}
+
+async function send(target: string, content: string, o: CallOptions): Promise<CallResult> {
   const deadline = Date.now() + (o.timeoutMs ?? 60_000)
   const found = await locate(target, o.registry)
   const fetched = await fetchCard(found.url, deadline)

@@ -320,6 +320,8 @@ async function call(argv: string[]): Promise<void> {
       deriveId('agent', key.keyPair.publicKey))
     : undefined
   if (f.has('pay') && !f.has('wallet')) usage('--pay needs --wallet FILE (a secp256k1 private key holding USDC)')
+  if (f.has('attest') && !key)
+    usage('--attest needs --key FILE: the attestation is signed by the caller, a registered entity')
   const payer = f.has('pay')
     ? new PayingClient({
         privateKey: await readKey(f.get('wallet') as string, '--wallet'),
@@ -334,7 +336,8 @@ async function call(argv: string[]): Promise<void> {
       a2a: f.has('a2a'),
       ...(key ? { key: key.keyPair } : {}),
       ...(senderId ? { senderId } : {}),
-      ...(payer ? { payer } : {})
+      ...(payer ? { payer } : {}),
+      ...(f.has('attest') ? { attest: true } : {})
     })
   } catch (err) {
     if (!(err instanceof PaymentClientError)) throw err
@@ -345,6 +348,7 @@ async function call(argv: string[]): Promise<void> {
     return
   }
   if (f.has('json')) return print(result)
+  if (result.attestation_id) process.stderr.write(`attested: ${result.attestation_id}\n`)
   if (result.response === null) {
     const hint = result.status === 402 ? ' (a priced entity: pay with --pay --wallet FILE)' : ''
     process.stderr.write(`${result.url}: HTTP ${result.status}${hint} ${JSON.stringify(result.reply)}\n`)

@@ -27,6 +27,21 @@ export interface HeartbeatOptions {
 const MIN_BACKOFF_MS = 1_000
 const MAX_BACKOFF_MS = 30_000
 
+/** One signed heartbeat frame as of `now` (exported for the simulation's entities, which have no socket). */
+export function heartbeatFrame(
+  entityId: string,
+  keyPair: KeyPair,
+  form: HeartbeatForm,
+  now: Date
+): Record<string, string> {
+  if (form === 'spec') {
+    const timestamp = now.toISOString()
+    return { agent_id: entityId, timestamp, signature: sign(keyPair, entityId + timestamp) }
+  }
+  const timestamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z')
+  return { timestamp, signature: sign(keyPair, timestamp) }
+}
+
 export class HeartbeatClient {
   private socket: WebSocket | null = null
   private beatTimer: NodeJS.Timeout | null = null
@@ -77,13 +92,7 @@ export class HeartbeatClient {
   }
 
   private frame(now: Date): Record<string, string> {
-    const { entityId, keyPair, form } = this.o
-    if (form === 'spec') {
-      const timestamp = now.toISOString()
-      return { agent_id: entityId, timestamp, signature: sign(keyPair, entityId + timestamp) }
-    }
-    const timestamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z')
-    return { timestamp, signature: sign(keyPair, timestamp) }
+    return heartbeatFrame(this.o.entityId, this.o.keyPair, this.o.form, now)
   }
 
   private connect(): void {

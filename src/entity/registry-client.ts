@@ -2,7 +2,9 @@
  * The registry client as the entity runtime and the `call`, `search` and `resolve` commands use it:
  * the typed client (src/client/) plus the writes the runtime signs itself and sends as they are.
  */
-import type { KeyPair } from '../identity/keys.js'
+import { randomBytes } from 'node:crypto'
+import { canonicalJson, withoutSignature } from '../identity/canonical-json.js'
+import { type KeyPair, sign } from '../identity/keys.js'
 import { RegistryClient as TypedRegistryClient } from '../client/registry-client.js'
 
 export { RegistryRequestError, RegistryUnreachableError } from '../client/request.js'
@@ -23,6 +25,38 @@ export class RegistryClient extends TypedRegistryClient {
   /** Sends an update signed already (its body `signature`). */
   update(id: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
     return this.send('PUT', `/v1/entities/${encodeURIComponent(id)}`, { body })
+  }
+
+  /**
+   * States the outcome of a call to `subject` as `issuer` (an entity or developer registered there,
+   * whose key this is), with the call's message ID and, for a paid call, its settlement as evidence.
+   */
+  attest(
+    keyPair: KeyPair,
+    statement: {
+      issuer: string
+      subject: string
+      outcome: 'success' | 'failure'
+      messageId?: string
+      payment?: { network: string; transaction: string }
+    }
+  ): Promise<Record<string, unknown>> {
+    const evidence = {
+      ...(statement.messageId ? { message_id: statement.messageId } : {}),
+      ...(statement.payment ? { payment: statement.payment } : {})
+    }
+    const unsigned = withoutSignature({
+      issuer: statement.issuer,
+      subject: statement.subject,
+      kind: 'interaction',
+      outcome: statement.outcome,
+      issued_at: new Date().toISOString(),
+      nonce: randomBytes(16).toString('hex'),
+      ...(Object.keys(evidence).length > 0 ? { evidence } : {})
+    })
+    return this.send('POST', '/v1/attestations', {
+      body: { ...unsigned, signature: sign(keyPair, canonicalJson(unsigned)) }
+    })
   }
 
   /** Deregisters in the deployed form, as the SDKs' runtimes do: Authorization Bearer over the entity ID. */

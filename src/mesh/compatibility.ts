@@ -22,7 +22,9 @@ export const CAPABILITIES = {
   /** Applies `entity.status.batch` operations (and joins their topic). */
   statusBatches: 'status-batches',
   /** Answers `/zns/fetch/1.x` for the keys it provides. */
-  fetch: 'fetch'
+  fetch: 'fetch',
+  /** Applies `attestation.add` operations (and joins their topic). */
+  attestations: 'attestations'
 } as const
 
 /**
@@ -44,7 +46,7 @@ export const LEGACY_OFFER: MeshOffer = {
     '/zns/ops/status-batches/1',
     '/zns/ops/identities/2'
   ],
-  capabilities: Object.values(CAPABILITIES)
+  capabilities: ['federated-search', 'term-filters', 'status-batches', 'fetch']
 }
 
 /** Without a common version of these, two nodes cannot converge: such a peer is refused. */

@@ -54,22 +54,41 @@ export class GossipTap {
   private readonly publishing = new Set<string>()
   private readonly lostCopies = new WeakSet<Message>()
   private trace: WriteStream | null = null
+  private sink: ((event: TraceEvent) => void) | null = null
 
+  /** `trace`: a file to append JSON lines to, or a function given each event (a simulation's collector). */
   constructor(
     private readonly faults: MeshFaults,
-    traceFile = ''
+    trace: string | ((event: TraceEvent) => void) = ''
   ) {
-    if (traceFile) {
-      this.trace = createWriteStream(traceFile, { flags: 'a' })
+    if (typeof trace === 'function') {
+      this.sink = trace
+    } else if (trace) {
+      const stream = createWriteStream(trace, { flags: 'a' })
+      this.trace = stream
+      this.sink = event => stream.write(`${JSON.stringify(event)}\n`)
       // A trace that cannot be written (a full disk) ends; the node goes on.
-      this.trace.on('error', () => {
+      stream.on('error', () => {
         this.trace = null
+        this.sink = null
       })
     }
   }
 
+  /**
+   * A simulation's time for a node to validate and store a received operation (virtual ms per
+   * first copy): what the CPU and the disk take on a real node and nothing on virtual time.
+   */
+  processingMs: (() => number) | null = null
+
+  /** Waits out the processing time of one first copy, if a simulation set one. */
+  async process(): Promise<void> {
+    const ms = this.processingMs?.() ?? 0
+    if (ms > 0) await new Promise(resolve => setTimeout(resolve, ms))
+  }
+
   get tracing(): boolean {
-    return this.trace !== null
+    return this.sink !== null
   }
 
   /**
@@ -91,10 +110,10 @@ export class GossipTap {
     if (this.faults.loses()) {
       this.counters.lost++
       this.lostCopies.add(message)
-      if (this.trace) this.record({ event: 'lost', id: hex(id) })
+      if (this.sink) this.record({ event: 'lost', id: hex(id) })
       return randomBytes(20)
     }
-    if (this.trace) this.record({ event: 'copy', id: hex(id) })
+    if (this.sink) this.record({ event: 'copy', id: hex(id) })
     return id
   }
 
@@ -113,7 +132,7 @@ export class GossipTap {
   }
 
   record(event: TraceEvent): void {
-    this.trace?.write(`${JSON.stringify({ t: preciseNow(), ...event })}\n`)
+    this.sink?.({ t: preciseNow(), ...event })
   }
 
   /** Gossipsub's metrics register: only the RPC byte totals are kept; other metrics cost nothing. */
@@ -141,6 +160,7 @@ export class GossipTap {
   async close(): Promise<void> {
     const trace = this.trace
     this.trace = null
+    this.sink = null
     if (trace) await new Promise<void>(resolve => trace.end(resolve))
   }
 }

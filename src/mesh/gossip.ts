@@ -52,7 +52,9 @@ export const GOSSIP_TOPICS = {
   status: '/zns/ops/status/2',
   /** Batches of status changes (`entity.status.batch`): on a topic of their own, which nodes that cannot apply them do not join. */
   statusBatches: '/zns/ops/status-batches/1',
-  identities: '/zns/ops/identities/2'
+  identities: '/zns/ops/identities/2',
+  /** Attestations (`attestation.add`): a topic of their own, which nodes that cannot apply them do not join. */
+  attestations: '/zns/ops/attestations/1'
 } as const
 
 /**
@@ -67,6 +69,7 @@ export function topicOf(kind: OperationKind): string {
   if (kind === 'entity.deregister' || kind === 'developer.deregister') return GOSSIP_TOPICS.tombstones
   if (kind === 'entity.status') return GOSSIP_TOPICS.status
   if (kind === 'entity.status.batch') return GOSSIP_TOPICS.statusBatches
+  if (kind === 'attestation.add') return GOSSIP_TOPICS.attestations
   return GOSSIP_TOPICS.identities
 }
 
@@ -257,6 +260,7 @@ export class OperationGossip {
   private async validate(peer: string, message: Message): Promise<TopicValidatorResult> {
     if (this.o.tap.isLost(message)) return TopicValidatorResult.Ignore
     this.o.tap.counters.first++
+    await this.o.tap.process()
     const verdict = await this.check(peer, message)
     const { messages } = this.stats
     if (verdict === TopicValidatorResult.Accept) messages.accepted++

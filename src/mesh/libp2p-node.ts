@@ -23,7 +23,7 @@ import { uPnPNAT } from '@libp2p/upnp-nat'
 import { webSockets } from '@libp2p/websockets'
 import type { DNS } from '@multiformats/dns'
 import { multiaddr } from '@multiformats/multiaddr'
-import { createLibp2p } from 'libp2p'
+import { createLibp2p, type Libp2pOptions } from 'libp2p'
 import { WebSocket as WsWebSocket } from 'ws'
 import { NODE_VERSION } from '../version.js'
 import { OPERATION_LIMITS } from '../wire/operations.js'
@@ -81,6 +81,13 @@ export interface Libp2pNodeOptions {
   dhtProtocol?: string
   /** NAT traversal (p2p.reachability_check, p2p.relay_*, p2p.hole_punching, p2p.upnp); DEFAULT_REACH when absent. */
   reach?: ReachOptions
+  /** Transports and listen addresses instead of TCP, WebSockets and relays (a simulation's network). */
+  transport?: Libp2pTransportOverride
+}
+
+export interface Libp2pTransportOverride {
+  transports: NonNullable<Libp2pOptions['transports']>
+  listen: string[]
 }
 
 export interface ReachOptions {
@@ -121,7 +128,14 @@ function listenAddresses(host: string, port: number): string[] {
  * and D 3 used 126 and 123 % of a core against 137–158 % with gossipsub's bounds. Dout < Dlo and
  * Dout ≤ D / 2, as gossipsub requires; D is at least 2 (config/settings-mesh.ts).
  */
-function meshDegree(D: number): { D: number; Dlo: number; Dhi: number; Dout: number; Dlazy: number; Dscore: number } {
+export function gossipMeshBounds(D: number): {
+  D: number
+  Dlo: number
+  Dhi: number
+  Dout: number
+  Dlazy: number
+  Dscore: number
+} {
   const Dlo = D - 1
   return {
     D,
@@ -170,12 +184,12 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
     privateKey: await generateKeyPairFromSeed('Ed25519', options.seed),
     nodeInfo: { name: 'registry-node', version: NODE_VERSION, userAgent: `registry-node/${NODE_VERSION}` },
     addresses: {
-      listen: listenAddresses(options.host, options.port),
+      listen: options.transport?.listen ?? listenAddresses(options.host, options.port),
       ...(options.announce.length > 0 ? { announce: [...options.announce] } : {})
     },
     // The relay transport dials /p2p-circuit addresses always; it reserves a slot only once the node
     // listens on /p2p-circuit (reachability.ts decides when).
-    transports: [tcp(), webSockets(), circuitRelayTransport()],
+    transports: options.transport?.transports ?? [tcp(), webSockets(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     // A node behind a firewall still lists its direct addresses, whose dials hang until a timeout:
@@ -213,7 +227,7 @@ export async function createLibp2pNode(options: Libp2pNodeOptions, hooks: Libp2p
         // gossipsub signature per message would repeat that at the cost of an Ed25519 sign on
         // publish (12 % of a node's CPU at 1,000 registrations/s) and a verify per received copy.
         globalSignaturePolicy: 'StrictNoSign',
-        ...meshDegree(options.gossipMeshDegree),
+        ...gossipMeshBounds(options.gossipMeshDegree),
         allowPublishToZeroTopicPeers: true,
         // The spec's 5-minute deduplication; IDs hash the bytes, so one operation is one message.
         seenTTL: 5 * 60_000,

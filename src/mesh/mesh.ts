@@ -33,7 +33,7 @@ import { peerIdFromString } from '@libp2p/peer-id'
 import { MeshFaults } from './faults.js'
 import { type BanStore, checkedPeerId, memoryBanStore, PeerBans } from './peer-bans.js'
 import { GOSSIP_TOPICS, OperationGossip, type GossipApply } from './gossip.js'
-import { GossipTap } from './gossip-tap.js'
+import { GossipTap, type TraceEvent } from './gossip-tap.js'
 import { HELLO_PROTOCOL, PeerBook } from './peers.js'
 import { PeerPenalties, ScoreGuard, scoreOf } from './scoring.js'
 import { FETCH_PROTOCOL, Locator } from './locator.js'
@@ -72,6 +72,10 @@ export interface MeshOptions extends Libp2pNodeOptions {
   allowPeers?: readonly string[]
   /** JSON-lines propagation trace (p2p.trace_file); none when empty. */
   traceFile?: string
+  /** Given each trace event instead of a file (a simulation's collector). */
+  traceSink?: (event: TraceEvent) => void
+  /** A simulation's processing time of each received operation, ms (gossip-tap.ts). */
+  processingMs?: () => number
   /** Where peer bans are kept (the node's store); in memory when absent. */
   banStore?: BanStore
   /** When to reserve a relay slot (p2p.relay_client; default auto). */
@@ -88,6 +92,9 @@ export interface MeshOptions extends Libp2pNodeOptions {
 
 /** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
 const MAX_PINNED = 100
+
+/** How long a first sync session waits for the peer's hello. */
+const HELLO_WAIT_MS = 2000
 
 /**
  * The protocol versions and capabilities this node states in its hello (compatibility.ts): what
@@ -106,6 +113,7 @@ export function meshOffer({ federation }: { federation: boolean }): MeshOffer {
     capabilities: [
       CAPABILITIES.fetch,
       CAPABILITIES.statusBatches,
+      CAPABILITIES.attestations,
       ...(federation ? [CAPABILITIES.federatedSearch, CAPABILITIES.termFilters] : [])
     ]
   }
@@ -222,7 +230,12 @@ export class Mesh {
       bus: o.bus,
       logger: o.logger,
       intervalMs: o.syncIntervalMs,
-      maxPerPeerPerMinute: o.syncPerPeerPerMinute
+      maxPerPeerPerMinute: o.syncPerPeerPerMinute,
+      // A new peer's first session waits (briefly) for its hello, which says whether it applies attestations.
+      scopeFor: async peer => {
+        await this.peers.helloFrom(peer, HELLO_WAIT_MS)
+        return this.peers.offers(peer, CAPABILITIES.attestations) ? 'all' : 'without-attestations'
+      }
     })
     this.federation = o.federation
       ? new MeshFederation({ libp2p, peers: this.peers, logger: o.logger, ...o.federation })
@@ -255,7 +268,8 @@ export class Mesh {
     const faults = new MeshFaults(options.allowPeers)
     const bans = new PeerBans(options.banStore ?? memoryBanStore())
     faults.banned = peerId => bans.has(peerId)
-    const tap = new GossipTap(faults, options.traceFile)
+    const tap = new GossipTap(faults, options.traceSink ?? options.traceFile)
+    if (options.processingMs) tap.processingMs = options.processingMs
     const penalties = new PeerPenalties()
     const dns = meshDns(options.dnsServers)
     const libp2p = await createLibp2pNode(options, { gater: faults.gater(), tap, penalties, dns })

@@ -110,6 +110,8 @@ export function decodeHello(bytes: Uint8Array): HelloMessage {
 
 export class PeerBook {
   private readonly entries = new Map<string, PeerEntry>()
+  /** Who waits for a peer's first hello (`helloFrom`). */
+  private readonly helloWaiters = new Map<string, (() => void)[]>()
   private readonly refreshing = new Map<string, Promise<void>>()
   private readonly log: Logger
   private pingTimer: NodeJS.Timeout | null = null
@@ -154,6 +156,26 @@ export class PeerBook {
     const e = this.entries.get(peerId.toString())
     if (!e?.hello || e.tier !== 'peer-id') return true
     return offers(e.hello, capability)
+  }
+
+  /**
+   * Resolves once a hello from the peer was taken (verified or not), at once if one was, or after
+   * `timeoutMs`: what a peer offers decides what some protocols show it, and the first exchange
+   * with a new peer runs beside the hello.
+   */
+  helloFrom(peerId: string, timeoutMs: number): Promise<void> {
+    const e = this.entries.get(peerId)
+    if (e?.hello || this.stopped) return Promise.resolve()
+    return new Promise(resolve => {
+      const timer = setTimeout(done, timeoutMs).unref()
+      const waiters = this.helloWaiters.get(peerId) ?? []
+      waiters.push(done)
+      this.helloWaiters.set(peerId, waiters)
+      function done(): void {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
   }
 
   /** Whether this node refused the peer as incompatible recently (its addresses are not re-dialled). */
@@ -392,6 +414,9 @@ export class PeerBook {
   }
 
   private recordHello(peerId: PeerId, hello: HelloMessage): void {
+    const waiters = this.helloWaiters.get(peerId.toString())
+    this.helloWaiters.delete(peerId.toString())
+    for (const done of waiters ?? []) queueMicrotask(done)
     const e = this.entries.get(peerId.toString())
     if (!e) return
     const key = registryKeyOf(peerId)

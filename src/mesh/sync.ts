@@ -24,7 +24,7 @@ import { RegistryError } from '../errors.js'
 import type { EventBus } from '../events/bus.js'
 import type { Operation } from '../store/records.js'
 import { sealDigest } from '../store/registry-store.js'
-import { BUCKETS, DIGEST_BYTES, type SubjectDigests } from '../store/subject-digests.js'
+import { BUCKETS, DIGEST_BYTES, type DigestScope, type SubjectDigests } from '../store/subject-digests.js'
 import { BoundedMap } from '../util/bounded-map.js'
 import { parseJsonBytes } from '../wire/json.js'
 import { fromWire, isShared, toWire } from '../wire/operations.js'
@@ -57,6 +57,8 @@ export interface SyncOptions {
   timeoutMs?: number
   /** Sessions one peer may open with this node per minute (p2p.sync_max_per_peer_per_minute); beyond, answered busy. */
   maxPerPeerPerMinute: number
+  /** What a peer is shown of the log: all but attestations to one that does not apply them. */
+  scopeFor?: (peer: string) => Promise<DigestScope>
 }
 
 export interface SyncResult {
@@ -185,7 +187,8 @@ export class SyncService {
     try {
       stream = await connection.newStream(SYNC_PROTOCOL, { signal })
       const lp = lpStream(stream, { maxDataLength: MAX_FRAME_BYTES })
-      const mine = this.o.digests.bucketDigests()
+      const scope = (await this.o.scopeFor?.(peer.toString())) ?? 'all'
+      const mine = this.o.digests.bucketDigests(scope)
       await write(lp, { t: 'buckets', digests: mine.map(d => d.toString('hex')) }, signal)
       const theirs = await read(lp, 'buckets', signal)
       if (theirs === null) {
@@ -194,7 +197,7 @@ export class SyncService {
         await stream.close({ signal })
         return null
       }
-      const result = await this.reconcile(lp, mine, theirs.digests, peer.toString(), signal)
+      const result = await this.reconcile(lp, mine, theirs.digests, peer.toString(), scope, signal)
       await stream.close({ signal })
       return result
     } catch (err) {
@@ -225,9 +228,10 @@ export class SyncService {
         await stream.close({ signal })
         return
       }
-      const mine = this.o.digests.bucketDigests()
+      const scope = (await this.o.scopeFor?.(remote)) ?? 'all'
+      const mine = this.o.digests.bucketDigests(scope)
       await write(lp, { t: 'buckets', digests: mine.map(d => d.toString('hex')) }, signal)
-      await this.reconcile(lp, mine, theirs.digests, connection.remotePeer.toString(), signal)
+      await this.reconcile(lp, mine, theirs.digests, remote, scope, signal)
       await stream.close({ signal })
     } catch (err) {
       this.totals.failed++
@@ -267,6 +271,7 @@ export class SyncService {
     mine: Buffer[],
     theirDigests: string[],
     peer: string,
+    scope: DigestScope,
     signal: AbortSignal
   ): Promise<SyncResult> {
     const started = performance.now()
@@ -276,7 +281,7 @@ export class SyncService {
     const listed = differing.filter(
       i => theirDigests[i] !== EMPTY_DIGEST && (mine[i] as Buffer).toString('hex') !== EMPTY_DIGEST
     )
-    const myEntries = [...this.o.digests.subjectsIn(listed)]
+    const myEntries = [...this.o.digests.subjectsIn(listed, scope)]
     for (let start = 0; start === 0 || start < myEntries.length; start += SUBJECTS_PER_FRAME) {
       const more = start + SUBJECTS_PER_FRAME < myEntries.length
       await write(
@@ -305,7 +310,12 @@ export class SyncService {
     }
     const wanted = [
       ...differingSubjects.filter(subject => this.o.digests.digestOf(subject) !== theirEntries.get(subject)),
-      ...this.o.digests.subjectsIn(differing.filter(i => theirDigests[i] === EMPTY_DIGEST)).keys()
+      ...this.o.digests
+        .subjectsIn(
+          differing.filter(i => theirDigests[i] === EMPTY_DIGEST),
+          scope
+        )
+        .keys()
     ]
 
     // Both sides send and receive at once. Each `ops` frame is acknowledged once applied, and a

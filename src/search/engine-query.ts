@@ -25,11 +25,19 @@ export interface SearchDocument {
   lastChange: number
   /** Share of the observed time the entity was active, in [0, 1] (trust counts it). */
   uptime: number
+  /** Transitive trust from attestations, in [0, 1] (absent: 0). */
+  transitive?: number
   capabilities: CapabilitySets
 }
 
 /** The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's own. */
-export type TrustFormula = (developerPart: number, registeredAt: number, uptime: number, now: number) => number
+export type TrustFormula = (
+  developerPart: number,
+  registeredAt: number,
+  uptime: number,
+  now: number,
+  transitive: number
+) => number
 
 export interface EngineQuery {
   terms: readonly QueryTerm[]

@@ -37,7 +37,9 @@ class RankPass {
     this.textQuery = q.terms.length > 0 || q.vector !== null
     this.flagMask = LIVE | (q.type === null ? 0 : SERVICE) | (q.active === null ? 0 : ACTIVE)
     this.flagWant = LIVE | (q.type === 'service' ? SERVICE : 0) | (q.active === true ? ACTIVE : 0)
-    this.minTrust = q.minTrust
+    // The trust cache holds 32-bit floats: a score shown as 0.235 may be held as 0.23499999.
+    // Rounding the bound the same way keeps every score at or above it (fround is monotonic).
+    this.minTrust = Math.fround(q.minTrust)
     this.minSemantic = q.minSemantic
     this.heap = new TopK(q.offset + q.limit, order)
     this.semanticWeight = semantic === null ? 0 : q.weights.semantic

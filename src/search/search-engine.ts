@@ -115,7 +115,10 @@ export class SearchEngine {
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
-  patch(entityId: string, change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>>): void {
+  patch(
+    entityId: string,
+    change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime' | 'transitive'>>
+  ): void {
     const slot = this.slots.get(entityId)
     const doc = slot === undefined ? undefined : this.columns.docs[slot]
     if (!doc || slot === undefined) return
@@ -124,6 +127,7 @@ export class SearchEngine {
     if (change.active !== undefined) mutable.active = change.active
     if (change.lastChange !== undefined) mutable.lastChange = Math.max(doc.lastChange, change.lastChange)
     if (change.uptime !== undefined) mutable.uptime = change.uptime
+    if (change.transitive !== undefined) mutable.transitive = change.transitive
     this.columns.write(slot, doc)
   }
 

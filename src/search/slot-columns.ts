@@ -55,6 +55,7 @@ export class SlotColumns {
   registeredAt = new Float64Array(1024)
   lastChange = new Float64Array(1024)
   uptime = new Float32Array(1024)
+  transitive = new Float32Array(1024)
   developerOf = new Int32Array(1024).fill(NO_DEVELOPER)
   /** Entity ID order as a number by slot (see idOrder), so ties between equal scores rarely compare strings. */
   idKeys = new Float64Array(1024)
@@ -82,6 +83,7 @@ export class SlotColumns {
     this.registeredAt[slot] = doc.registeredAt
     this.lastChange[slot] = doc.lastChange
     this.uptime[slot] = doc.uptime
+    this.transitive[slot] = doc.transitive ?? 0
     this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
     this.trustCache[slot] = NaN
   }
@@ -154,7 +156,8 @@ export class SlotColumns {
       developer === NO_DEVELOPER ? 0 : (this.developerParts[developer] as number),
       this.registeredAt[slot] as number,
       this.uptime[slot] as number,
-      now
+      now,
+      this.transitive[slot] as number
     )
     this.trustCache[slot] = trust
     this.staticScore[slot] =
@@ -173,6 +176,7 @@ export class SlotColumns {
     this.registeredAt = widened(this.registeredAt, size)
     this.lastChange = widened(this.lastChange, size)
     this.uptime = widened(this.uptime, size)
+    this.transitive = widened(this.transitive, size)
     this.developerOf = widened(this.developerOf, size, NO_DEVELOPER)
     this.trustCache = widened(this.trustCache, size, NaN)
     this.textScores = widened(this.textScores, size)

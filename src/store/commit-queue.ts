@@ -40,6 +40,8 @@ export interface CommitQueueParts {
   sharingStructures: readonly object[]
   /** How long a commit waits for concurrent ones to share its transaction (0: not at all). */
   delayMs: number
+  /** Each commit its own transaction, written before `commit` returns (a simulation's nodes). */
+  synchronous?: boolean
 }
 
 export class CommitQueue {
@@ -49,6 +51,7 @@ export class CommitQueue {
   private readonly tx: WriteTransaction
   private readonly sharingStructures: readonly object[]
   private readonly delayMs: number
+  private readonly synchronous: boolean
   private gathering: Promise<void> | null = null
   private lastCommitStart = Number.NEGATIVE_INFINITY
   /** Commits queued with lmdb-js and not yet durable, and the ones waiting for room (MAX_PENDING_COMMITS). */
@@ -63,6 +66,7 @@ export class CommitQueue {
     this.tx = parts.tx
     this.sharingStructures = parts.sharingStructures
     this.delayMs = parts.delayMs
+    this.synchronous = parts.synchronous === true
   }
 
   /** The commits gathering now, which resume when it settles (null: none). */
@@ -73,6 +77,7 @@ export class CommitQueue {
   /** See RegistryStore.commit. */
   async commit<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
     this.guard.check()
+    if (this.synchronous) return this.commitSynchronously(fn)
     if (this.pendingCommits >= MAX_PENDING_COMMITS) await new Promise<void>(resolve => this.commitSlots.push(resolve))
     this.pendingCommits++
     try {
@@ -133,8 +138,35 @@ export class CommitQueue {
     return this.gathering
   }
 
+  /** Tells the log's listeners what a durable commit changed (nothing when it changed nothing). */
+  private announce(changes: CommittedOperations): void {
+    if (changes.subjects.size > 0) for (const listener of this.committedListeners) listener(changes)
+  }
+
+  /** One transaction written now; nothing is waited for, so virtual time does not move under it. */
+  private commitSynchronously<T>(fn: (tx: WriteTransaction) => T): T {
+    const changes = noChanges()
+    const structures = savedStructureCounts(this.sharingStructures)
+    let result: T
+    try {
+      result = this.root.transactionSync(() => {
+        this.log.recordInto(changes)
+        try {
+          return fn(this.tx)
+        } finally {
+          this.log.stopRecording()
+        }
+      })
+    } catch (err) {
+      reloadStructuresAfterAbort(this.sharingStructures, structures)
+      throw this.guard.classify(err) ?? err
+    }
+    this.announce(changes)
+    return result
+  }
+
   private async commitNow<T>(fn: (tx: WriteTransaction) => T): Promise<T> {
-    const changes: CommittedOperations = { appended: [], indexed: [], unindexed: [], subjects: new Set() }
+    const changes = noChanges()
     let refused = false
     const done = this.root.childTransaction(() => {
       this.log.recordInto(changes)
@@ -164,7 +196,11 @@ export class CommitQueue {
       throw this.guard.classify(cause) ?? err
     }
     await flushed
-    if (changes.subjects.size > 0) for (const listener of this.committedListeners) listener(changes)
+    this.announce(changes)
     return result
   }
+}
+
+function noChanges(): CommittedOperations {
+  return { appended: [], indexed: [], unindexed: [], subjects: new Set() }
 }

@@ -133,6 +133,27 @@ export interface Tombstone {
   registration_signatures: string[]
 }
 
+/** A signed statement of an entity or developer about an entity (src/wire/attestations.ts), as accepted. */
+export interface AttestationRecord {
+  attestation_id: string
+  issuer: string
+  subject: string
+  kind: 'interaction' | 'endorsement' | 'dispute'
+  outcome: 'success' | 'failure' | null
+  issued_at: string
+  nonce: string
+  evidence: {
+    message_id?: string
+    payment?: { network: string; transaction: string; amount?: string; asset?: string }
+  } | null
+  comment: string | null
+  signature: string
+  accepted_at: string
+  home_registry: string
+  /** How far the payment evidence was checked on chain (`none` without payment evidence). */
+  payment_check: 'none' | 'unchecked' | 'settled' | 'refuted'
+}
+
 export type OperationKind =
   | 'entity.register'
   | 'entity.update'
@@ -149,6 +170,7 @@ export type OperationKind =
   | 'name.bind'
   | 'name.update'
   | 'name.release'
+  | 'attestation.add'
 
 /**
  * What this node has observed of a home entity's heartbeats (times in ms since the epoch). Kept

@@ -7,9 +7,11 @@
  */
 import type { Database } from 'lmdb'
 import { CommitQueue, type StoreCommitStats } from './commit-queue.js'
+import { AttestationTable, type AttestationPage } from './attestation-table.js'
 import { NameTables } from './name-tables.js'
 import { type CommittedOperations, OperationLog, sealDigest } from './operation-log.js'
 import type {
+  AttestationRecord,
   DeveloperRecord,
   EntityRecord,
   HandleRecord,
@@ -60,9 +62,10 @@ export class RegistryStore {
   private readonly log: OperationLog
   private readonly signatures: SignatureLedger
   private readonly names: NameTables
+  private readonly attestationTable: AttestationTable
   private readonly commits: CommitQueue
 
-  private constructor(opened: OpenedStore, commitDelayMs: number) {
+  private constructor(opened: OpenedStore, commitDelayMs: number, synchronous: boolean) {
     const { databases: db } = opened
     this.db = db
     this.sharingStructures = opened.sharingStructures
@@ -71,13 +74,21 @@ export class RegistryStore {
     this.log = new OperationLog(db.operations, index, db.sharedOperations, opened.lastSeq)
     this.signatures = new SignatureLedger(db.usedSignatures)
     this.names = new NameTables(db.names, db.nameVersions, db.entityNames)
+    this.attestationTable = new AttestationTable(db.attestations, db.attestationIndex, db.attestationEdges)
     this.commits = new CommitQueue({
       root: db.root,
       guard: opened.guard,
       log: this.log,
-      tx: writeTransaction(this, { databases: db, log: this.log, signatures: this.signatures, names: this.names }),
+      tx: writeTransaction(this, {
+        databases: db,
+        log: this.log,
+        signatures: this.signatures,
+        names: this.names,
+        attestations: this.attestationTable
+      }),
       sharingStructures: opened.sharingStructures,
-      delayMs: commitDelayMs
+      delayMs: commitDelayMs,
+      synchronous
     })
   }
 
@@ -88,10 +99,17 @@ export class RegistryStore {
    */
   static async open(
     dataDir: string,
-    options: { commitDelayMs?: number; minFreeBytes?: number; migrated?: (m: AppliedMigration) => void } = {}
+    options: {
+      commitDelayMs?: number
+      minFreeBytes?: number
+      /** Each commit written before `commit` returns, without a sync to disk (a simulation's nodes). */
+      synchronous?: boolean
+      migrated?: (m: AppliedMigration) => void
+    } = {}
   ): Promise<RegistryStore> {
-    const opened = await openStoreDatabases(dataDir, options.minFreeBytes ?? 0)
-    const store = new RegistryStore(opened, options.commitDelayMs ?? 0)
+    const synchronous = options.synchronous === true
+    const opened = await openStoreDatabases(dataDir, options.minFreeBytes ?? 0, synchronous)
+    const store = new RegistryStore(opened, options.commitDelayMs ?? 0, synchronous)
     try {
       await migrate(
         { databases: store.db, log: store.log, signatures: store.signatures },
@@ -136,6 +154,24 @@ export class RegistryStore {
   /** A binding's history, newest first. */
   nameHistory(handle: string, name: string): NameVersion[] {
     return this.names.history(handle, name)
+  }
+
+  getAttestation(id: string): AttestationRecord | undefined {
+    return this.attestationTable.get(id)
+  }
+  /** Attestations of an entity, in ID order. */
+  attestationsOf(subject: string, page: AttestationPage): AttestationRecord[] {
+    return this.attestationTable.of('s', subject, page)
+  }
+  /** Attestations an entity or developer made, in ID order. */
+  attestationsBy(issuer: string, page: AttestationPage): AttestationRecord[] {
+    return this.attestationTable.of('i', issuer, page)
+  }
+  attestationCountBy(issuer: string): number {
+    return this.attestationTable.countBy(issuer)
+  }
+  allAttestations(): Iterable<AttestationRecord> {
+    return this.attestationTable.all()
   }
 
   /** The peers an operator banned, by PeerId. */

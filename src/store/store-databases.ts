@@ -11,6 +11,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { open, type Database, type Key, type RootDatabase } from 'lmdb'
 import type {
   Approval,
+  AttestationRecord,
   DeveloperRecord,
   EntityRecord,
   HandleRecord,
@@ -38,6 +39,16 @@ export type SubjectOperationKey = [subject: string, seq: number]
 export type NameKey = [handle: string, name: string]
 export type NameVersionKey = [handle: string, name: string, seq: number]
 export type EntityNameKey = [entityId: string, handle: string, name: string]
+/** An attestation by its subject (`s`) or its issuer (`i`). */
+export type AttestationIndexKey = [side: 's' | 'i', party: string, id: string]
+
+/** The trust edges' database: binary keys (the issuer's raw ID), values of 45 bytes as sorted duplicates. */
+export const ATTESTATION_EDGES_DB = {
+  name: 'attestation_edges',
+  dupSort: true,
+  encoding: 'binary',
+  keyEncoding: 'binary'
+} as const
 
 /** The bound of the sequence-number part of a composite key: a range over one subject's entries ends there. */
 export const MAX_SEQ = Number.MAX_SAFE_INTEGER
@@ -71,6 +82,10 @@ export interface StoreDatabases {
   sharedOperations: Database<[seq: number, holders: number], Buffer>
   /** Peers an operator banned, by PeerId. */
   peerBans: Database<PeerBan, string>
+  attestations: Database<AttestationRecord, string>
+  attestationIndex: Database<null, AttestationIndexKey>
+  /** Each attestation as a trust edge under its issuer (attestation-edges.ts). */
+  attestationEdges: Database<Buffer, Buffer>
 }
 
 /** A banned peer (the mesh refuses it both ways). */
@@ -97,16 +112,17 @@ export interface OpenedStore {
  * cannot read (a newer format version, unknown compression or structures) is closed again and
  * refused before anything is written to it.
  */
-export async function openStoreDatabases(dataDir: string, minFreeBytes: number): Promise<OpenedStore> {
+export async function openStoreDatabases(dataDir: string, minFreeBytes: number, noSync = false): Promise<OpenedStore> {
   await mkdir(dataDir, { recursive: true })
   const guard = new StorageGuard(dataDir, { minFreeBytes })
   // Creating the LMDB file on a full disk kills the process (SIGBUS); an existing one opens fine.
   if (!existsSync(join(dataDir, 'registry.lmdb'))) guard.check()
   const root = open({
     path: join(dataDir, 'registry.lmdb'),
-    maxDbs: 16,
+    maxDbs: 32,
     mapSize: 2 ** 34,
     compression: false,
+    ...(noSync ? { noSync: true } : {}),
     // Times each commit's phases (a clock read each, nothing more): `commitStats`.
     ...({ trackMetrics: true } as object)
   })
@@ -147,7 +163,10 @@ export async function openStoreDatabases(dataDir: string, minFreeBytes: number):
     liveness: recordDb<LivenessRecord, string>('liveness'),
     usedSignatures: recordDb<UsedSignature, string>('used_signatures'),
     sharedOperations: root.openDB<[number, number], Buffer>({ name: 'oplog_shared', keyEncoding: 'binary' }),
-    peerBans: root.openDB<PeerBan, string>({ name: 'peer_bans' })
+    peerBans: root.openDB<PeerBan, string>({ name: 'peer_bans' }),
+    attestations: recordDb<AttestationRecord, string>('attestations'),
+    attestationIndex: root.openDB<null, AttestationIndexKey>({ name: 'attestation_index' }),
+    attestationEdges: root.openDB<Buffer, Buffer>(ATTESTATION_EDGES_DB)
   }
   if (created)
     await root.transaction(() => {

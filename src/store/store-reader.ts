@@ -8,7 +8,8 @@ import './unsliced-strings.js'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
-import type { Operation } from './records.js'
+import type { AttestationRecord, DeveloperRecord, EntityRecord, Operation } from './records.js'
+import { ATTESTATION_EDGES_DB, type AttestationIndexKey, keyFits } from './store-databases.js'
 import { structureOptions } from './shared-structures.js'
 import { compressionOptions } from './value-compression.js'
 import { checkFormatVersion, storedFormatVersion } from './store-format.js'
@@ -20,16 +21,36 @@ export class NoStore extends Error {
   override name = 'NoStore'
 }
 
+/** The record databases a reader opens besides the log, with the store's own options. */
+interface RecordDatabases {
+  entities: Database<EntityRecord, string>
+  developers: Database<DeveloperRecord, string>
+  attestations: Database<AttestationRecord, string>
+  attestationIndex: Database<null, AttestationIndexKey>
+  attestationEdges: Database<Buffer, Buffer>
+}
+
+/** The records of one committed state (`StoreReader.snapshot`). */
+export interface StoreSnapshot {
+  lastSeq: number
+  entities(): Iterable<EntityRecord>
+  developers(): Iterable<DeveloperRecord>
+  attestations(): Iterable<AttestationRecord>
+  /** Every trust edge (attestation-edges.ts), in issuer order: the issuer's raw ID and the edge's 45 bytes. */
+  attestationEdges(): Iterable<[issuer: Uint8Array, edge: Uint8Array]>
+}
+
 export class StoreReader {
   private constructor(
     private readonly root: RootDatabase,
-    private readonly operations: Database<Operation, number>
+    private readonly operations: Database<Operation, number>,
+    private readonly records: RecordDatabases
   ) {}
 
   static open(dataDir: string): StoreReader {
     const path = join(dataDir, STORE_FILE)
     if (!existsSync(path)) throw new NoStore(`${dataDir} holds no registry store (${STORE_FILE}); check --data`)
-    const root = open({ path, readOnly: true, maxDbs: 16, mapSize: 2 ** 34, compression: false })
+    const root = open({ path, readOnly: true, maxDbs: 32, mapSize: 2 ** 34, compression: false })
     try {
       const meta = root.openDB<unknown, string>({ name: 'meta' })
       // A newer format may keep the log otherwise; an older one's log reads as is (migrations add, never rewrite it).
@@ -41,7 +62,13 @@ export class StoreReader {
       if (compression === null || records === null)
         throw new Error(`${dataDir}: a store format this version of registry-node cannot read`)
       const operations = root.openDB<Operation, number>({ name: 'oplog', ...records, compression })
-      return new StoreReader(root, operations)
+      return new StoreReader(root, operations, {
+        entities: root.openDB<EntityRecord, string>({ name: 'entities', ...records, compression }),
+        developers: root.openDB<DeveloperRecord, string>({ name: 'developers', ...records }),
+        attestations: root.openDB<AttestationRecord, string>({ name: 'attestations', ...records }),
+        attestationIndex: root.openDB<null, AttestationIndexKey>({ name: 'attestation_index' }),
+        attestationEdges: root.openDB<Buffer, Buffer>(ATTESTATION_EDGES_DB)
+      })
     } catch (err) {
       void root.close()
       throw err
@@ -59,6 +86,51 @@ export class StoreReader {
     const out: [number, Operation][] = []
     for (const { key, value } of this.operations.getRange({ start: after + 1, limit })) out.push([key, value])
     return out
+  }
+
+  /**
+   * `read` given the store as of one moment: the log's last sequence number and every record read
+   * through the view belong to the same committed state, whatever the node commits meanwhile.
+   */
+  snapshot<T>(read: (view: StoreSnapshot) => T): T {
+    const transaction = this.root.useReadTransaction()
+    try {
+      const { entities, developers, attestations, attestationEdges } = this.records
+      const [last] = [...this.operations.getKeys({ reverse: true, limit: 1, transaction })] as number[]
+      return read({
+        lastSeq: last ?? 0,
+        *entities() {
+          for (const { value } of entities.getRange({ transaction })) yield value
+        },
+        *developers() {
+          for (const { value } of developers.getRange({ transaction })) yield value
+        },
+        *attestations() {
+          for (const { value } of attestations.getRange({ transaction })) yield value
+        },
+        *attestationEdges() {
+          for (const { key, value } of attestationEdges.getRange({ transaction })) yield [key, value]
+        }
+      })
+    } finally {
+      transaction.done()
+    }
+  }
+
+  getAttestation(id: string): AttestationRecord | undefined {
+    return keyFits(id) ? this.records.attestations.get(id) : undefined
+  }
+
+  /** The attestations whose subject is `subject`, in ID order. */
+  *attestationsOf(subject: string): Iterable<AttestationRecord> {
+    if (!keyFits(subject)) return
+    for (const key of this.records.attestationIndex.getKeys({
+      start: ['s', subject, ''],
+      end: ['s', subject, '\uffff']
+    }) as Iterable<AttestationIndexKey>) {
+      const record = this.records.attestations.get(key[2])
+      if (record) yield record
+    }
   }
 
   /**

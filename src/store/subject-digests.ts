@@ -14,6 +14,17 @@
  * Declined subjects (operations refused for good, e.g. over an origin's quota) count as held with
  * the digest of what was offered, so that a peer holding them finds nothing to send; their
  * operations are not here to give. Kept until the subject is held, in memory, at most MAX_DECLINED.
+ *
+ * Attestations are new in the protocol: a peer that does not apply them (it lacks the `attestations`
+ * capability) would find every bucket holding one different forever, list it every session and refuse
+ * what it is sent. For such a peer the digests are taken without attestation subjects
+ * (`scope` 'without-attestations'): each bucket also keeps the XOR of its attestation subjects' shares,
+ * taken out again on request.
+ *
+ * For observers (a node's status, testnets deciding convergence) the 256 buckets fold into one
+ * digest, hashed only when asked; the write path records just the time of the last change, so a
+ * testnet can time convergence from when each node applied the change rather than from when it
+ * was polled.
  */
 import { hash as oneShotHash } from 'node:crypto'
 import { type RegistryStore, SEAL_DIGEST_BYTES, sealDigest } from './registry-store.js'
@@ -37,6 +48,11 @@ function doubled(table: Buffer<ArrayBuffer>): Buffer<ArrayBuffer> {
   return wider
 }
 
+/** Which subjects a peer is shown: all, or all but attestations (a peer that does not apply them). */
+export type DigestScope = 'all' | 'without-attestations'
+
+const isAttestation = (subject: string): boolean => subject.startsWith('zns:att:')
+
 export function bucketOf(subject: string): number {
   return oneShotHash('sha256', subject, 'buffer')[0] as number
 }
@@ -58,9 +74,15 @@ export class SubjectDigests {
   private rows = 0
   private readonly freeRows: number[] = []
   private readonly buckets = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
+  /** The part of each bucket's digest that comes from attestation subjects. */
+  private readonly attestationParts = Array.from({ length: BUCKETS }, () => Buffer.alloc(DIGEST_BYTES))
   private readonly members = Array.from({ length: BUCKETS }, () => new Set<string>())
   private readonly declined = new Map<string, string>()
   private detach: (() => void) | null = null
+  /** Subject-index entries held: one per operation and subject it is indexed under. */
+  private entries = 0
+  /** Date.now() of the last change to a bucket digest (or of the build at start). */
+  private changedAt = 0
 
   constructor(private readonly store: RegistryStore) {}
 
@@ -77,8 +99,10 @@ export class SubjectDigests {
         digest.fill(0)
       }
       xorInto(digest, seal)
+      this.entries++
     }
     if (subject !== null) this.set(subject, digest, undefined)
+    this.changedAt = Date.now()
     this.detach = this.store.onCommitted(changes => {
       // Each subject's row is looked up once: at a million subjects a lookup is a cache miss or two.
       const next = new Map<string, { row: number | undefined; digest: Buffer }>()
@@ -95,6 +119,8 @@ export class SubjectDigests {
       for (const [subject, seal] of changes.unindexed) toggle(subject, seal)
       // A subject whose every operation went XORs back to zero: it is no longer held.
       for (const [subject, { row, digest }] of next) this.set(subject, digest.equals(EMPTY) ? null : digest, row)
+      this.entries += changes.indexed.length - changes.unindexed.length
+      if (next.size > 0) this.changedAt = Date.now()
     })
   }
 
@@ -107,16 +133,39 @@ export class SubjectDigests {
     return this.subjects.size
   }
 
+  /**
+   * One digest over the 256 bucket digests (hex): two nodes report the same one when their buckets
+   * are equal, i.e. when they hold the same operations. Hashed here, on request, not per commit.
+   */
+  combinedDigest(scope: DigestScope = 'all'): string {
+    return oneShotHash('sha256', Buffer.concat(this.bucketDigests(scope)), 'hex')
+  }
+
+  /** What the combined digest covers and when it last changed, for a node's status. */
+  summary(): { digest: string; operations: number; subjects: number; changedAt: number } {
+    return {
+      digest: this.combinedDigest(),
+      operations: this.entries,
+      subjects: this.subjects.size,
+      changedAt: this.changedAt
+    }
+  }
+
   /** The 256 bucket digests. */
-  bucketDigests(): Buffer[] {
-    return this.buckets.map(b => Buffer.from(b))
+  bucketDigests(scope: DigestScope = 'all'): Buffer[] {
+    return this.buckets.map((b, i) => {
+      const digest = Buffer.from(b)
+      if (scope === 'without-attestations') xorInto(digest, this.attestationParts[i] as Buffer)
+      return digest
+    })
   }
 
   /** Subject → digest (hex) for every subject in the given buckets. */
-  subjectsIn(buckets: Iterable<number>): Map<string, string> {
+  subjectsIn(buckets: Iterable<number>, scope: DigestScope = 'all'): Map<string, string> {
     const out = new Map<string, string>()
     for (const b of buckets)
-      for (const subject of this.members[b] ?? []) out.set(subject, this.digestOf(subject) as string)
+      for (const subject of this.members[b] ?? [])
+        if (scope === 'all' || !isAttestation(subject)) out.set(subject, this.digestOf(subject) as string)
     return out
   }
 
@@ -141,11 +190,12 @@ export class SubjectDigests {
     for (const op of offered) xorInto(digest, sealDigest(op.node_signature))
     const bucket = bucketOf(subject)
     const old = this.declined.get(subject)
-    if (old) xorInto(this.buckets[bucket] as Buffer, hash(subject + old))
+    if (old) this.toggleShare(bucket, subject, hash(subject + old))
     const hex = digest.toString('hex')
-    xorInto(this.buckets[bucket] as Buffer, hash(subject + hex))
+    this.toggleShare(bucket, subject, hash(subject + hex))
     this.declined.set(subject, hex)
     this.members[bucket]?.add(subject)
+    if (old !== hex) this.changedAt = Date.now()
   }
 
   operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
@@ -160,7 +210,9 @@ export class SubjectDigests {
   recheck(subject: string): boolean {
     const before = this.digestOf(subject)
     this.refresh(subject)
-    return this.digestOf(subject) !== before
+    if (this.digestOf(subject) === before) return false
+    this.changedAt = Date.now()
+    return true
   }
 
   private refresh(subject: string): void {
@@ -173,17 +225,16 @@ export class SubjectDigests {
   /** Makes `digest` (null: none) the subject's, in its `row` (undefined: none yet). */
   private set(subject: string, digest: Buffer | null, row: number | undefined): void {
     const bucket = row === undefined ? bucketOf(subject) : (this.bucketOfRow[row] as number)
-    const bucketDigest = this.buckets[bucket] as Buffer
     const declined = this.declined.get(subject)
     if (declined && digest) {
       // Held now: what was declined no longer stands in for it.
-      xorInto(bucketDigest, hash(subject + declined))
+      this.toggleShare(bucket, subject, hash(subject + declined))
       this.declined.delete(subject)
     }
-    if (row !== undefined) xorInto(bucketDigest, this.rowOf(this.shares, row))
+    if (row !== undefined) this.toggleShare(bucket, subject, this.rowOf(this.shares, row))
     if (digest) {
       const share = hash(subject + digest.toString('hex'))
-      xorInto(bucketDigest, share)
+      this.toggleShare(bucket, subject, share)
       if (row === undefined) {
         this.subjects.set(subject, (row = this.newRow()))
         this.bucketOfRow[row] = bucket
@@ -196,6 +247,12 @@ export class SubjectDigests {
       this.freeRows.push(row)
       if (!this.declined.has(subject)) this.members[bucket]?.delete(subject)
     }
+  }
+
+  /** XORs a subject's share in or out of its bucket's digest (and of the bucket's attestation part). */
+  private toggleShare(bucket: number, subject: string, share: Uint8Array): void {
+    xorInto(this.buckets[bucket] as Buffer, share)
+    if (isAttestation(subject)) xorInto(this.attestationParts[bucket] as Buffer, share)
   }
 
   private rowOf(table: Buffer, row: number): Buffer {

@@ -3,10 +3,12 @@
  * over the store's databases. Every write here is one of the commit's LMDB transaction: reads see
  * it at once, and it is kept only if the whole commit is.
  */
+import type { AttestationTable } from './attestation-table.js'
 import type { NameTables } from './name-tables.js'
 import { DuplicateOperation, type OperationLog, sealDigest } from './operation-log.js'
 import type {
   Approval,
+  AttestationRecord,
   DeveloperRecord,
   EntityRecord,
   HandleRecord,
@@ -56,6 +58,8 @@ export interface WriteTransaction {
   putApproval(stateHash: string, approval: Approval): void
   putLiveness(entityId: string, record: LivenessRecord): void
   deleteLiveness(entityId: string): void
+  hasAttestation(id: string): boolean
+  putAttestation(record: AttestationRecord): void
 }
 
 /** The reads a transaction shares with the store outside one (the same key checks). */
@@ -70,6 +74,7 @@ export interface TransactionParts {
   log: OperationLog
   signatures: SignatureLedger
   names: NameTables
+  attestations: AttestationTable
 }
 
 /**
@@ -78,7 +83,7 @@ export interface TransactionParts {
  */
 export function writeTransaction(
   reads: StoreReads,
-  { databases: db, log, signatures, names }: TransactionParts
+  { databases: db, log, signatures, names, attestations }: TransactionParts
 ): WriteTransaction {
   return {
     getEntity: id => reads.getEntity(id),
@@ -133,6 +138,8 @@ export function writeTransaction(
     deleteLiveness: entityId => {
       void db.liveness.remove(entityId)
     },
-    dropOperations: (subject, keep) => log.drop(subject, keep)
+    dropOperations: (subject, keep) => log.drop(subject, keep),
+    hasAttestation: id => attestations.has(id),
+    putAttestation: record => attestations.put(record)
   }
 }

@@ -1,74 +1,26 @@
 /**
- * The `testnet` and `experiment` commands of the CLI (cli.ts dispatches here).
+ * The `testnet` command of the CLI (cli.ts dispatches here; `experiment` is experiment-command.ts).
  *
  * `testnet` starts the nodes, prints their table and then takes fault commands on standard input
- * (`help` lists them) until Ctrl-C or `quit`.
+ * (`help` lists them) until Ctrl-C or `quit`. The commands run one after another in the order
+ * read, so a script piped in (timed with `sleep`) acts and prints in order. Every line the testnet
+ * prints starts with the seconds since the command started, `[   12.345] `: one clock for a whole
+ * run, which a researcher can line up against the nodes' own timestamps.
  */
+import { readFile } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
+import { defaultConfig } from '../config/load.js'
 import { EntityFactory } from './entity-factory.js'
-import { runConvergence } from './experiments/convergence.js'
-import { runLiveness } from './experiments/liveness.js'
-import { runPropagation } from './experiments/propagation.js'
-import { Testnet, TestnetError, type NetworkMode } from './testnet.js'
-import { parseTopology, TopologyError } from './topology.js'
+import { integer, lossOf, nodeList, networkOf, stamp, stampedPrinter, topologies, UsageError } from './command-args.js'
+import { sleep, Testnet, TestnetError, type TestnetNode } from './testnet.js'
+import { TopologyError } from './topology.js'
 
 const FAULT_HELP = `commands: status | table | stop I | restart I | pause I | resume I | partition 0,1/2,3 | heal
-          loss PERCENT [0-1,2-3] | latency MS [0-1] | clear | seed K | quit
-          entities | entity-stop K | entity-start K | entities-add K
-          (links: only between these pairs; netns mode)`
-
-export class UsageError extends Error {
-  override name = 'UsageError'
-}
-
-function integer(name: string, text: string | undefined, fallback: number | undefined, min = 0): number {
-  if (text === undefined) {
-    if (fallback === undefined) throw new UsageError(`--${name} is required`)
-    return fallback
-  }
-  const value = Number(text)
-  if (!Number.isInteger(value) || value < min) throw new UsageError(`--${name} must be an integer of at least ${min}`)
-  return value
-}
-
-/** A comma-separated list of node indexes ("1,2"). */
-function nodeList(name: string, text: string | undefined): number[] {
-  if (text === undefined) return []
-  return text.split(',').map(part => {
-    const value = Number(part.trim())
-    if (part.trim() === '' || !Number.isInteger(value) || value < 0)
-      throw new UsageError(`--${name} takes node indexes separated by commas (e.g. 1,2)`)
-    return value
-  })
-}
-
-/** A loss given as a percentage ("5" or "5%") → a probability. */
-function lossOf(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined
-  const value = Number(text.replace(/%$/, ''))
-  if (!Number.isFinite(value) || value < 0 || value > 100) throw new UsageError('--loss is a percentage from 0 to 100')
-  return value / 100
-}
-
-function networkOf(text: string | undefined): NetworkMode | 'auto' {
-  if (text === undefined || text === 'auto' || text === 'netns' || text === 'process') return text ?? 'auto'
-  throw new UsageError('--network is auto, netns or process')
-}
-
-function topologies(text: string | undefined): string[] {
-  const list = (text ?? 'full')
-    .split(',')
-    .map(t => t.trim())
-    .filter(Boolean)
-  for (const t of list) parseTopology(t)
-  return list
-}
-
-const stamp = (): string => new Date().toISOString().replace(/[:.]/g, '-')
-const print = (line: string): void => {
-  process.stdout.write(`${line}\n`)
-}
+          loss PERCENT [0-1,2-3] | latency MS [JITTER_MS] [0-1] | bandwidth MBIT | clear
+          seed K | sleep SECONDS | quit | entities | entity-stop K | entity-start K | entities-add K
+          (links: only between these pairs; links, jitter and bandwidth (each node's uplink, Mbit/s)
+          need netns mode; loss, latency and bandwidth each replace the link faults set before)`
 
 export async function testnetCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -86,12 +38,22 @@ export async function testnetCommand(argv: string[]): Promise<void> {
       'node-arg': { type: 'string', multiple: true },
       entities: { type: 'string' },
       'entity-heartbeat-seconds': { type: 'string' },
-      private: { type: 'string' }
+      private: { type: 'string' },
+      simulate: { type: 'boolean' },
+      scenario: { type: 'string' },
+      'network-model': { type: 'string' },
+      'mesh-degree': { type: 'string' },
+      out: { type: 'string' }
     }
   })
+  if (values.simulate) return simulatedTestnet(values, argv)
+  for (const flag of ['scenario', 'network-model', 'mesh-degree', 'out'] as const)
+    if (values[flag] !== undefined) throw new UsageError(`--${flag} goes with --simulate`)
+  const print = stampedPrinter()
   const nodes = integer('nodes', values.nodes, undefined, 1)
   const privateNodes = nodeList('private', values.private)
   const seed = integer('seed', values.seed, 1)
+  print(`testnet command started at ${new Date().toISOString()}; [seconds] since then start each line`)
   const net = new Testnet({
     nodes,
     topology: topologies(values.topology)[0] ?? 'full',
@@ -117,10 +79,20 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   const factory = new EntityFactory(`testnet ${seed}`)
   let seeded = 0
   const seedEntities = async (count: number): Promise<void> => {
+    const sent = Date.now()
     await net.seedEntities(factory, count, seeded)
+    const registered = Date.now() - sent
     seeded += count
-    const ms = await net.waitForEntities(seeded)
-    print(`registered ${count} entities (${seeded} in all); every node held them ${ms} ms later`)
+    if (net.partitioned) {
+      // The sides cannot agree before the heal: nothing to wait for.
+      print(`registered ${count} entities (${seeded} in all) in ${registered} ms; a partition keeps the sides apart`)
+      return
+    }
+    // Timed by the nodes themselves: when each applied the last change before they all agreed.
+    const { ms } = await net.waitForConvergence(sent, { entities: seeded })
+    print(
+      `registered ${count} entities (${seeded} in all) in ${registered} ms; every node held them ${ms} ms after the first was sent`
+    )
   }
   const wanted = integer('seed-entities', values['seed-entities'], 0)
   if (wanted > 0) await seedEntities(wanted)
@@ -150,14 +122,19 @@ export async function testnetCommand(argv: string[]): Promise<void> {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  // One command at a time, in the order read: a command waits for those before it (quit too).
+  let queue = Promise.resolve()
   input.on('line', line => {
-    faultCommand(net, line.trim(), seedEntities).then(
-      out => {
-        if (out === 'quit') void shutdown()
+    queue = queue.then(async () => {
+      if (stopping) return
+      try {
+        const out = await faultCommand(net, line.trim(), seedEntities)
+        if (out === 'quit') await shutdown()
         else if (out) print(out)
-      },
-      (err: unknown) => print(`error: ${(err as Error).message}`)
-    )
+      } catch (err) {
+        print(`error: ${(err as Error).message}`)
+      }
+    })
   })
   // Until Ctrl-C or quit; the end of standard input (a pipe, /dev/null) does not stop the testnet.
   await stopped
@@ -174,12 +151,90 @@ async function addEntities(net: Testnet, count: number): Promise<string> {
   return `${added.length} echo entities registered and heartbeating in ${((Date.now() - started) / 1000).toFixed(1)} s, spread over the nodes${first ? ` (entity ${first.index}: ${first.entityId} at ${first.url}; call it with registry-node call ${first.entityId} hello --registry ${net.nodes[first.home]?.url})` : ''}`
 }
 
+type TestnetValues = Record<string, string | boolean | string[] | undefined>
+
+/**
+ * `testnet --simulate`: the nodes in this process on virtual time (sim/), driven by a scenario file
+ * (run as a bundle into --out) or by commands typed on standard input.
+ */
+async function simulatedTestnet(values: TestnetValues, argv: string[]): Promise<void> {
+  const text = (name: string): string | undefined => values[name] as string | undefined
+  for (const flag of ['private', 'network', 'entities', 'data', 'keep', 'trace-dir', 'node-arg', 'log-level'])
+    if (values[flag] !== undefined) throw new UsageError(`--${flag} does not apply to --simulate`)
+  const { loadNetworkModel, runBundle, scenarioParameters } = await import('./sim/sim-experiment.js')
+  const { interactiveSimulation, scenarioCommands } = await import('./sim/sim-scenario.js')
+  const { makeBundle } = await import('./sim/bundle.js')
+  const common = {
+    nodes: integer('nodes', text('nodes'), undefined, 2),
+    topology: topologies(text('topology'))[0] ?? 'full',
+    seed: integer('seed', text('seed'), 1),
+    runs: 1,
+    mesh_degree: integer('mesh-degree', text('mesh-degree'), defaultConfig().p2p.gossip_mesh_degree, 2),
+    network: await loadNetworkModel(text('network-model') ?? 'default')
+  }
+  const seeded = integer('seed-entities', text('seed-entities'), 0)
+  const plain = (line: string): void => {
+    process.stdout.write(`${line}\n`)
+  }
+  // Ctrl-C exits through 'exit', where the simulation removes its stores from memory-backed /dev/shm.
+  process.once('SIGINT', () => process.exit(130))
+  const scenario = text('scenario')
+  if (scenario === undefined) {
+    await interactiveSimulation(
+      {
+        nodes: common.nodes,
+        seed: common.seed,
+        topology: common.topology,
+        network: common.network,
+        meshDegree: common.mesh_degree,
+        log: plain
+      },
+      plain,
+      seeded > 0 ? [`seed ${seeded}`] : []
+    )
+    return
+  }
+  let commands: string[]
+  try {
+    commands = scenarioCommands(await readFile(scenario, 'utf8'))
+  } catch (err) {
+    throw new UsageError(
+      `--scenario: cannot read ${scenario} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`
+    )
+  }
+  if (seeded > 0) commands.unshift(`seed ${seeded}`)
+  const out = text('out') ?? `results/scenario-sim-${stamp()}`
+  await runBundle(
+    makeBundle(scenarioParameters({ ...common, commands }), ['registry-node', 'testnet', ...argv]),
+    out,
+    plain
+  )
+  plain(`results in ${out} (registry-node experiment reproduce ${out} runs it again)`)
+}
+
+/**
+ * One node's line of `status`. A paused (SIGSTOPped) or stopped node is shown by its state without
+ * asking it: it would not answer. A running node that fails to answer is shown with the reason.
+ */
+async function statusRow(net: Testnet, n: TestnetNode): Promise<string> {
+  if (n.state !== 'running') return `${n.name}  ${n.state}`
+  try {
+    const [peers, sync] = await Promise.all([net.connectedPeers(n.index), net.syncState(n.index)])
+    return `${n.name}  running  peers ${peers.length}  entities ${sync.entities}  digest ${sync.digest.slice(0, 12)} (${sync.operations} operations)`
+  } catch (err) {
+    return `${n.name}  running  no answer: ${(err as Error).message}`
+  }
+}
+
 async function faultCommand(
   net: Testnet,
   line: string,
   seed: (count: number) => Promise<void>
 ): Promise<string | null> {
-  const [command, arg, links] = line.split(/\s+/, 3)
+  const [command, arg, third, fourth] = line.split(/\s+/, 4)
+  // `latency MS [JITTER_MS] [links]`: a jitter is a bare number, links always hold a dash.
+  const jitter = command === 'latency' && third !== undefined && /^\d+(\.\d+)?$/.test(third) ? third : undefined
+  const links = jitter === undefined ? third : fourth
   const between = (): { between?: [number, number][] } => {
     if (!links) return {}
     const pairs = links.split(',').map(p => p.split('-').map(Number))
@@ -199,16 +254,8 @@ async function faultCommand(
       return 'quit'
     case 'table':
       return net.table()
-    case 'status': {
-      const rows = await Promise.all(
-        net.nodes.map(async n =>
-          n.state !== 'running'
-            ? `${n.name}  ${n.state}`
-            : `${n.name}  running  peers ${(await net.connectedPeers(n.index)).length}  entities ${await net.entityCount(n.index)}`
-        )
-      )
-      return rows.join('\n')
-    }
+    case 'status':
+      return (await Promise.all(net.nodes.map(n => statusRow(net, n)))).join('\n')
     case 'stop':
       await net.stopNode(index())
       return `stopped node-${arg}`
@@ -231,14 +278,33 @@ async function faultCommand(
       return `healed (${await net.heal()} mode)`
     case 'loss':
       return `loss on ${links ? `links ${links}` : 'every link'}: ${JSON.stringify(await net.setLinkFaults({ loss: lossOf(arg) ?? 0, ...between() }))}`
-    case 'latency':
-      return `latency on ${links ? `links ${links}` : 'every link'}: ${JSON.stringify(await net.setLinkFaults({ latencyMs: integer('latency', arg, undefined), ...between() }))}`
+    case 'latency': {
+      const faults = {
+        latencyMs: integer('latency', arg, undefined),
+        ...(jitter !== undefined ? { jitterMs: integer('jitter', jitter, undefined) } : {}),
+        ...between()
+      }
+      return `latency on ${links ? `links ${links}` : 'every link'}: ${JSON.stringify(await net.setLinkFaults(faults))}`
+    }
+    case 'bandwidth': {
+      const mbit = Number(arg)
+      if (arg === undefined || !Number.isFinite(mbit) || mbit <= 0)
+        throw new UsageError('bandwidth takes Mbit/s above 0 (e.g. bandwidth 2 or bandwidth 0.5); clear removes it')
+      return `bandwidth on every node's uplink: ${JSON.stringify(await net.setLinkFaults({ bandwidthMbit: mbit }))}`
+    }
     case 'clear':
       await net.clearLinkFaults()
       return 'link faults cleared'
     case 'seed':
       await seed(integer('seed', arg, undefined, 1))
       return null
+    case 'sleep': {
+      const seconds = Number(arg)
+      if (arg === undefined || !Number.isFinite(seconds) || seconds < 0 || seconds > 86_400)
+        throw new UsageError('sleep takes a number of seconds from 0 to 86400 (e.g. sleep 0.5)')
+      await sleep(seconds * 1000)
+      return null
+    }
     case 'entities':
       return (
         net.entities
@@ -257,96 +323,6 @@ async function faultCommand(
     default:
       return `unknown command ${command}; ${FAULT_HELP}`
   }
-}
-
-export async function experimentCommand(argv: string[]): Promise<void> {
-  const [kind, ...rest] = argv
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      nodes: { type: 'string' },
-      messages: { type: 'string' },
-      topology: { type: 'string' },
-      loss: { type: 'string' },
-      latency: { type: 'string' },
-      rate: { type: 'string' },
-      out: { type: 'string' },
-      network: { type: 'string' },
-      seed: { type: 'string' },
-      entities: { type: 'string' },
-      kill: { type: 'string' },
-      'inactive-after': { type: 'string' },
-      'node-arg': { type: 'string', multiple: true }
-    }
-  })
-  const nodeArgs = values['node-arg'] ?? []
-  const nodes = integer('nodes', values.nodes, undefined, 2)
-  const seed = integer('seed', values.seed, 1)
-  const network = networkOf(values.network)
-  const out = values.out ?? `results/${kind}-${stamp()}`
-  if (kind === 'propagation') {
-    const loss = lossOf(values.loss)
-    const latencyMs = values.latency === undefined ? undefined : integer('latency', values.latency, undefined)
-    const rate = values.rate === undefined ? 10 : Number(values.rate)
-    if (!(rate > 0)) throw new UsageError('--rate must be a positive number of messages per second')
-    const summary = await runPropagation({
-      nodes,
-      messages: integer('messages', values.messages, undefined, 1),
-      topologies: topologies(values.topology),
-      out,
-      rate,
-      seed,
-      network,
-      nodeArgs,
-      log: print,
-      ...(loss !== undefined ? { loss } : {}),
-      ...(latencyMs !== undefined ? { latencyMs } : {})
-    })
-    for (const t of summary.topologies) {
-      print(
-        `${t.topology.padEnd(10)} delivery ${(t.delivery_ratio * 100).toFixed(1)} %  p50 ${t.latency_ms.p50} ms  p95 ${t.latency_ms.p95} ms  p99 ${t.latency_ms.p99} ms  max ${t.latency_ms.max} ms  duplicates/node/msg ${t.duplicates_per_node.per_message}  bytes/msg ${t.bytes_sent.per_message}`
-      )
-    }
-  } else if (kind === 'convergence') {
-    const summary = await runConvergence({
-      nodes,
-      topologies: topologies(values.topology),
-      out,
-      seed,
-      network,
-      nodeArgs,
-      log: print,
-      ...(values.entities !== undefined ? { perSide: integer('entities', values.entities, undefined, 1) } : {})
-    })
-    for (const r of summary.runs) {
-      print(
-        `${r.topology.padEnd(10)} converged: ${r.converged}${r.convergence_ms !== null ? ` in ${r.convergence_ms} ms` : ''} (partition ${r.partition_mode} mode, halves apart: ${r.partition_held})`
-      )
-    }
-  } else if (kind === 'liveness') {
-    const kill = Number(values.kill ?? '0.2')
-    if (!(kill > 0 && kill <= 1)) throw new UsageError('--kill is the share of entities stopped, in (0, 1]')
-    const summary = await runLiveness({
-      nodes,
-      entities: integer('entities', values.entities, 20, 1),
-      kill,
-      out,
-      seed,
-      network,
-      nodeArgs,
-      log: print,
-      ...(values.topology ? { topology: topologies(values.topology)[0] as string } : {}),
-      ...(values['inactive-after']
-        ? { inactiveAfterSeconds: integer('inactive-after', values['inactive-after'], undefined, 1) }
-        : {})
-    })
-    print(
-      `inactive on every node: p50 ${summary.inactive_ms.p50} ms, p99 ${summary.inactive_ms.p99} ms, max ${summary.inactive_ms.max} ms (${summary.seen_inactive} of ${summary.pairs}); active again: p50 ${summary.active_ms.p50} ms, max ${summary.active_ms.max} ms (${summary.seen_active} of ${summary.pairs})`
-    )
-  } else {
-    throw new UsageError('experiment is propagation, convergence or liveness')
-  }
-  print(`results in ${out}`)
 }
 
 /** Errors of these commands that are the user's to fix (printed without a stack). */

@@ -111,8 +111,13 @@ export class EntityFactory {
   }
 
   /** The i-th registration (an agent; every fifth one a service). */
+  /** The i-th entity's key (what signs its registration and, in a simulation, its heartbeats). */
+  keyPair(i: number): KeyPair {
+    return deriveAgentKeyPair(this.developer.keyPair.seed, i)
+  }
+
   registration(i: number): SignedRegistration {
-    const keyPair = deriveAgentKeyPair(this.developer.keyPair.seed, i)
+    const keyPair = this.keyPair(i)
     const type = i % 5 === 4 ? 'service' : 'agent'
     const word = (k: number): string => WORDS[(i * 7 + k * 3) % WORDS.length] as string
     const body = signedRegistration(

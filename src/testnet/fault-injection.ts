@@ -1,11 +1,19 @@
 /**
- * Partitions, packet loss and latency for a testnet, each routed to where it can act: the kernel
- * (netns mode, via netns.ts) or the nodes' own fault switches (`PUT /v1/admin/mesh/faults`,
- * mesh/faults.ts) in process mode, or where the kernel lacks what a fault needs.
+ * Partitions, packet loss, latency, jitter and bandwidth for a testnet, each routed to where it can
+ * act: the kernel (netns mode, via netns.ts) or the nodes' own fault switches (`PUT
+ * /v1/admin/mesh/faults`, mesh/faults.ts) in process mode, or where the kernel lacks what a fault
+ * needs. Jitter and bandwidth have no process-mode stand-in: without the kernel they are reported
+ * unsupported, not imitated.
  */
 // Types only: netns.js itself is loaded in netns mode.
 import type { NetnsNetwork } from './netns.js'
-import { type LinkFaults, type NetworkMode, TestnetError, type TestnetNode } from './testnet-types.js'
+import {
+  type LinkFaultModes,
+  type LinkFaults,
+  type NetworkMode,
+  TestnetError,
+  type TestnetNode
+} from './testnet-types.js'
 
 interface ProcessFaults {
   blocked_peers?: string[]
@@ -61,10 +69,15 @@ export class FaultInjector {
     else await Promise.all(this.scope.running().map(i => this.setProcessFaults(i, { blocked_peers: [] })))
   }
 
-  /** Loss and latency on every link (or the chosen ones); says where each acts (netns packets or process gossip). Replaces earlier link faults. */
-  async setLinkFaults(faults: LinkFaults): Promise<{ loss?: NetworkMode; latency?: NetworkMode }> {
+  /**
+   * Loss, latency and jitter on every link (or the chosen ones), bandwidth on every node's uplink;
+   * says where each acts (netns packets or process gossip) and what acts nowhere. Replaces earlier
+   * link faults.
+   */
+  async setLinkFaults(faults: LinkFaults): Promise<LinkFaultModes> {
     const netns = this.scope.netns()
-    const modes: { loss?: NetworkMode; latency?: NetworkMode } = {}
+    const modes: LinkFaultModes = {}
+    const unsupported: string[] = []
     let processFaults: { loss?: number; delay_ms?: number } = {}
     if (faults.between) {
       // In-process faults act on every copy a node receives: they cannot single out one link.
@@ -78,20 +91,36 @@ export class FaultInjector {
       const result = await netns.setLinkFaults({
         ...(faults.loss ? { lossPercent: faults.loss * 100 } : {}),
         ...(faults.latencyMs ? { latencyMs: faults.latencyMs } : {}),
+        ...(faults.jitterMs ? { jitterMs: faults.jitterMs } : {}),
+        ...(faults.bandwidthMbit ? { bandwidthMbit: faults.bandwidthMbit } : {}),
         ...(faults.between ? { between: faults.between } : {})
       })
       if (faults.between && result.unsupported.length > 0)
         throw new TestnetError(`not possible on chosen links here: ${result.unsupported.join('; ')}`)
-      if (faults.loss) modes.loss = result.applied.some(a => a.startsWith('loss')) ? 'netns' : 'process'
-      if (faults.latencyMs) modes.latency = result.applied.some(a => a.startsWith('latency')) ? 'netns' : 'process'
+      const appliedAs = (kind: string): boolean => result.applied.some(a => a.startsWith(kind))
+      if (faults.loss) modes.loss = appliedAs('loss') ? 'netns' : 'process'
+      if (faults.latencyMs) modes.latency = appliedAs('latency') ? 'netns' : 'process'
+      if (faults.jitterMs && appliedAs('jitter')) modes.jitter = 'netns'
+      if (faults.bandwidthMbit && appliedAs('bandwidth')) modes.bandwidth = 'netns'
+      // Loss and latency fall back to the nodes' switches; jitter and bandwidth have none.
+      unsupported.push(...result.unsupported.filter(u => u.startsWith('jitter') || u.startsWith('bandwidth')))
     } else {
       if (faults.loss) modes.loss = 'process'
       if (faults.latencyMs) modes.latency = 'process'
+      if (faults.jitterMs)
+        unsupported.push(
+          `jitter ${faults.jitterMs} ms: process mode holds every gossip copy for the same time (jitter needs netns mode and netem)`
+        )
+      if (faults.bandwidthMbit)
+        unsupported.push(
+          `bandwidth ${faults.bandwidthMbit} Mbit/s: process mode has no bandwidth shaping (it needs netns mode)`
+        )
     }
     if (modes.loss === 'process') processFaults.loss = faults.loss
     if (modes.latency === 'process') processFaults = { ...processFaults, delay_ms: Math.round(faults.latencyMs ?? 0) }
     if (Object.keys(processFaults).length > 0)
       await Promise.all(this.scope.running().map(i => this.setProcessFaults(i, processFaults)))
+    if (unsupported.length > 0) modes.unsupported = unsupported
     return modes
   }
 

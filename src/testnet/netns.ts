@@ -6,7 +6,7 @@
  *
  * ```ts
  * probeNetns(): Promise<NetnsCapabilities>        // never throws; creates and deletes a throwaway namespace
- *   { namespaces, loss, latency, firewall, partitionMethod: 'tc-drop' | 'blackhole-route' | 'none', reasons }
+ *   { namespaces, loss, latency, bandwidth, firewall, partitionMethod: 'tc-drop' | 'blackhole-route' | 'none', reasons }
  * createNetnsNetwork(count, { subnet? }): Promise<NetnsNetwork>   // 1..253 nodes
  *   .prefix              'rn7a3f-': random per testnet; every namespace and root-namespace link starts with it
  *   .subnet              '10.211.X.0/24', a /24 of 10.211.0.0/16 not in use (ip addr, ip route, other testnets)
@@ -16,7 +16,7 @@
  *   .wrap(i, argv)       ['/usr/sbin/ip','netns','exec',namespace(i),...argv]: spawn argv inside node i's namespace
  *   .partition(groups)   nodes in different groups exchange no packets (silently dropped, both ways)
  *   .heal()              undoes partition()
- *   .setLinkFaults({ lossPercent?, latencyMs?, between? }) -> { applied, unsupported }
+ *   .setLinkFaults({ lossPercent?, latencyMs?, jitterMs?, bandwidthMbit?, between? }) -> { applied, unsupported }
  *   .clearLinkFaults()
  *   .refuseInbound(nodes) a stateful nftables filter in each node's namespace: replies and the host pass,
  *                        new connections from other nodes are dropped (needs capabilities.firewall)
@@ -46,13 +46,17 @@
  *   TC_ACT_SHOT). Where cls_bpf is missing, blackhole routes in each node's namespace instead:
  *   packets are dropped too, but the sender's socket sees EINVAL at once (connect fails
  *   immediately; established connections retransmit into the void until healed).
- * - setLinkFaults({ lossPercent, latencyMs, between }): on all node-to-node links, or only the
- *   given pairs (both directions of each). lossPercent applies to each direction independently
- *   (a round trip loses 1-(1-p)^2): the same BPF filter, drawing the kernel's per-packet random
- *   number (SKF_AD_RANDOM). latencyMs is one way, added to each direction (RTT grows 2x): an htb
- *   tree on eth0 whose class for the chosen destinations (u32 dst match) has a netem leaf; only
- *   where the kernel has netem, otherwise reported in `unsupported`. Each call replaces the
- *   previous faults; partition and link faults are independent (partition is checked first).
+ * - setLinkFaults({ lossPercent, latencyMs, jitterMs, bandwidthMbit, between }): on all node-to-node
+ *   links, or only the given pairs (both directions of each). lossPercent applies to each direction
+ *   independently (a round trip loses 1-(1-p)^2): the same BPF filter, drawing the kernel's
+ *   per-packet random number (SKF_AD_RANDOM). latencyMs is one way, added to each direction (RTT
+ *   grows 2x), jitterMs netem's spread around it: an htb tree on eth0 whose class for the chosen
+ *   destinations (u32 dst match) has a netem leaf; only where the kernel has netem, otherwise
+ *   reported in `unsupported`. bandwidthMbit caps each node's whole uplink to the other nodes (not
+ *   per link, and `between` does not narrow it): the rate and ceil of the htb class both node
+ *   classes hang from; traffic to hostAddress has a class of its own outside the cap. Each call
+ *   replaces the previous faults; partition and link faults are independent (partition is checked
+ *   first).
  *
  * Cleanup. Every testnet (and every probe) first writes an owner file `${prefix}owner.json`
  * (pid and process start time) and a subnet lock into /run/registry-node-netns (or

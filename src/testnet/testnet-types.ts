@@ -57,8 +57,45 @@ export interface LinkFaults {
   loss?: number
   /** Added latency per hop, ms. */
   latencyMs?: number
+  /** Spread of that latency, ms: each packet's delay uniform in latencyMs ± jitterMs. Needs netns mode and netem. */
+  jitterMs?: number
+  /**
+   * Each node's upload rate to the other nodes, Mbit/s, all its links together (the simulation's
+   * per-node upload bandwidth); `between` does not narrow it. Needs netns mode.
+   */
+  bandwidthMbit?: number
   /** Only these links (both directions); every link when absent. Needs netns mode. */
   between?: [number, number][]
+}
+
+/** Where each fault asked of setLinkFaults acts; what acts nowhere is in `unsupported`, with the reason. */
+export interface LinkFaultModes {
+  loss?: NetworkMode
+  latency?: NetworkMode
+  jitter?: 'netns'
+  bandwidth?: 'netns'
+  /** Present only when something asked for is not applied. */
+  unsupported?: string[]
+}
+
+/** What a node's status says of its sync digests (GET /v1/network/status `sync`), with its entity count. */
+export interface SyncState {
+  digest: string
+  operations: number
+  /** digest_changed_at as a Date.now() (the node's clock, which is this machine's). */
+  changedAt: number
+  entities: number
+}
+
+/** Testnet.waitForConvergence: the state every running node reached, and when each reached it. */
+export interface Convergence {
+  digest: string
+  operations: number
+  entities: number
+  /** By node index: ms from the reference instant to the node's last change of that state; null for nodes not running. */
+  perNodeMs: (number | null)[]
+  /** The slowest node's. */
+  ms: number
 }
 
 export class TestnetError extends Error {

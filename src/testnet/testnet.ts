@@ -30,8 +30,11 @@ import { FaultInjector } from './fault-injection.js'
 import type { NetnsNetwork } from './netns.js'
 import { NodeLauncher, type NodeSlot, pauseProcess, resumeProcess, terminateProcess } from './node-process.js'
 import {
+  type Convergence,
+  type LinkFaultModes,
   type LinkFaults,
   type NetworkMode,
+  type SyncState,
   TestnetError,
   type TestnetNode,
   type TestnetOptions
@@ -39,8 +42,11 @@ import {
 import { buildTopology, neighbours, type Topology } from './topology.js'
 
 export {
+  type Convergence,
+  type LinkFaultModes,
   type LinkFaults,
   type NetworkMode,
+  type SyncState,
   TestnetError,
   type TestnetNode,
   type TestnetOptions
@@ -58,6 +64,7 @@ export class Testnet {
   private root = ''
   private ownsRoot = false
   private modeChosen: NetworkMode = 'process'
+  private split = false
   private readonly log: (line: string) => void
   private readonly launcher: NodeLauncher
   private readonly faults = new FaultInjector({
@@ -232,6 +239,60 @@ export class Testnet {
     return status.entities.agents + status.entities.services
   }
 
+  /** Node i's sync summary and entity count, from one status request. */
+  async syncState(i: number): Promise<SyncState> {
+    const status = await this.getJson<{
+      entities: { agents: number; services: number }
+      sync: { digest: string; operations: number; digest_changed_at: string } | null
+    }>(i, '/v1/network/status')
+    if (!status.sync) throw new TestnetError(`${this.slot(i).name} reports no sync digest (is its mesh disabled?)`)
+    return {
+      digest: status.sync.digest,
+      operations: status.sync.operations,
+      changedAt: Date.parse(status.sync.digest_changed_at),
+      entities: status.entities.agents + status.entities.services
+    }
+  }
+
+  /**
+   * Waits until every running node reports the same sync digest, i.e. holds the same operations
+   * (and, with `entities`, at least that many entities), then times each node from `since` (a
+   * Date.now() of this process) to when it applied the last change of that state, taken from its
+   * own digest_changed_at: the nodes share this machine's clock, so how often this polls does not
+   * enter the figures. A node that held that state already at `since` counts 0.
+   */
+  async waitForConvergence(since: number, o: { entities?: number; timeoutMs?: number } = {}): Promise<Convergence> {
+    const timeoutMs = o.timeoutMs ?? 60_000
+    for (;;) {
+      const up = this.running()
+      const states = await Promise.all(up.map(i => this.syncState(i)))
+      const first = states[0]
+      if (
+        first &&
+        states.every(s => s.digest === first.digest && s.entities >= (o.entities ?? 0)) &&
+        // A node paused, stopped or restarted during this round: ask the nodes running now again.
+        up.join() === this.running().join()
+      ) {
+        const perNodeMs: (number | null)[] = this.slots.map(() => null)
+        for (const [k, i] of up.entries()) perNodeMs[i] = Math.max(0, states[k]!.changedAt - since)
+        return {
+          digest: first.digest,
+          operations: first.operations,
+          entities: first.entities,
+          perNodeMs,
+          ms: Math.max(...perNodeMs.map(ms => ms ?? 0))
+        }
+      }
+      if (Date.now() - since > timeoutMs) {
+        const digests = new Set(states.map(s => s.digest)).size
+        throw new TestnetError(
+          `after ${timeoutMs} ms the running nodes hold ${digests} different sets of operations (entities ${states.map(s => s.entities).join(', ')})`
+        )
+      }
+      await sleep(100)
+    }
+  }
+
   /** Registers `count` entities made by `factory` (numbers from `first`), spread round-robin over the running nodes. */
   async seedEntities(
     factory: EntityFactory,
@@ -298,19 +359,31 @@ export class Testnet {
    * Splits the mesh: nodes in different groups exchange nothing. Nodes left out of every group form
    * one more group. Returns the mode it ran in.
    */
-  partition(groups: readonly (readonly number[])[]): Promise<NetworkMode> {
-    return this.faults.partition(groups)
+  async partition(groups: readonly (readonly number[])[]): Promise<NetworkMode> {
+    const mode = await this.faults.partition(groups)
+    this.split = true
+    return mode
+  }
+
+  /** Whether a partition is in force (until heal). */
+  get partitioned(): boolean {
+    return this.split
   }
 
   /** Ends a partition and dials the edges again. */
   async heal(): Promise<NetworkMode> {
     await this.faults.heal()
+    this.split = false
     await this.wire()
     return this.netns ? 'netns' : 'process'
   }
 
-  /** Loss and latency on every link (or the chosen ones); says where each acts (netns packets or process gossip). Replaces earlier link faults. */
-  setLinkFaults(faults: LinkFaults): Promise<{ loss?: NetworkMode; latency?: NetworkMode }> {
+  /**
+   * Loss, latency and jitter on every link (or the chosen ones), bandwidth on every node's uplink;
+   * says where each acts (netns packets or process gossip) and lists what acts nowhere (jitter and
+   * bandwidth need netns mode). Replaces earlier link faults.
+   */
+  setLinkFaults(faults: LinkFaults): Promise<LinkFaultModes> {
     return this.faults.setLinkFaults(faults)
   }
 

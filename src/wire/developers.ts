@@ -63,6 +63,12 @@ export const DeveloperRecordView = Type.Object(
     verification_proof: Nullable(Type.String()),
     verification_tier: Type.String({ description: 'dns-verified, github-verified, self-claimed or unclaimed' }),
     entity_count: Type.Integer(),
+    trust_score: Type.Number({
+      minimum: 0,
+      maximum: 1,
+      description:
+        "the developer's own signals (verified handle 0.40, profile 0.10) raised by the transitive trust its entities bring it"
+    }),
     implicit: Type.Boolean({
       description:
         'true when the developer came into being through an entity registration rather than POST /v1/developers'

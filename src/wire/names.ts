@@ -147,7 +147,15 @@ export const TrustView = Type.Object(
   {
     score: Type.Number({ minimum: 0, maximum: 1 }),
     verification_tier: VerificationTier,
-    signals: Type.Record(Type.String(), Type.Number(), { description: "each signal's contribution to the score" })
+    signals: Type.Record(Type.String(), Type.Number(), { description: "each signal's contribution to the score" }),
+    transitive: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description:
+          'transitive trust from attestations (EigenTrust from verified developers); GET /v1/entities/{id}/trust explains it'
+      })
+    )
   },
   { $id: 'Trust' }
 )

@@ -259,6 +259,30 @@ export const NetworkStatus = Type.Object(
         inactive: Type.Integer()
       },
       { description: "liveness of this node's home entities; other entities' liveness is their home node's" }
+    ),
+    sync: Nullable(
+      Type.Object(
+        {
+          digest: Type.String({
+            pattern: '^[0-9a-f]{64}$',
+            description:
+              'SHA-256 over the 256 bucket digests sync compares: two nodes report the same one when they hold the same operations'
+          }),
+          operations: Type.Integer({
+            description: 'operations the digest covers, counted once per subject they are indexed under'
+          }),
+          subjects: Type.Integer({ description: 'subjects (entities, developers, names, …) with operations held' }),
+          digest_changed_at: Type.String({
+            format: 'date-time',
+            description:
+              'when this node last applied a change to the digest (ms precision, its own clock), or built it at start'
+          })
+        },
+        {
+          description:
+            'what sync reconciles, summed up: equal digests on every node mean the mesh has converged; null when the mesh is disabled'
+        }
+      )
     )
   },
   { $id: 'NetworkStatus' }

@@ -41,7 +41,8 @@ export const WireOperation = Type.Object(
         'handle.release',
         'name.bind',
         'name.update',
-        'name.release'
+        'name.release',
+        'attestation.add'
       ].map(k => Type.Literal(k))
     ),
     subject: Type.String({ minLength: 1, maxLength: 300 }),

@@ -129,6 +129,11 @@ export const EVENT_PAYLOADS: readonly { type: string; emittedBy: string; data: s
     data: 'handle, developer_id, action, names_released?'
   },
   {
+    type: 'attestation_added',
+    emittedBy: 'POST /v1/attestations',
+    data: 'attestation_id, issuer, subject, kind, outcome'
+  },
+  {
     type: 'name_registered',
     emittedBy: 'POST /v1/names, a registration with entity_name',
     data: 'fqan, developer_id, entity_id, version, action'

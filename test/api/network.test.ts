@@ -107,6 +107,11 @@ test.serial('network status and stats', async t => {
     liveness: { home_entities: 0, active: 0, inactive: 0 }
   })
   t.true(Number.isInteger(status.uptime_seconds))
+  // The sync digests summed up: nodes holding the same operations (none here) report the same digest.
+  t.like(status.sync, { operations: 0, subjects: 0 })
+  t.regex(status.sync.digest, /^[0-9a-f]{64}$/)
+  t.regex(status.sync.digest_changed_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  t.is((await http(b.url, 'GET', '/v1/network/status')).body.sync.digest, status.sync.digest)
   t.true(status.addresses.some((x: string) => x.includes('/tcp/') && !x.includes('/ws')))
   t.true(status.addresses.some((x: string) => x.includes('/ws/')))
   const stats = (await http(a.url, 'GET', '/v1/network/stats')).body
@@ -339,7 +344,8 @@ test('without the mesh the network routes still answer', async t => {
     t.like((await http(solo.url, 'GET', '/v1/network/status')).body, {
       peer_id: null,
       addresses: [],
-      mesh: { enabled: false, peer_count: 0, dht_mode: null }
+      mesh: { enabled: false, peer_count: 0, dht_mode: null },
+      sync: null
     })
     t.like((await http(solo.url, 'GET', '/v1/network/stats')).body, { estimated_registries: 1, mesh_connectivity: 0 })
     t.is((await http(solo.url, 'GET', '/v1/info')).body.peer_count, 0)

@@ -139,7 +139,8 @@ const SERVERS: { pattern: RegExp; ready: (log: string, command: string) => Promi
   { pattern: /(npm start|registry-node start|cli\.js start)\b/, ready: (_, command) => healthy(portOf(command)) },
   { pattern: /entity serve\b/, ready: async log => /serving on/.test(log) },
   { pattern: /npm run local-chain\b/, ready: async log => /Ctrl-C stops it/.test(log) },
-  { pattern: /npm run testnet\b/, ready: async log => /commands:/.test(log) }
+  // A testnet runs until Ctrl-C; a scenario (--scenario) ends by itself, like any command.
+  { pattern: /npm run testnet\b(?!.*--scenario)/, ready: async log => /commands:/.test(log) }
 ]
 
 function portOf(command: string): number {

@@ -1,7 +1,8 @@
 /**
  * A mixed-version mesh: the previous release and this code, two real processes meshed on loopback,
  * see each other's registrations (gossip and sync speak the same /1.0.0 protocols and topics), and
- * the new node, reading the old hello (which lists no protocols), finds it fully compatible.
+ * the new node, reading the old hello (which lists no protocols), finds it compatible, lacking only
+ * attestations.
  * The previous release is PREVIOUS_RELEASE_DIR (a built checkout) when set, else the git tag
  * PREVIOUS_RELEASE checked out beside this repository (a worktree, node_modules linked) and run from
  * its sources; without either (no git history here) the test is skipped, saying why.
@@ -15,6 +16,7 @@ import { promisify } from 'node:util'
 import test from 'ava'
 import { CLI_FROM_SOURCES, TSX_IMPORT } from '../../scripts/lib/node-process.js'
 import { RegistryClient } from '../../src/client/registry-client.js'
+import { RegistryClient as EntityRegistryClient } from '../../src/entity/registry-client.js'
 import { entityKeyFile } from '../../src/identity/key-file.js'
 import { keyPairFromSeed } from '../../src/identity/keys.js'
 import { NODE_VERSION } from '../../src/version.js'
@@ -64,7 +66,7 @@ interface Running {
 }
 
 /** `registry-node start` from `cli` (node arguments) on a fresh data directory; its URL and TCP address. */
-async function startProcess(cli: string[], dir: string, bootstrap?: string): Promise<Running> {
+async function startProcess(cli: string[], dir: string, extra: string[] = []): Promise<Running> {
   const child = spawn(
     process.execPath,
     [
@@ -81,7 +83,7 @@ async function startProcess(cli: string[], dir: string, bootstrap?: string): Pro
       '0',
       '--host',
       '127.0.0.1',
-      ...(bootstrap ? ['--bootstrap', bootstrap] : [])
+      ...extra
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] }
   )
@@ -110,16 +112,25 @@ const stop = (r: Running): Promise<unknown> => {
   return exited
 }
 
-/** An HD entity of a fixed developer, registered on `url`; its ID. */
-async function register(url: string, index: number, name: string): Promise<string> {
-  const developer = keyPairFromSeed(Buffer.alloc(32, 9))
+/** An HD entity of a fixed developer (`developerSeed`), registered on `url`: its ID and key pair. */
+async function register(url: string, index: number, name: string, developerSeed = 9) {
+  const developer = keyPairFromSeed(Buffer.alloc(32, developerSeed))
   const { file, keyPair } = entityKeyFile(developer, index)
   const signer = { keyPair, developerId: file.developer_id!, developerProof: file.developer_proof! }
   await new RegistryClient(url).registerEntity(
     { name, type: 'agent', category: 'tools', summary: name, tags: ['mixed'], entity_url: `https://${index}.example` },
     signer
   )
-  return file.entity_ids!.agent
+  return { id: file.entity_ids!.agent, keyPair }
+}
+
+/** A counter of a node's /metrics, summed over the label sets that match `labels`. */
+async function metric(url: string, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  let sum = 0
+  for (const line of text.split('\n'))
+    if (line.startsWith(name) && line.includes(labels) && !line.startsWith('#')) sum += Number(line.split(' ').at(-1))
+  return sum
 }
 
 const holds = async (url: string, id: string): Promise<boolean> =>
@@ -133,10 +144,18 @@ const holds = async (url: string, id: string): Promise<boolean> =>
       .version
     const dir = await mkdtemp(join(tmpdir(), 'mixed-versions-'))
     t.teardown(() => rm(dir, { recursive: true, force: true }))
-    const old = await startProcess(release.cli, join(dir, 'old'))
-    t.teardown(() => stop(old))
-    const current = await startProcess(CLI_FROM_SOURCES, join(dir, 'new'), old.p2p)
+    // The new node first holds registrations and an attestation, which the old node cannot apply.
+    const current = await startProcess(CLI_FROM_SOURCES, join(dir, 'new'))
     t.teardown(() => stop(current))
+    const issuer = await register(current.url, 1, 'Registered on the new node')
+    const subject = await register(current.url, 0, 'Attested on the new node', 10)
+    await new EntityRegistryClient(current.url).attest(issuer.keyPair, {
+      issuer: issuer.id,
+      subject: subject.id,
+      outcome: 'success'
+    })
+    const old = await startProcess(release.cli, join(dir, 'old'), ['--metrics', '--bootstrap', current.p2p])
+    t.teardown(() => stop(old))
     t.is(old.version, oldVersion)
     t.is(current.version, NODE_VERSION)
     t.not(old.version, current.version)
@@ -151,17 +170,29 @@ const holds = async (url: string, id: string): Promise<boolean> =>
       return ofOld[0] === NODE_VERSION && ofNew[0] === oldVersion
     })
     // The old hello carries no protocol lists: the new node takes it for what that release spoke,
-    // finds nothing missing, and keeps it. The old node ignores the new hello's lists.
+    // finds only attestations missing (added since), keeps it and leaves them unused with it. The old
+    // node ignores the new hello's lists.
     const [oldSeenByNew] = (
       (await (await fetch(`${current.url}/v1/network/peers`)).json()) as {
         peers: Record<string, unknown>[]
       }
     ).peers
-    t.like(oldSeenByNew, { version: oldVersion, protocols: null, compatibility: 'full', missing: [], connected: true })
-    const fromOld = await register(old.url, 0, 'Registered on the old node')
-    const fromNew = await register(current.url, 1, 'Registered on the new node')
+    t.like(oldSeenByNew, {
+      version: oldVersion,
+      protocols: null,
+      compatibility: 'partial',
+      missing: ['/zns/ops/attestations/1', 'attestations'],
+      connected: true
+    })
+    const fromOld = (await register(old.url, 0, 'Registered on the old node')).id
     await until('the new node holds what the old one registered', () => holds(current.url, fromOld))
-    await until('the old node holds what the new one registered', () => holds(old.url, fromNew))
-    t.pass()
+    await until('the old node holds what the new one registered (sync)', async () =>
+      (await Promise.all([issuer.id, subject.id].map(id => holds(old.url, id)))).every(Boolean)
+    )
+    // Sync showed the old node everything but the attestation: nothing it was sent was refused.
+    const received = 'registry_sync_operations_received_total'
+    t.true((await metric(old.url, received, 'outcome="applied"')) >= 2)
+    t.is(await metric(old.url, received, 'outcome="invalid"'), 0)
+    t.is(await metric(old.url, received, 'outcome="unsupported"'), 0)
   }
 )

@@ -5,6 +5,7 @@
  */
 import test from 'ava'
 import { VerifyPool } from '../../src/identity/verify-pool.js'
+import type { AttestationService } from '../../src/services/registry/attestations.js'
 import type { DeveloperService } from '../../src/services/registry/developers.js'
 import type { EntityService } from '../../src/services/registry/entities.js'
 import type { NameDirectory } from '../../src/services/replication/name-directory.js'
@@ -49,6 +50,7 @@ test("status changes of one developer's entities do not spend the developer's ra
     } as unknown as RegistryStore,
     entities,
     developers: {} as DeveloperService,
+    attestations: {} as AttestationService,
     directory: {} as NameDirectory,
     // One operation a second per developer, bursts of 10; origins unlimited.
     quota: new OriginQuota({ opsPerSecondPerOrigin: 0, opsPerSecondPerDeveloper: 1, maxEntitiesPerOrigin: 0 })

@@ -8,6 +8,7 @@ import { nodeIdentity } from '../helpers/identities.js'
 import test from 'ava'
 import { VerifyPool } from '../../src/identity/verify-pool.js'
 import { MissingDependency } from '../../src/services/registry/writes.js'
+import type { AttestationService } from '../../src/services/registry/attestations.js'
 import type { DeveloperService } from '../../src/services/registry/developers.js'
 import type { EntityService } from '../../src/services/registry/entities.js'
 import type { NameDirectory } from '../../src/services/replication/name-directory.js'
@@ -70,6 +71,7 @@ test('an update that fails while its registration is being applied is applied, n
     store: { holds: () => false, getEntity: () => undefined } as unknown as RegistryStore,
     entities,
     developers: {} as DeveloperService,
+    attestations: {} as AttestationService,
     directory: {} as NameDirectory,
     quota: new OriginQuota({ opsPerSecondPerOrigin: 0, opsPerSecondPerDeveloper: 0, maxEntitiesPerOrigin: 0 })
   })

@@ -265,3 +265,15 @@ test('text relevance is relative to the best match that passes the filters, what
   const phrase = relevance(query('"zeta many"'))
   t.is(phrase.third, 1)
 })
+
+test('min trust admits a document whose trust equals it, whichever way 32 bits round that score', t => {
+  const engine = new SearchEngine(64)
+  engine.upsert(doc('a'), fields('alpha'), null)
+  let excluded = 0
+  for (let thousandths = 1; thousandths <= 1000; thousandths++) {
+    const score = thousandths / 1000
+    const found = engine.search(query('alpha', { trust: () => score, minTrust: score, now: thousandths })).total
+    if (found !== 1) excluded++
+  }
+  t.is(excluded, 0)
+})

@@ -9,6 +9,7 @@ import test from 'ava'
 import { open } from 'lmdb'
 import { DuplicateOperation, RegistryStore } from '../../src/store/registry-store.js'
 import { BUCKETS, SubjectDigests, bucketOf } from '../../src/store/subject-digests.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { statusOperation } from '../helpers/operations.js'
 
 const op = statusOperation
@@ -197,5 +198,57 @@ test('an operation on several subjects is stored once, held in each history, and
   } finally {
     await store.close()
     await rm(dir, { recursive: true, force: true })
+  }
+})
+
+test('two stores holding the same operations, applied in other orders, sum up to the same digest; the time of the last change moves only with a change', async t => {
+  const dirs = await Promise.all([mkdtemp(join(tmpdir(), 'digests-')), mkdtemp(join(tmpdir(), 'digests-'))])
+  const [one, two] = await Promise.all(dirs.map(dir => RegistryStore.open(dir)))
+  try {
+    const a = new SubjectDigests(one!)
+    const b = new SubjectDigests(two!)
+    a.start()
+    b.start()
+    t.is(a.summary().digest, b.summary().digest, 'empty alike')
+    t.regex(a.summary().digest, /^[0-9a-f]{64}$/)
+    const ops = [op('x', 1), op('y', 2), op('x', 3)]
+    await one!.commit(tx => {
+      for (const o of ops) tx.appendOperation(o)
+    })
+    for (const o of [...ops].reverse()) await two!.commit(tx => tx.appendOperation(o))
+    t.deepEqual(
+      { ...a.summary(), changedAt: 0 },
+      { ...b.summary(), changedAt: 0 },
+      'the same digest, operations and subjects'
+    )
+    t.like(a.summary(), { operations: 3, subjects: 2 })
+
+    const before = a.summary()
+    await sleep(5)
+    // A commit that leaves the log alone, and an operation refused as already held, change nothing.
+    await one!.commit(() => {})
+    await t.throwsAsync(
+      one!.commit(tx => tx.appendOperation(ops[0]!)),
+      { instanceOf: DuplicateOperation }
+    )
+    t.deepEqual(a.summary(), before)
+
+    const applying = Date.now()
+    await one!.commit(tx => tx.appendOperation(op('z', 4)))
+    const after = a.summary()
+    t.not(after.digest, before.digest)
+    t.is(after.operations, 4)
+    t.true(after.changedAt >= applying && after.changedAt <= Date.now(), 'taken when the commit was applied')
+    t.not(after.digest, b.summary().digest, 'the other store lacks it')
+    await two!.commit(tx => tx.appendOperation(op('z', 4)))
+    t.is(b.summary().digest, after.digest)
+
+    await one!.commit(tx => tx.dropOperations('y'))
+    t.like(a.summary(), { operations: 3, subjects: 2 })
+    a.stop()
+    b.stop()
+  } finally {
+    await Promise.all([one!.close(), two!.close()])
+    await Promise.all(dirs.map(dir => rm(dir, { recursive: true, force: true })))
   }
 })

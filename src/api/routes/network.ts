@@ -32,6 +32,8 @@ export interface NetworkRouteComponents {
   homeCounts: () => { entities: number; agents: number; active: number }
   /** Cards in the card cache. */
   cachedCards: () => number
+  /** The sync digests summed up (changedAt: Date.now()); null when the mesh is disabled. */
+  sync: () => { digest: string; operations: number; subjects: number; changedAt: number } | null
   /** Date.now() when the node started. */
   startedAt: number
   runtime: () => RuntimeInfo
@@ -174,6 +176,7 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
         const uptimeMs = Date.now() - c.startedAt
         const peerCount = c.mesh?.peers.connectedCount ?? 0
         const held = counts.agents + counts.services
+        const sync = c.sync()
         return json(200, {
           registry_id: c.identity.registryId,
           name: c.name,
@@ -205,7 +208,13 @@ export function networkRoutes(c: NetworkRouteComponents): RouteDefinition[] {
             ...(c.mesh ? { gossip: gossipCounters(c.mesh) } : {})
           },
           entities: counts,
-          liveness: { home_entities: home.entities, active: home.active, inactive: home.entities - home.active }
+          liveness: { home_entities: home.entities, active: home.active, inactive: home.entities - home.active },
+          sync: sync && {
+            digest: sync.digest,
+            operations: sync.operations,
+            subjects: sync.subjects,
+            digest_changed_at: new Date(sync.changedAt).toISOString()
+          }
         })
       }
     },

@@ -27,6 +27,7 @@ import {
 import type { ServiceComponents } from './components.js'
 import { MissingDependency, StaleOperation, type RemoteWrite, type WriteRequest } from './writes.js'
 import { implicitDeveloper } from './developer-records.js'
+import { blendTrust, developerTrustPart } from './trust.js'
 import { verificationTier, type HandleService } from './handles.js'
 import { acceptOperation, bodyOf, registrationOperation, sealOperation, signatureFingerprint } from './operations.js'
 import { admitRegistration, bury } from './tombstones.js'
@@ -34,6 +35,8 @@ import { changedFields, checkUrl, requireSomethingToUpdate } from './validation.
 
 export interface DeveloperServiceComponents extends ServiceComponents {
   handles: HandleService
+  /** Transitive trust from attestations (transitive-trust.ts), which reaches a developer through its entities. */
+  transitive?: { scoreOf(id: string): number }
 }
 
 const UPDATABLE_FIELDS = Object.keys(DeveloperUpdateRequest.properties).filter(field => field !== 'signature')
@@ -71,6 +74,7 @@ export class DeveloperService {
   }
 
   view(record: DeveloperRecord): DeveloperRecordView {
+    const handle = record.dev_handle ? this.c.store.getHandle(record.dev_handle) : undefined
     return {
       developer_id: record.developer_id,
       name: record.name,
@@ -83,8 +87,9 @@ export class DeveloperService {
       dev_handle_verified: record.dev_handle_verified,
       verification_method: record.verification_method,
       verification_proof: record.verification_proof,
-      verification_tier: verificationTier(record.dev_handle ? this.c.store.getHandle(record.dev_handle) : undefined),
+      verification_tier: verificationTier(handle),
       entity_count: this.c.catalog.countByDeveloper(record.developer_id),
+      trust_score: blendTrust(developerTrustPart(record, handle), this.c.transitive?.scoreOf(record.developer_id) ?? 0),
       implicit: record.implicit,
       home_registry: record.home_registry,
       registered_at: record.registered_at,

@@ -9,13 +9,15 @@ import { verificationTier } from './handles.js'
 import type { NameService } from './names.js'
 import { formatFqan, parseFqan, selectVersion } from './naming.js'
 import { NETWORK_LOOKUP_TIMEOUT_MS, type LivenessView, type NetworkLookup, type RemoteNames } from './ports.js'
-import { trustScore, trustSignals } from './trust.js'
+import { blendTrust, trustScore, trustSignals } from './trust.js'
 
 export interface ResolutionComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'now'> {
   names: NameService
   /** Other registries' names, learned from the mesh. */
   directory?: RemoteNames
   liveness?: LivenessView
+  /** Transitive trust from attestations (transitive-trust.ts). */
+  transitive?: { scoreOf(id: string): number }
 }
 
 /** Set once the mesh runs: names of other hosts this node has not learned are looked up there. */
@@ -135,7 +137,9 @@ export class ResolutionService {
       handle,
       now: this.now().getTime()
     })
-    const score = trustScore(signals)
+    const local = trustScore(signals)
+    const transitive = this.c.transitive?.scoreOf(entity.entity_id)
+    const score = transitive === undefined ? local : blendTrust(local, transitive)
     const tier = verificationTier(handle)
     const fqan = binding ? this.c.names.fqan(binding.handle, binding.entity_name) : null
     this.c.bus.publish('name_resolved', {
@@ -163,7 +167,12 @@ export class ResolutionService {
       last_heartbeat: live ? live.last_heartbeat : entity.last_heartbeat,
       trust_score: score,
       verification_tier: tier,
-      trust: { score, verification_tier: tier, signals }
+      trust: {
+        score,
+        verification_tier: tier,
+        signals,
+        ...(transitive !== undefined ? { local, transitive } : {})
+      }
     }
   }
 }

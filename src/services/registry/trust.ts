@@ -45,13 +45,20 @@ export function trustSignals({
  * The same score as trustScore(trustSignals(…)) without allocating: the developer's part
  * (verification, profile) is computed once per developer, age and liveness per entity.
  */
-export function fastTrust(developerPart: number, registeredAt: number, uptime: number, now: number): number {
+export function fastTrust(
+  developerPart: number,
+  registeredAt: number,
+  uptime: number,
+  now: number,
+  transitive = 0
+): number {
   const ageDays = Math.max(0, (now - registeredAt) / 86_400_000)
-  return round(
+  const local = round(
     developerPart +
       round(TRUST_WEIGHTS.age * Math.min(1, ageDays / AGE_FULL_DAYS)) +
       round(TRUST_WEIGHTS.liveness * uptime)
   )
+  return transitive > 0 ? blendTrust(local, transitive) : local
 }
 
 export function developerTrustPart(developer: DeveloperRecord | undefined, handle: HandleRecord | undefined): number {
@@ -59,6 +66,17 @@ export function developerTrustPart(developer: DeveloperRecord | undefined, handl
     (handle?.verified ? TRUST_WEIGHTS.verification : 0) +
     (developer && !developer.implicit ? TRUST_WEIGHTS.developer_profile : 0)
   )
+}
+
+/** How much of the room left above the local score transitive trust may fill. */
+export const TRANSITIVE_WEIGHT = 0.5
+
+/**
+ * The trust score: the local score (the costly signals above) raised by transitive trust into the
+ * room left above it, so an entity nothing trusted attests keeps exactly its local score.
+ */
+export function blendTrust(local: number, transitive: number): number {
+  return round(local + (1 - local) * TRANSITIVE_WEIGHT * Math.min(1, Math.max(0, transitive)))
 }
 
 export function trustScore(signals: Record<string, number>): number {

@@ -33,6 +33,7 @@ import {
   type RemoteWrite,
   type WriteRequest
 } from '../registry/writes.js'
+import type { AttestationService } from '../registry/attestations.js'
 import type { DeveloperService } from '../registry/developers.js'
 import type { EntityService } from '../registry/entities.js'
 import type { NameDirectory } from './name-directory.js'
@@ -41,6 +42,7 @@ import type { OriginQuota } from './origin-quota.js'
 
 export interface ReplicationComponents extends Pick<ServiceComponents, 'identity' | 'store' | 'verifier'> {
   entities: EntityService
+  attestations: AttestationService
   developers: DeveloperService
   directory: NameDirectory
   quota: OriginQuota
@@ -221,6 +223,9 @@ export class ReplicationService {
         break
       case 'developer.implicit':
         await this.applyImplicitDeveloper(op, req, remote)
+        break
+      case 'attestation.add':
+        await this.c.attestations.add(req, remote)
         break
       case 'handle.claim':
       case 'handle.verify':

@@ -39,6 +39,8 @@ export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus
   cards: Pick<CardFetcher, 'get' | 'cached' | 'freshCards'>
   /** Liveness of home entities (availability, uptime for trust, heartbeat freshness). */
   liveness?: LivenessView
+  /** The transitive trust each entity was last given (transitive-trust.ts), kept on re-indexing. */
+  transitive?: { publishedOf(entityId: string): number }
   logger: Logger
   search: SearchSettings
 }

@@ -27,7 +27,7 @@ function facetValues(values: readonly string[]): readonly string[] {
   return [...new Set(values.map(v => v.toLowerCase()))]
 }
 
-export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument {
+export function searchDocument(r: EntityRecord, live?: LiveView, transitive = 0): SearchDocument {
   const caps = r.capability_summary ?? {}
   const status = live?.status ?? r.status
   const lastHeartbeat = live ? live.last_heartbeat : r.last_heartbeat
@@ -42,6 +42,7 @@ export function searchDocument(r: EntityRecord, live?: LiveView): SearchDocument
     registeredAt: Date.parse(r.registered_at),
     lastChange: Math.max(Date.parse(r.updated_at), lastHeartbeat ? Date.parse(lastHeartbeat) : 0),
     uptime: live?.uptime ?? (status === 'active' ? 1 : 0),
+    transitive,
     capabilities: {
       skills: set('skills'),
       protocols: set('protocols'),
@@ -71,10 +72,14 @@ function homeFields(r: EntityRecord): HomeFields {
 }
 
 /** The change that indexes a record (`live`: its liveness, when this node is its home). */
-export function upsertChange(record: EntityRecord, live: LiveView | undefined): Extract<IndexChange, { op: 'upsert' }> {
+export function upsertChange(
+  record: EntityRecord,
+  live: LiveView | undefined,
+  transitive = 0
+): Extract<IndexChange, { op: 'upsert' }> {
   return {
     op: 'upsert',
-    doc: searchDocument(record, live),
+    doc: searchDocument(record, live, transitive),
     text: documentText(record),
     home: homeFields(record)
   }

@@ -83,7 +83,11 @@ export type IndexChange =
   | { op: 'upsert'; doc: SearchDocument; text: DocumentText; home: HomeFields }
   | { op: 'vector'; entityId: string; vector: Float32Array }
   | { op: 'developer'; developerId: string; part: number }
-  | { op: 'patch'; entityId: string; change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime'>> }
+  | {
+      op: 'patch'
+      entityId: string
+      change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime' | 'transitive'>>
+    }
   | { op: 'remove'; entityId: string }
   /**
    * A load of the whole store begins (at start, or after a lost worker): until 'home-filter',

@@ -98,6 +98,11 @@ export abstract class SearchIndexing extends IndexPlacement {
     return index.settled()
   }
 
+  /** New transitive trust scores of entities (transitive-trust.ts): ranking and `min_trust_score` use them at once. */
+  setTransitive(changes: Iterable<readonly [entityId: string, transitive: number]>): void {
+    for (const [entityId, transitive] of changes) this.apply({ op: 'patch', entityId, change: { transitive } })
+  }
+
   private reindex(id: string, committed?: EntityRecord): void {
     const record = committed ?? this.c.store.getEntity(id)
     if (record) this.indexRecord(record)
@@ -131,7 +136,11 @@ export abstract class SearchIndexing extends IndexPlacement {
     // A developer's part changes only with developer and handle events, which refresh it.
     if (record.developer_id && !this.knownDevelopers.has(record.developer_id))
       this.refreshDeveloper(record.developer_id)
-    const upsert = upsertChange(record, this.c.liveness?.current(record.entity_id))
+    const upsert = upsertChange(
+      record,
+      this.c.liveness?.current(record.entity_id),
+      this.c.transitive?.publishedOf(record.entity_id)
+    )
     this.apply(upsert)
     this.moveToWorkerWhenGrown()
     if (this.indexEmbeds) return

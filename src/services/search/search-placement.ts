@@ -187,7 +187,13 @@ export abstract class IndexPlacement {
     if (this.moving !== move || !(from instanceof LocalSearchIndex)) return
     const records = this.c.store.entitiesAfter(move.after, MOVE_CHUNK)
     for (const record of records) {
-      move.index.apply(upsertChange(record, this.c.liveness?.current(record.entity_id)))
+      move.index.apply(
+        upsertChange(
+          record,
+          this.c.liveness?.current(record.entity_id),
+          this.c.transitive?.publishedOf(record.entity_id)
+        )
+      )
       const vector = this.indexEmbeds ? null : from.vectorOf(record.entity_id)
       if (vector) move.index.apply({ op: 'vector', entityId: record.entity_id, vector })
       if (record.developer_id) move.developers.add(record.developer_id)

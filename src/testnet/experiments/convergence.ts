@@ -1,17 +1,19 @@
 /**
  * `registry-node experiment convergence`: for each topology, a testnet is split in two halves, each
  * half registers its own entities while apart, then the partition heals; the experiment measures
- * how long until every node holds every entity (sync on reconnect, then gossip). Writes into the
- * results folder:
+ * how long until every node holds the same operations (sync on reconnect, then gossip). Converged
+ * means every node reports the same sync digest (GET /v1/network/status `sync`); each node's time is
+ * from the heal to its own digest_changed_at for that state, so the figures do not depend on how
+ * often the experiment asks. Writes into the results folder:
  *
- *   convergence.csv     one row per topology and node: entities held at the heal, ms to converge
+ *   convergence.csv     one row per topology and node: entities held at the heal and at the end, ms to converge
  *   summary.json        per topology: modes, whether the halves really were apart, convergence time
  *   convergence-cdf.svg share of nodes converged over time since the heal, one line per topology
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EntityFactory } from '../entity-factory.js'
-import { sleep, Testnet, type NetworkMode } from '../testnet.js'
+import { sleep, Testnet, TestnetError, type NetworkMode } from '../testnet.js'
 import { cdfChart, percentiles, writeCsv, type CdfSeries, type Percentiles } from './report.js'
 
 export interface ConvergenceOptions {
@@ -38,10 +40,16 @@ export interface ConvergenceRun {
   /** Whether, before the heal, each node held exactly what its side registered within its reach (nothing from the other side). */
   partition_held: boolean
   held_before_heal: number[]
+  /** Every node reported the same sync digest, holding every entity, before the deadline. */
   converged: boolean
-  /** From the heal until the last node held every entity, ms (null if it never did). */
+  /** From the heal until the last node applied the last change of the converged state, ms (null if never). */
   convergence_ms: number | null
   per_node_ms: Percentiles
+  /** The sync digest every node reported (null if they never agreed) and the operations it covers. */
+  digest: string | null
+  operations: number | null
+  /** Entities each node held at the end (a check on the digests: each should be the total). */
+  held_after: number[]
 }
 
 export interface ConvergenceSummary {
@@ -50,6 +58,8 @@ export interface ConvergenceSummary {
   nodes: number
   groups: number[][]
   entities: { before: number; per_side: number; total: number }
+  /** How convergence is decided and timed. */
+  measure: string
   runs: ConvergenceRun[]
 }
 
@@ -67,6 +77,8 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
     nodes: o.nodes,
     groups,
     entities: { before, per_side: perSide, total: before + 2 * perSide },
+    measure:
+      "equal sync digests on every node; each node's time from the heal to its own digest_changed_at of that state",
     runs: []
   }
   const rows: (string | number | null)[][] = []
@@ -80,6 +92,7 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
         `node-${i}`,
         groups[0]!.includes(i) ? 0 : 1,
         run.held_before_heal[i] ?? null,
+        run.held_after[i] ?? null,
         ms
       ])
     )
@@ -91,7 +104,7 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
   }
   await writeCsv(
     join(o.out, 'convergence.csv'),
-    ['topology', 'node', 'group', 'held_before_heal', 'converged_ms'],
+    ['topology', 'node', 'group', 'held_before_heal', 'held_after', 'converged_ms'],
     rows
   )
   await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
@@ -100,7 +113,8 @@ export async function runConvergence(o: ConvergenceOptions): Promise<Convergence
     cdfChart(
       `Convergence after a partition heals: ${o.nodes} nodes, ${2 * perSide} entities registered apart`,
       'time since the heal (ms)',
-      series
+      series,
+      'auto'
     )
   )
   return summary
@@ -127,7 +141,7 @@ async function convergeOnce(
   await net.start()
   try {
     await net.seedEntities(factory, entities.before)
-    await net.waitForEntities(entities.before)
+    await net.waitForConvergence(Date.now(), { entities: entities.before })
     const partitionMode = await net.partition(groups)
     log(
       `[${topology}] partitioned ${JSON.stringify(groups)} (${partitionMode} mode); registering ${entities.per_side} entities on each side`
@@ -152,30 +166,36 @@ async function convergeOnce(
 
     const healedAt = Date.now()
     await net.heal()
-    const convergedAt: (number | null)[] = net.nodes.map(() => null)
-    while (convergedAt.some(c => c === null) && Date.now() - healedAt < timeoutMs) {
-      await Promise.all(
-        net.nodes.map(async n => {
-          if (convergedAt[n.index] !== null) return
-          if ((await net.entityCount(n.index)) >= entities.total) convergedAt[n.index] = Date.now() - healedAt
-        })
-      )
-      await sleep(100)
+    const agreed = await net
+      .waitForConvergence(healedAt, { entities: entities.total, timeoutMs })
+      .catch((err: unknown) => (err instanceof TestnetError ? null : Promise.reject(err)))
+    let convergedAt: (number | null)[]
+    let heldAfter: number[]
+    if (agreed) {
+      convergedAt = agreed.perNodeMs
+      heldAfter = net.nodes.map(() => agreed.entities)
+    } else {
+      // Not every node agreed: those holding every entity are timed all the same, from their own clocks.
+      const states = await Promise.all(net.nodes.map(n => net.syncState(n.index)))
+      convergedAt = states.map(s => (s.entities >= entities.total ? Math.max(0, s.changedAt - healedAt) : null))
+      heldAfter = states.map(s => s.entities)
     }
     const times = convergedAt.filter((c): c is number => c !== null)
-    const converged = times.length === o.nodes
     const run: ConvergenceRun = {
       topology,
       network_mode: net.mode,
       partition_mode: partitionMode,
       partition_held: partitionHeld,
       held_before_heal: held,
-      converged,
-      convergence_ms: converged ? Math.max(...times) : null,
-      per_node_ms: percentiles(times)
+      converged: agreed !== null,
+      convergence_ms: agreed ? agreed.ms : null,
+      per_node_ms: percentiles(times),
+      digest: agreed?.digest ?? null,
+      operations: agreed?.operations ?? null,
+      held_after: heldAfter
     }
     log(
-      converged
+      run.converged
         ? `[${topology}] converged ${run.convergence_ms} ms after the heal`
         : `[${topology}] not converged after ${timeoutMs} ms`
     )

