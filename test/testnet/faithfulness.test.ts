@@ -7,8 +7,10 @@
  * simulated nodes get the same delay, on a network of no latency. The real nodes' own work per
  * received operation (validation and the store's commit, from the first copy to its application in
  * their traces) is fed to the model too: the time it takes decides whether a peer's IDONTWANT comes
- * before a node forwards, and so the duplicates. The protocol's figures must agree: delivery, hop
- * counts on the receive tree, duplicates per node (as distributions), and latency.
+ * before a node forwards, and so the duplicates. So is the wait for the CPU ten processes on two
+ * cores add to every transfer (the first hop's time past its delay), as link latency for every
+ * message, IDONTWANT included. The protocol's figures must agree: delivery, hop counts on the
+ * receive tree, duplicates per node (as distributions), and latency.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -94,10 +96,18 @@ test('the same scenario in real processes and in simulation: equal delivery, hop
     .flatMap(r => (r.applied_ms !== null && r.latency_ms !== null ? [r.applied_ms - r.latency_ms] : []))
     .sort((a, b) => a - b)
   const validationMs = Math.round(processing[Math.floor(processing.length / 2)] ?? 0)
+  // The real processes' wait for the CPU on every transfer, control messages included: the first
+  // hop's time past its delay, as a uniform draw from its 10th percentile with its median in the middle.
+  const firstHop = rows
+    .flatMap(r => (r.hops === 1 && r.latency_ms !== null ? [Math.max(0, r.latency_ms - LATENCY_MS)] : []))
+    .sort((a, b) => a - b)
+  const quantile = (q: number) => firstHop[Math.floor(q * firstHop.length)] ?? 0
+  const transferMs = Math.round(quantile(0.1))
+  const transferJitterMs = Math.round(2 * (quantile(0.5) - quantile(0.1)))
   const network: NetworkModelSpec = {
     regions: [{ name: 'testnet', share: 1 }],
-    latencyMs: [[0]],
-    jitterMs: 0,
+    latencyMs: [[transferMs]],
+    jitterMs: transferJitterMs,
     loss: 0,
     uploadMbps: 0,
     validationMs
@@ -126,6 +136,7 @@ test('the same scenario in real processes and in simulation: equal delivery, hop
   const hops = (r: readonly DeliveryRow[]) => r.flatMap(d => (d.hops === null ? [] : [d.hops]))
   const report = {
     validation_ms: validationMs,
+    transfer_ms: [transferMs, transferJitterMs],
     delivery: [realFigures.delivery_ratio, simFigures.delivery_ratio],
     hops_mean: [realFigures.hops.mean, simFigures.hops.mean],
     hops_distance: distance(hops(rows), hops(simulated.rows)),
@@ -145,20 +156,17 @@ test('the same scenario in real processes and in simulation: equal delivery, hop
   // run, so the distributions may differ by a few deliveries in a hundred.
   t.true(report.hops_distance <= 0.15, `hop distributions differ by ${report.hops_distance.toFixed(3)}`)
   t.true(Math.abs((realFigures.hops.mean ?? 0) - (simFigures.hops.mean ?? 0)) <= 0.3, JSON.stringify(report.hops_mean))
-  // Duplicates per node per message: the means within 0.2 or 30 % (the real processing times spread
-  // wider than the model's draws: 0.60–0.74 real against 0.54–0.55 simulated in three runs here),
-  // and per node the same spread.
-  // On a busy machine (the other test files of a CI run share the two cores) the real processes wait
-  // for the CPU everywhere, not only while validating, which the model's processing time does not
-  // hold: with a median past 40 ms (78 ms in one CI run: 0.60 real against 0.28 simulated; 0.67
-  // against 0.27 in the next) the real side no longer stands for the protocol, and its duplicates
-  // and latency are reported, not compared.
+  // Duplicates per node per message: the means within 0.25 or 35 % (0.60–0.79 real against 0.69–0.84
+  // simulated in five runs here, 0.19 apart at most), and per node the same spread.
+  // On a busy machine (the other test files of a CI run share the two cores, processing median past
+  // 40 ms) the waits swing within a run more than a median and a uniform draw hold: the real side no
+  // longer stands for the protocol, and its duplicates and latency are reported, not compared.
   const quiet = validationMs <= 40
   if (!quiet) t.log(`busy machine (processing median ${validationMs} ms): duplicates and latency not compared`)
   const [realDup, simDup] = report.duplicates_mean as [number, number]
   if (quiet)
     t.true(
-      Math.abs(realDup - simDup) <= Math.max(0.2, 0.3 * Math.max(realDup, simDup)),
+      Math.abs(realDup - simDup) <= Math.max(0.25, 0.35 * Math.max(realDup, simDup)),
       JSON.stringify(report.duplicates_mean)
     )
   const perNode = (values: number[]) => values.map(v => Math.round(v)).sort((a, b) => a - b)
@@ -170,9 +178,7 @@ test('the same scenario in real processes and in simulation: equal delivery, hop
       ) <= 0.3,
       'per-node duplicates, rounded, spread alike'
     )
-  // Latency: the same links and processing; the real processes also wait for the two cores they
-  // share (scheduling, garbage collection), a few ms per hop and more at the tail.
+  // Latency: the same links, processing and waits, drawn around their medians; the real tail is longer.
   const [realP50, simP50] = report.latency_p50 as [number, number]
-  t.true(realP50 >= simP50, `real p50 ${realP50} ms ≥ simulated ${simP50} ms`)
-  if (quiet) t.true(realP50 <= simP50 + 30, `real p50 ${realP50} ms, simulated ${simP50} ms`)
+  if (quiet) t.true(Math.abs(realP50 - simP50) <= 30, `real p50 ${realP50} ms, simulated ${simP50} ms`)
 })
