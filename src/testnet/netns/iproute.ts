@@ -5,7 +5,7 @@
  */
 import { execFile as execFileCallback } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { delimiter, join } from 'node:path'
 import { promisify } from 'node:util'
 import { NetnsError } from './types.js'
 
@@ -22,11 +22,18 @@ export interface CommandResult {
 }
 
 const binaries = new Map<string, string>()
-/** Looked up in the usual directories first: /usr/sbin and /sbin are often not on PATH. */
+/**
+ * Looked up in the usual directories first (/usr/sbin and /sbin are often not on PATH), then on
+ * PATH without its node_modules/.bin entries: under npm those come first, and a package's `nft`
+ * (@vercel/nft, through ava) is not nftables.
+ */
 export function bin(name: 'ip' | 'tc' | 'sysctl' | 'nft'): string {
   let found = binaries.get(name)
   if (found === undefined) {
-    found = ['/usr/sbin', '/sbin', '/usr/bin', '/bin'].map(d => join(d, name)).find(p => existsSync(p)) ?? name
+    const path = (process.env.PATH ?? '').split(delimiter).filter(d => d !== '' && !d.includes('node_modules'))
+    found = ['/usr/sbin', '/sbin', '/usr/bin', '/bin', ...path].map(d => join(d, name)).find(p => existsSync(p))
+    // Not found: a path that does not exist, so running it fails as a missing tool.
+    found ??= join('/usr/sbin', name)
     binaries.set(name, found)
   }
   return found
