@@ -8,7 +8,7 @@
 //        run `ava` (default: the whole suite) under each runtime in turn, that bin folder first on
 //        PATH; prints `node 22.x.y: N passed, N failed` per runtime; exits 1 if any runtime failed.
 //        The type-check (tsc) does not depend on the runtime and is not run; for the whole suite
-//        scripts/ensure-chromium.mjs runs first, as in npm test.
+//        scripts/ensure-test-tools.mjs runs first, as in npm test.
 //   --http-server auto|uws|node   (any command; or REGISTRY_NODE_HTTP_SERVER in the environment)
 //        the server kind the tests' nodes use, passed on as REGISTRY_NODE_HTTP_SERVER.
 //
@@ -195,7 +195,7 @@ async function main() {
   }
   // npm test's pretest: Debian's chromium for the dashboard's browser test (no-op when present).
   if (!avaArgs.length)
-    spawnSync(process.execPath, [join(REPO, 'scripts', 'ensure-chromium.mjs')], { stdio: 'inherit', cwd: REPO })
+    spawnSync(process.execPath, [join(REPO, 'scripts', 'ensure-test-tools.mjs')], { stdio: 'inherit', cwd: REPO })
   const results = []
   for (const [i, major] of majors.entries()) results.push(await runAva(major, versions[i], avaArgs, server))
   console.log(`\n== runtimes${server ? ` (REGISTRY_NODE_HTTP_SERVER=${server})` : ''}`)

@@ -1,6 +1,6 @@
 /**
  * The dashboard in a real browser: headless Chromium (Debian's, /usr/bin/chromium, which `npm test`
- * installs through scripts/ensure-chromium.mjs) drives GET /dashboard of a node meshed with two
+ * installs through scripts/ensure-test-tools.mjs) drives GET /dashboard of a node meshed with two
  * others. The page shows the node's identity and its peers as a graph; registrations made through the
  * API appear in the live activity stream (newest first) and in the counts without a reload; a stopped
  * peer turns grey.
@@ -28,7 +28,7 @@ const CHROMIUM_ARGS = [
   '--disable-sync'
 ]
 const available = existsSync(CHROMIUM)
-const missing = `${CHROMIUM} is missing: \`npm test\` installs it (scripts/ensure-chromium.mjs, as root with apt-get), or run \`apt-get install chromium\``
+const missing = `${CHROMIUM} is missing: \`npm test\` installs it (scripts/ensure-test-tools.mjs, as root with apt-get), or run \`apt-get install chromium\``
 
 if (!available) {
   if (process.env.CI) {

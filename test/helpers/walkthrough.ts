@@ -214,7 +214,7 @@ export class Walkthrough {
       ? `{\n${text}\n} > ${out} 2>&1 < /dev/null &\necho "${marker} $!"\n`
       : `{\n${text}\n} > ${out} 2>&1 < /dev/null\necho "${marker} $?"\n`
     this.shell.stdin?.write(script)
-    const status = await this.waitFor(marker, timeoutMs)
+    const status = await this.waitFor(marker, timeoutMs, text)
     if (!server) {
       const output = await readFile(out, 'utf8')
       return { command, output, exitCode: status }
@@ -262,12 +262,12 @@ export class Walkthrough {
     await rm(this.dir, { recursive: true, force: true })
   }
 
-  private async waitFor(marker: string, timeoutMs: number): Promise<number> {
+  private async waitFor(marker: string, timeoutMs: number, text: string): Promise<number> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const found = new RegExp(`${marker} (-?\\d+)`).exec(this.stdout)
       if (found) return Number(found[1])
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`)
+      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms running: ${text.split('\n')[0]}`)
       await sleep(50)
     }
   }
