@@ -23,8 +23,13 @@
  *   where dot(vec, q): acc = Σ over h < stride / 8 of dot(load8x8_s(vec + 8h), q_h)   (unrolled)
  *                      acc[0] + acc[1] + acc[2] + acc[3]
  *   and q_h = load8x8_s(q + 8h), read into locals before the loop.
+ *   (func (export "similarSlots") (param $vec i32) (param $slots i32) (param $count i32) (param $stride i32)
+ *                                 (param $q i32) (param $out i32) (param $scales i32) (param $qscale f32)
+ *     for i < count:  slot = slots[i];  out[slot] = f32(dot(vec + slot × stride, q)) × scales[slot] × qscale
  * `similar` turns the dot products into cosine similarities and lists those reaching `min` in the
  * same pass: done in JavaScript over the int32 output, that pass cost a third of the scan.
+ * `similarSlots` does the same for a list of slots (a query's candidates) in one call: one call per
+ * slot from JavaScript cost more than the dot product itself.
  */
 
 const I32_TYPE = 0x7f
@@ -34,7 +39,9 @@ const LOCAL_GET = 0x20
 const LOCAL_SET = 0x21
 const I32_CONST = 0x41
 const I32_ADD = 0x6a
+const I32_MUL = 0x6c
 const I32_SHL = 0x74
+const I32_LOAD = [0x28, 0x02, 0x00]
 const I32_STORE = [0x36, 0x02, 0x00]
 const F32_LOAD = [0x2a, 0x02, 0x00]
 const F32_STORE = [0x38, 0x02, 0x00]
@@ -178,6 +185,84 @@ function similarBody(stride: number): number[] {
   )
 }
 
+/** The query's int16 halves, read once per call into locals from `query` on. */
+function queryHalves(stride: number, query: number): number[] {
+  const code: number[] = []
+  for (let h = 0; h < stride / 8; h++) code.push(...load8x8(Q_OF_SLOTS, h * 8), ...set(query + h))
+  return code
+}
+
+// The parameters of similarSlots.
+const [S_VEC, S_SLOTS, S_COUNT, S_STRIDE, Q_OF_SLOTS, S_OUT, S_SCALES, S_QSCALE] = [0, 1, 2, 3, 4, 5, 6, 7]
+
+function similarSlotsBody(stride: number): number[] {
+  // After the 8 parameters: i, slot, at (i32); acc, the query's halves (v128).
+  const [I, SLOT, AT, ACC, QUERY] = [8, 9, 10, 11, 12]
+  const dot: number[] = []
+  for (let h = 0; h < stride / 8; h++) {
+    dot.push(...load8x8(AT, h * 8), ...get(QUERY + h), ...DOT_I16X8_S)
+    if (h > 0) dot.push(...I32X4_ADD)
+  }
+  const code = [
+    ...queryHalves(stride, QUERY),
+    0x02,
+    0x40,
+    0x03,
+    0x40, // block, loop
+    ...get(I),
+    ...get(S_COUNT),
+    0x4f,
+    0x0d,
+    0x01, // if i >= count break
+    ...element(S_SLOTS, I),
+    ...I32_LOAD,
+    ...set(SLOT), // slot = slots[i]
+    ...get(S_VEC),
+    ...get(SLOT),
+    ...get(S_STRIDE),
+    I32_MUL,
+    I32_ADD,
+    ...set(AT), // at = vec + slot × stride
+    ...element(S_OUT, SLOT), // the address of out[slot], below the value
+    ...dot,
+    ...set(ACC),
+    ...get(ACC),
+    ...extractLane(0),
+    ...get(ACC),
+    ...extractLane(1),
+    I32_ADD,
+    ...get(ACC),
+    ...extractLane(2),
+    I32_ADD,
+    ...get(ACC),
+    ...extractLane(3),
+    I32_ADD,
+    F32_CONVERT_I32_S,
+    ...element(S_SCALES, SLOT),
+    ...F32_LOAD,
+    F32_MUL,
+    ...get(S_QSCALE),
+    F32_MUL,
+    ...F32_STORE, // out[slot] = f32(dot) × scales[slot] × qscale
+    ...get(I),
+    I32_CONST,
+    0x01,
+    I32_ADD,
+    ...set(I), // i += 1
+    0x0c,
+    0x00,
+    0x0b,
+    0x0b // br loop, end, end
+  ]
+  return body(
+    [
+      [3, I32_TYPE],
+      [1 + stride / 8, V128_TYPE]
+    ],
+    code
+  )
+}
+
 function uleb(n: number): number[] {
   const out: number[] = []
   do {
@@ -207,14 +292,26 @@ function moduleBytes(stride: number): Uint8Array<ArrayBuffer> {
     0x00,
     0x00,
     ...section(1, [
-      0x02,
+      0x03,
       ...[0x60, 0x05, I32, I32, I32, I32, I32, 0x00], // type 0: (i32 × 5) → ()
-      ...[0x60, 0x09, I32, I32, I32, I32, I32, I32, F32, F32, I32, 0x01, I32] // type 1: (i32 × 6, f32, f32, i32) → i32
+      ...[0x60, 0x09, I32, I32, I32, I32, I32, I32, F32, F32, I32, 0x01, I32], // type 1: (i32 × 6, f32, f32, i32) → i32
+      ...[0x60, 0x08, I32, I32, I32, I32, I32, I32, I32, F32, 0x00] // type 2: (i32 × 7, f32) → ()
     ]),
     ...section(2, [0x01, ...ascii('env'), ...ascii('memory'), 0x02, 0x00, 0x01]), // import memory, min 1 page
-    ...section(3, [0x02, 0x00, 0x01]), // two functions, of types 0 and 1
-    ...section(7, [0x02, ...ascii('scan'), 0x00, 0x00, ...ascii('similar'), 0x00, 0x01]),
-    ...section(10, [0x02, ...scanBody(stride), ...similarBody(stride)])
+    ...section(3, [0x03, 0x00, 0x01, 0x02]), // three functions, of types 0, 1 and 2
+    ...section(7, [
+      0x03,
+      ...ascii('scan'),
+      0x00,
+      0x00,
+      ...ascii('similar'),
+      0x00,
+      0x01,
+      ...ascii('similarSlots'),
+      0x00,
+      0x02
+    ]),
+    ...section(10, [0x03, ...scanBody(stride), ...similarBody(stride), ...similarSlotsBody(stride)])
   ])
 }
 
@@ -231,24 +328,37 @@ type SimilarFunction = (
   above: number
 ) => number
 
+type SimilarSlotsFunction = (
+  vec: number,
+  slots: number,
+  count: number,
+  stride: number,
+  q: number,
+  out: number,
+  scales: number,
+  queryScale: number
+) => void
+type Kernels = { scan: ScanFunction; similar: SimilarFunction; similarSlots: SimilarSlotsFunction }
+
 const PAGE = 65_536
 
 /**
  * Int8 vectors and their scales in one growable memory, with the query and the outputs next to them:
  *   [query: stride bytes][vectors: capacity × stride bytes][output: capacity × 4 bytes]
- *   [scales: capacity × 4 bytes][above: capacity × 4 bytes]
+ *   [scales: capacity × 4 bytes][above: capacity × 4 bytes][listed slots: capacity × 4 bytes]
  * The layout is rebuilt (vectors and scales copied) when the capacity grows.
  */
 export class Int8Matrix {
   readonly stride: number
   private memory: WebAssembly.Memory
-  private kernels: { scan: ScanFunction; similar: SimilarFunction } | null
+  private kernels: Kernels | null
   private capacity = 0
   private bytes!: Int8Array
   private output!: Int32Array
   private similarities!: Float32Array
   private scales!: Float32Array
   private above!: Int32Array
+  private listed!: Int32Array
 
   constructor(
     readonly dimension: number,
@@ -282,6 +392,9 @@ export class Int8Matrix {
   private get aboveOffset(): number {
     return this.scalesOffset + this.capacity * 4
   }
+  private get listedOffset(): number {
+    return this.aboveOffset + this.capacity * 4
+  }
 
   /** Makes room for `slots` vectors. */
   ensure(slots: number): void {
@@ -299,7 +412,7 @@ export class Int8Matrix {
             scales: this.scales.slice()
           }
         : null
-    const needed = this.stride + capacity * this.stride + capacity * 12
+    const needed = this.stride + capacity * this.stride + capacity * 16
     const pages = Math.ceil(needed / PAGE) - this.memory.buffer.byteLength / PAGE
     if (pages > 0) this.memory.grow(pages)
     this.capacity = capacity
@@ -309,6 +422,7 @@ export class Int8Matrix {
     this.similarities = new Float32Array(buffer, this.outputOffset, capacity)
     this.scales = new Float32Array(buffer, this.scalesOffset, capacity)
     this.above = new Int32Array(buffer, this.aboveOffset, capacity)
+    this.listed = new Int32Array(buffer, this.listedOffset, capacity)
     this.scales.fill(0)
     if (old) {
       this.bytes.set(old.vectors, this.vectorsOffset)
@@ -403,19 +517,35 @@ export class Int8Matrix {
   }
 
   /**
-   * Dot products of `query` with the vectors of the listed slots, written at those slots of the
-   * returned view (the other entries are stale); valid until the next call.
+   * Similarities (dot × the slot's scale × `queryScale`) of `query` with the listed slots (each
+   * below the capacity), written at those slots of the returned view (the other entries are stale);
+   * valid until the next call.
    */
-  scanSlots(query: Int8Array, slots: ArrayLike<number>): Int32Array {
+  similarSlots(query: Int8Array, queryScale: number, slots: ArrayLike<number>): Float32Array {
     this.setQuery(query)
-    const out = this.output
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as number
-      if (this.kernels)
-        this.kernels.scan(this.vectorsOffset + slot * this.stride, 1, this.stride, 0, this.outputOffset + slot * 4)
-      else out[slot] = this.dot(query, slot)
+    const { similarities, scales } = this
+    if (this.kernels) {
+      const listed = this.listed
+      if (slots instanceof Int32Array || slots instanceof Uint32Array) listed.set(slots)
+      else for (let i = 0; i < slots.length; i++) listed[i] = slots[i] as number
+      this.kernels.similarSlots(
+        this.vectorsOffset,
+        this.listedOffset,
+        slots.length,
+        this.stride,
+        0,
+        this.outputOffset,
+        this.scalesOffset,
+        queryScale
+      )
+    } else {
+      const qscale = Math.fround(queryScale)
+      for (let i = 0; i < slots.length; i++) {
+        const slot = slots[i] as number
+        similarities[slot] = Math.fround(Math.fround(this.dot(query, slot) * (scales[slot] as number)) * qscale)
+      }
     }
-    return out
+    return similarities
   }
 
   /** Dot product of `query` with one stored vector. */
@@ -428,14 +558,15 @@ export class Int8Matrix {
   }
 }
 
-function compileKernels(
-  memory: WebAssembly.Memory,
-  stride: number
-): { scan: ScanFunction; similar: SimilarFunction } | null {
+function compileKernels(memory: WebAssembly.Memory, stride: number): Kernels | null {
   const bytes = moduleBytes(stride)
   if (!WebAssembly.validate(bytes)) return null
   const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { memory } })
-  return { scan: exports.scan as ScanFunction, similar: exports.similar as SimilarFunction }
+  return {
+    scan: exports.scan as ScanFunction,
+    similar: exports.similar as SimilarFunction,
+    similarSlots: exports.similarSlots as SimilarSlotsFunction
+  }
 }
 
 /**

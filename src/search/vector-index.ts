@@ -13,7 +13,6 @@ import { Int8Matrix, quantize } from './int8-dot.js'
 
 export class VectorIndex {
   private readonly matrix: Int8Matrix
-  private similarities = new Float32Array(1024)
   private readonly buffer: Int8Array
 
   constructor(
@@ -65,15 +64,8 @@ export class VectorIndex {
    */
   scanSlots(query: Float32Array, slots: ArrayLike<number>, count: number): Float32Array {
     this.matrix.ensure(count)
-    if (this.similarities.length < count) this.similarities = new Float32Array(this.matrix.slotCapacity)
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
-    const dots = this.matrix.scanSlots(values, slots)
-    const out = this.similarities
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as number
-      out[slot] = (dots[slot] as number) * this.matrix.scale(slot) * scale
-    }
-    return out.subarray(0, count)
+    return this.matrix.similarSlots(values, scale, slots).subarray(0, count)
   }
 
   /** Cosine similarity of `query` with one slot. */

@@ -51,6 +51,31 @@ test('similarities and the slots above a threshold: the kernel and the JavaScrip
   t.is(simd.similar(values, scale, vectors.length, Number.POSITIVE_INFINITY).above.length, 0)
 })
 
+test('similarities of listed slots, in one call: the kernel, the JavaScript loop and the full pass agree', t => {
+  for (const dim of [16, 128, 384]) {
+    const simd = new Int8Matrix(dim)
+    const plain = new Int8Matrix(dim, { simd: false })
+    for (let i = 0; i < 3000; i++) {
+      const { values, scale } = quantize(randomVector(dim))
+      simd.set(i, values, scale)
+      plain.set(i, values, scale)
+    }
+    simd.clear(11)
+    plain.clear(11)
+    const { values, scale } = quantize(randomVector(dim))
+    const listed = Int32Array.from({ length: 500 }, (_, i) => (i * 7919) % 3000)
+    listed[3] = 11
+    const full = [...simd.similar(values, scale, 3000, 1).similarities]
+    const fast = simd.similarSlots(values, scale, listed)
+    const slow = plain.similarSlots(values, scale, Array.from(listed))
+    for (const slot of listed) {
+      t.is(fast[slot], slow[slot], `dimension ${dim}, slot ${slot}`)
+      t.is(fast[slot], full[slot] as number, `dimension ${dim}, slot ${slot} against the full pass`)
+    }
+    t.true(fast[11] === 0, 'a cleared slot')
+  }
+})
+
 test('vectors survive the memory growing', t => {
   const m = new Int8Matrix(32)
   const first = quantize(randomVector(32)).values.slice()
