@@ -71,6 +71,26 @@ interface Locals {
 /** Reads 8 int8 lanes at base + offset, sign-extended to int16 (`v128.load8x8_s`, alignment hint 1 byte). */
 const load8x8 = (base: number, offset: number) => [...get(base), SIMD, 0x01, 0x00, ...uleb(offset)]
 
+/** The query's int16 halves (the query's address is parameter `param`), read into the locals from `query` on. */
+function queryHalves(param: number, stride: number, query: number): number[] {
+  const code: number[] = []
+  for (let h = 0; h < stride / 8; h++) code.push(...load8x8(param, h * 8), ...set(query + h))
+  return code
+}
+
+/** The int32 dot product of the vector at `base` with the query's halves (locals from `query`), left on the stack; `acc` is scratch. */
+function dotProduct(base: number, query: number, acc: number, stride: number): number[] {
+  const code: number[] = []
+  for (let h = 0; h < stride / 8; h++) {
+    code.push(...load8x8(base, h * 8), ...get(query + h), ...DOT_I16X8_S)
+    if (h > 0) code.push(...I32X4_ADD)
+  }
+  code.push(...set(acc))
+  code.push(...get(acc), ...extractLane(0), ...get(acc), ...extractLane(1), I32_ADD)
+  code.push(...get(acc), ...extractLane(2), I32_ADD, ...get(acc), ...extractLane(3), I32_ADD)
+  return code
+}
+
 /**
  * The loop over the vectors: for each, the int32 dot product with the query is left on the stack
  * for `store` (which must consume it), then vec moves on by the stride. The dot product is
@@ -79,16 +99,8 @@ const load8x8 = (base: number, offset: number) => [...get(base), SIMD, 0x01, 0x0
  * `i32x4.dot_i16x8_s` and one add.
  */
 function vectorLoop({ i, acc, query }: Locals, stride: number, store: number[]): number[] {
-  const halves = stride / 8
-  const loadQuery: number[] = []
-  for (let h = 0; h < halves; h++) loadQuery.push(...load8x8(Q, h * 8), ...set(query + h))
-  const dot: number[] = []
-  for (let h = 0; h < halves; h++) {
-    dot.push(...load8x8(VEC, h * 8), ...get(query + h), ...DOT_I16X8_S)
-    if (h > 0) dot.push(...I32X4_ADD)
-  }
   return [
-    ...loadQuery,
+    ...queryHalves(Q, stride, query),
     0x02,
     0x40,
     0x03,
@@ -98,19 +110,7 @@ function vectorLoop({ i, acc, query }: Locals, stride: number, store: number[]):
     0x4f,
     0x0d,
     0x01, // if i >= count break
-    ...dot,
-    ...set(acc),
-    ...get(acc),
-    ...extractLane(0),
-    ...get(acc),
-    ...extractLane(1),
-    I32_ADD,
-    ...get(acc),
-    ...extractLane(2),
-    I32_ADD,
-    ...get(acc),
-    ...extractLane(3),
-    I32_ADD, // the dot product, for `store`
+    ...dotProduct(VEC, query, acc, stride), // for `store`
     ...store,
     ...get(VEC),
     ...get(STRIDE),
@@ -185,26 +185,14 @@ function similarBody(stride: number): number[] {
   )
 }
 
-/** The query's int16 halves, read once per call into locals from `query` on. */
-function queryHalves(stride: number, query: number): number[] {
-  const code: number[] = []
-  for (let h = 0; h < stride / 8; h++) code.push(...load8x8(Q_OF_SLOTS, h * 8), ...set(query + h))
-  return code
-}
-
 // The parameters of similarSlots.
 const [S_VEC, S_SLOTS, S_COUNT, S_STRIDE, Q_OF_SLOTS, S_OUT, S_SCALES, S_QSCALE] = [0, 1, 2, 3, 4, 5, 6, 7]
 
 function similarSlotsBody(stride: number): number[] {
   // After the 8 parameters: i, slot, at (i32); acc, the query's halves (v128).
   const [I, SLOT, AT, ACC, QUERY] = [8, 9, 10, 11, 12]
-  const dot: number[] = []
-  for (let h = 0; h < stride / 8; h++) {
-    dot.push(...load8x8(AT, h * 8), ...get(QUERY + h), ...DOT_I16X8_S)
-    if (h > 0) dot.push(...I32X4_ADD)
-  }
   const code = [
-    ...queryHalves(stride, QUERY),
+    ...queryHalves(Q_OF_SLOTS, stride, QUERY),
     0x02,
     0x40,
     0x03,
@@ -224,19 +212,7 @@ function similarSlotsBody(stride: number): number[] {
     I32_ADD,
     ...set(AT), // at = vec + slot × stride
     ...element(S_OUT, SLOT), // the address of out[slot], below the value
-    ...dot,
-    ...set(ACC),
-    ...get(ACC),
-    ...extractLane(0),
-    ...get(ACC),
-    ...extractLane(1),
-    I32_ADD,
-    ...get(ACC),
-    ...extractLane(2),
-    I32_ADD,
-    ...get(ACC),
-    ...extractLane(3),
-    I32_ADD,
+    ...dotProduct(AT, QUERY, ACC, stride),
     F32_CONVERT_I32_S,
     ...element(S_SCALES, SLOT),
     ...F32_LOAD,
