@@ -68,10 +68,13 @@ export async function runSimPropagation(
   const deadline = sim.clock.now + o.settleMs
   // Runs until every running node holds every message (beyond what it held before), or the settle time is over.
   await sim.runUntil(
+    // Checked at every step of the clock: no list of the running nodes is made for it.
     () =>
-      sim
-        .running()
-        .every(n => (n.node?.store.entityCount() ?? 0) >= (heldBefore[n.index] ?? 0) + o.messages - failures),
+      sim.nodes.every(
+        n =>
+          n.state !== 'running' ||
+          (n.node?.store.entityCount() ?? 0) >= (heldBefore[n.index] ?? 0) + o.messages - failures
+      ),
     Math.max(0, deadline - sim.clock.now)
   )
   log(

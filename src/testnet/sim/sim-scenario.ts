@@ -32,17 +32,28 @@ export function scenarioCommands(text: string): string[] {
 }
 
 /** Runs the commands in order (a `quit` ends the run early); prints and returns the transcript. */
-async function runCommands(sim: Simulation, seed: number, commands: readonly string[], print: (line: string) => void) {
+/**
+ * Runs console commands on the simulation, each output line stamped with virtual time and printed;
+ * with `echo`, each command too, and every printed line is kept as the transcript. Stops at `quit`
+ * or the end of the commands (a scenario's list, or typed lines as they come).
+ */
+async function runCommands(
+  sim: Simulation,
+  seed: number,
+  commands: Iterable<string> | AsyncIterable<string>,
+  print: (line: string) => void,
+  echo = true
+): Promise<string[]> {
   const simConsole = new SimConsole(sim, seed)
   const transcript: string[] = []
   const say = (line: string): void => {
     const stamped = `${simConsole.stamp()}${line}`
-    transcript.push(stamped)
+    if (echo) transcript.push(stamped)
     print(stamped)
   }
   for (const line of simConsole.table()) say(line)
-  for (const command of commands) {
-    say(`> ${command}`)
+  for await (const command of commands) {
+    if (echo) say(`> ${command}`)
     try {
       const out = await simConsole.execute(command)
       if (out === 'quit') break
@@ -80,38 +91,11 @@ export async function interactiveSimulation(
       `mesh formed at ${(sim.clock.elapsed / 1000).toFixed(3)} s of virtual time; time runs only when a command runs it`
     )
     const input = createInterface({ input: process.stdin, terminal: false })
-    const commands: string[] = [...first]
-    let ended = false
-    let wake: (() => void) | null = null
-    input.on('line', line => {
-      commands.push(line)
-      wake?.()
-    })
-    input.on('close', () => {
-      ended = true
-      wake?.()
-    })
-    const simConsole = new SimConsole(sim, options.seed)
-    for (const line of simConsole.table()) print(`${simConsole.stamp()}${line}`)
-    for (;;) {
-      const command = commands.shift()
-      if (command === undefined) {
-        if (ended) break
-        await new Promise<void>(resolve => {
-          wake = resolve
-        })
-        wake = null
-        continue
-      }
-      try {
-        const out = await simConsole.execute(command)
-        if (out === 'quit') break
-        for (const line of out) print(`${simConsole.stamp()}${line}`)
-      } catch (err) {
-        if (!(err instanceof ScenarioError)) throw err
-        print(`${simConsole.stamp()}error: ${err.message}`)
-      }
+    async function* typed(): AsyncGenerator<string> {
+      yield* first
+      yield* input
     }
+    await runCommands(sim, options.seed, typed(), print, false)
     input.close()
   } finally {
     await sim.stop()
