@@ -92,6 +92,7 @@ export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): Searc
     },
     halfLifeDays: s.freshness_half_life_days,
     minSemantic: s.min_semantic_similarity,
+    fullScanBelow: s.full_semantic_scan_below,
     fusion: s.fusion,
     federation: { maxPeers: s.federation_max_peers, timeoutMs: s.federation_timeout_ms },
     termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms },

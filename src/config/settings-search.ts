@@ -152,6 +152,15 @@ export const SEARCH_SETTINGS = [
     doc: 'Cosine similarity at which an entity matches a query without sharing a word with it.'
   },
   {
+    key: 'search.full_semantic_scan_below',
+    kind: 'integer',
+    default: 200_000,
+    min: 0,
+    max: 1_000_000_000,
+    flag: 'full-semantic-scan-below',
+    doc: "Below this many indexed entities a query's embedding is compared with every entity: one sharing no word with the query matches when similar enough, and total_found counts it. From this many on, a query with words ranks its text matches (comparing only those that can reach the page) and compares every entity only when they do not fill the page."
+  },
+  {
     key: 'search.fusion',
     kind: 'string',
     default: 'weighted',

@@ -22,6 +22,7 @@ class RankPass {
   readonly minSemantic: number
   readonly heap: TopK
   readonly semanticWeight: number
+  readonly order: Order
   /** The text weight divided by the best text score of a match. */
   textWeight = 0
   /** List the matches in the candidate buffer instead of scoring them. */
@@ -30,6 +31,7 @@ class RankPass {
   constructor(
     q: EngineQuery,
     readonly semantic: Float32Array | null,
+    similarityOf: SimilarityOf | null,
     readonly accept: ((doc: SearchDocument) => boolean) | null,
     readonly signals: Signals,
     order: Order
@@ -41,10 +43,17 @@ class RankPass {
     // Rounding the bound the same way keeps every score at or above it (fround is monotonic).
     this.minTrust = Math.fround(q.minTrust)
     this.minSemantic = q.minSemantic
+    this.order = order
     this.heap = new TopK(q.offset + q.limit, order)
-    this.semanticWeight = semantic === null ? 0 : q.weights.semantic
+    this.semanticWeight = semantic === null && similarityOf === null ? 0 : q.weights.semantic
   }
 }
+
+/**
+ * Similarities with the query computed on demand: written at the listed slots of the returned
+ * array (its other entries are stale).
+ */
+export type SimilarityOf = (slots: Int32Array) => Float32Array
 
 /**
  * Scores the slots that pass the filters and match the query (a text score, or similarity
@@ -52,6 +61,9 @@ class RankPass {
  * (every slot when it is null). The text relevance is divided by the best text score among the
  * matches: the best text score of all (`best`) when its slot passes the filters, as it usually
  * does, else the best among the visited text matches that pass.
+ *
+ * With `similarityOf` (and no `semantic`), the visit is the text matches and only they match:
+ * similarities are computed for those whose score can reach the page (see boundedCandidates).
  */
 export function rank(
   cols: SlotColumns,
@@ -60,13 +72,14 @@ export function rank(
   textHits: ArrayLike<number>,
   visit: ArrayLike<number> | null,
   covered: Facet | null,
-  semantic: Float32Array | null
+  semantic: Float32Array | null,
+  similarityOf: SimilarityOf | null = null
 ): { hits: EngineHit[]; total: number } {
   cols.refreshSignals(q)
   const w = q.weights
   const signals = new Signals(q)
   const accept = withFilter(facetCheck(q, covered), q.filter)
-  const pass = new RankPass(q, semantic, accept, signals, { keys: cols.idKeys, docs: cols.docs })
+  const pass = new RankPass(q, semantic, similarityOf, accept, signals, { keys: cols.idKeys, docs: cols.docs })
   let maxText = 0
   if (q.terms.length > 0) {
     // The best slot is checked against every filter, whatever list is visited (a query that names
@@ -81,9 +94,14 @@ export function rank(
   pass.textWeight = maxText > 0 ? w.text / maxText : 0
   // Reciprocal rank fusion ranks all the matches first: they are listed instead of scored.
   pass.list = fused
-  const total = visit === null ? everyCandidate(cols, pass) : listedCandidates(cols, pass, visit)
+  let total: number
+  if (similarityOf !== null) {
+    const bounded = boundedCandidates(cols, pass, visit ?? textHits, similarityOf)
+    total = bounded.found
+    semantic = bounded.semantic
+  } else total = visit === null ? everyCandidate(cols, pass) : listedCandidates(cols, pass, visit)
   const { heap } = pass
-  if (fused) {
+  if (fused && semantic !== null) {
     const slots = cols.candidateBuffer.subarray(0, total)
     const relevance = fusedRelevance(slots, cols.textScores, semantic, w)
     for (let i = 0; i < slots.length; i++) {
@@ -175,6 +193,76 @@ function listedCandidates(cols: SlotColumns, pass: RankPass, visit: ArrayLike<nu
     if (score >= heap.floor && !list) heap.offer(slot, score)
   }
   return found
+}
+
+/**
+ * What a similarity can reach: embeddings are unit vectors, and their int8 copies put a cosine
+ * up to a few hundredths off (the margin also covers the partial sum rounding apart from the full one).
+ */
+const MAX_SIMILARITY = 1.05
+
+/**
+ * listedCandidates over text matches, with the similarities computed only where they can change
+ * the page. A first pass admits the matches and keeps each one's score without its similarity part
+ * (which adds between 0 and semanticWeight); the best `offset + limit` by that partial score are
+ * scored in full, which sets the heap's floor; then every match whose partial score plus
+ * semanticWeight reaches that floor is. At a million documents a common word's page needs the
+ * similarities of about one match in a hundred.
+ */
+function boundedCandidates(
+  cols: SlotColumns,
+  pass: RankPass,
+  visit: ArrayLike<number>,
+  similarityOf: SimilarityOf
+): { found: number; semantic: Float32Array | null } {
+  const { flags, textScores, trustCache, staticScore, docs, scoreOf } = cols
+  const { flagMask, flagWant, accept, heap, textWeight, semanticWeight, minTrust, signals } = pass
+  const out = cols.candidateBuffer
+  const partialBest = new TopK(heap.k, pass.order)
+  let found = 0
+  for (let i = 0; i < visit.length; i++) {
+    const slot = visit[i] as number
+    if (((flags[slot] as number) & flagMask) !== flagWant) continue
+    const t = textScores[slot] as number
+    if (t === 0) continue
+    if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
+    let trust = trustCache[slot] as number
+    if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
+    if (trust < minTrust) continue
+    out[found++] = slot
+    const partial = textWeight * t + (staticScore[slot] as number)
+    scoreOf[slot] = partial
+    if (partial >= partialBest.floor) partialBest.offer(slot, partial)
+  }
+  if (found === 0 || heap.k === 0) return { found, semantic: null }
+  // The same sum, in the same order, as the other passes: equal scores then tie the same way.
+  const offerScored = (slots: Int32Array, semantic: Float32Array): void => {
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as number
+      const score =
+        textWeight * (textScores[slot] as number) +
+        semanticWeight * Math.max(0, semantic[slot] as number) +
+        (staticScore[slot] as number)
+      if (score >= heap.floor) heap.offer(slot, score)
+    }
+  }
+  const first = Int32Array.from(partialBest.sorted())
+  let semantic = similarityOf(first)
+  offerScored(first, semantic)
+  for (let i = 0; i < first.length; i++) scoreOf[first[i] as number] = Number.NEGATIVE_INFINITY
+  const reach = heap.floor - semanticWeight * MAX_SIMILARITY
+  const rest = cols.visitBuffer
+  let n = 0
+  for (let i = 0; i < found; i++) {
+    const slot = out[i] as number
+    if ((scoreOf[slot] as number) >= reach) rest[n++] = slot
+  }
+  if (n > 0) {
+    const listed = rest.subarray(0, n)
+    semantic = similarityOf(listed)
+    offerScored(listed, semantic)
+  }
+  return { found, semantic }
 }
 
 /** The heap's hits after the offset, each with its breakdown. */

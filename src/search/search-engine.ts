@@ -15,7 +15,7 @@
 import { FacetLists, union } from './candidate-slots.js'
 import type { EngineHit, EngineQuery, SearchDocument } from './engine-query.js'
 import { PHRASE_BONUS } from './ranking.js'
-import { rank } from './rank-pass.js'
+import { rank, type SimilarityOf } from './rank-pass.js'
 import { SlotColumns } from './slot-columns.js'
 import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { idOrder } from './top-k.js'
@@ -40,6 +40,8 @@ const SWEEP_SHARE = 8
  * when they are more than this share of the slots: sequential reads beat building the list.
  */
 const LISTED_SHARE = 1 / 8
+/** Below this many slots a query's vector is compared with every document (see `search`). */
+export const FULL_SCAN_BELOW = 200_000
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -52,11 +54,15 @@ export class SearchEngine {
   /** Removed slots, reusable after the next sweep. */
   private released: number[] = []
 
+  /** From this many slots on, text queries take their candidates from the text matches only. */
+  private readonly fullScanBelow: number
+
   constructor(
     readonly dimension: number,
-    options: { simd?: boolean } = {}
+    options: { simd?: boolean; fullScanBelow?: number } = {}
   ) {
     this.vectors = new VectorIndex(dimension, options)
+    this.fullScanBelow = options.fullScanBelow ?? FULL_SCAN_BELOW
   }
 
   get size(): number {
@@ -156,6 +162,12 @@ export class SearchEngine {
    * keyword-only query; every slot when there is a vector or no text), applies the filters and
    * computes trust; a second scores the survivors and keeps the best `offset + limit` in a heap.
    * Only the returned page gets a full breakdown.
+   *
+   * From `fullScanBelow` slots on, a query with words and a vector (weighted fusion) does not
+   * compare the vector with every document: its candidates are its text matches, and only those
+   * that can reach the page are compared (the full comparison cost 8 ms at a million documents,
+   * whatever the words). It still compares every document when its text matches do not fill the
+   * page, so a query that shares few words with the index finds documents by similarity alone.
    */
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
     const columns = this.columns
@@ -181,18 +193,22 @@ export class SearchEngine {
       const listed = this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
       const covered = listed.covered
       let visit = listed.visit
-      let semantic: Float32Array | null = null
-      if (q.vector !== null && visit !== null && visit.length * 4 < slotCount) {
-        semantic = this.vectors.scanSlots(q.vector, visit, slotCount)
-      } else if (q.vector !== null) {
-        const scanned = this.vectors.scanAbove(q.vector, slotCount, q.minSemantic)
-        semantic = scanned.similarities
-        // No shorter list: the candidates are the text matches and the documents similar enough,
-        // listed when they are few.
-        if (visit === null && touched.length + scanned.above.length < slotCount * LISTED_SHARE)
-          visit = union(touched, scanned.above, textScores, columns.visitBuffer)
+      const vector = q.vector
+      if (vector === null) return rank(columns, q, best, touched, visit, covered, null)
+      if (visit !== null && visit.length * 4 < slotCount)
+        return rank(columns, q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
+      const page = q.offset + q.limit
+      if (visit === null && slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
+        const similarityOf: SimilarityOf = slots => this.vectors.scanSlots(vector, slots, slotCount)
+        const textFirst = rank(columns, q, best, touched, touched, covered, null, similarityOf)
+        if (textFirst.total >= page) return textFirst
       }
-      return rank(columns, q, best, touched, visit, covered, semantic)
+      const scanned = this.vectors.scanAbove(vector, slotCount, q.minSemantic)
+      // No shorter list: the candidates are the text matches and the documents similar enough,
+      // listed when they are few.
+      if (visit === null && touched.length + scanned.above.length < slotCount * LISTED_SHARE)
+        visit = union(touched, scanned.above, textScores, columns.visitBuffer)
+      return rank(columns, q, best, touched, visit, covered, scanned.similarities)
     } finally {
       for (let i = 0; i < touched.length; i++) textScores[touched[i] as number] = 0
     }

@@ -34,7 +34,7 @@ export class TopK {
   floor = Number.NEGATIVE_INFINITY
 
   constructor(
-    private readonly k: number,
+    readonly k: number,
     /** Breaks ties between equal scores. */
     private readonly order: Order
   ) {

@@ -277,3 +277,56 @@ test('min trust admits a document whose trust equals it, whichever way 32 bits r
   }
   t.is(excluded, 0)
 })
+
+/** Embeddings are unit vectors: a similarity is at most 1. */
+function unit(v: Float32Array): Float32Array {
+  const norm = Math.hypot(...v)
+  return v.map(x => x / norm)
+}
+
+test('from fullScanBelow slots on, a text query ranks its text matches exactly as a full comparison would, and still finds by similarity when they do not fill the page', t => {
+  const dimension = 64
+  const textFirst = new SearchEngine(dimension, { fullScanBelow: 0 })
+  const full = new SearchEngine(dimension)
+  let seed = 7
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+    return seed / 2 ** 31
+  }
+  const words = ['common', 'agent', 'data', 'rare', 'plain', 'other', 'tool', 'search']
+  for (let i = 0; i < 2000; i++) {
+    const vector = unit(new Float32Array(dimension).map(() => random() - 0.5))
+    const text = Array.from({ length: 4 }, () => words[Math.floor(random() ** 2 * words.length)]).join(' ')
+    const document = doc(`e${String(i).padStart(5, '0')}`, {
+      lastChange: Math.floor(random() * 90) * 86_400_000,
+      active: random() < 0.7,
+      uptime: random()
+    })
+    for (const engine of [textFirst, full])
+      engine.upsert(document, fields(text, i % 7 === 0 ? 'search tool' : ''), vector)
+  }
+  const trust = (_: number, __: number, uptime: number): number => uptime
+  const now = 90 * 86_400_000
+  const vector = (text: string): Float32Array => {
+    const v = new Float32Array(dimension)
+    for (const c of text) v[c.charCodeAt(0) % dimension] = (v[c.charCodeAt(0) % dimension] ?? 0) + 1
+    return unit(v)
+  }
+  for (const text of ['common', 'agent data', 'rare', '"search tool"', 'plain other tool']) {
+    for (const page of [
+      { offset: 0, limit: 10 },
+      { offset: 5, limit: 5 },
+      { offset: 0, limit: 100 }
+    ]) {
+      const q = query(text, { vector: vector(text), trust, now, minSemantic: 0.3, ...page })
+      // The full comparison with a threshold no similarity reaches admits the text matches only.
+      const want = full.search({ ...q, minSemantic: 2 })
+      t.deepEqual(textFirst.search(q), want, `${text} ${JSON.stringify(page)}`)
+    }
+  }
+  // A word no document holds fills no page: every document is compared, as below fullScanBelow.
+  const unknown = query('absent', { vector: vector('common'), trust, now, minSemantic: 0.1, limit: 20 })
+  const found = textFirst.search(unknown)
+  t.true(found.total > 0)
+  t.deepEqual(found, full.search(unknown))
+})

@@ -21,6 +21,7 @@ const options = (queryExpansion: boolean, embedding: IndexOptions['embedding'] =
   dimension: 64,
   embedding,
   queryExpansion,
+  fullScanBelow: 200_000,
   homeTerms: { registryId: REGISTRY, host: 'home.test', falsePositiveRate: 0.01, rebuildIntervalMs: 1e9 }
 })
 

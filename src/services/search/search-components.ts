@@ -30,6 +30,8 @@ export interface SearchSettings {
   workerFromEntities?: number
   /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
   queryExpansion: boolean
+  /** From this many entities on, text queries take their candidates from their text matches (SearchEngine). */
+  fullScanBelow: number
 }
 
 export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {

@@ -74,6 +74,8 @@ export interface IndexOptions {
   embedding: 'hash' | null
   /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
   queryExpansion: boolean
+  /** From this many entities on, text queries take their candidates from their text matches (SearchEngine). */
+  fullScanBelow: number
   /** The summary of home terms peers route by: what makes a record home, and how its filter is built. */
   homeTerms: { registryId: string; host: string; falsePositiveRate: number; rebuildIntervalMs: number }
 }
@@ -174,7 +176,7 @@ export class IndexedEngine {
   private completing: NodeJS.Immediate | null = null
 
   constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
-    this.engine = new SearchEngine(options.dimension)
+    this.engine = new SearchEngine(options.dimension, { fullScanBelow: options.fullScanBelow })
     this.embedder = options.embedding === 'hash' ? new HashEmbedder(options.dimension) : null
     this.vector = new Float32Array(this.embedder ? options.dimension : 0)
     this.expander = options.queryExpansion ? new QueryExpander() : null

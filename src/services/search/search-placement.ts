@@ -91,6 +91,7 @@ export abstract class IndexPlacement {
       dimension: this.c.embedder.dimension,
       embedding: this.indexEmbeds ? 'hash' : null,
       queryExpansion: this.c.search.queryExpansion,
+      fullScanBelow: this.c.search.fullScanBelow,
       homeTerms: {
         registryId: this.c.identity.registryId,
         host: this.c.settings.host,
