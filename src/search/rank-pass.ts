@@ -217,7 +217,12 @@ function boundedCandidates(
 ): { found: number; semantic: Float32Array | null } {
   const { flags, textScores, trustCache, staticScore, docs, scoreOf } = cols
   const { flagMask, flagWant, accept, heap, textWeight, semanticWeight, minTrust, signals } = pass
-  const out = cols.candidateBuffer
+  const margin = semanticWeight * MAX_SIMILARITY
+  // The matches that may still reach the page: the k-th best partial score only rises, and a full
+  // score is at least its partial one, so a match whose partial score plus `margin` is below it
+  // now can never enter the heap.
+  const kept = cols.candidateBuffer
+  let keptCount = 0
   const partialBest = new TopK(heap.k, pass.order)
   let found = 0
   for (let i = 0; i < visit.length; i++) {
@@ -229,8 +234,10 @@ function boundedCandidates(
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) continue
-    out[found++] = slot
+    found++
     const partial = textWeight * t + (staticScore[slot] as number)
+    if (partial + margin < partialBest.floor) continue
+    kept[keptCount++] = slot
     scoreOf[slot] = partial
     if (partial >= partialBest.floor) partialBest.offer(slot, partial)
   }
@@ -250,11 +257,11 @@ function boundedCandidates(
   let semantic = similarityOf(first)
   offerScored(first, semantic)
   for (let i = 0; i < first.length; i++) scoreOf[first[i] as number] = Number.NEGATIVE_INFINITY
-  const reach = heap.floor - semanticWeight * MAX_SIMILARITY
+  const reach = heap.floor - margin
   const rest = cols.visitBuffer
   let n = 0
-  for (let i = 0; i < found; i++) {
-    const slot = out[i] as number
+  for (let i = 0; i < keptCount; i++) {
+    const slot = kept[i] as number
     if ((scoreOf[slot] as number) >= reach) rest[n++] = slot
   }
   if (n > 0) {

@@ -172,22 +172,24 @@ export class SearchEngine {
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
     const columns = this.columns
     const slotCount = columns.docs.length
-    const textScores = columns.textScores
+    const { textScores, termMasks } = columns
     let touched = columns.touched.subarray(0, 0)
     const best: TextBest = { slot: -1, score: 0 }
     try {
       if (q.terms.length > 0) {
-        touched = columns.touched.subarray(0, this.text.search(q.terms, textScores, columns.touched, best))
+        const masks = q.phrases.length > 0 ? termMasks : null
+        touched = columns.touched.subarray(0, this.text.search(q.terms, textScores, columns.touched, best, masks))
         for (const phrase of q.phrases) {
           // Every phrase word is a query term, so a match is already scored (> 0).
-          this.text.forEachPhraseMatch(phrase, slot => {
+          const match = (slot: number): void => {
             if (textScores[slot] === 0) return
             textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
             if ((textScores[slot] as number) > best.score) {
               best.slot = slot
               best.score = textScores[slot] as number
             }
-          })
+          }
+          this.text.forEachPhraseMatch(phrase, match, termMasks, phraseBits(q.terms, phrase))
         }
       }
       const listed = this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
@@ -211,6 +213,17 @@ export class SearchEngine {
       return rank(columns, q, best, touched, visit, covered, scanned.similarities)
     } finally {
       for (let i = 0; i < touched.length; i++) textScores[touched[i] as number] = 0
+      if (q.phrases.length > 0) for (let i = 0; i < touched.length; i++) termMasks[touched[i] as number] = 0
     }
   }
+}
+
+/** The term-mask bits (see TextIndex.search) a document holding every word of `phrase` has. */
+function phraseBits(terms: EngineQuery['terms'], phrase: readonly string[]): number {
+  let bits = 0
+  for (const word of phrase) {
+    const j = terms.findIndex(({ term }) => term === word)
+    if (j >= 0 && j < 32) bits |= 1 << j
+  }
+  return bits
 }

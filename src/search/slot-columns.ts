@@ -74,6 +74,8 @@ export class SlotColumns {
   textScores = new Float32Array(1024)
   scoreOf = new Float64Array(1024)
   touched = new Int32Array(1024)
+  /** Which of a phrase query's terms each touched slot holds (bit j: term j). */
+  termMasks = new Uint32Array(1024)
   visitBuffer = new Int32Array(1024)
   candidateBuffer = new Int32Array(1024)
 
@@ -182,6 +184,7 @@ export class SlotColumns {
     this.textScores = widened(this.textScores, size)
     this.staticScore = widened(this.staticScore, size)
     this.touched = widened(this.touched, size)
+    this.termMasks = widened(this.termMasks, size)
     this.visitBuffer = widened(this.visitBuffer, size)
     this.candidateBuffer = widened(this.candidateBuffer, size)
     this.scoreOf = widened(this.scoreOf, size)

@@ -75,6 +75,14 @@ class Postings {
   }
 }
 
+/** Sets `bit` in the mask of every live slot of the list. */
+function markTerm({ slots, length }: Postings, alive: Uint8Array, masks: Uint32Array, bit: number): void {
+  for (let i = 0; i < length; i++) {
+    const slot = slots[i] as number
+    if (alive[slot]) masks[slot] = (masks[slot] as number) | bit
+  }
+}
+
 function grown<T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float32Array>(a: T, size: number): T {
   const next = new (a.constructor as new (n: number) => T)(size)
   next.set(a.length <= size ? a : (a.subarray(0, size) as T))
@@ -287,13 +295,15 @@ export class TextIndex {
    * Adds the BM25F score of every live document holding at least one term into `scores` (indexed
    * by slot; untouched slots must be 0) and writes each newly scored slot into `touched` (as long
    * as the slot capacity); returns how many. Terms are weighted: 1 for the user's words, less for
-   * synonym expansions. Sets `best` to the highest score and its slot.
+   * synonym expansions. Sets `best` to the highest score and its slot. With `termMasks` (indexed by
+   * slot, untouched slots 0), sets bit j of a slot's entry when it holds term j (for j < 32).
    */
   search(
     terms: readonly { term: string; weight: number }[],
     scores: Float32Array,
     touched: Int32Array,
-    best: TextBest
+    best: TextBest,
+    termMasks: Uint32Array | null = null
   ): number {
     let count = 0
     // Scores only grow, so the highest score written is the best final one (and its slot the best's).
@@ -302,9 +312,11 @@ export class TextIndex {
     const n = Math.max(1, this.liveCount)
     this.refreshNorms()
     const alive = this.alive
-    for (const { term, weight } of terms) {
+    for (let j = 0; j < terms.length; j++) {
+      const { term, weight } = terms[j] as { term: string; weight: number }
       const id = this.termIds.get(term)
       if (id === undefined) continue
+      if (termMasks !== null && j < 32) markTerm(this.postings[id] as Postings, alive, termMasks, 1 << j)
       const list = this.postings[id] as Postings
       const idf = Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight
       const { slots, weights, length } = list
@@ -329,9 +341,15 @@ export class TextIndex {
 
   /**
    * Calls `match` for every live document whose fields hold the analyzed phrase as consecutive
-   * tokens. Only the documents of the phrase's rarest term are read.
+   * tokens. Only the documents of the phrase's rarest term are read, and of those only the ones
+   * whose `termMasks` entry (see `search`) has every bit of `want` have their terms checked.
    */
-  forEachPhraseMatch(phrase: readonly string[], match: (slot: number) => void): void {
+  forEachPhraseMatch(
+    phrase: readonly string[],
+    match: (slot: number) => void,
+    termMasks: Uint32Array,
+    want: number
+  ): void {
     if (phrase.length === 0) return
     const ids = new Uint32Array(phrase.length)
     let rarest: Postings | undefined
@@ -348,7 +366,7 @@ export class TextIndex {
     const span = ids.length
     for (let i = 0; i < length; i++) {
       const slot = slots[i] as number
-      if (!alive[slot]) continue
+      if (!alive[slot] || ((termMasks[slot] as number) & want) !== want) continue
       const start = sequenceStart[slot] as number
       const last = start + (sequenceLength[slot] as number) - span
       outer: for (let at = start; at <= last; at++) {
