@@ -31,7 +31,7 @@ class RankPass {
   constructor(
     q: EngineQuery,
     readonly semantic: Float32Array | null,
-    similarityOf: SimilarityOf | null,
+    similarityOf: LazySimilarity | null,
     readonly accept: ((doc: SearchDocument) => boolean) | null,
     readonly signals: Signals,
     order: Order
@@ -50,10 +50,13 @@ class RankPass {
 }
 
 /**
- * Similarities with the query computed on demand: written at the listed slots of the returned
- * array (its other entries are stale).
+ * Similarities with the query computed on demand (`of`: written at the listed slots of the
+ * returned array, its other entries stale), for at most about `budget` matches past the first page.
  */
-export type SimilarityOf = (slots: Int32Array) => Float32Array
+export interface LazySimilarity {
+  of: (slots: Int32Array) => Float32Array
+  budget: number
+}
 
 /**
  * Scores the slots that pass the filters and match the query (a text score, or similarity
@@ -63,7 +66,8 @@ export type SimilarityOf = (slots: Int32Array) => Float32Array
  * does, else the best among the visited text matches that pass.
  *
  * With `similarityOf` (and no `semantic`), the visit is the text matches and only they match:
- * similarities are computed for those whose score can reach the page (see boundedCandidates).
+ * similarities are computed for those whose score can reach the page, within a budget (see
+ * boundedCandidates).
  */
 export function rank(
   cols: SlotColumns,
@@ -73,7 +77,7 @@ export function rank(
   visit: ArrayLike<number> | null,
   covered: Facet | null,
   semantic: Float32Array | null,
-  similarityOf: SimilarityOf | null = null
+  similarityOf: LazySimilarity | null = null
 ): { hits: EngineHit[]; total: number } {
   cols.refreshSignals(q)
   const w = q.weights
@@ -206,23 +210,21 @@ const MAX_SIMILARITY = 1.05
  * the page. A first pass admits the matches and keeps each one's score without its similarity part
  * (which adds between 0 and semanticWeight); the best `offset + limit` by that partial score are
  * scored in full, which sets the heap's floor; then every match whose partial score plus
- * semanticWeight reaches that floor is. At a million documents a common word's page needs the
- * similarities of about one match in a hundred.
+ * semanticWeight reaches that floor is, or when those are more than the budget, about the budget's
+ * worth with the best partial scores (the page is then approximate: a match ranked lower by words,
+ * trust, freshness and availability together can be missed for its similarity alone).
  */
 function boundedCandidates(
   cols: SlotColumns,
   pass: RankPass,
   visit: ArrayLike<number>,
-  similarityOf: SimilarityOf
+  similarity: LazySimilarity
 ): { found: number; semantic: Float32Array | null } {
-  const { flags, textScores, trustCache, staticScore, docs, scoreOf } = cols
+  const { flags, textScores, trustCache, staticScore, docs } = cols
   const { flagMask, flagWant, accept, heap, textWeight, semanticWeight, minTrust, signals } = pass
-  const margin = semanticWeight * MAX_SIMILARITY
-  // The matches that may still reach the page: the k-th best partial score only rises, and a full
-  // score is at least its partial one, so a match whose partial score plus `margin` is below it
-  // now can never enter the heap.
+  // The admitted matches and their partial scores, side by side.
   const kept = cols.candidateBuffer
-  let keptCount = 0
+  const partials = cols.scoreOf
   const partialBest = new TopK(heap.k, pass.order)
   let found = 0
   for (let i = 0; i < visit.length; i++) {
@@ -234,12 +236,12 @@ function boundedCandidates(
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) continue
-    found++
     const partial = textWeight * t + (staticScore[slot] as number)
-    if (partial + margin < partialBest.floor) continue
-    kept[keptCount++] = slot
-    scoreOf[slot] = partial
-    if (partial >= partialBest.floor) partialBest.offer(slot, partial)
+    kept[found] = slot
+    partials[found] = partial
+    found++
+    // Which k set the floor only needs be good, not the best: ties need not be broken.
+    if (partial > partialBest.floor) partialBest.offer(slot, partial)
   }
   if (found === 0 || heap.k === 0) return { found, semantic: null }
   // The same sum, in the same order, as the other passes: equal scores then tie the same way.
@@ -254,22 +256,40 @@ function boundedCandidates(
     }
   }
   const first = Int32Array.from(partialBest.sorted())
-  let semantic = similarityOf(first)
+  let semantic = similarity.of(first)
   offerScored(first, semantic)
-  for (let i = 0; i < first.length; i++) scoreOf[first[i] as number] = Number.NEGATIVE_INFINITY
-  const reach = heap.floor - margin
+  const scored = new Set(first)
+  const reach = Math.max(heap.floor - semanticWeight * MAX_SIMILARITY, budgetCut(partials, found, similarity.budget))
   const rest = cols.visitBuffer
   let n = 0
-  for (let i = 0; i < keptCount; i++) {
+  for (let i = 0; i < found; i++) {
+    if ((partials[i] as number) < reach) continue
     const slot = kept[i] as number
-    if ((scoreOf[slot] as number) >= reach) rest[n++] = slot
+    if (!scored.has(slot)) rest[n++] = slot
   }
   if (n > 0) {
     const listed = rest.subarray(0, n)
-    semantic = similarityOf(listed)
+    semantic = similarity.of(listed)
     offerScored(listed, semantic)
   }
   return { found, semantic }
+}
+
+/** How many partial scores budgetCut reads, at most. */
+const CUT_SAMPLE = 4096
+
+/**
+ * About the `budget`-th highest of `partials[0, count)`, estimated from an evenly spaced sample
+ * (-Infinity when the budget covers them all).
+ */
+function budgetCut(partials: Float64Array, count: number, budget: number): number {
+  if (count <= budget) return Number.NEGATIVE_INFINITY
+  const stride = Math.max(1, Math.floor(count / CUT_SAMPLE))
+  const sample = new Float64Array(Math.ceil(count / stride))
+  for (let i = 0, j = 0; i < count; i += stride) sample[j++] = partials[i] as number
+  sample.sort()
+  const rank = Math.floor(budget / stride)
+  return rank >= sample.length ? Number.NEGATIVE_INFINITY : (sample[sample.length - 1 - rank] as number)
 }
 
 /** The heap's hits after the offset, each with its breakdown. */

@@ -15,7 +15,7 @@
 import { FacetLists, union } from './candidate-slots.js'
 import type { EngineHit, EngineQuery, SearchDocument } from './engine-query.js'
 import { PHRASE_BONUS } from './ranking.js'
-import { rank, type SimilarityOf } from './rank-pass.js'
+import { type LazySimilarity, rank } from './rank-pass.js'
 import { SlotColumns } from './slot-columns.js'
 import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { idOrder } from './top-k.js'
@@ -42,6 +42,8 @@ const SWEEP_SHARE = 8
 const LISTED_SHARE = 1 / 8
 /** Below this many slots a query's vector is compared with every document (see `search`). */
 export const FULL_SCAN_BELOW = 200_000
+/** How many text matches past the first page a query compares with its embedding, at most (about). */
+export const SEMANTIC_BUDGET = 4096
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -56,13 +58,15 @@ export class SearchEngine {
 
   /** From this many slots on, text queries take their candidates from the text matches only. */
   private readonly fullScanBelow: number
+  semanticBudget: number
 
   constructor(
     readonly dimension: number,
-    options: { simd?: boolean; fullScanBelow?: number } = {}
+    options: { simd?: boolean; fullScanBelow?: number; semanticBudget?: number } = {}
   ) {
     this.vectors = new VectorIndex(dimension, options)
     this.fullScanBelow = options.fullScanBelow ?? FULL_SCAN_BELOW
+    this.semanticBudget = options.semanticBudget ?? SEMANTIC_BUDGET
   }
 
   get size(): number {
@@ -149,6 +153,11 @@ export class SearchEngine {
     if (this.released.length >= Math.max(SWEEP_AT, this.slots.size / SWEEP_SHARE)) this.sweep()
   }
 
+  /** Brings the text index's term weights up to date with the average field lengths (see TextIndex.refreshNorms). */
+  reweigh(): void {
+    this.text.refreshNorms()
+  }
+
   /** Drops removed documents from the postings and slot lists, which frees their slots. */
   private sweep(): void {
     this.text.sweep()
@@ -201,8 +210,11 @@ export class SearchEngine {
         return rank(columns, q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
       const page = q.offset + q.limit
       if (visit === null && slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
-        const similarityOf: SimilarityOf = slots => this.vectors.scanSlots(vector, slots, slotCount)
-        const textFirst = rank(columns, q, best, touched, touched, covered, null, similarityOf)
+        const similarity: LazySimilarity = {
+          of: slots => this.vectors.scanSlots(vector, slots, slotCount),
+          budget: this.semanticBudget
+        }
+        const textFirst = rank(columns, q, best, touched, touched, covered, null, similarity)
         if (textFirst.total >= page) return textFirst
       }
       const scanned = this.vectors.scanAbove(vector, slotCount, q.minSemantic)

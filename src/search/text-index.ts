@@ -246,7 +246,7 @@ export class TextIndex {
   }
 
   /** Recomputes every slot's norms when an average field length has drifted more than 2 %. */
-  private refreshNorms(): void {
+  refreshNorms(): void {
     const n = Math.max(1, this.liveCount)
     let drifted = false
     for (let f = 0; f < F; f++) {
