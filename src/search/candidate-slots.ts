@@ -48,11 +48,12 @@ export class FacetLists {
 
   /**
    * The slots that can match, when fewer than all: the named entities, else the shortest list of a
-   * category, tag or developer filter or (without a vector) the text matches. null: every slot.
+   * category, tag or developer filter or (without a vector) the text matches, when given. null:
+   * every slot.
    */
   slotsToVisit(
     q: EngineQuery,
-    textHits: Int32Array,
+    textHits: Int32Array | null,
     slots: ReadonlyMap<string, number>,
     docs: Docs
   ): { visit: ArrayLike<number> | null; covered: Facet | null } {

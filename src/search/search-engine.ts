@@ -42,6 +42,12 @@ const SWEEP_SHARE = 8
 const LISTED_SHARE = 1 / 8
 /** Below this many slots a query's vector is compared with every document (see `search`). */
 export const FULL_SCAN_BELOW = 200_000
+/**
+ * A query reads its filter list's documents' words rather than its terms' posting lists when the
+ * list's documents hold fewer words than this many times the postings (a word costs a little
+ * less to read in a document than a posting does to score).
+ */
+const READ_DOCUMENTS_BELOW = 2
 /** How many text matches past the first page a query compares with its embedding, at most (about). */
 export const SEMANTIC_BUDGET = 4096
 
@@ -185,23 +191,35 @@ export class SearchEngine {
     let touched = columns.touched.subarray(0, 0)
     const best: TextBest = { slot: -1, score: 0 }
     try {
-      if (q.terms.length > 0) {
-        const masks = q.phrases.length > 0 ? termMasks : null
-        touched = columns.touched.subarray(0, this.text.search(q.terms, textScores, columns.touched, best, masks))
-        for (const phrase of q.phrases) {
-          // Every phrase word is a query term, so a match is already scored (> 0).
-          const match = (slot: number): void => {
-            if (textScores[slot] === 0) return
-            textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
-            if ((textScores[slot] as number) > best.score) {
-              best.slot = slot
-              best.score = textScores[slot] as number
-            }
-          }
-          this.text.forEachPhraseMatch(phrase, match, termMasks, phraseBits(q.terms, phrase))
+      // A query with words and a filter list: reading the words of the list's documents can cost
+      // less than reading the terms' posting lists (a common word and a tag).
+      const facetFirst = q.terms.length > 0 ? this.facets.slotsToVisit(q, null, this.slots, columns.docs) : null
+      const readDocuments =
+        facetFirst?.visit != null &&
+        facetFirst.visit.length * this.text.averageSequence < READ_DOCUMENTS_BELOW * this.text.postingsOf(q.terms)
+      const phraseBonus = (slot: number): void => {
+        if (textScores[slot] === 0) return
+        textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+        if ((textScores[slot] as number) > best.score) {
+          best.slot = slot
+          best.score = textScores[slot] as number
         }
       }
-      const listed = this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
+      if (readDocuments) {
+        const { visit } = facetFirst as { visit: ArrayLike<number> }
+        const scored = this.text.searchListed(q.terms, visit, textScores, columns.touched, best, q.phrases, phraseBonus)
+        touched = columns.touched.subarray(0, scored)
+      } else if (q.terms.length > 0) {
+        const masks = q.phrases.length > 0 ? termMasks : null
+        touched = columns.touched.subarray(0, this.text.search(q.terms, textScores, columns.touched, best, masks))
+        // Every phrase word is a query term, so a match is already scored (> 0).
+        for (const phrase of q.phrases)
+          this.text.forEachPhraseMatch(phrase, phraseBonus, termMasks, phraseBits(q.terms, phrase))
+      }
+      const listed =
+        readDocuments && facetFirst !== null
+          ? facetFirst
+          : this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
       const covered = listed.covered
       let visit = listed.visit
       const vector = q.vector

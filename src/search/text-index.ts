@@ -75,6 +75,25 @@ class Postings {
   }
 }
 
+/** Whether row `row` of `counts` (F field counts each) has a count. */
+function holds(counts: Uint8Array, row: number): boolean {
+  for (let f = row * F; f < row * F + F; f++) if (counts[f] !== 0) return true
+  return false
+}
+
+/** Whether the term numbers `ids` stand consecutively in `sequences[start, end)`. */
+function holdsPhrase(sequences: Uint32Array, start: number, end: number, ids: Uint32Array): boolean {
+  const span = ids.length
+  if (span === 0) return false
+  const first = ids[0] as number
+  outer: for (let at = start; at <= end - span; at++) {
+    if (sequences[at] !== first) continue
+    for (let j = 1; j < span; j++) if (sequences[at + j] !== ids[j]) continue outer
+    return true
+  }
+  return false
+}
+
 /** Sets `bit` in the mask of every live slot of the list. */
 function markTerm({ slots, length }: Postings, alive: Uint8Array, masks: Uint32Array, bit: number): void {
   for (let i = 0; i < length; i++) {
@@ -120,6 +139,8 @@ export class TextIndex {
   private seenBy = new Int32Array(1024)
   private rowOf = new Int32Array(1024)
   private addCounts = new Uint8Array(64 * F)
+  /** Scratch for searchListed(): per term number, its row of counts (-1: not a query term). */
+  private termRows = new Int32Array(0)
   private adds = 0
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
@@ -336,6 +357,112 @@ export class TextIndex {
     }
     best.slot = bestSlot
     best.score = bestScore
+    return count
+  }
+
+  /** What scoring the terms over their posting lists reads: their live documents' postings, summed. */
+  postingsOf(terms: readonly { term: string }[]): number {
+    let total = 0
+    for (const { term } of terms) {
+      const id = this.termIds.get(term)
+      if (id !== undefined) total += (this.postings[id] as Postings).length
+    }
+    return total
+  }
+
+  /** The average length of a document's term sequence (what scoring a listed document reads). */
+  get averageSequence(): number {
+    return (this.sequencesEnd - this.sequencesGarbage) / Math.max(1, this.liveCount)
+  }
+
+  /**
+   * `search` over the listed slots only, a document at a time: each listed live document's term
+   * sequence is read for the query's terms, so the cost follows the list, not the posting lists.
+   * Scores are the same as `search` gives those documents (the same weights, added in the same
+   * order); `best` is kept the best among them as they are scored. Calls `phraseMatch(slot, p)`
+   * for each listed document holding `phrases[p]`, after its score is written.
+   */
+  searchListed(
+    terms: readonly { term: string; weight: number }[],
+    listed: ArrayLike<number>,
+    scores: Float32Array,
+    touched: Int32Array,
+    best: TextBest,
+    phrases: readonly (readonly string[])[],
+    phraseMatch: (slot: number, phrase: number) => void
+  ): number {
+    this.refreshNorms()
+    const n = Math.max(1, this.liveCount)
+    // Each distinct query term gets a row of field counts; termRows maps a term number to its row.
+    if (this.termRows.length < this.postings.length) this.termRows = new Int32Array(this.postings.length * 2).fill(-1)
+    const termRows = this.termRows
+    const rowIds: number[] = []
+    const termRow = new Int32Array(terms.length).fill(-1)
+    const idfs = new Float64Array(terms.length)
+    terms.forEach(({ term, weight }, j) => {
+      const id = this.termIds.get(term)
+      if (id === undefined) return
+      if (termRows[id] === -1) {
+        termRows[id] = rowIds.length
+        rowIds.push(id)
+      }
+      termRow[j] = termRows[id] as number
+      const df = (this.postings[id] as Postings).df
+      idfs[j] = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * weight
+    })
+    // A phrase with a word no document holds matches nowhere.
+    const phraseIds = phrases.map(phrase =>
+      phrase.every(word => this.termIds.has(word))
+        ? Uint32Array.from(phrase, word => this.termIds.get(word) as number)
+        : null
+    )
+    const counts = new Uint8Array(Math.max(1, rowIds.length) * F)
+    const { alive, sequences, sequenceStart, sequenceLength } = this
+    let count = 0
+    best.slot = -1
+    best.score = 0
+    try {
+      for (let i = 0; i < listed.length; i++) {
+        const slot = listed[i] as number
+        if (!alive[slot]) continue
+        counts.fill(0)
+        const start = sequenceStart[slot] as number
+        const end = start + (sequenceLength[slot] as number)
+        let field = 0
+        let held = false
+        for (let at = start; at < end; at++) {
+          const id = sequences[at] as number
+          if (id === FIELD_BREAK) {
+            field++
+            continue
+          }
+          const row = id < termRows.length ? (termRows[id] as number) : -1
+          if (row === -1) continue
+          const cell = row * F + field
+          if ((counts[cell] as number) < MAX_TF) counts[cell] = (counts[cell] as number) + 1
+          held = true
+        }
+        if (!held) continue
+        let score = 0
+        for (let j = 0; j < terms.length; j++) {
+          const row = termRow[j] as number
+          if (row === -1 || !holds(counts, row)) continue
+          score = Math.fround(score + (idfs[j] as number) * Math.fround(this.termWeight(slot, counts, row * F)))
+        }
+        scores[slot] = score
+        touched[count++] = slot
+        if (score > best.score) {
+          best.slot = slot
+          best.score = score
+        }
+        for (let p = 0; p < phraseIds.length; p++) {
+          const ids = phraseIds[p]
+          if (ids && holdsPhrase(sequences, start, end, ids)) phraseMatch(slot, p)
+        }
+      }
+    } finally {
+      for (const id of rowIds) termRows[id] = -1
+    }
     return count
   }
 

@@ -2,7 +2,7 @@ import test from 'ava'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
-import { SearchEngine, type EngineQuery } from '../../src/search/search-engine.js'
+import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
 import { searchDoc as doc } from '../helpers/search-documents.js'
 
@@ -329,4 +329,35 @@ test('from fullScanBelow slots on, a text query ranks its text matches exactly a
   const found = textFirst.search(unknown)
   t.true(found.total > 0)
   t.deepEqual(found, full.search(unknown))
+})
+
+test("a query with words and a filter list scores the list's documents from their words exactly as from the posting lists", t => {
+  const engine = new SearchEngine(64)
+  let seed = 11
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+    return seed / 2 ** 31
+  }
+  const words = ['common', 'agent', 'data', 'rare', 'plain', 'other', 'tool', 'search']
+  for (let i = 0; i < 3000; i++) {
+    const pick = (): string => words[Math.floor(random() ** 2 * words.length)] as string
+    const text = Array.from({ length: 6 }, pick).join(' ')
+    const document = doc(`e${String(i).padStart(5, '0')}`, {
+      tags: i % 40 === 0 ? ['narrow'] : ['wide'],
+      lastChange: Math.floor(random() * 90) * 86_400_000
+    })
+    engine.upsert(document, fields(text, i % 3 === 0 ? `${pick()} ${pick()}` : ''), null)
+  }
+  const narrow = (d: SearchDocument): boolean => d.tags.includes('narrow')
+  const queries = ['common', 'agent data', '"search tool"', 'common "data agent" rare', 'absent']
+  for (const text of queries) {
+    const listed = engine.search(query(text, { tags: ['narrow'], limit: 20 }))
+    // The same condition as a predicate: no list to read, the posting lists are scored.
+    const posted = engine.search(query(text, { filter: narrow, limit: 20 }))
+    t.deepEqual(listed, posted, text)
+  }
+  const expanded = query('common', { tags: ['narrow'] })
+  const weighted = { ...expanded, terms: [...expanded.terms, { term: 'data', weight: 0.4 }] }
+  t.deepEqual(engine.search(weighted), engine.search({ ...weighted, tags: [], filter: narrow }))
+  t.true(engine.search(query('common', { tags: ['narrow'] })).total > 0)
 })
