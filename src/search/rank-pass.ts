@@ -79,9 +79,9 @@ export function rank(
   semantic: Float32Array | null,
   similarityOf: LazySimilarity | null = null
 ): { hits: EngineHit[]; total: number } {
-  cols.refreshSignals(q)
   const w = q.weights
   const signals = new Signals(q)
+  cols.refreshSignals(q, signals)
   const accept = withFilter(facetCheck(q, covered), q.filter)
   const pass = new RankPass(q, semantic, similarityOf, accept, signals, { keys: cols.idKeys, docs: cols.docs })
   let maxText = 0

@@ -159,6 +159,11 @@ export class SearchEngine {
     if (this.released.length >= Math.max(SWEEP_AT, this.slots.size / SWEEP_SHARE)) this.sweep()
   }
 
+  /** Fills up to `count` empty entries of the trust and static score caches (see SlotColumns.warm). */
+  warmSignals(count: number, scan: number): number {
+    return this.columns.warm(count, scan)
+  }
+
   /** Brings the text index's term weights up to date with the average field lengths (see TextIndex.refreshNorms). */
   reweigh(): void {
     this.text.refreshNorms()

@@ -37,13 +37,26 @@ export class Signals {
   readonly freshnessWeight: number
   readonly availabilityWeight: number
 
-  constructor(q: EngineQuery) {
+  constructor(q: Pick<EngineQuery, 'trust' | 'now' | 'halfLifeDays' | 'weights'>) {
     this.trust = q.trust
     this.now = q.now
     this.halfLifeDays = q.halfLifeDays
     this.trustWeight = q.weights.trust
     this.freshnessWeight = q.weights.freshness
     this.availabilityWeight = q.weights.availability
+  }
+
+  /** The same signals at another time. */
+  at(now: number): Signals {
+    const { trust, halfLifeDays, trustWeight, freshnessWeight, availabilityWeight } = this
+    const weights = {
+      trust: trustWeight,
+      freshness: freshnessWeight,
+      availability: availabilityWeight,
+      text: 0,
+      semantic: 0
+    }
+    return new Signals({ trust, now, halfLifeDays, weights })
   }
 }
 
@@ -70,6 +83,9 @@ export class SlotColumns {
   /** The cache expires slots from `expiryCursor` on, round robin; it has expired them up to this time. */
   private expiredUntil = 0
   private expiryCursor = 0
+  /** The last query's signals and when it ran (performance.now()), for warm(). */
+  private lastSignals: { signals: Signals; at: number } | null = null
+  private warmCursor = 0
   // Per-query scratch space, reused (text scores are reset after each query).
   textScores = new Float32Array(1024)
   scoreOf = new Float64Array(1024)
@@ -124,7 +140,8 @@ export class SlotColumns {
    * since the last query is of SIGNALS_CACHE_MS, the next ones round robin, so no cached value is
    * older than that. (A developer's part and a patched document expire their own slots.)
    */
-  refreshSignals(q: EngineQuery): void {
+  refreshSignals(q: EngineQuery, signals: Signals): void {
+    this.lastSignals = { signals, at: performance.now() }
     const key = this.signalsKey
     const behind = q.now - this.expiredUntil
     if (
@@ -148,6 +165,30 @@ export class SlotColumns {
     if (to > count) this.trustCache.fill(NaN, 0, to - count)
     this.expiryCursor = to % count
     this.expiredUntil += (expire * SIGNALS_CACHE_MS) / count
+  }
+
+  /**
+   * Computes the cached signals of up to `count` slots that have none, reading at most `scan`
+   * slots from where the last call stopped, with the last query's formula at the last query's time
+   * plus the time since: idle time fills the cache, so the queries after a start, a pause or many
+   * writes do not. Returns how many it computed.
+   */
+  warm(count: number, scan: number): number {
+    const last = this.lastSignals
+    const slots = this.docs.length
+    if (last === null || slots === 0) return 0
+    const signals = last.signals.at(last.signals.now + (performance.now() - last.at))
+    let computed = 0
+    let slot = this.warmCursor % slots
+    for (let read = 0; read < Math.min(scan, slots) && computed < count; read++) {
+      if (Number.isNaN(this.trustCache[slot] as number) && this.docs[slot] !== undefined) {
+        this.computeSignals(slot, signals)
+        computed++
+      }
+      slot = slot + 1 === slots ? 0 : slot + 1
+    }
+    this.warmCursor = slot
+    return computed
   }
 
   /** Trust of a slot, and its query-independent score part, computed into the caches. */

@@ -361,3 +361,21 @@ test("a query with words and a filter list scores the list's documents from thei
   t.deepEqual(engine.search(weighted), engine.search({ ...weighted, tags: [], filter: narrow }))
   t.true(engine.search(query('common', { tags: ['narrow'] })).total > 0)
 })
+
+test('warming fills the empty trust caches with what a query would compute, and ranks the same', t => {
+  const warmed = new SearchEngine(64)
+  const cold = new SearchEngine(64)
+  const trust = (_: number, registeredAt: number): number => Math.min(1, registeredAt / 1e6)
+  const q = query('alpha', { trust, now: 1e6, limit: 20 })
+  t.is(warmed.warmSignals(100, 100), 0, 'nothing to warm before a first query')
+  for (const engine of [warmed, cold]) {
+    engine.upsert(doc('a', { registeredAt: 1 }), fields('alpha'), null)
+    engine.search(q)
+    for (let i = 0; i < 30; i++)
+      engine.upsert(doc(`n${String(i).padStart(2, '0')}`, { registeredAt: 1000 * i }), fields('alpha beta'), null)
+  }
+  t.is(warmed.warmSignals(20, 1000), 20)
+  t.is(warmed.warmSignals(100, 1000), 10)
+  t.is(warmed.warmSignals(100, 1000), 0)
+  t.deepEqual(warmed.search(q), cold.search(q))
+})

@@ -151,6 +151,15 @@ function holdsAll(list: readonly string[], values: readonly string[]): boolean {
 const DEFERRED_PER_TURN = 500
 
 /**
+ * The engine's trust and static score caches are filled this often, this many empty entries at a
+ * time (reading at most WARM_SCAN_PER_TICK slots): about 5 ms a tick while a million are empty
+ * after a start, a tenth of that once they are full.
+ */
+const WARM_EVERY_MS = 250
+const WARM_PER_TICK = 50_000
+const WARM_SCAN_PER_TICK = 200_000
+
+/**
  * The engine and what belongs with it on its thread: the analysis of each record, the query
  * expander and the home term summary (both fed by that analysis), one copy of each repeated
  * string, the last weights seen.
@@ -174,6 +183,8 @@ export class IndexedEngine {
   /** Records of a bulk load still without their vector and home terms: entity → whether it is home. */
   private readonly deferred = new Map<string, boolean>()
   private completing: NodeJS.Immediate | null = null
+  /** Fills the engine's empty trust caches between queries (see SearchEngine.warmSignals). */
+  private readonly warming: NodeJS.Timeout
 
   constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
     this.engine = new SearchEngine(options.dimension, { fullScanBelow: options.fullScanBelow })
@@ -181,6 +192,8 @@ export class IndexedEngine {
     this.vector = new Float32Array(this.embedder ? options.dimension : 0)
     this.expander = options.queryExpansion ? new QueryExpander() : null
     this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
+    this.warming = setInterval(() => this.engine.warmSignals(WARM_PER_TICK, WARM_SCAN_PER_TICK), WARM_EVERY_MS)
+    this.warming.unref()
     this.homeTerms.subscribe(() => {
       const message = this.homeTerms.current()
       if (message) onFilter(message)
@@ -274,6 +287,7 @@ export class IndexedEngine {
   }
 
   close(): void {
+    clearInterval(this.warming)
     if (this.completing) clearImmediate(this.completing)
     this.homeTerms.stop()
   }
