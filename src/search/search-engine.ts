@@ -184,10 +184,11 @@ export class SearchEngine {
    * Only the returned page gets a full breakdown.
    *
    * From `fullScanBelow` slots on, a query with words and a vector (weighted fusion) does not
-   * compare the vector with every document: its candidates are its text matches, and only those
-   * that can reach the page are compared (the full comparison cost 8 ms at a million documents,
-   * whatever the words). It still compares every document when its text matches do not fill the
-   * page, so a query that shares few words with the index finds documents by similarity alone.
+   * compare the vector with every document: its candidates are its text matches (read through the
+   * filter list when that is shorter), and only those that can reach the page are compared, within
+   * a budget (the full comparison cost 8 ms at a million documents, whatever the words). It still
+   * compares every document when its text matches do not fill the page, so a query that shares few
+   * words with the index finds documents by similarity alone.
    */
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
     const columns = this.columns
@@ -232,12 +233,16 @@ export class SearchEngine {
       if (visit !== null && visit.length * 4 < slotCount)
         return rank(columns, q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
       const page = q.offset + q.limit
-      if (visit === null && slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
+      if (slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
         const similarity: LazySimilarity = {
           of: slots => this.vectors.scanSlots(vector, slots, slotCount),
           budget: this.semanticBudget
         }
-        const textFirst = rank(columns, q, best, touched, touched, covered, null, similarity)
+        // Only text matches are admitted: the text matches, or the filter list when shorter.
+        const textFirst =
+          visit === null || touched.length < visit.length
+            ? rank(columns, q, best, touched, touched, null, null, similarity)
+            : rank(columns, q, best, touched, visit, covered, null, similarity)
         if (textFirst.total >= page) return textFirst
       }
       const scanned = this.vectors.scanAbove(vector, slotCount, q.minSemantic)
