@@ -46,6 +46,17 @@ export class FacetLists {
     })
   }
 
+  /** The lists of the category, tag and developer conditions of `q` that `covered` does not cover. */
+  uncovered(q: EngineQuery, covered: Facet | null): Uint32Array[] {
+    const lists: Uint32Array[] = []
+    if (q.category != null && covered !== 'category') lists.push(this.byCategory.get(q.category))
+    q.tags?.forEach((tag, i) => {
+      if (i !== covered) lists.push(this.byTag.get(tag))
+    })
+    if (q.developerId != null && covered !== 'developer') lists.push(this.byDeveloper.get(q.developerId))
+    return lists
+  }
+
   /**
    * The slots that can match, when fewer than all: the named entities, else the shortest list of a
    * category, tag or developer filter or (without a vector) the text matches, when given. null:

@@ -32,7 +32,7 @@ class RankPass {
     q: EngineQuery,
     readonly semantic: Float32Array | null,
     similarityOf: LazySimilarity | null,
-    readonly accept: ((doc: SearchDocument) => boolean) | null,
+    readonly accept: ((slot: number) => boolean) | null,
     readonly signals: Signals,
     order: Order
   ) {
@@ -77,18 +77,20 @@ export function rank(
   visit: ArrayLike<number> | null,
   covered: Facet | null,
   semantic: Float32Array | null,
-  similarityOf: LazySimilarity | null = null
+  similarityOf: LazySimilarity | null = null,
+  marked: ((slot: number) => boolean) | null = null
 ): { hits: EngineHit[]; total: number } {
   const w = q.weights
   const signals = new Signals(q)
   cols.refreshSignals(q, signals)
-  const accept = withFilter(facetCheck(q, covered), q.filter)
+  const accept = bySlot(cols.docs, marked, withFilter(marked === null ? facetCheck(q, covered) : null, q.filter))
   const pass = new RankPass(q, semantic, similarityOf, accept, signals, { keys: cols.idKeys, docs: cols.docs })
   let maxText = 0
   if (q.terms.length > 0) {
     // The best slot is checked against every filter, whatever list is visited (a query that names
     // its entities visits only those).
-    const everyFilter = covered === null ? pass.accept : withFilter(facetCheck(q, null), q.filter)
+    const everyFilter =
+      covered === null ? pass.accept : bySlot(cols.docs, null, withFilter(facetCheck(q, null), q.filter))
     maxText =
       best.slot !== -1 && !q.only && admits(cols, pass, best.slot, everyFilter)
         ? best.score
@@ -118,6 +120,20 @@ export function rank(
   return { hits: page(cols, q, heap, maxText, semantic, fused), total }
 }
 
+/**
+ * One predicate by slot: `marked` (the filter lists' conditions, when checked on marks by slot)
+ * and `byDocument` (the other conditions, on the slot's document); null when there are none.
+ */
+function bySlot(
+  docs: readonly (SearchDocument | undefined)[],
+  marked: ((slot: number) => boolean) | null,
+  byDocument: ((doc: SearchDocument) => boolean) | null
+): ((slot: number) => boolean) | null {
+  if (byDocument === null) return marked
+  if (marked === null) return slot => byDocument(docs[slot] as SearchDocument)
+  return slot => marked(slot) && byDocument(docs[slot] as SearchDocument)
+}
+
 /** The best text score among the listed slots that pass the filters. */
 function bestAdmitted(cols: SlotColumns, pass: RankPass, slots: ArrayLike<number>): number {
   const textScores = cols.textScores
@@ -135,10 +151,10 @@ function admits(
   cols: SlotColumns,
   { flagMask, flagWant, minTrust, signals }: RankPass,
   slot: number,
-  accept: ((doc: SearchDocument) => boolean) | null
+  accept: ((slot: number) => boolean) | null
 ): boolean {
   if (((cols.flags[slot] as number) & flagMask) !== flagWant) return false
-  if (accept !== null && !accept(cols.docs[slot] as SearchDocument)) return false
+  if (accept !== null && !accept(slot)) return false
   let trust = cols.trustCache[slot] as number
   if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
   return trust >= minTrust
@@ -162,7 +178,7 @@ function everyCandidate(cols: SlotColumns, pass: RankPass): number {
     const t = textScores[slot] as number
     const similarity = semantic === null ? 0 : (semantic[slot] as number)
     if (textQuery && t === 0 && (semantic === null || similarity < minSemantic)) continue
-    if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
+    if (accept !== null && !accept(slot)) continue
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) continue
@@ -176,7 +192,7 @@ function everyCandidate(cols: SlotColumns, pass: RankPass): number {
 
 /** The same as everyCandidate, over the listed slots only. */
 function listedCandidates(cols: SlotColumns, pass: RankPass, visit: ArrayLike<number>): number {
-  const { flags, textScores, trustCache, staticScore, docs } = cols
+  const { flags, textScores, trustCache, staticScore } = cols
   const { semantic, textQuery, flagMask, flagWant, accept, heap, textWeight, semanticWeight, list } = pass
   const { minTrust, minSemantic, signals } = pass
   const out = cols.candidateBuffer
@@ -187,7 +203,7 @@ function listedCandidates(cols: SlotColumns, pass: RankPass, visit: ArrayLike<nu
     const t = textScores[slot] as number
     const similarity = semantic === null ? 0 : (semantic[slot] as number)
     if (textQuery && t === 0 && (semantic === null || similarity < minSemantic)) continue
-    if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
+    if (accept !== null && !accept(slot)) continue
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) continue
@@ -220,7 +236,7 @@ function boundedCandidates(
   visit: ArrayLike<number>,
   similarity: LazySimilarity
 ): { found: number; semantic: Float32Array | null } {
-  const { flags, textScores, trustCache, staticScore, docs } = cols
+  const { flags, textScores, trustCache, staticScore } = cols
   const { flagMask, flagWant, accept, heap, textWeight, semanticWeight, minTrust, signals } = pass
   // The admitted matches and their partial scores, side by side.
   const kept = cols.candidateBuffer
@@ -232,7 +248,7 @@ function boundedCandidates(
     if (((flags[slot] as number) & flagMask) !== flagWant) continue
     const t = textScores[slot] as number
     if (t === 0) continue
-    if (accept !== null && !accept(docs[slot] as SearchDocument)) continue
+    if (accept !== null && !accept(slot)) continue
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) continue

@@ -12,7 +12,7 @@
  * A removed document's slot is not reused until a sweep has dropped it from the postings and
  * lists (updates take a new slot), so no index ever attributes an old document's words to a new one.
  */
-import { FacetLists, union } from './candidate-slots.js'
+import { type Facet, FacetLists, union } from './candidate-slots.js'
 import type { EngineHit, EngineQuery, SearchDocument } from './engine-query.js'
 import { PHRASE_BONUS } from './ranking.js'
 import { type LazySimilarity, rank } from './rank-pass.js'
@@ -48,6 +48,11 @@ export const FULL_SCAN_BELOW = 200_000
  * less to read in a document than a posting does to score).
  */
 const READ_DOCUMENTS_BELOW = 2
+/**
+ * The filter lists a visit does not cover are checked on marks by slot when they hold fewer slots
+ * than this many times the visit: marking a slot costs far less than reading a document's tags.
+ */
+const MARK_BELOW = 20
 /** How many text matches past the first page a query compares with its embedding, at most (about). */
 export const SEMANTIC_BUDGET = 4096
 
@@ -229,9 +234,9 @@ export class SearchEngine {
       const covered = listed.covered
       let visit = listed.visit
       const vector = q.vector
-      if (vector === null) return rank(columns, q, best, touched, visit, covered, null)
+      if (vector === null) return this.rank(q, best, touched, visit, covered, null)
       if (visit !== null && visit.length * 4 < slotCount)
-        return rank(columns, q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
+        return this.rank(q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
       const page = q.offset + q.limit
       if (slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
         const similarity: LazySimilarity = {
@@ -241,8 +246,8 @@ export class SearchEngine {
         // Only text matches are admitted: the text matches, or the filter list when shorter.
         const textFirst =
           visit === null || touched.length < visit.length
-            ? rank(columns, q, best, touched, touched, null, null, similarity)
-            : rank(columns, q, best, touched, visit, covered, null, similarity)
+            ? this.rank(q, best, touched, touched, null, null, similarity)
+            : this.rank(q, best, touched, visit, covered, null, similarity)
         if (textFirst.total >= page) return textFirst
       }
       const scanned = this.vectors.scanAbove(vector, slotCount, q.minSemantic)
@@ -250,10 +255,44 @@ export class SearchEngine {
       // listed when they are few.
       if (visit === null && touched.length + scanned.above.length < slotCount * LISTED_SHARE)
         visit = union(touched, scanned.above, textScores, columns.visitBuffer)
-      return rank(columns, q, best, touched, visit, covered, scanned.similarities)
+      return this.rank(q, best, touched, visit, covered, scanned.similarities)
     } finally {
       for (let i = 0; i < touched.length; i++) textScores[touched[i] as number] = 0
       if (q.phrases.length > 0) for (let i = 0; i < touched.length; i++) termMasks[touched[i] as number] = 0
+    }
+  }
+
+  /**
+   * rank(), with the filter lists the visit does not cover checked on marks by slot (each of their
+   * slots counted in `facetMarks`) when marking them costs less than reading the visited documents.
+   */
+  private rank(
+    q: EngineQuery,
+    best: TextBest,
+    touched: Int32Array,
+    visit: ArrayLike<number> | null,
+    covered: Facet | null,
+    semantic: Float32Array | null,
+    similarity: LazySimilarity | null = null
+  ): { hits: EngineHit[]; total: number } {
+    const columns = this.columns
+    const lists = this.facets.uncovered(q, covered)
+    let listed = 0
+    for (const list of lists) listed += list.length
+    const visited = visit?.length ?? columns.docs.length
+    if (lists.length === 0 || lists.length > 255 || listed > MARK_BELOW * visited)
+      return rank(columns, q, best, touched, visit, covered, semantic, similarity)
+    const marks = columns.facetMarks
+    for (const list of lists)
+      for (let i = 0; i < list.length; i++) {
+        const slot = list[i] as number
+        marks[slot] = (marks[slot] as number) + 1
+      }
+    const need = lists.length
+    try {
+      return rank(columns, q, best, touched, visit, covered, semantic, similarity, slot => marks[slot] === need)
+    } finally {
+      for (const list of lists) for (let i = 0; i < list.length; i++) marks[list[i] as number] = 0
     }
   }
 }

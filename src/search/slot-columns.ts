@@ -90,6 +90,8 @@ export class SlotColumns {
   textScores = new Float32Array(1024)
   scoreOf = new Float64Array(1024)
   touched = new Int32Array(1024)
+  /** How many of a query's marked filter lists hold each slot (see SearchEngine.rank). */
+  facetMarks = new Uint8Array(1024)
   /** Which of a phrase query's terms each touched slot holds (bit j: term j). */
   termMasks = new Uint32Array(1024)
   visitBuffer = new Int32Array(1024)
@@ -226,6 +228,7 @@ export class SlotColumns {
     this.staticScore = widened(this.staticScore, size)
     this.touched = widened(this.touched, size)
     this.termMasks = widened(this.termMasks, size)
+    this.facetMarks = widened(this.facetMarks, size)
     this.visitBuffer = widened(this.visitBuffer, size)
     this.candidateBuffer = widened(this.candidateBuffer, size)
     this.scoreOf = widened(this.scoreOf, size)

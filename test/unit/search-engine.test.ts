@@ -348,6 +348,7 @@ test("a query with words and a filter list scores the list's documents from thei
     const text = Array.from({ length: 6 }, pick).join(' ')
     const document = doc(`e${String(i).padStart(5, '0')}`, {
       tags: i % 40 === 0 ? ['narrow'] : ['wide'],
+      category: i % 3 === 0 ? 'finance' : 'tools',
       lastChange: Math.floor(random() * 90) * 86_400_000
     })
     engine.upsert(document, fields(text, i % 3 === 0 ? `${pick()} ${pick()}` : ''), null)
@@ -359,6 +360,16 @@ test("a query with words and a filter list scores the list's documents from thei
     // The same condition as a predicate: no list to read, the posting lists are scored.
     const posted = engine.search(query(text, { filter: narrow, limit: 20 }))
     t.deepEqual(listed, posted, text)
+  }
+  // Two filter lists: the shorter is visited, the other checked on marks by slot.
+  const finance = (d: SearchDocument): boolean => d.category === 'finance'
+  for (const text of ['', 'common', 'agent data']) {
+    for (const tag of ['narrow', 'wide']) {
+      const listed = engine.search(query(text, { category: 'finance', tags: [tag], limit: 30 }))
+      const posted = engine.search(query(text, { filter: d => finance(d) && d.tags.includes(tag), limit: 30 }))
+      t.deepEqual(listed, posted, `${text} finance ${tag}`)
+      t.true(listed.total > 0)
+    }
   }
   const expanded = query('common', { tags: ['narrow'] })
   const weighted = { ...expanded, terms: [...expanded.terms, { term: 'data', weight: 0.4 }] }
