@@ -41,7 +41,7 @@ const SWEEP_SHARE = 8
  */
 const LISTED_SHARE = 1 / 8
 /** Below this many slots a query's vector is compared with every document (see `search`). */
-export const FULL_SCAN_BELOW = 200_000
+const FULL_SCAN_BELOW = 200_000
 /**
  * A query reads its filter list's documents' words rather than its terms' posting lists when the
  * list's documents hold fewer words than this many times the postings (a word costs a little
@@ -54,7 +54,7 @@ const READ_DOCUMENTS_BELOW = 2
  */
 const MARK_BELOW = 20
 /** How many text matches past the first page a query compares with its embedding, at most (about). */
-export const SEMANTIC_BUDGET = 4096
+const SEMANTIC_BUDGET = 4096
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -69,7 +69,7 @@ export class SearchEngine {
 
   /** From this many slots on, text queries take their candidates from the text matches only. */
   private readonly fullScanBelow: number
-  semanticBudget: number
+  private readonly semanticBudget: number
 
   constructor(
     readonly dimension: number,
