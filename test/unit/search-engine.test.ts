@@ -278,6 +278,15 @@ test('min trust admits a document whose trust equals it, whichever way 32 bits r
   t.is(excluded, 0)
 })
 
+/** A seeded linear congruential generator of numbers in [0, 1). */
+function lcg(seed: number): () => number {
+  let state = seed
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return state / 2 ** 31
+  }
+}
+
 /** Embeddings are unit vectors: a similarity is at most 1. */
 function unit(v: Float32Array): Float32Array {
   const norm = Math.hypot(...v)
@@ -288,11 +297,7 @@ test('from fullScanBelow slots on, a text query ranks its text matches exactly a
   const dimension = 64
   const textFirst = new SearchEngine(dimension, { fullScanBelow: 0 })
   const full = new SearchEngine(dimension)
-  let seed = 7
-  const random = (): number => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
-    return seed / 2 ** 31
-  }
+  const random = lcg(7)
   const words = ['common', 'agent', 'data', 'rare', 'plain', 'other', 'tool', 'search']
   for (let i = 0; i < 2000; i++) {
     const vector = unit(new Float32Array(dimension).map(() => random() - 0.5))
@@ -337,11 +342,7 @@ test('from fullScanBelow slots on, a text query ranks its text matches exactly a
 
 test("a query with words and a filter list scores the list's documents from their words exactly as from the posting lists", t => {
   const engine = new SearchEngine(64)
-  let seed = 11
-  const random = (): number => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
-    return seed / 2 ** 31
-  }
+  const random = lcg(11)
   const words = ['common', 'agent', 'data', 'rare', 'plain', 'other', 'tool', 'search']
   for (let i = 0; i < 3000; i++) {
     const pick = (): string => words[Math.floor(random() ** 2 * words.length)] as string
