@@ -93,7 +93,7 @@ test('attestations added later are read from the log once and merged close to a 
     await population(store)
     await attest(store, [[10, 20]])
     const incremental = new TrustComputation(reader, [])
-    incremental.refresh(NOW)
+    const shown = scores(incremental.refresh(NOW).changes)
     t.deepEqual(incremental.refresh(NOW), { changes: [] }, 'nothing new: nothing changes (nothing counted twice)')
     await attest(store, [
       [11, 21],
@@ -102,12 +102,14 @@ test('attestations added later are read from the log once and merged close to a 
     ])
     const merged = incremental.refresh(NOW)
     t.true(merged.changes.length > 0)
+    for (const [id, score] of merged.changes) shown.set(id, score)
     t.deepEqual(incremental.refresh(NOW), { changes: [] })
     const full = new TrustComputation(reader, [])
     const exact = scores(full.refresh(NOW).changes)
     for (const [id, score] of exact) {
       const close = incremental.explain(id).transitive
       t.true(Math.abs(close - score) <= 0.002, `${id}: ${close} against ${score}`)
+      t.is(close, shown.get(id) ?? 0, `${id}: the explanation shows the score reported`)
     }
   })
 })
@@ -145,5 +147,20 @@ test('a new identity owes a full computation, run once the last one has been idl
     await attest(store, [[10, 41]])
     const deferred = slow.refresh(NOW)
     t.true(deferred.fullInMs !== undefined && deferred.fullInMs > 0 && deferred.fullInMs <= 500)
+  })
+})
+
+test('between full computations, an explanation shows the score last reported, which resolve and search show', async t => {
+  await withStore(async (store, reader) => {
+    await population(store)
+    await attest(store, [[10, 20]])
+    const computation = new TrustComputation(reader, [])
+    const shown = scores(computation.refresh(NOW).changes)
+    const ids = [1, 2, 3].flatMap(d => [developerId(d), ...[0, 1, 2, 3, 4].map(k => entityId(10 * d + k))])
+    for (let round = 0; round < 30; round++) {
+      await attest(store, [[10 + (round % 5), 20 + ((round * 3) % 5)]])
+      for (const [id, score] of computation.refresh(NOW).changes) shown.set(id, score)
+      for (const id of ids) t.is(computation.explain(id).transitive, shown.get(id) ?? 0, `round ${round}: ${id}`)
+    }
   })
 })

@@ -184,7 +184,9 @@ export class TrustComputation {
     }
     const total = c.scores[i]!
     return {
-      transitive: shownScore(total, c.ids.length),
+      // What resolve and search show: between full computations a repaired score is reported only once
+      // it moves a whole thousandth, so rounding it afresh here could disagree with them in the last digit.
+      transitive: this.published.get(id) ?? 0,
       share: total,
       seed: c.seeds.includes(i),
       attesters: received
