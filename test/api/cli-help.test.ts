@@ -7,11 +7,13 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import test from 'ava'
+import anyTest from 'ava'
 import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { COMMANDS } from '../../src/cli-help.js'
 
 const exec = promisify(execFile)
+// The same output under any runtime: not run again under the other runtimes of CI (scripts/runtimes.mjs).
+const serial = process.env.REGISTRY_NODE_TEST_RUNTIME ? anyTest.skip : anyTest.serial
 
 async function run(args: string[]): Promise<{ stdout: string; files: string[] }> {
   const cwd = await mkdtemp(join(tmpdir(), 'cli-help-'))
@@ -23,7 +25,7 @@ async function run(args: string[]): Promise<{ stdout: string; files: string[] }>
   }
 }
 
-test.serial('registry-node --help lists every command, and nothing else runs', async t => {
+serial('registry-node --help lists every command, and nothing else runs', async t => {
   for (const args of [['--help'], ['-h'], ['help'], []]) {
     const { stdout, files } = await run(args)
     for (const command of COMMANDS)
@@ -33,7 +35,7 @@ test.serial('registry-node --help lists every command, and nothing else runs', a
 })
 
 // One process at a time: some twenty CLI starts at once would measure the machine, not the CLI.
-test.serial('every command: --help prints its usage, exits 0 and writes nothing', async t => {
+serial('every command: --help prints its usage, exits 0 and writes nothing', async t => {
   for (const command of COMMANDS) {
     const { stdout, files } = await run([...command.name.split(' '), '--help'])
     t.true(stdout.startsWith(`Usage: registry-node ${command.name} `), `${command.name} --help:\n${stdout}`)
@@ -43,7 +45,7 @@ test.serial('every command: --help prints its usage, exits 0 and writes nothing'
   }
 })
 
-test.serial(
+serial(
   '-h among the flags a command would act on, and help COMMAND, print the usage and act on nothing',
   async t => {
     for (const args of [
@@ -61,7 +63,7 @@ test.serial(
   }
 )
 
-test.serial('start --help lists every setting by section', async t => {
+serial('start --help lists every setting by section', async t => {
   const { stdout } = await run(['start', '--help'])
   t.regex(stdout, /\[p2p\]/)
   t.regex(stdout, /--http-port N +default 8080/)

@@ -23,6 +23,11 @@ import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 // Probed before any test is declared (ava wants declarations synchronous).
 const netns = await probeNetns()
 
+// The experiments' commands, the flood and the netns testnet run the same JavaScript over the same
+// protocol under any runtime: they run in the README's test command, not again under the other runtimes
+// of CI (scripts/runtimes.mjs), which cover the testnet library's process mode below.
+const oncePerCi = process.env.REGISTRY_NODE_TEST_RUNTIME ? test.skip : test.serial
+
 /** Runs the CLI (built, or from the sources); resolves with its exit code and output. */
 function cli(
   args: string[],
@@ -75,7 +80,7 @@ test('topologies: edges of full, ring, star and random:<d>, always connected', t
   t.throws(() => buildTopology('mesh', 3), { message: /expected full, ring, star or random/ })
 })
 
-test.serial(
+oncePerCi(
   'registry-node experiment propagation: a 5-node testnet per topology, traces, CSV, summary and chart',
   async t => {
     const out = await mkdtemp(join(tmpdir(), 'experiment-propagation-'))
@@ -149,7 +154,7 @@ test.serial(
   }
 )
 
-test.serial('registry-node experiment convergence: a healed partition converges', async t => {
+oncePerCi('registry-node experiment convergence: a healed partition converges', async t => {
   const out = await mkdtemp(join(tmpdir(), 'experiment-convergence-'))
   t.teardown(() => rm(out, { recursive: true, force: true }))
   const run = await cli([
@@ -192,7 +197,7 @@ test.serial('registry-node experiment convergence: a healed partition converges'
   t.is(csv.filter(row => /,30,\d+$/.test(row)).length, 2 * 5, csv.join('\n'))
 })
 
-test.serial(
+oncePerCi(
   'registry-node experiment liveness: stopped entities turn inactive on every node, and active again after restart',
   async t => {
     const out = await mkdtemp(join(tmpdir(), 'experiment-liveness-'))
@@ -355,11 +360,8 @@ Promise.all(Array.from({ length: 32 }, async () => { while (next < bodies.length
   .then(() => { console.log(accepted); agent.destroy() })
 `
 
-// The other runtimes' runs of CI (scripts/runtimes.mjs) flood 10k: the same quota at work, a fifth of the time.
-const FLOOD = process.env.REGISTRY_NODE_TEST_RUNTIME ? 10_000 : 50_000
-
-test.serial(
-  'testnet library, process mode: a node floods 50k validly signed junk registrations (10k under the other runtimes); the others keep their API fast and hold at most their quota of it',
+oncePerCi(
+  'testnet library, process mode: a node floods 50k validly signed junk registrations; the others keep their API fast and hold at most their quota of it',
   async t => {
     const QUOTA = 2_000
     const net = new Testnet({
@@ -374,7 +376,7 @@ test.serial(
     // Signing the flood takes this process about 10 s: done before the nodes start, not between
     // their start and the first probe, where it would leave fetch's pooled keep-alive connections to
     // them idle past the server's idle timeout (the first probe then met a connection just closed).
-    const junk = makeBodies(FLOOD, 2_000_000)
+    const junk = makeBodies(50_000, 2_000_000)
     await net.start()
     // The other nodes' local API, probed throughout the flood.
     const latencies: number[] = []
@@ -506,7 +508,7 @@ test.serial(
 
 if (netns.namespaces || process.env.CI) {
   // On CI a machine without namespaces fails here (Testnet refuses --network netns and says why).
-  test.serial('testnet library, netns mode: partition and heal converge on real packets', t =>
+  oncePerCi('testnet library, netns mode: partition and heal converge on real packets', t =>
     partitionAndHeal(t, 'netns')
   )
 } else {
