@@ -11,102 +11,14 @@
  * skipped until `sweep()` drops them, and the owner must not reuse a slot before that sweep (a
  * reused slot would inherit the old document's postings).
  */
+import { widened } from '../util/typed-arrays.js'
+import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
+import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
-export const FIELDS = ['name', 'tags', 'category', 'summary', 'capabilities'] as const
-export type Field = (typeof FIELDS)[number]
-export type FieldTokens = Record<Field, readonly string[]>
+export { FIELD_BOOSTS, FIELDS, type Field, type FieldTokens } from './text-fields.js'
 
-/** The spec's boosts (name 3.0, tags 2.0, category 1.5, summary 1.0) plus capability text at 1.0. */
-export const FIELD_BOOSTS: Readonly<Record<Field, number>> = {
-  name: 3.0,
-  tags: 2.0,
-  category: 1.5,
-  summary: 1.0,
-  capabilities: 1.0
-}
-
-const F = FIELDS.length
 const K1 = 1.2
 const B = 0.75
-const MAX_TF = 255
-/** Between two fields in a document's sequence, so a phrase never spans fields. */
-const FIELD_BREAK = 0xffffffff
-
-class Postings {
-  slots = new Uint32Array(2)
-  tfs = new Uint8Array(2 * F)
-  /** Saturated BM25F term weight of each posting (before idf). */
-  weights = new Float32Array(2)
-  length = 0
-  /** Live documents holding the term (for idf). */
-  df = 0
-
-  constructor(readonly term: string) {}
-
-  /** `tfs` holds the F field counts of this posting from `at`. */
-  add(slot: number, tfs: Uint8Array, at: number, weight: number): void {
-    if (this.length === this.slots.length) {
-      const capacity = this.length < 64 ? this.length * 2 : this.length + (this.length >> 1)
-      this.slots = grown(this.slots, capacity)
-      this.tfs = grown(this.tfs, capacity * F)
-      this.weights = grown(this.weights, capacity)
-    }
-    this.slots[this.length] = slot
-    for (let f = 0; f < F; f++) this.tfs[this.length * F + f] = tfs[at + f] as number
-    this.weights[this.length] = weight
-    this.length++
-    this.df++
-  }
-
-  /** Drops the postings of dead slots. */
-  compact(alive: Uint8Array): void {
-    let w = 0
-    for (let r = 0; r < this.length; r++) {
-      const slot = this.slots[r] as number
-      if (!alive[slot]) continue
-      if (w !== r) {
-        this.slots[w] = slot
-        this.tfs.copyWithin(w * F, r * F, r * F + F)
-        this.weights[w] = this.weights[r] as number
-      }
-      w++
-    }
-    this.length = w
-  }
-}
-
-/** Whether row `row` of `counts` (F field counts each) has a count. */
-function holds(counts: Uint8Array, row: number): boolean {
-  for (let f = row * F; f < row * F + F; f++) if (counts[f] !== 0) return true
-  return false
-}
-
-/** Whether the term numbers `ids` stand consecutively in `sequences[start, end)`. */
-function holdsPhrase(sequences: Uint32Array, start: number, end: number, ids: Uint32Array): boolean {
-  const span = ids.length
-  if (span === 0) return false
-  const first = ids[0] as number
-  outer: for (let at = start; at <= end - span; at++) {
-    if (sequences[at] !== first) continue
-    for (let j = 1; j < span; j++) if (sequences[at + j] !== ids[j]) continue outer
-    return true
-  }
-  return false
-}
-
-/** Sets `bit` in the mask of every live slot of the list. */
-function markTerm({ slots, length }: Postings, alive: Uint8Array, masks: Uint32Array, bit: number): void {
-  for (let i = 0; i < length; i++) {
-    const slot = slots[i] as number
-    if (alive[slot]) masks[slot] = (masks[slot] as number) | bit
-  }
-}
-
-function grown<T extends Uint8Array | Uint16Array | Uint32Array | Int32Array | Float32Array>(a: T, size: number): T {
-  const next = new (a.constructor as new (n: number) => T)(size)
-  next.set(a.length <= size ? a : (a.subarray(0, size) as T))
-  return next
-}
 
 /** The best text score of a query and its slot (-1: no text match). */
 export interface TextBest {
@@ -212,8 +124,8 @@ export class TextIndex {
       this.termIds.set(term, id)
       this.postings[id] = new Postings(term)
       if (id >= this.seenBy.length) {
-        this.seenBy = grown(this.seenBy, this.seenBy.length * 2)
-        this.rowOf = grown(this.rowOf, this.rowOf.length * 2)
+        this.seenBy = widened(this.seenBy, this.seenBy.length * 2)
+        this.rowOf = widened(this.rowOf, this.rowOf.length * 2)
       }
     }
     return id
@@ -224,7 +136,7 @@ export class TextIndex {
       if (this.sequencesGarbage > this.sequencesEnd >> 1) this.compactSequences()
       let size = this.sequences.length
       while (this.sequencesEnd + length > size) size *= 2
-      if (size !== this.sequences.length) this.sequences = grown(this.sequences, size)
+      if (size !== this.sequences.length) this.sequences = widened(this.sequences, size)
     }
     const start = this.sequencesEnd
     this.sequencesEnd += length
@@ -510,10 +422,10 @@ export class TextIndex {
     let size = this.capacity
     while (size < slots) size *= 2
     this.capacity = size
-    this.alive = grown(this.alive, size)
-    this.lengths = grown(this.lengths, size * F)
-    this.norms = grown(this.norms, size * F)
-    this.sequenceStart = grown(this.sequenceStart, size)
-    this.sequenceLength = grown(this.sequenceLength, size)
+    this.alive = widened(this.alive, size)
+    this.lengths = widened(this.lengths, size * F)
+    this.norms = widened(this.norms, size * F)
+    this.sequenceStart = widened(this.sequenceStart, size)
+    this.sequenceLength = widened(this.sequenceLength, size)
   }
 }

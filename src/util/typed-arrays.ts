@@ -1,4 +1,4 @@
-type Column = Uint8Array | Int32Array | Uint32Array | Float32Array | Float64Array
+type Column = Uint8Array | Uint16Array | Int32Array | Uint32Array | Float32Array | Float64Array
 
 /** A copy of `column` lengthened to `size`, the new part set to `fill`. */
 export function widened<T extends Column>(column: T, size: number, fill = 0): T {

@@ -1,0 +1,76 @@
+/**
+ * A term's posting list (the slots holding it, their field counts and saturated term weights), and
+ * the checks the text index makes on counts and term sequences.
+ */
+import { widened } from '../util/typed-arrays.js'
+import { F } from './text-fields.js'
+
+export class Postings {
+  slots = new Uint32Array(2)
+  tfs = new Uint8Array(2 * F)
+  /** Saturated BM25F term weight of each posting (before idf). */
+  weights = new Float32Array(2)
+  length = 0
+  /** Live documents holding the term (for idf). */
+  df = 0
+
+  constructor(readonly term: string) {}
+
+  /** `tfs` holds the F field counts of this posting from `at`. */
+  add(slot: number, tfs: Uint8Array, at: number, weight: number): void {
+    if (this.length === this.slots.length) {
+      const capacity = this.length < 64 ? this.length * 2 : this.length + (this.length >> 1)
+      this.slots = widened(this.slots, capacity)
+      this.tfs = widened(this.tfs, capacity * F)
+      this.weights = widened(this.weights, capacity)
+    }
+    this.slots[this.length] = slot
+    for (let f = 0; f < F; f++) this.tfs[this.length * F + f] = tfs[at + f] as number
+    this.weights[this.length] = weight
+    this.length++
+    this.df++
+  }
+
+  /** Drops the postings of dead slots. */
+  compact(alive: Uint8Array): void {
+    let w = 0
+    for (let r = 0; r < this.length; r++) {
+      const slot = this.slots[r] as number
+      if (!alive[slot]) continue
+      if (w !== r) {
+        this.slots[w] = slot
+        this.tfs.copyWithin(w * F, r * F, r * F + F)
+        this.weights[w] = this.weights[r] as number
+      }
+      w++
+    }
+    this.length = w
+  }
+}
+
+/** Whether row `row` of `counts` (F field counts each) has a count. */
+export function holds(counts: Uint8Array, row: number): boolean {
+  for (let f = row * F; f < row * F + F; f++) if (counts[f] !== 0) return true
+  return false
+}
+
+/** Whether the term numbers `ids` stand consecutively in `sequences[start, end)`. */
+export function holdsPhrase(sequences: Uint32Array, start: number, end: number, ids: Uint32Array): boolean {
+  const span = ids.length
+  if (span === 0) return false
+  const first = ids[0] as number
+  outer: for (let at = start; at <= end - span; at++) {
+    if (sequences[at] !== first) continue
+    for (let j = 1; j < span; j++) if (sequences[at + j] !== ids[j]) continue outer
+    return true
+  }
+  return false
+}
+
+/** Sets `bit` in the mask of every live slot of the list. */
+export function markTerm({ slots, length }: Postings, alive: Uint8Array, masks: Uint32Array, bit: number): void {
+  for (let i = 0; i < length; i++) {
+    const slot = slots[i] as number
+    if (alive[slot]) masks[slot] = (masks[slot] as number) | bit
+  }
+}
