@@ -45,23 +45,20 @@ serial('every command: --help prints its usage, exits 0 and writes nothing', asy
   }
 })
 
-serial(
-  '-h among the flags a command would act on, and help COMMAND, print the usage and act on nothing',
-  async t => {
-    for (const args of [
-      ['keys', 'new', '--out', 'k.json', '-h'],
-      ['start', '--http-port', '1', '-h'],
-      ['init', '--config', 'c.toml', '-h'],
-      ['entity', 'init', '--developer', 'd.json', '--name', 'x', '-h'],
-      ['testnet', '--nodes', '2', '-h'],
-      ['help', 'entity', 'serve']
-    ]) {
-      const { stdout, files } = await run(args)
-      t.regex(stdout, /^Usage: registry-node /, args.join(' '))
-      t.deepEqual(files, [], args.join(' '))
-    }
+serial('-h among the flags a command would act on, and help COMMAND, print the usage and act on nothing', async t => {
+  for (const args of [
+    ['keys', 'new', '--out', 'k.json', '-h'],
+    ['start', '--http-port', '1', '-h'],
+    ['init', '--config', 'c.toml', '-h'],
+    ['entity', 'init', '--developer', 'd.json', '--name', 'x', '-h'],
+    ['testnet', '--nodes', '2', '-h'],
+    ['help', 'entity', 'serve']
+  ]) {
+    const { stdout, files } = await run(args)
+    t.regex(stdout, /^Usage: registry-node /, args.join(' '))
+    t.deepEqual(files, [], args.join(' '))
   }
-)
+})
 
 serial('start --help lists every setting by section', async t => {
   const { stdout } = await run(['start', '--help'])
