@@ -3,6 +3,7 @@
  * each component's settings (camelCase, milliseconds). Components take only their settings, so
  * none of them reads the config file's shape, and every default lives once, in SETTINGS.
  */
+import { join } from 'node:path'
 import type { HeartbeatSocketLimits } from './api/sockets.js'
 import type { CardFetchSettings } from './cards/card-fetcher.js'
 import type { NodeConfig } from './config/settings.js'
@@ -15,6 +16,7 @@ import type { OnboardingSettings } from './services/registry/onboarding.js'
 import type { OriginQuotaSettings } from './services/replication/origin-quota.js'
 import type { VerificationSettings } from './services/registry/ownership-verification.js'
 import type { SearchSettings } from './services/search/search.js'
+import { SNAPSHOT_FILE } from './services/search/search-snapshot.js'
 
 const SECOND_MS = 1000
 const DAY_MS = 86_400_000
@@ -81,8 +83,10 @@ export function cardFetchSettings(config: NodeConfig): CardFetchSettings {
   }
 }
 
-export function searchSettings({ search: s }: Pick<NodeConfig, 'search'>): SearchSettings {
+export function searchSettings({ search: s, data_dir }: Pick<NodeConfig, 'search' | 'data_dir'>): SearchSettings {
   return {
+    snapshotFile: join(data_dir, SNAPSHOT_FILE),
+    snapshotFromEntities: s.snapshot_from_entities,
     weights: {
       text: s.weight_text,
       semantic: s.weight_semantic,

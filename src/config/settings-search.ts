@@ -192,6 +192,15 @@ export const SEARCH_SETTINGS = [
     doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread at the first second the HTTP thread is less than a quarter busy (or at 25,000 entities, busy or not); a store this large at start starts the worker at once. A small index answers in well under a millisecond, while the thread costs about 55 MiB per node and a wake-up per write. The move (the worker starts, the records and their vectors are copied to it while queries stay on the HTTP thread) costs a few hundred milliseconds of CPU, which is why it waits for a quiet second. 0 starts the worker with the node.'
   },
   {
+    key: 'search.snapshot_from_entities',
+    kind: 'integer',
+    default: 50_000,
+    flag: 'search-snapshot-from-entities',
+    min: 0,
+    max: 1_000_000_000,
+    doc: "At stop, the search index is written to search-index.snapshot in the data directory when it holds at least this many entities (about 0.8 GB at a million), and the next start reads it instead of indexing every record again (at a million entities, seconds instead of about 90 s); a snapshot that does not match the store is built over. Set it above the store's size to never write one; 0 writes one at any size."
+  },
+  {
     key: 'search.federation_max_peers',
     kind: 'integer',
     default: 5,

@@ -11,6 +11,7 @@ import {
   type SearchDocument
 } from './engine-query.js'
 import { SlotLists } from './slot-lists.js'
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 
 const capabilityList = (key: string, value: string): string => `${key}:${value}`
 
@@ -32,6 +33,20 @@ export class FacetLists {
     if (doc.developerId !== null) this.byDeveloper.add(doc.developerId, slot)
     for (const key of CAPABILITY_KEYS)
       for (const value of new Set(doc.capabilities[key])) this.byCapability.add(capabilityList(key, value), slot)
+  }
+
+  save(out: SnapshotWriter, prefix: string): void {
+    this.byCategory.save(out, `${prefix}.category`)
+    this.byTag.save(out, `${prefix}.tag`)
+    this.byDeveloper.save(out, `${prefix}.developer`)
+    this.byCapability.save(out, `${prefix}.capability`)
+  }
+
+  restore(input: SnapshotReader, prefix: string): void {
+    this.byCategory.restore(input, `${prefix}.category`)
+    this.byTag.restore(input, `${prefix}.tag`)
+    this.byDeveloper.restore(input, `${prefix}.developer`)
+    this.byCapability.restore(input, `${prefix}.capability`)
   }
 
   /** Drops the slots whose document (in `docs`) is gone or no longer holds the list's value. */

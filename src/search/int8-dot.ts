@@ -406,6 +406,23 @@ export class Int8Matrix {
     }
   }
 
+  /** The vectors and scales of slots [0, count), copied (for a snapshot). */
+  rows(count: number): { vectors: Int8Array; scales: Float32Array } {
+    this.ensure(count)
+    return {
+      vectors: new Int8Array(this.memory.buffer, this.vectorsOffset, count * this.stride).slice(),
+      scales: this.scales.slice(0, count)
+    }
+  }
+
+  /** Takes what `rows` gave, into slots [0, scales.length). */
+  setRows(vectors: Int8Array, scales: Float32Array): void {
+    if (vectors.length !== scales.length * this.stride) throw new RangeError('vectors and scales disagree')
+    this.ensure(scales.length)
+    this.bytes.set(vectors, this.vectorsOffset)
+    this.scales.set(scales)
+  }
+
   /** Stores `values` (already quantised, length = dimension) at `slot`, and the scale that maps them back. */
   set(slot: number, values: Int8Array, scale = 1): void {
     this.ensure(slot + 1)

@@ -16,6 +16,26 @@ export class Postings {
 
   constructor(readonly term: string) {}
 
+  /** A list as a snapshot held it: views of the snapshot's arrays, copied out when the list grows. */
+  static restored(
+    term: string,
+    slots: Uint32Array<ArrayBuffer>,
+    tfs: Uint8Array<ArrayBuffer>,
+    weights: Float32Array<ArrayBuffer>,
+    df: number
+  ): Postings {
+    const list = new Postings(term)
+    // An empty view would never grow (its next capacity is twice nothing).
+    if (slots.length > 0) {
+      list.slots = slots
+      list.tfs = tfs
+      list.weights = weights
+    }
+    list.length = slots.length
+    list.df = df
+    return list
+  }
+
   /** `tfs` holds the F field counts of this posting from `at`. */
   add(slot: number, tfs: Uint8Array, at: number, weight: number): void {
     if (this.length === this.slots.length) {

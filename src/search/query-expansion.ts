@@ -17,13 +17,14 @@
  *     not drowned; each weighs 0.7 × its cosine (below the user's own words, 1, and usually below
  *     synonyms, 0.5). The user's words and their synonyms are never repeated.
  *
- * Document frequencies only grow between starts (an update counts its record again, a removal does
- * not subtract): the share is a guard, not a score, and the index is rebuilt at every start.
+ * Document frequencies only grow between full builds of the index (an update counts its record
+ * again, a removal does not subtract, a snapshot keeps them): the share is a guard, not a score.
  */
 import type { AnalyzedQuery, QueryTerm } from './analyzer.js'
 import { Int8Matrix, quantize } from './int8-dot.js'
 import type { FieldTokens } from './text-index.js'
 import { type WordVectors, wordVectors } from './word-vectors.js'
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 
 export interface ExpansionSettings {
   /** Expansions per query, at most. */
@@ -179,6 +180,28 @@ export class QueryExpander {
       })
     }
     return expansions.length === 0 ? query : { ...query, terms: [...query.terms, ...expansions] }
+  }
+
+  /** Writes the counts and the vocabulary under `prefix` (the word table is the shipped one, named by its id). */
+  save(out: SnapshotWriter, prefix: string): void {
+    out.array(`${prefix}.df`, this.df)
+    out.array(`${prefix}.vocabulary`, this.vocabulary.subarray(0, this.vocabularySize))
+    out.json(`${prefix}.documents`, this.documents)
+  }
+
+  /** Takes what `save` wrote, into an expander of the same word table that has seen no record. */
+  restore(input: SnapshotReader, prefix: string): void {
+    if (this.documents > 0) throw new Error('restore() needs an expander that has seen no record')
+    const df = input.array(`${prefix}.df`, Uint32Array)
+    if (df.length !== this.df.length) throw new Error('the snapshot was made with another word table')
+    this.df.set(df)
+    for (const row of input.array(`${prefix}.vocabulary`, Int32Array)) this.addToVocabulary(row)
+    this.documents = input.json<number>(`${prefix}.documents`)
+  }
+
+  /** The word table's id (a snapshot is taken with the same table only). */
+  get wordsId(): string {
+    return this.words.id
   }
 
   private nextStamp(): number {

@@ -20,6 +20,7 @@ import { SlotColumns } from './slot-columns.js'
 import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { idOrder } from './top-k.js'
 import { VectorIndex } from './vector-index.js'
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 
 export {
   CAPABILITY_KEYS,
@@ -172,6 +173,48 @@ export class SearchEngine {
   /** Brings the text index's term weights up to date with the average field lengths (see TextIndex.refreshNorms). */
   reweigh(): void {
     this.text.refreshNorms()
+  }
+
+  /** Writes the engine (its documents, text and vector indexes, filter lists) under `prefix`. */
+  save(out: SnapshotWriter, prefix: string): void {
+    const slotCount = this.columns.docs.length
+    this.columns.save(out, `${prefix}.columns`)
+    this.text.save(out, `${prefix}.text`)
+    this.vectors.save(out, `${prefix}.vectors`, slotCount)
+    this.facets.save(out, `${prefix}.facets`)
+    out.array(`${prefix}.free`, Uint32Array.from(this.free))
+    out.array(`${prefix}.released`, Uint32Array.from(this.released))
+  }
+
+  /** Takes what `save` wrote under `prefix`, into an empty engine of the same dimension. */
+  restore(input: SnapshotReader, prefix: string, intern: (value: string) => string): void {
+    if (this.slots.size > 0 || this.columns.docs.length > 0) throw new Error('restore() needs an empty engine')
+    this.columns.restore(input, `${prefix}.columns`, intern)
+    const { docs } = this.columns
+    for (let slot = 0; slot < docs.length; slot++) {
+      const doc = docs[slot]
+      if (doc) this.slots.set(doc.entityId, slot)
+    }
+    this.text.restore(input, `${prefix}.text`)
+    this.vectors.restore(input, `${prefix}.vectors`)
+    this.facets.restore(input, `${prefix}.facets`)
+    this.free.push(...input.array(`${prefix}.free`, Uint32Array))
+    this.released = [...input.array(`${prefix}.released`, Uint32Array)]
+  }
+
+  forEachEntity(visit: (entityId: string) => void): void {
+    for (const entityId of this.slots.keys()) visit(entityId)
+  }
+
+  /** Sets every document's transitive trust to 0 (before the scores are computed again). */
+  clearTransitive(): void {
+    const { docs } = this.columns
+    for (let slot = 0; slot < docs.length; slot++) {
+      const doc = docs[slot]
+      if (!doc?.transitive) continue
+      ;(doc as { transitive?: number }).transitive = 0
+      this.columns.write(slot, doc)
+    }
   }
 
   /** Drops removed documents from the postings and slot lists, which frees their slots. */

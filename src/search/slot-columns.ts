@@ -8,7 +8,9 @@
  */
 import type { EngineQuery, SearchDocument, TrustFormula } from './engine-query.js'
 import { freshness, type RankingWeights } from './ranking.js'
+import { restoreDocuments, saveDocuments } from './document-columns.js'
 import type { SlotLists } from './slot-lists.js'
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 
 export const SERVICE = 1
@@ -210,6 +212,32 @@ export class SlotColumns {
       signals.freshnessWeight * freshness(this.lastChange[slot] as number, now, signals.halfLifeDays) +
       signals.availabilityWeight * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
     return this.trustCache[slot] as number
+  }
+
+  /** The documents, their ID order and the developers' parts; the other columns follow from the documents. */
+  save(out: SnapshotWriter, prefix: string): void {
+    saveDocuments(out, `${prefix}.docs`, this.docs)
+    out.array(`${prefix}.idKeys`, this.idKeys.subarray(0, this.docs.length))
+    out.strings(`${prefix}.developers`, [...this.developerNumbers.keys()])
+    out.array(`${prefix}.developerParts`, this.developerParts.subarray(0, this.developerNumbers.size))
+  }
+
+  /** Takes what `save` wrote under `prefix`, into empty columns; each string passes through `intern`. */
+  restore(input: SnapshotReader, prefix: string, intern: (value: string) => string): void {
+    if (this.docs.length > 0) throw new Error('restore() needs empty columns')
+    input.strings(`${prefix}.developers`).forEach((id, n) => {
+      this.developerNumbers.set(intern(id), n)
+    })
+    const parts = input.array(`${prefix}.developerParts`, Float32Array)
+    this.developerParts = widened(parts, Math.max(256, parts.length * 2))
+    const docs = restoreDocuments(input, `${prefix}.docs`, intern)
+    this.ensure(docs.length)
+    this.idKeys.set(input.array(`${prefix}.idKeys`, Float64Array))
+    for (let slot = 0; slot < docs.length; slot++) {
+      const doc = docs[slot]
+      this.docs.push(doc)
+      if (doc) this.write(slot, doc)
+    }
   }
 
   /** Room for `slots` slots in every column. */

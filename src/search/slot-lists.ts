@@ -4,6 +4,8 @@
  * until `sweep()`, so readers check that the slot still holds a document with that value, and the
  * owner must not reuse a slot before the sweep.
  */
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
+
 const EMPTY = new Uint32Array(0)
 
 interface SlotList {
@@ -42,5 +44,37 @@ export class SlotLists {
       list.length = w
       if (w === 0) this.lists.delete(value)
     }
+  }
+
+  save(out: SnapshotWriter, prefix: string): void {
+    const values = [...this.lists.keys()]
+    const lengths = new Uint32Array(values.length)
+    let total = 0
+    values.forEach((value, i) => {
+      lengths[i] = (this.lists.get(value) as SlotList).length
+      total += lengths[i] as number
+    })
+    const slots = new Uint32Array(total)
+    let at = 0
+    for (const list of this.lists.values()) {
+      slots.set(list.slots.subarray(0, list.length), at)
+      at += list.length
+    }
+    out.strings(`${prefix}.values`, values)
+    out.array(`${prefix}.lengths`, lengths)
+    out.array(`${prefix}.slots`, slots)
+  }
+
+  /** Takes the lists `save` wrote under `prefix` (each a view of one array, copied out when it grows). */
+  restore(input: SnapshotReader, prefix: string): void {
+    const values = input.strings(`${prefix}.values`)
+    const lengths = input.array(`${prefix}.lengths`, Uint32Array)
+    const slots = input.array(`${prefix}.slots`, Uint32Array)
+    let at = 0
+    values.forEach((value, i) => {
+      const length = lengths[i] as number
+      this.lists.set(value, { slots: slots.subarray(at, at + length), length })
+      at += length
+    })
   }
 }

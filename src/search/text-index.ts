@@ -11,6 +11,7 @@
  * skipped until `sweep()` drops them, and the owner must not reuse a slot before that sweep (a
  * reused slot would inherit the old document's postings).
  */
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
@@ -415,6 +416,98 @@ export class TextIndex {
         break
       }
     }
+  }
+
+  /** Writes the index (its scratch space aside) under `prefix`; see `restore`. */
+  save(out: SnapshotWriter, prefix: string): void {
+    const terms: string[] = []
+    const lengths = new Uint32Array(this.postings.length)
+    const dfs = new Uint32Array(this.postings.length)
+    let total = 0
+    this.postings.forEach((list, id) => {
+      terms.push(list?.term ?? '')
+      lengths[id] = list?.length ?? 0
+      dfs[id] = list?.df ?? 0
+      total += list?.length ?? 0
+    })
+    const slots = new Uint32Array(total)
+    const tfs = new Uint8Array(total * F)
+    const weights = new Float32Array(total)
+    let at = 0
+    for (const list of this.postings) {
+      if (!list) continue
+      slots.set(list.slots.subarray(0, list.length), at)
+      tfs.set(list.tfs.subarray(0, list.length * F), at * F)
+      weights.set(list.weights.subarray(0, list.length), at)
+      at += list.length
+    }
+    out.strings(`${prefix}.terms`, terms)
+    out.array(`${prefix}.postingLengths`, lengths)
+    out.array(`${prefix}.dfs`, dfs)
+    out.array(`${prefix}.slots`, slots)
+    out.array(`${prefix}.tfs`, tfs)
+    out.array(`${prefix}.weights`, weights)
+    out.array(`${prefix}.freeTermIds`, Uint32Array.from(this.freeTermIds))
+    out.array(`${prefix}.lengths`, this.lengths)
+    out.array(`${prefix}.sequenceStart`, this.sequenceStart)
+    out.array(`${prefix}.sequenceLength`, this.sequenceLength)
+    out.array(`${prefix}.sequences`, this.sequences.subarray(0, this.sequencesEnd))
+    out.array(`${prefix}.alive`, this.alive)
+    out.array(`${prefix}.lengthSums`, this.lengthSums)
+    out.array(`${prefix}.norms`, this.norms)
+    out.array(`${prefix}.normAverages`, this.normAverages)
+    out.json(`${prefix}.counts`, {
+      sequencesGarbage: this.sequencesGarbage,
+      liveCount: this.liveCount,
+      capacity: this.capacity,
+      slotsUsed: this.slotsUsed
+    })
+  }
+
+  /** Takes the state `save` wrote under `prefix`, into a new (empty) index. */
+  restore(input: SnapshotReader, prefix: string): void {
+    if (this.postings.length > 0 || this.liveCount > 0) throw new Error('restore() needs an empty text index')
+    const terms = input.strings(`${prefix}.terms`)
+    const lengths = input.array(`${prefix}.postingLengths`, Uint32Array)
+    const dfs = input.array(`${prefix}.dfs`, Uint32Array)
+    const slots = input.array(`${prefix}.slots`, Uint32Array)
+    const tfs = input.array(`${prefix}.tfs`, Uint8Array)
+    const weights = input.array(`${prefix}.weights`, Float32Array)
+    let at = 0
+    terms.forEach((term, id) => {
+      const length = lengths[id] as number
+      if (term === '') this.postings.push(undefined)
+      else {
+        const end = at + length
+        const list = slots.subarray(at, end)
+        this.postings.push(
+          Postings.restored(term, list, tfs.subarray(at * F, end * F), weights.subarray(at, end), dfs[id] as number)
+        )
+        this.termIds.set(term, id)
+      }
+      at += length
+    })
+    this.freeTermIds.push(...input.array(`${prefix}.freeTermIds`, Uint32Array))
+    this.lengths = input.array(`${prefix}.lengths`, Uint16Array)
+    this.sequenceStart = input.array(`${prefix}.sequenceStart`, Uint32Array)
+    this.sequenceLength = input.array(`${prefix}.sequenceLength`, Uint32Array)
+    const sequences = input.array(`${prefix}.sequences`, Uint32Array)
+    this.sequencesEnd = sequences.length
+    this.sequences = widened(sequences, Math.max(16_384, sequences.length + (sequences.length >> 3)))
+    this.alive = input.array(`${prefix}.alive`, Uint8Array)
+    this.lengthSums.set(input.array(`${prefix}.lengthSums`, Float64Array))
+    this.norms = input.array(`${prefix}.norms`, Float32Array)
+    this.normAverages.set(input.array(`${prefix}.normAverages`, Float64Array))
+    const counts = input.json<{ sequencesGarbage: number; liveCount: number; capacity: number; slotsUsed: number }>(
+      `${prefix}.counts`
+    )
+    this.sequencesGarbage = counts.sequencesGarbage
+    this.liveCount = counts.liveCount
+    this.capacity = counts.capacity
+    this.slotsUsed = counts.slotsUsed
+    const scratch = Math.max(1024, this.postings.length)
+    this.seenBy = new Int32Array(scratch)
+    this.rowOf = new Int32Array(scratch)
   }
 
   private ensure(slots: number): void {

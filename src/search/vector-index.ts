@@ -10,6 +10,7 @@
  * float scan.
  */
 import { Int8Matrix, quantize } from './int8-dot.js'
+import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 
 export class VectorIndex {
   private readonly matrix: Int8Matrix
@@ -66,6 +67,17 @@ export class VectorIndex {
     this.matrix.ensure(count)
     const { values, scale } = quantize(query, new Int8Array(this.dimension))
     return this.matrix.similarSlots(values, scale, slots).subarray(0, count)
+  }
+
+  /** Writes the vectors of slots [0, count) under `prefix`. */
+  save(out: SnapshotWriter, prefix: string, count: number): void {
+    const { vectors, scales } = this.matrix.rows(count)
+    out.array(`${prefix}.vectors`, vectors)
+    out.array(`${prefix}.scales`, scales)
+  }
+
+  restore(input: SnapshotReader, prefix: string): void {
+    this.matrix.setRows(input.array(`${prefix}.vectors`, Int8Array), input.array(`${prefix}.scales`, Float32Array))
   }
 
   /** Cosine similarity of `query` with one slot. */

@@ -78,6 +78,23 @@ export class OperationLog {
     this.changes = null
   }
 
+  /** The sequence number of the last operation appended (0: none). */
+  get last(): number {
+    return this.lastSeq
+  }
+
+  /** Up to `limit` operations after sequence number `after`, in log order, each with its sequence number. */
+  operationsAfter(after: number, limit: number): [seq: number, op: Operation][] {
+    const out: [number, Operation][] = []
+    for (const { key, value } of this.operations.getRange({ start: after + 1, limit })) out.push([key, value])
+    return out
+  }
+
+  /** The operation stored under `seq`, if the log still holds it. */
+  operationAt(seq: number): Operation | undefined {
+    return this.operations.get(seq)
+  }
+
   /** A subject's operations, oldest first; those whose seal digest (hex) is in `skip` are left out undecoded. */
   operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
     const ops: Operation[] = []

@@ -234,6 +234,21 @@ export class RegistryStore {
     for (const { key, value } of this.db.liveness.getRange()) yield [key, value]
   }
 
+  /** The sequence number of the log's last operation (0: none); it grows with every appended operation. */
+  lastSeq(): number {
+    return this.log.last
+  }
+
+  /** Up to `limit` operations after sequence number `after`, in log order, each with its sequence number. */
+  operationsAfter(after: number, limit: number): [seq: number, op: Operation][] {
+    return this.log.operationsAfter(after, limit)
+  }
+
+  /** The operation stored under `seq`, if the log still holds it. */
+  operationAt(seq: number): Operation | undefined {
+    return this.log.operationAt(seq)
+  }
+
   /** A subject's operations, oldest first; those whose seal digest (hex) is in `skip` are left out undecoded. */
   operationsOf(subject: string, skip?: ReadonlySet<string>): Operation[] {
     return this.log.operationsOf(subject, skip)

@@ -121,6 +121,10 @@ export class HomeTermSummary {
     this.changed()
   }
 
+  has(entityId: string): boolean {
+    return this.byEntity.has(entityId)
+  }
+
   get homeEntities(): number {
     return this.byEntity.size
   }

@@ -32,6 +32,10 @@ export interface SearchSettings {
   queryExpansion: boolean
   /** From this many entities on, text queries take their candidates from their text matches (SearchEngine). */
   fullScanBelow: number
+  /** Where the index's snapshot is kept (src/services/search/search-snapshot.ts); absent: none is written or read. */
+  snapshotFile?: string
+  /** A snapshot is written at stop when the index holds at least this many entities (default 50,000). */
+  snapshotFromEntities?: number
 }
 
 export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {
@@ -40,7 +44,7 @@ export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus
   /** Live cards: enrichment, and card capabilities for the skills/protocols/languages/models filters. */
   cards: Pick<CardFetcher, 'get' | 'cached' | 'freshCards'>
   /** Liveness of home entities (availability, uptime for trust, heartbeat freshness). */
-  liveness?: LivenessView
+  liveness?: LivenessView & { homeEntityIds(): Iterable<string> }
   /** The transitive trust each entity was last given (transitive-trust.ts), kept on re-indexing. */
   transitive?: { publishedOf(entityId: string): number }
   logger: Logger

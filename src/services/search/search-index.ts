@@ -26,6 +26,7 @@ import type { TermFilterMessage } from '../../wire/federation.js'
 import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-terms.js'
 import { fastTrust } from '../registry/trust.js'
 import { Interner } from '../../util/interner.js'
+import { SnapshotReader, SnapshotUnreadable, SnapshotWriter } from '../../util/snapshot-file.js'
 
 export { CAPABILITY_KEYS, type CapabilityKey }
 export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
@@ -135,6 +136,10 @@ export interface SearchIndex {
   search(query: IndexQuery): Promise<IndexAnswer>
   /** The number of documents, once every change made before the call is applied. */
   settled(): Promise<number>
+  /** Writes the index to a snapshot file (IndexedEngine.save), after the changes made before; its size in bytes. */
+  save(path: string, meta: SnapshotMeta): Promise<number>
+  /** Fills the empty index from a snapshot file (IndexedEngine.restore); its documents. Rejects when it does not fit. */
+  restore(path: string, meta: SnapshotMeta): Promise<number>
   close(): Promise<void>
 }
 
@@ -180,9 +185,11 @@ export class IndexedEngine {
   private readonly vector: Float32Array
   /** While a bulk load runs ('bulk-load' until 'home-filter'). */
   private bulk = false
-  /** Records of a bulk load still without their vector and home terms: entity → whether it is home. */
-  private readonly deferred = new Map<string, boolean>()
+  /** Records still without their vector or home terms (a bulk load, a restored snapshot): entity → what they wait for. */
+  private readonly deferred = new Map<string, number>()
   private completing: NodeJS.Immediate | null = null
+  private readonly registryId: string
+  private readonly host: string
   /** Fills the engine's empty trust caches between queries (see SearchEngine.warmSignals). */
   private readonly warming: NodeJS.Timeout
 
@@ -192,6 +199,8 @@ export class IndexedEngine {
     this.vector = new Float32Array(this.embedder ? options.dimension : 0)
     this.expander = options.queryExpansion ? new QueryExpander() : null
     this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
+    this.registryId = options.homeTerms.registryId
+    this.host = options.homeTerms.host
     this.warming = setInterval(() => this.engine.warmSignals(WARM_PER_TICK, WARM_SCAN_PER_TICK), WARM_EVERY_MS)
     this.warming.unref()
     this.homeTerms.subscribe(() => {
@@ -209,7 +218,7 @@ export class IndexedEngine {
         const doc = this.internDocument(change.doc)
         if (this.bulk) {
           engine.upsert(doc, fields, null)
-          this.deferred.set(doc.entityId, this.homeTerms.isHome(change.home))
+          this.deferred.set(doc.entityId, EMBED | (this.homeTerms.isHome(change.home) ? HOME : 0))
           return
         }
         if (this.deferred.size > 0) this.deferred.delete(doc.entityId)
@@ -252,17 +261,80 @@ export class IndexedEngine {
   private completeDeferred = (): void => {
     this.completing = null
     let done = 0
-    for (const [entityId, home] of this.deferred) {
+    for (const [entityId, waits] of this.deferred) {
       this.deferred.delete(entityId)
       const fields = this.engine.fieldsOf(entityId)
       if (!fields) continue
-      if (this.embedder)
+      if (this.embedder && waits & EMBED)
         this.engine.setVector(entityId, this.embedder.embedTokens(embeddingTokens(fields), this.vector))
-      if (home) this.homeTerms.updateHome(entityId, fields)
+      if (waits & HOME) this.homeTerms.updateHome(entityId, fields)
       if (++done === DEFERRED_PER_TURN) break
     }
     if (this.deferred.size > 0) this.completing = setImmediate(this.completeDeferred)
     else this.homeTerms.rebuild()
+  }
+
+  /**
+   * Writes the index to `path` (see src/services/search/search-snapshot.ts), with `meta` and what
+   * the index itself was built with. Home term summaries are not written: the restore marks the
+   * home records, whose terms are read back from the text index as after a bulk load.
+   */
+  save(path: string, meta: SnapshotMeta): number {
+    const out = new SnapshotWriter(path)
+    try {
+      this.engine.save(out, 'engine')
+      this.expander?.save(out, 'expander')
+      const ids: string[] = []
+      const waits: number[] = []
+      this.engine.forEachEntity(entityId => {
+        const w = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
+        if (w === 0) return
+        ids.push(entityId)
+        waits.push(w)
+      })
+      out.strings('deferred.ids', ids)
+      out.array('deferred.waits', Uint8Array.from(waits))
+      return out.finish({ ...meta, ...this.builtWith })
+    } catch (err) {
+      out.abort()
+      throw err
+    }
+  }
+
+  /**
+   * Fills this empty index from the snapshot at `path` when it was written with `meta` and this
+   * index's settings (SnapshotUnreadable when not, or unreadable: the index is then unusable and
+   * is replaced). Transitive trust starts at 0, as in a build: its scores are computed again.
+   */
+  restore(path: string, meta: SnapshotMeta): number {
+    const input = new SnapshotReader(path)
+    try {
+      const expected = JSON.stringify({ ...meta, ...this.builtWith })
+      if (JSON.stringify(input.meta) !== expected)
+        throw new SnapshotUnreadable(`written for ${JSON.stringify(input.meta)}, not ${expected}`)
+      this.engine.restore(input, 'engine', value => this.interned.intern(value))
+      this.engine.clearTransitive()
+      this.expander?.restore(input, 'expander')
+      const ids = input.strings('deferred.ids')
+      const waits = input.array('deferred.waits', Uint8Array)
+      ids.forEach((entityId, i) => {
+        this.deferred.set(entityId, waits[i] as number)
+      })
+      return this.engine.size
+    } finally {
+      input.close()
+    }
+  }
+
+  /** What a snapshot must have been written with besides the store's state. */
+  private get builtWith(): Record<string, string | number | boolean | null> {
+    return {
+      dimension: this.engine.dimension,
+      embedding: this.embedder ? 'hash' : null,
+      words: this.expander?.wordsId ?? null,
+      registryId: this.registryId,
+      host: this.host
+    }
   }
 
   search(query: IndexQuery): IndexAnswer {
@@ -327,6 +399,12 @@ export class IndexedEngine {
 }
 
 const NOTHING: readonly string[] = Object.freeze([])
+/** What a deferred record waits for (see IndexedEngine.deferred). */
+const EMBED = 1
+const HOME = 2
+
+/** The store's state a snapshot was written at (and the embedder whose vectors it holds). */
+export type SnapshotMeta = Record<string, string | number | boolean | null>
 
 function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: SearchDocument) => boolean {
   const checks = CAPABILITY_KEYS.flatMap(key => {
@@ -379,6 +457,14 @@ export class LocalSearchIndex implements SearchIndex {
 
   async settled(): Promise<number> {
     return this.indexed.engine.size
+  }
+
+  async save(path: string, meta: SnapshotMeta): Promise<number> {
+    return this.indexed.save(path, meta)
+  }
+
+  async restore(path: string, meta: SnapshotMeta): Promise<number> {
+    return this.indexed.restore(path, meta)
   }
 
   async close(): Promise<void> {

@@ -3,12 +3,14 @@
  * bus's changes as they are committed, and the vectors of an embedder other than the index's own
  * embedded in batches after the write.
  */
+import { existsSync } from 'node:fs'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { EntityRecord } from '../../store/records.js'
 import type { SearchComponents } from './search-components.js'
 import { developerChange, searchDocument, upsertChange } from './search-documents.js'
 import { embeddingText, type SearchIndex } from './search-index.js'
 import { IndexPlacement } from './search-placement.js'
+import { removeSnapshot, snapshotMeta, usableSnapshot } from './search-snapshot.js'
 
 const EMBED_BATCH = 64
 /**
@@ -17,6 +19,8 @@ const EMBED_BATCH = 64
  * once sat about 450 MB deep in the worker's message queue, memory the process kept after.
  */
 const BUILD_CHUNK = 5000
+/** The default of SearchSettings.snapshotFromEntities. */
+const SNAPSHOT_FROM_ENTITIES = 50_000
 
 export abstract class SearchIndexing extends IndexPlacement {
   private readonly pending = new Map<string, string>()
@@ -27,6 +31,10 @@ export abstract class SearchIndexing extends IndexPlacement {
   /** The index being filled from the store (at start, or after a lost worker); searches wait for it. */
   private building: Promise<number> | null = null
   protected stopped = false
+  /** Whether the index holds the whole store (a build or restore finished), so a snapshot of it may be written. */
+  private complete = false
+  /** Only the first build may start from the snapshot: later ones replace a lost worker's index. */
+  private snapshotTried = false
 
   constructor(c: SearchComponents) {
     super(c)
@@ -62,11 +70,87 @@ export abstract class SearchIndexing extends IndexPlacement {
   }
 
   protected startBuild(): Promise<number> {
-    const building: Promise<number> = this.build(this.index).finally(() => {
+    this.complete = false
+    const building: Promise<number> = this.buildOrRestore().finally(() => {
       if (this.building === building) this.building = null
     })
     this.building = building
     return building
+  }
+
+  private async buildOrRestore(): Promise<number> {
+    const path = this.c.search.snapshotFile
+    if (path && !this.snapshotTried) {
+      this.snapshotTried = true
+      const restored = existsSync(path) ? await this.restore(this.index, path) : null
+      if (restored !== null) return restored
+    }
+    return this.build(this.index)
+  }
+
+  /**
+   * Fills the empty `index` from the snapshot at `path` and brings it up to date: the entities the
+   * store changed since, the liveness of home entities, the developers' trust parts. Null when the
+   * snapshot does not fit this store or index (it is removed, and the index replaced if it was
+   * filled in part): the index is then built from the store.
+   */
+  private async restore(index: SearchIndex, path: string): Promise<number | null> {
+    const started = performance.now()
+    const found = usableSnapshot(path, this.c.store, this.c.embedder.id)
+    if ('unusable' in found) {
+      this.c.logger.info({ file: path, reason: found.unusable }, 'search snapshot not used; building the index')
+      removeSnapshot(path)
+      return null
+    }
+    try {
+      await index.restore(path, found.meta)
+    } catch (err) {
+      // A lost worker's index is rebuilt by its own build.
+      if (this.index !== index) return 0
+      this.c.logger.warn({ err, file: path }, 'search snapshot not used; building the index')
+      removeSnapshot(path)
+      this.replaceIndex()
+      return null
+    }
+    for (const id of found.changed) this.reindex(id)
+    for (const id of this.c.liveness?.homeEntityIds() ?? []) this.refreshLiveness(id)
+    for (const developer of this.c.store.allDevelopers()) this.refreshDeveloper(developer.developer_id)
+    this.apply({ op: 'home-filter' })
+    const entities = await index.settled()
+    if (this.index !== index || this.stopped) return 0
+    this.complete = true
+    this.c.logger.info(
+      { entities, changed: found.changed.size, ms: Math.round(performance.now() - started) },
+      'search index restored from its snapshot'
+    )
+    return entities
+  }
+
+  /**
+   * Writes the index's snapshot (at stop, once writes have drained, so the store's last operation
+   * is the last the index holds), when the index holds the whole store and at least
+   * `snapshotFromEntities` entities; otherwise removes an older one, which would be out of date.
+   */
+  protected async saveSnapshot(): Promise<void> {
+    const path = this.c.search.snapshotFile
+    if (!path) return
+    const entities = this.complete && !this.moving && this.pending.size === 0 ? await this.index.settled() : -1
+    if (entities < (this.c.search.snapshotFromEntities ?? SNAPSHOT_FROM_ENTITIES)) {
+      removeSnapshot(path)
+      return
+    }
+    const started = performance.now()
+    try {
+      const bytes = await this.index.save(path, snapshotMeta(this.c.store, this.c.embedder.id))
+      removeSnapshot(path, { keepFile: true })
+      this.c.logger.info(
+        { entities, bytes, ms: Math.round(performance.now() - started), file: path },
+        'search index snapshot written'
+      )
+    } catch (err) {
+      this.c.logger.warn({ err, file: path }, 'search index snapshot not written')
+      removeSnapshot(path)
+    }
   }
 
   /**
@@ -95,7 +179,9 @@ export abstract class SearchIndexing extends IndexPlacement {
       if (this.index !== index || this.stopped) return 0
     }
     this.apply({ op: 'home-filter' })
-    return index.settled()
+    const entities = await index.settled()
+    if (this.index === index && !this.stopped) this.complete = true
+    return entities
   }
 
   /** New transitive trust scores of entities (transitive-trust.ts): ranking and `min_trust_score` use them at once. */

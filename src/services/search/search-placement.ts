@@ -130,6 +130,15 @@ export abstract class IndexPlacement {
     else if (this.index === index) this.rebuild()
   }
 
+  /** A new, empty index in place of the current one (which is closed); the caller fills it. */
+  protected replaceIndex(): SearchIndex {
+    const old = this.index
+    this.index = this.createIndex()
+    this.knownDevelopers.clear()
+    void old.close()
+    return this.index
+  }
+
   /**
    * A new index built from the store, as at start; queries from now on go to it, as the changes
    * reach it in order after the records. Vectors follow from the embedder, as after a write.

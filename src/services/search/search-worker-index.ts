@@ -13,12 +13,15 @@
 import type { Worker } from 'node:worker_threads'
 import { spawnModuleWorker } from '../../util/module-worker.js'
 import type { TermFilterMessage } from '../../wire/federation.js'
-import type { IndexAnswer, IndexChange, IndexOptions, IndexQuery, SearchIndex } from './search-index.js'
+import type { IndexAnswer, IndexChange, IndexOptions, IndexQuery, SearchIndex, SnapshotMeta } from './search-index.js'
 
 export type SearchWorkerData = IndexOptions
 export interface SearchWorkerRequest {
   changes: IndexChange[]
-  ask?: { id: number; kind: 'search'; query: IndexQuery } | { id: number; kind: 'settle' }
+  ask?:
+    | { id: number; kind: 'search'; query: IndexQuery }
+    | { id: number; kind: 'settle' }
+    | { id: number; kind: 'save' | 'restore'; path: string; meta: SnapshotMeta }
 }
 export type SearchWorkerReply =
   | { id: number; answer: IndexAnswer }
@@ -94,6 +97,16 @@ export class WorkerSearchIndex implements SearchIndex {
 
   async settled(): Promise<number> {
     const reply = await this.ask(id => ({ id, kind: 'settle' }))
+    return (reply as { size: number }).size
+  }
+
+  async save(path: string, meta: SnapshotMeta): Promise<number> {
+    const reply = await this.ask(id => ({ id, kind: 'save', path, meta }))
+    return (reply as { size: number }).size
+  }
+
+  async restore(path: string, meta: SnapshotMeta): Promise<number> {
+    const reply = await this.ask(id => ({ id, kind: 'restore', path, meta }))
     return (reply as { size: number }).size
   }
 

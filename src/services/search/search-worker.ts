@@ -21,10 +21,10 @@ port.on('message', ({ changes, ask }: SearchWorkerRequest) => {
   if (!ask) return
   let reply: SearchWorkerReply
   try {
-    reply =
-      ask.kind === 'search'
-        ? { id: ask.id, answer: indexed.search(ask.query) }
-        : { id: ask.id, size: indexed.engine.size }
+    if (ask.kind === 'search') reply = { id: ask.id, answer: indexed.search(ask.query) }
+    else if (ask.kind === 'settle') reply = { id: ask.id, size: indexed.engine.size }
+    else if (ask.kind === 'save') reply = { id: ask.id, size: indexed.save(ask.path, ask.meta) }
+    else reply = { id: ask.id, size: indexed.restore(ask.path, ask.meta) }
   } catch (err) {
     reply = { id: ask.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }
   }

@@ -1,0 +1,194 @@
+/**
+ * A file of named parts (typed arrays as their bytes, string lists, JSON values) behind a JSON
+ * header at its end. Written under a temporary name and renamed, so a reader finds either the
+ * previous file or the whole new one; each typed array is read back into a buffer of its own.
+ */
+import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs'
+
+export type TypedArray =
+  | Int8Array<ArrayBuffer>
+  | Uint8Array<ArrayBuffer>
+  | Uint16Array<ArrayBuffer>
+  | Int32Array<ArrayBuffer>
+  | Uint32Array<ArrayBuffer>
+  | Float32Array<ArrayBuffer>
+  | Float64Array<ArrayBuffer>
+type TypedConstructor<T extends TypedArray> = {
+  new (buffer: ArrayBuffer, byteOffset?: number, length?: number): T
+  readonly BYTES_PER_ELEMENT: number
+  readonly name: string
+}
+
+const MAGIC = 'RNSNAP01'
+/** The footer: the header's byte length (u32) and MAGIC. */
+const FOOTER = 4 + MAGIC.length
+/** Typed arrays are written in slices of this many bytes (one write of a gigabyte would copy it whole). */
+const WRITE_SLICE = 64 * 1024 * 1024
+
+interface PartEntry {
+  kind: 'array' | 'strings' | 'json'
+  /** The typed array's constructor name (arrays), or the number of strings (strings). */
+  type?: string
+  count?: number
+  offset: number
+  bytes: number
+}
+
+interface Header {
+  meta: unknown
+  parts: Record<string, PartEntry>
+}
+
+export class SnapshotWriter {
+  private readonly fd: number
+  private readonly temporary: string
+  private offset = 0
+  private readonly parts: Record<string, PartEntry> = {}
+
+  constructor(private readonly path: string) {
+    this.temporary = `${path}.${process.pid}.tmp`
+    this.fd = openSync(this.temporary, 'w')
+  }
+
+  array(name: string, values: ArrayBufferView): void {
+    const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
+    this.parts[name] = { kind: 'array', type: values.constructor.name, offset: this.offset, bytes: bytes.length }
+    for (let at = 0; at < bytes.length; at += WRITE_SLICE) this.write(bytes.subarray(at, at + WRITE_SLICE))
+  }
+
+  /** Any strings (lone surrogates included): their lengths, then their UTF-16 code units. */
+  strings(name: string, values: readonly string[]): void {
+    const lengths = new Uint32Array(values.length)
+    for (let i = 0; i < values.length; i++) lengths[i] = (values[i] as string).length
+    this.array(`${name}.lengths`, lengths)
+    // Joined a slice at a time: one string of every value could pass V8's string length limit.
+    const offset = this.offset
+    for (let at = 0; at < values.length; at += 65_536)
+      this.write(Buffer.from(values.slice(at, at + 65_536).join(''), 'utf16le'))
+    this.parts[name] = { kind: 'strings', count: values.length, offset, bytes: this.offset - offset }
+  }
+
+  json(name: string, value: unknown): void {
+    const offset = this.offset
+    this.write(Buffer.from(JSON.stringify(value)))
+    this.parts[name] = { kind: 'json', offset, bytes: this.offset - offset }
+  }
+
+  /** Writes the header and moves the file into place; returns the file's size in bytes. */
+  finish(meta: unknown): number {
+    const header = Buffer.from(JSON.stringify({ meta, parts: this.parts } satisfies Header))
+    const footer = Buffer.alloc(FOOTER)
+    footer.writeUInt32LE(header.length, 0)
+    footer.write(MAGIC, 4, 'latin1')
+    this.write(header)
+    this.write(footer)
+    closeSync(this.fd)
+    renameSync(this.temporary, this.path)
+    return this.offset
+  }
+
+  /** Drops the unfinished file. */
+  abort(): void {
+    try {
+      closeSync(this.fd)
+    } catch {}
+    rmSync(this.temporary, { force: true })
+  }
+
+  private write(bytes: Uint8Array): void {
+    let done = 0
+    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done)
+    this.offset += bytes.length
+  }
+}
+
+/** Why a file could not be read as a snapshot. */
+export class SnapshotUnreadable extends Error {
+  override name = 'SnapshotUnreadable'
+}
+
+export class SnapshotReader {
+  private readonly fd: number
+  readonly meta: unknown
+  private readonly parts: Record<string, PartEntry>
+
+  /** Opens the file and reads its header (SnapshotUnreadable: not a whole snapshot). */
+  constructor(path: string) {
+    this.fd = openSync(path, 'r')
+    try {
+      const size = fstatSync(this.fd).size
+      if (size < FOOTER) throw new SnapshotUnreadable(`${path}: too short`)
+      const footer = this.read(size - FOOTER, FOOTER)
+      if (footer.toString('latin1', 4) !== MAGIC) throw new SnapshotUnreadable(`${path}: not a snapshot`)
+      const length = footer.readUInt32LE(0)
+      if (length > size - FOOTER) throw new SnapshotUnreadable(`${path}: header out of bounds`)
+      const header = JSON.parse(this.read(size - FOOTER - length, length).toString()) as Header
+      this.meta = header.meta
+      this.parts = header.parts
+    } catch (err) {
+      closeSync(this.fd)
+      throw err instanceof SnapshotUnreadable ? err : new SnapshotUnreadable(`${path}: ${String(err)}`)
+    }
+  }
+
+  array<T extends TypedArray>(name: string, type: TypedConstructor<T>): T {
+    const part = this.part(name, 'array')
+    if (part.type !== type.name) throw new SnapshotUnreadable(`part ${name} is a ${part.type}, not a ${type.name}`)
+    const buffer = new ArrayBuffer(part.bytes)
+    this.readInto(new Uint8Array(buffer), part.offset)
+    return new type(buffer, 0, part.bytes / type.BYTES_PER_ELEMENT)
+  }
+
+  strings(name: string): string[] {
+    const part = this.part(name, 'strings')
+    const lengths = this.array(`${name}.lengths`, Uint32Array)
+    const out: string[] = new Array(lengths.length)
+    let i = 0
+    let offset = part.offset
+    while (i < lengths.length) {
+      // The strings a write slice joined, read back as one string and cut.
+      const end = Math.min(lengths.length, i + 65_536)
+      let units = 0
+      for (let j = i; j < end; j++) units += lengths[j] as number
+      const joined = this.read(offset, units * 2).toString('utf16le')
+      offset += units * 2
+      let at = 0
+      for (; i < end; i++) {
+        const length = lengths[i] as number
+        out[i] = joined.slice(at, at + length)
+        at += length
+      }
+    }
+    return out
+  }
+
+  json<T>(name: string): T {
+    const part = this.part(name, 'json')
+    return JSON.parse(this.read(part.offset, part.bytes).toString()) as T
+  }
+
+  close(): void {
+    closeSync(this.fd)
+  }
+
+  private part(name: string, kind: PartEntry['kind']): PartEntry {
+    const part = this.parts[name]
+    if (!part || part.kind !== kind) throw new SnapshotUnreadable(`no ${kind} part ${name}`)
+    return part
+  }
+
+  private read(offset: number, length: number): Buffer {
+    const out = Buffer.allocUnsafe(length)
+    this.readInto(out, offset)
+    return out
+  }
+
+  private readInto(out: Uint8Array, offset: number): void {
+    let done = 0
+    while (done < out.length) {
+      const n = readSync(this.fd, out, done, Math.min(out.length - done, WRITE_SLICE), offset + done)
+      if (n === 0) throw new SnapshotUnreadable('the file ends early')
+      done += n
+    }
+  }
+}
