@@ -52,6 +52,8 @@ export interface CoreOptions {
   txtResolver?: TxtResolver
   /** Commits written synchronously and not synced to disk (a simulation's nodes). */
   synchronousStore?: boolean
+  /** How often a running node looks for a quiet moment to write the search snapshot in, and the least time between two (tests). */
+  searchSnapshotTiming?: { checkMs: number; everyMs: number }
 }
 
 /** What the services are built on: the node's identity, its store, the signature verifiers, the embedder. */
@@ -175,7 +177,12 @@ export function buildServices(config: NodeConfig, options: CoreOptions, logger: 
     liveness,
     transitive,
     embedder,
-    search: searchSettings(config)
+    search: {
+      ...searchSettings(config),
+      ...(options.searchSnapshotTiming
+        ? { snapshotCheckMs: options.searchSnapshotTiming.checkMs, snapshotEveryMs: options.searchSnapshotTiming.everyMs }
+        : {})
+    }
   })
   life.onStop('search', () => search.close())
   life.onStop('trust', () => transitive.stop())
@@ -210,6 +217,8 @@ export function buildServices(config: NodeConfig, options: CoreOptions, logger: 
  */
 export function loadViews(store: RegistryStore, views: Services, logger: Logger, transitiveTrust: boolean): void {
   const began = performance.now()
+  // The search thread reads the index's snapshot meanwhile, if there is one.
+  views.search.beginRestore()
   for (const record of store.allEntities()) {
     views.catalog.loadRecord(record)
     views.liveness.loadRecord(record)

@@ -111,6 +111,8 @@ export interface NodeOptions {
   gossipTrace?: (event: TraceEvent) => void
   /** Virtual time a simulation's node spends on each operation received by gossip before forwarding it. */
   gossipProcessingMs?: () => number
+  /** How often the node looks for a quiet moment to write the search snapshot in, and the least time between two (tests). */
+  searchSnapshotTiming?: { checkMs: number; everyMs: number }
 }
 
 /**

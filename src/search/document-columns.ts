@@ -12,6 +12,8 @@ const ACTIVE = 4
 const NO_VALUE = -1
 const NOTHING: readonly string[] = Object.freeze([])
 const LISTS = ['tags', ...CAPABILITY_KEYS] as const
+/** The columns are made for the snapshot: written as they are, not copied. */
+const FRESH = { fresh: true }
 
 type Docs = readonly (SearchDocument | undefined)[]
 
@@ -52,13 +54,13 @@ export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs): 
   }
   out.strings(`${prefix}.ids`, ids)
   out.strings(`${prefix}.table`, [...table.keys()])
-  out.array(`${prefix}.kinds`, kinds)
-  out.array(`${prefix}.numbers`, numbers)
-  out.array(`${prefix}.category`, category)
-  out.array(`${prefix}.developer`, developer)
+  out.array(`${prefix}.kinds`, kinds, FRESH)
+  out.array(`${prefix}.numbers`, numbers, FRESH)
+  out.array(`${prefix}.category`, category, FRESH)
+  out.array(`${prefix}.developer`, developer, FRESH)
   LISTS.forEach((list, l) => {
-    out.array(`${prefix}.${list}.counts`, listCounts[l] as Uint32Array)
-    out.array(`${prefix}.${list}.refs`, Uint32Array.from(listRefs[l] as number[]))
+    out.array(`${prefix}.${list}.counts`, listCounts[l] as Uint32Array, FRESH)
+    out.array(`${prefix}.${list}.refs`, Uint32Array.from(listRefs[l] as number[]), FRESH)
   })
 }
 

@@ -182,8 +182,8 @@ export class SearchEngine {
     this.text.save(out, `${prefix}.text`)
     this.vectors.save(out, `${prefix}.vectors`, slotCount)
     this.facets.save(out, `${prefix}.facets`)
-    out.array(`${prefix}.free`, Uint32Array.from(this.free))
-    out.array(`${prefix}.released`, Uint32Array.from(this.released))
+    out.array(`${prefix}.free`, Uint32Array.from(this.free), { fresh: true })
+    out.array(`${prefix}.released`, Uint32Array.from(this.released), { fresh: true })
   }
 
   /** Takes what `save` wrote under `prefix`, into an empty engine of the same dimension. */
@@ -202,8 +202,14 @@ export class SearchEngine {
     this.released = [...input.array(`${prefix}.released`, Uint32Array)]
   }
 
-  forEachEntity(visit: (entityId: string) => void): void {
-    for (const entityId of this.slots.keys()) visit(entityId)
+  /** Calls `visit` with each document's entity and slot. */
+  forEachEntity(visit: (entityId: string, slot: number) => void): void {
+    for (const [entityId, slot] of this.slots) visit(entityId, slot)
+  }
+
+  /** Slots in use or freed so far (a slot-indexed array this long covers every document). */
+  get slotCount(): number {
+    return this.columns.docs.length
   }
 
   /** Sets every document's transitive trust to 0 (before the scores are computed again). */

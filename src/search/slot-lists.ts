@@ -61,8 +61,8 @@ export class SlotLists {
       at += list.length
     }
     out.strings(`${prefix}.values`, values)
-    out.array(`${prefix}.lengths`, lengths)
-    out.array(`${prefix}.slots`, slots)
+    out.array(`${prefix}.lengths`, lengths, { fresh: true })
+    out.array(`${prefix}.slots`, slots, { fresh: true })
   }
 
   /** Takes the lists `save` wrote under `prefix` (each a view of one array, copied out when it grows). */

@@ -442,12 +442,12 @@ export class TextIndex {
       at += list.length
     }
     out.strings(`${prefix}.terms`, terms)
-    out.array(`${prefix}.postingLengths`, lengths)
-    out.array(`${prefix}.dfs`, dfs)
-    out.array(`${prefix}.slots`, slots)
-    out.array(`${prefix}.tfs`, tfs)
-    out.array(`${prefix}.weights`, weights)
-    out.array(`${prefix}.freeTermIds`, Uint32Array.from(this.freeTermIds))
+    out.array(`${prefix}.postingLengths`, lengths, { fresh: true })
+    out.array(`${prefix}.dfs`, dfs, { fresh: true })
+    out.array(`${prefix}.slots`, slots, { fresh: true })
+    out.array(`${prefix}.tfs`, tfs, { fresh: true })
+    out.array(`${prefix}.weights`, weights, { fresh: true })
+    out.array(`${prefix}.freeTermIds`, Uint32Array.from(this.freeTermIds), { fresh: true })
     out.array(`${prefix}.lengths`, this.lengths)
     out.array(`${prefix}.sequenceStart`, this.sequenceStart)
     out.array(`${prefix}.sequenceLength`, this.sequenceLength)

@@ -1,9 +1,9 @@
 /**
  * A file of named parts (typed arrays as their bytes, string lists, JSON values) behind a JSON
- * header at its end. Written under a temporary name and renamed, so a reader finds either the
- * previous file or the whole new one; each typed array is read back into a buffer of its own.
+ * header at its end; each typed array is read back into a buffer of its own.
  */
-import { closeSync, fstatSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs'
+import { open, rename, rm } from 'node:fs/promises'
 
 export type TypedArray =
   | Int8Array<ArrayBuffer>
@@ -22,8 +22,10 @@ type TypedConstructor<T extends TypedArray> = {
 const MAGIC = 'RNSNAP01'
 /** The footer: the header's byte length (u32) and MAGIC. */
 const FOOTER = 4 + MAGIC.length
-/** Typed arrays are written in slices of this many bytes (one write of a gigabyte would copy it whole). */
+/** Parts are written and read in slices of at most this many bytes. */
 const WRITE_SLICE = 64 * 1024 * 1024
+/** Strings joined into one chunk of the file. */
+const STRINGS_PER_CHUNK = 65_536
 
 interface PartEntry {
   kind: 'array' | 'strings' | 'json'
@@ -39,65 +41,73 @@ interface Header {
   parts: Record<string, PartEntry>
 }
 
+/**
+ * A snapshot being made: its parts are copied as they are given (the structures they come from go
+ * on changing), and `finish` writes them to the file without holding the thread (the writes run on
+ * libuv's pool), so a large index keeps answering while its snapshot is written.
+ */
 export class SnapshotWriter {
-  private readonly fd: number
-  private readonly temporary: string
+  private readonly chunks: Uint8Array[] = []
   private offset = 0
   private readonly parts: Record<string, PartEntry> = {}
 
-  constructor(private readonly path: string) {
-    this.temporary = `${path}.${process.pid}.tmp`
-    this.fd = openSync(this.temporary, 'w')
-  }
-
-  array(name: string, values: ArrayBufferView): void {
-    const bytes = new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
-    this.parts[name] = { kind: 'array', type: values.constructor.name, offset: this.offset, bytes: bytes.length }
-    for (let at = 0; at < bytes.length; at += WRITE_SLICE) this.write(bytes.subarray(at, at + WRITE_SLICE))
+  /** `fresh`: the array was made for the snapshot and is not changed afterwards, so it is not copied. */
+  array(name: string, values: ArrayBufferView, { fresh = false } = {}): void {
+    const view = new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
+    this.parts[name] = { kind: 'array', type: values.constructor.name, offset: this.offset, bytes: view.length }
+    this.push(fresh ? view : view.slice())
   }
 
   /** Any strings (lone surrogates included): their lengths, then their UTF-16 code units. */
   strings(name: string, values: readonly string[]): void {
     const lengths = new Uint32Array(values.length)
     for (let i = 0; i < values.length; i++) lengths[i] = (values[i] as string).length
-    this.array(`${name}.lengths`, lengths)
-    // Joined a slice at a time: one string of every value could pass V8's string length limit.
+    this.array(`${name}.lengths`, lengths, { fresh: true })
     const offset = this.offset
-    for (let at = 0; at < values.length; at += 65_536)
-      this.write(Buffer.from(values.slice(at, at + 65_536).join(''), 'utf16le'))
+    // Joined a slice at a time: one string of every value could pass V8's string length limit.
+    for (let at = 0; at < values.length; at += STRINGS_PER_CHUNK)
+      this.push(Buffer.from(values.slice(at, at + STRINGS_PER_CHUNK).join(''), 'utf16le'))
     this.parts[name] = { kind: 'strings', count: values.length, offset, bytes: this.offset - offset }
   }
 
   json(name: string, value: unknown): void {
     const offset = this.offset
-    this.write(Buffer.from(JSON.stringify(value)))
+    this.push(Buffer.from(JSON.stringify(value)))
     this.parts[name] = { kind: 'json', offset, bytes: this.offset - offset }
   }
 
-  /** Writes the header and moves the file into place; returns the file's size in bytes. */
-  finish(meta: unknown): number {
+  /**
+   * Writes the parts and the header to `path` (under a temporary name first, then renamed into
+   * place, so a reader never finds half a file); resolves with the file's size in bytes.
+   */
+  async finish(path: string, meta: unknown): Promise<number> {
     const header = Buffer.from(JSON.stringify({ meta, parts: this.parts } satisfies Header))
     const footer = Buffer.alloc(FOOTER)
     footer.writeUInt32LE(header.length, 0)
     footer.write(MAGIC, 4, 'latin1')
-    this.write(header)
-    this.write(footer)
-    closeSync(this.fd)
-    renameSync(this.temporary, this.path)
+    this.push(header)
+    this.push(footer)
+    const temporary = `${path}.${process.pid}.tmp`
+    const file = await open(temporary, 'w')
+    try {
+      for (const chunk of this.chunks.splice(0))
+        for (let at = 0; at < chunk.length; at += WRITE_SLICE) {
+          const slice = chunk.subarray(at, at + WRITE_SLICE)
+          let done = 0
+          while (done < slice.length) done += (await file.write(slice, done, slice.length - done)).bytesWritten
+        }
+    } catch (err) {
+      await file.close()
+      await rm(temporary, { force: true })
+      throw err
+    }
+    await file.close()
+    await rename(temporary, path)
     return this.offset
   }
 
-  /** Drops the unfinished file. */
-  abort(): void {
-    try {
-      closeSync(this.fd)
-    } catch {}
-    rmSync(this.temporary, { force: true })
-  }
-
-  private write(bytes: Uint8Array): void {
-    let done = 0
-    while (done < bytes.length) done += writeSync(this.fd, bytes, done, bytes.length - done)
+  private push(bytes: Uint8Array): void {
+    this.chunks.push(bytes)
     this.offset += bytes.length
   }
 }
@@ -147,7 +157,7 @@ export class SnapshotReader {
     let offset = part.offset
     while (i < lengths.length) {
       // The strings a write slice joined, read back as one string and cut.
-      const end = Math.min(lengths.length, i + 65_536)
+      const end = Math.min(lengths.length, i + STRINGS_PER_CHUNK)
       let units = 0
       for (let j = i; j < end; j++) units += lengths[j] as number
       const joined = this.read(offset, units * 2).toString('utf16le')

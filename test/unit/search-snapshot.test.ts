@@ -172,16 +172,16 @@ test('a snapshot written for another store state or index is refused, and leaves
   t.is(await restored.settled(), 0)
 })
 
-test('a snapshot file keeps typed arrays, any strings (lone surrogates too) and JSON', t => {
+test('a snapshot file keeps typed arrays, any strings (lone surrogates too) and JSON', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'snapshot-file-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const path = join(dir, 'f')
-  const out = new SnapshotWriter(path)
+  const out = new SnapshotWriter()
   const strings = ['', 'a', '\u0000', '\ud800x', 'é漢字', ...Array.from({ length: 70_000 }, (_, i) => `s${i}`)]
   out.array('f64', Float64Array.of(1.5, Number.NaN, -0))
   out.strings('s', strings)
   out.json('j', { a: [1, 'two'] })
-  out.finish({ m: 1 })
+  await out.finish(path, { m: 1 })
   const input = new SnapshotReader(path)
   t.deepEqual(input.meta, { m: 1 })
   t.deepEqual([...input.array('f64', Float64Array)], [1.5, Number.NaN, -0])

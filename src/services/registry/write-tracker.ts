@@ -21,6 +21,11 @@ export class WriteTracker {
     return promise
   }
 
+  /** Resolves once the writes in flight now have settled (later ones are not waited for). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.inFlight])
+  }
+
   /** Stops accepting writes and resolves once every write already started has settled. */
   async drain(): Promise<void> {
     this.draining = true

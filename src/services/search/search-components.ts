@@ -2,6 +2,7 @@
  * What the search service is built from and how it is set: shared by its parts (placement, indexing,
  * queries) and its constructor, so none of them imports another for its types.
  */
+import type { WriteTracker } from '../registry/write-tracker.js'
 import type { Logger } from 'pino'
 import type { CardFetcher } from '../../cards/card-fetcher.js'
 import type { Embedder } from '../../search/embedders/embedder.js'
@@ -34,8 +35,11 @@ export interface SearchSettings {
   fullScanBelow: number
   /** Where the index's snapshot is kept (src/services/search/search-snapshot.ts); absent: none is written or read. */
   snapshotFile?: string
-  /** A snapshot is written at stop when the index holds at least this many entities (default 50,000). */
+  /** A snapshot is written when the index holds at least this many entities (default 50,000). */
   snapshotFromEntities?: number
+  /** How often a running node looks for a quiet moment to write a snapshot in, and how long it waits between two (tests). */
+  snapshotCheckMs?: number
+  snapshotEveryMs?: number
 }
 
 export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus' | 'settings' | 'identity' | 'now'> {
@@ -45,6 +49,8 @@ export interface SearchComponents extends Pick<ServiceComponents, 'store' | 'bus
   cards: Pick<CardFetcher, 'get' | 'cached' | 'freshCards'>
   /** Liveness of home entities (availability, uptime for trust, heartbeat freshness). */
   liveness?: LivenessView & { homeEntityIds(): Iterable<string> }
+  /** The writes in flight: a snapshot waits for those that may hold operations it is to include. */
+  writes?: Pick<WriteTracker, 'settled'>
   /** The transitive trust each entity was last given (transitive-trust.ts), kept on re-indexing. */
   transitive?: { publishedOf(entityId: string): number }
   logger: Logger

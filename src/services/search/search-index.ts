@@ -276,29 +276,21 @@ export class IndexedEngine {
 
   /**
    * Writes the index to `path` (see src/services/search/search-snapshot.ts), with `meta` and what
-   * the index itself was built with. Home term summaries are not written: the restore marks the
-   * home records, whose terms are read back from the text index as after a bulk load.
+   * the index itself was built with: its state is copied now, and written while the index goes on.
+   * The home term summary is not written: the restore marks the home records, whose terms are read
+   * back from the text index as after a bulk load.
    */
-  save(path: string, meta: SnapshotMeta): number {
-    const out = new SnapshotWriter(path)
-    try {
-      this.engine.save(out, 'engine')
-      this.expander?.save(out, 'expander')
-      const ids: string[] = []
-      const waits: number[] = []
-      this.engine.forEachEntity(entityId => {
-        const w = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
-        if (w === 0) return
-        ids.push(entityId)
-        waits.push(w)
-      })
-      out.strings('deferred.ids', ids)
-      out.array('deferred.waits', Uint8Array.from(waits))
-      return out.finish({ ...meta, ...this.builtWith })
-    } catch (err) {
-      out.abort()
-      throw err
-    }
+  save(path: string, meta: SnapshotMeta): Promise<number> {
+    const out = new SnapshotWriter()
+    this.engine.save(out, 'engine')
+    this.expander?.save(out, 'expander')
+    // What each slot's record still waits for: its vector, or (a home record) its terms in the home term summary.
+    const waits = new Uint8Array(this.engine.slotCount)
+    this.engine.forEachEntity((entityId, slot) => {
+      waits[slot] = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
+    })
+    out.array('deferred', waits, { fresh: true })
+    return out.finish(path, { ...meta, ...this.builtWith })
   }
 
   /**
@@ -315,10 +307,9 @@ export class IndexedEngine {
       this.engine.restore(input, 'engine', value => this.interned.intern(value))
       this.engine.clearTransitive()
       this.expander?.restore(input, 'expander')
-      const ids = input.strings('deferred.ids')
-      const waits = input.array('deferred.waits', Uint8Array)
-      ids.forEach((entityId, i) => {
-        this.deferred.set(entityId, waits[i] as number)
+      const waits = input.array('deferred', Uint8Array)
+      this.engine.forEachEntity((entityId, slot) => {
+        if (waits[slot]) this.deferred.set(entityId, waits[slot] as number)
       })
       return this.engine.size
     } finally {
@@ -459,7 +450,7 @@ export class LocalSearchIndex implements SearchIndex {
     return this.indexed.engine.size
   }
 
-  async save(path: string, meta: SnapshotMeta): Promise<number> {
+  save(path: string, meta: SnapshotMeta): Promise<number> {
     return this.indexed.save(path, meta)
   }
 

@@ -4,11 +4,12 @@
  * embedded in batches after the write.
  */
 import { existsSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { EntityRecord } from '../../store/records.js'
 import type { SearchComponents } from './search-components.js'
 import { developerChange, searchDocument, upsertChange } from './search-documents.js'
-import { embeddingText, type SearchIndex } from './search-index.js'
+import { embeddingText, type SearchIndex, type SnapshotMeta } from './search-index.js'
 import { IndexPlacement } from './search-placement.js'
 import { removeSnapshot, snapshotMeta, usableSnapshot } from './search-snapshot.js'
 
@@ -21,6 +22,28 @@ const EMBED_BATCH = 64
 const BUILD_CHUNK = 5000
 /** The default of SearchSettings.snapshotFromEntities. */
 const SNAPSHOT_FROM_ENTITIES = 50_000
+/**
+ * While the node runs, a snapshot is written when the store changed since the last one and the
+ * node is quiet: its HTTP thread less than QUIET_UTILIZATION busy over the last SNAPSHOT_CHECK_MS
+ * (the search thread copies the index first: about 8 s at a million entities, during which its
+ * queries wait), at most every SNAPSHOT_EVERY_MS.
+ */
+const SNAPSHOT_CHECK_MS = 10_000
+const QUIET_UTILIZATION = 0.1
+const SNAPSHOT_EVERY_MS = 10 * 60_000
+/**
+ * At stop, a snapshot is written only for an index smaller than this: a node must stop within 5 s,
+ * and at a million entities writing one took 13 s here. A larger index's last snapshot is brought
+ * up to date from the operation log at the next start.
+ */
+const SAVE_AT_STOP_BELOW = 100_000
+
+interface Restoring {
+  index: SearchIndex
+  found: { meta: SnapshotMeta; changed: Set<string> }
+  started: number
+  done: Promise<boolean>
+}
 
 export abstract class SearchIndexing extends IndexPlacement {
   private readonly pending = new Map<string, string>()
@@ -35,6 +58,15 @@ export abstract class SearchIndexing extends IndexPlacement {
   private complete = false
   /** Only the first build may start from the snapshot: later ones replace a lost worker's index. */
   private snapshotTried = false
+  /** The snapshot being read into the index while the node loads its other views. */
+  private restoring: Restoring | null = null
+  /** The snapshot on disk: the store's sequence number it holds (null: none), when it was written, the timer. */
+  private readonly snapshot = {
+    seq: null as number | null,
+    at: 0,
+    saving: false,
+    timer: null as NodeJS.Timeout | null
+  }
 
   constructor(c: SearchComponents) {
     super(c)
@@ -78,47 +110,65 @@ export abstract class SearchIndexing extends IndexPlacement {
     return building
   }
 
-  private async buildOrRestore(): Promise<number> {
+  /**
+   * Starts filling the index from its snapshot, when there is one that fits the store: the search
+   * thread reads it while the node loads its other views (the index is brought up to date in
+   * `loaded()`). A snapshot that does not fit is removed.
+   */
+  beginRestore(): void {
     const path = this.c.search.snapshotFile
-    if (path && !this.snapshotTried) {
-      this.snapshotTried = true
-      const restored = existsSync(path) ? await this.restore(this.index, path) : null
-      if (restored !== null) return restored
+    if (!path || this.restoring || this.snapshotTried || !existsSync(path)) return
+    this.snapshotTried = true
+    const found = usableSnapshot(path, this.c.store, this.c.embedder.id)
+    if ('unusable' in found) {
+      this.c.logger.info({ file: path, reason: found.unusable }, 'search snapshot not used; building the index')
+      removeSnapshot(path)
+      return
+    }
+    const index = this.index
+    const started = performance.now()
+    this.restoring = {
+      index,
+      found,
+      started,
+      done: index.restore(path, found.meta).then(
+        () => true,
+        (err: unknown) => {
+          this.c.logger.warn({ err, file: path }, 'search snapshot not used; building the index')
+          removeSnapshot(path)
+          return false
+        }
+      )
+    }
+  }
+
+  private async buildOrRestore(): Promise<number> {
+    this.beginRestore()
+    const restoring = this.restoring
+    this.restoring = null
+    if (restoring) {
+      const restored = await restoring.done
+      // A lost worker's index is rebuilt by its own build.
+      if (this.index !== restoring.index) return 0
+      if (restored) return this.bringUpToDate(restoring)
+      this.replaceIndex()
     }
     return this.build(this.index)
   }
 
   /**
-   * Fills the empty `index` from the snapshot at `path` and brings it up to date: the entities the
-   * store changed since, the liveness of home entities, the developers' trust parts. Null when the
-   * snapshot does not fit this store or index (it is removed, and the index replaced if it was
-   * filled in part): the index is then built from the store.
+   * A restored index brought up to date: the entities the store changed since its snapshot, the
+   * liveness of home entities and the developers' trust parts; then the home term filter is built.
    */
-  private async restore(index: SearchIndex, path: string): Promise<number | null> {
-    const started = performance.now()
-    const found = usableSnapshot(path, this.c.store, this.c.embedder.id)
-    if ('unusable' in found) {
-      this.c.logger.info({ file: path, reason: found.unusable }, 'search snapshot not used; building the index')
-      removeSnapshot(path)
-      return null
-    }
-    try {
-      await index.restore(path, found.meta)
-    } catch (err) {
-      // A lost worker's index is rebuilt by its own build.
-      if (this.index !== index) return 0
-      this.c.logger.warn({ err, file: path }, 'search snapshot not used; building the index')
-      removeSnapshot(path)
-      this.replaceIndex()
-      return null
-    }
+  private async bringUpToDate({ index, found, started }: Restoring): Promise<number> {
     for (const id of found.changed) this.reindex(id)
     for (const id of this.c.liveness?.homeEntityIds() ?? []) this.refreshLiveness(id)
     for (const developer of this.c.store.allDevelopers()) this.refreshDeveloper(developer.developer_id)
-    this.apply({ op: 'home-filter' })
     const entities = await index.settled()
     if (this.index !== index || this.stopped) return 0
-    this.complete = true
+    // Searchable now; the home records' terms are read back from the index in the background.
+    this.apply({ op: 'home-filter' })
+    this.completed(Number(found.meta.seq))
     this.c.logger.info(
       { entities, changed: found.changed.size, ms: Math.round(performance.now() - started) },
       'search index restored from its snapshot'
@@ -126,30 +176,62 @@ export abstract class SearchIndexing extends IndexPlacement {
     return entities
   }
 
+  /** The index holds the whole store (built, or restored from a snapshot at `snapshotSeq`): snapshots may follow. */
+  private completed(snapshotSeq: number | null): void {
+    this.complete = true
+    this.snapshot.seq = snapshotSeq
+    // A built index is written at the first quiet moment; a restored one SNAPSHOT_EVERY_MS after.
+    this.snapshot.at = snapshotSeq === null ? Number.NEGATIVE_INFINITY : performance.now()
+    if (!this.c.search.snapshotFile || this.snapshot.timer) return
+    let last = performance.eventLoopUtilization()
+    this.snapshot.timer = setInterval(() => {
+      const now = performance.eventLoopUtilization()
+      const quiet = performance.eventLoopUtilization(now, last).utilization < QUIET_UTILIZATION
+      last = now
+      if (quiet && performance.now() - this.snapshot.at >= (this.c.search.snapshotEveryMs ?? SNAPSHOT_EVERY_MS))
+        void this.saveSnapshot('running')
+    }, this.c.search.snapshotCheckMs ?? SNAPSHOT_CHECK_MS)
+    this.snapshot.timer.unref()
+  }
+
   /**
-   * Writes the index's snapshot (at stop, once writes have drained, so the store's last operation
-   * is the last the index holds), when the index holds the whole store and at least
-   * `snapshotFromEntities` entities; otherwise removes an older one, which would be out of date.
+   * Writes the index's snapshot when it holds the whole store and at least `snapshotFromEntities`
+   * entities, and the store changed since the last one; at stop, only when the index is small
+   * enough to be written at once (a larger one's last snapshot is brought up to date from the
+   * operation log at the next start). The index's state is copied at once and written while it
+   * goes on answering.
    */
-  protected async saveSnapshot(): Promise<void> {
+  protected async saveSnapshot(when: 'running' | 'stopping'): Promise<void> {
+    if (when === 'stopping' && this.snapshot.timer) clearInterval(this.snapshot.timer)
     const path = this.c.search.snapshotFile
-    if (!path) return
-    const entities = this.complete && !this.moving && this.pending.size === 0 ? await this.index.settled() : -1
+    if (!path || this.snapshot.saving || !this.complete || this.moving || this.pending.size > 0) return
+    if (this.stopped && when === 'running') return
+    const seq = this.c.store.lastSeq()
+    if (seq === this.snapshot.seq) return
+    const entities = this.c.store.entityCount()
     if (entities < (this.c.search.snapshotFromEntities ?? SNAPSHOT_FROM_ENTITIES)) {
-      removeSnapshot(path)
+      // The snapshot on disk is out of date and no new one is due: a start would only replay it.
+      if (this.snapshot.seq !== null && when === 'stopping') removeSnapshot(path)
       return
     }
+    if (when === 'stopping' && entities >= SAVE_AT_STOP_BELOW) return
     const started = performance.now()
+    this.snapshot.saving = true
     try {
-      const bytes = await this.index.save(path, snapshotMeta(this.c.store, this.c.embedder.id))
-      removeSnapshot(path, { keepFile: true })
+      // Writes in flight may hold operations up to `seq`: the index has their changes once they settle.
+      await this.c.writes?.settled()
+      await nextTurn()
+      const bytes = await this.index.save(path, snapshotMeta(this.c.store, this.c.embedder.id, seq))
+      this.snapshot.seq = seq
+      this.snapshot.at = performance.now()
       this.c.logger.info(
         { entities, bytes, ms: Math.round(performance.now() - started), file: path },
         'search index snapshot written'
       )
     } catch (err) {
-      this.c.logger.warn({ err, file: path }, 'search index snapshot not written')
-      removeSnapshot(path)
+      if (!this.stopped) this.c.logger.warn({ err, file: path }, 'search index snapshot not written')
+    } finally {
+      this.snapshot.saving = false
     }
   }
 
@@ -180,7 +262,7 @@ export abstract class SearchIndexing extends IndexPlacement {
     }
     this.apply({ op: 'home-filter' })
     const entities = await index.settled()
-    if (this.index === index && !this.stopped) this.complete = true
+    if (this.index === index && !this.stopped) this.completed(null)
     return entities
   }
 

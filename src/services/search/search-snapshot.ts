@@ -27,9 +27,8 @@ export const SNAPSHOT_FILE = 'search-index.snapshot'
 
 type StoreLog = Pick<RegistryStore, 'lastSeq' | 'operationAt' | 'operationsAfter'>
 
-/** The store's state now, as a snapshot's meta names it (with the embedder whose vectors it holds). */
-export function snapshotMeta(store: StoreLog, embedder: string): SnapshotMeta {
-  const seq = store.lastSeq()
+/** The store's state at `seq`, as a snapshot's meta names it (with the embedder whose vectors it holds). */
+export function snapshotMeta(store: StoreLog, embedder: string, seq: number): SnapshotMeta {
   const op = seq > 0 ? store.operationAt(seq) : undefined
   return { format: FORMAT, seq, seal: op ? sealDigest(op.node_signature).toString('hex') : '', embedder }
 }

@@ -23,10 +23,22 @@ port.on('message', ({ changes, ask }: SearchWorkerRequest) => {
   try {
     if (ask.kind === 'search') reply = { id: ask.id, answer: indexed.search(ask.query) }
     else if (ask.kind === 'settle') reply = { id: ask.id, size: indexed.engine.size }
-    else if (ask.kind === 'save') reply = { id: ask.id, size: indexed.save(ask.path, ask.meta) }
-    else reply = { id: ask.id, size: indexed.restore(ask.path, ask.meta) }
+    else if (ask.kind === 'restore') reply = { id: ask.id, size: indexed.restore(ask.path, ask.meta) }
+    else {
+      // Copied now, written while the worker goes on answering: the reply follows the write.
+      const id = ask.id
+      indexed.save(ask.path, ask.meta).then(
+        size => port.postMessage({ id, size } satisfies SearchWorkerReply),
+        (err: unknown) => port.postMessage({ id, error: failure(err) } satisfies SearchWorkerReply)
+      )
+      return
+    }
   } catch (err) {
-    reply = { id: ask.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }
+    reply = { id: ask.id, error: failure(err) }
   }
   port.postMessage(reply)
 })
+
+function failure(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err)
+}

@@ -66,7 +66,7 @@ export class SearchService extends SearchIndexing {
     this.homeTerms.stop()
     this.stopQuietWatch()
     await this.idle()
-    await this.saveSnapshot()
+    await this.saveSnapshot('stopping')
     const moving = this.moving
     this.moving = null
     await moving?.index.close()
