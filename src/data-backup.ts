@@ -33,8 +33,11 @@ export interface BackupManifest {
   files: string[]
 }
 
-/** LMDB's lock file and the node's PID lock: they describe processes, not state. */
-const isLockFile = (name: string): boolean => name === LOCK_FILE || name.endsWith('-lock')
+/**
+ * LMDB's lock file and the node's PID lock describe processes, not state; a temporary file is a
+ * search snapshot being written (the finished one is copied: a start checks it against the store).
+ */
+const isTransient = (name: string): boolean => name === LOCK_FILE || name.endsWith('-lock') || name.endsWith('.tmp')
 
 export async function backupDataDir(
   dataDir: string,
@@ -52,7 +55,7 @@ export async function backupDataDir(
   }
   const files = [STORE_FILE]
   for (const name of await entries(dataDir)) {
-    if (name === STORE_FILE || isLockFile(name)) continue
+    if (name === STORE_FILE || isTransient(name)) continue
     await cp(join(dataDir, name), join(to, name), { recursive: true, preserveTimestamps: true })
     files.push(name)
   }

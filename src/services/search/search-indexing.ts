@@ -28,7 +28,7 @@ const SNAPSHOT_FROM_ENTITIES = 50_000
  * (the search thread copies the index first: about 8 s at a million entities, during which its
  * queries wait), at most every SNAPSHOT_EVERY_MS.
  */
-const SNAPSHOT_CHECK_MS = 10_000
+const SNAPSHOT_CHECK_MS = 30_000
 const QUIET_UTILIZATION = 0.1
 const SNAPSHOT_EVERY_MS = 10 * 60_000
 /**
@@ -36,7 +36,7 @@ const SNAPSHOT_EVERY_MS = 10 * 60_000
  * and at a million entities writing one took 13 s here. A larger index's last snapshot is brought
  * up to date from the operation log at the next start.
  */
-const SAVE_AT_STOP_BELOW = 100_000
+const SAVE_AT_STOP_BELOW = 150_000
 
 interface Restoring {
   index: SearchIndex
@@ -117,8 +117,11 @@ export abstract class SearchIndexing extends IndexPlacement {
    */
   beginRestore(): void {
     const path = this.c.search.snapshotFile
-    if (!path || this.restoring || this.snapshotTried || !existsSync(path)) return
+    if (!path || this.restoring || this.snapshotTried) return
     this.snapshotTried = true
+    // What a write cut short (a stop, a crash) left.
+    removeSnapshot(path, { keepFile: true })
+    if (!existsSync(path)) return
     const found = usableSnapshot(path, this.c.store, this.c.embedder.id)
     if ('unusable' in found) {
       this.c.logger.info({ file: path, reason: found.unusable }, 'search snapshot not used; building the index')
