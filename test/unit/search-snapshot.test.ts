@@ -16,7 +16,9 @@ import {
 } from '../../src/services/search/search-index.js'
 import { WorkerSearchIndex } from '../../src/services/search/search-worker-index.js'
 import { SnapshotReader, SnapshotWriter } from '../../src/util/snapshot-file.js'
+import type { TermFilterMessage } from '../../src/wire/federation.js'
 import { searchDoc } from '../helpers/search-documents.js'
+import { until } from '../helpers/wait.js'
 
 const REGISTRY = 'zns:registry:0123456789abcdef0123456789abcdef'
 const OPTIONS: IndexOptions = {
@@ -100,14 +102,10 @@ async function answers(index: SearchIndex): Promise<unknown[]> {
   return out
 }
 
-const KINDS = {
-  'on the calling thread': (): SearchIndex => new LocalSearchIndex(OPTIONS, () => {}, pino({ level: 'silent' })),
-  'in its worker': (): SearchIndex =>
-    new WorkerSearchIndex(
-      OPTIONS,
-      () => {},
-      () => {}
-    )
+type OnFilter = (message: TermFilterMessage) => void
+const KINDS: Record<string, (onFilter?: OnFilter) => SearchIndex> = {
+  'on the calling thread': (onFilter = () => {}) => new LocalSearchIndex(OPTIONS, onFilter, pino({ level: 'silent' })),
+  'in its worker': (onFilter = () => {}) => new WorkerSearchIndex(OPTIONS, () => {}, onFilter)
 }
 
 /** Fills `index` as a node would: records (some replaced, some removed), developers' parts, then the home filter. */
@@ -122,8 +120,9 @@ function fill(index: SearchIndex, count: number): void {
 for (const [where, make] of Object.entries(KINDS)) {
   test(`${where}, an index restored from its snapshot answers every query as the index it was written from`, async t => {
     const dir = mkdtempSync(join(tmpdir(), 'search-snapshot-'))
-    const original = make()
-    const restored = make()
+    const filters: Record<string, TermFilterMessage[]> = { original: [], restored: [] }
+    const original = make(m => filters.original?.push(m))
+    const restored = make(m => filters.restored?.push(m))
     t.teardown(async () => {
       await Promise.all([original.close(), restored.close()])
       rmSync(dir, { recursive: true, force: true })
@@ -132,6 +131,10 @@ for (const [where, make] of Object.entries(KINDS)) {
     const path = join(dir, 'index.snapshot')
     t.true((await original.save(path, META)) > 0)
     t.is(await restored.restore(path, META), await original.settled())
+    // The home records' terms are read back from the restored index: the same filter of home terms.
+    restored.apply({ op: 'home-filter' })
+    const built = await until('the restored index builds its home term filter', () => filters.restored?.[0])
+    t.like(built, { items: filters.original?.[0]?.items, filter: filters.original?.[0]?.filter })
     // Transitive trust is computed again after a start: the restored index starts from 0, as a build does.
     for (let i = 0; i < 3000; i += 13)
       original.apply({ op: 'patch', entityId: upsert(i).doc.entityId, change: { transitive: 0 } })
@@ -151,13 +154,21 @@ for (const [where, make] of Object.entries(KINDS)) {
 
 test('a snapshot written for another store state or index is refused, and leaves the index empty', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'search-snapshot-'))
-  const original = KINDS['in its worker']()
+  const original = new WorkerSearchIndex(
+    OPTIONS,
+    () => {},
+    () => {}
+  )
   const other = new WorkerSearchIndex(
     { ...OPTIONS, dimension: 128 },
     () => {},
     () => {}
   )
-  const restored = KINDS['in its worker']()
+  const restored = new WorkerSearchIndex(
+    OPTIONS,
+    () => {},
+    () => {}
+  )
   t.teardown(async () => {
     await Promise.all([original.close(), other.close(), restored.close()])
     rmSync(dir, { recursive: true, force: true })

@@ -9,7 +9,7 @@
  * vectors, queries whose trust formula and capability filter are named by data, not closures, and
  * back, each build of the home term filter.
  */
-import { analyze } from '../../search/analyzer.js'
+import { ANALYZER_FINGERPRINT, analyze } from '../../search/analyzer.js'
 import { HashEmbedder } from '../../search/embedders/hash-embedder.js'
 import { QueryExpander } from '../../search/query-expansion.js'
 import type { ScoreBreakdown } from '../../search/ranking.js'
@@ -26,6 +26,7 @@ import type { TermFilterMessage } from '../../wire/federation.js'
 import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-terms.js'
 import { fastTrust } from '../registry/trust.js'
 import { Interner } from '../../util/interner.js'
+import { NODE_VERSION } from '../../version.js'
 import { SnapshotReader, SnapshotUnreadable, SnapshotWriter } from '../../util/snapshot-file.js'
 
 export { CAPABILITY_KEYS, type CapabilityKey }
@@ -320,6 +321,9 @@ export class IndexedEngine {
   /** What a snapshot must have been written with besides the store's state. */
   private get builtWith(): Record<string, string | number | boolean | null> {
     return {
+      // Another version may index differently (fields, weights, stems): its snapshot is built over.
+      version: NODE_VERSION,
+      analyzer: ANALYZER_FINGERPRINT,
       dimension: this.engine.dimension,
       embedding: this.embedder ? 'hash' : null,
       words: this.expander?.wordsId ?? null,
