@@ -180,7 +180,10 @@ export function buildServices(config: NodeConfig, options: CoreOptions, logger: 
     search: {
       ...searchSettings(config),
       ...(options.searchSnapshotTiming
-        ? { snapshotCheckMs: options.searchSnapshotTiming.checkMs, snapshotEveryMs: options.searchSnapshotTiming.everyMs }
+        ? {
+            snapshotCheckMs: options.searchSnapshotTiming.checkMs,
+            snapshotEveryMs: options.searchSnapshotTiming.everyMs
+          }
         : {})
     }
   })

@@ -24,12 +24,14 @@ const BUILD_CHUNK = 5000
 const SNAPSHOT_FROM_ENTITIES = 50_000
 /**
  * While the node runs, a snapshot is written when the store changed since the last one and the
- * node is quiet: its HTTP thread less than QUIET_UTILIZATION busy over the last SNAPSHOT_CHECK_MS
- * (the search thread copies the index first: about 8 s at a million entities, during which its
- * queries wait), at most every SNAPSHOT_EVERY_MS.
+ * node is quiet: over the last SNAPSHOT_CHECK_MS its HTTP thread was less than QUIET_UTILIZATION
+ * busy and it answered fewer than QUIET_SEARCHES_PER_SECOND searches a second on average (the
+ * search thread copies the index first: about 8 s at a million entities, during which its queries
+ * wait); at most every SNAPSHOT_EVERY_MS.
  */
 const SNAPSHOT_CHECK_MS = 30_000
 const QUIET_UTILIZATION = 0.1
+const QUIET_SEARCHES_PER_SECOND = 1
 const SNAPSHOT_EVERY_MS = 10 * 60_000
 /**
  * At stop, a snapshot is written only for an index smaller than this: a node must stop within 5 s,
@@ -54,6 +56,8 @@ export abstract class SearchIndexing extends IndexPlacement {
   /** The index being filled from the store (at start, or after a lost worker); searches wait for it. */
   private building: Promise<number> | null = null
   protected stopped = false
+  /** Searches answered so far (the snapshot waits for a quiet moment). */
+  protected searches = 0
   /** Whether the index holds the whole store (a build or restore finished), so a snapshot of it may be written. */
   private complete = false
   /** Only the first build may start from the snapshot: later ones replace a lost worker's index. */
@@ -186,14 +190,20 @@ export abstract class SearchIndexing extends IndexPlacement {
     // A built index is written at the first quiet moment; a restored one SNAPSHOT_EVERY_MS after.
     this.snapshot.at = snapshotSeq === null ? Number.NEGATIVE_INFINITY : performance.now()
     if (!this.c.search.snapshotFile || this.snapshot.timer) return
+    const checkMs = this.c.search.snapshotCheckMs ?? SNAPSHOT_CHECK_MS
     let last = performance.eventLoopUtilization()
+    let searches = this.searches
     this.snapshot.timer = setInterval(() => {
       const now = performance.eventLoopUtilization()
-      const quiet = performance.eventLoopUtilization(now, last).utilization < QUIET_UTILIZATION
+      // Queries one at a time can keep the search thread busy while the HTTP thread idles.
+      const quiet =
+        performance.eventLoopUtilization(now, last).utilization < QUIET_UTILIZATION &&
+        this.searches - searches < (checkMs / 1000) * QUIET_SEARCHES_PER_SECOND
       last = now
+      searches = this.searches
       if (quiet && performance.now() - this.snapshot.at >= (this.c.search.snapshotEveryMs ?? SNAPSHOT_EVERY_MS))
         void this.saveSnapshot('running')
-    }, this.c.search.snapshotCheckMs ?? SNAPSHOT_CHECK_MS)
+    }, checkMs)
     this.snapshot.timer.unref()
   }
 
