@@ -457,6 +457,7 @@ export class TextIndex {
     out.array(`${prefix}.norms`, this.norms)
     out.array(`${prefix}.normAverages`, this.normAverages)
     out.json(`${prefix}.counts`, {
+      sequencesEnd: this.sequencesEnd,
       sequencesGarbage: this.sequencesGarbage,
       liveCount: this.liveCount,
       capacity: this.capacity,
@@ -491,16 +492,20 @@ export class TextIndex {
     this.lengths = input.array(`${prefix}.lengths`, Uint16Array)
     this.sequenceStart = input.array(`${prefix}.sequenceStart`, Uint32Array)
     this.sequenceLength = input.array(`${prefix}.sequenceLength`, Uint32Array)
-    const sequences = input.array(`${prefix}.sequences`, Uint32Array)
-    this.sequencesEnd = sequences.length
-    this.sequences = widened(sequences, Math.max(16_384, sequences.length + (sequences.length >> 3)))
+    // Read with room for the documents added next, so the first of them does not double the array.
+    this.sequences = input.array(`${prefix}.sequences`, Uint32Array, length => Math.max(16_384, length + (length >> 3)))
     this.alive = input.array(`${prefix}.alive`, Uint8Array)
     this.lengthSums.set(input.array(`${prefix}.lengthSums`, Float64Array))
     this.norms = input.array(`${prefix}.norms`, Float32Array)
     this.normAverages.set(input.array(`${prefix}.normAverages`, Float64Array))
-    const counts = input.json<{ sequencesGarbage: number; liveCount: number; capacity: number; slotsUsed: number }>(
-      `${prefix}.counts`
-    )
+    const counts = input.json<{
+      sequencesEnd: number
+      sequencesGarbage: number
+      liveCount: number
+      capacity: number
+      slotsUsed: number
+    }>(`${prefix}.counts`)
+    this.sequencesEnd = counts.sequencesEnd
     this.sequencesGarbage = counts.sequencesGarbage
     this.liveCount = counts.liveCount
     this.capacity = counts.capacity

@@ -29,9 +29,8 @@ const STRINGS_PER_CHUNK = 65_536
 
 interface PartEntry {
   kind: 'array' | 'strings' | 'json'
-  /** The typed array's constructor name (arrays), or the number of strings (strings). */
+  /** An array's constructor name. */
   type?: string
-  count?: number
   offset: number
   bytes: number
 }
@@ -67,7 +66,7 @@ export class SnapshotWriter {
     // Joined a slice at a time: one string of every value could pass V8's string length limit.
     for (let at = 0; at < values.length; at += STRINGS_PER_CHUNK)
       this.push(Buffer.from(values.slice(at, at + STRINGS_PER_CHUNK).join(''), 'utf16le'))
-    this.parts[name] = { kind: 'strings', count: values.length, offset, bytes: this.offset - offset }
+    this.parts[name] = { kind: 'strings', offset, bytes: this.offset - offset }
   }
 
   json(name: string, value: unknown): void {
@@ -141,12 +140,17 @@ export class SnapshotReader {
     }
   }
 
-  array<T extends TypedArray>(name: string, type: TypedConstructor<T>): T {
+  /**
+   * The array stored under `name`; `room(length)`, when given, is the length of the array returned,
+   * the stored values first and zeros after.
+   */
+  array<T extends TypedArray>(name: string, type: TypedConstructor<T>, room?: (length: number) => number): T {
     const part = this.part(name, 'array')
     if (part.type !== type.name) throw new SnapshotUnreadable(`part ${name} is a ${part.type}, not a ${type.name}`)
-    const buffer = new ArrayBuffer(part.bytes)
-    this.readInto(new Uint8Array(buffer), part.offset)
-    return new type(buffer, 0, part.bytes / type.BYTES_PER_ELEMENT)
+    const length = part.bytes / type.BYTES_PER_ELEMENT
+    const buffer = new ArrayBuffer(Math.max(length, room?.(length) ?? 0) * type.BYTES_PER_ELEMENT)
+    this.readInto(new Uint8Array(buffer, 0, part.bytes), part.offset)
+    return new type(buffer)
   }
 
   strings(name: string): string[] {

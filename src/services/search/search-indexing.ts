@@ -12,6 +12,7 @@ import { developerChange, searchDocument, upsertChange } from './search-document
 import { embeddingText, type SearchIndex, type SnapshotMeta } from './search-index.js'
 import { IndexPlacement } from './search-placement.js'
 import { removeSnapshot, snapshotMeta, usableSnapshot } from './search-snapshot.js'
+import { busyShare } from '../../util/busy-share.js'
 
 const EMBED_BATCH = 64
 /**
@@ -191,15 +192,12 @@ export abstract class SearchIndexing extends IndexPlacement {
     this.snapshot.at = snapshotSeq === null ? Number.NEGATIVE_INFINITY : performance.now()
     if (!this.c.search.snapshotFile || this.snapshot.timer) return
     const checkMs = this.c.search.snapshotCheckMs ?? SNAPSHOT_CHECK_MS
-    let last = performance.eventLoopUtilization()
+    const busy = busyShare()
     let searches = this.searches
     this.snapshot.timer = setInterval(() => {
-      const now = performance.eventLoopUtilization()
       // Queries one at a time can keep the search thread busy while the HTTP thread idles.
       const quiet =
-        performance.eventLoopUtilization(now, last).utilization < QUIET_UTILIZATION &&
-        this.searches - searches < (checkMs / 1000) * QUIET_SEARCHES_PER_SECOND
-      last = now
+        busy() < QUIET_UTILIZATION && this.searches - searches < (checkMs / 1000) * QUIET_SEARCHES_PER_SECOND
       searches = this.searches
       if (quiet && performance.now() - this.snapshot.at >= (this.c.search.snapshotEveryMs ?? SNAPSHOT_EVERY_MS))
         void this.saveSnapshot('running')

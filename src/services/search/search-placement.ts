@@ -11,6 +11,7 @@ import type { SearchComponents } from './search-components.js'
 import { developerChange, upsertChange } from './search-documents.js'
 import { type IndexChange, type IndexOptions, LocalSearchIndex, type SearchIndex } from './search-index.js'
 import { WorkerSearchIndex } from './search-worker-index.js'
+import { busyShare } from '../../util/busy-share.js'
 
 /** Workers lost in a row (none answering in between) after which the engine runs on the HTTP thread. */
 const MAX_WORKER_LOSSES = 3
@@ -166,12 +167,9 @@ export abstract class IndexPlacement {
 
   private watchForQuiet(): void {
     if (this.quietWatch) return
-    let last = performance.eventLoopUtilization()
+    const busy = busyShare()
     this.quietWatch = setInterval(() => {
-      const now = performance.eventLoopUtilization()
-      const { utilization } = performance.eventLoopUtilization(now, last)
-      last = now
-      if (utilization < QUIET_UTILIZATION) this.startMove()
+      if (busy() < QUIET_UTILIZATION) this.startMove()
     }, QUIET_CHECK_MS).unref()
   }
 

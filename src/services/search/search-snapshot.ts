@@ -19,7 +19,7 @@ import { SnapshotReader } from '../../util/snapshot-file.js'
 import type { SnapshotMeta } from './search-index.js'
 
 /** The file's format, part of its meta: a snapshot of another format is built over. */
-const FORMAT = 1
+const FORMAT = 2
 /** More operations than this after the snapshot's, and the index is built again instead. */
 export const MAX_REPLAYED_OPERATIONS = 100_000
 
@@ -29,8 +29,13 @@ type StoreLog = Pick<RegistryStore, 'lastSeq' | 'operationAt' | 'operationsAfter
 
 /** The store's state at `seq`, as a snapshot's meta names it (with the embedder whose vectors it holds). */
 export function snapshotMeta(store: StoreLog, embedder: string, seq: number): SnapshotMeta {
+  return { format: FORMAT, seq, seal: sealAt(store, seq), embedder }
+}
+
+/** The seal digest (hex) of the operation stored under `seq`; '' when there is none. */
+function sealAt(store: StoreLog, seq: number): string {
   const op = seq > 0 ? store.operationAt(seq) : undefined
-  return { format: FORMAT, seq, seal: op ? sealDigest(op.node_signature).toString('hex') : '', embedder }
+  return op ? sealDigest(op.node_signature).toString('hex') : ''
 }
 
 /**
@@ -53,8 +58,7 @@ export function usableSnapshot(
   const seq = typeof written.seq === 'number' ? written.seq : -1
   if (written.format !== FORMAT || seq < 0) return { unusable: 'written in another format' }
   if (written.embedder !== embedder) return { unusable: `holds the vectors of ${String(written.embedder)}` }
-  const op = seq > 0 ? store.operationAt(seq) : undefined
-  const seal = op ? sealDigest(op.node_signature).toString('hex') : ''
+  const seal = sealAt(store, seq)
   if (seal !== written.seal || store.lastSeq() < seq) return { unusable: 'written for another state of the store' }
   const since = store.operationsAfter(seq, MAX_REPLAYED_OPERATIONS + 1)
   if (since.length > MAX_REPLAYED_OPERATIONS)
