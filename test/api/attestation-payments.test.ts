@@ -49,13 +49,17 @@ else if ('missing' in binary) {
     const alice = developer(70)
     const bob = developer(71)
     const [a0, b0] = [agent(alice, 0), agent(bob, 0)]
-    for (const dev of [alice, bob])
-      t.is((await http(node.url, 'POST', '/v1/developers', { body: developerRegistration(dev) })).status, 201)
+    for (const dev of [alice, bob]) {
+      const registered = await http(node.url, 'POST', '/v1/developers', { body: developerRegistration(dev) })
+      t.is(registered.status, 201, JSON.stringify(registered.body))
+    }
     for (const [dev, a] of [
       [alice, a0],
       [bob, b0]
-    ] as const)
-      t.is((await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })).status, 201)
+    ] as const) {
+      const registered = await http(node.url, 'POST', '/v1/entities', { body: specRegistration(dev, a) })
+      t.is(registered.status, 201, JSON.stringify(registered.body))
+    }
 
     const attest = (payment: Record<string, string>) =>
       http(node!.url, 'POST', '/v1/attestations', {
@@ -71,9 +75,9 @@ else if ('missing' in binary) {
       })
     const settled = await attest({ transaction: transfer, amount: '2500' })
     t.is(settled.status, 201, JSON.stringify(settled.body))
-    t.like(settled.body, { payment_check: 'settled', weight: 5 })
+    t.like(settled.body, { payment_check: 'settled', weight: 5 }, JSON.stringify(settled.body))
     const otherAmount = await attest({ transaction: transfer, amount: '9999' })
-    t.like(otherAmount.body, { payment_check: 'refuted', weight: 0 })
+    t.like(otherAmount.body, { payment_check: 'refuted', weight: 0 }, JSON.stringify(otherAmount.body))
     const unknown = await attest({ transaction: `0x${'ab'.repeat(32)}` })
-    t.like(unknown.body, { payment_check: 'unchecked', weight: 2 })
+    t.like(unknown.body, { payment_check: 'unchecked', weight: 2 }, JSON.stringify(unknown.body))
   })

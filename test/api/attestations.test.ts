@@ -188,10 +188,10 @@ test.serial('an issuer attests one subject at most 10 times a day; pages follow 
 test.serial('trust flows from the seed through attestations; an entity only outsiders attest has none', async t => {
   // Alice is the seed; a0 attested b0 above. Carol's c0 attests bob's b1: a statement made earns its
   // issuer nothing, and nothing trusted attests carol or her entities.
-  t.is(
-    (await http(node.url, 'POST', '/v1/attestations', { body: attestation(c0, c0.agentId, b1.agentId) })).status,
-    201
-  )
+  const carolAttests = await http(node.url, 'POST', '/v1/attestations', {
+    body: attestation(c0, c0.agentId, b1.agentId)
+  })
+  t.is(carolAttests.status, 201, JSON.stringify(carolAttests.body))
   // Scores are computed off the request path, within about a second of an attestation's arrival.
   let b0Trust = await http(node.url, 'GET', `/v1/entities/${enc(b0.agentId)}/trust`)
   await until('the attestations are in the scores', async () => {
@@ -211,10 +211,11 @@ test.serial('trust flows from the seed through attestations; an entity only outs
     b0Trust = await http(node.url, 'GET', `/v1/entities/${enc(b0.agentId)}/trust`)
     return resolved.body.trust.transitive === b0Trust.body.transitive
   })
-  t.is(resolved.body.trust.transitive, b0Trust.body.transitive)
+  const shown = JSON.stringify(resolved.body.trust)
+  t.is(resolved.body.trust.transitive, b0Trust.body.transitive, shown)
   const { local, transitive } = resolved.body.trust
-  t.is(resolved.body.trust_score, Math.round((local + (1 - local) * 0.5 * transitive) * 1000) / 1000)
-  t.true(resolved.body.trust_score > local)
+  t.is(resolved.body.trust_score, Math.round((local + (1 - local) * 0.5 * transitive) * 1000) / 1000, shown)
+  t.true(resolved.body.trust_score > local, shown)
   // Bob, whose entity others attest, gains trust through it; Carol, whom nothing trusted attests, none.
   const bobView = await http(node.url, 'GET', `/v1/developers/${bob.id}`)
   const carolView = await http(node.url, 'GET', `/v1/developers/${carol.id}`)
@@ -229,7 +230,10 @@ test.serial('trust flows from the seed through attestations; an entity only outs
   const filtered = await http(node.url, 'POST', '/v1/search', {
     body: { query: 'Agent 0', limit: 50, min_trust_score: resolved.body.trust_score }
   })
-  t.true(filtered.body.results.some((r: { entity_id: string }) => r.entity_id === b0.agentId))
+  t.true(
+    filtered.body.results.some((r: { entity_id: string }) => r.entity_id === b0.agentId),
+    JSON.stringify(filtered.body)
+  )
   t.is((await http(node.url, 'GET', `/v1/entities/${enc(`zns:${'2'.repeat(32)}`)}/trust`)).status, 404)
 })
 
