@@ -8,13 +8,15 @@
  *
  *   npm run bench:search -- [--entities 100000] [--queries 300] [--concurrency 8] [--connections 64]
  *                           [--developers 500] [--workers 2] [--keep] [--data <dir>] [--no-restart]
- *                           [--kinds one_common_word,quoted_phrase,…]
+ *                           [--kinds one_common_word,quoted_phrase,…] [--status any|active|…]
  *
  * --keep keeps the loaded data directory; --data <dir> starts on such a directory (same --entities)
  * instead of signing and loading again. Query kinds: the bench's own four, then the five an
  * independent load generator measured (issue 18): one common word, one rare word, a quoted
  * two-word phrase from a loaded summary, an empty query with a category and/or tag filter, and two
- * words of an entity with its type and one of its tags.
+ * words of an entity with its type and one of its tags. Every query carries --status (default `any`, as
+ * that load generator sends): a node marks entities without heartbeats inactive as time passes, and
+ * the default `active` would make the matches, and the cost, depend on how long ago they were loaded.
  *
  * Entities: 60% carry a developer proof (HD keys of one of --developers developers), the rest
  * have their own random key; 20% are services. Prints one `name: value unit` line per figure
@@ -219,7 +221,14 @@ const PARAPHRASES = [
   'check whether a website is down'
 ]
 
-function queryMakers(contents: readonly EntityContent[]): Record<string, QueryMaker> {
+function queryMakers(contents: readonly EntityContent[], status: string): Record<string, QueryMaker> {
+  const makers = queryKinds(contents)
+  return Object.fromEntries(
+    Object.entries(makers).map(([name, make]) => [name, (i: number) => ({ status, ...make(i) })])
+  )
+}
+
+function queryKinds(contents: readonly EntityContent[]): Record<string, QueryMaker> {
   const corpus = zipfCorpus(7)
   const pick = (i: number): EntityContent => contents[(i * 7919) % contents.length] as EntityContent
   const wordsOf = (text: string): string[] => text.split(' ')
@@ -324,6 +333,8 @@ interface Args {
   developers: number
   workers: number
   kinds: string[]
+  /** Sent with every measured query: `any` counts every entity, whenever it last sent a heartbeat. */
+  status: string
 }
 
 /** The corpus, with each entity's developer (60 % have one) and HD index. */
@@ -390,7 +401,7 @@ const startTimeoutMs = (entities: number): number => Math.max(30_000, (entities 
 
 /** Latency one query at a time, then queries/s with `concurrency` clients, per kind; then the first four kinds mixed. */
 async function measureQueries(base: URL, contents: readonly EntityContent[], a: Args): Promise<void> {
-  const all = queryMakers(contents)
+  const all = queryMakers(contents, a.status)
   const makers =
     a.kinds.length === 0 ? all : Object.fromEntries(Object.entries(all).filter(([name]) => a.kinds.includes(name)))
   for (const make of Object.values(makers)) await runQueries(base, make, 20, 1, 1_000_000)
@@ -530,7 +541,8 @@ async function main(): Promise<void> {
       keep: { type: 'boolean', default: false },
       data: { type: 'string', default: '' },
       'no-restart': { type: 'boolean', default: false },
-      kinds: { type: 'string', default: '' }
+      kinds: { type: 'string', default: '' },
+      status: { type: 'string', default: 'any' }
     }
   })
   const a: Args = {
@@ -540,7 +552,8 @@ async function main(): Promise<void> {
     connections: Number(args.connections),
     developers: Number(args.developers),
     workers: Number(args.workers),
-    kinds: args.kinds.split(',').filter(Boolean)
+    kinds: args.kinds.split(',').filter(Boolean),
+    status: args.status
   }
   const benchStarted = performance.now()
   const jobs = corpusJobs(a.N, a.developers)
@@ -589,9 +602,8 @@ async function main(): Promise<void> {
   }
   const afterLoad = await memoryMiB(node.child.pid!)
   report('node_rss_after_load', afterLoad.rss.toFixed(0), 'MiB')
-  // Queries count only active entities by default, and the sweep makes those registered more than
-  // liveness.inactive_after_seconds ago inactive as it goes: at 1M, about half by the queries. How
-  // many are still active makes the matches, and the cost, of two runs differ.
+  // The sweep makes entities registered more than liveness.inactive_after_seconds ago inactive as it
+  // goes; with --status active, how many still are makes the matches, and the cost, of two runs differ.
   const { body: active } = await search(readAgent, base, { ...EVERYTHING, status: 'active' })
   report('active_at_queries', active?.total_found ?? 'unknown', 'entities (status active when the queries began)')
   readAgent.destroy()
