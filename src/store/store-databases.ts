@@ -36,6 +36,9 @@ export interface UsedSignature {
 }
 
 export type SubjectOperationKey = [subject: string, seq: number]
+
+/** The log's subject index: [subject, seq] → the operation's seal digest. */
+export const SUBJECT_INDEX_DB = 'oplog_by_subject'
 export type NameKey = [handle: string, name: string]
 export type NameVersionKey = [handle: string, name: string, seq: number]
 export type EntityNameKey = [entityId: string, handle: string, name: string]
@@ -153,7 +156,7 @@ export async function openStoreDatabases(dataDir: string, minFreeBytes: number, 
     developers: recordDb<DeveloperRecord, string>('developers'),
     tombstones: recordDb<Tombstone, string>('tombstones'),
     operations,
-    subjectOperations: root.openDB<Uint8Array | null, SubjectOperationKey>({ name: 'oplog_by_subject' }),
+    subjectOperations: root.openDB<Uint8Array | null, SubjectOperationKey>({ name: SUBJECT_INDEX_DB }),
     meta,
     handles: recordDb<HandleRecord, string>('handles'),
     names: recordDb<NameBinding, NameKey>('names'),

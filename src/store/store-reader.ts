@@ -9,7 +9,13 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
 import type { AttestationRecord, DeveloperRecord, EntityRecord, Operation } from './records.js'
-import { ATTESTATION_EDGES_DB, type AttestationIndexKey, keyFits } from './store-databases.js'
+import {
+  ATTESTATION_EDGES_DB,
+  type AttestationIndexKey,
+  keyFits,
+  SUBJECT_INDEX_DB,
+  type SubjectOperationKey
+} from './store-databases.js'
 import { structureOptions } from './shared-structures.js'
 import { compressionOptions } from './value-compression.js'
 import { checkFormatVersion, storedFormatVersion } from './store-format.js'
@@ -28,6 +34,7 @@ interface RecordDatabases {
   attestations: Database<AttestationRecord, string>
   attestationIndex: Database<null, AttestationIndexKey>
   attestationEdges: Database<Buffer, Buffer>
+  subjectIndex: Database<Uint8Array, SubjectOperationKey>
 }
 
 /** The records of one committed state (`StoreReader.snapshot`). */
@@ -38,6 +45,8 @@ export interface StoreSnapshot {
   attestations(): Iterable<AttestationRecord>
   /** Every trust edge (attestation-edges.ts), in issuer order: the issuer's raw ID and the edge's 45 bytes. */
   attestationEdges(): Iterable<[issuer: Uint8Array, edge: Uint8Array]>
+  /** The log's subject index in subject order: each operation's seal digest under each subject it concerns. */
+  sealDigests(): Iterable<[subject: string, seal: Uint8Array]>
 }
 
 export class StoreReader {
@@ -67,7 +76,8 @@ export class StoreReader {
         developers: root.openDB<DeveloperRecord, string>({ name: 'developers', ...records }),
         attestations: root.openDB<AttestationRecord, string>({ name: 'attestations', ...records }),
         attestationIndex: root.openDB<null, AttestationIndexKey>({ name: 'attestation_index' }),
-        attestationEdges: root.openDB<Buffer, Buffer>(ATTESTATION_EDGES_DB)
+        attestationEdges: root.openDB<Buffer, Buffer>(ATTESTATION_EDGES_DB),
+        subjectIndex: root.openDB<Uint8Array, SubjectOperationKey>({ name: SUBJECT_INDEX_DB })
       })
     } catch (err) {
       void root.close()
@@ -95,7 +105,7 @@ export class StoreReader {
   snapshot<T>(read: (view: StoreSnapshot) => T): T {
     const transaction = this.root.useReadTransaction()
     try {
-      const { entities, developers, attestations, attestationEdges } = this.records
+      const { entities, developers, attestations, attestationEdges, subjectIndex } = this.records
       const [last] = [...this.operations.getKeys({ reverse: true, limit: 1, transaction })] as number[]
       return read({
         lastSeq: last ?? 0,
@@ -110,6 +120,9 @@ export class StoreReader {
         },
         *attestationEdges() {
           for (const { key, value } of attestationEdges.getRange({ transaction })) yield [key, value]
+        },
+        *sealDigests() {
+          for (const { key, value } of subjectIndex.getRange({ transaction })) yield [key[0], value]
         }
       })
     } finally {

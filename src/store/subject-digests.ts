@@ -27,20 +27,44 @@
  * was polled.
  */
 import { hash as oneShotHash } from 'node:crypto'
-import { type RegistryStore, SEAL_DIGEST_BYTES, sealDigest } from './registry-store.js'
+import type { Worker } from 'node:worker_threads'
+import { spawnModuleWorker } from '../util/module-worker.js'
+import {
+  BUCKETS,
+  bucketOf,
+  buildDigestTables,
+  DIGEST_BYTES,
+  type DigestTables,
+  hash,
+  isAttestation,
+  xorInto
+} from './digest-tables.js'
 import type { Operation } from './records.js'
+import { type RegistryStore, sealDigest } from './registry-store.js'
 
-export const DIGEST_BYTES = SEAL_DIGEST_BYTES
-export const BUCKETS = 256
+export { BUCKETS, bucketOf, DIGEST_BYTES }
 
 const EMPTY = Buffer.alloc(DIGEST_BYTES)
-const hash = (text: string): Buffer => oneShotHash('sha256', text, 'buffer').subarray(0, DIGEST_BYTES)
-
-function xorInto(target: Buffer, value: Uint8Array): void {
-  for (let i = 0; i < DIGEST_BYTES; i++) target[i] = (target[i] as number) ^ (value[i] as number)
-}
 
 const MAX_DECLINED = 200_000
+
+/**
+ * From this many operations in the log, `prepare` builds the tables in a worker: at a million
+ * entities the build costs the node's thread 8–13 s, and the worker does it while that thread
+ * loads its other views.
+ */
+export const WORKER_FROM_OPERATIONS = 50_000
+
+/** The tables as the worker posts them: the subjects in one NUL-separated string. */
+type PostedTables = Omit<DigestTables, 'subjects'> & { subjects: string }
+
+interface Prepared {
+  worker: Worker
+  tables: Promise<PostedTables | null>
+  /** Whether a commit changed the subject index since the worker began (its tables may miss it). */
+  changed: () => boolean
+  detach: () => void
+}
 
 function doubled(table: Buffer<ArrayBuffer>): Buffer<ArrayBuffer> {
   const wider = Buffer.alloc(table.length * 2)
@@ -50,12 +74,6 @@ function doubled(table: Buffer<ArrayBuffer>): Buffer<ArrayBuffer> {
 
 /** Which subjects a peer is shown: all, or all but attestations (a peer that does not apply them). */
 export type DigestScope = 'all' | 'without-attestations'
-
-const isAttestation = (subject: string): boolean => subject.startsWith('zns:att:')
-
-export function bucketOf(subject: string): number {
-  return oneShotHash('sha256', subject, 'buffer')[0] as number
-}
 
 export class SubjectDigests {
   /**
@@ -83,25 +101,46 @@ export class SubjectDigests {
   private entries = 0
   /** Date.now() of the last change to a bucket digest (or of the build at start). */
   private changedAt = 0
+  private prepared: Prepared | null = null
 
   constructor(private readonly store: RegistryStore) {}
 
-  /** Builds the digests from the log and follows later commits. */
-  start(): void {
-    // The subject index is in subject order: each subject's digest is complete when the next begins.
-    let subject: string | null = null
-    const digest = Buffer.alloc(DIGEST_BYTES)
-    for (const [next, seal] of this.store.sealDigests()) {
-      if (next !== subject) {
-        // In subject order: each subject comes once, and has no row yet.
-        if (subject !== null) this.set(subject, digest, undefined)
-        subject = next
-        digest.fill(0)
-      }
-      xorInto(digest, seal)
-      this.entries++
-    }
-    if (subject !== null) this.set(subject, digest, undefined)
+  /**
+   * Begins building the digests in a worker reading the store in `dataDir`, when the log is large
+   * enough to be worth one; `start` takes its tables, unless a commit changed the log meanwhile.
+   */
+  prepare(dataDir: string, fromOperations = WORKER_FROM_OPERATIONS): void {
+    if (this.prepared || this.detach || this.store.lastSeq() < fromOperations) return
+    let changed = false
+    const detach = this.store.onCommitted(changes => {
+      if (changes.indexed.length + changes.unindexed.length > 0) changed = true
+    })
+    const worker = spawnModuleWorker(import.meta.url, 'digest-tables-worker', { workerData: { dataDir } })
+    // A node that fails to start before `start` is not held open by it.
+    worker.unref()
+    const tables = new Promise<PostedTables | null>(resolve => {
+      worker.once('message', resolve)
+      worker.once('error', () => resolve(null))
+      worker.once('exit', () => resolve(null))
+    })
+    this.prepared = { worker, tables, changed: () => changed, detach }
+  }
+
+  /**
+   * Builds the digests from the log (or takes those `prepare` built) and follows later commits;
+   * says which it did.
+   */
+  async start(): Promise<'worker' | 'log'> {
+    const prepared = this.prepared
+    this.prepared = null
+    const posted = prepared ? await prepared.tables : null
+    prepared?.detach()
+    const byWorker = posted !== null && prepared?.changed() === false
+    this.adopt(
+      byWorker
+        ? { ...posted, subjects: posted.subjects === '' ? [] : posted.subjects.split('\0') }
+        : buildDigestTables(this.store.sealDigests())
+    )
     this.changedAt = Date.now()
     this.detach = this.store.onCommitted(changes => {
       // Each subject's row is looked up once: at a million subjects a lookup is a cache miss or two.
@@ -122,11 +161,42 @@ export class SubjectDigests {
       this.entries += changes.indexed.length - changes.unindexed.length
       if (next.size > 0) this.changedAt = Date.now()
     })
+    return byWorker ? 'worker' : 'log'
   }
 
   stop(): void {
     this.detach?.()
     this.detach = null
+    if (this.prepared) {
+      this.prepared.detach()
+      void this.prepared.worker.terminate()
+      this.prepared = null
+    }
+  }
+
+  /** Takes built tables as the digests: each subject in its row, each row in its bucket. */
+  private adopt(tables: DigestTables): void {
+    const { subjects } = tables
+    this.digests = Buffer.from(tables.digests.buffer, tables.digests.byteOffset, tables.digests.length)
+    this.shares = Buffer.from(tables.shares.buffer, tables.shares.byteOffset, tables.shares.length)
+    this.bucketOfRow = tables.bucketOfRow
+    for (let row = 0; row < subjects.length; row++) {
+      const subject = subjects[row] as string
+      this.subjects.set(subject, row)
+      this.members[this.bucketOfRow[row] as number]?.add(subject)
+    }
+    this.rows = subjects.length
+    for (let b = 0; b < BUCKETS; b++) {
+      Buffer.from(tables.buckets.buffer, tables.buckets.byteOffset + b * DIGEST_BYTES, DIGEST_BYTES).copy(
+        this.buckets[b] as Buffer
+      )
+      Buffer.from(
+        tables.attestationParts.buffer,
+        tables.attestationParts.byteOffset + b * DIGEST_BYTES,
+        DIGEST_BYTES
+      ).copy(this.attestationParts[b] as Buffer)
+    }
+    this.entries = tables.entries
   }
 
   get size(): number {

@@ -30,10 +30,14 @@ interface Started {
   stop: () => Promise<void>
 }
 
-async function start(dataDir: string, options: NodeOptions = {}): Promise<Started> {
+async function start(
+  dataDir: string,
+  options: NodeOptions = {},
+  liveness: { inactive_after_seconds?: number; sweep_interval_seconds?: number } = {}
+): Promise<Started> {
   const logs: Started['logs'] = []
   const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) })
-  const config = testConfig(dataDir, { search: { worker_from_entities: 0, snapshot_from_entities: 0 } })
+  const config = testConfig(dataDir, { search: { worker_from_entities: 0, snapshot_from_entities: 0 }, liveness })
   const node = await startRegistryNode(config, { ...options, logger })
   await node.search.idle()
   return { url: node.url, logs, stop: () => node.stop() }
@@ -56,8 +60,8 @@ async function deregister(url: string, i: number): Promise<void> {
   if (res.status !== 200) throw new Error(JSON.stringify(res.body))
 }
 
-async function found(url: string, query: string): Promise<string[]> {
-  const res = await http(url, 'POST', '/v1/search', { body: { query, status: 'any' } })
+async function found(url: string, query: string, status = 'any'): Promise<string[]> {
+  const res = await http(url, 'POST', '/v1/search', { body: { query, status } })
   return (res.body.results as { entity_id: string }[]).map(r => r.entity_id).sort()
 }
 
@@ -116,4 +120,27 @@ test('a running node writes its snapshot at a quiet moment, and has nothing to w
   const again = await start(dataDir)
   t.like(logged(again, 'search index restored from its snapshot'), { entities: 3, changed: 0 })
   await again.stop()
+})
+
+test('status changes stored after the snapshot are applied as statuses, without indexing their entities again', async t => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'search-snapshot-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const snapshot = join(dataDir, SNAPSHOT_FILE)
+  const first = await start(dataDir)
+  const ids = [await register(first.url, 0), await register(first.url, 2)].sort()
+  await first.stop()
+  await copyFile(snapshot, `${snapshot}.kept`)
+
+  // Entities without heartbeats go inactive: the sweep stores one batch of status changes.
+  const quick = { inactive_after_seconds: 1, sweep_interval_seconds: 0.1 }
+  const second = await start(dataDir, {}, quick)
+  await until('the sweep made both inactive', async () => (await found(second.url, 'legal', 'inactive')).length === 2)
+  await second.stop()
+
+  await copyFile(`${snapshot}.kept`, snapshot)
+  const third = await start(dataDir, {}, quick)
+  t.like(logged(third, 'search index restored from its snapshot'), { entities: 2, changed: 0, status_changed: 2 })
+  t.deepEqual(await found(third.url, 'legal', 'inactive'), ids)
+  t.deepEqual(await found(third.url, 'legal', 'active'), [])
+  await third.stop()
 })

@@ -252,3 +252,46 @@ test('two stores holding the same operations, applied in other orders, sum up to
     await Promise.all(dirs.map(dir => rm(dir, { recursive: true, force: true })))
   }
 })
+
+test('a worker builds the digests the calling thread builds; a commit while it works makes start build them itself', async t => {
+  const dir = await mkdtemp(join(tmpdir(), 'digests-'))
+  const store = await RegistryStore.open(dir)
+  try {
+    // Attestation subjects too: their share of each bucket is kept apart.
+    await store.commit(tx => {
+      for (let i = 0; i < 300; i++) tx.appendOperation(op(i % 7 === 0 ? `zns:att:${i}` : `s${i % 120}`, i + 1))
+    })
+    const inline = new SubjectDigests(store)
+    await inline.start()
+    inline.stop()
+    const byWorker = new SubjectDigests(store)
+    byWorker.prepare(dir, 1)
+    t.is(await byWorker.start(), 'worker')
+    t.is(byWorker.size, inline.size)
+    t.deepEqual(byWorker.bucketDigests(), inline.bucketDigests())
+    t.deepEqual(byWorker.bucketDigests('without-attestations'), inline.bucketDigests('without-attestations'))
+    t.deepEqual(byWorker.summary().operations, inline.summary().operations)
+    t.deepEqual(byWorker.subjectsIn([...Array(BUCKETS).keys()]), inline.subjectsIn([...Array(BUCKETS).keys()]))
+    // It follows commits as one built inline does.
+    await store.commit(tx => tx.appendOperation(op('s1', 1000)))
+    const rebuilt = new SubjectDigests(store)
+    await rebuilt.start()
+    rebuilt.stop()
+    t.deepEqual(byWorker.bucketDigests(), rebuilt.bucketDigests())
+    byWorker.stop()
+
+    const raced = new SubjectDigests(store)
+    raced.prepare(dir, 1)
+    await store.commit(tx => tx.appendOperation(op('late', 2000)))
+    t.is(await raced.start(), 'log', 'the worker read the log before that commit, or may have')
+    raced.stop()
+    t.truthy(raced.digestOf('late'), 'the commit made while the worker read is in the digests')
+    const after = new SubjectDigests(store)
+    await after.start()
+    after.stop()
+    t.deepEqual(raced.bucketDigests(), after.bucketDigests())
+  } finally {
+    await store.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+})

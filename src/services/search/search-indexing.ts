@@ -9,9 +9,9 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { EntityRecord } from '../../store/records.js'
 import type { SearchComponents } from './search-components.js'
 import { developerChange, searchDocument, upsertChange } from './search-documents.js'
-import { embeddingText, type SearchIndex, type SnapshotMeta } from './search-index.js'
+import { embeddingText, type SearchIndex } from './search-index.js'
 import { IndexPlacement } from './search-placement.js'
-import { removeSnapshot, snapshotMeta, usableSnapshot } from './search-snapshot.js'
+import { removeSnapshot, snapshotMeta, type UsableSnapshot, usableSnapshot } from './search-snapshot.js'
 import { busyShare } from '../../util/busy-share.js'
 
 const EMBED_BATCH = 64
@@ -43,7 +43,7 @@ const SAVE_AT_STOP_BELOW = 150_000
 
 interface Restoring {
   index: SearchIndex
-  found: { meta: SnapshotMeta; changed: Set<string> }
+  found: UsableSnapshot
   started: number
   done: Promise<boolean>
 }
@@ -170,6 +170,8 @@ export abstract class SearchIndexing extends IndexPlacement {
    */
   private async bringUpToDate({ index, found, started }: Restoring): Promise<number> {
     for (const id of found.changed) this.reindex(id)
+    // A home entity's status comes from liveness below; another's from its record, not its text.
+    for (const id of found.statusChanged) if (!this.c.liveness?.current(id)) this.restatus(id)
     for (const id of this.c.liveness?.homeEntityIds() ?? []) this.refreshLiveness(id)
     for (const developer of this.c.store.allDevelopers()) this.refreshDeveloper(developer.developer_id)
     const entities = await index.settled()
@@ -178,7 +180,12 @@ export abstract class SearchIndexing extends IndexPlacement {
     this.apply({ op: 'home-filter' })
     this.completed(Number(found.meta.seq))
     this.c.logger.info(
-      { entities, changed: found.changed.size, ms: Math.round(performance.now() - started) },
+      {
+        entities,
+        changed: found.changed.size,
+        status_changed: found.statusChanged.size,
+        ms: Math.round(performance.now() - started)
+      },
       'search index restored from its snapshot'
     )
     return entities
@@ -304,6 +311,12 @@ export abstract class SearchIndexing extends IndexPlacement {
         ...(live.last_heartbeat ? { lastChange: Date.parse(live.last_heartbeat) } : {})
       }
     })
+  }
+
+  private restatus(id: string): void {
+    const record = this.c.store.getEntity(id)
+    if (record) this.refreshStatus(record)
+    else this.unindex(id)
   }
 
   private refreshStatus(record: EntityRecord): void {

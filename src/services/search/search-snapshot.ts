@@ -15,6 +15,7 @@ import { basename, dirname, join } from 'node:path'
 import type { RegistryStore } from '../../store/registry-store.js'
 import { sealDigest } from '../../store/operation-log.js'
 import type { Operation } from '../../store/records.js'
+import { isShared } from '../../wire/operations.js'
 import { SnapshotReader } from '../../util/snapshot-file.js'
 import type { SnapshotMeta } from './search-index.js'
 
@@ -38,15 +39,20 @@ function sealAt(store: StoreLog, seq: number): string {
   return op ? sealDigest(op.node_signature).toString('hex') : ''
 }
 
+/** A snapshot the store still holds the state of, and what the store changed since. */
+export interface UsableSnapshot {
+  meta: SnapshotMeta
+  /** Entities changed since (to index again from the store). */
+  changed: Set<string>
+  /** Entities whose status alone changed since (a batch of status changes): their status is applied again. */
+  statusChanged: Set<string>
+}
+
 /**
  * The meta of the snapshot at `path` when the store still holds the state it names, with the
- * entities changed since (to index again from the store); otherwise why not.
+ * entities changed since; otherwise why not.
  */
-export function usableSnapshot(
-  path: string,
-  store: StoreLog,
-  embedder: string
-): { meta: SnapshotMeta; changed: Set<string> } | { unusable: string } {
+export function usableSnapshot(path: string, store: StoreLog, embedder: string): UsableSnapshot | { unusable: string } {
   let written: SnapshotMeta
   try {
     const reader = new SnapshotReader(path)
@@ -64,19 +70,24 @@ export function usableSnapshot(
   if (since.length > MAX_REPLAYED_OPERATIONS)
     return { unusable: `more than ${MAX_REPLAYED_OPERATIONS} operations were stored since` }
   const changed = new Set<string>()
-  for (const [, op] of since) for (const subject of subjectsOf(op)) changed.add(subject)
-  return { meta: { format: FORMAT, seq, seal, embedder }, changed }
+  const statusChanged = new Set<string>()
+  for (const [, op] of since) {
+    // A batch's own subject names the batch, not an entity.
+    if (isShared(op)) for (const id of statusChangesOf(op)) statusChanged.add(id)
+    else changed.add(op.subject)
+  }
+  for (const id of changed) statusChanged.delete(id)
+  return { meta: { format: FORMAT, seq, seal, embedder }, changed, statusChanged }
 }
 
-/** What an operation may have changed: its subject, and the entities of a batch of status changes. */
-function subjectsOf(op: Operation): string[] {
-  if (!op.kind.endsWith('.batch') || !op.body) return [op.subject]
+/** The entities a batch of status changes names. */
+function statusChangesOf(op: Operation): string[] {
+  if (!op.body) return []
   try {
     const body = JSON.parse(Buffer.from(op.body).toString()) as { changes?: { entity_id?: unknown }[] }
-    const ids = (body.changes ?? []).flatMap(c => (typeof c.entity_id === 'string' ? [c.entity_id] : []))
-    return [op.subject, ...ids]
+    return (body.changes ?? []).flatMap(c => (typeof c.entity_id === 'string' ? [c.entity_id] : []))
   } catch {
-    return [op.subject]
+    return []
   }
 }
 
