@@ -6,7 +6,8 @@
  * A snapshot names the store's state it holds: the sequence number of the operation log's last
  * operation and that operation's seal digest. At start it is used only when the log still holds
  * that operation; the operations appended after it (a node killed after a clean stop, writes made
- * by another tool) are read back and their entities indexed again from the store. Liveness, the
+ * by another tool) are read back and their entities indexed again from the store, except those a
+ * batch of status changes names, whose status alone is applied again. Liveness, the
  * developers' trust parts and transitive trust are never taken from it: they are applied again as
  * after a build.
  */
