@@ -30,6 +30,11 @@ const runtimeArgs = (): string[] => (FROM_SOURCES ? ['--import', import.meta.res
 
 const NETNS_HTTP_PORT = 8080
 const NETNS_P2P_PORT = 4001
+/**
+ * What a node prints when a port it was given is taken (the CLI's one line for either port, or the
+ * raw error): a testnet then starts it on other ports.
+ */
+export const PORT_TAKEN = /EADDRINUSE|port \d+ (on \S+ )?is in use by another process|a p2p port is in use/
 
 export interface NodeLauncherSetup {
   options: TestnetOptions
@@ -114,7 +119,7 @@ export class NodeLauncher {
       try {
         return await this.start(slot)
       } catch (err) {
-        if (this.setup.netns() || attempt >= 3 || !/EADDRINUSE/.test(slot.output)) throw err
+        if (this.setup.netns() || attempt >= 3 || !PORT_TAKEN.test(slot.output)) throw err
         const [httpPort, p2pPort] = await this.ports.take()
         const set = (flag: string, value: number): void => {
           slot.args[slot.args.indexOf(flag) + 1] = String(value)

@@ -8,6 +8,7 @@ import { promisify } from 'node:util'
 import test from 'ava'
 import { parse as parseToml } from 'smol-toml'
 import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
+import { PORT_TAKEN } from '../../src/testnet/node-process.js'
 import { http, startTestNode } from '../helpers/node.js'
 import { until } from '../helpers/wait.js'
 import { outputOf } from '../helpers/shared.js'
@@ -310,11 +311,13 @@ test('a taken port is one line naming the port and the setting, on both HTTP ser
     t.is(code, 2, stderr)
     t.is(stderr.trim().split('\n').length, 1, stderr)
     t.regex(stderr, new RegExp(`port ${held.port} on 0\\.0\\.0\\.0 is in use.*--http-port`))
+    t.regex(stderr, PORT_TAKEN, 'a testnet recognises it and starts the node on other ports')
   }
   const { code, stderr } = await startFails(dir, ['--http-port', '0', '--p2p-port', String(held.port)])
   t.is(code, 2, stderr)
   t.is(stderr.trim().split('\n').length, 1, stderr)
   t.regex(stderr, new RegExp(`p2p port ${held.port} is in use.*--p2p-port`))
+  t.regex(stderr, PORT_TAKEN, 'a testnet recognises it and starts the node on other ports')
 })
 
 test("a second node on a running node's data directory exits 1 naming the holder", async t => {
