@@ -83,7 +83,8 @@ export function buildDigestTables(index: Iterable<[subject: string, seal: Uint8A
   return { subjects, digests, shares, bucketOfRow, buckets, attestationParts, entries }
 }
 
-function widened(table: Buffer<ArrayBuffer>, length: number): Buffer<ArrayBuffer> {
+/** A copy of `table` in a zeroed buffer of `length` bytes. */
+export function widened(table: Buffer<ArrayBuffer>, length: number): Buffer<ArrayBuffer> {
   const wider = Buffer.alloc(length)
   table.copy(wider)
   return wider

@@ -37,6 +37,7 @@ import {
   type DigestTables,
   hash,
   isAttestation,
+  widened,
   xorInto
 } from './digest-tables.js'
 import type { Operation } from './records.js'
@@ -64,12 +65,6 @@ interface Prepared {
   /** Whether a commit changed the subject index since the worker began (its tables may miss it). */
   changed: () => boolean
   detach: () => void
-}
-
-function doubled(table: Buffer<ArrayBuffer>): Buffer<ArrayBuffer> {
-  const wider = Buffer.alloc(table.length * 2)
-  table.copy(wider)
-  return wider
 }
 
 /** Which subjects a peer is shown: all, or all but attestations (a peer that does not apply them). */
@@ -333,8 +328,8 @@ export class SubjectDigests {
     const row = this.freeRows.pop()
     if (row !== undefined) return row
     if ((this.rows + 1) * DIGEST_BYTES > this.digests.length) {
-      this.digests = doubled(this.digests)
-      this.shares = doubled(this.shares)
+      this.digests = widened(this.digests, this.digests.length * 2)
+      this.shares = widened(this.shares, this.shares.length * 2)
       const buckets = new Uint8Array(this.bucketOfRow.length * 2)
       buckets.set(this.bucketOfRow)
       this.bucketOfRow = buckets
