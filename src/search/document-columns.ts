@@ -5,6 +5,7 @@
  */
 import { CAPABILITY_KEYS, type SearchDocument } from './engine-query.js'
 import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
+import { widened } from '../util/typed-arrays.js'
 
 const PRESENT = 1
 const SERVICE = 2
@@ -17,6 +18,10 @@ const FRESH = { fresh: true }
 
 type Docs = readonly (SearchDocument | undefined)[]
 
+/** Documents put in columns in one turn of a snapshot's writing (a few milliseconds of work). */
+const DOCUMENTS_PER_STEP = 5_000
+
+/** Plans the documents' columns under `prefix`: made a range of documents at a time as the snapshot is written. */
 export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs): void {
   const count = docs.length
   const table = new Map<string, number>()
@@ -31,36 +36,51 @@ export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs): 
   const category = new Int32Array(count).fill(NO_VALUE)
   const developer = new Int32Array(count).fill(NO_VALUE)
   const listCounts = LISTS.map(() => new Uint32Array(count))
-  const listRefs = LISTS.map(() => [] as number[])
-  for (let slot = 0; slot < count; slot++) {
-    const doc = docs[slot]
-    if (!doc) {
-      ids[slot] = ''
-      continue
+  // Grown as the documents are read: a plain array of millions of numbers moved in old space each time it grew.
+  const listRefs = LISTS.map(() => ({ refs: new Uint32Array(1024), length: 0 }))
+  const columns = (from: number, to: number): void => {
+    for (let slot = from; slot < to; slot++) {
+      const doc = docs[slot]
+      if (!doc) {
+        ids[slot] = ''
+        continue
+      }
+      ids[slot] = doc.entityId
+      kinds[slot] = PRESENT | (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
+      numbers[slot * 4] = doc.registeredAt
+      numbers[slot * 4 + 1] = doc.lastChange
+      numbers[slot * 4 + 2] = doc.uptime
+      numbers[slot * 4 + 3] = doc.transitive ?? 0
+      category[slot] = ref(doc.category)
+      if (doc.developerId !== null) developer[slot] = ref(doc.developerId)
+      LISTS.forEach((list, l) => {
+        const values = list === 'tags' ? doc.tags : doc.capabilities[list]
+        ;(listCounts[l] as Uint32Array)[slot] = values.length
+        const held = listRefs[l] as { refs: Uint32Array; length: number }
+        if (held.length + values.length > held.refs.length)
+          held.refs = widened(held.refs, Math.max(2 * held.refs.length, held.length + values.length))
+        for (const value of values) held.refs[held.length++] = ref(value)
+      })
     }
-    ids[slot] = doc.entityId
-    kinds[slot] = PRESENT | (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
-    numbers[slot * 4] = doc.registeredAt
-    numbers[slot * 4 + 1] = doc.lastChange
-    numbers[slot * 4 + 2] = doc.uptime
-    numbers[slot * 4 + 3] = doc.transitive ?? 0
-    category[slot] = ref(doc.category)
-    if (doc.developerId !== null) developer[slot] = ref(doc.developerId)
-    LISTS.forEach((list, l) => {
-      const values = list === 'tags' ? doc.tags : doc.capabilities[list]
-      ;(listCounts[l] as Uint32Array)[slot] = values.length
-      for (const value of values) (listRefs[l] as number[]).push(ref(value))
-    })
   }
+  for (let from = 0; from < count; from += DOCUMENTS_PER_STEP)
+    out.step(() => columns(from, Math.min(count, from + DOCUMENTS_PER_STEP)))
   out.strings(`${prefix}.ids`, ids)
-  out.strings(`${prefix}.table`, [...table.keys()])
+  out.strings(`${prefix}.table`, () => [...table.keys()])
   out.array(`${prefix}.kinds`, kinds, FRESH)
   out.array(`${prefix}.numbers`, numbers, FRESH)
   out.array(`${prefix}.category`, category, FRESH)
   out.array(`${prefix}.developer`, developer, FRESH)
   LISTS.forEach((list, l) => {
     out.array(`${prefix}.${list}.counts`, listCounts[l] as Uint32Array, FRESH)
-    out.array(`${prefix}.${list}.refs`, Uint32Array.from(listRefs[l] as number[]), FRESH)
+    out.array(
+      `${prefix}.${list}.refs`,
+      () => {
+        const { refs, length } = listRefs[l] as { refs: Uint32Array; length: number }
+        return refs.subarray(0, length)
+      },
+      FRESH
+    )
   })
 }
 

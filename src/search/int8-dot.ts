@@ -406,12 +406,15 @@ export class Int8Matrix {
     }
   }
 
-  /** The vectors and scales of slots [0, count), copied (for a snapshot). */
+  /**
+   * The vectors and scales of slots [0, count), as views of the matrix: valid until the capacity
+   * grows (a snapshot copies them as it writes them).
+   */
   rows(count: number): { vectors: Int8Array; scales: Float32Array } {
     this.ensure(count)
     return {
-      vectors: new Int8Array(this.memory.buffer, this.vectorsOffset, count * this.stride).slice(),
-      scales: this.scales.slice(0, count)
+      vectors: new Int8Array(this.memory.buffer, this.vectorsOffset, count * this.stride),
+      scales: this.scales.subarray(0, count)
     }
   }
 

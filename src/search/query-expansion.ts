@@ -185,8 +185,8 @@ export class QueryExpander {
   /** Writes the counts and the vocabulary under `prefix` (the word table is the shipped one, named by its id). */
   save(out: SnapshotWriter, prefix: string): void {
     out.array(`${prefix}.df`, this.df)
-    out.array(`${prefix}.vocabulary`, this.vocabulary.subarray(0, this.vocabularySize))
-    out.json(`${prefix}.documents`, this.documents)
+    out.array(`${prefix}.vocabulary`, () => this.vocabulary.subarray(0, this.vocabularySize))
+    out.json(`${prefix}.documents`, () => this.documents)
   }
 
   /** Takes what `save` wrote, into an expander of the same word table that has seen no record. */

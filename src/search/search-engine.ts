@@ -182,8 +182,8 @@ export class SearchEngine {
     this.text.save(out, `${prefix}.text`)
     this.vectors.save(out, `${prefix}.vectors`, slotCount)
     this.facets.save(out, `${prefix}.facets`)
-    out.array(`${prefix}.free`, Uint32Array.from(this.free), { fresh: true })
-    out.array(`${prefix}.released`, Uint32Array.from(this.released), { fresh: true })
+    out.array(`${prefix}.free`, () => Uint32Array.from(this.free), { fresh: true })
+    out.array(`${prefix}.released`, () => Uint32Array.from(this.released), { fresh: true })
   }
 
   /** Takes what `save` wrote under `prefix`, into an empty engine of the same dimension. */
@@ -205,6 +205,11 @@ export class SearchEngine {
   /** Calls `visit` with each document's entity and slot. */
   forEachEntity(visit: (entityId: string, slot: number) => void): void {
     for (const [entityId, slot] of this.slots) visit(entityId, slot)
+  }
+
+  /** The entity whose document is at `slot`, if any. */
+  entityAt(slot: number): string | undefined {
+    return this.columns.docs[slot]?.entityId
   }
 
   /** Slots in use or freed so far (a slot-indexed array this long covers every document). */

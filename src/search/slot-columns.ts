@@ -217,9 +217,9 @@ export class SlotColumns {
   /** The documents, their ID order and the developers' parts; the other columns follow from the documents. */
   save(out: SnapshotWriter, prefix: string): void {
     saveDocuments(out, `${prefix}.docs`, this.docs)
-    out.array(`${prefix}.idKeys`, this.idKeys.subarray(0, this.docs.length))
-    out.strings(`${prefix}.developers`, [...this.developerNumbers.keys()])
-    out.array(`${prefix}.developerParts`, this.developerParts.subarray(0, this.developerNumbers.size))
+    out.array(`${prefix}.idKeys`, () => this.idKeys.subarray(0, this.docs.length))
+    out.strings(`${prefix}.developers`, () => [...this.developerNumbers.keys()])
+    out.array(`${prefix}.developerParts`, () => this.developerParts.subarray(0, this.developerNumbers.size))
   }
 
   /** Takes what `save` wrote under `prefix`, into empty columns; each string passes through `intern`. */

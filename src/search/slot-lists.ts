@@ -46,23 +46,26 @@ export class SlotLists {
     }
   }
 
+  /** Plans the lists under `prefix`: their values, lengths, and slots one list after another. */
   save(out: SnapshotWriter, prefix: string): void {
-    const values = [...this.lists.keys()]
-    const lengths = new Uint32Array(values.length)
-    let total = 0
-    values.forEach((value, i) => {
-      lengths[i] = (this.lists.get(value) as SlotList).length
-      total += lengths[i] as number
+    let values: string[] = []
+    out.strings(`${prefix}.values`, () => {
+      values = [...this.lists.keys()]
+      return values
     })
-    const slots = new Uint32Array(total)
-    let at = 0
-    for (const list of this.lists.values()) {
-      slots.set(list.slots.subarray(0, list.length), at)
-      at += list.length
-    }
-    out.strings(`${prefix}.values`, values)
-    out.array(`${prefix}.lengths`, lengths, { fresh: true })
-    out.array(`${prefix}.slots`, slots, { fresh: true })
+    out.array(
+      `${prefix}.lengths`,
+      () => Uint32Array.from(values, value => (this.lists.get(value) as SlotList).length),
+      {
+        fresh: true
+      }
+    )
+    out.arraySlices(`${prefix}.slots`, 'Uint32Array', () =>
+      values.map(value => {
+        const list = this.lists.get(value) as SlotList
+        return list.slots.subarray(0, list.length)
+      })
+    )
   }
 
   /** Takes the lists `save` wrote under `prefix` (each a view of one array, copied out when it grows). */

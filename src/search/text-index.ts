@@ -418,51 +418,30 @@ export class TextIndex {
     }
   }
 
-  /** Writes the index (its scratch space aside) under `prefix`; see `restore`. */
+  /** Plans the index's parts (its scratch space aside) under `prefix`; see `restore`. */
   save(out: SnapshotWriter, prefix: string): void {
-    const terms: string[] = []
-    const lengths = new Uint32Array(this.postings.length)
-    const dfs = new Uint32Array(this.postings.length)
-    let total = 0
-    this.postings.forEach((list, id) => {
-      terms.push(list?.term ?? '')
-      lengths[id] = list?.length ?? 0
-      dfs[id] = list?.df ?? 0
-      total += list?.length ?? 0
-    })
-    const slots = new Uint32Array(total)
-    const tfs = new Uint8Array(total * F)
-    const weights = new Float32Array(total)
-    let at = 0
-    for (const list of this.postings) {
-      if (!list) continue
-      slots.set(list.slots.subarray(0, list.length), at)
-      tfs.set(list.tfs.subarray(0, list.length * F), at * F)
-      weights.set(list.weights.subarray(0, list.length), at)
-      at += list.length
-    }
-    out.strings(`${prefix}.terms`, terms)
-    out.array(`${prefix}.postingLengths`, lengths, { fresh: true })
-    out.array(`${prefix}.dfs`, dfs, { fresh: true })
-    out.array(`${prefix}.slots`, slots, { fresh: true })
-    out.array(`${prefix}.tfs`, tfs, { fresh: true })
-    out.array(`${prefix}.weights`, weights, { fresh: true })
-    out.array(`${prefix}.freeTermIds`, Uint32Array.from(this.freeTermIds), { fresh: true })
-    out.array(`${prefix}.lengths`, this.lengths)
-    out.array(`${prefix}.sequenceStart`, this.sequenceStart)
-    out.array(`${prefix}.sequenceLength`, this.sequenceLength)
-    out.array(`${prefix}.sequences`, this.sequences.subarray(0, this.sequencesEnd))
-    out.array(`${prefix}.alive`, this.alive)
-    out.array(`${prefix}.lengthSums`, this.lengthSums)
-    out.array(`${prefix}.norms`, this.norms)
-    out.array(`${prefix}.normAverages`, this.normAverages)
-    out.json(`${prefix}.counts`, {
+    out.strings(`${prefix}.terms`, () => this.postings.map(list => list?.term ?? ''))
+    out.array(`${prefix}.postingLengths`, () => Uint32Array.from(this.postings, list => list?.length ?? 0), FRESH)
+    out.array(`${prefix}.dfs`, () => Uint32Array.from(this.postings, list => list?.df ?? 0), FRESH)
+    out.arraySlices(`${prefix}.slots`, 'Uint32Array', () => column(this.postings, 1, list => list.slots))
+    out.arraySlices(`${prefix}.tfs`, 'Uint8Array', () => column(this.postings, F, list => list.tfs))
+    out.arraySlices(`${prefix}.weights`, 'Float32Array', () => column(this.postings, 1, list => list.weights))
+    out.array(`${prefix}.freeTermIds`, () => Uint32Array.from(this.freeTermIds), FRESH)
+    out.array(`${prefix}.lengths`, () => this.lengths)
+    out.array(`${prefix}.sequenceStart`, () => this.sequenceStart)
+    out.array(`${prefix}.sequenceLength`, () => this.sequenceLength)
+    out.array(`${prefix}.sequences`, () => this.sequences.subarray(0, this.sequencesEnd))
+    out.array(`${prefix}.alive`, () => this.alive)
+    out.array(`${prefix}.lengthSums`, () => this.lengthSums)
+    out.array(`${prefix}.norms`, () => this.norms)
+    out.array(`${prefix}.normAverages`, () => this.normAverages)
+    out.json(`${prefix}.counts`, () => ({
       sequencesEnd: this.sequencesEnd,
       sequencesGarbage: this.sequencesGarbage,
       liveCount: this.liveCount,
       capacity: this.capacity,
       slotsUsed: this.slotsUsed
-    })
+    }))
   }
 
   /** Takes the state `save` wrote under `prefix`, into a new (empty) index. */
@@ -526,4 +505,16 @@ export class TextIndex {
     this.sequenceStart = widened(this.sequenceStart, size)
     this.sequenceLength = widened(this.sequenceLength, size)
   }
+}
+
+/** Arrays made for a snapshot: written as they are. */
+const FRESH = { fresh: true }
+
+/** One column of every posting list (`perPosting` values a posting), the lists one after another. */
+function* column<T extends ArrayBufferView & { subarray(begin: number, end: number): T }>(
+  lists: readonly (Postings | undefined)[],
+  perPosting: number,
+  of: (list: Postings) => T
+): Generator<T> {
+  for (const list of lists) if (list && list.length > 0) yield of(list).subarray(0, list.length * perPosting)
 }

@@ -71,9 +71,8 @@ export class VectorIndex {
 
   /** Writes the vectors of slots [0, count) under `prefix`. */
   save(out: SnapshotWriter, prefix: string, count: number): void {
-    const { vectors, scales } = this.matrix.rows(count)
-    out.array(`${prefix}.vectors`, vectors, { fresh: true })
-    out.array(`${prefix}.scales`, scales, { fresh: true })
+    out.array(`${prefix}.vectors`, () => this.matrix.rows(count).vectors)
+    out.array(`${prefix}.scales`, () => this.matrix.rows(count).scales)
   }
 
   restore(input: SnapshotReader, prefix: string): void {

@@ -22,8 +22,10 @@ type TypedConstructor<T extends TypedArray> = {
 const MAGIC = 'RNSNAP01'
 /** The footer: the header's byte length (u32) and MAGIC. */
 const FOOTER = 4 + MAGIC.length
-/** Parts are written and read in slices of at most this many bytes. */
-const WRITE_SLICE = 64 * 1024 * 1024
+/** Parts are read in slices of at most this many bytes. */
+const READ_SLICE = 64 * 1024 * 1024
+/** Parts are gathered and written this many bytes at a time (copying them takes a few milliseconds). */
+const WRITE_BUFFER = 8 * 1024 * 1024
 /** Strings joined into one chunk of the file. */
 const STRINGS_PER_CHUNK = 65_536
 
@@ -40,61 +42,178 @@ interface Header {
   parts: Record<string, PartEntry>
 }
 
+/** What a part is, or a function giving it when the part's turn to be written comes. */
+type Given<T> = T | (() => T)
+
+/** One entry of a snapshot's plan: the chunks of a part's bytes, or (no name) work that prepares later parts. */
+interface Task {
+  name: string | null
+  kind: PartEntry['kind']
+  chunks: () => Iterable<Uint8Array>
+  /** The chunks are views of live structures: copied before they are written. */
+  live: boolean
+  type?: string
+}
+
+/** The snapshot was given up: the structures it was written from changed meanwhile (see `finish`). */
+export class SnapshotAborted extends Error {
+  override name = 'SnapshotAborted'
+}
+
 /**
- * A snapshot being made: its parts are copied as they are given (the structures they come from go
- * on changing), and `finish` writes them to the file without holding the thread (the writes run on
- * libuv's pool), so a large index keeps answering while its snapshot is written.
+ * A snapshot being made, a slice at a time. The parts are planned first (nothing is read yet), and
+ * `finish` writes them in order: each part is read from its structure when its turn comes, copied
+ * WRITE_BUFFER bytes at a time and written on libuv's pool, with turns between, so a large index
+ * goes on answering queries while its snapshot is written. Its owner sees that what the parts read
+ * does not change meanwhile, or has `finish` give up (its `aborted` check).
  */
 export class SnapshotWriter {
-  private readonly chunks: Uint8Array[] = []
-  private offset = 0
-  private readonly parts: Record<string, PartEntry> = {}
+  private readonly tasks: Task[] = []
 
-  /** `fresh`: the array was made for the snapshot and is not changed afterwards, so it is not copied. */
-  array(name: string, values: ArrayBufferView, { fresh = false } = {}): void {
-    const view = new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
-    this.parts[name] = { kind: 'array', type: values.constructor.name, offset: this.offset, bytes: view.length }
-    this.push(fresh ? view : view.slice())
+  /**
+   * A typed array as it is when its turn comes. `fresh`: the array was made for the snapshot and
+   * is not changed afterwards, so it is written without being copied.
+   */
+  array(name: string, values: Given<ArrayBufferView>, { fresh = false } = {}): void {
+    const task: Task = {
+      name,
+      kind: 'array',
+      live: !fresh,
+      chunks: function* () {
+        const array = typeof values === 'function' ? values() : values
+        task.type = array.constructor.name
+        yield bytesOf(array)
+      }
+    }
+    this.tasks.push(task)
+  }
+
+  /** One typed array of `type`, given as consecutive views of live arrays (each read when it is written). */
+  arraySlices(name: string, type: string, slices: () => Iterable<ArrayBufferView>): void {
+    this.tasks.push({
+      name,
+      kind: 'array',
+      type,
+      live: true,
+      chunks: function* () {
+        for (const slice of slices()) {
+          if (slice.constructor.name !== type)
+            throw new Error(`part ${name}: a ${slice.constructor.name}, not a ${type}`)
+          yield bytesOf(slice)
+        }
+      }
+    })
   }
 
   /** Any strings (lone surrogates included): their lengths, then their UTF-16 code units. */
-  strings(name: string, values: readonly string[]): void {
-    const lengths = new Uint32Array(values.length)
-    for (let i = 0; i < values.length; i++) lengths[i] = (values[i] as string).length
-    this.array(`${name}.lengths`, lengths, { fresh: true })
-    const offset = this.offset
-    // Joined a slice at a time: one string of every value could pass V8's string length limit.
-    for (let at = 0; at < values.length; at += STRINGS_PER_CHUNK)
-      this.push(Buffer.from(values.slice(at, at + STRINGS_PER_CHUNK).join(''), 'utf16le'))
-    this.parts[name] = { kind: 'strings', offset, bytes: this.offset - offset }
+  strings(name: string, given: Given<readonly string[]>): void {
+    let values: readonly string[] = []
+    this.step(() => {
+      values = typeof given === 'function' ? given() : given
+    })
+    this.array(
+      `${name}.lengths`,
+      () => {
+        const lengths = new Uint32Array(values.length)
+        for (let i = 0; i < values.length; i++) lengths[i] = (values[i] as string).length
+        return lengths
+      },
+      { fresh: true }
+    )
+    this.tasks.push({
+      name,
+      kind: 'strings',
+      live: false,
+      // Joined a slice at a time: one string of every value could pass V8's string length limit.
+      chunks: function* () {
+        for (let at = 0; at < values.length; at += STRINGS_PER_CHUNK)
+          yield Buffer.from(values.slice(at, at + STRINGS_PER_CHUNK).join(''), 'utf16le')
+      }
+    })
   }
 
-  json(name: string, value: unknown): void {
-    const offset = this.offset
-    this.push(Buffer.from(JSON.stringify(value)))
-    this.parts[name] = { kind: 'json', offset, bytes: this.offset - offset }
+  json(name: string, value: Given<unknown>): void {
+    this.tasks.push({
+      name,
+      kind: 'json',
+      live: false,
+      chunks: function* () {
+        yield Buffer.from(JSON.stringify(typeof value === 'function' ? value() : value))
+      }
+    })
+  }
+
+  /** Work run in its turn, between the parts planned before it and those after (it prepares them). */
+  step(work: () => void): void {
+    this.tasks.push({
+      name: null,
+      kind: 'array',
+      live: false,
+      chunks: () => {
+        work()
+        return []
+      }
+    })
   }
 
   /**
    * Writes the parts and the header to `path` (under a temporary name first, then renamed into
-   * place, so a reader never finds half a file); resolves with the file's size in bytes.
+   * place, so a reader never finds half a file); resolves with the file's size in bytes. Before
+   * each write and each part, `aborted()` is asked: when it says so, the file is given up
+   * (SnapshotAborted).
    */
-  async finish(path: string, meta: unknown): Promise<number> {
-    const header = Buffer.from(JSON.stringify({ meta, parts: this.parts } satisfies Header))
-    const footer = Buffer.alloc(FOOTER)
-    footer.writeUInt32LE(header.length, 0)
-    footer.write(MAGIC, 4, 'latin1')
-    this.push(header)
-    this.push(footer)
+  async finish(path: string, meta: unknown, aborted: () => boolean = () => false): Promise<number> {
     const temporary = `${path}.${process.pid}.tmp`
     const file = await open(temporary, 'w')
+    const check = (): void => {
+      if (aborted()) throw new SnapshotAborted(`${path}: what it is written from changed`)
+    }
+    const buffer = new Uint8Array(WRITE_BUFFER)
+    let buffered = 0
+    let offset = 0
+    const writeAll = async (bytes: Uint8Array): Promise<void> => {
+      check()
+      let done = 0
+      while (done < bytes.length) done += (await file.write(bytes, done, bytes.length - done)).bytesWritten
+    }
+    const flush = async (): Promise<void> => {
+      if (buffered === 0) return
+      await writeAll(buffer.subarray(0, buffered))
+      buffered = 0
+    }
+    // Small chunks are gathered into the buffer; a live chunk is copied through it a buffer at a time.
+    const put = async (bytes: Uint8Array, live: boolean): Promise<void> => {
+      offset += bytes.length
+      if (!live && bytes.length >= WRITE_BUFFER / 2) {
+        await flush()
+        await writeAll(bytes)
+        return
+      }
+      for (let at = 0; at < bytes.length; ) {
+        const n = Math.min(WRITE_BUFFER - buffered, bytes.length - at)
+        buffer.set(bytes.subarray(at, at + n), buffered)
+        buffered += n
+        at += n
+        if (buffered === WRITE_BUFFER) await flush()
+      }
+    }
+    const parts: Record<string, PartEntry> = {}
     try {
-      for (const chunk of this.chunks.splice(0))
-        for (let at = 0; at < chunk.length; at += WRITE_SLICE) {
-          const slice = chunk.subarray(at, at + WRITE_SLICE)
-          let done = 0
-          while (done < slice.length) done += (await file.write(slice, done, slice.length - done)).bytesWritten
-        }
+      for (const task of this.tasks.splice(0)) {
+        check()
+        const begins = offset
+        for (const chunk of task.chunks()) await put(chunk, task.live)
+        if (task.name === null) await nextTurn()
+        else parts[task.name] = { kind: task.kind, type: task.type, offset: begins, bytes: offset - begins }
+      }
+      const header = Buffer.from(JSON.stringify({ meta, parts } satisfies Header))
+      const footer = Buffer.alloc(FOOTER)
+      footer.writeUInt32LE(header.length, 0)
+      footer.write(MAGIC, 4, 'latin1')
+      await put(header, false)
+      await put(footer, false)
+      await flush()
+      check()
     } catch (err) {
       await file.close()
       await rm(temporary, { force: true })
@@ -102,14 +221,14 @@ export class SnapshotWriter {
     }
     await file.close()
     await rename(temporary, path)
-    return this.offset
-  }
-
-  private push(bytes: Uint8Array): void {
-    this.chunks.push(bytes)
-    this.offset += bytes.length
+    return offset
   }
 }
+function bytesOf(values: ArrayBufferView): Uint8Array {
+  return new Uint8Array(values.buffer, values.byteOffset, values.byteLength)
+}
+
+const nextTurn = (): Promise<void> => new Promise(resolve => setImmediate(resolve))
 
 /** Why a file could not be read as a snapshot. */
 export class SnapshotUnreadable extends Error {
@@ -200,7 +319,7 @@ export class SnapshotReader {
   private readInto(out: Uint8Array, offset: number): void {
     let done = 0
     while (done < out.length) {
-      const n = readSync(this.fd, out, done, Math.min(out.length - done, WRITE_SLICE), offset + done)
+      const n = readSync(this.fd, out, done, Math.min(out.length - done, READ_SLICE), offset + done)
       if (n === 0) throw new SnapshotUnreadable('the file ends early')
       done += n
     }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
@@ -129,7 +129,7 @@ for (const [where, make] of Object.entries(KINDS)) {
     })
     fill(original, 3000)
     const path = join(dir, 'index.snapshot')
-    t.true((await original.save(path, META)) > 0)
+    t.true(((await original.save(path, META)) ?? 0) > 0)
     t.is(await restored.restore(path, META), await original.settled())
     // The home records' terms are read back from the restored index: the same filter of home terms.
     restored.apply({ op: 'home-filter' })
@@ -200,4 +200,25 @@ test('a snapshot file keeps typed arrays, any strings (lone surrogates too) and 
   t.deepEqual(input.json('j'), { a: [1, 'two'] })
   t.throws(() => input.array('f64', Float32Array), { message: /is a Float64Array/ })
   input.close()
+})
+
+test('a snapshot is given up when the index changes while it is written, but not for a patch', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'search-snapshot-'))
+  const index = new LocalSearchIndex(OPTIONS, () => {}, pino({ level: 'silent' }))
+  t.teardown(async () => {
+    await index.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  fill(index, 3000)
+  const path = join(dir, 'index.snapshot')
+  const patched = index.save(path, META)
+  index.apply({ op: 'patch', entityId: upsert(2).doc.entityId, change: { active: false } })
+  t.true(((await patched) ?? 0) > 0, 'statuses are applied again at a restore: a patch does not spoil it')
+  const written = readFileSync(path)
+  const spoiled = index.save(path, META)
+  index.apply(upsert(5000))
+  t.is(await spoiled, null)
+  t.deepEqual(readdirSync(dir), ['index.snapshot'], 'no temporary file is left')
+  t.true(readFileSync(path).equals(written), 'the snapshot written before stays')
+  t.true(((await index.save(path, META)) ?? 0) > 0, 'the next one is written')
 })

@@ -27,7 +27,7 @@ import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-t
 import { fastTrust } from '../registry/trust.js'
 import { Interner } from '../../util/interner.js'
 import { NODE_VERSION } from '../../version.js'
-import { SnapshotReader, SnapshotUnreadable, SnapshotWriter } from '../../util/snapshot-file.js'
+import { SnapshotAborted, SnapshotReader, SnapshotUnreadable, SnapshotWriter } from '../../util/snapshot-file.js'
 
 export { CAPABILITY_KEYS, type CapabilityKey }
 export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
@@ -137,8 +137,11 @@ export interface SearchIndex {
   search(query: IndexQuery): Promise<IndexAnswer>
   /** The number of documents, once every change made before the call is applied. */
   settled(): Promise<number>
-  /** Writes the index to a snapshot file (IndexedEngine.save), after the changes made before; its size in bytes. */
-  save(path: string, meta: SnapshotMeta): Promise<number>
+  /**
+   * Writes the index to a snapshot file (IndexedEngine.save), after the changes made before; its
+   * size in bytes, or null when it was given up because the index changed meanwhile.
+   */
+  save(path: string, meta: SnapshotMeta): Promise<number | null>
   /** Fills the empty index from a snapshot file (IndexedEngine.restore); its documents. Rejects when it does not fit. */
   restore(path: string, meta: SnapshotMeta): Promise<number>
   close(): Promise<void>
@@ -155,6 +158,9 @@ function holdsAll(list: readonly string[], values: readonly string[]): boolean {
  * query waits at most about 12 ms behind them.
  */
 const DEFERRED_PER_TURN = 500
+
+/** Slots whose deferred work a snapshot notes in one turn. */
+const WAITS_PER_STEP = 20_000
 
 /**
  * The engine's trust and static score caches are filled this often, this many empty entries at a
@@ -189,6 +195,8 @@ export class IndexedEngine {
   /** Records still without their vector or home terms (a bulk load, a restored snapshot): entity → what they wait for. */
   private readonly deferred = new Map<string, number>()
   private completing: NodeJS.Immediate | null = null
+  /** The snapshot being written: any change but a patch (which a restore applies again) spoils it. */
+  private saving: { spoiled: boolean } | null = null
   private readonly registryId: string
   private readonly host: string
   /** Fills the engine's empty trust caches between queries (see SearchEngine.warmSignals). */
@@ -212,6 +220,7 @@ export class IndexedEngine {
 
   apply(change: IndexChange): void {
     const { engine } = this
+    if (this.saving !== null && change.op !== 'patch') this.saving.spoiled = true
     switch (change.op) {
       case 'upsert': {
         const fields = analyzeText(change.text)
@@ -261,6 +270,7 @@ export class IndexedEngine {
    */
   private completeDeferred = (): void => {
     this.completing = null
+    if (this.saving !== null) this.saving.spoiled = true
     let done = 0
     for (const [entityId, waits] of this.deferred) {
       this.deferred.delete(entityId)
@@ -277,21 +287,40 @@ export class IndexedEngine {
 
   /**
    * Writes the index to `path` (see src/services/search/search-snapshot.ts), with `meta` and what
-   * the index itself was built with: its state is copied now, and written while the index goes on.
-   * The home term summary is not written: the restore marks the home records, whose terms are read
-   * back from the text index as after a bulk load.
+   * the index itself was built with, a slice at a time between queries. A change other than a
+   * patch (statuses and liveness, which a restore applies again from the store) meanwhile gives the
+   * snapshot up (null): a later one is written instead. The home term summary is not
+   * written: the restore marks the home records, whose terms are read back from the text index as
+   * after a bulk load.
    */
-  save(path: string, meta: SnapshotMeta): Promise<number> {
+  save(path: string, meta: SnapshotMeta): Promise<number | null> {
+    if (this.saving !== null) return Promise.reject(new Error('a snapshot is already being written'))
+    const saving = { spoiled: false }
+    this.saving = saving
     const out = new SnapshotWriter()
     this.engine.save(out, 'engine')
     this.expander?.save(out, 'expander')
     // What each slot's record still waits for: its vector, or (a home record) its terms in the home term summary.
-    const waits = new Uint8Array(this.engine.slotCount)
-    this.engine.forEachEntity((entityId, slot) => {
-      waits[slot] = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
-    })
+    const slots = this.engine.slotCount
+    const waits = new Uint8Array(slots)
+    for (let from = 0; from < slots; from += WAITS_PER_STEP)
+      out.step(() => {
+        for (let slot = from; slot < Math.min(slots, from + WAITS_PER_STEP); slot++) {
+          const entityId = this.engine.entityAt(slot)
+          if (entityId !== undefined)
+            waits[slot] = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
+        }
+      })
     out.array('deferred', waits, { fresh: true })
-    return out.finish(path, { ...meta, ...this.builtWith })
+    return out
+      .finish(path, { ...meta, ...this.builtWith }, () => saving.spoiled)
+      .catch((err: unknown) => {
+        if (err instanceof SnapshotAborted) return null
+        throw err
+      })
+      .finally(() => {
+        this.saving = null
+      })
   }
 
   /**
@@ -454,7 +483,7 @@ export class LocalSearchIndex implements SearchIndex {
     return this.indexed.engine.size
   }
 
-  save(path: string, meta: SnapshotMeta): Promise<number> {
+  save(path: string, meta: SnapshotMeta): Promise<number | null> {
     return this.indexed.save(path, meta)
   }
 

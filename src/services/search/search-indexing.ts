@@ -12,7 +12,6 @@ import { developerChange, searchDocument, upsertChange } from './search-document
 import { embeddingText, type SearchIndex } from './search-index.js'
 import { IndexPlacement } from './search-placement.js'
 import { removeSnapshot, snapshotMeta, type UsableSnapshot, usableSnapshot } from './search-snapshot.js'
-import { busyShare } from '../../util/busy-share.js'
 
 const EMBED_BATCH = 64
 /**
@@ -24,15 +23,11 @@ const BUILD_CHUNK = 5000
 /** The default of SearchSettings.snapshotFromEntities. */
 const SNAPSHOT_FROM_ENTITIES = 50_000
 /**
- * While the node runs, a snapshot is written when the store changed since the last one and the
- * node is quiet: over the last SNAPSHOT_CHECK_MS its HTTP thread was less than QUIET_UTILIZATION
- * busy and it answered fewer than QUIET_SEARCHES_PER_SECOND searches a second on average (the
- * search thread copies the index first: about 8 s at a million entities, during which its queries
- * wait); at most every SNAPSHOT_EVERY_MS.
+ * While the node runs, a snapshot is written when the store changed since the last one, at most
+ * every SNAPSHOT_EVERY_MS, tried every SNAPSHOT_CHECK_MS. The search thread writes it a slice at a
+ * time between queries; one given up (the index changed meanwhile) is tried again at the next check.
  */
 const SNAPSHOT_CHECK_MS = 30_000
-const QUIET_UTILIZATION = 0.1
-const QUIET_SEARCHES_PER_SECOND = 1
 const SNAPSHOT_EVERY_MS = 10 * 60_000
 /**
  * At stop, a snapshot is written only for an index smaller than this: a node must stop within 5 s,
@@ -57,8 +52,6 @@ export abstract class SearchIndexing extends IndexPlacement {
   /** The index being filled from the store (at start, or after a lost worker); searches wait for it. */
   private building: Promise<number> | null = null
   protected stopped = false
-  /** Searches answered so far (the snapshot waits for a quiet moment). */
-  protected searches = 0
   /** Whether the index holds the whole store (a build or restore finished), so a snapshot of it may be written. */
   private complete = false
   /** Only the first build may start from the snapshot: later ones replace a lost worker's index. */
@@ -195,20 +188,13 @@ export abstract class SearchIndexing extends IndexPlacement {
   private completed(snapshotSeq: number | null): void {
     this.complete = true
     this.snapshot.seq = snapshotSeq
-    // A built index is written at the first quiet moment; a restored one SNAPSHOT_EVERY_MS after.
+    // A built index is written at the first check; a restored one SNAPSHOT_EVERY_MS after.
     this.snapshot.at = snapshotSeq === null ? Number.NEGATIVE_INFINITY : performance.now()
     if (!this.c.search.snapshotFile || this.snapshot.timer) return
-    const checkMs = this.c.search.snapshotCheckMs ?? SNAPSHOT_CHECK_MS
-    const busy = busyShare()
-    let searches = this.searches
     this.snapshot.timer = setInterval(() => {
-      // Queries one at a time can keep the search thread busy while the HTTP thread idles.
-      const quiet =
-        busy() < QUIET_UTILIZATION && this.searches - searches < (checkMs / 1000) * QUIET_SEARCHES_PER_SECOND
-      searches = this.searches
-      if (quiet && performance.now() - this.snapshot.at >= (this.c.search.snapshotEveryMs ?? SNAPSHOT_EVERY_MS))
+      if (performance.now() - this.snapshot.at >= (this.c.search.snapshotEveryMs ?? SNAPSHOT_EVERY_MS))
         void this.saveSnapshot('running')
-    }, checkMs)
+    }, this.c.search.snapshotCheckMs ?? SNAPSHOT_CHECK_MS)
     this.snapshot.timer.unref()
   }
 
@@ -240,6 +226,10 @@ export abstract class SearchIndexing extends IndexPlacement {
       await this.c.writes?.settled()
       await nextTurn()
       const bytes = await this.index.save(path, snapshotMeta(this.c.store, this.c.embedder.id, seq))
+      if (bytes === null) {
+        this.c.logger.debug({ entities, file: path }, 'search index snapshot given up: the index changed meanwhile')
+        return
+      }
       this.snapshot.seq = seq
       this.snapshot.at = performance.now()
       this.c.logger.info(

@@ -26,6 +26,8 @@ export interface SearchWorkerRequest {
 export type SearchWorkerReply =
   | { id: number; answer: IndexAnswer }
   | { id: number; size: number }
+  /** A snapshot given up (see IndexedEngine.save). */
+  | { id: number; size: null }
   | { id: number; error: string }
   /** Unasked: the home term filter was built. */
   | { filter: TermFilterMessage }
@@ -100,9 +102,9 @@ export class WorkerSearchIndex implements SearchIndex {
     return (reply as { size: number }).size
   }
 
-  async save(path: string, meta: SnapshotMeta): Promise<number> {
+  async save(path: string, meta: SnapshotMeta): Promise<number | null> {
     const reply = await this.ask(id => ({ id, kind: 'save', path, meta }))
-    return (reply as { size: number }).size
+    return (reply as { size: number | null }).size
   }
 
   async restore(path: string, meta: SnapshotMeta): Promise<number> {

@@ -75,7 +75,6 @@ export class SearchService extends SearchIndexing {
 
   async search(rawBody: unknown): Promise<SearchResponse> {
     const started = performance.now()
-    this.searches++
     const body = validate(SearchRequest, clampPaging(rawBody ?? {}))
     const limit = body.max_results ?? SEARCH_LIMITS.defaultResults
     const offset = body.offset ?? 0
