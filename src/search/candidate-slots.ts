@@ -16,7 +16,8 @@ import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 const capabilityList = (key: string, value: string): string => `${key}:${value}`
 
 /** Which filter's slot list a query visits: the category, the developer or the tag at that index. */
-export type Facet = 'category' | 'developer' | number
+/** A condition the visited list holds by itself: the category, the developer, a tag (its index), or the capability filter. */
+export type Facet = 'category' | 'developer' | 'capability' | number
 
 type Docs = readonly (SearchDocument | undefined)[]
 
@@ -104,8 +105,8 @@ export class FacetLists {
       consider(this.byTag.get(tag), i)
     })
     if (q.developerId != null) consider(this.byDeveloper.get(q.developerId), 'developer')
-    // The capability condition with the shortest list, if shorter than the visit so far. The
-    // filter still checks every condition, so nothing is covered.
+    // The capability condition with the shortest list, if shorter than the visit so far. When it
+    // is the only one, the list covers the capability filter; otherwise the filter checks them all.
     let shortest: { list: Uint32Array; condition: CapabilityCondition; size: number } | null = null
     for (const condition of q.capabilityConditions ?? []) {
       const list = this.byCapability.get(capabilityList(condition.key, condition.value))
@@ -113,7 +114,10 @@ export class FacetLists {
       if (shortest === null || size < shortest.size) shortest = { list, condition, size }
     }
     if (shortest !== null && (visit === null || shortest.size < visit.length))
-      return { visit: withDeclared(shortest.list, shortest.condition, slots, docs), covered: null }
+      return {
+        visit: withDeclared(shortest.list, shortest.condition, slots, docs),
+        covered: q.capabilityConditions?.length === 1 ? 'capability' : null
+      }
     return { visit, covered }
   }
 }

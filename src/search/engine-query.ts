@@ -66,8 +66,9 @@ export interface EngineQuery {
   /** When the filters already name the only possible entities (an FQAN or ID), just these. */
   only?: readonly string[]
   /**
-   * What `filter` requires of capabilities, as lists the engine keeps: a match holds `value` under
-   * `key`, or is one of `plus` (entities whose cards declare it). The shortest can be the visit.
+   * What `filter` requires, as lists the engine keeps (given, they are the whole of `filter`): a
+   * match holds `value` under `key`, or is one of `plus` (entities whose cards declare it). The
+   * shortest can be the visit; a visit by the only one needs no `filter`.
    */
   capabilityConditions?: readonly CapabilityCondition[]
 }

@@ -83,7 +83,8 @@ export function rank(
   const w = q.weights
   const signals = new Signals(q)
   cols.refreshSignals(q, signals)
-  const accept = bySlot(cols.docs, marked, withFilter(marked === null ? facetCheck(q, covered) : null, q.filter))
+  const filter = covered === 'capability' ? null : q.filter
+  const accept = bySlot(cols.docs, marked, withFilter(marked === null ? facetCheck(q, covered) : null, filter))
   const pass = new RankPass(q, semantic, similarityOf, accept, signals, { keys: cols.idKeys, docs: cols.docs })
   let maxText = 0
   if (q.terms.length > 0) {

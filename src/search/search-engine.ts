@@ -289,9 +289,9 @@ export class SearchEngine {
       let visit = listed.visit
       const vector = q.vector
       if (vector === null) return this.rank(q, best, touched, visit, covered, null)
-      if (visit !== null && visit.length * 4 < slotCount)
-        return this.rank(q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
       const page = q.offset + q.limit
+      // Before a filter list is compared in full: at a million documents a list of a tenth of them
+      // cost 5–10 ms of comparisons, where the page needs those of a few hundred text matches.
       if (slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
         const similarity: LazySimilarity = {
           of: slots => this.vectors.scanSlots(vector, slots, slotCount),
@@ -304,6 +304,8 @@ export class SearchEngine {
             : this.rank(q, best, touched, visit, covered, null, similarity)
         if (textFirst.total >= page) return textFirst
       }
+      if (visit !== null && visit.length * 4 < slotCount)
+        return this.rank(q, best, touched, visit, covered, this.vectors.scanSlots(vector, visit, slotCount))
       const scanned = this.vectors.scanAbove(vector, slotCount, q.minSemantic)
       // No shorter list: the candidates are the text matches and the documents similar enough,
       // listed when they are few.

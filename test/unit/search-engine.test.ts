@@ -214,30 +214,35 @@ test('a capability filter visited by its lists finds what the filter finds over 
     )
   // Cards declare `translate` for e3 (which lacks it), e4 (which holds it) and a removed entity.
   const declared = new Set(['e3', 'e4', 'e5'])
-  const wanted = ['translate', 'search']
-  const filter = (d: { entityId: string; capabilities: { skills: readonly string[] } }) =>
-    wanted.every(v => d.capabilities.skills.includes(v) || (v === 'translate' && declared.has(d.entityId)))
-  const capabilityConditions = wanted.map(value => ({
-    key: 'skills' as const,
-    value,
-    plus: value === 'translate' ? [...declared] : []
-  }))
-  for (const [text, over] of [
-    ['weather', {}],
-    ['', {}],
-    ['travel', { type: 'agent' as const }],
-    ['', { type: 'service' as const }]
-  ] as const) {
-    const all = engine.search(query(text, { ...over, filter }))
-    const listed = engine.search(query(text, { ...over, filter, capabilityConditions }))
-    t.true(all.total > 0, `${text} ${JSON.stringify(over)}`)
-    t.is(listed.total, all.total, text)
-    t.deepEqual(
-      listed.hits.map(h => h.doc.entityId),
-      all.hits.map(h => h.doc.entityId),
-      text
-    )
+  // Two conditions (the filter checks both), and one (its list covers it, the filter is not run).
+  for (const wanted of [['translate', 'search'], ['translate']]) {
+    const filter = (d: { entityId: string; capabilities: { skills: readonly string[] } }) =>
+      wanted.every(v => d.capabilities.skills.includes(v) || (v === 'translate' && declared.has(d.entityId)))
+    const capabilityConditions = wanted.map(value => ({
+      key: 'skills' as const,
+      value,
+      plus: value === 'translate' ? [...declared] : []
+    }))
+    for (const [text, over] of [
+      ['weather', {}],
+      ['', {}],
+      ['travel', { type: 'agent' as const }],
+      ['', { type: 'service' as const }]
+    ] as const) {
+      const all = engine.search(query(text, { ...over, filter }))
+      const listed = engine.search(query(text, { ...over, filter, capabilityConditions }))
+      t.true(all.total > 0, `${text} ${JSON.stringify(over)} ${wanted}`)
+      t.is(listed.total, all.total, `${text} ${wanted}`)
+      t.deepEqual(
+        listed.hits.map(h => h.doc.entityId),
+        all.hits.map(h => h.doc.entityId),
+        `${text} ${wanted}`
+      )
+    }
   }
+  const filter = (d: { entityId: string; capabilities: { skills: readonly string[] } }) =>
+    d.capabilities.skills.includes('translate') || declared.has(d.entityId)
+  const capabilityConditions = [{ key: 'skills' as const, value: 'translate', plus: [...declared] }]
   t.true(
     engine.search(query('', { filter, capabilityConditions, limit: 400 })).hits.some(h => h.doc.entityId === 'e3'),
     'declared by its card'
@@ -306,7 +311,7 @@ test('from fullScanBelow slots on, a text query ranks its text matches exactly a
       lastChange: Math.floor(random() * 90) * 86_400_000,
       active: random() < 0.7,
       uptime: random(),
-      tags: i % 2 === 0 ? ['even'] : ['odd']
+      tags: [i % 2 === 0 ? 'even' : 'odd', ...(i % 10 === 0 ? ['tenth'] : [])]
     })
     for (const engine of [textFirst, full])
       engine.upsert(document, fields(text, i % 7 === 0 ? 'search tool' : ''), vector)
@@ -324,11 +329,13 @@ test('from fullScanBelow slots on, a text query ranks its text matches exactly a
       { offset: 5, limit: 5 },
       { offset: 0, limit: 100 }
     ]) {
-      // A filter list of half the documents: too long to compare in full, read for its text matches.
-      for (const tags of [[], ['even']]) {
+      // Filter lists of half and a tenth of the documents, read for their text matches.
+      for (const tags of [[], ['even'], ['tenth']]) {
         const q = query(text, { vector: vector(text), trust, now, minSemantic: 0.3, tags, ...page })
-        // The full comparison with a threshold no similarity reaches admits the text matches only.
-        const want = full.search({ ...q, minSemantic: 2 })
+        // The full comparison with a threshold no similarity reaches admits the text matches only;
+        // text matches that do not fill the page have the list compared in full, as below fullScanBelow.
+        const textOnly = full.search({ ...q, minSemantic: 2 })
+        const want = textOnly.total >= page.offset + page.limit ? textOnly : full.search(q)
         t.deepEqual(textFirst.search(q), want, `${text} ${JSON.stringify(page)} ${tags}`)
       }
     }

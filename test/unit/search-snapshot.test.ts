@@ -202,6 +202,38 @@ test('a snapshot file keeps typed arrays, any strings (lone surrogates too) and 
   input.close()
 })
 
+test('a snapshot file is written a part at a time: live arrays as they are when their turn comes, slices, steps', async t => {
+  const dir = mkdtempSync(join(tmpdir(), 'snapshot-file-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const path = join(dir, 'f')
+  const out = new SnapshotWriter()
+  // Larger than the write buffer: copied and written through it several times.
+  const large = new Float64Array(3_000_000).map((_, i) => i * 0.5)
+  let prepared = 0
+  out.array('large', large)
+  out.step(() => {
+    prepared = 7
+  })
+  out.array('prepared', () => Uint32Array.of(prepared), { fresh: true })
+  out.arraySlices('joined', 'Uint32Array', () => [Uint32Array.of(1, 2), new Uint32Array(0), Uint32Array.of(3)])
+  large[0] = -1
+  await out.finish(path, null)
+  const input = new SnapshotReader(path)
+  const back = input.array('large', Float64Array)
+  t.is(back[0], -1, 'read when written, not when planned')
+  t.is(back[2_999_999], 2_999_999 * 0.5)
+  t.deepEqual([...input.array('prepared', Uint32Array)], [7])
+  t.deepEqual([...input.array('joined', Uint32Array)], [1, 2, 3])
+  input.close()
+  const given = new SnapshotWriter()
+  given.array('a', Uint8Array.of(1))
+  await t.throwsAsync(
+    given.finish(join(dir, 'g'), null, () => true),
+    { name: 'SnapshotAborted' }
+  )
+  t.deepEqual(readdirSync(dir), ['f'])
+})
+
 test('a snapshot is given up when the index changes while it is written, but not for a patch', async t => {
   const dir = mkdtempSync(join(tmpdir(), 'search-snapshot-'))
   const index = new LocalSearchIndex(OPTIONS, () => {}, pino({ level: 'silent' }))
