@@ -45,15 +45,22 @@ const LISTED_SHARE = 1 / 8
 const FULL_SCAN_BELOW = 200_000
 /**
  * A query reads its filter list's documents' words rather than its terms' posting lists when the
- * list's documents hold fewer words than this many times the postings (a word costs a little
- * less to read in a document than a posting does to score).
+ * list's documents hold fewer words than this many times the postings: reading a document's word
+ * costs more than skipping a posting outside the list (see SCORE_LISTED_BELOW). At a million
+ * documents 0.5 beat 2 (a category and three common words: 60 ms against 17) and 0.25.
  */
-const READ_DOCUMENTS_BELOW = 2
+const READ_DOCUMENTS_BELOW = 0.5
 /**
  * The filter lists a visit does not cover are checked on marks by slot when they hold fewer slots
  * than this many times the visit: marking a slot costs far less than reading a document's tags.
  */
 const MARK_BELOW = 20
+/**
+ * A query with a filter list scores its terms' postings for the list's documents only (marked by
+ * slot) when the list holds fewer documents than this share of the postings: a mark costs two
+ * writes, a posting left out saves its score's write, its listing and its reset.
+ */
+const SCORE_LISTED_BELOW = 1 / 2
 /** How many text matches past the first page a query compares with its embedding, at most (about). */
 const SEMANTIC_BUDGET = 4096
 
@@ -259,9 +266,10 @@ export class SearchEngine {
       // A query with words and a filter list: reading the words of the list's documents can cost
       // less than reading the terms' posting lists (a common word and a tag).
       const facetFirst = q.terms.length > 0 ? this.facets.slotsToVisit(q, null, this.slots, columns.docs) : null
+      const postings = this.text.postingsOf(q.terms)
       const readDocuments =
         facetFirst?.visit != null &&
-        facetFirst.visit.length * this.text.averageSequence < READ_DOCUMENTS_BELOW * this.text.postingsOf(q.terms)
+        facetFirst.visit.length * this.text.averageSequence < READ_DOCUMENTS_BELOW * postings
       const phraseBonus = (slot: number): void => {
         if (textScores[slot] === 0) return
         textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
@@ -276,7 +284,19 @@ export class SearchEngine {
         touched = columns.touched.subarray(0, scored)
       } else if (q.terms.length > 0) {
         const masks = q.phrases.length > 0 ? termMasks : null
-        touched = columns.touched.subarray(0, this.text.search(q.terms, textScores, columns.touched, best, masks))
+        // Only the filter list's documents can match: the others are not scored (nor cleared after).
+        const only =
+          masks === null && facetFirst?.visit != null && facetFirst.visit.length < postings * SCORE_LISTED_BELOW
+            ? facetFirst.visit
+            : null
+        const marks = columns.facetMarks
+        if (only !== null) for (let i = 0; i < only.length; i++) marks[only[i] as number] = 1
+        try {
+          const scored = this.text.search(q.terms, textScores, columns.touched, best, masks, only && marks)
+          touched = columns.touched.subarray(0, scored)
+        } finally {
+          if (only !== null) for (let i = 0; i < only.length; i++) marks[only[i] as number] = 0
+        }
         // Every phrase word is a query term, so a match is already scored (> 0).
         for (const phrase of q.phrases)
           this.text.forEachPhraseMatch(phrase, phraseBonus, termMasks, phraseBits(q.terms, phrase))

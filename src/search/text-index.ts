@@ -231,13 +231,15 @@ export class TextIndex {
    * as the slot capacity); returns how many. Terms are weighted: 1 for the user's words, less for
    * synonym expansions. Sets `best` to the highest score and its slot. With `termMasks` (indexed by
    * slot, untouched slots 0), sets bit j of a slot's entry when it holds term j (for j < 32).
+   * With `only` (indexed by slot), scores only the documents whose entry is not 0.
    */
   search(
     terms: readonly { term: string; weight: number }[],
     scores: Float32Array,
     touched: Int32Array,
     best: TextBest,
-    termMasks: Uint32Array | null = null
+    termMasks: Uint32Array | null = null,
+    only: Uint8Array | null = null
   ): number {
     let count = 0
     // Scores only grow, so the highest score written is the best final one (and its slot the best's).
@@ -256,7 +258,7 @@ export class TextIndex {
       const { slots, weights, length } = list
       for (let i = 0; i < length; i++) {
         const slot = slots[i] as number
-        if (!alive[slot]) continue
+        if (!alive[slot] || (only !== null && !only[slot])) continue
         const previous = scores[slot] as number
         // Every contribution is positive (idf > 0, weight > 0), so 0 means "not yet scored".
         if (previous === 0) touched[count++] = slot
