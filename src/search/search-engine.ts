@@ -262,6 +262,9 @@ export class SearchEngine {
     const { textScores, termMasks } = columns
     let touched = columns.touched.subarray(0, 0)
     const best: TextBest = { slot: -1, score: 0 }
+    // Whether only the filter list's documents were scored: every text match is then one of them,
+    // and holds what the list covers.
+    let inList = false
     try {
       // A query with words and a filter list: reading the words of the list's documents can cost
       // less than reading the terms' posting lists (a common word and a tag).
@@ -282,6 +285,7 @@ export class SearchEngine {
         const { visit } = facetFirst as { visit: ArrayLike<number> }
         const scored = this.text.searchListed(q.terms, visit, textScores, columns.touched, best, q.phrases, phraseBonus)
         touched = columns.touched.subarray(0, scored)
+        inList = true
       } else if (q.terms.length > 0) {
         const masks = q.phrases.length > 0 ? termMasks : null
         // Only the filter list's documents can match: the others are not scored (nor cleared after).
@@ -289,6 +293,7 @@ export class SearchEngine {
           masks === null && facetFirst?.visit != null && facetFirst.visit.length < postings * SCORE_LISTED_BELOW
             ? facetFirst.visit
             : null
+        inList = only !== null
         const marks = columns.facetMarks
         if (only !== null) for (let i = 0; i < only.length; i++) marks[only[i] as number] = 1
         try {
@@ -302,13 +307,11 @@ export class SearchEngine {
           this.text.forEachPhraseMatch(phrase, phraseBonus, termMasks, phraseBits(q.terms, phrase))
       }
       const listed =
-        readDocuments && facetFirst !== null
-          ? facetFirst
-          : this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
+        inList && facetFirst !== null ? facetFirst : this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
       const covered = listed.covered
       let visit = listed.visit
       const vector = q.vector
-      if (vector === null) return this.rank(q, best, touched, visit, covered, null)
+      if (vector === null) return this.rank(q, best, touched, inList ? touched : visit, covered, null)
       const page = q.offset + q.limit
       // Before a filter list is compared in full: at a million documents a list of a tenth of them
       // cost 5–10 ms of comparisons, where the page needs those of a few hundred text matches.
@@ -320,7 +323,7 @@ export class SearchEngine {
         // Only text matches are admitted: the text matches, or the filter list when shorter.
         const textFirst =
           visit === null || touched.length < visit.length
-            ? this.rank(q, best, touched, touched, null, null, similarity)
+            ? this.rank(q, best, touched, touched, inList ? covered : null, null, similarity)
             : this.rank(q, best, touched, visit, covered, null, similarity)
         if (textFirst.total >= page) return textFirst
       }

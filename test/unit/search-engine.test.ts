@@ -298,6 +298,37 @@ function unit(v: Float32Array): Float32Array {
   return v.map(x => x / norm)
 }
 
+test('from fullScanBelow slots on, a text query with one capability condition ranks the same through its list as through the filter', t => {
+  const engine = new SearchEngine(16, { fullScanBelow: 0 })
+  const random = lcg(5)
+  const skills = ['search', 'translate', 'summarize']
+  for (let i = 0; i < 3000; i++) {
+    const vector = unit(new Float32Array(16).map(() => random() - 0.5))
+    const skill = skills[i % 3] as string
+    engine.upsert(
+      doc(`e${String(i).padStart(5, '0')}`, {
+        type: i % 4 === 1 ? 'service' : 'agent',
+        capabilities: { skills: i % 5 === 0 ? [] : [skill], protocols: [], languages: [], models: [] }
+      }),
+      fields(`agent ${random() < 0.5 ? 'weather' : 'travel'} ${random() < 0.2 ? 'rare' : 'plain'}`),
+      vector
+    )
+  }
+  const declared = new Set(['e00003', 'e00004'])
+  const filter = (d: SearchDocument) => d.capabilities.skills.includes('translate') || declared.has(d.entityId)
+  const capabilityConditions = [{ key: 'skills' as const, value: 'translate', plus: [...declared] }]
+  const vector = unit(new Float32Array(16).fill(1))
+  for (const text of ['agent', 'weather', 'rare', 'agent weather'])
+    for (const over of [{}, { type: 'service' as const }, { limit: 50 }]) {
+      const q = query(text, { ...over, vector, minSemantic: 0.3 })
+      t.deepEqual(
+        engine.search({ ...q, filter, capabilityConditions }),
+        engine.search({ ...q, filter }),
+        `${text} ${JSON.stringify(over)}`
+      )
+    }
+})
+
 test('from fullScanBelow slots on, a text query ranks its text matches exactly as a full comparison would, and still finds by similarity when they do not fill the page', t => {
   const dimension = 64
   const textFirst = new SearchEngine(dimension, { fullScanBelow: 0 })
