@@ -15,7 +15,6 @@ import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 
 const capabilityList = (key: string, value: string): string => `${key}:${value}`
 
-/** Which filter's slot list a query visits: the category, the developer or the tag at that index. */
 /** A condition the visited list holds by itself: the category, the developer, a tag (its index), or the capability filter. */
 export type Facet = 'category' | 'developer' | 'capability' | number
 

@@ -4,7 +4,7 @@
  * documents as objects field by field took 19 s; by column it is their construction alone.
  */
 import { CAPABILITY_KEYS, type SearchDocument } from './engine-query.js'
-import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
+import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 
 const PRESENT = 1
@@ -13,8 +13,6 @@ const ACTIVE = 4
 const NO_VALUE = -1
 const NOTHING: readonly string[] = Object.freeze([])
 const LISTS = ['tags', ...CAPABILITY_KEYS] as const
-/** The columns are made for the snapshot: written as they are, not copied. */
-const FRESH = { fresh: true }
 
 type Docs = readonly (SearchDocument | undefined)[]
 

@@ -20,7 +20,7 @@ import { SlotColumns } from './slot-columns.js'
 import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { idOrder } from './top-k.js'
 import { VectorIndex } from './vector-index.js'
-import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
+import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 
 export {
   CAPABILITY_KEYS,
@@ -189,8 +189,8 @@ export class SearchEngine {
     this.text.save(out, `${prefix}.text`)
     this.vectors.save(out, `${prefix}.vectors`, slotCount)
     this.facets.save(out, `${prefix}.facets`)
-    out.array(`${prefix}.free`, () => Uint32Array.from(this.free), { fresh: true })
-    out.array(`${prefix}.released`, () => Uint32Array.from(this.released), { fresh: true })
+    out.array(`${prefix}.free`, () => Uint32Array.from(this.free), FRESH)
+    out.array(`${prefix}.released`, () => Uint32Array.from(this.released), FRESH)
   }
 
   /** Takes what `save` wrote under `prefix`, into an empty engine of the same dimension. */
@@ -269,7 +269,7 @@ export class SearchEngine {
       // A query with words and a filter list: reading the words of the list's documents can cost
       // less than reading the terms' posting lists (a common word and a tag).
       const facetFirst = q.terms.length > 0 ? this.facets.slotsToVisit(q, null, this.slots, columns.docs) : null
-      const postings = this.text.postingsOf(q.terms)
+      const postings = facetFirst?.visit != null ? this.text.postingsOf(q.terms) : 0
       const readDocuments =
         facetFirst?.visit != null &&
         facetFirst.visit.length * this.text.averageSequence < READ_DOCUMENTS_BELOW * postings

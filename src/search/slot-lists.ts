@@ -4,7 +4,7 @@
  * until `sweep()`, so readers check that the slot still holds a document with that value, and the
  * owner must not reuse a slot before the sweep.
  */
-import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
+import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 
 const EMPTY = new Uint32Array(0)
 
@@ -56,9 +56,7 @@ export class SlotLists {
     out.array(
       `${prefix}.lengths`,
       () => Uint32Array.from(values, value => (this.lists.get(value) as SlotList).length),
-      {
-        fresh: true
-      }
+      FRESH
     )
     out.arraySlices(`${prefix}.slots`, 'Uint32Array', () =>
       values.map(value => {

@@ -11,7 +11,7 @@
  * skipped until `sweep()` drops them, and the owner must not reuse a slot before that sweep (a
  * reused slot would inherit the old document's postings).
  */
-import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
+import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
@@ -508,9 +508,6 @@ export class TextIndex {
     this.sequenceLength = widened(this.sequenceLength, size)
   }
 }
-
-/** Arrays made for a snapshot: written as they are. */
-const FRESH = { fresh: true }
 
 /** One column of every posting list (`perPosting` values a posting), the lists one after another. */
 function* column<T extends ArrayBufferView & { subarray(begin: number, end: number): T }>(

@@ -55,8 +55,8 @@ export function buildDigestTables(index: Iterable<[subject: string, seal: Uint8A
     const row = subjects.length
     if (row === rows) {
       rows *= 2
-      digests = widened(digests, rows * DIGEST_BYTES)
-      shares = widened(shares, rows * DIGEST_BYTES)
+      digests = widenedBuffer(digests, rows * DIGEST_BYTES)
+      shares = widenedBuffer(shares, rows * DIGEST_BYTES)
       const wider = new Uint8Array(rows)
       wider.set(bucketOfRow)
       bucketOfRow = wider
@@ -84,7 +84,7 @@ export function buildDigestTables(index: Iterable<[subject: string, seal: Uint8A
 }
 
 /** A copy of `table` in a zeroed buffer of `length` bytes. */
-export function widened(table: Buffer<ArrayBuffer>, length: number): Buffer<ArrayBuffer> {
+export function widenedBuffer(table: Buffer<ArrayBuffer>, length: number): Buffer<ArrayBuffer> {
   const wider = Buffer.alloc(length)
   table.copy(wider)
   return wider

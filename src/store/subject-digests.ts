@@ -29,6 +29,7 @@
 import { hash as oneShotHash } from 'node:crypto'
 import type { Worker } from 'node:worker_threads'
 import { spawnModuleWorker } from '../util/module-worker.js'
+import { widened } from '../util/typed-arrays.js'
 import {
   BUCKETS,
   bucketOf,
@@ -37,7 +38,7 @@ import {
   type DigestTables,
   hash,
   isAttestation,
-  widened,
+  widenedBuffer,
   xorInto
 } from './digest-tables.js'
 import type { Operation } from './records.js'
@@ -328,11 +329,9 @@ export class SubjectDigests {
     const row = this.freeRows.pop()
     if (row !== undefined) return row
     if ((this.rows + 1) * DIGEST_BYTES > this.digests.length) {
-      this.digests = widened(this.digests, this.digests.length * 2)
-      this.shares = widened(this.shares, this.shares.length * 2)
-      const buckets = new Uint8Array(this.bucketOfRow.length * 2)
-      buckets.set(this.bucketOfRow)
-      this.bucketOfRow = buckets
+      this.digests = widenedBuffer(this.digests, this.digests.length * 2)
+      this.shares = widenedBuffer(this.shares, this.shares.length * 2)
+      this.bucketOfRow = widened(this.bucketOfRow, this.bucketOfRow.length * 2)
     }
     return this.rows++
   }

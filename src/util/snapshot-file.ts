@@ -42,6 +42,9 @@ interface Header {
   parts: Record<string, PartEntry>
 }
 
+/** The option of an array made for the snapshot (written as it is, not copied). */
+export const FRESH = { fresh: true } as const
+
 /** What a part is, or a function giving it when the part's turn to be written comes. */
 type Given<T> = T | (() => T)
 

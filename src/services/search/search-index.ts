@@ -27,7 +27,7 @@ import { type HomeFields, HomeTermSummary, type HomeTermsLogger } from './home-t
 import { fastTrust } from '../registry/trust.js'
 import { Interner } from '../../util/interner.js'
 import { NODE_VERSION } from '../../version.js'
-import { SnapshotAborted, SnapshotReader, SnapshotUnreadable, SnapshotWriter } from '../../util/snapshot-file.js'
+import { FRESH, SnapshotAborted, SnapshotReader, SnapshotUnreadable, SnapshotWriter } from '../../util/snapshot-file.js'
 
 export { CAPABILITY_KEYS, type CapabilityKey }
 export type CapabilityValues = Partial<Record<CapabilityKey, readonly string[]>>
@@ -311,7 +311,7 @@ export class IndexedEngine {
             waits[slot] = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
         }
       })
-    out.array('deferred', waits, { fresh: true })
+    out.array('deferred', waits, FRESH)
     return out
       .finish(path, { ...meta, ...this.builtWith }, () => saving.spoiled)
       .catch((err: unknown) => {
