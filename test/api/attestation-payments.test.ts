@@ -10,6 +10,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { anvilBinary, type LocalChain, startLocalChain } from '../helpers/anvil.js'
 import { agent, developer, developerRegistration, signSpec, specRegistration } from '../helpers/identities.js'
 import { http, startTestNode, type TestNode } from '../helpers/node.js'
+import { until } from '../helpers/wait.js'
 
 const binary = anvilBinary()
 const NETWORK = 'eip155:84532'
@@ -43,7 +44,8 @@ else if ('missing' in binary) {
       functionName: 'transfer',
       args: [payTo, 2500n]
     })
-    t.is(await local.transactionStatus(transfer), 'success')
+    // The hash comes back when anvil has the transaction; its receipt may follow a moment later.
+    t.is(await until('the transfer is mined', () => local.transactionStatus(transfer)), 'success')
 
     node = await startTestNode({ p2p: { enabled: false }, trust: { payment_rpc: [`${NETWORK}=${local.rpcUrl}`] } })
     const alice = developer(70)

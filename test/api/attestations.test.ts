@@ -221,12 +221,20 @@ test.serial('trust flows from the seed through attestations; an entity only outs
   const carolView = await http(node.url, 'GET', `/v1/developers/${carol.id}`)
   t.true(bobView.body.trust_score > 0.1, JSON.stringify(bobView.body))
   t.is(carolView.body.trust_score, 0.1, 'a registered profile and nothing more')
-  // Search ranks with the same score, once the refresh after the attestations reached the index.
-  await until('search shows the blended trust score', async () => {
-    const found = await http(node.url, 'POST', '/v1/search', { body: { query: 'Agent 0', limit: 50 } })
-    const hit = found.body.results?.find((r: { entity_id: string }) => r.entity_id === b0.agentId)
-    return hit?.score_breakdown?.trust_score === resolved.body.trust_score
-  })
+  // Search ranks with the score resolve shows, once the refresh after the attestations reached the
+  // index. A later full computation may move both, so each try reads the two afresh.
+  let searched: unknown
+  await until(
+    'search shows the blended trust score resolve shows',
+    async () => {
+      const now = await http(node.url, 'GET', `/v1/resolve/agent/${enc(b0.agentId)}`)
+      const found = await http(node.url, 'POST', '/v1/search', { body: { query: 'Agent 0', limit: 50 } })
+      const hit = found.body.results?.find((r: { entity_id: string }) => r.entity_id === b0.agentId)
+      searched = { resolve: now.body.trust_score, search: hit?.score_breakdown ?? null }
+      return hit?.score_breakdown?.trust_score === now.body.trust_score
+    },
+    { detail: () => searched }
+  )
   // A minimum equal to the score search shows keeps the entity. A full computation may still move
   // the score between two requests, so the minimum is the one search showed just before.
   let filtered: { body: { results?: { entity_id: string }[] } } | undefined

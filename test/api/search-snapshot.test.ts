@@ -36,7 +36,7 @@ async function start(
   liveness: { inactive_after_seconds?: number; sweep_interval_seconds?: number } = {}
 ): Promise<Started> {
   const logs: Started['logs'] = []
-  const logger = pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line)) })
+  const logger = pino({ level: 'debug' }, { write: (line: string) => logs.push(JSON.parse(line)) })
   const config = testConfig(dataDir, { search: { worker_from_entities: 0, snapshot_from_entities: 0 }, liveness })
   const node = await startRegistryNode(config, { ...options, logger })
   await node.search.idle()
@@ -114,7 +114,10 @@ test('a running node writes its snapshot while it runs, and has nothing to write
   const node = await start(dataDir, { searchSnapshotTiming: { checkMs: 100, everyMs: 0 } })
   for (let i = 0; i < 3; i++) await register(node.url, i)
   const written = () => node.logs.filter(line => line.msg === 'search index snapshot written')
-  await until('a snapshot of the three is written', () => written().some(line => line.entities === 3))
+  await until('a snapshot of the three is written', () => written().some(line => line.entities === 3), {
+    timeoutMs: 60_000,
+    detail: () => node.logs.filter(line => /snapshot|worker/.test(line.msg)).slice(-8)
+  })
   t.true(existsSync(join(dataDir, SNAPSHOT_FILE)))
   const before = written().length
   await node.stop()
