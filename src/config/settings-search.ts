@@ -198,7 +198,7 @@ export const SEARCH_SETTINGS = [
     flag: 'search-snapshot-from-entities',
     min: 0,
     max: 1_000_000_000,
-    doc: "From this many entities on, the search index is written to search-index.snapshot in the data directory (about 0.8 GB at a million): at stop below 150,000 entities, otherwise at a quiet moment (30 s with the HTTP thread under 10 % busy and under one search a second, at most every 10 minutes). The next start reads it instead of indexing every record again (at a million entities, searchable in about 50 s instead of about 140 s) and indexes again the entities changed since; a snapshot that does not match the store is built over. Set it above the store's size to never write one; 0 writes one at any size."
+    doc: "From this many entities on, the search index is written to search-index.snapshot in the data directory (about 0.8 GB at a million): at stop below 150,000 entities, otherwise by the search thread between queries, a slice at a time: tried every 30 s once the store has changed, at most every 10 minutes (a change to the index during the write makes it try again at the next check). The next start reads it instead of indexing every record again (at a million entities, searchable in about 50 s instead of about 140 s) and indexes again the entities changed since; a snapshot that does not match the store is built over. Set it above the store's size to never write one; 0 writes one at any size."
   },
   {
     key: 'search.federation_max_peers',
