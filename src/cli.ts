@@ -227,10 +227,10 @@ async function start(argv: string[]): Promise<void> {
   // at a low rate always does: in a 20-node mesh at 5 operations/s it cost about a tenth of the nodes'
   // CPU (docs/decisions.md). Process-wide, so the search worker is included.
   setFlagsFromString('--no-memory-reducer')
-  // Without it, neither thread gives back its garbage: V8 lets each old generation grow to up to
-  // four times what it holds before collecting it. At a million entities, 30 % kept about 750 MB
-  // less resident after queries, with the same queries/s (docs/decisions.md). A flag given to node
-  // itself wins.
+  // V8 lets an old generation grow to up to four times what it held after its last full collection,
+  // and with the memory reducer off an idle heap keeps that garbage. At a million entities, 30 % kept
+  // about 750 MB less resident after queries, queries/s within their spread (docs/decisions.md). A
+  // flag given to node itself wins.
   if (!process.execArgv.some(flag => flag.startsWith('--heap-growing-percent')))
     setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
   const config = await loadConfig({ argv })

@@ -5,6 +5,7 @@
  */
 import { hash as oneShotHash } from 'node:crypto'
 import { SEAL_DIGEST_BYTES } from './operation-log.js'
+import { widened } from '../util/typed-arrays.js'
 
 export const DIGEST_BYTES = SEAL_DIGEST_BYTES
 export const BUCKETS = 256
@@ -57,9 +58,7 @@ export function buildDigestTables(index: Iterable<[subject: string, seal: Uint8A
       rows *= 2
       digests = widenedBuffer(digests, rows * DIGEST_BYTES)
       shares = widenedBuffer(shares, rows * DIGEST_BYTES)
-      const wider = new Uint8Array(rows)
-      wider.set(bucketOfRow)
-      bucketOfRow = wider
+      bucketOfRow = widened(bucketOfRow, rows)
     }
     const bucket = bucketOf(subject)
     const share = hash(subject + digest.toString('hex'))
