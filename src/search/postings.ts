@@ -13,6 +13,16 @@ export class Postings {
   length = 0
   /** Live documents holding the term (for idf). */
   df = 0
+  /**
+   * The slots of the postings below `impactLength` by weight, highest first, and their weights
+   * (see impact-walk.ts), or null until a walk needs them; the postings from `impactLength` on
+   * were added since.
+   */
+  impact: Uint32Array | null = null
+  impactWeights = new Float32Array(0)
+  impactLength = 0
+  /** Each slot's weight (0: not held), or null until a walk of several terms needs it (see impact-walk.ts). */
+  bySlot: Float32Array | null = null
 
   constructor(readonly term: string) {}
 
@@ -36,6 +46,14 @@ export class Postings {
     return list
   }
 
+  /** Drops what a walk reads (its weights have changed, or it is not walked often enough to keep it). */
+  dropWalk(): void {
+    this.impact = null
+    this.impactWeights = new Float32Array(0)
+    this.impactLength = 0
+    this.bySlot = null
+  }
+
   /** `tfs` holds the F field counts of this posting from `at`. */
   add(slot: number, tfs: Uint8Array, at: number, weight: number): void {
     if (this.length === this.slots.length) {
@@ -49,22 +67,44 @@ export class Postings {
     this.weights[this.length] = weight
     this.length++
     this.df++
+    if (this.bySlot !== null) {
+      if (slot >= this.bySlot.length) this.bySlot = widened(this.bySlot, Math.max(slot + 1, this.bySlot.length * 2))
+      this.bySlot[slot] = weight
+    }
   }
 
-  /** Drops the postings of dead slots. */
+  /** Drops the postings of dead slots (and their slots from the impact order). */
   compact(alive: Uint8Array): void {
     let w = 0
+    let ordered = 0
     for (let r = 0; r < this.length; r++) {
       const slot = this.slots[r] as number
-      if (!alive[slot]) continue
+      if (!alive[slot]) {
+        // The slot may be reused once swept.
+        if (this.bySlot !== null) this.bySlot[slot] = 0
+        continue
+      }
       if (w !== r) {
         this.slots[w] = slot
         this.tfs.copyWithin(w * F, r * F, r * F + F)
         this.weights[w] = this.weights[r] as number
       }
+      if (r < this.impactLength) ordered++
       w++
     }
     this.length = w
+    const impact = this.impact
+    if (impact === null) return
+    let kept = 0
+    for (let i = 0; i < impact.length; i++) {
+      const slot = impact[i] as number
+      if (!alive[slot]) continue
+      impact[kept] = slot
+      this.impactWeights[kept++] = this.impactWeights[i] as number
+    }
+    this.impact = impact.subarray(0, kept)
+    this.impactWeights = this.impactWeights.subarray(0, kept)
+    this.impactLength = ordered
   }
 }
 

@@ -12,7 +12,7 @@ import type { TextBest } from './text-index.js'
 import { type Order, TopK } from './top-k.js'
 
 /** One pass of the ranking: what admits a slot as a match, and what scores the matches into the heap. */
-class RankPass {
+export class RankPass {
   /** Whether a match needs a text score or enough similarity (not so for a filter-only listing). */
   readonly textQuery: boolean
   /** The flags a slot must have under `flagMask` (live, and the kind and activity asked for). */
@@ -220,7 +220,7 @@ function listedCandidates(cols: SlotColumns, pass: RankPass, visit: ArrayLike<nu
  * What a similarity can reach: embeddings are unit vectors, and their int8 copies put a cosine
  * up to a few hundredths off (the margin also covers the partial sum rounding apart from the full one).
  */
-const MAX_SIMILARITY = 1.05
+export const MAX_SIMILARITY = 1.05
 
 /**
  * listedCandidates over text matches, with the similarities computed only where they can change
@@ -261,20 +261,9 @@ function boundedCandidates(
     if (partial > partialBest.floor) partialBest.offer(slot, partial)
   }
   if (found === 0 || heap.k === 0) return { found, semantic: null }
-  // The same sum, in the same order, as the other passes: equal scores then tie the same way.
-  const offerScored = (slots: Int32Array, semantic: Float32Array): void => {
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as number
-      const score =
-        textWeight * (textScores[slot] as number) +
-        semanticWeight * Math.max(0, semantic[slot] as number) +
-        (staticScore[slot] as number)
-      if (score >= heap.floor) heap.offer(slot, score)
-    }
-  }
   const first = Int32Array.from(partialBest.sorted())
   let semantic = similarity.of(first)
-  offerScored(first, semantic)
+  offerScored(cols, pass, first, semantic)
   const scored = new Set(first)
   const reach = Math.max(heap.floor - semanticWeight * MAX_SIMILARITY, budgetCut(partials, found, similarity.budget))
   const rest = cols.visitBuffer
@@ -287,9 +276,26 @@ function boundedCandidates(
   if (n > 0) {
     const listed = rest.subarray(0, n)
     semantic = similarity.of(listed)
-    offerScored(listed, semantic)
+    offerScored(cols, pass, listed, semantic)
   }
   return { found, semantic }
+}
+
+/**
+ * Scores the slots in full (their similarities in `semantic`) into the pass's heap: the same sum,
+ * in the same order, as the other passes, so equal scores tie the same way.
+ */
+export function offerScored(cols: SlotColumns, pass: RankPass, slots: Int32Array, semantic: Float32Array): void {
+  const { textScores, staticScore } = cols
+  const { heap, textWeight, semanticWeight } = pass
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as number
+    const score =
+      textWeight * (textScores[slot] as number) +
+      semanticWeight * Math.max(0, semantic[slot] as number) +
+      (staticScore[slot] as number)
+    if (score >= heap.floor) heap.offer(slot, score)
+  }
 }
 
 /** How many partial scores budgetCut reads, at most. */
@@ -310,7 +316,7 @@ function budgetCut(partials: Float64Array, count: number, budget: number): numbe
 }
 
 /** The heap's hits after the offset, each with its breakdown. */
-function page(
+export function page(
   cols: SlotColumns,
   q: EngineQuery,
   heap: TopK,

@@ -20,6 +20,8 @@ import { SlotColumns } from './slot-columns.js'
 import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { idOrder } from './top-k.js'
 import { VectorIndex } from './vector-index.js'
+import { rankByImpact } from './walked-rank.js'
+import type { WalkedTerm } from './impact-walk.js'
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 
 export {
@@ -63,6 +65,11 @@ const MARK_BELOW = 20
 const SCORE_LISTED_BELOW = 1 / 2
 /** How many text matches past the first page a query compares with its embedding, at most (about). */
 const SEMANTIC_BUDGET = 4096
+/**
+ * A query without filters walks its posting lists by weight (see walked-rank.ts) from this many
+ * postings on: below, scoring them all costs about a millisecond or less.
+ */
+const WALK_FROM = 32_768
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -78,14 +85,16 @@ export class SearchEngine {
   /** From this many slots on, text queries take their candidates from the text matches only. */
   private readonly fullScanBelow: number
   private readonly semanticBudget: number
+  private readonly walkFrom: number
 
   constructor(
     readonly dimension: number,
-    options: { simd?: boolean; fullScanBelow?: number; semanticBudget?: number } = {}
+    options: { simd?: boolean; fullScanBelow?: number; semanticBudget?: number; walkFrom?: number } = {}
   ) {
     this.vectors = new VectorIndex(dimension, options)
     this.fullScanBelow = options.fullScanBelow ?? FULL_SCAN_BELOW
     this.semanticBudget = options.semanticBudget ?? SEMANTIC_BUDGET
+    this.walkFrom = options.walkFrom ?? WALK_FROM
   }
 
   get size(): number {
@@ -255,6 +264,10 @@ export class SearchEngine {
    * a budget (the full comparison cost 8 ms at a million documents, whatever the words). It still
    * compares every document when its text matches do not fill the page, so a query that shares few
    * words with the index finds documents by similarity alone.
+   *
+   * A query without filters whose words fill long posting lists (see walkedTerms) reads neither
+   * every match nor every slot: its lists are walked from their highest weights down until no
+   * document left can reach the page (src/search/walked-rank.ts).
    */
   search(q: EngineQuery): { hits: EngineHit[]; total: number } {
     const columns = this.columns
@@ -266,6 +279,13 @@ export class SearchEngine {
     // and holds what the list covers.
     let inList = false
     try {
+      const walked = this.walkedTerms(q, slotCount)
+      if (walked !== null) {
+        const similarity = q.vector === null ? null : this.lazySimilarity(q.vector, slotCount)
+        const { hits, total, walk } = rankByImpact(columns, q, walked, this.text.alive, similarity)
+        touched = walk.visited.subarray(0, walk.count)
+        return { hits, total }
+      }
       // A query with words and a filter list: reading the words of the list's documents can cost
       // less than reading the terms' posting lists (a common word and a tag).
       const facetFirst = q.terms.length > 0 ? this.facets.slotsToVisit(q, null, this.slots, columns.docs) : null
@@ -316,10 +336,7 @@ export class SearchEngine {
       // Before a filter list is compared in full: at a million documents a list of a tenth of them
       // cost 5–10 ms of comparisons, where the page needs those of a few hundred text matches.
       if (slotCount >= this.fullScanBelow && q.fusion === 'weighted' && touched.length >= page) {
-        const similarity: LazySimilarity = {
-          of: slots => this.vectors.scanSlots(vector, slots, slotCount),
-          budget: this.semanticBudget
-        }
+        const similarity = this.lazySimilarity(vector, slotCount)
         // Only text matches are admitted: the text matches, or the filter list when shorter.
         const textFirst =
           visit === null || touched.length < visit.length
@@ -339,6 +356,38 @@ export class SearchEngine {
       for (let i = 0; i < touched.length; i++) textScores[touched[i] as number] = 0
       if (q.phrases.length > 0) for (let i = 0; i < touched.length; i++) termMasks[touched[i] as number] = 0
     }
+  }
+
+  /** The query's similarities with the documents, compared on demand (see rank-pass.ts). */
+  private lazySimilarity(vector: Float32Array, slotCount: number): LazySimilarity {
+    return { of: slots => this.vectors.scanSlots(vector, slots, slotCount), budget: this.semanticBudget }
+  }
+
+  /**
+   * The terms of a query ranked by a walk of its long posting lists (see walked-rank.ts): one with
+   * words and no phrase, no filter and no trust bound (every match then counts in the total), an
+   * embedding compared with its text matches only (see `search`) or none, and a list of `walkFrom`
+   * postings or more. Null: no walk.
+   */
+  private walkedTerms(q: EngineQuery, slotCount: number): WalkedTerm[] | null {
+    const plain =
+      q.terms.length > 0 &&
+      q.phrases.length === 0 &&
+      !q.only &&
+      q.type === null &&
+      q.active === null &&
+      q.category == null &&
+      !q.tags?.length &&
+      q.developerId == null &&
+      q.filter === null &&
+      !q.capabilityConditions?.length &&
+      q.minTrust <= 0 &&
+      (q.vector === null || (q.fusion === 'weighted' && slotCount >= this.fullScanBelow)) &&
+      this.text.postingsOf(q.terms) >= this.walkFrom
+    if (!plain) return null
+    const terms = this.text.impactTerms(q.terms, this.walkFrom, q.terms.length > 1)
+    // The first page must be full of text matches, or an embedding finds the rest (see `search`).
+    return terms.some(({ list, long }) => long && list.df >= q.offset + q.limit) ? terms : null
   }
 
   /**

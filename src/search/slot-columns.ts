@@ -25,6 +25,15 @@ const NO_DEVELOPER = -1
  * every slot cost the query that found the cache expired about 80 ms.
  */
 const SIGNALS_CACHE_MS = 60_000
+/**
+ * The static scores' ceiling (see staticCeiling) is found again from every slot at least this
+ * often, and when more slots than PENDING_CEILING changed since. Between, cached signals that
+ * expire are recomputed a minute later at most, by which time trust's age term has moved by
+ * millionths: CEILING_SLACK covers that.
+ */
+const CEILING_MS = 60_000
+const PENDING_CEILING = 65_536
+const CEILING_SLACK = 1e-3
 
 /**
  * What the trust and static score of a slot are computed from, for one query. Its own class, like
@@ -62,6 +71,13 @@ export class Signals {
   }
 }
 
+/** What the cached signals were computed for. */
+interface SignalsKey {
+  trust: TrustFormula
+  weights: RankingWeights
+  halfLifeDays: number
+}
+
 export class SlotColumns {
   /** The document in each slot (undefined: a free or removed slot); its length is the slot count. */
   readonly docs: (SearchDocument | undefined)[] = []
@@ -81,10 +97,16 @@ export class SlotColumns {
   // compute): trust, and w_trust · trust + w_freshness · freshness + w_availability · availability.
   trustCache = new Float32Array(1024).fill(NaN)
   staticScore = new Float64Array(1024)
-  private signalsKey: { trust: TrustFormula; weights: RankingWeights; halfLifeDays: number } | null = null
+  private signalsKey: SignalsKey | null = null
   /** The cache expires slots from `expiryCursor` on, round robin; it has expired them up to this time. */
   private expiredUntil = 0
   private expiryCursor = 0
+  /** The highest static score of any live slot, for `ceilingKey` and as of `ceilingAt` (NaN: to find). */
+  private ceiling = Number.NaN
+  private ceilingAt = 0
+  private ceilingKey: SignalsKey | null = null
+  /** Slots whose signals changed since the ceiling was found (written, or their developer's part set). */
+  private pendingCeiling: number[] = []
   /** The last query's signals and when it ran (performance.now()), for warm(). */
   private lastSignals: { signals: Signals; at: number } | null = null
   private warmCursor = 0
@@ -108,6 +130,43 @@ export class SlotColumns {
     this.transitive[slot] = doc.transitive ?? 0
     this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
     this.trustCache[slot] = NaN
+    this.ceilingChanged(slot)
+  }
+
+  private ceilingChanged(slot: number): void {
+    if (Number.isNaN(this.ceiling)) return
+    if (this.pendingCeiling.length < PENDING_CEILING) this.pendingCeiling.push(slot)
+    else this.ceiling = Number.NaN
+  }
+
+  /**
+   * At least the static score of every live slot for these signals (the query's, after
+   * refreshSignals): what a document not yet read can add to its text and similarity. Computes the
+   * signals it lacks; reads every slot only when the last reading is a minute old or was for
+   * other weights, else the slots changed since.
+   */
+  staticCeiling(signals: Signals): number {
+    const key = this.signalsKey
+    if (Number.isNaN(this.ceiling) || this.ceilingKey !== key || signals.now - this.ceilingAt >= CEILING_MS) {
+      let ceiling = 0
+      for (let slot = 0; slot < this.docs.length; slot++) {
+        if (this.docs[slot] === undefined) continue
+        if (Number.isNaN(this.trustCache[slot] as number)) this.computeSignals(slot, signals)
+        if ((this.staticScore[slot] as number) > ceiling) ceiling = this.staticScore[slot] as number
+      }
+      this.ceiling = ceiling
+      this.ceilingAt = signals.now
+      this.ceilingKey = key
+      this.pendingCeiling = []
+    } else if (this.pendingCeiling.length > 0) {
+      for (const slot of this.pendingCeiling) {
+        if (this.docs[slot] === undefined) continue
+        if (Number.isNaN(this.trustCache[slot] as number)) this.computeSignals(slot, signals)
+        if ((this.staticScore[slot] as number) > this.ceiling) this.ceiling = this.staticScore[slot] as number
+      }
+      this.pendingCeiling = []
+    }
+    return this.ceiling + CEILING_SLACK
   }
 
   knowsDeveloper(developerId: string): boolean {
@@ -121,7 +180,10 @@ export class SlotColumns {
     this.developerParts[n] = part
     // Only their documents' cached signals change (dead slots in the list are harmless).
     const slots = byDeveloper.get(developerId)
-    for (let i = 0; i < slots.length; i++) this.trustCache[slots[i] as number] = NaN
+    for (let i = 0; i < slots.length; i++) {
+      this.trustCache[slots[i] as number] = NaN
+      this.ceilingChanged(slots[i] as number)
+    }
   }
 
   private developerNumber(developerId: string): number {

@@ -98,6 +98,11 @@ export class TopK {
     this.floor = scores[0] as number
   }
 
+  /** The slots held, in no order. */
+  members(): Int32Array {
+    return this.slots.subarray(0, this.size)
+  }
+
   sorted(): number[] {
     const positions = Array.from({ length: this.size }, (_, i) => i)
     positions.sort((a, b) =>

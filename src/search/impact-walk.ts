@@ -1,0 +1,147 @@
+/**
+ * A walk of a query's long posting lists from their highest term weights down (each list in its
+ * impact order: its slots by weight), visiting each live document once, until the caller says
+ * that no document not yet met can matter. Such a document holds none of the lists read whole
+ * (the caller met all of theirs first), so its text score is at most the walk's bound: the sum
+ * over the walked lists of idf × the weight where each list's walk stands.
+ *
+ * A query whose words most documents hold (at a million, "agent" is in 98 % of them) then reads
+ * the few thousand postings that can reach its page instead of every one of them.
+ */
+import type { Postings } from './postings.js'
+
+/** A query term's posting list, its idf (times the term's weight in the query), and whether it is walked by weight. */
+export interface WalkedTerm {
+  list: Postings
+  idf: number
+  long: boolean
+}
+
+/**
+ * Weights are ordered by bucket, not exactly: a saturated BM25 weight is below k1 + 1 = 2.2, and
+ * 4,096 buckets of that range order a list in one counting pass. Within a bucket the order is the
+ * lists', and the bound is the bucket's upper edge.
+ */
+const BUCKETS = 4096
+const BUCKET_WIDTH = 2.2 / BUCKETS
+/** Added to a bound: the division that finds a weight's bucket may round it down by an ulp. */
+const BOUND_SLACK = 1e-6
+/** Postings read from one list before the bound is computed again. */
+const BLOCK = 256
+
+function bucketOf(weight: number): number {
+  return Math.min(BUCKETS - 1, Math.floor(weight / BUCKET_WIDTH))
+}
+
+/** Brings the list's impact order up to date: built when missing or when a ninth of its postings came since. */
+export function orderByImpact(list: Postings): void {
+  const since = list.length - list.impactLength
+  if (list.impact !== null && since * 8 <= list.impactLength) return
+  const { slots, weights, length } = list
+  const starts = new Uint32Array(BUCKETS + 1)
+  for (let i = 0; i < length; i++) {
+    const bucket = BUCKETS - 1 - bucketOf(weights[i] as number)
+    starts[bucket + 1] = (starts[bucket + 1] as number) + 1
+  }
+  for (let b = 0; b < BUCKETS; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number)
+  const impact = new Uint32Array(length)
+  const impactWeights = new Float32Array(length)
+  for (let i = 0; i < length; i++) {
+    const weight = weights[i] as number
+    const bucket = BUCKETS - 1 - bucketOf(weight)
+    const at = starts[bucket] as number
+    impact[at] = slots[i] as number
+    impactWeights[at] = weight
+    starts[bucket] = at + 1
+  }
+  list.impact = impact
+  list.impactWeights = impactWeights
+  list.impactLength = length
+}
+
+/** Gives the list its weights by slot, when it has none (kept up to date by the list from then on). */
+export function weighBySlot(list: Postings, slotCount: number): void {
+  if (list.bySlot !== null) return
+  const bySlot = new Float32Array(slotCount)
+  const { slots, weights, length } = list
+  for (let i = 0; i < length; i++) bySlot[slots[i] as number] = weights[i] as number
+  list.bySlot = bySlot
+}
+
+/** What a walk does with a live document met for the first time: the term whose list met it, and its weight there. */
+export type WalkVisit = (slot: number, term: WalkedTerm, weight: number) => void
+
+/**
+ * Visits of live documents, each at most once (marked in `seen`, indexed by slot, all clear before
+ * and cleared by `clear`), listed in `visited` in the order met.
+ */
+export class ImpactWalk {
+  count = 0
+
+  constructor(
+    private readonly alive: Uint8Array,
+    private readonly seen: Uint8Array,
+    readonly visited: Int32Array<ArrayBuffer>
+  ) {}
+
+  private meet(term: WalkedTerm, slot: number, weight: number, visit: WalkVisit): void {
+    if (!this.alive[slot] || this.seen[slot] !== 0) return
+    this.seen[slot] = 1
+    this.visited[this.count++] = slot
+    visit(slot, term, weight)
+  }
+
+  /** Every document of the term's list. */
+  all(term: WalkedTerm, visit: WalkVisit): void {
+    const { slots, weights, length } = term.list
+    for (let i = 0; i < length; i++) this.meet(term, slots[i] as number, weights[i] as number, visit)
+  }
+
+  /**
+   * The terms' lists (their impact orders up to date, see orderByImpact): first the postings
+   * added since each order was built, then a block at a time from the list whose next weight adds
+   * most to the bound, asking `stop(bound)` before each block. A document no list has met yet
+   * holds no other term of the query (the caller has visited all of theirs) or has a text score of
+   * at most the bound.
+   */
+  byImpact(terms: readonly WalkedTerm[], visit: WalkVisit, stop: (bound: number) => boolean): void {
+    for (const term of terms) {
+      const { slots, weights, length, impactLength } = term.list
+      for (let i = impactLength; i < length; i++) this.meet(term, slots[i] as number, weights[i] as number, visit)
+    }
+    const at = new Uint32Array(terms.length)
+    for (;;) {
+      let bound = 0
+      let next = -1
+      let nextBound = 0
+      for (let j = 0; j < terms.length; j++) {
+        const { list, idf } = terms[j] as WalkedTerm
+        const position = at[j] as number
+        if (position >= list.impactWeights.length) continue
+        const upper = idf * (bucketOf(list.impactWeights[position] as number) + 1) * BUCKET_WIDTH
+        bound += upper
+        if (upper > nextBound) {
+          nextBound = upper
+          next = j
+        }
+      }
+      if (next === -1 || stop(bound * (1 + BOUND_SLACK))) return
+      const term = terms[next] as WalkedTerm
+      const impact = term.list.impact as Uint32Array
+      const impactWeights = term.list.impactWeights
+      const from = at[next] as number
+      const to = Math.min(impact.length, from + BLOCK)
+      for (let i = from; i < to; i++) this.meet(term, impact[i] as number, impactWeights[i] as number, visit)
+      at[next] = to
+    }
+  }
+
+  /** Whether the walk has met the slot (alive and visited). */
+  met(slot: number): boolean {
+    return this.seen[slot] !== 0
+  }
+
+  clear(): void {
+    for (let i = 0; i < this.count; i++) this.seen[this.visited[i] as number] = 0
+  }
+}

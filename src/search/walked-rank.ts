@@ -1,0 +1,187 @@
+/**
+ * The ranking of a query without filters whose words many documents hold. Rather than scoring
+ * every match, it scores the documents of the query's short posting lists, then walks the long
+ * ones from their highest weights down (impact-walk.ts), and stops once no document not yet read
+ * can reach the best `offset + limit` or, with an embedding, the similarity budget: the matches
+ * with the best partial scores (text, trust, freshness and availability), among which the page is
+ * chosen. A document not yet read holds only long lists' terms, so its text score is at most the
+ * walk's bound, and its partial score that, weighted, plus the highest static score of any.
+ *
+ * Text scores are the ones `search` gives (the same weights, added in the same term order; a long
+ * list's weight of a document is read by slot), and the page is the one rank() gives (with an
+ * embedding, the page among the budget's best partial scores, which rank() estimates from a
+ * sample and this finds exactly).
+ */
+import type { EngineHit, EngineQuery } from './engine-query.js'
+import { ImpactWalk, type WalkedTerm } from './impact-walk.js'
+import { type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
+import { Signals, type SlotColumns } from './slot-columns.js'
+import { TopK } from './top-k.js'
+
+/**
+ * Ranks the matches of `terms` (in the query's order; the long ones with their impact orders,
+ * and their weights by slot when there are several terms). Returns the page, the total, and the
+ * walk, whose visited slots have text scores written.
+ */
+export function rankByImpact(
+  cols: SlotColumns,
+  q: EngineQuery,
+  terms: readonly WalkedTerm[],
+  alive: Uint8Array,
+  similarity: LazySimilarity | null
+): { hits: EngineHit[]; total: number; walk: ImpactWalk } {
+  const signals = new Signals(q)
+  cols.refreshSignals(q, signals)
+  const order = { keys: cols.idKeys, docs: cols.docs }
+  const pass = new RankPass(q, null, similarity, null, signals, order)
+  const ceiling = cols.staticCeiling(signals)
+  const { flags, trustCache, staticScore, textScores, scoreOf } = cols
+  const { flagMask, flagWant, minTrust } = pass
+  // The best partial scores: the page itself without an embedding, else one more than the
+  // similarity budget (the lowest of them is rank()'s cut, see budgetCut).
+  const partialBest = similarity === null ? pass.heap : new TopK(Math.max(pass.heap.k, similarity.budget + 1), order)
+  const walk = new ImpactWalk(alive, cols.facetMarks, cols.visitBuffer)
+  const long = terms.filter(term => term.long)
+  const short = terms.filter(term => !term.long)
+  let maxText = 0
+  let textWeight = 0
+  // Whether the best text score is known (no document left can score higher), and with it textWeight.
+  let settled = false
+  const admit = (slot: number): void => {
+    scoreOf[slot] = Number.NEGATIVE_INFINITY
+    if (((flags[slot] as number) & flagMask) !== flagWant) return
+    let trust = trustCache[slot] as number
+    if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
+    if (trust < minTrust) return
+    const partial = textWeight * (textScores[slot] as number) + (staticScore[slot] as number)
+    scoreOf[slot] = partial
+    if (partial >= partialBest.floor) partialBest.offer(slot, partial)
+  }
+  const settle = (): void => {
+    settled = true
+    textWeight = maxText > 0 ? q.weights.text / maxText : 0
+    for (let i = 0; i < walk.count; i++) admit(walk.visited[i] as number)
+  }
+  // A document the walk meets holds no short list's term: its score is its long lists' weights.
+  const visit = (slot: number, { idf }: WalkedTerm, weight: number): void => {
+    let text = 0
+    if (terms.length === 1) text = Math.fround(idf * weight)
+    else
+      for (const term of long) {
+        const weight = (term.list.bySlot as Float32Array)[slot] as number
+        if (weight !== 0) text = Math.fround(text + term.idf * weight)
+      }
+    textScores[slot] = text
+    if (text > maxText) maxText = text
+    if (settled) admit(slot)
+  }
+  let total = 0
+  try {
+    if (short.length > 0) {
+      for (const term of short) walk.all(term, () => {})
+      maxText = scoreListed(terms, walk, textScores)
+      total = walk.count - countHolders(long, walk.visited.subarray(0, walk.count))
+    }
+    walk.byImpact(long, visit, bound => {
+      if (!settled) {
+        if (bound > maxText) return false
+        settle()
+      }
+      return textWeight * bound + ceiling < partialBest.floor
+    })
+    if (!settled) settle()
+  } finally {
+    walk.clear()
+  }
+  total += longHolders(long, alive)
+  pass.textWeight = textWeight
+  if (similarity === null) return { hits: page(cols, q, pass.heap, maxText, null, false), total, walk }
+  // The best `offset + limit` partial scores are scored in full first, which sets the heap's floor.
+  const candidates = partialBest.members()
+  const firstBest = new TopK(pass.heap.k, order)
+  for (let i = 0; i < candidates.length; i++) {
+    const slot = candidates[i] as number
+    if ((scoreOf[slot] as number) >= firstBest.floor) firstBest.offer(slot, scoreOf[slot] as number)
+  }
+  const first = Int32Array.from(firstBest.sorted())
+  let semantic = similarity.of(first)
+  offerScored(cols, pass, first, semantic)
+  // Every document scoring at least the cut was visited (the walk stopped below it), ties included.
+  const reach = Math.max(
+    pass.heap.floor - pass.semanticWeight * MAX_SIMILARITY,
+    budgetCut(partialBest, scoreOf, similarity.budget)
+  )
+  const scored = new Set(first)
+  const rest = walk.visited
+    .subarray(0, walk.count)
+    .filter(slot => (scoreOf[slot] as number) >= reach && !scored.has(slot))
+  if (rest.length > 0) {
+    semantic = similarity.of(rest)
+    offerScored(cols, pass, rest, semantic)
+  }
+  return { hits: page(cols, q, pass.heap, maxText, semantic, false), total, walk }
+}
+
+/**
+ * The (budget + 1)-th best of the partial scores held (all those reaching it are), as rank()'s
+ * budget cut; -Infinity when they are no more than the budget.
+ */
+function budgetCut(partialBest: TopK, partials: Float64Array, budget: number): number {
+  const held = partialBest.members()
+  if (held.length <= budget) return Number.NEGATIVE_INFINITY
+  if (partialBest.k === budget + 1) return partialBest.floor
+  const scores = Float64Array.from(held, slot => partials[slot] as number).sort()
+  return scores[scores.length - 1 - budget] as number
+}
+
+/**
+ * Writes the text scores of the visited documents (those of the short lists) term by term, in
+ * the query's order as `search` adds them; returns the highest.
+ */
+function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Float32Array): number {
+  const visited = walk.visited.subarray(0, walk.count)
+  for (const { list, idf, long } of terms) {
+    if (long) {
+      const bySlot = list.bySlot as Float32Array
+      for (let i = 0; i < visited.length; i++) {
+        const slot = visited[i] as number
+        const weight = bySlot[slot] as number
+        if (weight !== 0) scores[slot] = Math.fround((scores[slot] as number) + idf * weight)
+      }
+      continue
+    }
+    const { slots, weights, length } = list
+    for (let i = 0; i < length; i++) {
+      const slot = slots[i] as number
+      if (walk.met(slot)) scores[slot] = Math.fround((scores[slot] as number) + idf * (weights[i] as number))
+    }
+  }
+  let best = 0
+  for (let i = 0; i < visited.length; i++)
+    if ((scores[visited[i] as number] as number) > best) best = scores[visited[i] as number] as number
+  return best
+}
+
+/** How many of the slots hold a long list's term. */
+function countHolders(long: readonly WalkedTerm[], slots: Int32Array): number {
+  let count = 0
+  for (let i = 0; i < slots.length; i++) {
+    const slot = slots[i] as number
+    if (long.some(({ list }) => (list.bySlot as Float32Array)[slot] !== 0)) count++
+  }
+  return count
+}
+
+/** How many live documents hold a long list's term: the first list's count, then each list's documents no earlier one holds. */
+function longHolders(long: readonly WalkedTerm[], alive: Uint8Array): number {
+  let count = long[0]?.list.df ?? 0
+  for (let j = 1; j < long.length; j++) {
+    const { slots, length } = (long[j] as WalkedTerm).list
+    const earlier = long.slice(0, j).map(({ list }) => list.bySlot as Float32Array)
+    for (let i = 0; i < length; i++) {
+      const slot = slots[i] as number
+      if (alive[slot] && earlier.every(bySlot => bySlot[slot] === 0)) count++
+    }
+  }
+  return count
+}

@@ -1,0 +1,143 @@
+import test from 'ava'
+import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
+import { defaultConfig } from '../../src/config/load.js'
+import { searchSettings } from '../../src/node-settings.js'
+import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
+import { searchDoc as doc } from '../helpers/search-documents.js'
+
+const WEIGHTS = searchSettings(defaultConfig()).weights
+const DIMENSION = 32
+const NOW = 90 * 86_400_000
+/** Most documents hold the first words: their lists are walked by weight (from 64 postings), the last ones' are read whole. */
+const WORDS = ['agent', 'data', 'common', 'tool', 'search', 'plain', 'other', 'rare', 'scarce', 'unique']
+
+function lcg(seed: number): () => number {
+  let state = seed
+  return () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return state / 2 ** 31
+  }
+}
+
+function unit(v: Float32Array): Float32Array {
+  const norm = Math.hypot(...v)
+  return v.map(x => x / norm)
+}
+
+function queryOf(text: string, over: Partial<EngineQuery>): EngineQuery {
+  const analyzed = analyzeQuery(text)
+  return {
+    terms: analyzed.terms,
+    phrases: analyzed.phrases,
+    vector: null,
+    type: null,
+    active: null,
+    filter: null,
+    // Trust and freshness spread over the documents: scores rarely tie.
+    trust: (_: number, __: number, uptime: number) => uptime,
+    minTrust: 0,
+    minSemantic: 0.3,
+    weights: WEIGHTS,
+    fusion: 'weighted',
+    halfLifeDays: 30,
+    now: NOW,
+    offset: 0,
+    limit: 10,
+    ...over
+  }
+}
+
+/**
+ * Two engines given the same documents: one walks the long posting lists by weight, the other
+ * never does (it scores every match). With the same similarity budget, both pages and totals match.
+ */
+function engines(): { walked: SearchEngine; scored: SearchEngine; put: (i: number, random: () => number) => void } {
+  const options = { fullScanBelow: 0, semanticBudget: 64 }
+  const walked = new SearchEngine(DIMENSION, { ...options, walkFrom: 64 })
+  const scored = new SearchEngine(DIMENSION, { ...options, walkFrom: Number.POSITIVE_INFINITY })
+  const put = (i: number, random: () => number): void => {
+    const length = 2 + Math.floor(random() * 6)
+    const words = Array.from({ length }, () => WORDS[Math.floor(random() ** 2.5 * WORDS.length)] as string)
+    const document: SearchDocument = doc(`e${String(i).padStart(5, '0')}`, {
+      lastChange: random() * NOW,
+      active: random() < 0.6,
+      uptime: random()
+    })
+    const vector = unit(new Float32Array(DIMENSION).map(() => random() - 0.5))
+    const fields = {
+      name: analyze(random() < 0.2 ? (WORDS[Math.floor(random() * 3)] as string) : ''),
+      tags: [],
+      category: [],
+      summary: analyze(words.join(' ')),
+      capabilities: []
+    }
+    for (const engine of [walked, scored]) engine.upsert(document, fields, vector)
+  }
+  return { walked, scored, put }
+}
+
+const QUERIES = [
+  'agent',
+  'data',
+  'agent data',
+  'common tool search',
+  'agent agent',
+  'rare agent',
+  'scarce unique plain'
+]
+const PAGES = [
+  { offset: 0, limit: 10 },
+  { offset: 7, limit: 5 },
+  { offset: 0, limit: 80 }
+]
+
+function compare(t: import('ava').ExecutionContext, walked: SearchEngine, scored: SearchEngine, stage: string): void {
+  const random = lcg(3)
+  for (const text of QUERIES)
+    for (const page of PAGES)
+      for (const withVector of [false, true]) {
+        const vector = withVector ? unit(new Float32Array(DIMENSION).map(() => random() - 0.5)) : null
+        const q = queryOf(text, { ...page, vector })
+        t.deepEqual(
+          walked.search(q),
+          scored.search(q),
+          `${stage}: ${text} ${JSON.stringify(page)} vector ${withVector}`
+        )
+      }
+}
+
+test('a query walked by weight ranks and counts its matches exactly as one that scores them all', t => {
+  const { walked, scored, put } = engines()
+  const random = lcg(11)
+  for (let i = 0; i < 3000; i++) put(i, random)
+  compare(t, walked, scored, 'loaded')
+  // Documents added since the walks' orders were built are read before them; many added rebuild the orders.
+  for (let i = 3000; i < 3200; i++) put(i, random)
+  compare(t, walked, scored, 'a few added')
+  for (let i = 3200; i < 4000; i++) put(i, random)
+  compare(t, walked, scored, 'many added')
+  // Updates and removals: slots die, sweeps drop them from the lists and their orders, and are reused.
+  for (let i = 0; i < 1500; i++) {
+    const id = `e${String(Math.floor(random() * 4000)).padStart(5, '0')}`
+    if (random() < 0.5) for (const engine of [walked, scored]) engine.remove(id)
+    else put(Math.floor(random() * 4000), random)
+  }
+  compare(t, walked, scored, 'updated and removed')
+  for (let i = 4000; i < 4600; i++) put(i, random)
+  compare(t, walked, scored, 'slots reused')
+})
+
+test('a query with a filter, an activity or a trust bound is answered as before', t => {
+  const { walked, scored, put } = engines()
+  const random = lcg(5)
+  for (let i = 0; i < 3000; i++) put(i, random)
+  const q = queryOf('agent', {})
+  const answer = walked.search(q)
+  t.deepEqual(answer, scored.search(q))
+  t.true(answer.total > 2000, 'most documents hold the word')
+  // A filter, an activity or a trust bound: the same answers, found by scoring every match.
+  for (const over of [{ type: 'service' as const }, { active: true }, { minTrust: 0.5 }, { tags: ['x'] }]) {
+    const filtered = queryOf('agent data', over)
+    t.deepEqual(walked.search(filtered), scored.search(filtered), JSON.stringify(over))
+  }
+})
