@@ -13,7 +13,7 @@
  */
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
-import { orderByImpact, type WalkedTerm, weighBySlot } from './impact-walk.js'
+import type { WalkedTerm } from './impact-walk.js'
 import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
@@ -21,11 +21,6 @@ export { FIELD_BOOSTS, FIELDS, type Field, type FieldTokens } from './text-field
 
 const K1 = 1.2
 const B = 0.75
-/**
- * How many posting lists keep what a walk by weight reads (see impactTerms): at a million
- * documents a list of every document keeps 4 MB of order and 4 MB of weights by slot.
- */
-const MAX_WALKED = 16
 
 /** The best text score of a query and its slot (-1: no text match). */
 export interface TextBest {
@@ -61,8 +56,6 @@ export class TextIndex {
   /** Scratch for searchListed(): per term number, its row of counts (-1: not a query term). */
   private termRows = new Int32Array(0)
   private adds = 0
-  /** The lists holding an impact order, the one walked last at the end (see impactTerms). */
-  private readonly walkedLists: Postings[] = []
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
 
@@ -286,11 +279,9 @@ export class TextIndex {
 
   /**
    * Each indexed term's posting list and idf (times the term's weight), as `search` scores them,
-   * and whether it is walked by weight (`walkFrom` postings or more). The walked lists get their
-   * impact orders up to date and, with `bySlot`, their weights by slot (see impact-walk.ts). Only
-   * the last MAX_WALKED lists walked keep those.
+   * and whether it is long enough to be walked by weight (`walkFrom` postings or more).
    */
-  impactTerms(terms: readonly { term: string; weight: number }[], walkFrom: number, bySlot: boolean): WalkedTerm[] {
+  impactTerms(terms: readonly { term: string; weight: number }[], walkFrom: number): WalkedTerm[] {
     this.refreshNorms()
     const n = Math.max(1, this.liveCount)
     const walked: WalkedTerm[] = []
@@ -299,24 +290,14 @@ export class TextIndex {
       if (id === undefined) continue
       const list = this.postings[id] as Postings
       const long = list.length >= walkFrom
-      if (long) {
-        orderByImpact(list)
-        if (bySlot) weighBySlot(list, this.capacity)
-        this.walkedRecently(list)
-      }
       walked.push({ list, idf: Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight, long })
     }
     return walked
   }
 
-  /** Keeps the walk's structures of the MAX_WALKED lists walked last (a list held is moved last). */
-  private walkedRecently(list: Postings): void {
-    const at = this.walkedLists.indexOf(list)
-    if (at !== -1) this.walkedLists.splice(at, 1)
-    this.walkedLists.push(list)
-    if (this.walkedLists.length <= MAX_WALKED) return
-    const oldest = this.walkedLists.shift() as Postings
-    oldest.dropWalk()
+  /** Slots below this can be held (a slot-indexed array this long covers every document). */
+  get slotCapacity(): number {
+    return this.capacity
   }
 
   /** What scoring the terms over their posting lists reads: their live documents' postings, summed. */

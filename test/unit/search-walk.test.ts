@@ -3,6 +3,8 @@ import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
+import { RecentWalks } from '../../src/search/impact-walk.js'
+import { Postings } from '../../src/search/postings.js'
 import { searchDoc as doc } from '../helpers/search-documents.js'
 
 const WEIGHTS = searchSettings(defaultConfig()).weights
@@ -140,4 +142,25 @@ test('a query with a filter, an activity or a trust bound is answered as before'
     const filtered = queryOf('agent data', over)
     t.deepEqual(walked.search(filtered), scored.search(filtered), JSON.stringify(over))
   }
+})
+
+test('only the lists walked last keep their impact orders and weights by slot', t => {
+  const recent = new RecentWalks(1)
+  const a = new Postings('a')
+  const b = new Postings('b')
+  for (let slot = 0; slot < 10; slot++) {
+    a.add(slot, new Uint8Array(5).fill(1), 0, slot / 10)
+    b.add(slot, new Uint8Array(5).fill(1), 0, 1 - slot / 10)
+  }
+  recent.prepare(a, true, 16)
+  t.deepEqual([...(a.impact ?? [])], [9, 8, 7, 6, 5, 4, 3, 2, 1, 0], 'highest weight first')
+  t.is(a.bySlot?.[3], Math.fround(0.3))
+  // A document added after the order was built is in the list's tail, and in its weights by slot.
+  a.add(10, new Uint8Array(5).fill(1), 0, 0.95)
+  t.is(a.impactLength, 10)
+  t.is(a.bySlot?.[10], Math.fround(0.95))
+  recent.prepare(b, false, 16)
+  t.is(a.impact, null, 'the list walked before gave its order up')
+  t.is(a.bySlot, null)
+  t.deepEqual([...(b.impact ?? [])], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
 })
