@@ -98,11 +98,6 @@ export class TopK {
     this.floor = scores[0] as number
   }
 
-  /** The slots held, in no order. */
-  members(): Int32Array {
-    return this.slots.subarray(0, this.size)
-  }
-
   sorted(): number[] {
     const positions = Array.from({ length: this.size }, (_, i) => i)
     positions.sort((a, b) =>
@@ -117,5 +112,51 @@ export class TopK {
         : -1
     )
     return positions.map(i => this.slots[i] as number)
+  }
+}
+
+/** The k-th highest of a stream of numbers (a min-heap of the k highest), -Infinity until k came. */
+export class KthBest {
+  private readonly heap: Float64Array
+  private size = 0
+  /** Numbers not above this change nothing: checked before a call. */
+  floor = Number.NEGATIVE_INFINITY
+
+  constructor(readonly k: number) {
+    this.heap = new Float64Array(Math.max(1, k))
+  }
+
+  offer(value: number): void {
+    const { heap, k } = this
+    if (this.size < k) {
+      let i = this.size++
+      while (i > 0) {
+        const p = (i - 1) >> 1
+        if ((heap[p] as number) <= value) break
+        heap[i] = heap[p] as number
+        i = p
+      }
+      heap[i] = value
+      if (this.size === k) this.floor = heap[0] as number
+      return
+    }
+    if (value <= (heap[0] as number)) return
+    let i = 0
+    for (;;) {
+      const l = 2 * i + 1
+      if (l >= k) break
+      const r = l + 1
+      const m = r < k && (heap[r] as number) < (heap[l] as number) ? r : l
+      if ((heap[m] as number) >= value) break
+      heap[i] = heap[m] as number
+      i = m
+    }
+    heap[i] = value
+    this.floor = heap[0] as number
+  }
+
+  /** The numbers held, in no order. */
+  values(): Float64Array {
+    return this.heap.subarray(0, this.size)
   }
 }

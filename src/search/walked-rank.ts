@@ -16,7 +16,10 @@ import type { EngineHit, EngineQuery } from './engine-query.js'
 import { ImpactWalk, type WalkedTerm } from './impact-walk.js'
 import { type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
 import { Signals, type SlotColumns } from './slot-columns.js'
-import { TopK } from './top-k.js'
+import { KthBest, TopK } from './top-k.js'
+
+/** The partial score of a visited document that is not a candidate (filtered out, or already scored). */
+const NOT_ADMITTED = Number.NEGATIVE_INFINITY
 
 /**
  * Ranks the matches of `terms` (in the query's order; the long ones with their impact orders,
@@ -37,9 +40,10 @@ export function rankByImpact(
   const ceiling = cols.staticCeiling(signals)
   const { flags, trustCache, staticScore, textScores, scoreOf } = cols
   const { flagMask, flagWant, minTrust } = pass
-  // The best partial scores: the page itself without an embedding, else one more than the
-  // similarity budget (the lowest of them is rank()'s cut, see budgetCut).
-  const partialBest = similarity === null ? pass.heap : new TopK(Math.max(pass.heap.k, similarity.budget + 1), order)
+  // What a document's partial score must reach to matter: the page's floor without an embedding,
+  // else the lowest of the best partial scores, one more than the similarity budget (rank()'s cut,
+  // see budgetCut) and at least the page.
+  const partialBest = similarity === null ? pass.heap : new KthBest(Math.max(pass.heap.k, similarity.budget + 1))
   const walk = new ImpactWalk(alive, cols.facetMarks, cols.visitBuffer)
   const long = terms.filter(term => term.long)
   const short = terms.filter(term => !term.long)
@@ -48,14 +52,16 @@ export function rankByImpact(
   // Whether the best text score is known (no document left can score higher), and with it textWeight.
   let settled = false
   const admit = (slot: number): void => {
-    scoreOf[slot] = Number.NEGATIVE_INFINITY
+    scoreOf[slot] = NOT_ADMITTED
     if (((flags[slot] as number) & flagMask) !== flagWant) return
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) return
     const partial = textWeight * (textScores[slot] as number) + (staticScore[slot] as number)
     scoreOf[slot] = partial
-    if (partial >= partialBest.floor) partialBest.offer(slot, partial)
+    if (similarity === null) {
+      if (partial >= pass.heap.floor) pass.heap.offer(slot, partial)
+    } else if (partial > partialBest.floor) (partialBest as KthBest).offer(partial)
   }
   const settle = (): void => {
     settled = true
@@ -96,42 +102,45 @@ export function rankByImpact(
   total += longHolders(long, alive)
   pass.textWeight = textWeight
   if (similarity === null) return { hits: page(cols, q, pass.heap, maxText, null, false), total, walk }
+  // Every document whose partial score reaches the cut was visited (the walk stopped below it).
+  const cut = budgetCut(partialBest as KthBest, similarity.budget)
+  const visited = walk.visited.subarray(0, walk.count)
   // The best `offset + limit` partial scores are scored in full first, which sets the heap's floor.
-  const candidates = partialBest.members()
   const firstBest = new TopK(pass.heap.k, order)
-  for (let i = 0; i < candidates.length; i++) {
-    const slot = candidates[i] as number
-    if ((scoreOf[slot] as number) >= firstBest.floor) firstBest.offer(slot, scoreOf[slot] as number)
+  for (let i = 0; i < visited.length; i++) {
+    const slot = visited[i] as number
+    const partial = scoreOf[slot] as number
+    if (partial !== NOT_ADMITTED && partial >= firstBest.floor) firstBest.offer(slot, partial)
   }
   const first = Int32Array.from(firstBest.sorted())
   let semantic = similarity.of(first)
   offerScored(cols, pass, first, semantic)
-  // Every document scoring at least the cut was visited (the walk stopped below it), ties included.
-  const reach = Math.max(
-    pass.heap.floor - pass.semanticWeight * MAX_SIMILARITY,
-    budgetCut(partialBest, scoreOf, similarity.budget)
-  )
-  const scored = new Set(first)
-  const rest = walk.visited
-    .subarray(0, walk.count)
-    .filter(slot => (scoreOf[slot] as number) >= reach && !scored.has(slot))
-  if (rest.length > 0) {
-    semantic = similarity.of(rest)
-    offerScored(cols, pass, rest, semantic)
+  for (let i = 0; i < first.length; i++) scoreOf[first[i] as number] = NOT_ADMITTED
+  const reach = Math.max(pass.heap.floor - pass.semanticWeight * MAX_SIMILARITY, cut)
+  const rest = cols.candidateBuffer
+  let n = 0
+  for (let i = 0; i < visited.length; i++) {
+    const slot = visited[i] as number
+    const partial = scoreOf[slot] as number
+    if (partial !== NOT_ADMITTED && partial >= reach) rest[n++] = slot
+  }
+  if (n > 0) {
+    semantic = similarity.of(rest.subarray(0, n))
+    offerScored(cols, pass, rest.subarray(0, n), semantic)
   }
   return { hits: page(cols, q, pass.heap, maxText, semantic, false), total, walk }
 }
 
 /**
- * The (budget + 1)-th best of the partial scores held (all those reaching it are), as rank()'s
- * budget cut; -Infinity when they are no more than the budget.
+ * The (budget + 1)-th best of the partial scores, as rank()'s budget cut; -Infinity when they
+ * are no more than the budget.
  */
-function budgetCut(partialBest: TopK, partials: Float64Array, budget: number): number {
-  const held = partialBest.members()
+function budgetCut(partialBest: KthBest, budget: number): number {
+  const held = partialBest.values()
   if (held.length <= budget) return Number.NEGATIVE_INFINITY
   if (partialBest.k === budget + 1) return partialBest.floor
-  const scores = Float64Array.from(held, slot => partials[slot] as number).sort()
-  return scores[scores.length - 1 - budget] as number
+  const sorted = Float64Array.from(held).sort()
+  return sorted[sorted.length - 1 - budget] as number
 }
 
 /**
