@@ -4,7 +4,7 @@ import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
-import { searchDoc as doc } from '../helpers/search-documents.js'
+import { lcg, searchDoc as doc, unit } from '../helpers/search-documents.js'
 
 const DEFAULT_WEIGHTS = searchSettings(defaultConfig()).weights
 
@@ -282,21 +282,6 @@ test('min trust admits a document whose trust equals it, whichever way 32 bits r
   }
   t.is(excluded, 0)
 })
-
-/** A seeded linear congruential generator of numbers in [0, 1). */
-function lcg(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
-    return state / 2 ** 31
-  }
-}
-
-/** Embeddings are unit vectors: a similarity is at most 1. */
-function unit(v: Float32Array): Float32Array {
-  const norm = Math.hypot(...v)
-  return v.map(x => x / norm)
-}
 
 test('from fullScanBelow slots on, a text query with one capability condition ranks the same through its list as through the filter', t => {
   const engine = new SearchEngine(16, { fullScanBelow: 0 })

@@ -1,30 +1,17 @@
-import test from 'ava'
+import test, { type ExecutionContext } from 'ava'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
 import { RecentWalks } from '../../src/search/impact-walk.js'
 import { Postings } from '../../src/search/postings.js'
-import { searchDoc as doc } from '../helpers/search-documents.js'
+import { lcg, searchDoc as doc, unit } from '../helpers/search-documents.js'
 
 const WEIGHTS = searchSettings(defaultConfig()).weights
 const DIMENSION = 32
 const NOW = 90 * 86_400_000
 /** Most documents hold the first words: their lists are walked by weight (from 64 postings), the last ones' are read whole. */
 const WORDS = ['agent', 'data', 'common', 'tool', 'search', 'plain', 'other', 'rare', 'scarce', 'unique']
-
-function lcg(seed: number): () => number {
-  let state = seed
-  return () => {
-    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
-    return state / 2 ** 31
-  }
-}
-
-function unit(v: Float32Array): Float32Array {
-  const norm = Math.hypot(...v)
-  return v.map(x => x / norm)
-}
 
 function queryOf(text: string, over: Partial<EngineQuery>): EngineQuery {
   const analyzed = analyzeQuery(text)
@@ -93,7 +80,7 @@ const PAGES = [
   { offset: 0, limit: 80 }
 ]
 
-function compare(t: import('ava').ExecutionContext, walked: SearchEngine, scored: SearchEngine, stage: string): void {
+function compare(t: ExecutionContext, walked: SearchEngine, scored: SearchEngine, stage: string): void {
   const random = lcg(3)
   for (const text of QUERIES)
     for (const page of PAGES)
