@@ -8,6 +8,7 @@
  * A query whose words most documents hold (at a million, "agent" is in 98 % of them) then reads
  * the few thousand postings that can reach its page instead of every one of them.
  */
+import { widened } from '../util/typed-arrays.js'
 import type { Postings } from './postings.js'
 
 /** A query term's posting list, its idf (times the term's weight in the query), and whether it is walked by weight. */
@@ -59,9 +60,15 @@ export function orderByImpact(list: Postings): void {
   list.impactLength = length
 }
 
-/** Gives the list its weights by slot, when it has none (kept up to date by the list from then on). */
+/**
+ * Gives the list its weights by slot for `slotCount` slots (kept up to date by the list from then
+ * on; a slot the list never held reads 0 only below its length, hence the length at each walk).
+ */
 export function weighBySlot(list: Postings, slotCount: number): void {
-  if (list.bySlot !== null) return
+  if (list.bySlot !== null) {
+    if (list.bySlot.length < slotCount) list.bySlot = widened(list.bySlot, slotCount)
+    return
+  }
   const bySlot = new Float32Array(slotCount)
   const { slots, weights, length } = list
   for (let i = 0; i < length; i++) bySlot[slots[i] as number] = weights[i] as number

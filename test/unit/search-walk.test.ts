@@ -146,6 +146,10 @@ test('only the lists walked last keep their impact orders and weights by slot', 
   a.add(10, new Uint8Array(5).fill(1), 0, 0.95)
   t.is(a.impactLength, 10)
   t.is(a.bySlot?.[10], Math.fround(0.95))
+  // Slots added past the weights by slot, in other lists only, read 0 at the next walk.
+  recent.prepare(a, true, 64)
+  t.is(a.bySlot?.length, 64)
+  t.is(a.bySlot?.[40], 0)
   recent.prepare(b, false, 16)
   t.is(a.impact, null, 'the list walked before gave its order up')
   t.is(a.bySlot, null)
