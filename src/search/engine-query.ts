@@ -30,7 +30,10 @@ export interface SearchDocument {
   capabilities: CapabilitySets
 }
 
-/** The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's own. */
+/**
+ * The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's
+ * own. Never lower at a later `now` (the static order bounds the scores of the next minute by it).
+ */
 export type TrustFormula = (
   developerPart: number,
   registeredAt: number,

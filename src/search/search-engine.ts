@@ -20,7 +20,7 @@ import { SlotColumns } from './slot-columns.js'
 import { TextIndex, type FieldTokens, type TextBest } from './text-index.js'
 import { idOrder } from './top-k.js'
 import { VectorIndex } from './vector-index.js'
-import { rankByImpact } from './walked-rank.js'
+import { type PhraseMatches, rankByImpact } from './walked-rank.js'
 import { RecentWalks, type WalkedTerm } from './impact-walk.js'
 import type { Postings } from './postings.js'
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
@@ -292,7 +292,14 @@ export class SearchEngine {
       const walked = this.walkedTerms(q, slotCount)
       if (walked !== null) {
         const similarity = q.vector === null ? null : this.lazySimilarity(q.vector, slotCount)
-        const { hits, total, walk } = rankByImpact(columns, q, walked, this.text.alive, similarity)
+        const phraseMatches: PhraseMatches | null =
+          q.phrases.length === 0
+            ? null
+            : match => {
+                // Every match holds the phrase's short-list word, so it was visited: no term mask is needed.
+                for (const phrase of q.phrases) this.text.forEachPhraseMatch(phrase, match, termMasks, 0)
+              }
+        const { hits, total, walk } = rankByImpact(columns, q, walked, this.text.alive, similarity, phraseMatches)
         touched = walk.visited.subarray(0, walk.count)
         return { hits, total }
       }
@@ -375,15 +382,15 @@ export class SearchEngine {
 
   /**
    * The terms of a query ranked by a walk of its long posting lists (see walked-rank.ts): one with
-   * words and no phrase, no filter and no trust bound (every match then counts in the total), an
-   * embedding compared with its text matches only (see `search`) or none, and a list of `walkFrom`
-   * postings or more that is most of the long lists' postings (with two common words, the walk's
-   * bound falls slowly: it read more than scoring every match does). Null: no walk.
+   * words, no filter and no trust bound (every match then counts in the total), an embedding
+   * compared with its text matches only (see `search`) or none, a list of `walkFrom` postings or
+   * more that is most of the long lists' postings (with two common words, the walk's bound falls
+   * slowly: it read more than scoring every match does), and in each quoted phrase a word of a
+   * shorter list (a phrase match adds a bonus the walk's bound does not hold). Null: no walk.
    */
   private walkedTerms(q: EngineQuery, slotCount: number): WalkedTerm[] | null {
     const plain =
       q.terms.length > 0 &&
-      q.phrases.length === 0 &&
       !q.only &&
       q.type === null &&
       q.active === null &&
@@ -405,6 +412,8 @@ export class SearchEngine {
     let others = 0
     for (const list of long) if (list !== longest) others += list.length
     if (others * DOMINANT > longest.length) return null
+    // A phrase's matches must all be met before the walk: those of a phrase with a word of a short list are.
+    for (const phrase of q.phrases) if (this.text.shortestList(phrase) >= this.walkFrom) return null
     for (const list of long) this.recentWalks.prepare(list, terms.length > 1, this.text.slotCapacity)
     return terms
   }

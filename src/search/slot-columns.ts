@@ -10,6 +10,7 @@ import type { EngineQuery, SearchDocument, TrustFormula } from './engine-query.j
 import { freshness, type RankingWeights } from './ranking.js'
 import { restoreDocuments, saveDocuments } from './document-columns.js'
 import type { SlotLists } from './slot-lists.js'
+import { StaticCeiling, type StaticScores } from './static-ceiling.js'
 import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 
@@ -25,16 +26,6 @@ const NO_DEVELOPER = -1
  * every slot cost the query that found the cache expired about 80 ms.
  */
 const SIGNALS_CACHE_MS = 60_000
-/**
- * The static scores' ceiling (see staticCeiling) is found again from every slot at least this
- * often, and when more slots than PENDING_CEILING changed since. Between, cached signals that
- * expire are recomputed a minute later at most, by which time trust's age term has moved by
- * millionths: CEILING_SLACK covers that.
- */
-const CEILING_MS = 60_000
-const PENDING_CEILING = 65_536
-const CEILING_SLACK = 1e-3
-
 /**
  * What the trust and static score of a slot are computed from, for one query. Its own class, like
  * RankPass: query objects come in many shapes (spread, cloned between threads), and V8 threw away
@@ -78,7 +69,7 @@ interface SignalsKey {
   halfLifeDays: number
 }
 
-export class SlotColumns {
+export class SlotColumns implements StaticScores {
   /** The document in each slot (undefined: a free or removed slot); its length is the slot count. */
   readonly docs: (SearchDocument | undefined)[] = []
   // Columns by slot.
@@ -101,12 +92,8 @@ export class SlotColumns {
   /** The cache expires slots from `expiryCursor` on, round robin; it has expired them up to this time. */
   private expiredUntil = 0
   private expiryCursor = 0
-  /** The highest static score of any live slot, for `ceilingKey` and as of `ceilingAt` (NaN: to find). */
-  private ceiling = Number.NaN
-  private ceilingAt = 0
-  private ceilingKey: SignalsKey | null = null
-  /** Slots whose signals changed since the ceiling was found (written, or their developer's part set). */
-  private pendingCeiling: number[] = []
+  /** The highest static score of any live slot, for the walk of common words (see static-ceiling.ts). */
+  private readonly ceiling = new StaticCeiling()
   /** The last query's signals and when it ran (performance.now()), for warm(). */
   private lastSignals: { signals: Signals; at: number } | null = null
   private warmCursor = 0
@@ -130,43 +117,32 @@ export class SlotColumns {
     this.transitive[slot] = doc.transitive ?? 0
     this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
     this.trustCache[slot] = NaN
-    this.ceilingChanged(slot)
-  }
-
-  private ceilingChanged(slot: number): void {
-    if (Number.isNaN(this.ceiling)) return
-    if (this.pendingCeiling.length < PENDING_CEILING) this.pendingCeiling.push(slot)
-    else this.ceiling = Number.NaN
+    this.ceiling.changed(slot)
   }
 
   /**
    * At least the static score of every live slot for these signals (the query's, after
-   * refreshSignals): what a document not yet read can add to its text and similarity. Computes the
-   * signals it lacks; reads every slot only when the last reading is a minute old or was for
-   * other weights, else the slots changed since.
+   * refreshSignals): what a document not yet read can add to its text and similarity.
    */
   staticCeiling(signals: Signals): number {
-    const key = this.signalsKey
-    if (Number.isNaN(this.ceiling) || this.ceilingKey !== key || signals.now - this.ceilingAt >= CEILING_MS) {
-      let ceiling = 0
-      for (let slot = 0; slot < this.docs.length; slot++) {
-        if (this.docs[slot] === undefined) continue
-        if (Number.isNaN(this.trustCache[slot] as number)) this.computeSignals(slot, signals)
-        if ((this.staticScore[slot] as number) > ceiling) ceiling = this.staticScore[slot] as number
-      }
-      this.ceiling = ceiling
-      this.ceilingAt = signals.now
-      this.ceilingKey = key
-      this.pendingCeiling = []
-    } else if (this.pendingCeiling.length > 0) {
-      for (const slot of this.pendingCeiling) {
-        if (this.docs[slot] === undefined) continue
-        if (Number.isNaN(this.trustCache[slot] as number)) this.computeSignals(slot, signals)
-        if ((this.staticScore[slot] as number) > this.ceiling) this.ceiling = this.staticScore[slot] as number
-      }
-      this.pendingCeiling = []
-    }
-    return this.ceiling + CEILING_SLACK
+    return this.ceiling.read(this, signals, this.signalsKey)
+  }
+
+  get slotCount(): number {
+    return this.docs.length
+  }
+
+  isLive(slot: number): boolean {
+    return this.docs[slot] !== undefined
+  }
+
+  /**
+   * At least the static score the slot has, unchanged, computed at any time from `from` to `until`:
+   * trust at `until` (it never falls with time) and freshness at `from` (it only falls), summed as
+   * computeSignals sums them, so the float is a bound too.
+   */
+  staticBound(slot: number, signals: Signals, from: number, until: number): number {
+    return this.staticSum(slot, signals, this.trustAt(slot, signals, until), from)
   }
 
   knowsDeveloper(developerId: string): boolean {
@@ -182,7 +158,7 @@ export class SlotColumns {
     const slots = byDeveloper.get(developerId)
     for (let i = 0; i < slots.length; i++) {
       this.trustCache[slots[i] as number] = NaN
-      this.ceilingChanged(slots[i] as number)
+      this.ceiling.changed(slots[i] as number)
     }
   }
 
@@ -259,21 +235,29 @@ export class SlotColumns {
 
   /** Trust of a slot, and its query-independent score part, computed into the caches. */
   computeSignals(slot: number, signals: Signals): number {
+    const trust = this.trustAt(slot, signals, signals.now)
+    this.trustCache[slot] = trust
+    this.staticScore[slot] = this.staticSum(slot, signals, trust, signals.now)
+    return this.trustCache[slot] as number
+  }
+
+  private trustAt(slot: number, signals: Signals, now: number): number {
     const developer = this.developerOf[slot] as number
-    const now = signals.now
-    const trust = signals.trust(
+    return signals.trust(
       developer === NO_DEVELOPER ? 0 : (this.developerParts[developer] as number),
       this.registeredAt[slot] as number,
       this.uptime[slot] as number,
       now,
       this.transitive[slot] as number
     )
-    this.trustCache[slot] = trust
-    this.staticScore[slot] =
+  }
+
+  private staticSum(slot: number, signals: Signals, trust: number, now: number): number {
+    return (
       signals.trustWeight * trust +
       signals.freshnessWeight * freshness(this.lastChange[slot] as number, now, signals.halfLifeDays) +
       signals.availabilityWeight * ((this.flags[slot] as number) & ACTIVE ? 1 : 0)
-    return this.trustCache[slot] as number
+    )
   }
 
   /** The documents, their ID order and the developers' parts; the other columns follow from the documents. */

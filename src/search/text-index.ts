@@ -300,6 +300,16 @@ export class TextIndex {
     return this.capacity
   }
 
+  /** The fewest postings among the words' lists (0 when a word has none). */
+  shortestList(words: readonly string[]): number {
+    let fewest = Number.POSITIVE_INFINITY
+    for (const word of words) {
+      const id = this.termIds.get(word)
+      fewest = Math.min(fewest, id === undefined ? 0 : (this.postings[id] as Postings).length)
+    }
+    return fewest
+  }
+
   /** What scoring the terms over their posting lists reads: their live documents' postings, summed. */
   postingsOf(terms: readonly { term: string }[]): number {
     let total = 0

@@ -1,11 +1,13 @@
 /**
  * The ranking of a query without filters whose words many documents hold. Rather than scoring
- * every match, it scores the documents of the query's short posting lists, then walks the long
- * ones from their highest weights down (impact-walk.ts), and stops once no document not yet read
+ * every match, it scores the documents of the query's short posting lists (with the bonus of its
+ * quoted phrases, each holding a word of one), then walks the long ones from their highest weights
+ * down (impact-walk.ts), and stops once no document not yet read
  * can reach the best `offset + limit` or, with an embedding, the similarity budget: the matches
  * with the best partial scores (text, trust, freshness and availability), among which the page is
  * chosen. A document not yet read holds only long lists' terms, so its text score is at most the
- * walk's bound, and its partial score that, weighted, plus the highest static score of any.
+ * walk's bound, and its partial score that, weighted, plus the highest static score of any
+ * (static-ceiling.ts).
  *
  * Text scores are the ones `search` gives (the same weights, added in the same term order; a long
  * list's weight of a document is read by slot), and the page is the one rank() gives (with an
@@ -14,9 +16,16 @@
  */
 import type { EngineHit, EngineQuery } from './engine-query.js'
 import { ImpactWalk, type WalkedTerm } from './impact-walk.js'
+import { PHRASE_BONUS } from './ranking.js'
 import { type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
 import { Signals, type SlotColumns } from './slot-columns.js'
 import { KthBest, TopK } from './top-k.js'
+
+/**
+ * Calls `match` once for each document holding each of the query's quoted phrases (a document
+ * holding two phrases twice), after the documents of the short lists are scored.
+ */
+export type PhraseMatches = (match: (slot: number) => void) => void
 
 /** The partial score of a visited document that is not a candidate (filtered out, or already scored). */
 const NOT_ADMITTED = Number.NEGATIVE_INFINITY
@@ -31,7 +40,8 @@ export function rankByImpact(
   q: EngineQuery,
   terms: readonly WalkedTerm[],
   alive: Uint8Array,
-  similarity: LazySimilarity | null
+  similarity: LazySimilarity | null,
+  phraseMatches: PhraseMatches | null = null
 ): { hits: EngineHit[]; total: number; walk: ImpactWalk } {
   const signals = new Signals(q)
   cols.refreshSignals(q, signals)
@@ -85,7 +95,15 @@ export function rankByImpact(
   try {
     if (short.length > 0) {
       for (const term of short) walk.all(term, () => {})
-      maxText = scoreListed(terms, walk, textScores)
+      scoreListed(terms, walk, textScores)
+      // Every phrase has a word of a short list (see SearchEngine.walkedTerms): its matches are visited.
+      phraseMatches?.(slot => {
+        if (textScores[slot] !== 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+      })
+      for (let i = 0; i < walk.count; i++) {
+        const text = textScores[walk.visited[i] as number] as number
+        if (text > maxText) maxText = text
+      }
       total = walk.count - countHolders(long, walk.visited.subarray(0, walk.count))
     }
     walk.byImpact(long, visit, bound => {
@@ -145,9 +163,9 @@ function budgetCut(partialBest: KthBest, budget: number): number {
 
 /**
  * Writes the text scores of the visited documents (those of the short lists) term by term, in
- * the query's order as `search` adds them; returns the highest.
+ * the query's order as `search` adds them.
  */
-function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Float32Array): number {
+function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Float32Array): void {
   const visited = walk.visited.subarray(0, walk.count)
   for (const { list, idf, long } of terms) {
     if (long) {
@@ -165,10 +183,6 @@ function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Flo
       if (walk.met(slot)) scores[slot] = Math.fround((scores[slot] as number) + idf * (weights[i] as number))
     }
   }
-  let best = 0
-  for (let i = 0; i < visited.length; i++)
-    if ((scores[visited[i] as number] as number) > best) best = scores[visited[i] as number] as number
-  return best
 }
 
 /** How many of the slots hold a long list's term. */

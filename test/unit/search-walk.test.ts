@@ -5,6 +5,8 @@ import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
 import { RecentWalks } from '../../src/search/impact-walk.js'
 import { Postings } from '../../src/search/postings.js'
+import { Signals, SlotColumns } from '../../src/search/slot-columns.js'
+import { fastTrust } from '../../src/services/registry/trust.js'
 import { lcg, searchDoc as doc, unit } from '../helpers/search-documents.js'
 
 const WEIGHTS = searchSettings(defaultConfig()).weights
@@ -47,6 +49,8 @@ function engines(): { walked: SearchEngine; scored: SearchEngine; put: (i: numbe
   const put = (i: number, random: () => number): void => {
     const length = 2 + Math.floor(random() * 6)
     const words = Array.from({ length }, () => WORDS[Math.floor(random() ** 2.5 * WORDS.length)] as string)
+    // A word of a short list (read whole, never walked), for phrases.
+    if (random() < 0.008) words.splice(Math.floor(random() * length), 0, 'zephyr')
     const document: SearchDocument = doc(`e${String(i).padStart(5, '0')}`, {
       lastChange: random() * NOW,
       active: random() < 0.6,
@@ -72,7 +76,12 @@ const QUERIES = [
   'common tool search',
   'agent agent',
   'rare agent',
-  'scarce unique plain'
+  'scarce unique plain',
+  // A phrase with a word of a short list is walked; one of common words only is not.
+  '"zephyr agent"',
+  'agent "agent zephyr"',
+  '"zephyr agent" "agent zephyr" "zephyr"',
+  '"agent data"'
 ]
 const PAGES = [
   { offset: 0, limit: 10 },
@@ -154,4 +163,38 @@ test('only the lists walked last keep their impact orders and weights by slot', 
   t.is(a.impact, null, 'the list walked before gave its order up')
   t.is(a.bySlot, null)
   t.deepEqual([...(b.impact ?? [])], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+})
+
+test('the static ceiling bounds every score cached within a minute of its reading, with no slack', t => {
+  const columns = new SlotColumns()
+  const random = lcg(9)
+  const now = 400 * 86_400_000
+  const minute = 60_000
+  // Ages where trust's age term (rounded to thousandths) steps up within the next minutes, and
+  // changes up to the query's time (freshness falls after them).
+  for (let slot = 0; slot < 2000; slot++) {
+    columns.ensure(slot + 1)
+    const document = doc(`e${slot}`, {
+      registeredAt: now - random() * 90 * 86_400_000,
+      lastChange: now - random() * 3 * minute,
+      uptime: random(),
+      active: random() < 0.5
+    })
+    columns.docs.push(document)
+    columns.write(slot, document)
+  }
+  const q = queryOf('agent', { trust: fastTrust, now })
+  const signals = new Signals(q)
+  columns.refreshSignals(q, signals)
+  const ceiling = columns.staticCeiling(signals)
+  let highest = 0
+  for (const offset of [-minute, -1, 0, 1, minute / 2, minute - 1]) {
+    const later = new Signals({ ...q, now: now + offset })
+    for (let slot = 0; slot < 2000; slot++) {
+      columns.computeSignals(slot, later)
+      highest = Math.max(highest, columns.staticScore[slot] as number)
+    }
+  }
+  t.true(highest <= ceiling, `${highest} <= ${ceiling}`)
+  t.true(ceiling - highest < 1e-3, 'no slack: the highest bound is within a trust step of the highest score')
 })

@@ -1,0 +1,64 @@
+/**
+ * The highest static score (w_trust · trust + w_freshness · freshness + w_availability ·
+ * availability) any live document can have in a query of the next minute: what a document the
+ * walk of common words (walked-rank.ts) has not read adds to its text bound.
+ *
+ * Exact, with no slack: each slot's bound is its trust two minutes after the reading (trust never
+ * falls with time) and its freshness two minutes before (freshness only falls), which covers every
+ * cached score a query reads meanwhile (a cached score is at most a minute old). A slack would
+ * swamp what separates the best matches of a quoted phrase or of a rare word beside a common one:
+ * their common word's weight, a few ten-thousandths of a score, when many documents share the
+ * highest static score.
+ *
+ * Read from every slot when a minute old or for other weights; the slots changed in between
+ * (written, or their developer's part set) are read alone, or all again past PENDING of them.
+ */
+import type { Signals } from './slot-columns.js'
+
+const READ_EVERY_MS = 60_000
+const COVERED_MS = 2 * READ_EVERY_MS
+const PENDING = 65_536
+
+/** What the ceiling reads of the slot columns. */
+export interface StaticScores {
+  readonly slotCount: number
+  isLive(slot: number): boolean
+  /** At least the slot's static score for `signals` computed at any time from `from` to `until`. */
+  staticBound(slot: number, signals: Signals, from: number, until: number): number
+}
+
+export class StaticCeiling {
+  private ceiling = Number.NaN
+  private readAt = 0
+  private readFor: object | null = null
+  /** Slots whose static score changed since the last reading. */
+  private pending: number[] = []
+
+  /** The slot's static score may have changed. */
+  changed(slot: number): void {
+    if (Number.isNaN(this.ceiling)) return
+    if (this.pending.length < PENDING) this.pending.push(slot)
+    else this.ceiling = Number.NaN
+  }
+
+  /** At least the static score of every live slot in a query with `signals` (whose cache key is `key`). */
+  read(scores: StaticScores, signals: Signals, key: object | null): number {
+    if (Number.isNaN(this.ceiling) || this.readFor !== key || Math.abs(signals.now - this.readAt) >= READ_EVERY_MS) {
+      this.ceiling = 0
+      this.readAt = signals.now
+      this.readFor = key
+      this.pending = []
+      for (let slot = 0; slot < scores.slotCount; slot++) this.include(scores, slot, signals)
+    } else if (this.pending.length > 0) {
+      for (const slot of this.pending) this.include(scores, slot, signals)
+      this.pending = []
+    }
+    return this.ceiling
+  }
+
+  private include(scores: StaticScores, slot: number, signals: Signals): void {
+    if (!scores.isLive(slot)) return
+    const bound = scores.staticBound(slot, signals, this.readAt - COVERED_MS, this.readAt + COVERED_MS)
+    if (bound > this.ceiling) this.ceiling = bound
+  }
+}
