@@ -34,8 +34,41 @@ function bucketOf(weight: number): number {
   return Math.min(BUCKETS - 1, Math.floor(weight / BUCKET_WIDTH))
 }
 
+/**
+ * Array buffers of evicted walks, taken again by the next orders: at a million documents an order
+ * and its weights by slot are megabytes, and allocating them anew at each eviction made V8 collect
+ * its whole heap for the memory outside it (300 ms pauses).
+ */
+export class SpareBuffers {
+  private readonly spares: ArrayBuffer[] = []
+
+  constructor(private readonly keep: number) {}
+
+  /** The smallest spare of at least `bytes`, or a new buffer of `bytes` and a quarter more. */
+  take(bytes: number): ArrayBuffer {
+    let best = -1
+    for (let i = 0; i < this.spares.length; i++) {
+      const size = (this.spares[i] as ArrayBuffer).byteLength
+      if (size >= bytes && (best === -1 || size < (this.spares[best] as ArrayBuffer).byteLength)) best = i
+    }
+    if (best === -1) return new ArrayBuffer(bytes + (bytes >> 2))
+    return this.spares.splice(best, 1)[0] as ArrayBuffer
+  }
+
+  give(buffer: ArrayBufferLike): void {
+    if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return
+    this.spares.push(buffer)
+    if (this.spares.length > this.keep) {
+      let smallest = 0
+      for (let i = 1; i < this.spares.length; i++)
+        if ((this.spares[i] as ArrayBuffer).byteLength < (this.spares[smallest] as ArrayBuffer).byteLength) smallest = i
+      this.spares.splice(smallest, 1)
+    }
+  }
+}
+
 /** Brings the list's impact order up to date: built when missing or when a ninth of its postings came since. */
-export function orderByImpact(list: Postings): void {
+export function orderByImpact(list: Postings, spares: SpareBuffers = new SpareBuffers(0)): void {
   const since = list.length - list.impactLength
   if (list.impact !== null && since * 8 <= list.impactLength) return
   const { slots, weights, length } = list
@@ -45,8 +78,12 @@ export function orderByImpact(list: Postings): void {
     starts[bucket + 1] = (starts[bucket + 1] as number) + 1
   }
   for (let b = 0; b < BUCKETS; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number)
-  const impact = new Uint32Array(length)
-  const impactWeights = new Float32Array(length)
+  if (list.impact !== null) {
+    spares.give(list.impact.buffer)
+    spares.give(list.impactWeights.buffer)
+  }
+  const impact = new Uint32Array(spares.take(length * 4), 0, length)
+  const impactWeights = new Float32Array(spares.take(length * 4), 0, length)
   for (let i = 0; i < length; i++) {
     const weight = weights[i] as number
     const bucket = BUCKETS - 1 - bucketOf(weight)
@@ -64,12 +101,14 @@ export function orderByImpact(list: Postings): void {
  * Gives the list its weights by slot for `slotCount` slots (kept up to date by the list from then
  * on; a slot the list never held reads 0 only below its length, hence the length at each walk).
  */
-export function weighBySlot(list: Postings, slotCount: number): void {
+export function weighBySlot(list: Postings, slotCount: number, spares: SpareBuffers = new SpareBuffers(0)): void {
   if (list.bySlot !== null) {
     if (list.bySlot.length < slotCount) list.bySlot = widened(list.bySlot, slotCount)
     return
   }
-  const bySlot = new Float32Array(slotCount)
+  const buffer = spares.take(slotCount * 4)
+  const bySlot = new Float32Array(buffer, 0, buffer.byteLength >> 2)
+  bySlot.fill(0)
   const { slots, weights, length } = list
   for (let i = 0; i < length; i++) bySlot[slots[i] as number] = weights[i] as number
   list.bySlot = bySlot
@@ -77,21 +116,33 @@ export function weighBySlot(list: Postings, slotCount: number): void {
 
 /**
  * The lists walked last, which keep what a walk reads (at a million documents the list of a word
- * every document holds keeps 8 MB of order and 4 MB of weights by slot); the others drop it.
+ * every document holds keeps 8 MB of order and 4 MB of weights by slot); the others drop it, and
+ * their buffers are taken by the next.
  */
 export class RecentWalks {
   private readonly lists: Postings[] = []
+  private readonly spares: SpareBuffers
 
-  constructor(private readonly keep: number) {}
+  constructor(private readonly keep: number) {
+    this.spares = new SpareBuffers(keep)
+  }
 
   /** Brings the list's impact order (and with `bySlot`, its weights by slot) up to date, and keeps it among the last walked. */
   prepare(list: Postings, bySlot: boolean, slotCount: number): void {
-    orderByImpact(list)
-    if (bySlot) weighBySlot(list, slotCount)
+    orderByImpact(list, this.spares)
+    if (bySlot) weighBySlot(list, slotCount, this.spares)
     const at = this.lists.indexOf(list)
     if (at !== -1) this.lists.splice(at, 1)
     this.lists.push(list)
-    if (this.lists.length > this.keep) (this.lists.shift() as Postings).dropWalk()
+    if (this.lists.length > this.keep) {
+      const evicted = this.lists.shift() as Postings
+      if (evicted.impact !== null) {
+        this.spares.give(evicted.impact.buffer)
+        this.spares.give(evicted.impactWeights.buffer)
+      }
+      if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.buffer)
+      evicted.dropWalk()
+    }
   }
 }
 
@@ -116,6 +167,13 @@ export class ImpactWalk {
     this.seen[slot] = 1
     this.visited[this.count++] = slot
     visit(slot, term, weight)
+  }
+
+  /** The document at `slot`, met as a list's are (those of a quoted phrase). */
+  include(slot: number): void {
+    if (!this.alive[slot] || this.seen[slot] !== 0) return
+    this.seen[slot] = 1
+    this.visited[this.count++] = slot
   }
 
   /** Every document of the term's list. */

@@ -296,8 +296,10 @@ export class SearchEngine {
           q.phrases.length === 0
             ? null
             : match => {
-                // Every match holds the phrase's short-list word, so it was visited: no term mask is needed.
-                for (const phrase of q.phrases) this.text.forEachPhraseMatch(phrase, match, termMasks, 0)
+                for (const phrase of q.phrases)
+                  if (this.text.shortestList(phrase) < this.walkFrom)
+                    this.text.forEachPhraseMatch(phrase, match, termMasks, 0)
+                  else this.text.forEachPairMatch(phrase, match)
               }
         const { hits, total, walk } = rankByImpact(columns, q, walked, this.text.alive, similarity, phraseMatches)
         touched = walk.visited.subarray(0, walk.count)
@@ -411,9 +413,10 @@ export class SearchEngine {
     // The first page must be full of text matches (above), or an embedding finds the rest (see `search`).
     let others = 0
     for (const list of long) if (list !== longest) others += list.length
-    if (others * DOMINANT > longest.length) return null
-    // A phrase's matches must all be met before the walk: those of a phrase with a word of a short list are.
-    for (const phrase of q.phrases) if (this.text.shortestList(phrase) >= this.walkFrom) return null
+    // A phrase's matches are met before the walk: through its word of a short list, or its pairs of common words.
+    for (const phrase of q.phrases)
+      if (this.text.shortestList(phrase) >= this.walkFrom && !this.text.pairCovered(phrase, this.walkFrom)) return null
+    if (q.phrases.length === 0 && others * DOMINANT > longest.length) return null
     for (const list of long) this.recentWalks.prepare(list, terms.length > 1, this.text.slotCapacity)
     return terms
   }

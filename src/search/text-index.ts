@@ -14,6 +14,7 @@
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 import type { WalkedTerm } from './impact-walk.js'
+import { PhrasePairs } from './phrase-pairs.js'
 import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
@@ -58,6 +59,9 @@ export class TextIndex {
   private adds = 0
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
+  /** Documents by pair of adjacent common words, built on a phrase's demand; `adds` when built. */
+  private pairs: PhrasePairs | null = null
+  private pairsBuiltAt = 0
 
   get size(): number {
     return this.liveCount
@@ -102,6 +106,7 @@ export class TextIndex {
     distinct.forEach((id, row) => {
       ;(this.postings[id] as Postings).add(slot, counts, row * F, this.termWeight(slot, counts, row * F))
     })
+    this.pairs?.add(slot, this.sequences.subarray(start, start + total))
   }
 
   /** The document's analyzed fields as `add` got them, read back from its term sequence. */
@@ -224,6 +229,7 @@ export class TextIndex {
   /** Drops the postings of every dead slot; afterwards the dead slots may be reused. */
   sweep(): void {
     for (const list of this.postings) if (list && list.length > list.df) list.compact(this.alive)
+    this.pairs?.sweep(this.alive)
     if (this.sequencesGarbage > 0) this.compactSequences()
   }
 
@@ -453,6 +459,74 @@ export class TextIndex {
         break
       }
     }
+  }
+
+  /**
+   * Whether every adjacent pair of the phrase's words is of common words (posting lists of
+   * `walkFrom` or more) listed in the phrase pairs (see phrase-pairs.ts): then forEachPairMatch
+   * finds its documents. The pairs are built on the first such phrase, and again when its words are
+   * common now but were not then, once a tenth of the documents were added since.
+   */
+  pairCovered(phrase: readonly string[], walkFrom: number): boolean {
+    if (phrase.length < 2) return false
+    const ids = this.phraseIds(phrase)
+    if (ids === null) return false
+    for (const id of ids) if ((this.postings[id] as Postings).length < walkFrom) return false
+    if (this.pairs !== null && this.coversPairs(ids)) return true
+    if (this.pairs !== null && this.adds - this.pairsBuiltAt < this.liveCount / 10) return false
+    this.buildPairs(walkFrom)
+    return this.coversPairs(ids)
+  }
+
+  /** Calls `match` for every live document holding the phrase, when pairCovered(phrase). */
+  forEachPairMatch(phrase: readonly string[], match: (slot: number) => void): void {
+    const ids = this.phraseIds(phrase) as Uint32Array
+    const pairs = this.pairs as PhrasePairs
+    let fewest = pairs.slots(ids[0] as number, ids[1] as number)
+    for (let j = 2; j < ids.length; j++) {
+      const slots = pairs.slots(ids[j - 1] as number, ids[j] as number)
+      if (slots.length < fewest.length) fewest = slots
+    }
+    const { alive, sequences, sequenceStart, sequenceLength } = this
+    for (let i = 0; i < fewest.length; i++) {
+      const slot = fewest[i] as number
+      if (!alive[slot]) continue
+      // A pair list holds exactly the documents of its two-word phrase; a longer one is checked.
+      const start = sequenceStart[slot] as number
+      if (ids.length === 2 || holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
+    }
+  }
+
+  /** The phrase's term numbers, or null when a word is in no document. */
+  private phraseIds(phrase: readonly string[]): Uint32Array | null {
+    const ids = new Uint32Array(phrase.length)
+    for (let j = 0; j < phrase.length; j++) {
+      const id = this.termIds.get(phrase[j] as string)
+      if (id === undefined) return null
+      ids[j] = id
+    }
+    return ids
+  }
+
+  private coversPairs(ids: Uint32Array): boolean {
+    for (let j = 1; j < ids.length; j++)
+      if (!(this.pairs as PhrasePairs).covers(ids[j - 1] as number, ids[j] as number)) return false
+    return true
+  }
+
+  private buildPairs(walkFrom: number): void {
+    const common = new Uint8Array(this.postings.length)
+    this.postings.forEach((list, id) => {
+      if (list !== undefined && list.length >= walkFrom) common[id] = 1
+    })
+    const pairs = new PhrasePairs(common)
+    for (let slot = 0; slot < this.slotsUsed; slot++) {
+      if (!this.alive[slot]) continue
+      const start = this.sequenceStart[slot] as number
+      pairs.add(slot, this.sequences.subarray(start, start + (this.sequenceLength[slot] as number)))
+    }
+    this.pairs = pairs
+    this.pairsBuiltAt = this.adds
   }
 
   /** Plans the index's parts (its scratch space aside) under `prefix`; see `restore`. */

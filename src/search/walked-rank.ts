@@ -21,10 +21,7 @@ import { type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from
 import { Signals, type SlotColumns } from './slot-columns.js'
 import { KthBest, TopK } from './top-k.js'
 
-/**
- * Calls `match` once for each document holding each of the query's quoted phrases (a document
- * holding two phrases twice), after the documents of the short lists are scored.
- */
+/** Calls `match` once for each document holding each of the query's quoted phrases (a document holding two phrases twice). */
 export type PhraseMatches = (match: (slot: number) => void) => void
 
 /** The partial score of a visited document that is not a candidate (filtered out, or already scored). */
@@ -93,13 +90,17 @@ export function rankByImpact(
   }
   let total = 0
   try {
-    if (short.length > 0) {
+    // The phrases' matches (a document holding two phrases twice) are met with the short lists' documents.
+    const matched: number[] = []
+    phraseMatches?.(slot => {
+      matched.push(slot)
+    })
+    if (short.length > 0 || matched.length > 0) {
       for (const term of short) walk.all(term, () => {})
+      for (const slot of matched) walk.include(slot)
       scoreListed(terms, walk, textScores)
-      // Every phrase has a word of a short list (see SearchEngine.walkedTerms): its matches are visited.
-      phraseMatches?.(slot => {
+      for (const slot of matched)
         if (textScores[slot] !== 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
-      })
       for (let i = 0; i < walk.count; i++) {
         const text = textScores[walk.visited[i] as number] as number
         if (text > maxText) maxText = text
