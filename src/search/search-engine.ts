@@ -417,7 +417,9 @@ export class SearchEngine {
     for (const phrase of q.phrases)
       if (this.text.shortestList(phrase) >= this.walkFrom && !this.text.pairCovered(phrase, this.walkFrom)) return null
     if (q.phrases.length === 0 && others * DOMINANT > longest.length) return null
-    for (const list of long) this.recentWalks.prepare(list, terms.length > 1, this.text.slotCapacity)
+    // Weights by slot: for the documents met before the walk, and those a walk of several lists meets.
+    const bySlot = terms.length > 1 || q.phrases.length > 0
+    for (const list of long) this.recentWalks.prepare(list, bySlot, this.text.slotCapacity)
     return terms
   }
 

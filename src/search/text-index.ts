@@ -515,11 +515,11 @@ export class TextIndex {
   }
 
   private buildPairs(walkFrom: number): void {
-    const common = new Uint8Array(this.postings.length)
+    const common: number[] = []
     this.postings.forEach((list, id) => {
-      if (list !== undefined && list.length >= walkFrom) common[id] = 1
+      if (list !== undefined && list.length >= walkFrom) common.push(id)
     })
-    const pairs = new PhrasePairs(common)
+    const pairs = new PhrasePairs(common, this.postings.length)
     for (let slot = 0; slot < this.slotsUsed; slot++) {
       if (!this.alive[slot]) continue
       const start = this.sequenceStart[slot] as number

@@ -90,17 +90,14 @@ export function rankByImpact(
   }
   let total = 0
   try {
-    // The phrases' matches (a document holding two phrases twice) are met with the short lists' documents.
-    const matched: number[] = []
-    phraseMatches?.(slot => {
-      matched.push(slot)
-    })
-    if (short.length > 0 || matched.length > 0) {
+    // The phrases' matches are met with the short lists' documents, and given their bonus once scored.
+    if (short.length > 0 || phraseMatches !== null) {
       for (const term of short) walk.all(term, () => {})
-      for (const slot of matched) walk.include(slot)
+      phraseMatches?.(slot => walk.include(slot))
       scoreListed(terms, walk, textScores)
-      for (const slot of matched)
+      phraseMatches?.(slot => {
         if (textScores[slot] !== 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
+      })
       for (let i = 0; i < walk.count; i++) {
         const text = textScores[walk.visited[i] as number] as number
         if (text > maxText) maxText = text
@@ -188,23 +185,35 @@ function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Flo
 
 /** How many of the slots hold a long list's term. */
 function countHolders(long: readonly WalkedTerm[], slots: Int32Array): number {
+  const bySlots = long.map(({ list }) => list.bySlot as Float32Array)
   let count = 0
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i] as number
-    if (long.some(({ list }) => (list.bySlot as Float32Array)[slot] !== 0)) count++
+    for (let j = 0; j < bySlots.length; j++)
+      if ((bySlots[j] as Float32Array)[slot] !== 0) {
+        count++
+        break
+      }
   }
   return count
 }
 
-/** How many live documents hold a long list's term: the first list's count, then each list's documents no earlier one holds. */
+/**
+ * How many live documents hold a long list's term: the longest list's count, then each other
+ * list's documents no list counted before holds (a list given twice is counted once).
+ */
 function longHolders(long: readonly WalkedTerm[], alive: Uint8Array): number {
-  let count = long[0]?.list.df ?? 0
-  for (let j = 1; j < long.length; j++) {
-    const { slots, length } = (long[j] as WalkedTerm).list
-    const earlier = long.slice(0, j).map(({ list }) => list.bySlot as Float32Array)
+  const lists = [...new Set(long.map(({ list }) => list))].sort((a, b) => b.df - a.df)
+  let count = lists[0]?.df ?? 0
+  for (let j = 1; j < lists.length; j++) {
+    const { slots, length } = lists[j] as (typeof lists)[number]
+    const earlier = lists.slice(0, j).map(list => list.bySlot as Float32Array)
     for (let i = 0; i < length; i++) {
       const slot = slots[i] as number
-      if (alive[slot] && earlier.every(bySlot => bySlot[slot] === 0)) count++
+      if (!alive[slot]) continue
+      let held = false
+      for (let e = 0; e < earlier.length && !held; e++) held = (earlier[e] as Float32Array)[slot] !== 0
+      if (!held) count++
     }
   }
   return count

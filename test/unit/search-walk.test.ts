@@ -70,6 +70,8 @@ function engines(): { walked: SearchEngine; scored: SearchEngine; put: (i: numbe
 }
 
 const QUERIES = [
+  // First: a phrase of one word twice is one term, whose weights by slot no walk has made yet.
+  '"agent agent"',
   'agent',
   'data',
   'agent data',
