@@ -114,6 +114,9 @@ export function weighBySlot(list: Postings, slotCount: number, spares: SpareBuff
   list.bySlot = bySlot
 }
 
+/** Buffers kept for the next orders: an eviction gives back two or three. */
+const SPARES = 6
+
 /**
  * The lists walked last, which keep what a walk reads (at a million documents the list of a word
  * every document holds keeps 8 MB of order and 4 MB of weights by slot); the others drop it, and
@@ -124,7 +127,7 @@ export class RecentWalks {
   private readonly spares: SpareBuffers
 
   constructor(private readonly keep: number) {
-    this.spares = new SpareBuffers(keep)
+    this.spares = new SpareBuffers(SPARES)
   }
 
   /** Brings the list's impact order (and with `bySlot`, its weights by slot) up to date, and keeps it among the last walked. */

@@ -11,28 +11,72 @@
  * list is found by index, not by a key.
  */
 
-interface SlotList {
-  slots: Uint32Array
-  length: number
-}
-
 const EMPTY = new Uint32Array(0)
 
 export class PhrasePairs {
   /** By term number: the word's number among the common words, or -1. */
   private readonly numberOf: Int32Array
   private readonly count: number
-  /** By pair (first's number × count + second's). */
-  private readonly lists: (SlotList | undefined)[]
+  /** By pair (first's number × count + second's): its slots, and how many are listed. */
+  private readonly lists: Uint32Array[]
+  private readonly lengths: Int32Array
 
   /** `commonTerms`: the term numbers of the common words. */
-  constructor(commonTerms: readonly number[], termCount: number) {
+  private constructor(commonTerms: readonly number[], termCount: number) {
     this.numberOf = new Int32Array(termCount).fill(-1)
     commonTerms.forEach((id, n) => {
       this.numberOf[id] = n
     })
     this.count = commonTerms.length
-    this.lists = new Array<SlotList | undefined>(this.count * this.count)
+    this.lists = Array.from({ length: this.count * this.count }, () => EMPTY)
+    this.lengths = new Int32Array(this.count * this.count)
+  }
+
+  /**
+   * The pairs of every live document (`starts` and `lengths` by slot locate its term sequence in
+   * `sequences`): counted first, so each list is allocated once, in one buffer with room for a
+   * quarter more (lists grown one by one made V8 collect its whole heap for the memory outside it).
+   */
+  static build(
+    commonTerms: readonly number[],
+    termCount: number,
+    live: { slots: number; alive: Uint8Array; sequences: Uint32Array; starts: Uint32Array; lengths: Uint32Array }
+  ): PhrasePairs {
+    const pairs = new PhrasePairs(commonTerms, termCount)
+    const { slots, alive, sequences, starts, lengths } = live
+    const { numberOf, count } = pairs
+    const counts = new Int32Array(pairs.lengths.length)
+    const last = new Int32Array(pairs.lengths.length).fill(-1)
+    for (let slot = 0; slot < slots; slot++) {
+      if (!alive[slot]) continue
+      const end = (starts[slot] as number) + (lengths[slot] as number)
+      let previous = -1
+      for (let at = starts[slot] as number; at < end; at++) {
+        const id = sequences[at] as number
+        const current = id < numberOf.length ? (numberOf[id] as number) : -1
+        if (previous !== -1 && current !== -1) {
+          const pair = previous * count + current
+          if (last[pair] !== slot) {
+            last[pair] = slot
+            counts[pair] = (counts[pair] as number) + 1
+          }
+        }
+        previous = current
+      }
+    }
+    let total = 0
+    for (let pair = 0; pair < counts.length; pair++) total += (counts[pair] as number) + ((counts[pair] as number) >> 2)
+    const buffer = new Uint32Array(total)
+    let at = 0
+    for (let pair = 0; pair < counts.length; pair++) {
+      const room = (counts[pair] as number) + ((counts[pair] as number) >> 2)
+      if (room > 0) pairs.lists[pair] = buffer.subarray(at, at + room)
+      at += room
+    }
+    for (let slot = 0; slot < slots; slot++)
+      if (alive[slot])
+        pairs.add(slot, sequences, starts[slot] as number, (starts[slot] as number) + (lengths[slot] as number))
+    return pairs
   }
 
   /** Whether both words (term numbers) were common when the pairs were built. */
@@ -40,50 +84,53 @@ export class PhrasePairs {
     return this.numberOfTerm(first) !== -1 && this.numberOfTerm(second) !== -1
   }
 
-  /** Lists the document at `slot` under each pair of adjacent common words in its term sequence. */
-  add(slot: number, sequence: Uint32Array): void {
+  /** Lists the document at `slot` under each pair of adjacent common words in its term sequence (`sequences` from `start` to `end`). */
+  add(slot: number, sequences: Uint32Array, start: number, end: number): void {
+    const { numberOf, count, lengths } = this
     let previous = -1
-    for (let i = 0; i < sequence.length; i++) {
-      const current = this.numberOfTerm(sequence[i] as number)
-      if (previous !== -1 && current !== -1) this.append(previous * this.count + current, slot)
+    for (let at = start; at < end; at++) {
+      const id = sequences[at] as number
+      const current = id < numberOf.length ? (numberOf[id] as number) : -1
+      if (previous !== -1 && current !== -1) this.append(previous * count + current, slot, lengths)
       previous = current
     }
   }
 
+  /** Lists the slot under the pair once: a document's pairs are added together, so a repeat is the last entry. */
+  private append(pair: number, slot: number, lengths: Int32Array): void {
+    const length = lengths[pair] as number
+    let slots = this.lists[pair] as Uint32Array
+    if (length > 0 && slots[length - 1] === slot) return
+    if (length === slots.length) {
+      const grown = new Uint32Array(Math.max(8, length * 2))
+      grown.set(slots)
+      this.lists[pair] = slots = grown
+    }
+    slots[length] = slot
+    lengths[pair] = length + 1
+  }
+
   /** The documents listed under the pair, removed ones included (a view valid until the next write). */
   slots(first: number, second: number): Uint32Array {
-    const list = this.lists[this.numberOfTerm(first) * this.count + this.numberOfTerm(second)]
-    return list ? list.slots.subarray(0, list.length) : EMPTY
+    const pair = this.numberOfTerm(first) * this.count + this.numberOfTerm(second)
+    return (this.lists[pair] as Uint32Array).subarray(0, this.lengths[pair] as number)
   }
 
   /** Drops the removed documents. */
   sweep(alive: Uint8Array): void {
-    for (const list of this.lists) {
-      if (list === undefined) continue
+    for (let pair = 0; pair < this.lists.length; pair++) {
+      const slots = this.lists[pair] as Uint32Array
       let kept = 0
-      for (let i = 0; i < list.length; i++) {
-        const slot = list.slots[i] as number
-        if (alive[slot]) list.slots[kept++] = slot
+      for (let i = 0; i < (this.lengths[pair] as number); i++) {
+        const slot = slots[i] as number
+        if (alive[slot]) slots[kept++] = slot
       }
-      list.length = kept
+      this.lengths[pair] = kept
     }
   }
 
   /** The term's number among the common words (-1: not one; the field break is not a term). */
   private numberOfTerm(id: number): number {
     return id < this.numberOf.length ? (this.numberOf[id] as number) : -1
-  }
-
-  /** Lists the slot under the pair once: a document's pairs are added together, so a repeat is the last entry. */
-  private append(pair: number, slot: number): void {
-    let list = this.lists[pair]
-    if (list === undefined) this.lists[pair] = list = { slots: new Uint32Array(4), length: 0 }
-    else if (list.slots[list.length - 1] === slot) return
-    if (list.length === list.slots.length) {
-      const grown = new Uint32Array(list.length * 2)
-      grown.set(list.slots)
-      list.slots = grown
-    }
-    list.slots[list.length++] = slot
   }
 }

@@ -1,22 +1,26 @@
 /**
  * The highest static score (w_trust · trust + w_freshness · freshness + w_availability ·
- * availability) any live document can have in a query of the next minute: what a document the
- * walk of common words (walked-rank.ts) has not read adds to its text bound.
+ * availability) any live document can have in a query until the next reading: what a document
+ * the walk of common words (walked-rank.ts) has not read adds to its text bound.
  *
- * Exact, with no slack: each slot's bound is its trust two minutes after the reading (trust never
- * falls with time) and its freshness two minutes before (freshness only falls), which covers every
- * cached score a query reads meanwhile (a cached score is at most a minute old). A slack would
+ * Exact, with no slack: each slot's bound is its trust six minutes after the reading (trust never
+ * falls with time) and its freshness six minutes before (freshness only falls), which covers every
+ * cached score a query reads until the next reading (a cached score is at most a minute old). A
+ * document's trust steps up by a thousandth about every seven hours of its first 90 days (its age
+ * term is rounded), so a few bounds are that step above the score. A slack would
  * swamp what separates the best matches of a quoted phrase or of a rare word beside a common one:
  * their common word's weight, a few ten-thousandths of a score, when many documents share the
  * highest static score.
  *
- * Read from every slot when a minute old or for other weights; the slots changed in between
+ * Read from every slot when five minutes old or for other weights; the slots changed in between
  * (written, or their developer's part set) are read alone, or all again past PENDING of them.
  */
 import type { Signals } from './slot-columns.js'
 
-const READ_EVERY_MS = 60_000
-const COVERED_MS = 2 * READ_EVERY_MS
+/** A reading costs about 100 ms at a million documents (each one's trust computed). */
+const READ_EVERY_MS = 5 * 60_000
+/** The reading's age at most, plus the age of a cached score at most (SlotColumns' SIGNALS_CACHE_MS). */
+const COVERED_MS = READ_EVERY_MS + 60_000
 const PENDING = 65_536
 
 /** What the ceiling reads of the slot columns. */

@@ -106,7 +106,7 @@ export class TextIndex {
     distinct.forEach((id, row) => {
       ;(this.postings[id] as Postings).add(slot, counts, row * F, this.termWeight(slot, counts, row * F))
     })
-    this.pairs?.add(slot, this.sequences.subarray(start, start + total))
+    this.pairs?.add(slot, this.sequences, start, start + total)
   }
 
   /** The document's analyzed fields as `add` got them, read back from its term sequence. */
@@ -519,13 +519,13 @@ export class TextIndex {
     this.postings.forEach((list, id) => {
       if (list !== undefined && list.length >= walkFrom) common.push(id)
     })
-    const pairs = new PhrasePairs(common, this.postings.length)
-    for (let slot = 0; slot < this.slotsUsed; slot++) {
-      if (!this.alive[slot]) continue
-      const start = this.sequenceStart[slot] as number
-      pairs.add(slot, this.sequences.subarray(start, start + (this.sequenceLength[slot] as number)))
-    }
-    this.pairs = pairs
+    this.pairs = PhrasePairs.build(common, this.postings.length, {
+      slots: this.slotsUsed,
+      alive: this.alive,
+      sequences: this.sequences,
+      starts: this.sequenceStart,
+      lengths: this.sequenceLength
+    })
     this.pairsBuiltAt = this.adds
   }
 

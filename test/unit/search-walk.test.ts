@@ -167,7 +167,7 @@ test('only the lists walked last keep their impact orders and weights by slot', 
   t.deepEqual([...(b.impact ?? [])], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
 })
 
-test('the static ceiling bounds every score cached within a minute of its reading, with no slack', t => {
+test('the static ceiling bounds every score cached until its next reading, with no slack', t => {
   const columns = new SlotColumns()
   const random = lcg(9)
   const now = 400 * 86_400_000
@@ -178,7 +178,7 @@ test('the static ceiling bounds every score cached within a minute of its readin
     columns.ensure(slot + 1)
     const document = doc(`e${slot}`, {
       registeredAt: now - random() * 90 * 86_400_000,
-      lastChange: now - random() * 3 * minute,
+      lastChange: now - random() * 8 * minute,
       uptime: random(),
       active: random() < 0.5
     })
@@ -190,7 +190,8 @@ test('the static ceiling bounds every score cached within a minute of its readin
   columns.refreshSignals(q, signals)
   const ceiling = columns.staticCeiling(signals)
   let highest = 0
-  for (const offset of [-minute, -1, 0, 1, minute / 2, minute - 1]) {
+  // A query reads the ceiling for five minutes; its cached scores are at most a minute older than it.
+  for (const offset of [-6 * minute, -minute, -1, 0, 1, 2.5 * minute, 5 * minute - 1]) {
     const later = new Signals({ ...q, now: now + offset })
     for (let slot = 0; slot < 2000; slot++) {
       columns.computeSignals(slot, later)
@@ -199,4 +200,13 @@ test('the static ceiling bounds every score cached within a minute of its readin
   }
   t.true(highest <= ceiling, `${highest} <= ${ceiling}`)
   t.true(ceiling - highest < 1e-3, 'no slack: the highest bound is within a trust step of the highest score')
+  // One document, changed before the oldest cached score a query can read: that score is its highest.
+  const one = new SlotColumns()
+  const changed = doc('e0', { registeredAt: now - 86_400_000, lastChange: now - 7 * minute })
+  one.docs.push(changed)
+  one.write(0, changed)
+  one.refreshSignals(q, signals)
+  const alone = one.staticCeiling(signals)
+  one.computeSignals(0, new Signals({ ...q, now: now - 6 * minute }))
+  t.true((one.staticScore[0] as number) <= alone)
 })
