@@ -292,16 +292,18 @@ export class SearchEngine {
       const walked = this.walkedTerms(q, slotCount)
       if (walked !== null) {
         const similarity = q.vector === null ? null : this.lazySimilarity(q.vector, slotCount)
+        const { terms, candidates } = walked
         const phraseMatches: PhraseMatches | null =
           q.phrases.length === 0
             ? null
             : match => {
-                for (const phrase of q.phrases)
-                  if (this.text.shortestList(phrase) < this.walkFrom)
-                    this.text.forEachPhraseMatch(phrase, match, termMasks, 0)
-                  else this.text.forEachPairMatch(phrase, match)
+                q.phrases.forEach((phrase, p) => {
+                  const listed = candidates[p]
+                  if (listed) this.text.forEachCandidateMatch(phrase, listed, match)
+                  else this.text.forEachPhraseMatch(phrase, match, termMasks, 0)
+                })
               }
-        const { hits, total, walk } = rankByImpact(columns, q, walked, this.text.alive, similarity, phraseMatches)
+        const { hits, total, walk } = rankByImpact(columns, q, terms, this.text.alive, similarity, phraseMatches)
         touched = walk.visited.subarray(0, walk.count)
         return { hits, total }
       }
@@ -387,10 +389,15 @@ export class SearchEngine {
    * words, no filter and no trust bound (every match then counts in the total), an embedding
    * compared with its text matches only (see `search`) or none, a list of `walkFrom` postings or
    * more that is most of the long lists' postings (with two common words, the walk's bound falls
-   * slowly: it read more than scoring every match does), and in each quoted phrase a word of a
-   * shorter list (a phrase match adds a bonus the walk's bound does not hold). Null: no walk.
+   * slowly: it read more than scoring every match does) unless its phrases' documents fill the
+   * page or budget, and for each quoted phrase (a match adds a bonus the walk's bound does not
+   * hold) a word of a shorter list or its documents listed by pair of common words (`candidates`,
+   * by phrase; null for the former). Null: no walk.
    */
-  private walkedTerms(q: EngineQuery, slotCount: number): WalkedTerm[] | null {
+  private walkedTerms(
+    q: EngineQuery,
+    slotCount: number
+  ): { terms: WalkedTerm[]; candidates: (Uint32Array | null)[] } | null {
     const plain =
       q.terms.length > 0 &&
       !q.only &&
@@ -413,14 +420,28 @@ export class SearchEngine {
     // The first page must be full of text matches (above), or an embedding finds the rest (see `search`).
     let others = 0
     for (const list of long) if (list !== longest) others += list.length
-    // A phrase's matches are met before the walk: through its word of a short list, or its pairs of common words.
-    for (const phrase of q.phrases)
-      if (this.text.shortestList(phrase) >= this.walkFrom && !this.text.pairCovered(phrase, this.walkFrom)) return null
-    if (q.phrases.length === 0 && others * DOMINANT > longest.length) return null
+    // A phrase's matches are met before the walk: through its word of a short list (its documents read
+    // whole), or the documents listed under its pairs of common words.
+    const candidates: (Uint32Array | null)[] = []
+    let phraseDocuments = 0
+    for (const phrase of q.phrases) {
+      if (this.text.shortestList(phrase) < this.walkFrom) {
+        candidates.push(null)
+        continue
+      }
+      const listed = this.text.phraseCandidates(phrase, this.walkFrom)
+      if (listed === null) return null
+      candidates.push(listed)
+      phraseDocuments += listed.length
+    }
+    // Beside a phrase's bonus the other matches' text scores are nearly 0: when its documents fill the
+    // page, or the similarity budget, the walk stops at once, however many lists are long.
+    const needed = q.vector === null ? q.offset + q.limit : this.semanticBudget + 1
+    if (phraseDocuments < needed && others * DOMINANT > longest.length) return null
     // Weights by slot: for the documents met before the walk, and those a walk of several lists meets.
     const bySlot = terms.length > 1 || q.phrases.length > 0
     for (const list of long) this.recentWalks.prepare(list, bySlot, this.text.slotCapacity)
-    return terms
+    return { terms, candidates }
   }
 
   /**

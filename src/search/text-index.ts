@@ -462,34 +462,35 @@ export class TextIndex {
   }
 
   /**
-   * Whether every adjacent pair of the phrase's words is of common words (posting lists of
-   * `walkFrom` or more) listed in the phrase pairs (see phrase-pairs.ts): then forEachPairMatch
-   * finds its documents. The pairs are built on the first such phrase, and again when its words are
-   * common now but were not then, once a tenth of the documents were added since.
+   * The documents that may hold the phrase, from the phrase pairs (see phrase-pairs.ts): those of
+   * its adjacent pair listing fewest, removed ones included. Null when a pair is not of common
+   * words (posting lists of `walkFrom` or more) listed there. The pairs are built on the first
+   * phrase of common words, and again when its words are common now but were not then, once a
+   * tenth of the documents were added since.
    */
-  pairCovered(phrase: readonly string[], walkFrom: number): boolean {
-    if (phrase.length < 2) return false
+  phraseCandidates(phrase: readonly string[], walkFrom: number): Uint32Array | null {
+    if (phrase.length < 2) return null
     const ids = this.phraseIds(phrase)
-    if (ids === null) return false
-    for (const id of ids) if ((this.postings[id] as Postings).length < walkFrom) return false
-    if (this.pairs !== null && this.coversPairs(ids)) return true
-    if (this.pairs !== null && this.adds - this.pairsBuiltAt < this.liveCount / 10) return false
-    this.buildPairs(walkFrom)
-    return this.coversPairs(ids)
-  }
-
-  /** Calls `match` for every live document holding the phrase, when pairCovered(phrase). */
-  forEachPairMatch(phrase: readonly string[], match: (slot: number) => void): void {
-    const ids = this.phraseIds(phrase) as Uint32Array
+    if (ids === null) return null
+    for (const id of ids) if ((this.postings[id] as Postings).length < walkFrom) return null
+    if (this.pairs === null || (!this.coversPairs(ids) && this.adds - this.pairsBuiltAt >= this.liveCount / 10))
+      this.buildPairs(walkFrom)
+    if (!this.coversPairs(ids)) return null
     const pairs = this.pairs as PhrasePairs
     let fewest = pairs.slots(ids[0] as number, ids[1] as number)
     for (let j = 2; j < ids.length; j++) {
       const slots = pairs.slots(ids[j - 1] as number, ids[j] as number)
       if (slots.length < fewest.length) fewest = slots
     }
+    return fewest
+  }
+
+  /** Calls `match` for every live document of `candidates` (see phraseCandidates) holding the phrase. */
+  forEachCandidateMatch(phrase: readonly string[], candidates: Uint32Array, match: (slot: number) => void): void {
+    const ids = this.phraseIds(phrase) as Uint32Array
     const { alive, sequences, sequenceStart, sequenceLength } = this
-    for (let i = 0; i < fewest.length; i++) {
-      const slot = fewest[i] as number
+    for (let i = 0; i < candidates.length; i++) {
+      const slot = candidates[i] as number
       if (!alive[slot]) continue
       // A pair list holds exactly the documents of its two-word phrase; a longer one is checked.
       const start = sequenceStart[slot] as number
@@ -509,8 +510,8 @@ export class TextIndex {
   }
 
   private coversPairs(ids: Uint32Array): boolean {
-    for (let j = 1; j < ids.length; j++)
-      if (!(this.pairs as PhrasePairs).covers(ids[j - 1] as number, ids[j] as number)) return false
+    const pairs = this.pairs as PhrasePairs
+    for (let j = 1; j < ids.length; j++) if (!pairs.covers(ids[j - 1] as number, ids[j] as number)) return false
     return true
   }
 
