@@ -69,7 +69,7 @@ interface SignalsKey {
   halfLifeDays: number
 }
 
-export class SlotColumns implements StaticScores {
+export class SlotColumns implements StaticScores<Signals> {
   /** The document in each slot (undefined: a free or removed slot); its length is the slot count. */
   readonly docs: (SearchDocument | undefined)[] = []
   // Columns by slot.

@@ -15,7 +15,6 @@
  * Read from every slot when five minutes old or for other weights; the slots changed in between
  * (written, or their developer's part set) are read alone, or all again past PENDING of them.
  */
-import type { Signals } from './slot-columns.js'
 
 /** A reading costs about 100 ms at a million documents (each one's trust computed). */
 const READ_EVERY_MS = 5 * 60_000
@@ -23,12 +22,17 @@ const READ_EVERY_MS = 5 * 60_000
 const COVERED_MS = READ_EVERY_MS + 60_000
 const PENDING = 65_536
 
+/** What the ceiling needs of a query's signals (SlotColumns' Signals): when it runs. */
+export interface QueryTime {
+  readonly now: number
+}
+
 /** What the ceiling reads of the slot columns. */
-export interface StaticScores {
+export interface StaticScores<S extends QueryTime> {
   readonly slotCount: number
   isLive(slot: number): boolean
   /** At least the slot's static score for `signals` computed at any time from `from` to `until`. */
-  staticBound(slot: number, signals: Signals, from: number, until: number): number
+  staticBound(slot: number, signals: S, from: number, until: number): number
 }
 
 export class StaticCeiling {
@@ -46,7 +50,7 @@ export class StaticCeiling {
   }
 
   /** At least the static score of every live slot in a query with `signals` (whose cache key is `key`). */
-  read(scores: StaticScores, signals: Signals, key: object | null): number {
+  read<S extends QueryTime>(scores: StaticScores<S>, signals: S, key: object | null): number {
     if (Number.isNaN(this.ceiling) || this.readFor !== key || Math.abs(signals.now - this.readAt) >= READ_EVERY_MS) {
       this.ceiling = 0
       this.readAt = signals.now
@@ -60,7 +64,7 @@ export class StaticCeiling {
     return this.ceiling
   }
 
-  private include(scores: StaticScores, slot: number, signals: Signals): void {
+  private include<S extends QueryTime>(scores: StaticScores<S>, slot: number, signals: S): void {
     if (!scores.isLive(slot)) return
     const bound = scores.staticBound(slot, signals, this.readAt - COVERED_MS, this.readAt + COVERED_MS)
     if (bound > this.ceiling) this.ceiling = bound
