@@ -67,8 +67,11 @@ export class SpareBuffers {
   }
 }
 
+/** Keeps nothing: every buffer is new. */
+const NO_SPARES = new SpareBuffers(0)
+
 /** Brings the list's impact order up to date: built when missing or when a ninth of its postings came since. */
-export function orderByImpact(list: Postings, spares: SpareBuffers = new SpareBuffers(0)): void {
+export function orderByImpact(list: Postings, spares: SpareBuffers = NO_SPARES): void {
   const since = list.length - list.impactLength
   if (list.impact !== null && since * 8 <= list.impactLength) return
   const { slots, weights, length } = list
@@ -101,7 +104,7 @@ export function orderByImpact(list: Postings, spares: SpareBuffers = new SpareBu
  * Gives the list its weights by slot for `slotCount` slots (kept up to date by the list from then
  * on; a slot the list never held reads 0 only below its length, hence the length at each walk).
  */
-export function weighBySlot(list: Postings, slotCount: number, spares: SpareBuffers = new SpareBuffers(0)): void {
+export function weighBySlot(list: Postings, slotCount: number, spares: SpareBuffers = NO_SPARES): void {
   if (list.bySlot !== null) {
     if (list.bySlot.length < slotCount) list.bySlot = widened(list.bySlot, slotCount)
     return

@@ -79,9 +79,24 @@ export class PhrasePairs {
     return pairs
   }
 
-  /** Whether both words (term numbers) were common when the pairs were built. */
-  covers(first: number, second: number): boolean {
-    return this.numberOfTerm(first) !== -1 && this.numberOfTerm(second) !== -1
+  /** Whether every word of the phrase (term numbers) was common when the pairs were built. */
+  covers(ids: Uint32Array): boolean {
+    for (const id of ids) if (this.numberOfTerm(id) === -1) return false
+    return true
+  }
+
+  /**
+   * The documents that may hold the phrase (term numbers, two or more): those of its adjacent pair
+   * listing fewest, removed ones included. Null when a word is not covered.
+   */
+  candidates(ids: Uint32Array): Uint32Array | null {
+    if (!this.covers(ids)) return null
+    let fewest = this.slots(ids[0] as number, ids[1] as number)
+    for (let j = 2; j < ids.length; j++) {
+      const slots = this.slots(ids[j - 1] as number, ids[j] as number)
+      if (slots.length < fewest.length) fewest = slots
+    }
+    return fewest
   }
 
   /** Lists the document at `slot` under each pair of adjacent common words in its term sequence (`sequences` from `start` to `end`). */
@@ -111,7 +126,7 @@ export class PhrasePairs {
   }
 
   /** The documents listed under the pair, removed ones included (a view valid until the next write). */
-  slots(first: number, second: number): Uint32Array {
+  private slots(first: number, second: number): Uint32Array {
     const pair = this.numberOfTerm(first) * this.count + this.numberOfTerm(second)
     return (this.lists[pair] as Uint32Array).subarray(0, this.lengths[pair] as number)
   }

@@ -367,11 +367,7 @@ export class TextIndex {
       idfs[j] = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * weight
     })
     // A phrase with a word no document holds matches nowhere.
-    const phraseIds = phrases.map(phrase =>
-      phrase.every(word => this.termIds.has(word))
-        ? Uint32Array.from(phrase, word => this.termIds.get(word) as number)
-        : null
-    )
+    const phraseIds = phrases.map(phrase => this.phraseIds(phrase))
     const counts = new Uint8Array(Math.max(1, rowIds.length) * F)
     const { alive, sequences, sequenceStart, sequenceLength } = this
     let count = 0
@@ -433,31 +429,17 @@ export class TextIndex {
     termMasks: Uint32Array,
     want: number
   ): void {
-    if (phrase.length === 0) return
-    const ids = new Uint32Array(phrase.length)
-    let rarest: Postings | undefined
-    for (let j = 0; j < phrase.length; j++) {
-      const id = this.termIds.get(phrase[j] as string)
-      if (id === undefined) return
-      ids[j] = id
-      const list = this.postings[id] as Postings
-      if (!rarest || list.df < rarest.df) rarest = list
-    }
-    const { slots, length } = rarest as Postings
+    const ids = phrase.length === 0 ? null : this.phraseIds(phrase)
+    if (ids === null) return
+    let rarest = this.postings[ids[0] as number] as Postings
+    for (const id of ids) if ((this.postings[id] as Postings).df < rarest.df) rarest = this.postings[id] as Postings
+    const { slots, length } = rarest
     const { alive, sequences, sequenceStart, sequenceLength } = this
-    const first = ids[0] as number
-    const span = ids.length
     for (let i = 0; i < length; i++) {
       const slot = slots[i] as number
       if (!alive[slot] || ((termMasks[slot] as number) & want) !== want) continue
       const start = sequenceStart[slot] as number
-      const last = start + (sequenceLength[slot] as number) - span
-      outer: for (let at = start; at <= last; at++) {
-        if (sequences[at] !== first) continue
-        for (let j = 1; j < span; j++) if (sequences[at + j] !== ids[j]) continue outer
-        match(slot)
-        break
-      }
+      if (holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
     }
   }
 
@@ -473,16 +455,9 @@ export class TextIndex {
     const ids = this.phraseIds(phrase)
     if (ids === null) return null
     for (const id of ids) if ((this.postings[id] as Postings).length < walkFrom) return null
-    if (this.pairs === null || (!this.coversPairs(ids) && this.adds - this.pairsBuiltAt >= this.liveCount / 10))
+    if (this.pairs === null || (!this.pairs.covers(ids) && this.adds - this.pairsBuiltAt >= this.liveCount / 10))
       this.buildPairs(walkFrom)
-    if (!this.coversPairs(ids)) return null
-    const pairs = this.pairs as PhrasePairs
-    let fewest = pairs.slots(ids[0] as number, ids[1] as number)
-    for (let j = 2; j < ids.length; j++) {
-      const slots = pairs.slots(ids[j - 1] as number, ids[j] as number)
-      if (slots.length < fewest.length) fewest = slots
-    }
-    return fewest
+    return (this.pairs as PhrasePairs).candidates(ids)
   }
 
   /** Calls `match` for every live document of `candidates` (see phraseCandidates) holding the phrase. */
@@ -507,12 +482,6 @@ export class TextIndex {
       ids[j] = id
     }
     return ids
-  }
-
-  private coversPairs(ids: Uint32Array): boolean {
-    const pairs = this.pairs as PhrasePairs
-    for (let j = 1; j < ids.length; j++) if (!pairs.covers(ids[j - 1] as number, ids[j] as number)) return false
-    return true
   }
 
   private buildPairs(walkFrom: number): void {
