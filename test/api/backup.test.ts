@@ -24,6 +24,7 @@ const SECRET = 'whsec_backup_test'
 
 interface Run {
   code: number
+  signal: string | null
   stdout: string
   stderr: string
 }
@@ -34,10 +35,22 @@ function cli(args: string[], input?: string): Promise<Run> {
       process.execPath,
       [...CLI_FROM_SOURCES, ...args],
       { maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => done({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })
+      (err, stdout, stderr) => {
+        const failed = err as { code?: number | null; signal?: string | null } | null
+        done({ code: failed ? (failed.code ?? 1) : 0, signal: failed?.signal ?? null, stdout, stderr })
+      }
     )
     child.stdin?.end(input ?? '')
   })
+}
+
+/** The command's JSON answer; when it printed none, an error saying how it ended and what it wrote to stderr. */
+function answerOf(run: Run): unknown {
+  try {
+    return JSON.parse(run.stdout)
+  } catch {
+    throw new Error(`no JSON on stdout (exit ${run.code}, signal ${run.signal}); stderr: ${run.stderr}`)
+  }
 }
 
 async function tempDir(t: import('ava').ExecutionContext): Promise<string> {
@@ -123,7 +136,7 @@ test('an export of a running node imported into a fresh one: same digests and en
   const fresh = await nodes.start({ host: 'fresh.test', onboarding: { webhook_secret: SECRET } })
   const imported = await cli(['import', '-', '--registry', fresh.url, '--admin-token', SECRET], exported.stdout)
   t.is(imported.code, 0, imported.stderr)
-  t.deepEqual(JSON.parse(imported.stdout), { lines: lines.length, applied: lines.length, present: 0, refused: {} })
+  t.deepEqual(answerOf(imported), { lines: lines.length, applied: lines.length, present: 0, refused: {} })
   t.deepEqual(digestsOf(fresh), digestsOf(source))
   t.deepEqual(await entityIds(fresh), await entityIds(source))
   // Another registry's names are resolved by FQAN, from the names the import brought.
@@ -133,7 +146,7 @@ test('an export of a running node imported into a fresh one: same digests and en
 
   const again = await cli(['import', '-', '--registry', fresh.url, '--admin-token', SECRET], exported.stdout)
   t.is(again.code, 0, again.stderr)
-  t.deepEqual(JSON.parse(again.stdout), { lines: lines.length, applied: 0, present: lines.length, refused: {} })
+  t.deepEqual(answerOf(again), { lines: lines.length, applied: 0, present: lines.length, refused: {} })
   t.deepEqual(digestsOf(fresh), digestsOf(source))
 
   const unauthorized = await cli(['import', '-', '--registry', fresh.url, '--admin-token', 'wrong'], exported.stdout)
@@ -154,7 +167,7 @@ test('a forged line is refused and reported, the rest imported (into a stopped n
   const dataDir = join(await tempDir(t), 'data')
   const imported = await cli(['import', file, '--data', dataDir])
   t.is(imported.code, 1)
-  t.deepEqual(JSON.parse(imported.stdout), {
+  t.deepEqual(answerOf(imported), {
     lines: lines.length,
     applied: lines.length - 1,
     present: 0,
@@ -207,7 +220,7 @@ test('a backup under a steady write load restores every write acknowledged befor
   await writer
   t.is(backup.code, 0, backup.stderr)
   t.true(during > before.length, 'the writer kept writing while the backup ran')
-  const manifest = JSON.parse(backup.stdout) as { registry_id: string; files: string[]; last_seq: number }
+  const manifest = answerOf(backup) as { registry_id: string; files: string[]; last_seq: number }
   t.is(manifest.registry_id, source.node.identity.registryId)
   t.deepEqual(manifest.files.sort(), ['node-key.json', 'registry.lmdb'])
 
