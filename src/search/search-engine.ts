@@ -224,7 +224,8 @@ export class SearchEngine {
     this.text.restore(input, `${prefix}.text`)
     this.vectors.restore(input, `${prefix}.vectors`)
     this.facets.restore(input, `${prefix}.facets`)
-    this.free.push(...input.array(`${prefix}.free`, Uint32Array))
+    // A loop, not push(...array): a million freed slots would overflow the stack as arguments.
+    for (const slot of input.array(`${prefix}.free`, Uint32Array)) this.free.push(slot)
     this.released = [...input.array(`${prefix}.released`, Uint32Array)]
   }
 
@@ -258,7 +259,7 @@ export class SearchEngine {
   private sweep(): void {
     this.text.sweep()
     this.facets.sweep(this.columns.docs)
-    this.free.push(...this.released)
+    for (const slot of this.released) this.free.push(slot)
     this.released = []
   }
 

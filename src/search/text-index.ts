@@ -548,7 +548,7 @@ export class TextIndex {
       }
       at += length
     })
-    this.freeTermIds.push(...input.array(`${prefix}.freeTermIds`, Uint32Array))
+    for (const id of input.array(`${prefix}.freeTermIds`, Uint32Array)) this.freeTermIds.push(id)
     this.lengths = input.array(`${prefix}.lengths`, Uint16Array)
     this.sequenceStart = input.array(`${prefix}.sequenceStart`, Uint32Array)
     this.sequenceLength = input.array(`${prefix}.sequenceLength`, Uint32Array)
