@@ -99,6 +99,7 @@ export class SlotColumns implements StaticScores<Signals> {
   private warmCursor = 0
   // Per-query scratch space, reused (text scores are reset after each query).
   textScores = new Float32Array(1024)
+  /** Partial scores: by slot (rank-pass.ts), or by visit in a walk (walked-rank.ts). */
   scoreOf = new Float64Array(1024)
   touched = new Int32Array(1024)
   /** How many of a query's marked filter lists hold each slot (see SearchEngine.rank). */

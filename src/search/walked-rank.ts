@@ -18,7 +18,7 @@ import type { EngineHit, EngineQuery } from './engine-query.js'
 import { ImpactWalk, type WalkedTerm } from './impact-walk.js'
 import { PHRASE_BONUS } from './ranking.js'
 import { type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
-import { Signals, type SlotColumns } from './slot-columns.js'
+import { LIVE, Signals, type SlotColumns } from './slot-columns.js'
 import { KthBest, TopK } from './top-k.js'
 
 /** Calls `match` once for each document holding each of the query's quoted phrases (a document holding two phrases twice). */
@@ -45,7 +45,7 @@ export function rankByImpact(
   const order = { keys: cols.idKeys, docs: cols.docs }
   const pass = new RankPass(q, null, similarity, null, signals, order)
   const ceiling = cols.staticCeiling(signals)
-  const { flags, trustCache, staticScore, textScores, scoreOf } = cols
+  const { flags, trustCache, staticScore, textScores } = cols
   const { flagMask, flagWant, minTrust } = pass
   // What a document's partial score must reach to matter: the page's floor without an embedding,
   // else the lowest of the best partial scores, one more than the similarity budget (rank()'s cut,
@@ -58,14 +58,19 @@ export function rankByImpact(
   let textWeight = 0
   // Whether the best text score is known (no document left can score higher), and with it textWeight.
   let settled = false
-  const admit = (slot: number): void => {
-    scoreOf[slot] = NOT_ADMITTED
-    if (((flags[slot] as number) & flagMask) !== flagWant) return
+  // A visited document's partial score is kept at its visit's index (`partials`): read back in
+  // visit order, in sequence rather than at random slots.
+  const partials = cols.scoreOf
+  // The walk meets live documents only: their flags are read when the query asks for more.
+  const flagsAsked = flagMask !== LIVE
+  const admit = (slot: number, visit: number): void => {
+    partials[visit] = NOT_ADMITTED
+    if (flagsAsked && ((flags[slot] as number) & flagMask) !== flagWant) return
     let trust = trustCache[slot] as number
     if (Number.isNaN(trust)) trust = cols.computeSignals(slot, signals)
     if (trust < minTrust) return
     const partial = textWeight * (textScores[slot] as number) + (staticScore[slot] as number)
-    scoreOf[slot] = partial
+    partials[visit] = partial
     if (similarity === null) {
       if (partial >= pass.heap.floor) pass.heap.offer(slot, partial)
     } else if (partial > partialBest.floor) (partialBest as KthBest).offer(partial)
@@ -73,7 +78,7 @@ export function rankByImpact(
   const settle = (): void => {
     settled = true
     textWeight = maxText > 0 ? q.weights.text / maxText : 0
-    for (let i = 0; i < walk.count; i++) admit(walk.visited[i] as number)
+    for (let i = 0; i < walk.count; i++) admit(walk.visited[i] as number, i)
   }
   // A document the walk meets holds no short list's term: its score is its long lists' weights.
   const visit = (slot: number, { idf }: WalkedTerm, weight: number): void => {
@@ -86,7 +91,7 @@ export function rankByImpact(
       }
     textScores[slot] = text
     if (text > maxText) maxText = text
-    if (settled) admit(slot)
+    if (settled) admit(slot, walk.count - 1)
   }
   let total = 0
   try {
@@ -124,21 +129,20 @@ export function rankByImpact(
   // The best `offset + limit` partial scores are scored in full first, which sets the heap's floor.
   const firstBest = new TopK(pass.heap.k, order)
   for (let i = 0; i < visited.length; i++) {
-    const slot = visited[i] as number
-    const partial = scoreOf[slot] as number
-    if (partial !== NOT_ADMITTED && partial >= firstBest.floor) firstBest.offer(slot, partial)
+    const partial = partials[i] as number
+    if (partial !== NOT_ADMITTED && partial >= firstBest.floor) firstBest.offer(visited[i] as number, partial)
   }
   const first = Int32Array.from(firstBest.sorted())
   let semantic = similarity.of(first)
   offerScored(cols, pass, first, semantic)
-  for (let i = 0; i < first.length; i++) scoreOf[first[i] as number] = NOT_ADMITTED
+  const scored = new Set(first)
   const reach = Math.max(pass.heap.floor - pass.semanticWeight * MAX_SIMILARITY, cut)
   const rest = cols.candidateBuffer
   let n = 0
   for (let i = 0; i < visited.length; i++) {
-    const slot = visited[i] as number
-    const partial = scoreOf[slot] as number
-    if (partial !== NOT_ADMITTED && partial >= reach) rest[n++] = slot
+    const partial = partials[i] as number
+    if (partial !== NOT_ADMITTED && partial >= reach && !scored.has(visited[i] as number))
+      rest[n++] = visited[i] as number
   }
   if (n > 0) {
     semantic = similarity.of(rest.subarray(0, n))
