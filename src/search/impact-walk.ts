@@ -123,13 +123,18 @@ const SPARES = 6
 /**
  * The lists walked last, which keep what a walk reads (at a million documents the list of a word
  * every document holds keeps 8 MB of order and 4 MB of weights by slot); the others drop it, and
- * their buffers are taken by the next.
+ * their buffers are taken by the next. Lists read only by slot for a filter list (see
+ * posting-scores.ts) are kept apart, `keepBySlot` of them, so that they never push out a walk's order.
  */
 export class RecentWalks {
-  private readonly lists: Postings[] = []
+  private readonly walked: Postings[] = []
+  private readonly bySlotOnly: Postings[] = []
   private readonly spares: SpareBuffers
 
-  constructor(private readonly keep: number) {
+  constructor(
+    private readonly keep: number,
+    private readonly keepBySlot = keep
+  ) {
     this.spares = new SpareBuffers(SPARES)
   }
 
@@ -137,11 +142,11 @@ export class RecentWalks {
   prepare(list: Postings, bySlot: boolean, slotCount: number): void {
     orderByImpact(list, this.spares)
     if (bySlot) weighBySlot(list, slotCount, this.spares)
-    const at = this.lists.indexOf(list)
-    if (at !== -1) this.lists.splice(at, 1)
-    this.lists.push(list)
-    if (this.lists.length > this.keep) {
-      const evicted = this.lists.shift() as Postings
+    remove(this.bySlotOnly, list)
+    remove(this.walked, list)
+    this.walked.push(list)
+    if (this.walked.length > this.keep) {
+      const evicted = this.walked.shift() as Postings
       if (evicted.impact !== null) {
         this.spares.give(evicted.impact.buffer)
         this.spares.give(evicted.impactWeights.buffer)
@@ -150,6 +155,24 @@ export class RecentWalks {
       evicted.dropWalk()
     }
   }
+
+  /** Brings the list's weights by slot up to date (not its impact order), and keeps them among the last read. */
+  prepareBySlot(list: Postings, slotCount: number): void {
+    weighBySlot(list, slotCount, this.spares)
+    if (this.walked.includes(list)) return
+    remove(this.bySlotOnly, list)
+    this.bySlotOnly.push(list)
+    if (this.bySlotOnly.length > this.keepBySlot) {
+      const evicted = this.bySlotOnly.shift() as Postings
+      if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.buffer)
+      evicted.bySlot = null
+    }
+  }
+}
+
+function remove(lists: Postings[], list: Postings): void {
+  const at = lists.indexOf(list)
+  if (at !== -1) lists.splice(at, 1)
 }
 
 /** What a walk does with a live document met for the first time: the term whose list met it, and its weight there. */

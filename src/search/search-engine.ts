@@ -79,6 +79,8 @@ const WALK_FROM = 32_768
 const DOMINANT = 8
 /** How many posting lists keep what a walk reads for the next one (see RecentWalks). */
 const KEEP_WALKED = 16
+/** How many posting lists keep their weights by slot for the next filtered query (4 MB each at a million). */
+const KEEP_READ_BY_SLOT = 8
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -90,7 +92,7 @@ export class SearchEngine {
   private readonly free: number[] = []
   /** Removed slots, reusable after the next sweep. */
   private released: number[] = []
-  private readonly recentWalks = new RecentWalks(KEEP_WALKED)
+  private readonly recentWalks = new RecentWalks(KEEP_WALKED, KEEP_READ_BY_SLOT)
 
   /** From this many slots on, text queries take their candidates from the text matches only. */
   private readonly fullScanBelow: number
@@ -337,9 +339,14 @@ export class SearchEngine {
             : null
         inList = only !== null
         const marks = columns.facetMarks
-        if (only !== null) for (let i = 0; i < only.length; i++) marks[only[i] as number] = 1
+        if (only !== null) {
+          // A list much longer than the filter list is read at the list's slots (posting-scores.ts).
+          for (let i = 0; i < only.length; i++) marks[only[i] as number] = 1
+          for (const list of this.text.listsWeighedBySlot(q.terms, only.length, this.walkFrom))
+            this.recentWalks.prepareBySlot(list, this.text.slotCapacity)
+        }
         try {
-          const scored = this.text.search(q.terms, textScores, columns.touched, best, masks, only && marks)
+          const scored = this.text.search(q.terms, textScores, columns.touched, best, masks, only && marks, only)
           touched = columns.touched.subarray(0, scored)
         } finally {
           if (only !== null) for (let i = 0; i < only.length; i++) marks[only[i] as number] = 0

@@ -15,6 +15,7 @@ import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapsho
 import { widened } from '../util/typed-arrays.js'
 import type { WalkedTerm } from './impact-walk.js'
 import { PhrasePairs } from './phrase-pairs.js'
+import { addListedScores, addPostingScores, idfOf, type ScoringRun, scoredBySlot } from './posting-scores.js'
 import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
@@ -239,7 +240,8 @@ export class TextIndex {
    * as the slot capacity); returns how many. Terms are weighted: 1 for the user's words, less for
    * synonym expansions. Sets `best` to the highest score and its slot. With `termMasks` (indexed by
    * slot, untouched slots 0), sets bit j of a slot's entry when it holds term j (for j < 32).
-   * With `only` (indexed by slot), scores only the documents whose entry is not 0.
+   * With `only` (indexed by slot), scores only the documents whose entry is not 0; with `listed`
+   * too (those slots), a long list with weights by slot is read for them instead (posting-scores.ts).
    */
   search(
     terms: readonly { term: string; weight: number }[],
@@ -247,12 +249,10 @@ export class TextIndex {
     touched: Int32Array,
     best: TextBest,
     termMasks: Uint32Array | null = null,
-    only: Uint8Array | null = null
+    only: Uint8Array | null = null,
+    listed: ArrayLike<number> | null = null
   ): number {
-    let count = 0
-    // Scores only grow, so the highest score written is the best final one (and its slot the best's).
-    let bestScore = 0
-    let bestSlot = -1
+    const run: ScoringRun = { count: 0, bestScore: 0, bestSlot: -1 }
     const n = Math.max(1, this.liveCount)
     this.refreshNorms()
     const alive = this.alive
@@ -260,27 +260,17 @@ export class TextIndex {
       const { term, weight } = terms[j] as { term: string; weight: number }
       const id = this.termIds.get(term)
       if (id === undefined) continue
-      if (termMasks !== null && j < 32) markTerm(this.postings[id] as Postings, alive, termMasks, 1 << j)
       const list = this.postings[id] as Postings
-      const idf = Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight
-      const { slots, weights, length } = list
-      for (let i = 0; i < length; i++) {
-        const slot = slots[i] as number
-        if (!alive[slot] || (only !== null && !only[slot])) continue
-        const previous = scores[slot] as number
-        // Every contribution is positive (idf > 0, weight > 0), so 0 means "not yet scored".
-        if (previous === 0) touched[count++] = slot
-        const score = Math.fround(previous + idf * (weights[i] as number))
-        scores[slot] = score
-        if (score > bestScore) {
-          bestScore = score
-          bestSlot = slot
-        }
-      }
+      if (termMasks !== null && j < 32) markTerm(list, alive, termMasks, 1 << j)
+      const idf = idfOf(list, n, weight)
+      const bySlot = listed !== null && scoredBySlot(list, listed.length) ? list.bySlot : null
+      if (listed !== null && bySlot !== null && bySlot.length >= this.capacity)
+        addListedScores(bySlot, listed, idf, alive, scores, touched, run)
+      else addPostingScores(list, idf, alive, only, scores, touched, run)
     }
-    best.slot = bestSlot
-    best.score = bestScore
-    return count
+    best.slot = run.bestSlot
+    best.score = run.bestScore
+    return run.count
   }
 
   /**
@@ -296,9 +286,25 @@ export class TextIndex {
       if (id === undefined) continue
       const list = this.postings[id] as Postings
       const long = list.length >= walkFrom
-      walked.push({ list, idf: Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight, long })
+      walked.push({ list, idf: idfOf(list, n, weight), long })
     }
     return walked
+  }
+
+  /**
+   * The lists of the terms that `search` scores through their weights by slot, for `listed`
+   * documents from a filter list (lists of at least `from` postings: a shorter one is read whole at
+   * less than its weights by slot cost to build).
+   */
+  listsWeighedBySlot(terms: readonly { term: string }[], listed: number, from: number): Postings[] {
+    const lists: Postings[] = []
+    for (const { term } of terms) {
+      const id = this.termIds.get(term)
+      if (id === undefined) continue
+      const list = this.postings[id] as Postings
+      if (list.length >= from && scoredBySlot(list, listed)) lists.push(list)
+    }
+    return lists
   }
 
   /** Slots below this can be held (a slot-indexed array this long covers every document). */
@@ -363,8 +369,7 @@ export class TextIndex {
         rowIds.push(id)
       }
       termRow[j] = termRows[id] as number
-      const df = (this.postings[id] as Postings).df
-      idfs[j] = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * weight
+      idfs[j] = idfOf(this.postings[id] as Postings, n, weight)
     })
     // A phrase with a word no document holds matches nowhere.
     const phraseIds = phrases.map(phrase => this.phraseIds(phrase))

@@ -14,6 +14,7 @@ const DIMENSION = 32
 const NOW = 90 * 86_400_000
 /** Most documents hold the first words: their lists are walked by weight (from 64 postings), the last ones' are read whole. */
 const WORDS = ['agent', 'data', 'common', 'tool', 'search', 'plain', 'other', 'rare', 'scarce', 'unique']
+const CATEGORIES = ['tools', 'finance', 'travel', 'research', 'language', 'media', 'health', 'data']
 
 function queryOf(text: string, over: Partial<EngineQuery>): EngineQuery {
   const analyzed = analyzeQuery(text)
@@ -52,6 +53,8 @@ function engines(): { walked: SearchEngine; scored: SearchEngine; put: (i: numbe
     // A word of a short list (read whole, never walked), for phrases.
     if (random() < 0.008) words.splice(Math.floor(random() * length), 0, 'zephyr')
     const document: SearchDocument = doc(`e${String(i).padStart(5, '0')}`, {
+      // An eighth of the documents each: a filter list shorter than the common words' lists.
+      category: CATEGORIES[i % CATEGORIES.length] as string,
       lastChange: random() * NOW,
       active: random() < 0.6,
       uptime: random()
@@ -142,6 +145,34 @@ test('a query with a filter, an activity or a trust bound is answered as before'
   }
 })
 
+test('a query with words and a filter list reads its long lists by slot for the list, as it reads their postings', t => {
+  const { walked, scored, put } = engines()
+  const random = lcg(7)
+  const compareFiltered = (stage: string): void => {
+    for (const text of ['agent', 'agent data', 'rare agent', 'common tool search'])
+      for (const category of ['finance', 'data'])
+        for (const page of PAGES)
+          for (const withVector of [false, true]) {
+            const vector = withVector ? unit(new Float32Array(DIMENSION).map(() => random() - 0.5)) : null
+            const q = queryOf(text, { ...page, vector, category })
+            t.deepEqual(walked.search(q), scored.search(q), `${stage}: ${text} ${category} ${JSON.stringify(page)}`)
+          }
+  }
+  for (let i = 0; i < 3000; i++) put(i, random)
+  compareFiltered('loaded')
+  // Postings added after a list's weights by slot were made are read from them too.
+  for (let i = 3000; i < 3400; i++) put(i, random)
+  compareFiltered('added')
+  for (let i = 0; i < 1500; i++) {
+    const id = `e${String(Math.floor(random() * 3400)).padStart(5, '0')}`
+    if (random() < 0.5) for (const engine of [walked, scored]) engine.remove(id)
+    else put(Math.floor(random() * 3400), random)
+  }
+  compareFiltered('updated and removed')
+  for (let i = 3400; i < 4000; i++) put(i, random)
+  compareFiltered('slots reused')
+})
+
 test('only the lists walked last keep their impact orders and weights by slot', t => {
   const recent = new RecentWalks(1)
   const a = new Postings('a')
@@ -165,6 +196,21 @@ test('only the lists walked last keep their impact orders and weights by slot', 
   t.is(a.impact, null, 'the list walked before gave its order up')
   t.is(a.bySlot, null)
   t.deepEqual([...(b.impact ?? [])], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+  // Lists read by slot only (for a filter list) are kept apart: they push out one another, never a walk.
+  recent.prepareBySlot(a, 16)
+  t.is(a.bySlot?.[3], Math.fround(0.3))
+  t.is(a.impact, null, 'no order is built for a read by slot')
+  const c = new Postings('c')
+  c.add(2, new Uint8Array(5).fill(1), 0, 0.5)
+  recent.prepareBySlot(c, 16)
+  t.is(a.bySlot, null, 'the list read by slot before gave its weights up')
+  t.is(c.bySlot?.[2], Math.fround(0.5))
+  t.not(b.impact, null, 'the walked list kept its order')
+  // A walked list read by slot stays with the walked ones.
+  recent.prepareBySlot(b, 16)
+  recent.prepareBySlot(c, 16)
+  t.not(b.bySlot, null)
+  t.not(b.impact, null)
 })
 
 test('the static ceiling bounds every score cached until its next reading, with no slack', t => {

@@ -1,0 +1,94 @@
+/**
+ * The loops that add one query term's BM25F contribution to the documents' text scores (see
+ * TextIndex.search): over its posting list, or, for a filter list's documents, through the list's
+ * weights by slot (see impact-walk.ts). Both add the same `idf × weight` to the same score, so the
+ * caller may pick either per term and every document's score stays the same sum in the same order.
+ */
+import type { Postings } from './postings.js'
+
+/**
+ * A term is scored through its weights by slot for a filter list's documents when its list is
+ * longer than this many times the filter list: a listed document costs two reads at random slots,
+ * where a posting costs one read in sequence and a mark read at a random slot.
+ */
+const BY_SLOT_OVER = 2
+
+/** What the scoring of a query's terms has found so far: slots scored, and the best score and its slot. */
+export interface ScoringRun {
+  count: number
+  bestScore: number
+  bestSlot: number
+}
+
+/** A term's idf (times its weight in the query) among `n` live documents. */
+export function idfOf(list: Postings, n: number, weight: number): number {
+  return Math.log(1 + (n - list.df + 0.5) / (list.df + 0.5)) * weight
+}
+
+/** Whether a list is better scored through its weights by slot for `listed` documents. */
+export function scoredBySlot(list: Postings, listed: number): boolean {
+  return list.length > listed * BY_SLOT_OVER
+}
+
+/**
+ * Adds `idf × weight` for each posting of a live document (and with `only`, indexed by slot, one
+ * whose entry is not 0) to `scores`, listing each newly scored slot in `touched`.
+ */
+export function addPostingScores(
+  list: Postings,
+  idf: number,
+  alive: Uint8Array,
+  only: Uint8Array | null,
+  scores: Float32Array,
+  touched: Int32Array,
+  run: ScoringRun
+): void {
+  let { count, bestScore, bestSlot } = run
+  const { slots, weights, length } = list
+  for (let i = 0; i < length; i++) {
+    const slot = slots[i] as number
+    if (!alive[slot] || (only !== null && !only[slot])) continue
+    const previous = scores[slot] as number
+    // Every contribution is positive (idf > 0, weight > 0), so 0 means "not yet scored".
+    if (previous === 0) touched[count++] = slot
+    const score = Math.fround(previous + idf * (weights[i] as number))
+    scores[slot] = score
+    // Scores only grow, so the highest score written is the best final one (and its slot the best's).
+    if (score > bestScore) {
+      bestScore = score
+      bestSlot = slot
+    }
+  }
+  run.count = count
+  run.bestScore = bestScore
+  run.bestSlot = bestSlot
+}
+
+/** addPostingScores for the `listed` slots only, each one's weight read from `bySlot` (0: not held). */
+export function addListedScores(
+  bySlot: Float32Array,
+  listed: ArrayLike<number>,
+  idf: number,
+  alive: Uint8Array,
+  scores: Float32Array,
+  touched: Int32Array,
+  run: ScoringRun
+): void {
+  let { count, bestScore, bestSlot } = run
+  for (let i = 0; i < listed.length; i++) {
+    const slot = listed[i] as number
+    const weight = bySlot[slot] as number
+    if (weight === 0 || !alive[slot]) continue
+    const previous = scores[slot] as number
+    if (previous === 0) touched[count++] = slot
+    const score = Math.fround(previous + idf * weight)
+    scores[slot] = score
+    if (score > bestScore) {
+      bestScore = score
+      bestSlot = slot
+    }
+  }
+  run.count = count
+  run.bestScore = bestScore
+  run.bestSlot = bestSlot
+}
