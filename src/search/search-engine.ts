@@ -80,7 +80,7 @@ const DOMINANT = 8
 /** How many posting lists keep what a walk reads for the next one (see RecentWalks). */
 const KEEP_WALKED = 16
 /** How many posting lists keep their weights by slot for the next filtered query (4 MB each at a million). */
-const KEEP_READ_BY_SLOT = 8
+const KEEP_READ_BY_SLOT = 16
 
 export class SearchEngine {
   private readonly text = new TextIndex()
@@ -331,7 +331,10 @@ export class SearchEngine {
         touched = columns.touched.subarray(0, scored)
         inList = true
       } else if (q.terms.length > 0) {
-        const masks = q.phrases.length > 0 ? termMasks : null
+        // A phrase of common words has its documents listed by pair (see phraseCandidates); another
+        // reads its rarest word's list, checked first on the term masks.
+        const phraseLists = q.phrases.map(phrase => this.text.phraseCandidates(phrase, this.walkFrom))
+        const masks = phraseLists.includes(null) ? termMasks : null
         // Only the filter list's documents can match: the others are not scored (nor cleared after).
         const only =
           masks === null && facetFirst?.visit != null && facetFirst.visit.length < postings * SCORE_LISTED_BELOW
@@ -352,8 +355,11 @@ export class SearchEngine {
           if (only !== null) for (let i = 0; i < only.length; i++) marks[only[i] as number] = 0
         }
         // Every phrase word is a query term, so a match is already scored (> 0).
-        for (const phrase of q.phrases)
-          this.text.forEachPhraseMatch(phrase, phraseBonus, termMasks, phraseBits(q.terms, phrase))
+        q.phrases.forEach((phrase, p) => {
+          const listed = phraseLists[p]
+          if (listed) this.text.forEachCandidateMatch(phrase, listed, phraseBonus)
+          else this.text.forEachPhraseMatch(phrase, phraseBonus, termMasks, phraseBits(q.terms, phrase))
+        })
       }
       const listed =
         inList && facetFirst !== null ? facetFirst : this.facets.slotsToVisit(q, touched, this.slots, columns.docs)
