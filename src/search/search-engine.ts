@@ -72,9 +72,12 @@ const SEMANTIC_BUDGET = 4096
  */
 const WALK_FROM = 32_768
 /**
- * A walk's longest list must hold this many times the other long lists' postings: with two common
- * words its bound falls slowly (at a million documents "api code", 681k and 326k postings, walked
- * 135k documents in 45 ms, where scoring every match took 18 ms).
+ * With three long lists or more, a walk's longest list must hold this many times the others'
+ * postings: the bound of three common words falls slowly (at a million documents "ai service
+ * code" walked took twice the time of scoring every match). Two long lists are always walked
+ * unless the query quotes a phrase: over 20 pairs of common words at a million, a walk took 0.2–1.0
+ * of the time of scoring every match, but 1.3 for one pair ("ai chat"); with a phrase's bonus
+ * some pairs took 4 to 10 times as long ("api finance" quoted).
  */
 const DOMINANT = 8
 /** How many posting lists keep what a walk reads for the next one (see RecentWalks). */
@@ -402,9 +405,8 @@ export class SearchEngine {
    * The terms of a query ranked by a walk of its long posting lists (see walked-rank.ts): one with
    * words, no filter and no trust bound (every match then counts in the total), an embedding
    * compared with its text matches only (see `search`) or none, a list of `walkFrom` postings or
-   * more that is most of the long lists' postings (with two common words, the walk's bound falls
-   * slowly: it read more than scoring every match does) unless its phrases' documents fill the
-   * page or budget, and for each quoted phrase (a match adds a bonus the walk's bound does not
+   * more, at most two such lists or one that is most of their postings (see DOMINANT) unless its
+   * phrases' documents fill the page or budget, and for each quoted phrase (a match adds a bonus the walk's bound does not
    * hold) a word of a shorter list or its documents listed by pair of common words (`candidates`,
    * by phrase; null for the former). Null: no walk.
    */
@@ -451,7 +453,8 @@ export class SearchEngine {
     // Beside a phrase's bonus the other matches' text scores are nearly 0: when its documents fill the
     // page, or the similarity budget, the walk stops at once, however many lists are long.
     const needed = q.vector === null ? q.offset + q.limit : this.semanticBudget + 1
-    if (phraseDocuments < needed && others * DOMINANT > longest.length) return null
+    const fewLists = long.length <= 2 && q.phrases.length === 0
+    if (phraseDocuments < needed && !fewLists && others * DOMINANT > longest.length) return null
     // Weights by slot: for the documents met before the walk, and those a walk of several lists meets.
     const bySlot = terms.length > 1 || q.phrases.length > 0
     for (const list of long) this.recentWalks.prepare(list, bySlot, this.text.slotCapacity)
