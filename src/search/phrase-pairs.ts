@@ -13,6 +13,15 @@
 
 const EMPTY = new Uint32Array(0)
 
+/** The term numbers of the common words: those whose posting lists hold `walkFrom` postings or more. */
+export function commonTermIds(lists: readonly ({ length: number } | undefined)[], walkFrom: number): number[] {
+  const common: number[] = []
+  lists.forEach((list, id) => {
+    if (list !== undefined && list.length >= walkFrom) common.push(id)
+  })
+  return common
+}
+
 export class PhrasePairs {
   /** By term number: the word's number among the common words, or -1. */
   private readonly numberOf: Int32Array
@@ -80,6 +89,11 @@ export class PhrasePairs {
   }
 
   /** Whether every word of the phrase (term numbers) was common when the pairs were built. */
+  /** Whether the pairs were built for exactly these common words. */
+  coversExactly(commonTerms: readonly number[]): boolean {
+    return commonTerms.length === this.count && commonTerms.every(id => this.numberOfTerm(id) !== -1)
+  }
+
   covers(ids: Uint32Array): boolean {
     for (const id of ids) if (this.numberOfTerm(id) === -1) return false
     return true

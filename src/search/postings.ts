@@ -134,3 +134,12 @@ export function markTerm({ slots, length }: Postings, alive: Uint8Array, masks: 
     if (alive[slot]) masks[slot] = (masks[slot] as number) | bit
   }
 }
+
+/** One column of every posting list (`perPosting` values a posting), the lists one after another. */
+export function* column<T extends ArrayBufferView & { subarray(begin: number, end: number): T }>(
+  lists: readonly (Postings | undefined)[],
+  perPosting: number,
+  of: (list: Postings) => T
+): Generator<T> {
+  for (const list of lists) if (list && list.length > 0) yield of(list).subarray(0, list.length * perPosting)
+}

@@ -201,6 +201,16 @@ export class SearchEngine {
     return this.columns.warm(count, scan)
   }
 
+  /** Builds the pairs of common words for quoted phrases now, when they are due (see TextIndex.preparePairs). */
+  preparePhrasePairs(): boolean {
+    return this.text.preparePairs(this.walkFrom)
+  }
+
+  /** How many times the pairs of common words were built. */
+  get phrasePairBuilds(): number {
+    return this.text.pairBuilds
+  }
+
   /** Brings the text index's term weights up to date with the average field lengths (see TextIndex.refreshNorms). */
   reweigh(): void {
     this.text.refreshNorms()

@@ -14,9 +14,9 @@
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 import type { WalkedTerm } from './impact-walk.js'
-import { PhrasePairs } from './phrase-pairs.js'
+import { commonTermIds, PhrasePairs } from './phrase-pairs.js'
 import { addListedScores, addPostingScores, idfOf, type ScoringRun, scoredBySlot } from './posting-scores.js'
-import { holds, holdsPhrase, markTerm, Postings } from './postings.js'
+import { column, holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
 export { FIELD_BOOSTS, FIELDS, type Field, type FieldTokens } from './text-fields.js'
@@ -489,11 +489,27 @@ export class TextIndex {
     return ids
   }
 
-  private buildPairs(walkFrom: number): void {
-    const common: number[] = []
-    this.postings.forEach((list, id) => {
-      if (list !== undefined && list.length >= walkFrom) common.push(id)
-    })
+  /**
+   * Builds the phrase pairs before a phrase asks for them (see phraseCandidates): when there are
+   * common words and no pairs, or, once a tenth of the documents were added since the last build or
+   * check, when the common words are others now. True when built.
+   */
+  preparePairs(walkFrom: number): boolean {
+    if (this.pairs !== null && this.adds - this.pairsBuiltAt < this.liveCount / 10) return false
+    const common = commonTermIds(this.postings, walkFrom)
+    if (common.length === 0 || this.pairs?.coversExactly(common)) {
+      this.pairsBuiltAt = this.adds
+      return false
+    }
+    this.buildPairs(walkFrom, common)
+    return true
+  }
+
+  /** How many times the phrase pairs were built (for tests and logs). */
+  pairBuilds = 0
+
+  private buildPairs(walkFrom: number, common = commonTermIds(this.postings, walkFrom)): void {
+    this.pairBuilds++
     this.pairs = PhrasePairs.build(common, this.postings.length, {
       slots: this.slotsUsed,
       alive: this.alive,
@@ -591,13 +607,4 @@ export class TextIndex {
     this.sequenceStart = widened(this.sequenceStart, size)
     this.sequenceLength = widened(this.sequenceLength, size)
   }
-}
-
-/** One column of every posting list (`perPosting` values a posting), the lists one after another. */
-function* column<T extends ArrayBufferView & { subarray(begin: number, end: number): T }>(
-  lists: readonly (Postings | undefined)[],
-  perPosting: number,
-  of: (list: Postings) => T
-): Generator<T> {
-  for (const list of lists) if (list && list.length > 0) yield of(list).subarray(0, list.length * perPosting)
 }

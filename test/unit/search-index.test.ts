@@ -5,6 +5,7 @@ import { searchSettings } from '../../src/node-settings.js'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { HashEmbedder } from '../../src/search/embedders/hash-embedder.js'
 import {
+  IndexedEngine,
   type IndexChange,
   type IndexOptions,
   type IndexQuery,
@@ -168,3 +169,20 @@ for (const [where, make] of Object.entries(KINDS)) {
     )
   })
 }
+
+test('the pairs of common words for quoted phrases are built once the index is quiet, not at the first phrase', async t => {
+  const indexed = new IndexedEngine(options(false), () => {}, pino({ level: 'silent' }))
+  t.teardown(() => indexed.close())
+  // Common words: lists of 32,768 postings or more.
+  for (let i = 0; i < 33_000; i++) indexed.apply(upsert(`e${i}`, i % 2 === 0 ? 'agent data tool' : 'data agent'))
+  t.is(indexed.engine.phrasePairBuilds, 0, 'not while changes come')
+  const quietBy = performance.now() + 3000
+  while (indexed.engine.phrasePairBuilds === 0 && performance.now() < quietBy)
+    await new Promise(resolve => setTimeout(resolve, 100))
+  t.is(indexed.engine.phrasePairBuilds, 1, 'built after a quiet second')
+  const answer = indexed.search(query('"agent data"'))
+  t.is(answer.total, 33_000)
+  t.is(indexed.engine.phrasePairBuilds, 1, 'the phrase found them built')
+  await new Promise(resolve => setTimeout(resolve, 1500))
+  t.is(indexed.engine.phrasePairBuilds, 1, 'the same common words: not built again')
+})

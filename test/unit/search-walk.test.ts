@@ -256,3 +256,22 @@ test('the static ceiling bounds every score cached until its next reading, with 
   one.computeSignals(0, new Signals({ ...q, now: now - 6 * minute }))
   t.true((one.staticScore[0] as number) <= alone)
 })
+
+test('the phrase pairs are built ahead of a phrase when due, and again only for other common words', t => {
+  const { walked, put } = engines()
+  const random = lcg(13)
+  t.false(walked.preparePhrasePairs(), 'no common word yet')
+  for (let i = 0; i < 3000; i++) put(i, random)
+  t.true(walked.preparePhrasePairs(), 'built for the common words')
+  t.false(walked.preparePhrasePairs(), 'not again at once')
+  // A tenth more documents of the same words: the same common words, not built again.
+  for (let i = 3000; i < 3400; i++) put(i, random)
+  t.false(walked.preparePhrasePairs())
+  // A word that becomes common: built again once a tenth more documents came.
+  const fields = (words: string) => ({ name: [], tags: [], category: [], summary: analyze(words), capabilities: [] })
+  for (let i = 3400; i < 3800; i++)
+    walked.upsert(doc(`e${i}`), fields('zephyr agent'), unit(new Float32Array(DIMENSION).fill(1)))
+  t.true(walked.preparePhrasePairs(), 'built again for "zephyr"')
+  const q = queryOf('"zephyr agent"', {})
+  t.true(walked.search(q).total > 300)
+})

@@ -168,6 +168,11 @@ const WAITS_PER_STEP = 20_000
  * after a start, a tenth of that once they are full.
  */
 const WARM_EVERY_MS = 250
+/**
+ * The pairs of common words for quoted phrases are built when the index has had no query and no
+ * change for this long, rather than at the first phrase that needs them (about 1 s at a million).
+ */
+const PAIRS_AFTER_QUIET_MS = 1000
 const WARM_PER_TICK = 50_000
 const WARM_SCAN_PER_TICK = 200_000
 
@@ -199,8 +204,10 @@ export class IndexedEngine {
   private saving: { spoiled: boolean } | null = null
   private readonly registryId: string
   private readonly host: string
-  /** Fills the engine's empty trust caches between queries (see SearchEngine.warmSignals). */
+  /** Fills the engine's empty trust caches between queries (see SearchEngine.warmSignals), and builds the phrase pairs when quiet. */
   private readonly warming: NodeJS.Timeout
+  /** When the last query or change came (performance.now()). */
+  private lastActivity = 0
 
   constructor(options: IndexOptions, onFilter: (message: TermFilterMessage) => void, logger: HomeTermsLogger) {
     this.engine = new SearchEngine(options.dimension, { fullScanBelow: options.fullScanBelow })
@@ -210,7 +217,11 @@ export class IndexedEngine {
     this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
     this.registryId = options.homeTerms.registryId
     this.host = options.homeTerms.host
-    this.warming = setInterval(() => this.engine.warmSignals(WARM_PER_TICK, WARM_SCAN_PER_TICK), WARM_EVERY_MS)
+    this.warming = setInterval(() => {
+      this.engine.warmSignals(WARM_PER_TICK, WARM_SCAN_PER_TICK)
+      if (performance.now() - this.lastActivity >= PAIRS_AFTER_QUIET_MS && this.deferred.size === 0)
+        this.engine.preparePhrasePairs()
+    }, WARM_EVERY_MS)
     this.warming.unref()
     this.homeTerms.subscribe(() => {
       const message = this.homeTerms.current()
@@ -219,6 +230,7 @@ export class IndexedEngine {
   }
 
   apply(change: IndexChange): void {
+    this.lastActivity = performance.now()
     const { engine } = this
     if (this.saving !== null && change.op !== 'patch') this.saving.spoiled = true
     switch (change.op) {
@@ -362,6 +374,7 @@ export class IndexedEngine {
   }
 
   search(query: IndexQuery): IndexAnswer {
+    this.lastActivity = performance.now()
     const { capabilities, ...rest } = query
     // Quotes ask for the exact words: a query with a quoted phrase is not expanded.
     const terms =
