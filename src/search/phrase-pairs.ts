@@ -88,12 +88,12 @@ export class PhrasePairs {
     return pairs
   }
 
-  /** Whether every word of the phrase (term numbers) was common when the pairs were built. */
-  /** Whether the pairs were built for exactly these common words. */
+  /** Whether the pairs were built for exactly these common words (term numbers). */
   coversExactly(commonTerms: readonly number[]): boolean {
     return commonTerms.length === this.count && commonTerms.every(id => this.numberOfTerm(id) !== -1)
   }
 
+  /** Whether every word of the phrase (term numbers) was common when the pairs were built. */
   covers(ids: Uint32Array): boolean {
     for (const id of ids) if (this.numberOfTerm(id) === -1) return false
     return true

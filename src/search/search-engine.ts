@@ -416,9 +416,9 @@ export class SearchEngine {
    * words, no filter and no trust bound (every match then counts in the total), an embedding
    * compared with its text matches only (see `search`) or none, a list of `walkFrom` postings or
    * more, at most two such lists or one that is most of their postings (see DOMINANT) unless its
-   * phrases' documents fill the page or budget, and for each quoted phrase (a match adds a bonus the walk's bound does not
-   * hold) a word of a shorter list or its documents listed by pair of common words (`candidates`,
-   * by phrase; null for the former). Null: no walk.
+   * phrases' documents fill the page or budget, and for each quoted phrase (a match adds a bonus
+   * the walk's bound does not hold) a word of a shorter list or its documents listed by pair of
+   * common words (`candidates`, by phrase; null for the former). Null: no walk.
    */
   private walkedTerms(
     q: EngineQuery,

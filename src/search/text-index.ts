@@ -60,9 +60,11 @@ export class TextIndex {
   private adds = 0
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
-  /** Documents by pair of adjacent common words, built on a phrase's demand; `adds` when built. */
+  /** Documents by pair of adjacent common words, built when quiet or on a phrase's demand; `adds` when built or checked. */
   private pairs: PhrasePairs | null = null
   private pairsBuiltAt = 0
+  /** How many times the phrase pairs were built (for tests and logs). */
+  pairBuilds = 0
 
   get size(): number {
     return this.liveCount
@@ -461,7 +463,7 @@ export class TextIndex {
     if (ids === null) return null
     for (const id of ids) if ((this.postings[id] as Postings).length < walkFrom) return null
     if (this.pairs === null || (!this.pairs.covers(ids) && this.adds - this.pairsBuiltAt >= this.liveCount / 10))
-      this.buildPairs(walkFrom)
+      this.buildPairs(commonTermIds(this.postings, walkFrom))
     return (this.pairs as PhrasePairs).candidates(ids)
   }
 
@@ -501,14 +503,11 @@ export class TextIndex {
       this.pairsBuiltAt = this.adds
       return false
     }
-    this.buildPairs(walkFrom, common)
+    this.buildPairs(common)
     return true
   }
 
-  /** How many times the phrase pairs were built (for tests and logs). */
-  pairBuilds = 0
-
-  private buildPairs(walkFrom: number, common = commonTermIds(this.postings, walkFrom)): void {
+  private buildPairs(common: readonly number[]): void {
     this.pairBuilds++
     this.pairs = PhrasePairs.build(common, this.postings.length, {
       slots: this.slotsUsed,
