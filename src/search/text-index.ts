@@ -14,7 +14,7 @@
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 import type { WalkedTerm } from './impact-walk.js'
-import { commonTermIds, PhrasePairs } from './phrase-pairs.js'
+import { KeptPairs } from './kept-pairs.js'
 import { addListedScores, addPostingScores, idfOf, type ScoringRun, scoredBySlot } from './posting-scores.js'
 import { column, holds, holdsPhrase, markTerm, Postings } from './postings.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
@@ -60,11 +60,19 @@ export class TextIndex {
   private adds = 0
   /** Slots below this have been seen (norm refreshes stop there). */
   private slotsUsed = 0
-  /** Documents by pair of adjacent common words, built when quiet or on a phrase's demand; `adds` when built or checked. */
-  private pairs: PhrasePairs | null = null
-  private pairsBuiltAt = 0
-  /** How many times the phrase pairs were built (for tests and logs). */
-  pairBuilds = 0
+  /** Documents by pair of adjacent common words, built when quiet or on a phrase's demand. */
+  private readonly kept = new KeptPairs({
+    postings: () => this.postings,
+    adds: () => this.adds,
+    liveCount: () => this.liveCount,
+    live: () => ({
+      slots: this.slotsUsed,
+      alive: this.alive,
+      sequences: this.sequences,
+      starts: this.sequenceStart,
+      lengths: this.sequenceLength
+    })
+  })
 
   get size(): number {
     return this.liveCount
@@ -109,7 +117,7 @@ export class TextIndex {
     distinct.forEach((id, row) => {
       ;(this.postings[id] as Postings).add(slot, counts, row * F, this.termWeight(slot, counts, row * F))
     })
-    this.pairs?.add(slot, this.sequences, start, start + total)
+    this.kept.pairs?.add(slot, this.sequences, start, start + total)
   }
 
   /** The document's analyzed fields as `add` got them, read back from its term sequence. */
@@ -232,7 +240,7 @@ export class TextIndex {
   /** Drops the postings of every dead slot; afterwards the dead slots may be reused. */
   sweep(): void {
     for (const list of this.postings) if (list && list.length > list.df) list.compact(this.alive)
-    this.pairs?.sweep(this.alive)
+    this.kept.pairs?.sweep(this.alive)
     if (this.sequencesGarbage > 0) this.compactSequences()
   }
 
@@ -453,18 +461,14 @@ export class TextIndex {
   /**
    * The documents that may hold the phrase, from the phrase pairs (see phrase-pairs.ts): those of
    * its adjacent pair listing fewest, removed ones included. Null when a pair is not of common
-   * words (posting lists of `walkFrom` or more) listed there. The pairs are built on the first
-   * phrase of common words, and again when its words are common now but were not then, once a
-   * tenth of the documents were added since.
+   * words (posting lists of `walkFrom` or more) listed there (built first when due: kept-pairs.ts).
    */
   phraseCandidates(phrase: readonly string[], walkFrom: number): Uint32Array | null {
     if (phrase.length < 2) return null
     const ids = this.phraseIds(phrase)
     if (ids === null) return null
     for (const id of ids) if ((this.postings[id] as Postings).length < walkFrom) return null
-    if (this.pairs === null || (!this.pairs.covers(ids) && this.adds - this.pairsBuiltAt >= this.liveCount / 10))
-      this.buildPairs(commonTermIds(this.postings, walkFrom))
-    return (this.pairs as PhrasePairs).candidates(ids)
+    return this.kept.candidates(ids, walkFrom)
   }
 
   /** Calls `match` for every live document of `candidates` (see phraseCandidates) holding the phrase. */
@@ -491,32 +495,14 @@ export class TextIndex {
     return ids
   }
 
-  /**
-   * Builds the phrase pairs before a phrase asks for them (see phraseCandidates): when there are
-   * common words and no pairs, or, once a tenth of the documents were added since the last build or
-   * check, when the common words are others now. True when built.
-   */
+  /** Builds the phrase pairs ahead of a phrase, when due (see kept-pairs.ts); true when built. */
   preparePairs(walkFrom: number): boolean {
-    if (this.pairs !== null && this.adds - this.pairsBuiltAt < this.liveCount / 10) return false
-    const common = commonTermIds(this.postings, walkFrom)
-    if (common.length === 0 || this.pairs?.coversExactly(common)) {
-      this.pairsBuiltAt = this.adds
-      return false
-    }
-    this.buildPairs(common)
-    return true
+    return this.kept.prepare(walkFrom)
   }
 
-  private buildPairs(common: readonly number[]): void {
-    this.pairBuilds++
-    this.pairs = PhrasePairs.build(common, this.postings.length, {
-      slots: this.slotsUsed,
-      alive: this.alive,
-      sequences: this.sequences,
-      starts: this.sequenceStart,
-      lengths: this.sequenceLength
-    })
-    this.pairsBuiltAt = this.adds
+  /** How many times the phrase pairs were built (for tests and logs). */
+  get pairBuilds(): number {
+    return this.kept.builds
   }
 
   /** Plans the index's parts (its scratch space aside) under `prefix`; see `restore`. */
