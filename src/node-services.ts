@@ -43,6 +43,7 @@ import { ReplicationService } from './services/replication/replication.js'
 import { ResolutionService } from './services/registry/resolution.js'
 import { SearchService } from './services/search/search.js'
 import { WriteTracker } from './services/registry/write-tracker.js'
+import { readEntityViews } from './store/entity-views.js'
 import { RegistryStore } from './store/registry-store.js'
 
 /** What the core and the services take from the node's options. */
@@ -214,21 +215,33 @@ export function buildServices(config: NodeConfig, options: CoreOptions, logger: 
 }
 
 /**
- * The stored entities are read once (each read decodes every record) and feed the in-memory views
- * the node needs before it listens; search, which ranks by liveness, reads them again afterwards, a
- * chunk per turn, so that its worker is never sent the whole store at once.
+ * The stored entities are read once (in a child process for a large store: entity-views.ts) and
+ * feed the in-memory views the node needs before it listens; search, which ranks by liveness,
+ * reads them again afterwards, a chunk per turn, unless its snapshot has them.
  */
-export function loadViews(store: RegistryStore, views: Services, logger: Logger, transitiveTrust: boolean): void {
+export async function loadViews(
+  store: RegistryStore,
+  dataDir: string,
+  views: Services,
+  logger: Logger,
+  transitiveTrust: boolean
+): Promise<void> {
   const began = performance.now()
   // The search thread reads the index's snapshot meanwhile, if there is one.
   views.search.beginRestore()
-  for (const record of store.allEntities()) {
-    views.catalog.loadRecord(record)
-    views.liveness.loadRecord(record)
-    views.quota.loadRecord(record)
-  }
+  const read = await readEntityViews(store, dataDir, part => {
+    for (const { fields, liveness } of part) {
+      views.catalog.loadRecord(fields)
+      views.liveness.loadRecord(fields, liveness)
+      views.quota.loadRecord(fields)
+    }
+  })
   views.catalog.loaded()
-  views.liveness.loaded()
+  if (read.childFailed) logger.warn({ reason: read.childFailed }, 'stored entities read in the node: the child failed')
+  logger.debug(
+    { entities: views.catalog.size, ms: Math.round(performance.now() - began), read: read.in },
+    'views loaded'
+  )
   // Search reads the store again, a chunk per turn, after this returns; a query waits until it has every record.
   views.search.loaded().then(
     entities => {

@@ -147,10 +147,12 @@ async function assemble(
   life.onStop('http connections', () => connections?.closeConnections())
   const core = await openCore(config, options, logger, life)
   const services = buildServices(config, options, logger, life, core)
-  // The mesh's digests of the log are built in a worker while the views load (see SubjectDigests.prepare).
+  // The mesh's digests of the log are built in a child process while the views load (see SubjectDigests.prepare).
   const digests = new SubjectDigests(core.store)
   if (config.p2p.enabled && options.synchronousStore !== true) digests.prepare(config.data_dir)
-  await life.start('index', () => loadViews(core.store, services, logger, options.transitiveTrust !== false))
+  await life.start('index', () =>
+    loadViews(core.store, config.data_dir, services, logger, options.transitiveTrust !== false)
+  )
   const mesh = config.p2p.enabled
     ? await startMesh(config, life, { ...core, ...services, digests, logger, options })
     : null

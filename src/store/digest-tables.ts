@@ -1,7 +1,7 @@
 /**
  * The tables SubjectDigests keeps, built from the log's subject index in one pass: the same code
- * builds them on the calling thread and in a worker (digest-tables-worker.ts), which reads the
- * index while the node's own thread loads its other views.
+ * builds them on the calling thread and in a child process (digest-tables-process.ts), which reads the
+ * index while the node loads its other views.
  */
 import { hash as oneShotHash } from 'node:crypto'
 import { SEAL_DIGEST_BYTES } from './operation-log.js'

@@ -8,7 +8,7 @@ import './unsliced-strings.js'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Database, open, type RootDatabase } from 'lmdb'
-import type { AttestationRecord, DeveloperRecord, EntityRecord, Operation } from './records.js'
+import type { AttestationRecord, DeveloperRecord, EntityRecord, LivenessRecord, Operation } from './records.js'
 import {
   ATTESTATION_EDGES_DB,
   type AttestationIndexKey,
@@ -35,6 +35,8 @@ interface RecordDatabases {
   attestationIndex: Database<null, AttestationIndexKey>
   attestationEdges: Database<Buffer, Buffer>
   subjectIndex: Database<Uint8Array, SubjectOperationKey>
+  /** Absent from a store this version never opened. */
+  liveness: Database<LivenessRecord, string> | undefined
 }
 
 /** The records of one committed state (`StoreReader.snapshot`). */
@@ -47,6 +49,8 @@ export interface StoreSnapshot {
   attestationEdges(): Iterable<[issuer: Uint8Array, edge: Uint8Array]>
   /** The log's subject index in subject order: each operation's seal digest under each subject it concerns. */
   sealDigests(): Iterable<[subject: string, seal: Uint8Array]>
+  /** The home entities' liveness as last flushed, by entity ID. */
+  liveness(): Iterable<[entityId: string, state: LivenessRecord]>
 }
 
 export class StoreReader {
@@ -77,7 +81,11 @@ export class StoreReader {
         attestations: root.openDB<AttestationRecord, string>({ name: 'attestations', ...records }),
         attestationIndex: root.openDB<null, AttestationIndexKey>({ name: 'attestation_index' }),
         attestationEdges: root.openDB<Buffer, Buffer>(ATTESTATION_EDGES_DB),
-        subjectIndex: root.openDB<Uint8Array, SubjectOperationKey>({ name: SUBJECT_INDEX_DB })
+        subjectIndex: root.openDB<Uint8Array, SubjectOperationKey>({ name: SUBJECT_INDEX_DB }),
+        // lmdb-js gives undefined for a database a read-only environment does not hold.
+        liveness: root.openDB<LivenessRecord, string>({ name: 'liveness', ...records }) as
+          | Database<LivenessRecord, string>
+          | undefined
       })
     } catch (err) {
       void root.close()
@@ -100,14 +108,16 @@ export class StoreReader {
 
   /**
    * `read` given the store as of one moment: the log's last sequence number and every record read
-   * through the view belong to the same committed state, whatever the node commits meanwhile.
+   * through the view belong to the same committed state, whatever the node commits meanwhile. A
+   * `read` that returns a promise keeps that state until the promise settles.
    */
   snapshot<T>(read: (view: StoreSnapshot) => T): T {
     const transaction = this.root.useReadTransaction()
+    let pending = false
     try {
-      const { entities, developers, attestations, attestationEdges, subjectIndex } = this.records
+      const { entities, developers, attestations, attestationEdges, subjectIndex, liveness } = this.records
       const [last] = [...this.operations.getKeys({ reverse: true, limit: 1, transaction })] as number[]
-      return read({
+      const result = read({
         lastSeq: last ?? 0,
         *entities() {
           for (const { value } of entities.getRange({ transaction })) yield value
@@ -123,10 +133,16 @@ export class StoreReader {
         },
         *sealDigests() {
           for (const { key, value } of subjectIndex.getRange({ transaction })) yield [key[0], value]
+        },
+        *liveness() {
+          for (const { key, value } of liveness?.getRange({ transaction }) ?? []) yield [key, value]
         }
       })
+      if (!(result instanceof Promise)) return result
+      pending = true
+      return result.finally(() => transaction.done()) as T
     } finally {
-      transaction.done()
+      if (!pending) transaction.done()
     }
   }
 

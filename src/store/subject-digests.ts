@@ -27,8 +27,6 @@
  * was polled.
  */
 import { hash as oneShotHash } from 'node:crypto'
-import type { Worker } from 'node:worker_threads'
-import { spawnModuleWorker } from '../util/module-worker.js'
 import { widened } from '../util/typed-arrays.js'
 import {
   BUCKETS,
@@ -41,6 +39,7 @@ import {
   widenedBuffer,
   xorInto
 } from './digest-tables.js'
+import { readInChild } from './reader-process.js'
 import type { Operation } from './records.js'
 import { type RegistryStore, sealDigest } from './registry-store.js'
 
@@ -51,19 +50,21 @@ const EMPTY = Buffer.alloc(DIGEST_BYTES)
 const MAX_DECLINED = 200_000
 
 /**
- * From this many operations in the log, `prepare` builds the tables in a worker: at a million
- * entities the build costs the node's thread 8–13 s, and the worker does it while that thread
- * loads its other views.
+ * From this many operations in the log, `prepare` builds the tables in a child process: at a
+ * million entities the build costs 8–13 s, which the child spends while the node loads its other
+ * views, and the pages of the log it reads stay mapped in the child, not the node
+ * (reader-process.ts).
  */
-export const WORKER_FROM_OPERATIONS = 50_000
+export const CHILD_FROM_OPERATIONS = 50_000
 
-/** The tables as the worker posts them: the subjects in one NUL-separated string. */
+/** The tables as the child sends them: the subjects in one NUL-separated string. */
 type PostedTables = Omit<DigestTables, 'subjects'> & { subjects: string }
 
 interface Prepared {
-  worker: Worker
+  ending: AbortController
+  hold: () => void
   tables: Promise<PostedTables | null>
-  /** Whether a commit changed the subject index since the worker began (its tables may miss it). */
+  /** Whether a commit changed the subject index since the child began (its tables may miss it). */
   changed: () => boolean
   detach: () => void
 }
@@ -102,38 +103,48 @@ export class SubjectDigests {
   constructor(private readonly store: RegistryStore) {}
 
   /**
-   * Begins building the digests in a worker reading the store in `dataDir`, when the log is large
+   * Begins building the digests in a child process reading the store in `dataDir`, when the log is large
    * enough to be worth one; `start` takes its tables, unless a commit changed the log meanwhile.
    */
-  prepare(dataDir: string, fromOperations = WORKER_FROM_OPERATIONS): void {
+  prepare(dataDir: string, fromOperations = CHILD_FROM_OPERATIONS): void {
     if (this.prepared || this.detach || this.store.lastSeq() < fromOperations) return
     let changed = false
     const detach = this.store.onCommitted(changes => {
       if (changes.indexed.length + changes.unindexed.length > 0) changed = true
     })
-    const worker = spawnModuleWorker(import.meta.url, 'digest-tables-worker', { workerData: { dataDir } })
+    const ending = new AbortController()
+    let posted: PostedTables | null = null
     // A node that fails to start before `start` is not held open by it.
-    worker.unref()
-    const tables = new Promise<PostedTables | null>(resolve => {
-      worker.once('message', resolve)
-      worker.once('error', () => resolve(null))
-      worker.once('exit', () => resolve(null))
-    })
-    this.prepared = { worker, tables, changed: () => changed, detach }
+    const read = readInChild<PostedTables>(
+      import.meta.url,
+      'digest-tables-process',
+      dataDir,
+      part => {
+        posted = part
+      },
+      // The views the node loads meanwhile come first: the node listens once they are loaded.
+      { signal: ending.signal, unref: true, niceness: 10 }
+    )
+    const tables = read.done.then(
+      () => posted,
+      () => null
+    )
+    this.prepared = { ending, hold: read.hold, tables, changed: () => changed, detach }
   }
 
   /**
    * Builds the digests from the log (or takes those `prepare` built) and follows later commits;
    * says which it did.
    */
-  async start(): Promise<'worker' | 'log'> {
+  async start(): Promise<'child' | 'log'> {
     const prepared = this.prepared
     this.prepared = null
+    prepared?.hold()
     const posted = prepared ? await prepared.tables : null
     prepared?.detach()
-    const byWorker = posted !== null && prepared?.changed() === false
+    const byChild = posted !== null && prepared?.changed() === false
     this.adopt(
-      byWorker
+      byChild
         ? { ...posted, subjects: posted.subjects === '' ? [] : posted.subjects.split('\0') }
         : buildDigestTables(this.store.sealDigests())
     )
@@ -157,7 +168,7 @@ export class SubjectDigests {
       this.entries += changes.indexed.length - changes.unindexed.length
       if (next.size > 0) this.changedAt = Date.now()
     })
-    return byWorker ? 'worker' : 'log'
+    return byChild ? 'child' : 'log'
   }
 
   stop(): void {
@@ -165,7 +176,7 @@ export class SubjectDigests {
     this.detach = null
     if (this.prepared) {
       this.prepared.detach()
-      void this.prepared.worker.terminate()
+      this.prepared.ending.abort()
       this.prepared = null
     }
   }

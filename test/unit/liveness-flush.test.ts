@@ -31,7 +31,6 @@ test('a stop during a batch write also writes the heartbeats that came after the
   let held: Promise<void> | null = null
   let release = (): void => {}
   const store = {
-    allLiveness: () => [],
     getEntity: (id: string) => (id === record.entity_id ? record : undefined),
     commit: async (fn: (tx: unknown) => void) => {
       if (held) await held
@@ -58,7 +57,6 @@ test('a stop during a batch write also writes the heartbeats that came after the
     }
   })
   liveness.loadRecord(record)
-  liveness.loaded()
   t.deepEqual([...liveness.homeEntityIds()], [a.agentId])
   const beat = () =>
     liveness.heartbeat(

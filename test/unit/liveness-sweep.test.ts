@@ -59,7 +59,6 @@ async function homeEntities(t: ExecutionContext, count: number) {
     liveness: { inactiveAfterMs: 300_000, sweepIntervalMs: 60_000, maxClockSkewMs: 60_000, flushIntervalMs: 3_600_000 }
   })
   for (const record of records) liveness.loadRecord(record)
-  liveness.loaded()
   const silence = () => {
     clock += 301_000
   }

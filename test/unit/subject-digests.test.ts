@@ -253,7 +253,7 @@ test('two stores holding the same operations, applied in other orders, sum up to
   }
 })
 
-test('a worker builds the digests the calling thread builds; a commit while it works makes start build them itself', async t => {
+test('a child process builds the digests the calling thread builds; a commit while it works makes start build them itself', async t => {
   const dir = await mkdtemp(join(tmpdir(), 'digests-'))
   const store = await RegistryStore.open(dir)
   try {
@@ -264,21 +264,21 @@ test('a worker builds the digests the calling thread builds; a commit while it w
     const inline = new SubjectDigests(store)
     await inline.start()
     inline.stop()
-    const byWorker = new SubjectDigests(store)
-    byWorker.prepare(dir, 1)
-    t.is(await byWorker.start(), 'worker')
-    t.is(byWorker.size, inline.size)
-    t.deepEqual(byWorker.bucketDigests(), inline.bucketDigests())
-    t.deepEqual(byWorker.bucketDigests('without-attestations'), inline.bucketDigests('without-attestations'))
-    t.deepEqual(byWorker.summary().operations, inline.summary().operations)
-    t.deepEqual(byWorker.subjectsIn([...Array(BUCKETS).keys()]), inline.subjectsIn([...Array(BUCKETS).keys()]))
+    const byChild = new SubjectDigests(store)
+    byChild.prepare(dir, 1)
+    t.is(await byChild.start(), 'child')
+    t.is(byChild.size, inline.size)
+    t.deepEqual(byChild.bucketDigests(), inline.bucketDigests())
+    t.deepEqual(byChild.bucketDigests('without-attestations'), inline.bucketDigests('without-attestations'))
+    t.deepEqual(byChild.summary().operations, inline.summary().operations)
+    t.deepEqual(byChild.subjectsIn([...Array(BUCKETS).keys()]), inline.subjectsIn([...Array(BUCKETS).keys()]))
     // It follows commits as one built inline does.
     await store.commit(tx => tx.appendOperation(op('s1', 1000)))
     const rebuilt = new SubjectDigests(store)
     await rebuilt.start()
     rebuilt.stop()
-    t.deepEqual(byWorker.bucketDigests(), rebuilt.bucketDigests())
-    byWorker.stop()
+    t.deepEqual(byChild.bucketDigests(), rebuilt.bucketDigests())
+    byChild.stop()
 
     const raced = new SubjectDigests(store)
     raced.prepare(dir, 1)

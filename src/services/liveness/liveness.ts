@@ -15,6 +15,7 @@ import { RegistryError } from '../../errors.js'
 import { parsePublicKey, parseSignature } from '../../identity/encoding.js'
 import type { SignedForm } from '../../identity/verifiers.js'
 import type { VerifyPriority } from '../../identity/verify-pool.js'
+import type { EntityViewFields } from '../../store/entity-views.js'
 import type { EntityRecord, LivenessRecord, Operation } from '../../store/records.js'
 import { SortedRuns } from '../../util/sorted-runs.js'
 import { HeartbeatFrame, type HeartbeatAck } from '../../wire/sockets.js'
@@ -96,8 +97,6 @@ const SWEEP_SORT_RUN = 5_000
 export class LivenessService implements LivenessView {
   private readonly table = new LivenessTable()
   private readonly states = new Map<string, LiveState>()
-  /** The flushed states, while loading. */
-  private saved: Map<string, LivenessRecord> | null = null
   private readonly dirty = new Set<string>()
   private readonly removed = new Set<string>()
   private readonly now: () => Date
@@ -132,19 +131,13 @@ export class LivenessService implements LivenessView {
     })
   }
 
-  /** One stored entity at start: a home entity gets its flushed state, or one from its record. */
-  loadRecord(record: EntityRecord): void {
+  /** One stored entity at start: a home entity gets its flushed state (`flushed`), or one from its record. */
+  loadRecord(record: EntityViewFields, flushed?: LivenessRecord): void {
     if (!this.isHome(record)) return
-    this.saved ??= new Map(this.c.store.allLiveness())
-    const known = this.saved.get(record.entity_id)
     this.replace(
       record.entity_id,
-      this.table.add(known ?? this.initialState(record), parsePublicKey(record.public_key))
+      this.table.add(flushed ?? this.initialState(record), parsePublicKey(record.public_key))
     )
-  }
-
-  loaded(): void {
-    this.saved = null
   }
 
   /** The home entities (those whose liveness this node tracks). */
@@ -532,13 +525,13 @@ export class LivenessService implements LivenessView {
     }
   }
 
-  private isHome(record: EntityRecord): boolean {
+  private isHome(record: EntityViewFields): boolean {
     return record.home_registry_id !== undefined
       ? record.home_registry_id === this.c.identity.registryId
       : record.home_registry === this.c.settings.host
   }
 
-  private initialState(record: EntityRecord): LivenessRecord {
+  private initialState(record: EntityViewFields): LivenessRecord {
     const registered = Date.parse(record.registered_at)
     const lastSeen = Math.max(registered, record.last_heartbeat ? Date.parse(record.last_heartbeat) : 0)
     const active = record.status === 'active'

@@ -1,3 +1,4 @@
+import type { EntityViewFields } from '../../store/entity-views.js'
 import type { EntityRecord, EntityType } from '../../store/records.js'
 import { Interner } from '../../util/interner.js'
 
@@ -26,7 +27,7 @@ export interface CatalogQuery {
   limit: number
 }
 
-function distinctTags(record: EntityRecord): string[] {
+function distinctTags(record: EntityViewFields): string[] {
   return [...new Set(record.tags.map(t => t.toLowerCase()))]
 }
 
@@ -50,7 +51,7 @@ export class EntityCatalog {
   private readonly interned = new Interner()
 
   /** One stored record at start (any order); `loaded()` then indexes them in registration order. */
-  loadRecord(record: EntityRecord): void {
+  loadRecord(record: EntityViewFields): void {
     const time = Date.parse(record.registered_at)
     this.loading.ids.push(record.entity_id)
     const tags = distinctTags(record)
@@ -86,7 +87,7 @@ export class EntityCatalog {
     this.insert(record.entity_id, this.facetsOf(record, tags), tags)
   }
 
-  private facetsOf(record: EntityRecord, tags: readonly string[]): Facets {
+  private facetsOf(record: EntityViewFields, tags: readonly string[]): Facets {
     return {
       type: record.type === 'service' ? 'service' : 'agent',
       category: this.interned.intern(record.category.toLowerCase()),

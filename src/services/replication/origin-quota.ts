@@ -8,7 +8,8 @@
  * the operation; over the entity total, gossip rejects it (a score penalty for the peer that relayed
  * it) and sync remembers the subject so that it is not offered again (mesh/sync.ts).
  */
-import type { EntityRecord, Operation } from '../../store/records.js'
+import type { EntityViewFields } from '../../store/entity-views.js'
+import type { Operation } from '../../store/records.js'
 import { BoundedMap } from '../../util/bounded-map.js'
 
 export interface OriginQuotaSettings {
@@ -42,7 +43,7 @@ export class OriginQuota {
 
   /** Counts the entities held per home registry (at start). */
   /** One stored entity at start: counted against its origin. */
-  loadRecord(record: EntityRecord): void {
+  loadRecord(record: EntityViewFields): void {
     if (record.home_registry_id) this.count(record.home_registry_id, 1)
   }
 
