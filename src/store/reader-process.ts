@@ -64,7 +64,8 @@ export function readInChild<T>(
       } else reject(new Error(`${name}: ${message.failed}`))
     })
     child.once('error', reject)
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': it comes after the last message the child sent has been read.
+    child.once('close', (code, signal) => {
       if (!ended) reject(new Error(`${name} ended before its answer (${signal ?? `exit code ${code}`})`))
     })
   })
