@@ -9,6 +9,7 @@
  */
 import { fork } from 'node:child_process'
 import { setPriority } from 'node:os'
+import { moduleBeside } from '../util/module-worker.js'
 import { StoreReader } from './store-reader.js'
 
 /** What the child sends: a part of the answer, the end of it, or why it failed. */
@@ -34,11 +35,10 @@ export function readInChild<T>(
   onPart: (part: T) => void,
   options: { signal?: AbortSignal; unref?: boolean; niceness?: number } = {}
 ): ChildRead {
-  const typescript = caller.endsWith('.ts')
-  const entry = new URL(`./${name}${typescript ? '.ts' : '.js'}`, caller)
+  const entry = moduleBeside(caller, name)
   const child = fork(entry, [dataDir], {
     // The parent's own flags (a heap size, a profiler) are not the reader's.
-    execArgv: typescript ? ['--import', import.meta.resolve('tsx')] : [],
+    execArgv: entry.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [],
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     ...(options.signal ? { signal: options.signal } : {})

@@ -7,11 +7,16 @@ import { Worker, type WorkerOptions } from 'node:worker_threads'
  * tsx's loader from `--import tsx` on Node 20. `url` overrides the module (tests).
  */
 export function spawnModuleWorker(caller: string, name: string, options: WorkerOptions, url?: URL): Worker {
-  const entry = url ?? new URL(`./${name}${caller.endsWith('.ts') ? '.ts' : '.js'}`, caller)
+  const entry = url ?? moduleBeside(caller, name)
   if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options)
   const api = JSON.stringify(import.meta.resolve('tsx/esm/api'))
   return new Worker(
     `import(${api}).then(tsx => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(caller)}))`,
     { ...options, eval: true }
   )
+}
+
+/** The module `name` beside `caller` (an import.meta.url): .ts when the caller runs from the sources, else .js. */
+export function moduleBeside(caller: string, name: string): URL {
+  return new URL(`./${name}${caller.endsWith('.ts') ? '.ts' : '.js'}`, caller)
 }

@@ -31,10 +31,20 @@ const flushed = (n: number): LivenessRecord => ({
   observed_since: 1
 })
 
-test('a child process reads the same views of the stored entities as the node itself, in parts and with their flushed liveness', async t => {
+/** Runs `fn` on a store in a fresh data directory, closed and removed afterwards. */
+async function withStore(fn: (store: RegistryStore, dir: string) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'views-'))
   const store = await RegistryStore.open(dir)
   try {
+    await fn(store, dir)
+  } finally {
+    await store.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+test('a child process reads the same views of the stored entities as the node itself, in parts and with their flushed liveness', t =>
+  withStore(async (store, dir) => {
     const count = 5000
     await store.commit(tx => {
       for (let n = 0; n < count; n++) tx.putEntity(record(n))
@@ -75,16 +85,10 @@ test('a child process reads the same views of the stored entities as the node it
       'type'
     ])
     t.false('summary' in first.fields, 'only what the views read')
-  } finally {
-    await store.close()
-    await rm(dir, { recursive: true, force: true })
-  }
-})
+  }))
 
-test('a store no child can read is read by the node itself', async t => {
-  const dir = await mkdtemp(join(tmpdir(), 'views-'))
-  const store = await RegistryStore.open(dir)
-  try {
+test('a store no child can read is read by the node itself', t =>
+  withStore(async (store, dir) => {
     await store.commit(tx => {
       tx.putEntity(record(1))
     })
@@ -97,8 +101,4 @@ test('a store no child can read is read by the node itself', async t => {
       parts.flat().map(v => v.fields.entity_id),
       [record(1).entity_id]
     )
-  } finally {
-    await store.close()
-    await rm(dir, { recursive: true, force: true })
-  }
-})
+  }))

@@ -41,7 +41,6 @@ export class OriginQuota {
     private readonly now: () => number = () => performance.now()
   ) {}
 
-  /** Counts the entities held per home registry (at start). */
   /** One stored entity at start: counted against its origin. */
   loadRecord(record: EntityViewFields): void {
     if (record.home_registry_id) this.count(record.home_registry_id, 1)
