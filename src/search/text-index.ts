@@ -450,11 +450,13 @@ export class TextIndex {
     for (const id of ids) if ((this.postings[id] as Postings).df < rarest.df) rarest = this.postings[id] as Postings
     const { slots, length } = rarest
     const { alive, sequences, sequenceStart, sequenceLength } = this
+    // A phrase of one word (the others were stopwords) is in every document of its list.
+    const anywhere = ids.length === 1
     for (let i = 0; i < length; i++) {
       const slot = slots[i] as number
       if (!alive[slot] || ((termMasks[slot] as number) & want) !== want) continue
-      const start = sequenceStart[slot] as number
-      if (holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
+      const start = anywhere ? 0 : (sequenceStart[slot] as number)
+      if (anywhere || holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
     }
   }
 

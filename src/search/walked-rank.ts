@@ -51,6 +51,11 @@ export function rankByImpact(
   // else the lowest of the best partial scores, one more than the similarity budget (rank()'s cut,
   // see budgetCut) and at least the page.
   const partialBest = similarity === null ? pass.heap : new KthBest(Math.max(pass.heap.k, similarity.budget + 1))
+  // With an embedding: the best `offset + limit` partial scores so far, and what a document's partial
+  // score must reach to enter the page they make with their similarities (see pageReach).
+  const leaders = similarity === null ? null : new TopK(pass.heap.k, order)
+  let leadersMoved = false
+  let reach = Number.NEGATIVE_INFINITY
   const walk = new ImpactWalk(alive, cols.facetMarks, cols.visitBuffer)
   const long = terms.filter(term => term.long)
   const short = terms.filter(term => !term.long)
@@ -71,13 +76,20 @@ export function rankByImpact(
     if (trust < minTrust) return
     const partial = textWeight * (textScores[slot] as number) + (staticScore[slot] as number)
     partials[visit] = partial
-    if (similarity === null) {
+    if (leaders === null) {
       if (partial >= pass.heap.floor) pass.heap.offer(slot, partial)
-    } else if (partial > partialBest.floor) (partialBest as KthBest).offer(partial)
+      return
+    }
+    if (partial > partialBest.floor) (partialBest as KthBest).offer(partial)
+    if (partial >= leaders.floor) {
+      leaders.offer(slot, partial)
+      leadersMoved = true
+    }
   }
   const settle = (): void => {
     settled = true
     textWeight = maxText > 0 ? q.weights.text / maxText : 0
+    pass.textWeight = textWeight
     for (let i = 0; i < walk.count; i++) admit(walk.visited[i] as number, i)
   }
   // A document the walk meets holds no short list's term: its score is its long lists' weights.
@@ -98,11 +110,13 @@ export function rankByImpact(
     // The phrases' matches are met with the short lists' documents, and given their bonus once scored.
     if (short.length > 0 || phraseMatches !== null) {
       for (const term of short) walk.all(term, () => {})
-      phraseMatches?.(slot => walk.include(slot))
+      // Matching reads each candidate's words: done once.
+      const matched: number[] = []
+      phraseMatches?.(slot => matched.push(slot))
+      for (const slot of matched) walk.include(slot)
       scoreListed(terms, walk, textScores)
-      phraseMatches?.(slot => {
+      for (const slot of matched)
         if (textScores[slot] !== 0) textScores[slot] = (textScores[slot] as number) + PHRASE_BONUS
-      })
       for (let i = 0; i < walk.count; i++) {
         const text = textScores[walk.visited[i] as number] as number
         if (text > maxText) maxText = text
@@ -114,34 +128,34 @@ export function rankByImpact(
         if (bound > maxText) return false
         settle()
       }
-      return textWeight * bound + ceiling < partialBest.floor
+      const unmet = textWeight * bound + ceiling
+      if (unmet < partialBest.floor || leaders === null) return unmet < partialBest.floor
+      if (leadersMoved) {
+        reach = pageReach(cols, pass, leaders, similarity as LazySimilarity)
+        leadersMoved = false
+      }
+      return unmet < reach
     })
     if (!settled) settle()
   } finally {
     walk.clear()
   }
   total += longHolders(long, alive)
-  pass.textWeight = textWeight
   if (similarity === null) return { hits: page(cols, q, pass.heap, maxText, null, false), total, walk }
   // Every document whose partial score reaches the cut was visited (the walk stopped below it).
   const cut = budgetCut(partialBest as KthBest, similarity.budget)
   const visited = walk.visited.subarray(0, walk.count)
   // The best `offset + limit` partial scores are scored in full first, which sets the heap's floor.
-  const firstBest = new TopK(pass.heap.k, order)
-  for (let i = 0; i < visited.length; i++) {
-    const partial = partials[i] as number
-    if (partial !== NOT_ADMITTED && partial >= firstBest.floor) firstBest.offer(visited[i] as number, partial)
-  }
-  const first = Int32Array.from(firstBest.sorted())
+  const first = Int32Array.from((leaders as TopK).sorted())
   let semantic = similarity.of(first)
   offerScored(cols, pass, first, semantic)
   const scored = new Set(first)
-  const reach = Math.max(pass.heap.floor - pass.semanticWeight * MAX_SIMILARITY, cut)
+  const least = Math.max(pass.heap.floor - pass.semanticWeight * MAX_SIMILARITY, cut)
   const rest = cols.candidateBuffer
   let n = 0
   for (let i = 0; i < visited.length; i++) {
     const partial = partials[i] as number
-    if (partial !== NOT_ADMITTED && partial >= reach && !scored.has(visited[i] as number))
+    if (partial !== NOT_ADMITTED && partial >= least && !scored.has(visited[i] as number))
       rest[n++] = visited[i] as number
   }
   if (n > 0) {
@@ -149,6 +163,30 @@ export function rankByImpact(
     offerScored(cols, pass, rest.subarray(0, n), semantic)
   }
   return { hits: page(cols, q, pass.heap, maxText, semantic, false), total, walk }
+}
+
+/**
+ * What a document's partial score must reach to enter the page that the `leaders` (the best
+ * partial scores so far) make once scored in full: their lowest full score, less the most a
+ * similarity adds (-Infinity while they are fewer than the page). A walk can stop below it
+ * whatever the budget's cut: at the stop the leaders are candidates (their partial scores reach
+ * both the cut and every document not yet met), so the page's final floor is at least theirs,
+ * which no document below can reach (MAX_SIMILARITY's margin covers the rounding).
+ */
+function pageReach(cols: SlotColumns, pass: RankPass, leaders: TopK, similarity: LazySimilarity): number {
+  const slots = Int32Array.from(leaders.sorted())
+  if (slots.length < leaders.k) return Number.NEGATIVE_INFINITY
+  const semantic = similarity.of(slots)
+  const { textScores, staticScore } = cols
+  let floor = Number.POSITIVE_INFINITY
+  for (const slot of slots) {
+    const score =
+      pass.textWeight * (textScores[slot] as number) +
+      pass.semanticWeight * Math.max(0, semantic[slot] as number) +
+      (staticScore[slot] as number)
+    if (score < floor) floor = score
+  }
+  return floor - pass.semanticWeight * MAX_SIMILARITY
 }
 
 /**

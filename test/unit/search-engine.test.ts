@@ -92,6 +92,22 @@ test('a quoted phrase adds its bonus only where its words stand together within 
   for (const hit of hits.slice(1)) t.true(hit.breakdown.text_relevance < 0.5)
 })
 
+test('a quoted phrase left with one word (the others stopwords) adds its bonus to every document holding it', t => {
+  const engine = new SearchEngine(64)
+  engine.upsert(doc('email-name'), fields('sends letters', 'email'), null)
+  engine.upsert(doc('email-summary'), fields('an email relay service for teams'), null)
+  engine.upsert(doc('mail'), fields('mail relay'), null)
+  t.deepEqual(analyzeQuery('"we email"').phrases, [['email']])
+  const relevance = (text: string): Record<string, number> =>
+    Object.fromEntries(engine.search(query(text)).hits.map(h => [h.doc.entityId, h.breakdown.text_relevance]))
+  // Unquoted, the synonym's holder ranks between the two; quoted, both holders of the word far above it.
+  const plain = relevance('email')
+  t.true((plain.mail as number) > (plain['email-summary'] as number))
+  const quoted = relevance('"we email"')
+  for (const id of ['email-name', 'email-summary']) t.true((quoted[id] as number) > 0.9, id)
+  t.true((quoted.mail as number) < 0.2)
+})
+
 test('category, tag and developer filters list exactly the matching documents, with or without words', t => {
   const engine = new SearchEngine(64)
   for (let i = 0; i < 300; i++) {

@@ -15,6 +15,16 @@ const NOW = 90 * 86_400_000
 /** Most documents hold the first words: their lists are walked by weight (from 64 postings), the last ones' are read whole. */
 const WORDS = ['agent', 'data', 'common', 'tool', 'search', 'plain', 'other', 'rare', 'scarce', 'unique']
 const CATEGORIES = ['tools', 'finance', 'travel', 'research', 'language', 'media', 'health', 'data']
+/** Documents' and queries' vectors lie near these: similarities reach 0.9, so a bound's margin for them shows. */
+const CENTRES = Array.from({ length: 3 }, (_, i) => {
+  const random = lcg(100 + i)
+  return unit(new Float32Array(DIMENSION).map(() => random() - 0.5))
+})
+
+function nearCentre(random: () => number): Float32Array {
+  const centre = CENTRES[Math.floor(random() * CENTRES.length)] as Float32Array
+  return unit(centre.map(x => x + (random() - 0.5) * 0.1))
+}
 
 function queryOf(text: string, over: Partial<EngineQuery>): EngineQuery {
   const analyzed = analyzeQuery(text)
@@ -59,7 +69,7 @@ function engines(): { walked: SearchEngine; scored: SearchEngine; put: (i: numbe
       active: random() < 0.6,
       uptime: random()
     })
-    const vector = unit(new Float32Array(DIMENSION).map(() => random() - 0.5))
+    const vector = random() < 0.5 ? nearCentre(random) : unit(new Float32Array(DIMENSION).map(() => random() - 0.5))
     const fields = {
       name: analyze(random() < 0.2 ? (WORDS[Math.floor(random() * 3)] as string) : ''),
       tags: [],
@@ -98,8 +108,13 @@ function compare(t: ExecutionContext, walked: SearchEngine, scored: SearchEngine
   const random = lcg(3)
   for (const text of QUERIES)
     for (const page of PAGES)
-      for (const withVector of [false, true]) {
-        const vector = withVector ? unit(new Float32Array(DIMENSION).map(() => random() - 0.5)) : null
+      for (const withVector of ['none', 'random', 'near'] as const) {
+        const vector =
+          withVector === 'none'
+            ? null
+            : withVector === 'near'
+              ? nearCentre(random)
+              : unit(new Float32Array(DIMENSION).map(() => random() - 0.5))
         const q = queryOf(text, { ...page, vector })
         t.deepEqual(
           walked.search(q),
