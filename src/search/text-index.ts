@@ -481,8 +481,12 @@ export class TextIndex {
       const slot = candidates[i] as number
       if (!alive[slot]) continue
       // A pair list holds exactly the documents of its two-word phrase; a longer one is checked.
+      if (ids.length === 2) {
+        match(slot)
+        continue
+      }
       const start = sequenceStart[slot] as number
-      if (ids.length === 2 || holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
+      if (holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
     }
   }
 
