@@ -64,24 +64,33 @@ export function addPostingScores(
   run.bestSlot = bestSlot
 }
 
-/** addPostingScores for the `listed` slots only, each one's weight read from `bySlot` (0: not held). */
+/**
+ * addPostingScores for the `listed` slots only, for several terms in turn (`bySlots[t]`, each a
+ * term's weight by slot, 0 where it is not held, and `idfs[t]`): each listed document is read once,
+ * its terms added in order as one term at a time would add them.
+ */
 export function addListedScores(
-  bySlot: Float32Array,
+  bySlots: readonly Float32Array[],
+  idfs: readonly number[],
   listed: ArrayLike<number>,
-  idf: number,
   alive: Uint8Array,
   scores: Float32Array,
   touched: Int32Array,
   run: ScoringRun
 ): void {
   let { count, bestScore, bestSlot } = run
+  const terms = bySlots.length
   for (let i = 0; i < listed.length; i++) {
     const slot = listed[i] as number
-    const weight = bySlot[slot] as number
-    if (weight === 0 || !alive[slot]) continue
+    if (!alive[slot]) continue
     const previous = scores[slot] as number
+    let score = previous
+    for (let t = 0; t < terms; t++) {
+      const weight = (bySlots[t] as Float32Array)[slot] as number
+      if (weight !== 0) score = Math.fround(score + (idfs[t] as number) * weight)
+    }
+    if (score === previous) continue
     if (previous === 0) touched[count++] = slot
-    const score = Math.fround(previous + idf * weight)
     scores[slot] = score
     if (score > bestScore) {
       bestScore = score

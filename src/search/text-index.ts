@@ -266,6 +266,15 @@ export class TextIndex {
     const n = Math.max(1, this.liveCount)
     this.refreshNorms()
     const alive = this.alive
+    // Terms read by slot one after another are read together: each listed document once.
+    const bySlots: Float32Array[] = []
+    const idfs: number[] = []
+    const addListed = (): void => {
+      if (bySlots.length === 0 || listed === null) return
+      addListedScores(bySlots, idfs, listed, alive, scores, touched, run)
+      bySlots.length = 0
+      idfs.length = 0
+    }
     for (let j = 0; j < terms.length; j++) {
       const { term, weight } = terms[j] as { term: string; weight: number }
       const id = this.termIds.get(term)
@@ -274,10 +283,15 @@ export class TextIndex {
       if (termMasks !== null && j < 32) markTerm(list, alive, termMasks, 1 << j)
       const idf = idfOf(list, n, weight)
       const bySlot = listed !== null && scoredBySlot(list, listed.length) ? list.bySlot : null
-      if (listed !== null && bySlot !== null && bySlot.length >= this.capacity)
-        addListedScores(bySlot, listed, idf, alive, scores, touched, run)
-      else addPostingScores(list, idf, alive, only, scores, touched, run)
+      if (bySlot !== null && bySlot.length >= this.capacity) {
+        bySlots.push(bySlot)
+        idfs.push(idf)
+        continue
+      }
+      addListed()
+      addPostingScores(list, idf, alive, only, scores, touched, run)
     }
+    addListed()
     best.slot = run.bestSlot
     best.score = run.bestScore
     return run.count
