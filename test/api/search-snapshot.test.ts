@@ -112,6 +112,9 @@ test('a running node writes its snapshot while it runs, and has nothing to write
   const dataDir = await mkdtemp(join(tmpdir(), 'search-snapshot-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const node = await start(dataDir, { searchSnapshotTiming: { checkMs: 100, everyMs: 0 } })
+  // A failure below leaves the node running: stopped here, so the test file still exits.
+  let stopped = false
+  t.teardown(() => (stopped ? undefined : node.stop()))
   for (let i = 0; i < 3; i++) await register(node.url, i)
   const written = () => node.logs.filter(line => line.msg === 'search index snapshot written')
   await until('a snapshot of the three is written', () => written().some(line => line.entities === 3), {
@@ -121,6 +124,7 @@ test('a running node writes its snapshot while it runs, and has nothing to write
   t.true(existsSync(join(dataDir, SNAPSHOT_FILE)))
   const before = written().length
   await node.stop()
+  stopped = true
   t.is(written().length, before, 'nothing changed since: nothing written at stop')
   const again = await start(dataDir)
   t.like(logged(again, 'search index restored from its snapshot'), { entities: 3, changed: 0 })
