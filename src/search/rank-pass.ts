@@ -286,16 +286,21 @@ function boundedCandidates(
  * in the same order, as the other passes, so equal scores tie the same way.
  */
 export function offerScored(cols: SlotColumns, pass: RankPass, slots: Int32Array, semantic: Float32Array): void {
-  const { textScores, staticScore } = cols
-  const { heap, textWeight, semanticWeight } = pass
+  const { heap } = pass
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i] as number
-    const score =
-      textWeight * (textScores[slot] as number) +
-      semanticWeight * Math.max(0, semantic[slot] as number) +
-      (staticScore[slot] as number)
+    const score = fullScore(cols, pass, slot, semantic)
     if (score >= heap.floor) heap.offer(slot, score)
   }
+}
+
+/** A slot's full score, its similarity in `semantic` (by slot): the sum every pass makes, in the same order. */
+export function fullScore(cols: SlotColumns, pass: RankPass, slot: number, semantic: Float32Array): number {
+  return (
+    pass.textWeight * (cols.textScores[slot] as number) +
+    pass.semanticWeight * Math.max(0, semantic[slot] as number) +
+    (cols.staticScore[slot] as number)
+  )
 }
 
 /** How many partial scores budgetCut reads, at most. */

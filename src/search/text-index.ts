@@ -17,6 +17,7 @@ import type { WalkedTerm } from './impact-walk.js'
 import { KeptPairs } from './kept-pairs.js'
 import { addListedScores, addPostingScores, idfOf, type ScoringRun, scoredBySlot } from './posting-scores.js'
 import { column, holds, holdsPhrase, markTerm, Postings } from './postings.js'
+import { matchPhraseInCandidates, matchPhraseInList, type TermSequences } from './phrase-matches.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
 export { FIELD_BOOSTS, FIELDS, type Field, type FieldTokens } from './text-fields.js'
@@ -65,13 +66,7 @@ export class TextIndex {
     postings: () => this.postings,
     adds: () => this.adds,
     liveCount: () => this.liveCount,
-    live: () => ({
-      slots: this.slotsUsed,
-      alive: this.alive,
-      sequences: this.sequences,
-      starts: this.sequenceStart,
-      lengths: this.sequenceLength
-    })
+    live: () => ({ slots: this.slotsUsed, ...this.termSequences() })
   })
 
   get size(): number {
@@ -462,16 +457,7 @@ export class TextIndex {
     if (ids === null) return
     let rarest = this.postings[ids[0] as number] as Postings
     for (const id of ids) if ((this.postings[id] as Postings).df < rarest.df) rarest = this.postings[id] as Postings
-    const { slots, length } = rarest
-    const { alive, sequences, sequenceStart, sequenceLength } = this
-    // A phrase of one word (the others were stopwords) is in every document of its list.
-    const anywhere = ids.length === 1
-    for (let i = 0; i < length; i++) {
-      const slot = slots[i] as number
-      if (!alive[slot] || ((termMasks[slot] as number) & want) !== want) continue
-      const start = anywhere ? 0 : (sequenceStart[slot] as number)
-      if (anywhere || holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
-    }
+    matchPhraseInList(rarest.slots, rarest.length, this.termSequences(), ids, termMasks, want, match)
   }
 
   /**
@@ -489,19 +475,11 @@ export class TextIndex {
 
   /** Calls `match` for every live document of `candidates` (see phraseCandidates) holding the phrase. */
   forEachCandidateMatch(phrase: readonly string[], candidates: Uint32Array, match: (slot: number) => void): void {
-    const ids = this.phraseIds(phrase) as Uint32Array
-    const { alive, sequences, sequenceStart, sequenceLength } = this
-    for (let i = 0; i < candidates.length; i++) {
-      const slot = candidates[i] as number
-      if (!alive[slot]) continue
-      // A pair list holds exactly the documents of its two-word phrase; a longer one is checked.
-      if (ids.length === 2) {
-        match(slot)
-        continue
-      }
-      const start = sequenceStart[slot] as number
-      if (holdsPhrase(sequences, start, start + (sequenceLength[slot] as number), ids)) match(slot)
-    }
+    matchPhraseInCandidates(candidates, this.termSequences(), this.phraseIds(phrase) as Uint32Array, match)
+  }
+
+  private termSequences(): TermSequences {
+    return { alive: this.alive, sequences: this.sequences, starts: this.sequenceStart, lengths: this.sequenceLength }
   }
 
   /** The phrase's term numbers, or null when a word is in no document. */

@@ -17,7 +17,7 @@
 import type { EngineHit, EngineQuery } from './engine-query.js'
 import { ImpactWalk, type WalkedTerm } from './impact-walk.js'
 import { PHRASE_BONUS } from './ranking.js'
-import { type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
+import { fullScore, type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
 import { LIVE, Signals, type SlotColumns } from './slot-columns.js'
 import { KthBest, TopK } from './top-k.js'
 import { widened } from '../util/typed-arrays.js'
@@ -137,7 +137,8 @@ export function rankByImpact(
         settle()
       }
       const unmet = textWeight * bound + ceiling
-      if (unmet < partialBest.floor || leaders === null) return unmet < partialBest.floor
+      if (unmet < partialBest.floor) return true
+      if (leaders === null) return false
       if (leadersMoved) {
         reach = pageReach(cols, pass, leaders, similarity as LazySimilarity)
         leadersMoved = false
@@ -185,15 +186,8 @@ function pageReach(cols: SlotColumns, pass: RankPass, leaders: TopK, similarity:
   const slots = Int32Array.from(leaders.sorted())
   if (slots.length < leaders.k) return Number.NEGATIVE_INFINITY
   const semantic = similarity.of(slots)
-  const { textScores, staticScore } = cols
   let floor = Number.POSITIVE_INFINITY
-  for (const slot of slots) {
-    const score =
-      pass.textWeight * (textScores[slot] as number) +
-      pass.semanticWeight * Math.max(0, semantic[slot] as number) +
-      (staticScore[slot] as number)
-    if (score < floor) floor = score
-  }
+  for (const slot of slots) floor = Math.min(floor, fullScore(cols, pass, slot, semantic))
   return floor - pass.semanticWeight * MAX_SIMILARITY
 }
 
