@@ -102,6 +102,7 @@ export function searchSettings({ search: s, data_dir }: Pick<NodeConfig, 'search
     termFilter: { falsePositiveRate: s.bloom_false_positive_rate, rebuildIntervalMs: s.bloom_rebuild_interval_ms },
     worker: s.worker,
     workerFromEntities: s.worker_from_entities,
+    threads: s.threads,
     queryExpansion: s.query_expansion
   }
 }

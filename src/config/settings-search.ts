@@ -192,6 +192,15 @@ export const SEARCH_SETTINGS = [
     doc: 'With search.worker, the index runs on the HTTP thread until the store holds this many entities, then moves to its worker thread at the first second the HTTP thread is less than a quarter busy (or at 25,000 entities, busy or not); a store this large at start starts the worker at once. A small index answers in well under a millisecond, while the thread costs about 55 MiB per node and a wake-up per write. The move (the worker starts, the records and their vectors are copied to it while queries stay on the HTTP thread) costs a few hundred milliseconds of CPU, which is why it waits for a quiet second. 0 starts the worker with the node.'
   },
   {
+    key: 'search.threads',
+    kind: 'integer',
+    default: 2,
+    flag: 'search-threads',
+    min: 1,
+    max: 64,
+    doc: 'With search.worker, the worker threads that answer searches, at most one per core: each holds a whole copy of the index (about 1.3 GiB at a million entities, 150 MiB at 100,000) and gets every change, and a search goes to the one with the fewest waiting. Two let both cores of a 2-core machine answer searches at once; 1 halves the index memory.'
+  },
+  {
     key: 'search.snapshot_from_entities',
     kind: 'integer',
     default: 50_000,

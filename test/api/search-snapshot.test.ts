@@ -5,7 +5,7 @@
  */
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
 import { pino } from 'pino'
@@ -28,6 +28,8 @@ interface Started {
   url: string
   logs: { msg: string; [key: string]: unknown }[]
   stop: () => Promise<void>
+  /** Whether each search thread takes queries (one entry per thread). */
+  threadsReady: () => boolean[]
 }
 
 async function start(
@@ -40,7 +42,13 @@ async function start(
   const config = testConfig(dataDir, { search: { worker_from_entities: 0, snapshot_from_entities: 0 }, liveness })
   const node = await startRegistryNode(config, { ...options, logger })
   await node.search.idle()
-  return { url: node.url, logs, stop: () => node.stop() }
+  const index = () => (node.search as unknown as { index: { replicas?: { ready: boolean }[] } }).index
+  return {
+    url: node.url,
+    logs,
+    stop: () => node.stop(),
+    threadsReady: () => index().replicas?.map(replica => replica.ready) ?? [true]
+  }
 }
 
 const logged = (n: Started, msg: string) => n.logs.find(line => line.msg === msg)
@@ -84,6 +92,12 @@ test('a node restarts from its search snapshot, and one older than the store is 
   t.like(logged(second, 'search index restored from its snapshot'), { entities: 4, changed: 0 })
   t.deepEqual(await found(second.url, 'legal'), legal)
   t.deepEqual(await found(second.url, 'weather'), [ids[3]])
+  // The other search threads read it after the first, through a link removed once they have.
+  await until('every search thread restored', () => second.threadsReady().every(Boolean))
+  t.is(second.threadsReady().length, Math.min(2, availableParallelism()))
+  await until('the link is removed', () => !existsSync(`${snapshot}.replicas.tmp`))
+  for (const answer of await Promise.all(Array.from({ length: 6 }, () => found(second.url, 'legal'))))
+    t.deepEqual(answer, legal, 'searches at once, answered by every thread')
   // The snapshot of 4 entities, kept as if the node had been killed after this point.
   await copyFile(snapshot, `${snapshot}.kept`)
   const added = await register(second.url, 4)

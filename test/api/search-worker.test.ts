@@ -1,10 +1,11 @@
 import { mkdtemp } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import test from 'ava'
 import { RegistryStore } from '../../src/store/registry-store.js'
 import { LocalSearchIndex } from '../../src/services/search/search-index.js'
+import { ReplicatedSearchIndex } from '../../src/services/search/search-replicas.js'
 import { WorkerSearchIndex } from '../../src/services/search/search-worker-index.js'
 import { storedEntity } from '../../scripts/lib/stored-records.js'
 import { agent, developer, specRegistration } from '../helpers/identities.js'
@@ -15,6 +16,7 @@ const dev = developer(41)
 const nodes = testNodes()
 let inWorker: TestNode
 let inThread: TestNode
+let inOneWorker: TestNode
 
 const entities: Record<string, unknown>[] = [
   {
@@ -76,7 +78,8 @@ const answer = async (n: TestNode, body: Record<string, unknown>) => {
 test.before(async () => {
   inWorker = await nodes.start({ search: { worker_from_entities: 0 } })
   inThread = await nodes.start({ search: { worker: false } })
-  for (const n of [inWorker, inThread]) {
+  inOneWorker = await nodes.start({ search: { worker_from_entities: 0, threads: 1 } })
+  for (const n of [inWorker, inThread, inOneWorker]) {
     for (const [i, fields] of entities.entries()) await register(n, i, fields)
     await n.node.search.idle()
   }
@@ -88,6 +91,15 @@ async function register(n: TestNode, i: number, fields: Record<string, unknown>)
 }
 
 const indexOf = (n: TestNode) => (n.node.search as unknown as { index: unknown }).index
+/** The index's worker threads: one, or one per replica. */
+function workersOf(index: unknown): Worker[] {
+  if (index instanceof WorkerSearchIndex) return [(index as unknown as { worker: Worker }).worker]
+  if (index instanceof ReplicatedSearchIndex) return replicasOf(index).flatMap(workersOf)
+  return []
+}
+const replicasOf = (index: ReplicatedSearchIndex) =>
+  (index as unknown as { replicas: { index: WorkerSearchIndex }[] }).replicas.map(replica => replica.index)
+const inWorkers = (n: TestNode) => workersOf(indexOf(n)).length > 0
 test.after.always(nodes.stopAll)
 
 test.serial('the index in its worker thread answers exactly as the index on the HTTP thread', async t => {
@@ -95,6 +107,40 @@ test.serial('the index in its worker thread answers exactly as the index on the 
     const expected = await answer(inThread, query)
     t.true(expected.total > 0, JSON.stringify(query))
     t.deepEqual(await answer(inWorker, query), expected, JSON.stringify(query))
+    t.deepEqual(await answer(inOneWorker, query), expected, JSON.stringify(query))
+  }
+})
+
+test.serial('two search threads share the queries at once, and answer as one index does', async t => {
+  const index = indexOf(inWorker)
+  if (availableParallelism() < 2) {
+    t.true(index instanceof WorkerSearchIndex, 'one core: one search thread')
+    return
+  }
+  if (!(index instanceof ReplicatedSearchIndex)) return t.fail('two cores: two search threads')
+  t.is(workersOf(index).length, 2)
+  t.true(indexOf(inOneWorker) instanceof WorkerSearchIndex, 'search.threads 1')
+  const replicas = replicasOf(index)
+  const asked = replicas.map(() => 0)
+  const searches = replicas.map(r => r.search)
+  replicas.forEach((replica, n) => {
+    replica.search = query => {
+      asked[n] = (asked[n] as number) + 1
+      return (searches[n] as WorkerSearchIndex['search']).call(replica, query)
+    }
+  })
+  try {
+    const expected = await Promise.all(QUERIES.map(query => answer(inThread, query)))
+    const answers = await Promise.all(QUERIES.flatMap(query => [answer(inWorker, query), answer(inWorker, query)]))
+    for (const [n, got] of answers.entries()) t.deepEqual(got, expected[n >> 1], JSON.stringify(QUERIES[n >> 1]))
+    t.true(
+      asked.every(count => count >= QUERIES.length / 2),
+      `queries sent at once went to both threads: ${asked.join(', ')}`
+    )
+  } finally {
+    replicas.forEach((replica, n) => {
+      replica.search = searches[n] as WorkerSearchIndex['search']
+    })
   }
 })
 
@@ -112,27 +158,27 @@ test.serial(
     await register(growing, last, entities[last] as Record<string, unknown>)
     // The store's records were copied at the move's first turn: this one reaches the worker as a change.
     t.not(movingOf(growing), null, 'written while the worker starts')
-    await until('the index is in its worker', () => indexOf(growing) instanceof WorkerSearchIndex)
+    await until('the index is in its worker', () => inWorkers(growing))
     await growing.node.search.idle()
     for (const query of QUERIES)
       t.deepEqual(await answer(growing, query), await answer(inThread, query), JSON.stringify(query))
   }
 )
 
-const movingOf = (n: TestNode) => (n.node.search as unknown as { moving: { index: { worker: Worker } } | null }).moving
+const movingOf = (n: TestNode) => (n.node.search as unknown as { moving: { index: unknown } | null }).moving
 
 test.serial('a worker lost while the index moves leaves it on the HTTP thread; the move is tried again', async t => {
   const growing = await nodes.start({ search: { worker_from_entities: 3 } })
   for (const [i, fields] of entities.slice(0, 3).entries()) await register(growing, i, fields)
   const move = await until('the index moves', () => movingOf(growing), { intervalMs: 5 })
-  await move.index.worker.terminate()
+  await workersOf(move.index)[0]?.terminate()
   await until('the move is dropped', () => movingOf(growing) === null)
   t.true(indexOf(growing) instanceof LocalSearchIndex)
   t.is((await answer(growing, { query: 'legal documents' })).total, 2, 'the HTTP thread still answers')
   // The next look at the store's size (every third write here) starts a new move.
   for (const [i, fields] of entities.entries()) if (i >= 3) await register(growing, i, fields)
   await register(growing, 5, { name: 'Tide Tables', category: 'data', tags: ['sea'], summary: 'Tides' })
-  await until('the index is in its worker', () => indexOf(growing) instanceof WorkerSearchIndex)
+  await until('the index is in its worker', () => inWorkers(growing))
   await growing.node.search.idle()
   const query = { query: 'legal documents' }
   t.is((await answer(growing, query)).total, (await answer(inThread, query)).total)
@@ -158,9 +204,11 @@ test.serial('a search right after an acknowledged registration finds it', async 
 test.serial('a lost search worker is rebuilt from the store; the queries it held run again', async t => {
   const query = { query: 'legal documents' }
   const before = await answer(inWorker, query)
-  const index = (inWorker.node.search as unknown as { index: { worker: Worker } }).index
+  const index = indexOf(inWorker)
+  const workers = workersOf(index)
   const inFlight = Array.from({ length: 5 }, () => answer(inWorker, query))
-  await index.worker.terminate()
+  // The last: with several threads, one that writes no snapshot and builds no filter.
+  await workers[workers.length - 1]?.terminate()
   // They are answered (by text until the new index has its vectors back, which come from the embedder).
   for (const result of await Promise.all(inFlight)) t.true(result.results.length > 0)
   t.not((inWorker.node.search as unknown as { index: unknown }).index, index, 'a new index')

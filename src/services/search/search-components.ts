@@ -29,6 +29,11 @@ export interface SearchSettings {
    * entities (0 or absent: the worker from the start).
    */
   workerFromEntities?: number
+  /**
+   * Worker threads answering queries, each with a whole copy of the index (ReplicatedSearchIndex);
+   * at most one per core. Absent: 1.
+   */
+  threads?: number
   /** Add the indexed records' words nearest a query's words to it (src/search/query-expansion.ts). */
   queryExpansion: boolean
   /** From this many entities on, text queries take their candidates from their text matches (SearchEngine). */

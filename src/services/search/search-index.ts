@@ -80,6 +80,11 @@ export interface IndexOptions {
   fullScanBelow: number
   /** The summary of home terms peers route by: what makes a record home, and how its filter is built. */
   homeTerms: { registryId: string; host: string; falsePositiveRate: number; rebuildIntervalMs: number }
+  /**
+   * Whether this index summarizes the home terms and builds their filter (default true). A replica
+   * that only answers queries (ReplicatedSearchIndex) does not.
+   */
+  summarizeHome?: boolean
 }
 
 /** One change to the index, in the order the store committed it. */
@@ -184,7 +189,7 @@ const WARM_SCAN_PER_TICK = 200_000
 export class IndexedEngine {
   readonly engine: SearchEngine
   private readonly expander: QueryExpander | null
-  private readonly homeTerms: HomeTermSummary
+  private readonly homeTerms: HomeTermSummary | null
   /** One copy of each filter value however many documents carry it (categories, tags and capabilities repeat a lot). */
   private readonly interned = new Interner()
   /**
@@ -214,7 +219,7 @@ export class IndexedEngine {
     this.embedder = options.embedding === 'hash' ? new HashEmbedder(options.dimension) : null
     this.vector = new Float32Array(this.embedder ? options.dimension : 0)
     this.expander = options.queryExpansion ? new QueryExpander() : null
-    this.homeTerms = new HomeTermSummary({ ...options.homeTerms, logger })
+    this.homeTerms = options.summarizeHome === false ? null : new HomeTermSummary({ ...options.homeTerms, logger })
     this.registryId = options.homeTerms.registryId
     this.host = options.homeTerms.host
     this.warming = setInterval(() => {
@@ -223,8 +228,9 @@ export class IndexedEngine {
         this.engine.preparePhrasePairs()
     }, WARM_EVERY_MS)
     this.warming.unref()
-    this.homeTerms.subscribe(() => {
-      const message = this.homeTerms.current()
+    const { homeTerms } = this
+    homeTerms?.subscribe(() => {
+      const message = homeTerms.current()
       if (message) onFilter(message)
     })
   }
@@ -240,12 +246,12 @@ export class IndexedEngine {
         const doc = this.internDocument(change.doc)
         if (this.bulk) {
           engine.upsert(doc, fields, null)
-          this.deferred.set(doc.entityId, EMBED | (this.homeTerms.isHome(change.home) ? HOME : 0))
+          this.deferred.set(doc.entityId, EMBED | (this.homeTerms?.isHome(change.home) ? HOME : 0))
           return
         }
         if (this.deferred.size > 0) this.deferred.delete(doc.entityId)
         engine.upsert(doc, fields, this.embedder?.embedTokens(embeddingTokens(fields), this.vector) ?? null)
-        this.homeTerms.update(change.home, fields)
+        this.homeTerms?.update(change.home, fields)
         return
       }
       case 'vector':
@@ -260,7 +266,7 @@ export class IndexedEngine {
       case 'remove':
         this.deferred.delete(change.entityId)
         engine.remove(change.entityId)
-        this.homeTerms.remove(change.entityId)
+        this.homeTerms?.remove(change.entityId)
         return
       case 'bulk-load':
         this.bulk = true
@@ -290,11 +296,11 @@ export class IndexedEngine {
       if (!fields) continue
       if (this.embedder && waits & EMBED)
         this.engine.setVector(entityId, this.embedder.embedTokens(embeddingTokens(fields), this.vector))
-      if (waits & HOME) this.homeTerms.updateHome(entityId, fields)
+      if (waits & HOME) this.homeTerms?.updateHome(entityId, fields)
       if (++done === DEFERRED_PER_TURN) break
     }
     if (this.deferred.size > 0) this.completing = setImmediate(this.completeDeferred)
-    else this.homeTerms.rebuild()
+    else this.homeTerms?.rebuild()
   }
 
   /**
@@ -320,7 +326,7 @@ export class IndexedEngine {
         for (let slot = from; slot < Math.min(slots, from + WAITS_PER_STEP); slot++) {
           const entityId = this.engine.entityAt(slot)
           if (entityId !== undefined)
-            waits[slot] = (this.deferred.get(entityId) ?? 0) | (this.homeTerms.has(entityId) ? HOME : 0)
+            waits[slot] = (this.deferred.get(entityId) ?? 0) | (this.homeTerms?.has(entityId) ? HOME : 0)
         }
       })
     out.array('deferred', waits, FRESH)
@@ -398,7 +404,7 @@ export class IndexedEngine {
   close(): void {
     clearInterval(this.warming)
     if (this.completing) clearImmediate(this.completing)
-    this.homeTerms.stop()
+    this.homeTerms?.stop()
   }
 
   private sameWeights(weights: EngineQuery['weights']): EngineQuery['weights'] {

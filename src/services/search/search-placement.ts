@@ -3,6 +3,7 @@
  * a worker is lost, and the engine's move to its worker once the store has grown. The base of
  * SearchService, so the index it holds is the one the service's queries and changes go to.
  */
+import { availableParallelism } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { HashEmbedder } from '../../search/embedders/hash-embedder.js'
 import type { TermFilterMessage } from '../../wire/federation.js'
@@ -10,6 +11,7 @@ import { HomeTermFilterView } from './home-terms.js'
 import type { SearchComponents } from './search-components.js'
 import { developerChange, upsertChange } from './search-documents.js'
 import { type IndexChange, type IndexOptions, LocalSearchIndex, type SearchIndex } from './search-index.js'
+import { ReplicatedSearchIndex } from './search-replicas.js'
 import { WorkerSearchIndex } from './search-worker-index.js'
 import { busyShare } from '../../util/busy-share.js'
 
@@ -32,7 +34,7 @@ const MOVE_CHUNK = 256
 
 /** The engine's move to its worker: the worker's index, filled from the store a chunk at a time. */
 interface Move {
-  index: WorkerSearchIndex
+  index: SearchIndex
   /** The last entity ID copied (null: none yet). */
   after: string | null
   /** Developers of the records copied, whose trust part the worker's index is sent at the end. */
@@ -75,12 +77,15 @@ export abstract class IndexPlacement {
     return new LocalSearchIndex(this.indexOptions(), this.publishFilter, this.c.logger)
   }
 
-  private workerIndex(): WorkerSearchIndex {
-    const index: WorkerSearchIndex = new WorkerSearchIndex(
-      this.indexOptions(),
-      err => this.lostWorker(index, err),
-      this.publishFilter
-    )
+  private workerIndex(): SearchIndex {
+    const lost = (err: Error): void => this.lostWorker(index, err)
+    const threads = Math.max(1, Math.min(this.c.search.threads ?? 1, availableParallelism()))
+    const index: SearchIndex =
+      threads > 1
+        ? new ReplicatedSearchIndex(threads, this.indexOptions(), lost, this.publishFilter, err =>
+            this.c.logger.warn({ err }, 'a search thread could not read the snapshot; the others answer')
+          )
+        : new WorkerSearchIndex(this.indexOptions(), lost, this.publishFilter)
     return index
   }
 
@@ -118,7 +123,7 @@ export abstract class IndexPlacement {
    * A lost worker took the index with it: a new one is built from the store, as at start. A worker
    * lost while the engine moved to it held no query: the move is dropped and tried again later.
    */
-  private lostWorker(index: WorkerSearchIndex, err: Error): void {
+  private lostWorker(index: SearchIndex, err: Error): void {
     this.workerLosses++
     const moving = this.moving?.index === index
     this.c.logger.error(

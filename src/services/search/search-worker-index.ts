@@ -79,6 +79,11 @@ export class WorkerSearchIndex implements SearchIndex {
     this.worker.on('exit', code => fail(new Error(`search worker exited with code ${code}`)))
   }
 
+  /** Asks sent and not yet answered (queries, and a snapshot being written). */
+  get waiting(): number {
+    return this.pending.size
+  }
+
   apply(change: IndexChange): void {
     if (this.lost) return
     this.queue.push(change)
