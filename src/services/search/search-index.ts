@@ -149,6 +149,8 @@ export interface SearchIndex {
   save(path: string, meta: SnapshotMeta): Promise<number | null>
   /** Fills the empty index from a snapshot file (IndexedEngine.restore); its documents. Rejects when it does not fit. */
   restore(path: string, meta: SnapshotMeta): Promise<number>
+  /** After a restore, once the node has loaded: an index with several threads fills the others (ReplicatedSearchIndex). */
+  restoreOthers?(): void
   close(): Promise<void>
 }
 

@@ -181,6 +181,7 @@ export abstract class SearchIndexing extends IndexPlacement {
       },
       'search index restored from its snapshot'
     )
+    index.restoreOthers?.()
     return entities
   }
 
