@@ -198,7 +198,7 @@ export const SEARCH_SETTINGS = [
     flag: 'search-threads',
     min: 1,
     max: 64,
-    doc: 'With search.worker, the worker threads that answer searches, at most one per core: each holds a whole copy of the index (about 1.3 GiB at a million entities, 150 MiB at 100,000) and gets every change, and a search goes to the one with the fewest waiting. Two let both cores of a 2-core machine answer searches at once; 1 halves the index memory.'
+    doc: 'With search.worker, the worker threads that answer searches, at most one per core: each holds a whole copy of the index (about 1.7 GiB at a million entities, 250 MiB at 100,000) and gets every change, and a search goes to the one with the fewest waiting. Two let both cores of a 2-core machine answer searches at once; 1 halves the index memory.'
   },
   {
     key: 'search.snapshot_from_entities',

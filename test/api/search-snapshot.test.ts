@@ -136,6 +136,11 @@ test('a running node writes its snapshot while it runs, and has nothing to write
     detail: () => node.logs.filter(line => /snapshot|worker/.test(line.msg)).slice(-8)
   })
   t.true(existsSync(join(dataDir, SNAPSHOT_FILE)))
+  // Built by the first search thread alone; the others read that snapshot, then take queries too.
+  await until('every search thread reads the snapshot', () => node.threadsReady().every(Boolean))
+  t.is(node.threadsReady().length, Math.min(2, availableParallelism()))
+  for (const answer of await Promise.all(Array.from({ length: 6 }, () => found(node.url, 'legal'))))
+    t.is(answer.length, 2, 'searches at once, answered by every thread')
   const before = written().length
   await node.stop()
   stopped = true

@@ -151,6 +151,8 @@ export interface SearchIndex {
   restore(path: string, meta: SnapshotMeta): Promise<number>
   /** After a restore, once the node has loaded: an index with several threads fills the others (ReplicatedSearchIndex). */
   restoreOthers?(): void
+  /** Before a build that snapshots will follow: an index with several threads builds its first alone (ReplicatedSearchIndex). */
+  buildFirstOnly?(): void
   close(): Promise<void>
 }
 

@@ -206,6 +206,10 @@ export abstract class SearchIndexing extends IndexPlacement {
    * operation log at the next start). The index's state is copied at once and written while it
    * goes on answering.
    */
+  private get snapshotFromEntities(): number {
+    return this.c.search.snapshotFromEntities ?? SNAPSHOT_FROM_ENTITIES
+  }
+
   protected async saveSnapshot(when: 'running' | 'stopping'): Promise<void> {
     if (when === 'stopping' && this.snapshot.timer) clearInterval(this.snapshot.timer)
     const path = this.c.search.snapshotFile
@@ -214,7 +218,7 @@ export abstract class SearchIndexing extends IndexPlacement {
     const seq = this.c.store.lastSeq()
     if (seq === this.snapshot.seq) return
     const entities = this.c.store.entityCount()
-    if (entities < (this.c.search.snapshotFromEntities ?? SNAPSHOT_FROM_ENTITIES)) {
+    if (entities < this.snapshotFromEntities) {
       // The snapshot on disk is out of date and no new one is due: a start would only replay it.
       if (this.snapshot.seq !== null && when === 'stopping') removeSnapshot(path)
       return
@@ -255,6 +259,7 @@ export abstract class SearchIndexing extends IndexPlacement {
     let previous: Promise<number> | null = null
     // Text and filters first: vectors and home terms follow the last chunk (a 1M store is searchable
     // 25–40 s sooner; its semantic ranking is complete about 35 s after that).
+    if (this.c.search.snapshotFile && this.c.store.entityCount() >= this.snapshotFromEntities) index.buildFirstOnly?.()
     index.apply({ op: 'bulk-load' })
     for (;;) {
       const records = this.c.store.entitiesAfter(after, BUILD_CHUNK)
