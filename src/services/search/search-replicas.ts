@@ -60,10 +60,6 @@ export class ReplicatedSearchIndex implements SearchIndex {
       })
   }
 
-  get threads(): number {
-    return this.replicas.length
-  }
-
   apply(change: IndexChange): void {
     for (const replica of this.replicas)
       if (replica.held) replica.held.push(change)
