@@ -8,7 +8,7 @@ import {
   type CapabilityCondition,
   type CapabilityKey,
   type EngineQuery,
-  type SearchDocument
+  type KeptDocument
 } from './engine-query.js'
 import { SlotLists } from './slot-lists.js'
 import type { SnapshotReader, SnapshotWriter } from '../util/snapshot-file.js'
@@ -18,7 +18,7 @@ const capabilityList = (key: string, value: string): string => `${key}:${value}`
 /** A condition the visited list holds by itself: the category, the developer, a tag (its index), or the capability filter. */
 export type Facet = 'category' | 'developer' | 'capability' | number
 
-type Docs = readonly (SearchDocument | undefined)[]
+type Docs = readonly (KeptDocument | undefined)[]
 
 export class FacetLists {
   readonly byCategory = new SlotLists()
@@ -27,7 +27,7 @@ export class FacetLists {
   /** Slots by capability value, under `capabilityList(key, value)`. */
   readonly byCapability = new SlotLists()
 
-  add(slot: number, doc: SearchDocument): void {
+  add(slot: number, doc: KeptDocument): void {
     this.byCategory.add(doc.category, slot)
     for (const tag of doc.tags) this.byTag.add(tag, slot)
     if (doc.developerId !== null) this.byDeveloper.add(doc.developerId, slot)
@@ -160,7 +160,7 @@ export function union(touched: Int32Array, above: Int32Array, textScores: Float3
  * a live slot of a list holds that list's value (documents never change in place, an update
  * takes a new slot), so the list visited covers its own condition. null: nothing to check.
  */
-export function facetCheck(q: EngineQuery, covered: Facet | null): ((doc: SearchDocument) => boolean) | null {
+export function facetCheck(q: EngineQuery, covered: Facet | null): ((doc: KeptDocument) => boolean) | null {
   const category = covered === 'category' ? null : (q.category ?? null)
   const developerId = covered === 'developer' ? null : (q.developerId ?? null)
   const tags = (q.tags ?? []).filter((_, i) => i !== covered)
@@ -175,8 +175,8 @@ export function facetCheck(q: EngineQuery, covered: Facet | null): ((doc: Search
 
 /** The facet and other filters in one predicate, or null when there are none. */
 export function withFilter(
-  facets: ((doc: SearchDocument) => boolean) | null,
-  filter: ((doc: SearchDocument) => boolean) | null
-): ((doc: SearchDocument) => boolean) | null {
+  facets: ((doc: KeptDocument) => boolean) | null,
+  filter: ((doc: KeptDocument) => boolean) | null
+): ((doc: KeptDocument) => boolean) | null {
   return facets === null ? filter : filter === null ? facets : doc => facets(doc) && filter(doc)
 }

@@ -3,7 +3,7 @@
  * tag, capability, developer) once in a table that the columns refer to. Decoding a million
  * documents as objects field by field took 19 s; by column it is their construction alone.
  */
-import { CAPABILITY_KEYS, type SearchDocument } from './engine-query.js'
+import { CAPABILITY_KEYS, type KeptDocument, type SearchDocument } from './engine-query.js'
 import { FRESH, type SnapshotReader, type SnapshotWriter } from '../util/snapshot-file.js'
 import { widened } from '../util/typed-arrays.js'
 
@@ -14,13 +14,23 @@ const NO_VALUE = -1
 const NOTHING: readonly string[] = Object.freeze([])
 const LISTS = ['tags', ...CAPABILITY_KEYS] as const
 
-type Docs = readonly (SearchDocument | undefined)[]
+type Docs = readonly (KeptDocument | undefined)[]
+
+/** What the documents' columns are written from beside the kept documents: the engine's columns by slot. */
+export interface SlotValues {
+  isService(slot: number): boolean
+  isActive(slot: number): boolean
+  readonly registeredAt: Float64Array
+  readonly lastChange: Float64Array
+  readonly uptime: Float32Array
+  readonly transitive: Float32Array
+}
 
 /** Documents put in columns in one turn of a snapshot's writing (a few milliseconds of work). */
 const DOCUMENTS_PER_STEP = 5_000
 
 /** Plans the documents' columns under `prefix`: made a range of documents at a time as the snapshot is written. */
-export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs): void {
+export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs, values: SlotValues): void {
   const count = docs.length
   const table = new Map<string, number>()
   const ref = (value: string): number => {
@@ -44,11 +54,11 @@ export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs): 
         continue
       }
       ids[slot] = doc.entityId
-      kinds[slot] = PRESENT | (doc.type === 'service' ? SERVICE : 0) | (doc.active ? ACTIVE : 0)
-      numbers[slot * 4] = doc.registeredAt
-      numbers[slot * 4 + 1] = doc.lastChange
-      numbers[slot * 4 + 2] = doc.uptime
-      numbers[slot * 4 + 3] = doc.transitive ?? 0
+      kinds[slot] = PRESENT | (values.isService(slot) ? SERVICE : 0) | (values.isActive(slot) ? ACTIVE : 0)
+      numbers[slot * 4] = values.registeredAt[slot] as number
+      numbers[slot * 4 + 1] = values.lastChange[slot] as number
+      numbers[slot * 4 + 2] = values.uptime[slot] as number
+      numbers[slot * 4 + 3] = values.transitive[slot] as number
       category[slot] = ref(doc.category)
       if (doc.developerId !== null) developer[slot] = ref(doc.developerId)
       LISTS.forEach((list, l) => {
@@ -82,12 +92,19 @@ export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs): 
   })
 }
 
-/** The documents `saveDocuments` wrote, each string of the table passed through `intern`. */
+/**
+ * The documents `saveDocuments` wrote, as kept documents (each string of the table passed through
+ * `intern`), and `read`, which fills a whole document of a slot into a reused object.
+ */
 export function restoreDocuments(
   input: SnapshotReader,
   prefix: string,
   intern: (value: string) => string
-): (SearchDocument | undefined)[] {
+): {
+  docs: (KeptDocument | undefined)[]
+  document: () => SearchDocument
+  read: (slot: number, kept: KeptDocument, into: SearchDocument) => SearchDocument
+} {
   const ids = input.strings(`${prefix}.ids`)
   const table = input.strings(`${prefix}.table`).map(intern)
   const kinds = input.array(`${prefix}.kinds`, Uint8Array)
@@ -108,28 +125,50 @@ export function restoreDocuments(
     list.at += n
     return values
   }
-  const docs: (SearchDocument | undefined)[] = new Array(ids.length)
+  const docs: (KeptDocument | undefined)[] = new Array(ids.length)
   for (let slot = 0; slot < ids.length; slot++) {
-    const kind = kinds[slot] as number
-    if (!(kind & PRESENT)) {
+    if (!((kinds[slot] as number) & PRESENT)) {
       docs[slot] = undefined
       continue
     }
     const developerRef = developer[slot] as number
-    // Fields in the order searchDocument() makes them, so every document has one shape.
+    // Fields in the order keptDocument() makes them, so every document has one shape.
     docs[slot] = {
       entityId: ids[slot] as string,
-      type: kind & SERVICE ? 'service' : 'agent',
       category: table[category[slot] as number] as string,
       tags: next(0, slot),
       developerId: developerRef === NO_VALUE ? null : (table[developerRef] as string),
-      active: (kind & ACTIVE) !== 0,
-      registeredAt: numbers[slot * 4] as number,
-      lastChange: numbers[slot * 4 + 1] as number,
-      uptime: numbers[slot * 4 + 2] as number,
-      transitive: numbers[slot * 4 + 3] as number,
       capabilities: { skills: next(1, slot), protocols: next(2, slot), languages: next(3, slot), models: next(4, slot) }
     }
   }
-  return docs
+  const read = (slot: number, kept: KeptDocument, into: SearchDocument): SearchDocument => {
+    const kind = kinds[slot] as number
+    const doc = into as { -readonly [K in keyof SearchDocument]: SearchDocument[K] }
+    doc.entityId = kept.entityId
+    doc.type = kind & SERVICE ? 'service' : 'agent'
+    doc.category = kept.category
+    doc.tags = kept.tags
+    doc.developerId = kept.developerId
+    doc.active = (kind & ACTIVE) !== 0
+    doc.registeredAt = numbers[slot * 4] as number
+    doc.lastChange = numbers[slot * 4 + 1] as number
+    doc.uptime = numbers[slot * 4 + 2] as number
+    doc.transitive = numbers[slot * 4 + 3] as number
+    doc.capabilities = kept.capabilities
+    return into
+  }
+  const document = (): SearchDocument => ({
+    entityId: '',
+    type: 'agent',
+    category: '',
+    tags: NOTHING,
+    developerId: null,
+    active: false,
+    registeredAt: 0,
+    lastChange: 0,
+    uptime: 0,
+    transitive: 0,
+    capabilities: { skills: NOTHING, protocols: NOTHING, languages: NOTHING, models: NOTHING }
+  })
+  return { docs, document, read }
 }

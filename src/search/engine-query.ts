@@ -31,6 +31,21 @@ export interface SearchDocument {
 }
 
 /**
+ * What the engine keeps of a document in its slot: the entity and the values filters compare. Its
+ * kind, activity and ranking inputs are held in typed columns only (slot-columns.ts): at a million
+ * documents, each search thread's copy of them as object fields cost about 100 MiB.
+ */
+export type KeptDocument = Pick<SearchDocument, 'entityId' | 'category' | 'tags' | 'developerId' | 'capabilities'>
+
+/** The kept part of a document, every one in the same shape. */
+export function keptDocument({ entityId, category, tags, developerId, capabilities }: KeptDocument): KeptDocument {
+  return { entityId, category, tags, developerId, capabilities }
+}
+
+/** The fields a patch may change without a new document (status changes, heartbeats, trust). */
+export type DocumentPatch = Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime' | 'transitive'>>
+
+/**
  * The trust score from its inputs: the developer's part (see setDeveloperPart) and the entity's
  * own. Never lower at a later `now` (the static order bounds the scores of the next minute by it).
  */
@@ -55,7 +70,7 @@ export interface EngineQuery {
   tags?: readonly string[]
   developerId?: string | null
   /** The other filters, or null when there are none. */
-  filter: ((doc: SearchDocument) => boolean) | null
+  filter: ((doc: KeptDocument) => boolean) | null
   trust: TrustFormula
   minTrust: number
   /** A document without a text match counts as a match when its similarity reaches this. */
@@ -83,7 +98,8 @@ export interface CapabilityCondition {
 }
 
 export interface EngineHit {
-  doc: SearchDocument
+  doc: KeptDocument
+  active: boolean
   score: number
   breakdown: ScoreBreakdown
 }

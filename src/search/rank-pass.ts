@@ -5,7 +5,7 @@
  * breakdowns.
  */
 import { facetCheck, type Facet, withFilter } from './candidate-slots.js'
-import type { EngineHit, EngineQuery, SearchDocument } from './engine-query.js'
+import type { EngineHit, EngineQuery, KeptDocument } from './engine-query.js'
 import { combine, freshness, RRF_K, round4, type RankingWeights, type ScoreBreakdown } from './ranking.js'
 import { ACTIVE, LIVE, SERVICE, Signals, type SlotColumns } from './slot-columns.js'
 import type { TextBest } from './text-index.js'
@@ -126,13 +126,13 @@ export function rank(
  * and `byDocument` (the other conditions, on the slot's document); null when there are none.
  */
 function bySlot(
-  docs: readonly (SearchDocument | undefined)[],
+  docs: readonly (KeptDocument | undefined)[],
   marked: ((slot: number) => boolean) | null,
-  byDocument: ((doc: SearchDocument) => boolean) | null
+  byDocument: ((doc: KeptDocument) => boolean) | null
 ): ((slot: number) => boolean) | null {
   if (byDocument === null) return marked
-  if (marked === null) return slot => byDocument(docs[slot] as SearchDocument)
-  return slot => marked(slot) && byDocument(docs[slot] as SearchDocument)
+  if (marked === null) return slot => byDocument(docs[slot] as KeptDocument)
+  return slot => marked(slot) && byDocument(docs[slot] as KeptDocument)
 }
 
 /** The best text score among the listed slots that pass the filters. */
@@ -335,15 +335,20 @@ export function page(
     .sorted()
     .slice(q.offset)
     .map(slot => {
-      const doc = cols.docs[slot] as SearchDocument
+      const active = cols.isActive(slot)
       const breakdown: ScoreBreakdown = {
         text_relevance: round4(maxText > 0 ? (textScores[slot] as number) / maxText : 0),
         semantic_similarity: round4(Math.max(0, semantic ? (semantic[slot] as number) : 0)),
         trust_score: round4(trustCache[slot] as number),
         freshness: round4(freshness(cols.lastChange[slot] as number, q.now, q.halfLifeDays)),
-        availability: doc.active ? 1 : 0
+        availability: active ? 1 : 0
       }
-      return { doc, score: round4(fused ? (scoreOf[slot] as number) : combine(breakdown, w)), breakdown }
+      return {
+        doc: cols.docs[slot] as KeptDocument,
+        active,
+        score: round4(fused ? (scoreOf[slot] as number) : combine(breakdown, w)),
+        breakdown
+      }
     })
 }
 

@@ -13,7 +13,13 @@
  * lists (updates take a new slot), so no index ever attributes an old document's words to a new one.
  */
 import { type Facet, FacetLists, union } from './candidate-slots.js'
-import type { EngineHit, EngineQuery, SearchDocument } from './engine-query.js'
+import {
+  type DocumentPatch,
+  type EngineHit,
+  type EngineQuery,
+  keptDocument,
+  type SearchDocument
+} from './engine-query.js'
 import { PHRASE_BONUS } from './ranking.js'
 import { type LazySimilarity, rank } from './rank-pass.js'
 import { SlotColumns } from './slot-columns.js'
@@ -32,6 +38,7 @@ export {
   type CapabilitySets,
   type EngineHit,
   type EngineQuery,
+  type KeptDocument,
   type SearchDocument,
   type TrustFormula
 } from './engine-query.js'
@@ -138,7 +145,7 @@ export class SearchEngine {
     const columns = this.columns
     const slot = this.free.pop() ?? columns.docs.length
     columns.ensure(slot + 1)
-    columns.docs[slot] = doc
+    columns.docs[slot] = keptDocument(doc)
     this.slots.set(doc.entityId, slot)
     columns.idKeys[slot] = idOrder(doc.entityId)
     columns.write(slot, doc)
@@ -175,20 +182,9 @@ export class SearchEngine {
   }
 
   /** Updates what filters and ranking see without re-indexing text (status changes, heartbeats). */
-  patch(
-    entityId: string,
-    change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime' | 'transitive'>>
-  ): void {
+  patch(entityId: string, change: DocumentPatch): void {
     const slot = this.slots.get(entityId)
-    const doc = slot === undefined ? undefined : this.columns.docs[slot]
-    if (!doc || slot === undefined) return
-    // Heartbeats patch often: documents are mutated in place rather than copied.
-    const mutable = doc as { -readonly [K in keyof SearchDocument]: SearchDocument[K] }
-    if (change.active !== undefined) mutable.active = change.active
-    if (change.lastChange !== undefined) mutable.lastChange = Math.max(doc.lastChange, change.lastChange)
-    if (change.uptime !== undefined) mutable.uptime = change.uptime
-    if (change.transitive !== undefined) mutable.transitive = change.transitive
-    this.columns.write(slot, doc)
+    if (slot !== undefined) this.columns.patch(slot, change)
   }
 
   remove(entityId: string): void {
@@ -268,13 +264,9 @@ export class SearchEngine {
 
   /** Sets every document's transitive trust to 0 (before the scores are computed again). */
   clearTransitive(): void {
-    const { docs } = this.columns
-    for (let slot = 0; slot < docs.length; slot++) {
-      const doc = docs[slot]
-      if (!doc?.transitive) continue
-      ;(doc as { transitive?: number }).transitive = 0
-      this.columns.write(slot, doc)
-    }
+    const { docs, transitive } = this.columns
+    for (let slot = 0; slot < docs.length; slot++)
+      if (transitive[slot] !== 0 && docs[slot] !== undefined) this.columns.patch(slot, { transitive: 0 })
   }
 
   /** Drops removed documents from the postings and slot lists, which frees their slots. */

@@ -6,7 +6,7 @@
  * Typed columns rather than the documents' fields: the common filters and the ranking signals
  * then cost array reads, not object lookups.
  */
-import type { EngineQuery, SearchDocument, TrustFormula } from './engine-query.js'
+import type { DocumentPatch, EngineQuery, KeptDocument, SearchDocument, TrustFormula } from './engine-query.js'
 import { freshness, type RankingWeights } from './ranking.js'
 import { restoreDocuments, saveDocuments } from './document-columns.js'
 import type { SlotLists } from './slot-lists.js'
@@ -70,8 +70,8 @@ interface SignalsKey {
 }
 
 export class SlotColumns implements StaticScores<Signals> {
-  /** The document in each slot (undefined: a free or removed slot); its length is the slot count. */
-  readonly docs: (SearchDocument | undefined)[] = []
+  /** The document kept in each slot (undefined: a free or removed slot); its length is the slot count. */
+  readonly docs: (KeptDocument | undefined)[] = []
   // Columns by slot.
   flags = new Uint8Array(1024)
   registeredAt = new Float64Array(1024)
@@ -117,6 +117,30 @@ export class SlotColumns implements StaticScores<Signals> {
     this.uptime[slot] = doc.uptime
     this.transitive[slot] = doc.transitive ?? 0
     this.developerOf[slot] = doc.developerId === null ? NO_DEVELOPER : this.developerNumber(doc.developerId)
+    this.expire(slot)
+  }
+
+  /** Changes the slot's activity and ranking inputs in place (a last change only moves forward). */
+  patch(slot: number, change: DocumentPatch): void {
+    const flags = this.flags[slot] as number
+    if (change.active !== undefined) this.flags[slot] = change.active ? flags | ACTIVE : flags & ~ACTIVE
+    if (change.lastChange !== undefined)
+      this.lastChange[slot] = Math.max(this.lastChange[slot] as number, change.lastChange)
+    if (change.uptime !== undefined) this.uptime[slot] = change.uptime
+    if (change.transitive !== undefined) this.transitive[slot] = change.transitive
+    this.expire(slot)
+  }
+
+  isService(slot: number): boolean {
+    return ((this.flags[slot] as number) & SERVICE) !== 0
+  }
+
+  isActive(slot: number): boolean {
+    return ((this.flags[slot] as number) & ACTIVE) !== 0
+  }
+
+  /** The slot's cached signals are recomputed at their next read. */
+  private expire(slot: number): void {
     this.trustCache[slot] = NaN
     this.ceiling.changed(slot)
   }
@@ -157,10 +181,7 @@ export class SlotColumns implements StaticScores<Signals> {
     this.developerParts[n] = part
     // Only their documents' cached signals change (dead slots in the list are harmless).
     const slots = byDeveloper.get(developerId)
-    for (let i = 0; i < slots.length; i++) {
-      this.trustCache[slots[i] as number] = NaN
-      this.ceiling.changed(slots[i] as number)
-    }
+    for (let i = 0; i < slots.length; i++) this.expire(slots[i] as number)
   }
 
   private developerNumber(developerId: string): number {
@@ -263,7 +284,7 @@ export class SlotColumns implements StaticScores<Signals> {
 
   /** The documents, their ID order and the developers' parts; the other columns follow from the documents. */
   save(out: SnapshotWriter, prefix: string): void {
-    saveDocuments(out, `${prefix}.docs`, this.docs)
+    saveDocuments(out, `${prefix}.docs`, this.docs, this)
     out.array(`${prefix}.idKeys`, () => this.idKeys.subarray(0, this.docs.length))
     out.strings(`${prefix}.developers`, () => [...this.developerNumbers.keys()])
     out.array(`${prefix}.developerParts`, () => this.developerParts.subarray(0, this.developerNumbers.size))
@@ -277,13 +298,16 @@ export class SlotColumns implements StaticScores<Signals> {
     })
     const parts = input.array(`${prefix}.developerParts`, Float32Array)
     this.developerParts = widened(parts, Math.max(256, parts.length * 2))
-    const docs = restoreDocuments(input, `${prefix}.docs`, intern)
+    const restored = restoreDocuments(input, `${prefix}.docs`, intern)
+    const docs = restored.docs
     this.ensure(docs.length)
     this.idKeys.set(input.array(`${prefix}.idKeys`, Float64Array))
+    // One document read into a reused object at a time: only the kept part stays.
+    const doc = restored.document()
     for (let slot = 0; slot < docs.length; slot++) {
-      const doc = docs[slot]
-      this.docs.push(doc)
-      if (doc) this.write(slot, doc)
+      const kept = docs[slot]
+      this.docs.push(kept)
+      if (kept) this.write(slot, restored.read(slot, kept, doc))
     }
   }
 

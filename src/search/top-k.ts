@@ -2,12 +2,12 @@
  * The k best slots of a stream of scored slots (TopK), ties broken by entity ID, and the number
  * (idOrder) that orders most entity IDs without comparing the strings.
  */
-import type { SearchDocument } from './engine-query.js'
+import type { KeptDocument } from './engine-query.js'
 
 /** What breaks ties between equal scores: entity ID order by slot as numbers, and the documents for the rest. */
 export interface Order {
   keys: Float64Array
-  docs: readonly (SearchDocument | undefined)[]
+  docs: readonly (KeptDocument | undefined)[]
 }
 
 /**
@@ -49,7 +49,7 @@ export class TopK {
     const kb = order.keys[b] as number
     // NaN keys (IDs of another form) and equal prefixes compare as strings.
     if (ka !== kb && !Number.isNaN(ka) && !Number.isNaN(kb)) return ka > kb
-    return (order.docs[a] as SearchDocument).entityId > (order.docs[b] as SearchDocument).entityId
+    return (order.docs[a] as KeptDocument).entityId > (order.docs[b] as KeptDocument).entityId
   }
 
   offer(slot: number, score: number): void {

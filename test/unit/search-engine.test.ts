@@ -2,7 +2,7 @@ import test from 'ava'
 import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
-import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
+import { SearchEngine, type EngineQuery, type KeptDocument } from '../../src/search/search-engine.js'
 import type { FieldTokens } from '../../src/search/text-index.js'
 import { lcg, searchDoc as doc, unit } from '../helpers/search-documents.js'
 
@@ -54,6 +54,41 @@ test('an updated document no longer matches the words it lost, and is counted on
   fresh.upsert(doc('a'), fields('alpha gamma'), null)
   fresh.upsert(doc('b'), fields('beta'), null)
   t.is(alpha.hits[0]?.breakdown.text_relevance, fresh.search(query('alpha')).hits[0]?.breakdown.text_relevance)
+})
+
+test('a patch ranks and filters a document as the document with the patched values would, and a last change only moves forward', t => {
+  const trust = (developer: number, registeredAt: number, uptime: number, now: number, transitive: number) =>
+    0.2 + 0.3 * uptime + 0.4 * transitive + developer * 0 + (now - registeredAt) * 0
+  const patched = new SearchEngine(64)
+  const fresh = new SearchEngine(64)
+  for (let i = 0; i < 6; i++) {
+    const before = doc(`e${i}`, { active: true, lastChange: 5 * 86_400_000, uptime: 1, transitive: 0.5 })
+    patched.upsert(before, fields(`alpha word${i}`), null)
+    const after =
+      i % 2 === 0
+        ? doc(`e${i}`, { active: false, lastChange: 5 * 86_400_000, uptime: 0.25, transitive: 0 })
+        : { ...before, lastChange: 9 * 86_400_000 }
+    fresh.upsert(after, fields(`alpha word${i}`), null)
+  }
+  for (let i = 0; i < 6; i++)
+    patched.patch(
+      `e${i}`,
+      i % 2 === 0
+        ? { active: false, lastChange: 86_400_000, uptime: 0.25, transitive: 0 }
+        : { lastChange: 9 * 86_400_000 }
+    )
+  const now = 10 * 86_400_000
+  for (const over of [{}, { active: true }, { active: false }] as Partial<EngineQuery>[]) {
+    const q = query('alpha', { trust, now, ...over })
+    const a = patched.search(q)
+    const b = fresh.search(q)
+    t.is(a.total, b.total)
+    t.deepEqual(
+      a.hits.map(h => [h.doc.entityId, h.active, h.score, h.breakdown]),
+      b.hits.map(h => [h.doc.entityId, h.active, h.score, h.breakdown])
+    )
+  }
+  t.is(patched.search(query('alpha', { active: false })).total, 3)
 })
 
 test('slots are reused only after a sweep, and sweeps keep every live document findable', t => {
@@ -316,7 +351,7 @@ test('from fullScanBelow slots on, a text query with one capability condition ra
     )
   }
   const declared = new Set(['e00003', 'e00004'])
-  const filter = (d: SearchDocument) => d.capabilities.skills.includes('translate') || declared.has(d.entityId)
+  const filter = (d: KeptDocument) => d.capabilities.skills.includes('translate') || declared.has(d.entityId)
   const capabilityConditions = [{ key: 'skills' as const, value: 'translate', plus: [...declared] }]
   const vector = unit(new Float32Array(16).fill(1))
   for (const text of ['agent', 'weather', 'rare', 'agent weather'])
@@ -393,7 +428,7 @@ test("a query with words and a filter list scores the list's documents from thei
     })
     engine.upsert(document, fields(text, i % 3 === 0 ? `${pick()} ${pick()}` : ''), null)
   }
-  const narrow = (d: SearchDocument): boolean => d.tags.includes('narrow')
+  const narrow = (d: KeptDocument): boolean => d.tags.includes('narrow')
   const queries = ['common', 'agent data', '"search tool"', 'common "data agent" rare', 'absent']
   for (const text of queries) {
     const listed = engine.search(query(text, { tags: ['narrow'], limit: 20 }))
@@ -403,7 +438,7 @@ test("a query with words and a filter list scores the list's documents from thei
   }
   // Two filter lists: the shorter is visited, the other checked on marks by slot. The category
   // alone: a third of the documents, whose postings alone are scored.
-  const finance = (d: SearchDocument): boolean => d.category === 'finance'
+  const finance = (d: KeptDocument): boolean => d.category === 'finance'
   for (const text of ['', 'common', 'agent data']) {
     for (const tags of [['narrow'], ['wide'], []]) {
       const listed = engine.search(query(text, { category: 'finance', tags, limit: 30 }))

@@ -18,6 +18,7 @@ import {
   type CapabilityCondition,
   type CapabilityKey,
   type EngineQuery,
+  type KeptDocument,
   SearchEngine,
   type SearchDocument
 } from '../../search/search-engine.js'
@@ -400,7 +401,7 @@ export class IndexedEngine {
       ...(capabilities ? { capabilityConditions: capabilityConditions(capabilities) } : {})
     })
     return {
-      hits: hits.map(h => ({ entityId: h.doc.entityId, active: h.doc.active, score: h.score, breakdown: h.breakdown })),
+      hits: hits.map(h => ({ entityId: h.doc.entityId, active: h.active, score: h.score, breakdown: h.breakdown })),
       total
     }
   }
@@ -453,7 +454,7 @@ const HOME = 2
 /** The store's state a snapshot was written at (and the embedder whose vectors it holds). */
 export type SnapshotMeta = Record<string, string | number | boolean | null>
 
-function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: SearchDocument) => boolean {
+function capabilityPredicate({ wanted, declared }: CapabilityFilter): (doc: KeptDocument) => boolean {
   const checks = CAPABILITY_KEYS.flatMap(key => {
     const values = wanted[key]
     return values?.length ? [{ key, values }] : []
