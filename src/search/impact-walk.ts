@@ -8,8 +8,8 @@
  * A query whose words most documents hold (at a million, "agent" is in 98 % of them) then reads
  * the few thousand postings that can reach its page instead of every one of them.
  */
-import { widened } from '../util/typed-arrays.js'
 import type { Postings } from './postings.js'
+import { SlotWeights } from './slot-weights.js'
 
 /** A query term's posting list, its idf (times the term's weight in the query), and whether it is walked by weight. */
 export interface WalkedTerm {
@@ -103,18 +103,12 @@ export function orderByImpact(list: Postings, spares: SpareBuffers = NO_SPARES):
 /**
  * Gives the list its weights by slot for `slotCount` slots (kept up to date by the list from then
  * on; a slot the list never held reads 0 only below its length, hence the length at each walk).
+ * False when the list has too many distinct weights to number (see slot-weights.ts): it has none.
  */
-export function weighBySlot(list: Postings, slotCount: number, spares: SpareBuffers = NO_SPARES): void {
-  if (list.bySlot !== null) {
-    if (list.bySlot.length < slotCount) list.bySlot = widened(list.bySlot, slotCount)
-    return
-  }
-  const buffer = spares.take(slotCount * 4)
-  const bySlot = new Float32Array(buffer, 0, buffer.byteLength >> 2)
-  bySlot.fill(0)
-  const { slots, weights, length } = list
-  for (let i = 0; i < length; i++) bySlot[slots[i] as number] = weights[i] as number
-  list.bySlot = bySlot
+export function weighBySlot(list: Postings, slotCount: number, spares: SpareBuffers = NO_SPARES): boolean {
+  if (list.bySlot === null) list.bySlot = SlotWeights.build(list.slots, list.weights, list.length, slotCount, spares)
+  list.bySlot?.ensure(slotCount)
+  return list.bySlot !== null
 }
 
 /** Buffers kept for the next orders: an eviction gives back two or three. */
@@ -138,10 +132,13 @@ export class RecentWalks {
     this.spares = new SpareBuffers(SPARES)
   }
 
-  /** Brings the list's impact order (and with `bySlot`, its weights by slot) up to date, and keeps it among the last walked. */
-  prepare(list: Postings, bySlot: boolean, slotCount: number): void {
+  /**
+   * Brings the list's impact order (and with `bySlot`, its weights by slot) up to date, and keeps it
+   * among the last walked; false when it was to have weights by slot and has none (see weighBySlot).
+   */
+  prepare(list: Postings, bySlot: boolean, slotCount: number): boolean {
     orderByImpact(list, this.spares)
-    if (bySlot) weighBySlot(list, slotCount, this.spares)
+    const weighed = !bySlot || weighBySlot(list, slotCount, this.spares)
     remove(this.bySlotOnly, list)
     remove(this.walked, list)
     this.walked.push(list)
@@ -151,9 +148,10 @@ export class RecentWalks {
         this.spares.give(evicted.impact.buffer)
         this.spares.give(evicted.impactWeights.buffer)
       }
-      if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.buffer)
+      if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.codes.buffer)
       evicted.dropWalk()
     }
+    return weighed
   }
 
   /** Brings the list's weights by slot up to date (not its impact order), and keeps them among the last read. */
@@ -164,7 +162,7 @@ export class RecentWalks {
     this.bySlotOnly.push(list)
     if (this.bySlotOnly.length > this.keepBySlot) {
       const evicted = this.bySlotOnly.shift() as Postings
-      if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.buffer)
+      if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.codes.buffer)
       evicted.bySlot = null
     }
   }

@@ -5,6 +5,7 @@
  * caller may pick either per term and every document's score stays the same sum in the same order.
  */
 import type { Postings } from './postings.js'
+import type { SlotWeights } from './slot-weights.js'
 
 /**
  * A term is scored through its weights by slot for a filter list's documents when its list is
@@ -70,7 +71,7 @@ export function addPostingScores(
  * its terms added in order as one term at a time would add them.
  */
 export function addListedScores(
-  bySlots: readonly Float32Array[],
+  bySlots: readonly SlotWeights[],
   idfs: readonly number[],
   listed: ArrayLike<number>,
   alive: Uint8Array,
@@ -86,8 +87,9 @@ export function addListedScores(
     const previous = scores[slot] as number
     let score = previous
     for (let t = 0; t < terms; t++) {
-      const weight = (bySlots[t] as Float32Array)[slot] as number
-      if (weight !== 0) score = Math.fround(score + (idfs[t] as number) * weight)
+      const { codes, values } = bySlots[t] as SlotWeights
+      const code = codes[slot] as number
+      if (code !== 0) score = Math.fround(score + (idfs[t] as number) * (values[code] as number))
     }
     if (score === previous) continue
     if (previous === 0) touched[count++] = slot

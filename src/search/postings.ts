@@ -3,6 +3,7 @@
  * the checks the text index makes on counts and term sequences.
  */
 import { widened } from '../util/typed-arrays.js'
+import type { SlotWeights } from './slot-weights.js'
 import { F } from './text-fields.js'
 
 export class Postings {
@@ -22,7 +23,7 @@ export class Postings {
   impactWeights = new Float32Array(0)
   impactLength = 0
   /** Each slot's weight (0: not held), or null until a walk of several terms needs it (see impact-walk.ts). */
-  bySlot: Float32Array | null = null
+  bySlot: SlotWeights | null = null
 
   constructor(readonly term: string) {}
 
@@ -67,10 +68,7 @@ export class Postings {
     this.weights[this.length] = weight
     this.length++
     this.df++
-    if (this.bySlot !== null) {
-      if (slot >= this.bySlot.length) this.bySlot = widened(this.bySlot, Math.max(slot + 1, this.bySlot.length * 2))
-      this.bySlot[slot] = weight
-    }
+    if (this.bySlot !== null && !this.bySlot.set(slot, weight)) this.bySlot = null
   }
 
   /** Drops the postings of dead slots (and their slots from the impact order). */
@@ -81,7 +79,7 @@ export class Postings {
       const slot = this.slots[r] as number
       if (!alive[slot]) {
         // The slot may be reused once swept.
-        if (this.bySlot !== null) this.bySlot[slot] = 0
+        this.bySlot?.clear(slot)
         continue
       }
       if (w !== r) {

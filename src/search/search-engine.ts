@@ -471,7 +471,7 @@ export class SearchEngine {
     if (!phrasesFill && !fewLists && others * DOMINANT > longest.length) return null
     // Weights by slot: for the documents met before the walk, and those a walk of several lists meets.
     const bySlot = terms.length > 1 || q.phrases.length > 0
-    for (const list of long) this.recentWalks.prepare(list, bySlot, this.text.slotCapacity)
+    for (const list of long) if (!this.recentWalks.prepare(list, bySlot, this.text.slotCapacity)) return null
     return { terms, candidates }
   }
 

@@ -17,6 +17,7 @@ import type { WalkedTerm } from './impact-walk.js'
 import { KeptPairs } from './kept-pairs.js'
 import { addListedScores, addPostingScores, idfOf, type ScoringRun, scoredBySlot } from './posting-scores.js'
 import { column, holds, holdsPhrase, markTerm, Postings } from './postings.js'
+import type { SlotWeights } from './slot-weights.js'
 import { matchPhraseInCandidates, matchPhraseInList, type TermSequences } from './phrase-matches.js'
 import { F, FIELD_BOOSTS, FIELD_BREAK, FIELDS, MAX_TF, type Field, type FieldTokens } from './text-fields.js'
 
@@ -262,7 +263,7 @@ export class TextIndex {
     this.refreshNorms()
     const alive = this.alive
     // Terms read by slot one after another are read together: each listed document once.
-    const bySlots: Float32Array[] = []
+    const bySlots: SlotWeights[] = []
     const idfs: number[] = []
     const addListed = (): void => {
       if (bySlots.length === 0 || listed === null) return

@@ -19,6 +19,7 @@ import { ImpactWalk, type WalkedTerm } from './impact-walk.js'
 import { PHRASE_BONUS } from './ranking.js'
 import { fullScore, type LazySimilarity, MAX_SIMILARITY, offerScored, page, RankPass } from './rank-pass.js'
 import { LIVE, Signals, type SlotColumns } from './slot-columns.js'
+import type { SlotWeights } from './slot-weights.js'
 import { KthBest, TopK } from './top-k.js'
 import { widened } from '../util/typed-arrays.js'
 
@@ -99,7 +100,7 @@ export function rankByImpact(
     if (terms.length === 1) text = Math.fround(idf * weight)
     else
       for (const term of long) {
-        const weight = (term.list.bySlot as Float32Array)[slot] as number
+        const weight = (term.list.bySlot as SlotWeights).at(slot)
         if (weight !== 0) text = Math.fround(text + term.idf * weight)
       }
     textScores[slot] = text
@@ -211,10 +212,10 @@ function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Flo
   const visited = walk.visited.subarray(0, walk.count)
   for (const { list, idf, long } of terms) {
     if (long) {
-      const bySlot = list.bySlot as Float32Array
+      const { codes, values } = list.bySlot as SlotWeights
       for (let i = 0; i < visited.length; i++) {
         const slot = visited[i] as number
-        const weight = bySlot[slot] as number
+        const weight = values[codes[slot] as number] as number
         if (weight !== 0) scores[slot] = Math.fround((scores[slot] as number) + idf * weight)
       }
       continue
@@ -229,12 +230,12 @@ function scoreListed(terms: readonly WalkedTerm[], walk: ImpactWalk, scores: Flo
 
 /** How many of the slots hold a long list's term. */
 function countHolders(long: readonly WalkedTerm[], slots: Int32Array): number {
-  const bySlots = long.map(({ list }) => list.bySlot as Float32Array)
+  const held = long.map(({ list }) => (list.bySlot as SlotWeights).codes)
   let count = 0
   for (let i = 0; i < slots.length; i++) {
     const slot = slots[i] as number
-    for (let j = 0; j < bySlots.length; j++)
-      if ((bySlots[j] as Float32Array)[slot] !== 0) {
+    for (let j = 0; j < held.length; j++)
+      if ((held[j] as Uint16Array)[slot] !== 0) {
         count++
         break
       }
@@ -251,12 +252,12 @@ function longHolders(long: readonly WalkedTerm[], alive: Uint8Array): number {
   let count = lists[0]?.df ?? 0
   for (let j = 1; j < lists.length; j++) {
     const { slots, length } = lists[j] as (typeof lists)[number]
-    const earlier = lists.slice(0, j).map(list => list.bySlot as Float32Array)
+    const earlier = lists.slice(0, j).map(list => (list.bySlot as SlotWeights).codes)
     for (let i = 0; i < length; i++) {
       const slot = slots[i] as number
       if (!alive[slot]) continue
       let held = false
-      for (let e = 0; e < earlier.length && !held; e++) held = (earlier[e] as Float32Array)[slot] !== 0
+      for (let e = 0; e < earlier.length && !held; e++) held = (earlier[e] as Uint16Array)[slot] !== 0
       if (!held) count++
     }
   }

@@ -3,7 +3,7 @@ import { analyze, analyzeQuery } from '../../src/search/analyzer.js'
 import { defaultConfig } from '../../src/config/load.js'
 import { searchSettings } from '../../src/node-settings.js'
 import { SearchEngine, type EngineQuery, type SearchDocument } from '../../src/search/search-engine.js'
-import { RecentWalks } from '../../src/search/impact-walk.js'
+import { RecentWalks, weighBySlot } from '../../src/search/impact-walk.js'
 import { Postings } from '../../src/search/postings.js'
 import { Signals, SlotColumns } from '../../src/search/slot-columns.js'
 import { fastTrust } from '../../src/services/registry/trust.js'
@@ -188,6 +188,27 @@ test('a query with words and a filter list reads its long lists by slot for the 
   compareFiltered('slots reused')
 })
 
+test('weights by slot are the exact weights, numbered; a list with more distinct weights than numbers has none', t => {
+  const list = new Postings('w')
+  for (let slot = 0; slot < 300; slot++) list.add(slot * 2, new Uint8Array(5).fill(1), 0, 0.1 + (slot % 7) / 3)
+  t.true(weighBySlot(list, 600))
+  for (let slot = 0; slot < 300; slot++) t.is(list.bySlot?.at(slot * 2), Math.fround(0.1 + (slot % 7) / 3))
+  t.is(list.bySlot?.at(1), 0)
+  t.is(list.bySlot?.codes.BYTES_PER_ELEMENT, 2)
+  // A new weight added later takes the next number; one the codes cannot number drops them.
+  list.add(601, new Uint8Array(5).fill(1), 0, 1.5)
+  t.is(list.bySlot?.at(601), Math.fround(1.5))
+  const many = new Postings('many')
+  for (let slot = 0; slot < 65_536; slot++) many.add(slot, new Uint8Array(5).fill(1), 0, 1 + slot / 65_536)
+  t.false(weighBySlot(many, 65_536), 'more distinct weights than 16-bit numbers')
+  t.is(many.bySlot, null)
+  const full = new Postings('full')
+  for (let slot = 0; slot < 65_535; slot++) full.add(slot, new Uint8Array(5).fill(1), 0, 1 + slot / 65_536)
+  t.true(weighBySlot(full, 65_536))
+  full.add(65_535, new Uint8Array(5).fill(1), 0, 2)
+  t.is(full.bySlot, null, 'the next distinct weight does not fit: the list reads its postings again')
+})
+
 test('only the lists walked last keep their impact orders and weights by slot', t => {
   const recent = new RecentWalks(1)
   const a = new Postings('a')
@@ -198,28 +219,28 @@ test('only the lists walked last keep their impact orders and weights by slot', 
   }
   recent.prepare(a, true, 16)
   t.deepEqual([...(a.impact ?? [])], [9, 8, 7, 6, 5, 4, 3, 2, 1, 0], 'highest weight first')
-  t.is(a.bySlot?.[3], Math.fround(0.3))
+  t.is(a.bySlot?.at(3), Math.fround(0.3))
   // A document added after the order was built is in the list's tail, and in its weights by slot.
   a.add(10, new Uint8Array(5).fill(1), 0, 0.95)
   t.is(a.impactLength, 10)
-  t.is(a.bySlot?.[10], Math.fround(0.95))
+  t.is(a.bySlot?.at(10), Math.fround(0.95))
   // Slots added past the weights by slot, in other lists only, read 0 at the next walk.
   recent.prepare(a, true, 64)
   t.is(a.bySlot?.length, 64)
-  t.is(a.bySlot?.[40], 0)
+  t.is(a.bySlot?.at(40), 0)
   recent.prepare(b, false, 16)
   t.is(a.impact, null, 'the list walked before gave its order up')
   t.is(a.bySlot, null)
   t.deepEqual([...(b.impact ?? [])], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
   // Lists read by slot only (for a filter list) are kept apart: they push out one another, never a walk.
   recent.prepareBySlot(a, 16)
-  t.is(a.bySlot?.[3], Math.fround(0.3))
+  t.is(a.bySlot?.at(3), Math.fround(0.3))
   t.is(a.impact, null, 'no order is built for a read by slot')
   const c = new Postings('c')
   c.add(2, new Uint8Array(5).fill(1), 0, 0.5)
   recent.prepareBySlot(c, 16)
   t.is(a.bySlot, null, 'the list read by slot before gave its weights up')
-  t.is(c.bySlot?.[2], Math.fround(0.5))
+  t.is(c.bySlot?.at(2), Math.fround(0.5))
   t.not(b.impact, null, 'the walked list kept its order')
   // A walked list read by slot stays with the walked ones.
   recent.prepareBySlot(b, 16)
