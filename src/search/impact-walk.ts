@@ -9,7 +9,7 @@
  * the few thousand postings that can reach its page instead of every one of them.
  */
 import type { Postings } from './postings.js'
-import { SlotWeights } from './slot-weights.js'
+import { SlotWeights, WeightNumbering } from './slot-weights.js'
 
 /** A query term's posting list, its idf (times the term's weight in the query), and whether it is walked by weight. */
 export interface WalkedTerm {
@@ -70,10 +70,13 @@ export class SpareBuffers {
 /** Keeps nothing: every buffer is new. */
 const NO_SPARES = new SpareBuffers(0)
 
-/** Brings the list's impact order up to date: built when missing or when a ninth of its postings came since. */
-export function orderByImpact(list: Postings, spares: SpareBuffers = NO_SPARES): void {
+/**
+ * Brings the list's impact order up to date: built when missing or when a ninth of its postings
+ * came since. False when its weights are too many to number (see slot-weights.ts): it has none.
+ */
+export function orderByImpact(list: Postings, spares: SpareBuffers = NO_SPARES): boolean {
   const since = list.length - list.impactLength
-  if (list.impact !== null && since * 8 <= list.impactLength) return
+  if (list.impact !== null && since * 8 <= list.impactLength) return true
   const { slots, weights, length } = list
   const starts = new Uint32Array(BUCKETS + 1)
   for (let i = 0; i < length; i++) {
@@ -83,21 +86,31 @@ export function orderByImpact(list: Postings, spares: SpareBuffers = NO_SPARES):
   for (let b = 0; b < BUCKETS; b++) starts[b + 1] = (starts[b + 1] as number) + (starts[b] as number)
   if (list.impact !== null) {
     spares.give(list.impact.buffer)
-    spares.give(list.impactWeights.buffer)
+    spares.give(list.impactCodes.buffer)
   }
+  list.dropOrder()
   const impact = new Uint32Array(spares.take(length * 4), 0, length)
-  const impactWeights = new Float32Array(spares.take(length * 4), 0, length)
-  for (let i = 0; i < length; i++) {
-    const weight = weights[i] as number
-    const bucket = BUCKETS - 1 - bucketOf(weight)
-    const at = starts[bucket] as number
-    impact[at] = slots[i] as number
-    impactWeights[at] = weight
-    starts[bucket] = at + 1
+  const impactCodes = new Uint16Array(spares.take(length * 2), 0, length)
+  const numbering = new WeightNumbering()
+  try {
+    for (let i = 0; i < length; i++) {
+      const weight = weights[i] as number
+      const code = numbering.number(weight)
+      if (code === 0) return false
+      const bucket = BUCKETS - 1 - bucketOf(weight)
+      const at = starts[bucket] as number
+      impact[at] = slots[i] as number
+      impactCodes[at] = code
+      starts[bucket] = at + 1
+    }
+  } finally {
+    numbering.finish()
   }
   list.impact = impact
-  list.impactWeights = impactWeights
+  list.impactCodes = impactCodes
+  list.impactValues = numbering.values
   list.impactLength = length
+  return true
 }
 
 /**
@@ -137,8 +150,7 @@ export class RecentWalks {
    * among the last walked; false when it was to have weights by slot and has none (see weighBySlot).
    */
   prepare(list: Postings, bySlot: boolean, slotCount: number): boolean {
-    orderByImpact(list, this.spares)
-    const weighed = !bySlot || weighBySlot(list, slotCount, this.spares)
+    const prepared = orderByImpact(list, this.spares) && (!bySlot || weighBySlot(list, slotCount, this.spares))
     remove(this.bySlotOnly, list)
     remove(this.walked, list)
     this.walked.push(list)
@@ -146,12 +158,12 @@ export class RecentWalks {
       const evicted = this.walked.shift() as Postings
       if (evicted.impact !== null) {
         this.spares.give(evicted.impact.buffer)
-        this.spares.give(evicted.impactWeights.buffer)
+        this.spares.give(evicted.impactCodes.buffer)
       }
       if (evicted.bySlot !== null) this.spares.give(evicted.bySlot.codes.buffer)
       evicted.dropWalk()
     }
-    return weighed
+    return prepared
   }
 
   /** Brings the list's weights by slot up to date (not its impact order), and keeps them among the last read. */
@@ -229,8 +241,9 @@ export class ImpactWalk {
       for (let j = 0; j < terms.length; j++) {
         const { list, idf } = terms[j] as WalkedTerm
         const position = at[j] as number
-        if (position >= list.impactWeights.length) continue
-        const upper = idf * (bucketOf(list.impactWeights[position] as number) + 1) * BUCKET_WIDTH
+        if (position >= list.impactCodes.length) continue
+        const weight = list.impactValues[list.impactCodes[position] as number] as number
+        const upper = idf * (bucketOf(weight) + 1) * BUCKET_WIDTH
         bound += upper
         if (upper > nextBound) {
           nextBound = upper
@@ -240,10 +253,11 @@ export class ImpactWalk {
       if (next === -1 || stop(bound * (1 + BOUND_SLACK))) return
       const term = terms[next] as WalkedTerm
       const impact = term.list.impact as Uint32Array
-      const impactWeights = term.list.impactWeights
+      const { impactCodes, impactValues } = term.list
       const from = at[next] as number
       const to = Math.min(impact.length, from + BLOCK)
-      for (let i = from; i < to; i++) this.meet(term, impact[i] as number, impactWeights[i] as number, visit)
+      for (let i = from; i < to; i++)
+        this.meet(term, impact[i] as number, impactValues[impactCodes[i] as number] as number, visit)
       at[next] = to
     }
   }

@@ -16,11 +16,12 @@ export class Postings {
   df = 0
   /**
    * The slots of the postings below `impactLength` by weight, highest first, and their weights
-   * (see impact-walk.ts), or null until a walk needs them; the postings from `impactLength` on
-   * were added since.
+   * (see impact-walk.ts) as numbers into `impactValues` (see slot-weights.ts), or null until a
+   * walk needs them; the postings from `impactLength` on were added since.
    */
   impact: Uint32Array | null = null
-  impactWeights = new Float32Array(0)
+  impactCodes = new Uint16Array(0)
+  impactValues = new Float32Array(1)
   impactLength = 0
   /** Each slot's weight (0: not held), or null until a walk of several terms needs it (see impact-walk.ts). */
   bySlot: SlotWeights | null = null
@@ -49,10 +50,16 @@ export class Postings {
 
   /** Drops what a walk reads (its weights have changed, or it is not walked often enough to keep it). */
   dropWalk(): void {
-    this.impact = null
-    this.impactWeights = new Float32Array(0)
-    this.impactLength = 0
+    this.dropOrder()
     this.bySlot = null
+  }
+
+  /** Drops the impact order. */
+  dropOrder(): void {
+    this.impact = null
+    this.impactCodes = new Uint16Array(0)
+    this.impactValues = new Float32Array(1)
+    this.impactLength = 0
   }
 
   /** `tfs` holds the F field counts of this posting from `at`. */
@@ -98,10 +105,10 @@ export class Postings {
       const slot = impact[i] as number
       if (!alive[slot]) continue
       impact[kept] = slot
-      this.impactWeights[kept++] = this.impactWeights[i] as number
+      this.impactCodes[kept++] = this.impactCodes[i] as number
     }
     this.impact = impact.subarray(0, kept)
-    this.impactWeights = this.impactWeights.subarray(0, kept)
+    this.impactCodes = this.impactCodes.subarray(0, kept)
     this.impactLength = ordered
   }
 }

@@ -39,6 +39,54 @@ const RANGE_SCALE = RANGES / 2.5
 const rangeBits = new Uint32Array(RANGES)
 const rangeCodes = new Uint16Array(RANGES)
 
+/**
+ * Numbers float32 weights 1, 2, … as they come, the same number for the same weight (through the
+ * shared scratch: one numbering at a time, ended by `finish`).
+ */
+export class WeightNumbering {
+  values = new Float32Array(256)
+  count = 1
+  private readonly used: number[] = []
+
+  constructor() {
+    // Code 0 marks a range with no weight yet (no weight is numbered 0).
+    rangeCodes.fill(0)
+  }
+
+  /** The weight's number; 0 when the numbers are used up. */
+  number(weight: number): number {
+    floatView[0] = weight
+    const bits = bitsView[0] as number
+    const range = Math.min(RANGES - 1, (weight * RANGE_SCALE) >>> 0)
+    if (rangeCodes[range] !== 0 && rangeBits[range] === bits) return rangeCodes[range] as number
+    let h = Math.imul(bits, 0x9e3779b1) >>> (32 - HASH_BITS)
+    let key = hashKeys[h] as number
+    while (key !== EMPTY && key !== bits) {
+      h = (h + 1) & (HASH_SIZE - 1)
+      key = hashKeys[h] as number
+    }
+    let code: number
+    if (key === EMPTY) {
+      if (this.count > MAX_CODES) return 0
+      code = this.count++
+      if (code >= this.values.length) this.values = widened(this.values, this.values.length * 2)
+      this.values[code] = floatView[0] as number
+      hashKeys[h] = bits
+      hashCodes[h] = code
+      this.used.push(h)
+    } else code = hashCodes[h] as number
+    rangeBits[range] = bits
+    rangeCodes[range] = code
+    return code
+  }
+
+  /** Clears the scratch for the next numbering. */
+  finish(): void {
+    for (const h of this.used) hashKeys[h] = EMPTY
+    this.used.length = 0
+  }
+}
+
 export class SlotWeights {
   /** By slot: the code of its weight (0: not held). */
   codes: Uint16Array
@@ -69,45 +117,17 @@ export class SlotWeights {
     const buffer = buffers.take(slotCount * 2)
     const codes = new Uint16Array(buffer, 0, buffer.byteLength >> 1)
     codes.fill(0)
-    let values = new Float32Array(256)
-    let count = 1
-    const used: number[] = []
-    // Code 0 marks a range with no weight yet (no weight has code 0).
-    rangeCodes.fill(0)
+    const numbering = new WeightNumbering()
     try {
       for (let i = 0; i < length; i++) {
-        const weight = weights[i] as number
-        floatView[0] = weight
-        const bits = bitsView[0] as number
-        const range = Math.min(RANGES - 1, (weight * RANGE_SCALE) >>> 0)
-        if (rangeCodes[range] !== 0 && rangeBits[range] === bits) {
-          codes[slots[i] as number] = rangeCodes[range] as number
-          continue
-        }
-        let h = Math.imul(bits, 0x9e3779b1) >>> (32 - HASH_BITS)
-        let key = hashKeys[h] as number
-        while (key !== EMPTY && key !== bits) {
-          h = (h + 1) & (HASH_SIZE - 1)
-          key = hashKeys[h] as number
-        }
-        let code: number
-        if (key === EMPTY) {
-          if (count > MAX_CODES) return null
-          code = count++
-          if (code >= values.length) values = widened(values, values.length * 2)
-          values[code] = floatView[0] as number
-          hashKeys[h] = bits
-          hashCodes[h] = code
-          used.push(h)
-        } else code = hashCodes[h] as number
-        rangeBits[range] = bits
-        rangeCodes[range] = code
+        const code = numbering.number(weights[i] as number)
+        if (code === 0) return null
         codes[slots[i] as number] = code
       }
     } finally {
-      for (const h of used) hashKeys[h] = EMPTY
+      numbering.finish()
     }
-    return new SlotWeights(codes, values, count)
+    return new SlotWeights(codes, numbering.values, numbering.count)
   }
 
   /** Slots below this are covered. */
