@@ -94,7 +94,7 @@ export function saveDocuments(out: SnapshotWriter, prefix: string, docs: Docs, v
 
 /**
  * The documents `saveDocuments` wrote, as kept documents (each string of the table passed through
- * `intern`), and `read`, which fills a whole document of a slot into a reused object.
+ * `intern`), and `read`, the whole document of a slot in one object reused by every call.
  */
 export function restoreDocuments(
   input: SnapshotReader,
@@ -102,8 +102,7 @@ export function restoreDocuments(
   intern: (value: string) => string
 ): {
   docs: (KeptDocument | undefined)[]
-  document: () => SearchDocument
-  read: (slot: number, kept: KeptDocument, into: SearchDocument) => SearchDocument
+  read: (slot: number, kept: KeptDocument) => SearchDocument
 } {
   const ids = input.strings(`${prefix}.ids`)
   const table = input.strings(`${prefix}.table`).map(intern)
@@ -141,23 +140,7 @@ export function restoreDocuments(
       capabilities: { skills: next(1, slot), protocols: next(2, slot), languages: next(3, slot), models: next(4, slot) }
     }
   }
-  const read = (slot: number, kept: KeptDocument, into: SearchDocument): SearchDocument => {
-    const kind = kinds[slot] as number
-    const doc = into as { -readonly [K in keyof SearchDocument]: SearchDocument[K] }
-    doc.entityId = kept.entityId
-    doc.type = kind & SERVICE ? 'service' : 'agent'
-    doc.category = kept.category
-    doc.tags = kept.tags
-    doc.developerId = kept.developerId
-    doc.active = (kind & ACTIVE) !== 0
-    doc.registeredAt = numbers[slot * 4] as number
-    doc.lastChange = numbers[slot * 4 + 1] as number
-    doc.uptime = numbers[slot * 4 + 2] as number
-    doc.transitive = numbers[slot * 4 + 3] as number
-    doc.capabilities = kept.capabilities
-    return into
-  }
-  const document = (): SearchDocument => ({
+  const whole: { -readonly [K in keyof SearchDocument]: SearchDocument[K] } = {
     entityId: '',
     type: 'agent',
     category: '',
@@ -169,6 +152,21 @@ export function restoreDocuments(
     uptime: 0,
     transitive: 0,
     capabilities: { skills: NOTHING, protocols: NOTHING, languages: NOTHING, models: NOTHING }
-  })
-  return { docs, document, read }
+  }
+  const read = (slot: number, kept: KeptDocument): SearchDocument => {
+    const kind = kinds[slot] as number
+    whole.entityId = kept.entityId
+    whole.type = kind & SERVICE ? 'service' : 'agent'
+    whole.category = kept.category
+    whole.tags = kept.tags
+    whole.developerId = kept.developerId
+    whole.active = (kind & ACTIVE) !== 0
+    whole.registeredAt = numbers[slot * 4] as number
+    whole.lastChange = numbers[slot * 4 + 1] as number
+    whole.uptime = numbers[slot * 4 + 2] as number
+    whole.transitive = numbers[slot * 4 + 3] as number
+    whole.capabilities = kept.capabilities
+    return whole
+  }
+  return { docs, read }
 }

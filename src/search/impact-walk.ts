@@ -147,7 +147,7 @@ export class RecentWalks {
 
   /**
    * Brings the list's impact order (and with `bySlot`, its weights by slot) up to date, and keeps it
-   * among the last walked; false when it was to have weights by slot and has none (see weighBySlot).
+   * among the last walked; false when its weights are too many to number (see slot-weights.ts).
    */
   prepare(list: Postings, bySlot: boolean, slotCount: number): boolean {
     const prepared = orderByImpact(list, this.spares) && (!bySlot || weighBySlot(list, slotCount, this.spares))

@@ -36,6 +36,7 @@ export {
   type CapabilityCondition,
   type CapabilityKey,
   type CapabilitySets,
+  type DocumentPatch,
   type EngineHit,
   type EngineQuery,
   type KeptDocument,

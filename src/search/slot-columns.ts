@@ -302,12 +302,11 @@ export class SlotColumns implements StaticScores<Signals> {
     const docs = restored.docs
     this.ensure(docs.length)
     this.idKeys.set(input.array(`${prefix}.idKeys`, Float64Array))
-    // One document read into a reused object at a time: only the kept part stays.
-    const doc = restored.document()
+    // Each whole document is read into one reused object: only the kept part stays.
     for (let slot = 0; slot < docs.length; slot++) {
       const kept = docs[slot]
       this.docs.push(kept)
-      if (kept) this.write(slot, restored.read(slot, kept, doc))
+      if (kept) this.write(slot, restored.read(slot, kept))
     }
   }
 

@@ -17,6 +17,7 @@ import {
   CAPABILITY_KEYS,
   type CapabilityCondition,
   type CapabilityKey,
+  type DocumentPatch,
   type EngineQuery,
   type KeptDocument,
   SearchEngine,
@@ -93,11 +94,7 @@ export type IndexChange =
   | { op: 'upsert'; doc: SearchDocument; text: DocumentText; home: HomeFields }
   | { op: 'vector'; entityId: string; vector: Float32Array }
   | { op: 'developer'; developerId: string; part: number }
-  | {
-      op: 'patch'
-      entityId: string
-      change: Partial<Pick<SearchDocument, 'active' | 'lastChange' | 'uptime' | 'transitive'>>
-    }
+  | { op: 'patch'; entityId: string; change: DocumentPatch }
   | { op: 'remove'; entityId: string }
   /**
    * A load of the whole store begins (at start, or after a lost worker): until 'home-filter',
