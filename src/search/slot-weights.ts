@@ -31,8 +31,7 @@ const hashKeys = new Uint32Array(HASH_SIZE).fill(EMPTY)
 const hashCodes = new Uint16Array(HASH_SIZE)
 /**
  * Before the hash, the last weight met in each narrow range of weights and its code: a list's
- * weights are few, so most postings find theirs there (a build took 5.4 ms for a list of a million
- * through the hash alone, against 1.2 ms for the four-byte weights it replaces).
+ * weights are few, so most postings find theirs there without a probe of the hash.
  */
 const RANGES = 1 << 16
 const RANGE_SCALE = RANGES / 2.5
