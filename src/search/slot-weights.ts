@@ -91,15 +91,14 @@ export class SlotWeights {
   codes: Uint16Array
   /** By code: the weight (values[0] is 0). */
   values: Float32Array
-  private count = 1
-  /** Codes by weight, for weights added after the build. */
-  private readonly codeOf = new Map<number, number>()
+  private count: number
+  /** Codes by weight, for weights added after the build (made at the first). */
+  private codeOf: Map<number, number> | null = null
 
   private constructor(codes: Uint16Array, values: Float32Array, count: number) {
     this.codes = codes
     this.values = values
     this.count = count
-    for (let c = 1; c < count; c++) this.codeOf.set(values[c] as number, c)
   }
 
   /**
@@ -147,6 +146,10 @@ export class SlotWeights {
   /** Sets the slot's weight; false when it is a new value and the codes are used up (the caller drops these). */
   set(slot: number, weight: number): boolean {
     const value = Math.fround(weight)
+    if (this.codeOf === null) {
+      this.codeOf = new Map()
+      for (let c = 1; c < this.count; c++) this.codeOf.set(this.values[c] as number, c)
+    }
     let code = this.codeOf.get(value)
     if (code === undefined) {
       if (this.count > MAX_CODES) return false

@@ -199,6 +199,11 @@ export abstract class SearchIndexing extends IndexPlacement {
     this.snapshot.timer.unref()
   }
 
+  /** The fewest entities a store has for the index to be snapshotted (and built first alone with several threads). */
+  private get snapshotFromEntities(): number {
+    return this.c.search.snapshotFromEntities ?? SNAPSHOT_FROM_ENTITIES
+  }
+
   /**
    * Writes the index's snapshot when it holds the whole store and at least `snapshotFromEntities`
    * entities, and the store changed since the last one; at stop, only when the index is small
@@ -206,10 +211,6 @@ export abstract class SearchIndexing extends IndexPlacement {
    * operation log at the next start). The index's state is copied at once and written while it
    * goes on answering.
    */
-  private get snapshotFromEntities(): number {
-    return this.c.search.snapshotFromEntities ?? SNAPSHOT_FROM_ENTITIES
-  }
-
   protected async saveSnapshot(when: 'running' | 'stopping'): Promise<void> {
     if (when === 'stopping' && this.snapshot.timer) clearInterval(this.snapshot.timer)
     const path = this.c.search.snapshotFile
