@@ -239,7 +239,8 @@ export abstract class SearchIndexing extends IndexPlacement {
       this.snapshot.seq = seq
       this.snapshot.at = performance.now()
       this.c.logger.info(
-        { entities, bytes, ms: Math.round(performance.now() - started), file: path },
+        // Counted again: the writes that settled above may have added or removed entities.
+        { entities: this.c.store.entityCount(), bytes, ms: Math.round(performance.now() - started), file: path },
         'search index snapshot written'
       )
     } catch (err) {
