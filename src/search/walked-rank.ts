@@ -94,10 +94,11 @@ export function rankByImpact(
     pass.textWeight = textWeight
     for (let i = 0; i < walk.count; i++) admit(walk.visited[i] as number, i)
   }
-  // A document the walk meets holds no short list's term: its score is its long lists' weights.
+  // A document the walk meets holds no short list's term: its score is its long lists' weights
+  // (with one long list, the weight it was met with).
   const visit = (slot: number, { idf }: WalkedTerm, weight: number): void => {
     let text = 0
-    if (terms.length === 1) text = Math.fround(idf * weight)
+    if (long.length === 1) text = Math.fround(idf * weight)
     else
       for (const term of long) {
         const weight = (term.list.bySlot as SlotWeights).at(slot)
