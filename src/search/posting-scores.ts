@@ -90,7 +90,7 @@ const NO_WEIGHTS: TermWeights = { codes: new Uint16Array(0), values: new Float32
 
 /**
  * addListedScores for one to three terms, their tables held in locals: at a million documents
- * 0.91 of the time of a loop over the terms, for the same scores.
+ * about 0.92 of the time of a loop over the terms, for the same scores.
  */
 function addThreeListedScores(
   bySlots: readonly SlotWeights[],
