@@ -216,20 +216,24 @@ export abstract class SearchIndexing extends IndexPlacement {
     const path = this.c.search.snapshotFile
     if (!path || this.snapshot.saving || !this.complete || this.moving || this.pending.size > 0) return
     if (this.stopped && when === 'running') return
-    const seq = this.c.store.lastSeq()
-    if (seq === this.snapshot.seq) return
-    const entities = this.c.store.entityCount()
-    if (entities < this.snapshotFromEntities) {
+    if (this.c.store.lastSeq() === this.snapshot.seq) return
+    const stored = this.c.store.entityCount()
+    if (stored < this.snapshotFromEntities) {
       // The snapshot on disk is out of date and no new one is due: a start would only replay it.
       if (this.snapshot.seq !== null && when === 'stopping') removeSnapshot(path)
       return
     }
-    if (when === 'stopping' && entities >= SAVE_AT_STOP_BELOW) return
+    if (when === 'stopping' && stored >= SAVE_AT_STOP_BELOW) return
     const started = performance.now()
     this.snapshot.saving = true
     try {
-      // Writes in flight may hold operations up to `seq`: the index has their changes once they settle.
+      // The sequence number is read between two waits for the writes in flight: the first lets the
+      // writes begun before the timer store their operations, the second lets every write that stored
+      // an operation up to `seq` commit and reach the index. The entities are counted at `seq`.
       await this.c.writes?.settled()
+      const seq = this.c.store.lastSeq()
+      await this.c.writes?.settled()
+      const entities = this.c.store.entityCount()
       await nextTurn()
       const bytes = await this.index.save(path, snapshotMeta(this.c.store, this.c.embedder.id, seq))
       if (bytes === null) {
@@ -239,8 +243,7 @@ export abstract class SearchIndexing extends IndexPlacement {
       this.snapshot.seq = seq
       this.snapshot.at = performance.now()
       this.c.logger.info(
-        // Counted again: the writes that settled above may have added or removed entities.
-        { entities: this.c.store.entityCount(), bytes, ms: Math.round(performance.now() - started), file: path },
+        { entities, seq, bytes, ms: Math.round(performance.now() - started), file: path },
         'search index snapshot written'
       )
     } catch (err) {
