@@ -35,7 +35,7 @@ export const P2P_SETTINGS = [
     default: [],
     flag: 'bootstrap',
     reloadable: true,
-    doc: "Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected (repeatable); end them in /p2p/<peer-id> to pin the peer's key. A /dnsaddr/<name> entry stands for the addresses the TXT records dnsaddr=<multiaddr> of _dnsaddr.<name> list, resolved anew at each re-dial (p2p.dns_servers)."
+    doc: "Peer multiaddrs dialled at start and re-dialled every 30 s while disconnected, sooner after a failed dial (1 s, then doubling) (repeatable); end them in /p2p/<peer-id> to pin the peer's key. A /dnsaddr/<name> entry stands for the addresses the TXT records dnsaddr=<multiaddr> of _dnsaddr.<name> list, resolved anew at each re-dial (p2p.dns_servers)."
   },
   {
     key: 'p2p.announce',

@@ -26,7 +26,8 @@ import {
 import { SEARCH_PROTOCOL } from './search-protocol.js'
 import type { DNS } from '@multiformats/dns'
 import { PeerDiscovery } from './discovery.js'
-import { expandDnsaddr, isDnsaddr, meshDns } from './dnsaddr.js'
+import { meshDns } from './dnsaddr.js'
+import { peerOf, PinnedPeers } from './pinned-peers.js'
 import type { SubjectDigests } from '../store/subject-digests.js'
 import { MeshFederation, type FederationHooks } from './federation.js'
 import { peerIdFromString } from '@libp2p/peer-id'
@@ -90,9 +91,6 @@ export interface MeshOptions extends Libp2pNodeOptions {
   discoveryIntervalMs?: number
 }
 
-/** Operator-added addresses kept for re-dialling (bootstrap addresses come on top). */
-const MAX_PINNED = 100
-
 /** How long a first sync session waits for the peer's hello. */
 const HELLO_WAIT_MS = 2000
 
@@ -148,9 +146,6 @@ function discoveryTarget(o: MeshOptions, self: string): number {
   return Math.min(o.targetPeers, o.maxConnections, allowed > 0 ? allowed : Number.POSITIVE_INFINITY)
 }
 
-/** The PeerId an address ends in (/p2p/…), if any. */
-const peerOf = (ma: Multiaddr): string | undefined => ma.getComponents().findLast(c => c.name === 'p2p')?.value
-
 export class Mesh {
   readonly peers: PeerBook
   readonly gossip: OperationGossip
@@ -165,15 +160,9 @@ export class Mesh {
   /** Disconnects and refuses peers graylisted by their gossip score. */
   readonly scoreGuard: ScoreGuard
   readonly discovery: PeerDiscovery
-  private readonly pinned = new Set<string>()
-  /** The bootstrap list in force (a configuration reload replaces it). */
-  private bootstrap: readonly string[]
-  /** The peer each pinned address without /p2p/ turned out to be. */
-  private readonly learned = new Map<string, string>()
-  private redialTimer: NodeJS.Timeout | null = null
+  /** The bootstrap and operator-added peers, re-dialled while disconnected. */
+  private readonly pinned: PinnedPeers
   private readonly log: Logger
-  /** The last outcome of each /dnsaddr/ entry's resolution: logged when it changes, not every round. */
-  private readonly dnsaddrOutcome = new Map<string, string>()
 
   private constructor(
     readonly libp2p: MeshLibp2p,
@@ -182,7 +171,7 @@ export class Mesh {
     readonly tap: GossipTap,
     readonly bans: PeerBans,
     penalties: PeerPenalties,
-    private readonly dns: DNS
+    dns: DNS
   ) {
     this.log = o.logger
     faults.hangUp = async peer => {
@@ -205,8 +194,15 @@ export class Mesh {
       pingIntervalMs: o.pingIntervalMs ?? 30_000,
       helloIntervalMs: o.helloIntervalMs ?? 300_000
     })
-    this.bootstrap = o.bootstrap
-    for (const address of o.bootstrap) this.pinned.add(address)
+    this.pinned = new PinnedPeers({
+      libp2p,
+      dns,
+      logger: o.logger,
+      bootstrap: o.bootstrap,
+      skipped: peerId => this.bans.has(peerId) || this.peers.refusedRecently(peerId),
+      intervalMs: o.redialIntervalMs ?? 30_000,
+      dialTimeoutMs: o.dialTimeoutMs ?? 10_000
+    })
     this.gossip = new OperationGossip({
       pubsub: libp2p.services.pubsub,
       apply: o.apply,
@@ -288,17 +284,12 @@ export class Mesh {
     if (this.o.gossipScoring) this.scoreGuard.start()
     await this.sync.start()
     await this.locator.start()
-    // Bootstrap dials run in the background: a node starts even when its bootstrap peers are down.
-    void this.redial()
-    this.redialTimer = setInterval(() => {
-      void this.redial()
-    }, this.o.redialIntervalMs ?? 30_000).unref()
+    this.pinned.start()
     this.discovery.start()
   }
 
   async stop(): Promise<void> {
-    if (this.redialTimer) clearInterval(this.redialTimer)
-    this.redialTimer = null
+    this.pinned.stop()
     await this.discovery.stop()
     await this.locator.stop()
     await this.sync.stop()
@@ -340,15 +331,11 @@ export class Mesh {
       )
     let connection: Connection
     try {
-      connection = isDnsaddr(ma) ? await this.dialList(ma) : await this.dial(ma)
+      connection = await this.pinned.connect(ma)
     } catch (err) {
       throw new RegistryError('peer_unreachable', `Could not connect to ${ma.toString()}: ${(err as Error).message}`)
     }
-    if (this.pinned.size < this.bootstrap.length + MAX_PINNED) {
-      this.pinned.add(ma.toString())
-      // A /dnsaddr/ list stands for several peers, resolved anew at each re-dial: it is not one peer's address.
-      if (!isDnsaddr(ma)) this.learned.set(ma.toString(), connection.remotePeer.toString())
-    }
+    this.pinned.add(ma, connection)
     let view: PeerView
     try {
       view = await this.peers.admit(connection)
@@ -376,7 +363,7 @@ export class Mesh {
   async removePeer(peerIdText: string): Promise<RemovedPeer> {
     const peerId = checkedPeerId(peerIdText)
     const connected = this.libp2p.getConnections(peerIdFromString(peerId)).length > 0
-    const dropped = this.unpin(peerId)
+    const dropped = this.pinned.remove(peerId)
     if (!connected && dropped.length === 0 && !this.peers.get(peerId))
       throw new RegistryError('peer_not_found', `No peer ${peerId} is connected to, known to, or added on this node.`)
     await this.libp2p.hangUp(peerIdFromString(peerId))
@@ -415,101 +402,12 @@ export class Mesh {
     return peerId
   }
 
-  /** Forgets the re-dialled addresses that lead to `peerId`; those it forgot. */
-  private unpin(peerId: string): string[] {
-    const dropped: string[] = []
-    for (const address of this.pinned) {
-      if ((peerOf(multiaddr(address)) ?? this.learned.get(address)) !== peerId) continue
-      this.pinned.delete(address)
-      this.learned.delete(address)
-      dropped.push(address)
-    }
-    return dropped
-  }
-
   /**
    * The bootstrap list of a reloaded configuration: addresses new to it are dialled now and then
    * re-dialled like the others; addresses it no longer names are no longer re-dialled (a connection
    * to them stays until either side drops it). Returns the addresses added.
    */
   useBootstrap(addresses: readonly string[]): string[] {
-    const before = new Set(this.bootstrap)
-    const added = addresses.filter(address => !before.has(address))
-    const kept = new Set(addresses)
-    for (const address of before)
-      if (!kept.has(address)) {
-        this.pinned.delete(address)
-        this.dnsaddrOutcome.delete(address)
-      }
-    for (const address of added) this.pinned.add(address)
-    this.bootstrap = [...addresses]
-    if (added.length > 0) void this.redial()
-    return added
-  }
-
-  /** Dials every address a /dnsaddr/ list names; the first connection that opens, or the first error. */
-  private async dialList(ma: Multiaddr): Promise<Connection> {
-    const signal = AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)
-    const addresses = await expandDnsaddr(ma, this.dns, this.libp2p.logger.forComponent('registry:dnsaddr'), signal)
-    if (addresses.length === 0) throw new Error('its DNS records name no address')
-    return Promise.any(addresses.map(address => this.dial(address))).catch((err: AggregateError) => {
-      throw err.errors[0] as Error
-    })
-  }
-
-  private dial(ma: Multiaddr): Promise<Connection> {
-    return this.libp2p.dial(ma, { signal: AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000) })
-  }
-
-  /** Dials each bootstrap or operator-added address (/dnsaddr/ entries resolved anew) whose peer is not connected. */
-  private async redial(): Promise<void> {
-    const targets = await this.dialTargets()
-    const connected = new Set(this.libp2p.getConnections().map(c => c.remotePeer.toString()))
-    await Promise.allSettled(
-      targets.map(async address => {
-        const ma = multiaddr(address)
-        const peerId = peerOf(ma) ?? this.learned.get(address)
-        if (peerId && (connected.has(peerId) || this.bans.has(peerId) || this.peers.refusedRecently(peerId))) return
-        try {
-          const connection = await this.dial(ma)
-          this.learned.set(address, connection.remotePeer.toString())
-        } catch (err) {
-          this.log.debug({ err, address }, 'bootstrap dial failed')
-        }
-      })
-    )
-  }
-
-  /** The pinned addresses, each /dnsaddr/ entry replaced by the addresses it names now. */
-  private async dialTargets(): Promise<string[]> {
-    const out = new Set<string>()
-    await Promise.all(
-      [...this.pinned].map(async address => {
-        const ma = multiaddr(address)
-        if (!isDnsaddr(ma)) {
-          out.add(address)
-          return
-        }
-        try {
-          const signal = AbortSignal.timeout(this.o.dialTimeoutMs ?? 10_000)
-          const resolved = await expandDnsaddr(
-            ma,
-            this.dns,
-            this.libp2p.logger.forComponent('registry:dnsaddr'),
-            signal
-          )
-          const list = resolved.map(one => one.toString())
-          for (const one of list) out.add(one)
-          if (this.dnsaddrOutcome.get(address) !== list.join(' '))
-            this.log.info({ address, resolved: list }, 'dnsaddr bootstrap entry resolved')
-          this.dnsaddrOutcome.set(address, list.join(' '))
-        } catch (err) {
-          if (this.dnsaddrOutcome.get(address) !== 'error')
-            this.log.warn({ err, address }, 'dnsaddr bootstrap entry did not resolve')
-          this.dnsaddrOutcome.set(address, 'error')
-        }
-      })
-    )
-    return [...out]
+    return this.pinned.useBootstrap(addresses)
   }
 }

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { ExecutionContext } from 'ava'
-import { pino } from 'pino'
+import { type Logger, pino } from 'pino'
 import WebSocket from 'ws'
 import { defaultConfig } from '../../src/config/load.js'
 import type { NodeConfig } from '../../src/config/settings.js'
@@ -48,11 +48,21 @@ export function testConfig(dataDir: string, overrides: ConfigOverrides = {}): No
   return config
 }
 
+/**
+ * Silent, unless TEST_NODE_LOG names a level: then each test process's nodes log to
+ * <tmpdir>/registry-node-test-<pid>.log (what a failing test's nodes did, e.g. TEST_NODE_LOG=debug).
+ */
+function testLogger(): Logger {
+  const level = process.env.TEST_NODE_LOG
+  if (!level) return pino({ level: 'silent' })
+  return pino({ level }, pino.destination(join(tmpdir(), `registry-node-test-${process.pid}.log`)))
+}
+
 /** A real node: LMDB in a temp dir, its HTTP front on an ephemeral port, rate limits off unless asked for. */
 export async function startTestNode(overrides: ConfigOverrides = {}, dataDir?: string): Promise<TestNode> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'registry-node-test-')))
   const config = testConfig(dir, overrides)
-  const node = await startRegistryNode(config, { logger: pino({ level: 'silent' }) })
+  const node = await startRegistryNode(config, { logger: testLogger() })
   return {
     node,
     url: node.url,
