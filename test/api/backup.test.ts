@@ -9,7 +9,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { RegistryClient } from '../../src/client/index.js'
 import { SubjectDigests } from '../../src/store/subject-digests.js'
 import { agent, developer } from '../helpers/identities.js'
@@ -33,7 +33,7 @@ function cli(args: string[], input?: string): Promise<Run> {
   return new Promise(done => {
     const child = execFile(
       process.execPath,
-      [...CLI_FROM_SOURCES, ...args],
+      [...CLI_FOR_TESTS, ...args],
       { maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const failed = err as { code?: number | null; signal?: string | null } | null

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import test from 'ava'
 import { open } from 'lmdb'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { CURRENT_FORMAT } from '../../src/store/registry-store.js'
 import { SubjectDigests } from '../../src/store/subject-digests.js'
 import { NODE_VERSION } from '../../src/version.js'
@@ -116,7 +116,7 @@ test('a data directory of a newer format is refused at start with one line namin
   await env.close()
   const failed = await exec(
     process.execPath,
-    [...CLI_FROM_SOURCES, 'start', '--data', dir, '--http-port', '0', '--no-p2p', '--host', 'a.example'],
+    [...CLI_FOR_TESTS, 'start', '--data', dir, '--http-port', '0', '--no-p2p', '--host', 'a.example'],
     { cwd: dir }
   ).then(
     () => null,

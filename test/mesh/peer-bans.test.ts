@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import test from 'ava'
-import { CLI_FROM_SOURCES } from '../../scripts/lib/node-process.js'
+import { CLI_FOR_TESTS } from '../../scripts/lib/node-process.js'
 import { http, startTestNode, tcpAddress, type TestNode } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
@@ -130,7 +130,7 @@ test('registry-node peers ban, bans, unban and remove drive the admin routes; a 
   const peerB = b.node.mesh!.peerId
   const cli = async (...args: string[]) => {
     const env = { ...process.env, REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET: SECRET }
-    const { stdout } = await exec(process.execPath, [...CLI_FROM_SOURCES, 'peers', ...args, '--registry', a.url], {
+    const { stdout } = await exec(process.execPath, [...CLI_FOR_TESTS, 'peers', ...args, '--registry', a.url], {
       env
     })
     return JSON.parse(stdout)
@@ -142,7 +142,7 @@ test('registry-node peers ban, bans, unban and remove drive the admin routes; a 
   t.like(await cli('remove', peerB), { peer_id: peerB })
 
   const env = { ...process.env, REGISTRY_NODE_ONBOARDING_WEBHOOK_SECRET: '' }
-  const failed = await exec(process.execPath, [...CLI_FROM_SOURCES, 'peers', 'bans', '--registry', a.url], {
+  const failed = await exec(process.execPath, [...CLI_FOR_TESTS, 'peers', 'bans', '--registry', a.url], {
     env
   }).catch((err: { code: number; stderr: string }) => err)
   t.like(failed, {
@@ -152,7 +152,7 @@ test('registry-node peers ban, bans, unban and remove drive the admin routes; a 
   })
   const refused = await exec(
     process.execPath,
-    [...CLI_FROM_SOURCES, 'peers', 'unban', peerB, '--secret', SECRET, '--registry', a.url],
+    [...CLI_FOR_TESTS, 'peers', 'unban', peerB, '--secret', SECRET, '--registry', a.url],
     { env }
   ).catch((err: { code: number; stderr: string }) => err)
   t.like(refused, { code: 1 })
