@@ -143,6 +143,7 @@ export function buildServices(config: NodeConfig, options: CoreOptions, logger: 
   const transitive = new TransitiveTrust({
     dataDir: config.data_dir,
     seeds: config.trust.seeds,
+    hasAttestations: () => base.store.hasAttestations(),
     logger,
     ...(options.now ? { now: options.now } : {})
   })

@@ -59,6 +59,12 @@ export class AttestationTable {
     return this.index.getKeysCount({ start: ['i', issuer, ''], end: ['i', issuer, '\uffff'] })
   }
 
+  /** Whether any attestation is stored. */
+  any(): boolean {
+    for (const _ of this.records.getKeys({ limit: 1 })) return true
+    return false
+  }
+
   *all(): Iterable<AttestationRecord> {
     for (const { value } of this.records.getRange()) yield value
   }

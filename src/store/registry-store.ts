@@ -170,6 +170,9 @@ export class RegistryStore {
   attestationCountBy(issuer: string): number {
     return this.attestationTable.countBy(issuer)
   }
+  hasAttestations(): boolean {
+    return this.attestationTable.any()
+  }
   allAttestations(): Iterable<AttestationRecord> {
     return this.attestationTable.all()
   }

@@ -22,6 +22,12 @@ const RESTART_DELAY_MS = 5000
 const MAX_WORKER_LOSSES = 3
 /** How long a stopping node waits for the worker to close its view of the store (a computation may be running). */
 const CLOSE_TIMEOUT_MS = 2000
+/**
+ * How long a stopping node waits for a worker still opening the store before that close wait begins:
+ * lmdb's native open, cut short by `terminate()`, aborts the whole process (FATAL ERROR napi_throw),
+ * and a worker's start takes seconds on a loaded machine.
+ */
+const OPEN_TIMEOUT_MS = 30_000
 
 export interface TrustWorkerData {
   dataDir: string
@@ -36,17 +42,23 @@ export type TrustWorkerReply =
   | { kind: 'scores'; id: number; changes: [id: string, transitive: number][]; fullInMs?: number }
   | { kind: 'explained'; id: number; explanation: TrustExplanation }
   | { kind: 'failed'; id: number; error: string }
+  | { kind: 'opened' }
 
 export interface TransitiveTrustOptions {
   /** The store's data directory, which the worker opens read-only. */
   dataDir: string
   seeds: readonly string[]
+  /** Whether the store holds any attestation: without one every score is 0, and no worker is started until one comes. */
+  hasAttestations: () => boolean
   logger: Pick<Logger, 'error' | 'warn'>
   now?: () => Date
 }
 
 export class TransitiveTrust {
   private worker: Worker | null = null
+  private spawned = false
+  /** Resolves once the worker has its view of the store open (or has exited). */
+  private workerOpened: Promise<void> = Promise.resolve()
   private losses = 0
   private nextId = 1
   private readonly explaining = new Map<number, (explanation: TrustExplanation) => void>()
@@ -65,7 +77,7 @@ export class TransitiveTrust {
   start(publish: (changes: [string, number][]) => void): void {
     if (this.stopped) return
     this.publish = publish
-    this.spawn()
+    if (this.options.hasAttestations()) this.spawn()
     this.hourly = setInterval(() => this.refreshNow(), HOUR_MS).unref()
   }
 
@@ -80,14 +92,24 @@ export class TransitiveTrust {
     if (!worker) return
     const ended = new Promise<void>(resolve => worker.once('exit', () => resolve()))
     worker.postMessage({ kind: 'close' } satisfies TrustWorkerRequest)
-    const timer = setTimeout(() => void worker.terminate(), CLOSE_TIMEOUT_MS)
+    let timer: NodeJS.Timeout | undefined
+    const opened = Promise.race([
+      this.workerOpened,
+      new Promise<void>(resolve => {
+        timer = setTimeout(resolve, OPEN_TIMEOUT_MS)
+      })
+    ])
+    await Promise.race([ended, opened])
+    clearTimeout(timer)
+    timer = setTimeout(() => void worker.terminate(), CLOSE_TIMEOUT_MS)
     await ended
     clearTimeout(timer)
   }
 
   /** The store took an attestation: reflected by the refresh REFRESH_DELAY_MS later (the worker reads it from the log). */
   attestationAdded(): void {
-    if (this.publish && !this.soon)
+    if (this.publish && !this.spawned) this.spawn()
+    else if (this.publish && !this.soon)
       this.soon = setTimeout(() => {
         this.soon = null
         this.refreshNow()
@@ -125,14 +147,21 @@ export class TransitiveTrust {
 
   /** A new worker, whose first refresh is a full computation: its report replaces every score held. */
   private spawn(): void {
+    this.spawned = true
     const worker = spawnModuleWorker(import.meta.url, 'trust-worker', {
       workerData: { dataDir: this.options.dataDir, seeds: this.options.seeds } satisfies TrustWorkerData
     })
     worker.unref()
     this.worker = worker
+    let markOpened = (): void => {}
+    this.workerOpened = new Promise(resolve => {
+      markOpened = resolve
+    })
+    worker.once('exit', markOpened)
     let first = true
     worker.on('message', (reply: TrustWorkerReply) => {
-      if (reply.kind === 'explained') {
+      if (reply.kind === 'opened') markOpened()
+      else if (reply.kind === 'explained') {
         this.explaining.get(reply.id)?.(reply.explanation)
         this.explaining.delete(reply.id)
         if (this.explaining.size === 0) worker.unref()

@@ -29,3 +29,4 @@ port.on('message', (request: TrustWorkerRequest) => {
   }
   port.postMessage(reply)
 })
+port.postMessage({ kind: 'opened' } satisfies TrustWorkerReply)
