@@ -133,8 +133,14 @@ test.serial('two search threads share the queries at once, and answer as one ind
     const expected = await Promise.all(QUERIES.map(query => answer(inThread, query)))
     const answers = await Promise.all(QUERIES.flatMap(query => [answer(inWorker, query), answer(inWorker, query)]))
     for (const [n, got] of answers.entries()) t.deepEqual(got, expected[n >> 1], JSON.stringify(QUERIES[n >> 1]))
+    // Each query goes to the thread with fewer waiting: an even split when both keep pace, fewer to a thread
+    // another process slows down (13 and 3 beside a busy core), but some to each.
+    t.is(
+      asked.reduce((a, b) => a + b),
+      answers.length
+    )
     t.true(
-      asked.every(count => count >= QUERIES.length / 2),
+      asked.every(count => count > 0),
       `queries sent at once went to both threads: ${asked.join(', ')}`
     )
   } finally {

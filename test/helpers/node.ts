@@ -145,6 +145,9 @@ export async function http<T = any>(
     method,
     headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
     ...(body !== undefined ? { body } : {})
+  }).catch((err: Error & { cause?: unknown }) => {
+    // undici says only "fetch failed": what failed is in its cause (a reset, a refused connection, a timeout).
+    throw new Error(`${method} ${path}: ${err.message} (${String(err.cause)})`, { cause: err })
   })
   const text = await res.text()
   let parsed: unknown = text
