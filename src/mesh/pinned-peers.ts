@@ -71,8 +71,7 @@ export class PinnedPeers {
   /** Dials an address, or every address a /dnsaddr/ list names (the first connection that opens, or the first error). */
   async connect(ma: Multiaddr): Promise<Connection> {
     if (!isDnsaddr(ma)) return this.dial(ma)
-    const signal = AbortSignal.timeout(this.o.dialTimeoutMs)
-    const addresses = await expandDnsaddr(ma, this.o.dns, this.o.libp2p.logger.forComponent('registry:dnsaddr'), signal)
+    const addresses = await this.resolve(ma)
     if (addresses.length === 0) throw new Error('its DNS records name no address')
     return Promise.any(addresses.map(address => this.dial(address))).catch((err: AggregateError) => {
       throw err.errors[0] as Error
@@ -119,6 +118,12 @@ export class PinnedPeers {
     return added
   }
 
+  /** The addresses a /dnsaddr/ entry names now. */
+  private resolve(ma: Multiaddr): Promise<Multiaddr[]> {
+    const log = this.o.libp2p.logger.forComponent('registry:dnsaddr')
+    return expandDnsaddr(ma, this.o.dns, log, AbortSignal.timeout(this.o.dialTimeoutMs))
+  }
+
   private dial(ma: Multiaddr): Promise<Connection> {
     return this.o.libp2p.dial(ma, { signal: AbortSignal.timeout(this.o.dialTimeoutMs) })
   }
@@ -160,14 +165,7 @@ export class PinnedPeers {
           return
         }
         try {
-          const signal = AbortSignal.timeout(this.o.dialTimeoutMs)
-          const resolved = await expandDnsaddr(
-            ma,
-            this.o.dns,
-            this.o.libp2p.logger.forComponent('registry:dnsaddr'),
-            signal
-          )
-          const list = resolved.map(one => one.toString())
+          const list = (await this.resolve(ma)).map(one => one.toString())
           for (const one of list) out.add(one)
           if (this.dnsaddrOutcome.get(address) !== list.join(' '))
             this.o.logger.info({ address, resolved: list }, 'dnsaddr bootstrap entry resolved')

@@ -100,6 +100,11 @@ export function tcpAddress(n: TestNode): string {
   return found
 }
 
+/** The peers a node with the mesh on is connected to, by PeerId. */
+export function connectedPeers(n: TestNode): Set<string> {
+  return new Set(n.node.mesh!.libp2p.getConnections().map(c => c.remotePeer.toString()))
+}
+
 /** Collects a node's events from now on, until test `t` ends (tests run concurrently: filter what you read). */
 export function recordEvents(n: TestNode, t: ExecutionContext): { events: RegistryEvent[]; stop: () => void } {
   const events: RegistryEvent[] = []

@@ -1,13 +1,10 @@
 import test from 'ava'
 import { startDnsServer } from '../helpers/dns-server.js'
-import { tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
+import { connectedPeers, tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
 const nodes = testNodes()
 test.after.always(nodes.stopAll)
-
-const connectedPeers = (n: TestNode): Set<string> =>
-  new Set(n.node.mesh!.libp2p.getConnections().map(c => c.remotePeer.toString()))
 
 test('a /dnsaddr/ bootstrap entry is resolved through the configured DNS server, nested entries followed', async t => {
   const a = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })

@@ -1,12 +1,9 @@
 import test from 'ava'
-import { tcpAddress, testNodes, type TestNode } from '../helpers/node.js'
+import { connectedPeers, tcpAddress, testNodes } from '../helpers/node.js'
 import { sleep, until } from '../helpers/wait.js'
 
 const nodes = testNodes()
 test.after.always(nodes.stopAll)
-
-const connectedPeers = (n: TestNode): Set<string> =>
-  new Set(n.node.mesh!.libp2p.getConnections().map(c => c.remotePeer.toString()))
 
 test('a bootstrap peer down at start is connected seconds after it comes back, well within the re-dial interval', async t => {
   const peer = await nodes.start({ p2p: { enabled: true, target_peers: 0 } })

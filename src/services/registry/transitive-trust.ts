@@ -6,6 +6,7 @@
  * keeps the scores the worker reports for `scoreOf`, and hands the entities' changes to search.
  * Reads never compute.
  */
+import { setTimeout as delay } from 'node:timers/promises'
 import type { Worker } from 'node:worker_threads'
 import type { Logger } from 'pino'
 import { spawnModuleWorker } from '../../util/module-worker.js'
@@ -92,24 +93,17 @@ export class TransitiveTrust {
     if (!worker) return
     const ended = new Promise<void>(resolve => worker.once('exit', () => resolve()))
     worker.postMessage({ kind: 'close' } satisfies TrustWorkerRequest)
-    let timer: NodeJS.Timeout | undefined
-    const opened = Promise.race([
-      this.workerOpened,
-      new Promise<void>(resolve => {
-        timer = setTimeout(resolve, OPEN_TIMEOUT_MS)
-      })
-    ])
-    await Promise.race([ended, opened])
-    clearTimeout(timer)
-    timer = setTimeout(() => void worker.terminate(), CLOSE_TIMEOUT_MS)
+    await Promise.race([this.workerOpened, delay(OPEN_TIMEOUT_MS, undefined, { ref: false })])
+    const timer = setTimeout(() => void worker.terminate(), CLOSE_TIMEOUT_MS)
     await ended
     clearTimeout(timer)
   }
 
   /** The store took an attestation: reflected by the refresh REFRESH_DELAY_MS later (the worker reads it from the log). */
   attestationAdded(): void {
-    if (this.publish && !this.spawned) this.spawn()
-    else if (this.publish && !this.soon)
+    if (!this.publish) return
+    if (!this.spawned) this.spawn()
+    else if (!this.soon)
       this.soon = setTimeout(() => {
         this.soon = null
         this.refreshNow()
